@@ -1,0 +1,3 @@
+from cachecast.cli import main
+
+main()

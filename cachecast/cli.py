@@ -1,0 +1,87 @@
+"""The ``cachecast`` command: a thin typer front over the subpackages' own CLI modules.
+
+Each subpackage exposes ``register(app)`` in its ``cli`` module and owns its commands; this
+module only assembles them and holds the database commands shared by all.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from cachecast import __version__, db
+from cachecast.contracts import cli as contracts_cli
+from cachecast.gpu_backend import cli as gpu_backend_cli
+from cachecast.service import cli as service_cli
+from cachecast.simulator import cli as simulator_cli
+from cachecast.tokenizers import cli as tokenizers_cli
+
+app = typer.Typer(
+    name="cachecast",
+    help="Predict prompt-cache hits and bills from prompt logs under dated provider contracts.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+console = Console(stderr=True)
+
+DatabaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        envvar=db.DATABASE_URL_ENV,
+        help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
+    ),
+]
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Apply migrations up to REVISION (default: the newest)."""
+    url = db.resolve_database_url(database_url)
+    db.upgrade(url, revision)
+    console.print(f"database at revision {db.current_revision(url)}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision, e.g. 'base' or '-1'.")],
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Revert migrations down to REVISION."""
+    url = db.resolve_database_url(database_url)
+    db.downgrade(url, revision)
+    console.print(f"database at revision {db.current_revision(url)}")
+
+
+@db_app.command("current")
+def db_current(database_url: DatabaseUrlOption = None) -> None:
+    """Print the database's current revision and whether it is the newest."""
+    url = db.resolve_database_url(database_url)
+    current = db.current_revision(url)
+    head = db.head_revision()
+    state = "current" if current == head else f"behind (head is {head})"
+    typer.echo(f"{current or 'empty'} {state}")
+
+
+for _module in (contracts_cli, tokenizers_cli, simulator_cli, service_cli, gpu_backend_cli):
+    _module.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,103 @@
+"""Database plumbing shared by every subpackage that stores something.
+
+Only SQLAlchemy URLs are accepted, so the same Alembic migrations run on the embedded SQLite
+file and on PostgreSQL. Tables are created by migrations only, never by ``create_all``.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import create_engine
+
+DATABASE_URL_ENV = "CACHECAST_DATABASE_URL"
+
+
+def default_database_url() -> str:
+    """The embedded default: a SQLite file in the user's data directory."""
+    data_dir = Path(platformdirs.user_data_dir("cachecast", appauthor=False))
+    return f"sqlite:///{data_dir / 'cachecast.db'}"
+
+
+def resolve_database_url(explicit: str | None = None) -> str:
+    """``--database-url`` wins, then ``CACHECAST_DATABASE_URL``, then the embedded default."""
+    url = explicit or os.environ.get(DATABASE_URL_ENV) or default_database_url()
+    make_url(url)  # raises ArgumentError naming the bad URL
+    return url
+
+
+def _sqlite_file(url: str) -> Path | None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers run beside one writer; foreign keys are off by default in SQLite;
+    # busy_timeout makes a second writing process wait instead of failing at once.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+@cache
+def get_engine(url: str) -> Engine:
+    """One engine per URL per process (engines pool connections, so they are shared)."""
+    sqlite_path = _sqlite_file(url)
+    if sqlite_path is not None:
+        sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _on_sqlite_connect)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def migrations_dir() -> Path:
+    """Alembic scripts: inside the package for a wheel install, else the repository's."""
+    packaged = Path(__file__).parent / "_migrations"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    # Alembic's Config treats '%' as interpolation; URLs may contain escaped passwords.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def current_revision(url: str) -> str | None:
+    with get_engine(url).connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def is_current(url: str) -> bool:
+    """True when the database is migrated to the newest revision this code knows."""
+    return current_revision(url) == head_revision()

@@ -1,0 +1,1 @@
+"""cachecast.gpu_backend"""

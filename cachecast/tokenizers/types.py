@@ -1,0 +1,80 @@
+"""What the tokenizers hand to the simulator: one exact token sequence per logged request.
+
+These types are the contract between ``cachecast.tokenizers`` (producer) and
+``cachecast.simulator`` (consumer); keep them small and stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A span of the prompt that came from one part of the request body.
+
+    ``kind`` is one of: system, tool, message, content, prompt (a plain prompt), template.
+    ``label`` is the path of that part in the record, e.g. ``messages[2].content[0]``.
+    Offsets are token positions, ``start`` inclusive, ``end`` exclusive.
+    """
+
+    kind: str
+    label: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """An explicit cache breakpoint: the prefix of ``offset`` tokens may be cached.
+
+    ``ttl`` names the contract's TTL option ('5m', '1h', '30m'...) or is None for the default.
+    """
+
+    offset: int
+    ttl: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedUsage:
+    """Usage the provider reported for this request, normalised; None where not reported.
+
+    ``input_tokens`` is the *total* prompt length (cached tokens included), whatever the
+    provider's own convention was; ``cache_write_by_ttl`` maps TTL option names to tokens.
+    """
+
+    input_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_by_ttl: dict[str, int] = field(default_factory=dict)
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizedRequest:
+    """One logged request, tokenized exactly (or marked ``exact=False``).
+
+    Either ``tokens`` holds the prompt's token ids, or (for block-level traces such as
+    Mooncake) ``block_keys`` holds one key per ``block_size`` tokens, equal keys meaning an
+    equal prefix chain; ``input_tokens`` is always the prompt length.
+    """
+
+    source: str  # file the record came from
+    line: int  # 1-based line number in that file
+    request_id: str
+    timestamp: float  # seconds (epoch or trace-relative); the simulator replays in this order
+    scope: str  # whatever separates caches: org, API key, prompt_cache_key, cache salt
+    provider: str | None
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    tokens: Sequence[int] | None = None
+    block_keys: Sequence[int] | None = None
+    block_size: int | None = None
+    segments: tuple[Segment, ...] = ()
+    breakpoints: tuple[Breakpoint, ...] = ()
+    observed: ObservedUsage | None = None
+    exact: bool = True
+    tokenizer: str = ""
+    session: str | None = None
