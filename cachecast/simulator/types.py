@@ -35,7 +35,8 @@ class RequestUsage:
         total = self.cache_read_tokens + self.cache_write_total + self.uncached_input_tokens
         if total != self.input_tokens:
             raise AssertionError(
-                f"request {self.request_id}: read+write+uncached={total} != input={self.input_tokens}"
+                f"request {self.request_id}: read+write+uncached={total}"
+                f" != input={self.input_tokens}"
             )
 
 

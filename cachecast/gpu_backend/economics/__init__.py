@@ -1,0 +1,1 @@
+"""Self-hosted economics: model geometry, accelerators, capacity, cost comparison."""

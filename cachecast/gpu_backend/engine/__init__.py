@@ -1,0 +1,1 @@
+"""Replays on a real vLLM engine: in-process and over HTTP."""

@@ -1,0 +1,1 @@
+"""Prompt-layout regression checks and prefix-friendly reordering suggestions."""
