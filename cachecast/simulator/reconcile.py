@@ -1,0 +1,141 @@
+"""Reconciliation: predicted against observed cache reads and writes, request by request.
+
+Where a log carries the usage the provider actually reported, the prediction can be checked.
+Each row puts the predicted and observed read and written tokens side by side, and the bill of
+each under the same contract; the summary gives the share of requests predicted exactly and
+the mean absolute error in tokens and in dollars.
+
+A request "matches exactly" when the predicted read tokens equal the observed ones and, where
+the provider reported writes, the predicted written tokens equal them too. The token error of
+a request is ``|read_pred - read_obs| + |write_pred - write_obs|`` (write term only where
+writes were reported), so a token misfiled between read and write counts twice: once for
+each bucket it is wrong in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+from cachecast.contracts.model import ContractTerms
+from cachecast.simulator.billing import EXACT, bill_request, usage_from_observed
+from cachecast.simulator.types import RequestUsage
+from cachecast.tokenizers.types import ObservedUsage
+
+# Mean errors are exact fractions, shown as Decimal rounded to this many places (display only).
+MEAN_PLACES = Decimal("1e-9")
+
+
+@dataclass(frozen=True, slots=True)
+class ReconciledRequest:
+    """One request's prediction next to what the provider reported."""
+
+    request_id: str
+    line: int
+    predicted_read: int
+    observed_read: int
+    predicted_write: int
+    observed_write: int | None  # None: the provider did not report writes
+    predicted_cost: Decimal
+    observed_cost: Decimal
+
+    @property
+    def token_error(self) -> int:
+        error = abs(self.predicted_read - self.observed_read)
+        if self.observed_write is not None:
+            error += abs(self.predicted_write - self.observed_write)
+        return error
+
+    @property
+    def exact_match(self) -> bool:
+        return self.token_error == 0
+
+    @property
+    def cost_error(self) -> Decimal:
+        with localcontext(EXACT):
+            return abs(self.predicted_cost - self.observed_cost)
+
+
+def reconcile_request(
+    predicted: RequestUsage, observed: ObservedUsage, contract: ContractTerms
+) -> ReconciledRequest:
+    """Compare one prediction with the usage the provider reported for the same request."""
+    observed_usage = usage_from_observed(
+        observed,
+        contract,
+        request_id=predicted.request_id,
+        line=predicted.line,
+        timestamp=predicted.timestamp,
+        scope=predicted.scope,
+        fallback_input_tokens=predicted.input_tokens,
+        fallback_output_tokens=predicted.output_tokens,
+    )
+    writes_reported = observed.cache_write_tokens is not None or bool(observed.cache_write_by_ttl)
+    return ReconciledRequest(
+        request_id=predicted.request_id,
+        line=predicted.line,
+        predicted_read=predicted.cache_read_tokens,
+        observed_read=observed_usage.cache_read_tokens,
+        predicted_write=predicted.cache_write_total,
+        observed_write=observed_usage.cache_write_total if writes_reported else None,
+        predicted_cost=bill_request(predicted, contract).total,
+        observed_cost=bill_request(observed_usage, contract).total,
+    )
+
+
+@dataclass(slots=True)
+class ReconciliationSummary:
+    """Running error statistics over reconciled requests; constant memory."""
+
+    requests: int = 0
+    exact_matches: int = 0
+    token_error_sum: int = 0
+    cost_error_sum: Decimal = Decimal(0)
+    predicted_read_sum: int = 0
+    observed_read_sum: int = 0
+
+    def add(self, row: ReconciledRequest) -> None:
+        self.requests += 1
+        self.exact_matches += row.exact_match
+        self.token_error_sum += row.token_error
+        with localcontext(EXACT):
+            self.cost_error_sum += row.cost_error
+        self.predicted_read_sum += row.predicted_read
+        self.observed_read_sum += row.observed_read
+
+    @property
+    def exact_match_share(self) -> Fraction:
+        return Fraction(self.exact_matches, self.requests) if self.requests else Fraction(0)
+
+    @property
+    def mean_abs_error_tokens(self) -> Fraction:
+        return Fraction(self.token_error_sum, self.requests) if self.requests else Fraction(0)
+
+    @property
+    def mean_abs_error_cost(self) -> Fraction:
+        if not self.requests:
+            return Fraction(0)
+        return Fraction(self.cost_error_sum) / self.requests
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "requests": self.requests,
+            "exact_matches": self.exact_matches,
+            "exact_match_share": _fraction_str(self.exact_match_share),
+            "mean_abs_error_tokens": _fraction_str(self.mean_abs_error_tokens),
+            "mean_abs_error_cost": _fraction_str(self.mean_abs_error_cost),
+            "predicted_cache_read_tokens": self.predicted_read_sum,
+            "observed_cache_read_tokens": self.observed_read_sum,
+        }
+
+
+def _fraction_str(value: Fraction) -> str:
+    """An exact fraction as a plain decimal string, rounded half-even to ``MEAN_PLACES``.
+
+    Rounding here is for display only; the sums behind it are exact.
+    """
+    with localcontext() as context:
+        context.prec = 60
+        quotient = Decimal(value.numerator) / Decimal(value.denominator)
+        return format(quotient.quantize(MEAN_PLACES).normalize(), "f")

@@ -1,0 +1,1 @@
+"""Tests of bills, reconciliation and the estimate pipeline (issue 4)."""
