@@ -1,9 +1,306 @@
-"""CLI commands (placeholder until its owner fills it)."""
+"""``cachecast estimate``: bills of a prompt log under several providers' dated contracts."""
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import io
+import json
+import sys
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from cachecast import db
+
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 1
+TABLE_COLUMNS = (
+    "target",
+    "contract",
+    "verified_on",
+    "requests",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "uncached_input_tokens",
+    "output_tokens",
+    "hit_rate",
+    "exact_tokens",
+    "cost",
+    "cost_without_cache",
+    "savings",
+)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``estimate`` to the root app."""
+    app.command("estimate")(estimate_command)
+
+
+def estimate_command(
+    logs: Annotated[list[Path], typer.Argument(help="Prompt log(s), JSONL, one request a line.")],
+    target: Annotated[
+        list[str],
+        typer.Option("--target", "-t", help="PROVIDER:MODEL to price against (repeatable)."),
+    ],
+    at: Annotated[
+        str | None,
+        typer.Option(help="Use the contracts in force on this date (YYYY-MM-DD; default today)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV row per target.")] = False,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a Markdown table.")
+    ] = False,
+    per_request: Annotated[
+        Path | None,
+        typer.Option(help="Also write every billed request to FILE (.csv or .parquet)."),
+    ] = None,
+    strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            envvar=db.DATABASE_URL_ENV,
+            help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
+        ),
+    ] = None,
+) -> None:
+    """Predict cache reads, writes and the exact bill of LOG under each target's contract.
+
+    Money is exact (decimal strings in --json/--csv/--markdown; the table rounds for display
+    to 1/10,000 of a dollar). Hit rate = cache read tokens / all prompt tokens.
+    """
+    # Imported here so that `cachecast --help` stays fast.
+    from cachecast.contracts import ContractStore
+    from cachecast.simulator.estimate import (
+        OrderError,
+        PerRequestTable,
+        Target,
+        TargetError,
+        estimate,
+    )
+    from cachecast.tokenizers import LogError
+
+    err = Console(stderr=True)
+    if sum((as_json, as_csv, as_markdown)) > 1:
+        _usage_error(err, "choose at most one of --json, --csv, --markdown")
+    try:
+        targets = [Target.parse(text) for text in target]
+    except TargetError as error:
+        _usage_error(err, str(error))
+    day = None
+    if at is not None:
+        try:
+            day = dt.date.fromisoformat(at)
+        except ValueError:
+            _usage_error(err, f"--at {at!r} is not a date (YYYY-MM-DD)")
+    for log in logs:
+        if not log.is_file():
+            _usage_error(err, f"{log}: no such file")
+    url = db.resolve_database_url(database_url)
+    if not db.is_current(url):
+        _usage_error(
+            err, f"the contract database at {url} is not migrated: run `cachecast db upgrade`"
+        )
+    store = ContractStore(url)
+
+    table_writer = None
+    if per_request is not None:
+        try:
+            table_writer = PerRequestTable(per_request)
+        except ValueError as error:
+            _usage_error(err, str(error))
+
+    progress = _progress_bar(err, logs)
+    try:
+        with progress:
+            task = progress.add_task("replaying", total=None)
+            report = estimate(
+                logs,
+                targets,
+                day,
+                store,
+                progress=lambda n: progress.advance(task, n),
+                strict=strict,
+                per_request=table_writer,
+            )
+    except TargetError as error:
+        message = str(error)
+        if error.close_matches:
+            message += "\nclose matches: " + ", ".join(error.close_matches)
+        _usage_error(err, message)
+    except (LogError, OrderError) as error:
+        err.print(f"[red]error:[/] {error}", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from error
+    finally:
+        if table_writer is not None:
+            table_writer.close()
+
+    for problem in report.errors:
+        err.print(
+            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}", highlight=False
+        )
+    if report.skipped_lines:
+        err.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]")
+    if table_writer is not None:
+        err.print(f"wrote {table_writer.rows_written} rows to {per_request}")
+
+    data = report.to_json()
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    elif as_csv:
+        typer.echo(_csv(data), nl=False)
+    elif as_markdown:
+        typer.echo(_markdown(data))
+    else:
+        _rich_table(data)
+
+
+def _usage_error(console: Console, message: str) -> Any:
+    console.print(f"[red]error:[/] {message}", highlight=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
+class _NoProgress:
+    """Stands in for a progress bar when stderr is not a terminal."""
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: float | None = None) -> TaskID:
+        return TaskID(0)
+
+    def advance(self, task: TaskID, advance: float = 1) -> None:
+        return None
+
+
+def _progress_bar(console: Console, logs: list[Path]) -> Progress | _NoProgress:
+    if not console.is_terminal:
+        return _NoProgress()
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for result in data["targets"]:
+        rows.append(
+            {
+                "target": f"{result['provider']}:{result['model']}",
+                "contract": result["contract"]["version"],
+                "verified_on": result["contract"]["verified_on"],
+                "requests": result["requests"],
+                "input_tokens": result["input_tokens"],
+                "cache_read_tokens": result["cache_read_tokens"],
+                "cache_write_tokens": result["cache_write_tokens"],
+                "uncached_input_tokens": result["uncached_input_tokens"],
+                "output_tokens": result["output_tokens"],
+                "hit_rate": f"{result['hit_rate']:.4f}",
+                "exact_tokens": result["exact_tokens"],
+                "cost": result["cost"]["total"],
+                "cost_without_cache": result["cost_without_cache"],
+                "savings": result["savings"],
+            }
+        )
+    return rows
+
+
+def _csv(data: dict[str, Any]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=TABLE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(_rows(data))
+    return buffer.getvalue()
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    lines = [
+        f"Contracts in force on {data['at']}; hit rate = {data['hit_rate_definition']}.",
+        "",
+        "| " + " | ".join(TABLE_COLUMNS) + " |",
+        "|" + "|".join("---" for _ in TABLE_COLUMNS) + "|",
+    ]
+    for row in _rows(data):
+        lines.append("| " + " | ".join(str(row[column]) for column in TABLE_COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def _dollars(text: str) -> str:
+    """Display rounding only (to $0.0001); the JSON keeps every digit."""
+    value = Decimal(text).quantize(Decimal("0.0001"), rounding=ROUND_HALF_EVEN)
+    return f"${value:,}"
+
+
+def _rich_table(data: dict[str, Any]) -> None:
+    out = Console(file=sys.stdout)
+    table = Table(
+        title=f"Estimated bills, contracts in force on {data['at']}",
+        caption="hit rate = read / prompt tokens; $ rounded to 0.0001 for display (--json: exact)",
+    )
+    for header in (
+        "target",
+        "contract (verified)",
+        "requests",
+        "prompt tok",
+        "read",
+        "written",
+        "uncached",
+        "output",
+        "hit rate",
+        "cost",
+        "no cache",
+        "savings",
+    ):
+        table.add_column(
+            header, justify="left" if header.startswith(("target", "contract")) else "right"
+        )
+    for result, row in zip(data["targets"], _rows(data), strict=True):
+        table.add_row(
+            row["target"] + ("" if row["exact_tokens"] else " ~"),
+            f"{row['contract']} ({row['verified_on']})",
+            f"{row['requests']:,}",
+            f"{row['input_tokens']:,}",
+            f"{row['cache_read_tokens']:,}",
+            f"{row['cache_write_tokens']:,}",
+            f"{row['uncached_input_tokens']:,}",
+            f"{row['output_tokens']:,}",
+            f"{result['hit_rate']:.1%}",
+            _dollars(row["cost"]),
+            _dollars(row["cost_without_cache"]),
+            _dollars(row["savings"]),
+        )
+    out.print(table)
+    if any(not result["exact_tokens"] for result in data["targets"]):
+        out.print("~ token counts approximated (no exact tokenizer for that model)")
+    for result in data["targets"]:
+        summary = result.get("reconciliation")
+        if summary:
+            out.print(
+                f"{result['provider']}:{result['model']} against observed usage:"
+                f" {summary['exact_matches']}/{summary['requests']} requests exact,"
+                f" mean |error| {summary['mean_abs_error_tokens']} tokens,"
+                f" ${summary['mean_abs_error_cost']} per request"
+            )
