@@ -1,0 +1,62 @@
+"""The one interface every cache policy implements, and helpers they share."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+from cachecast.simulator.types import RequestUsage
+from cachecast.tokenizers.types import TokenizedRequest
+
+SELF_HOSTED_WRITE = "kv"
+"""Write bucket of self-hosted policies without a contract (writes cost nothing extra)."""
+
+
+class CachePolicy(ABC):
+    """A model of one cache. ``process`` is called once per request in timestamp order.
+
+    Requests are processed one at a time: a request looks up, allocates, and releases
+    everything it held before the next one starts (no two requests run concurrently).
+    """
+
+    name: str
+
+    @abstractmethod
+    def process(self, request: TokenizedRequest) -> RequestUsage:
+        """Look the request up, update the cache, and say where its prompt tokens went."""
+
+
+def empty_usage(request: TokenizedRequest) -> RequestUsage:
+    return RequestUsage(
+        request_id=request.request_id,
+        line=request.line,
+        timestamp=request.timestamp,
+        scope=request.scope,
+        input_tokens=request.input_tokens,
+        output_tokens=request.output_tokens,
+    )
+
+
+def make_usage(
+    request: TokenizedRequest, read: int, writes: dict[str, int], storage_token_seconds: int = 0
+) -> RequestUsage:
+    """A usage record with the invariant read + writes + uncached == input checked."""
+    usage = empty_usage(request)
+    usage.cache_read_tokens = read
+    usage.cache_write_tokens = {name: tokens for name, tokens in writes.items() if tokens}
+    usage.uncached_input_tokens = request.input_tokens - read - usage.cache_write_total
+    usage.storage_token_seconds = storage_token_seconds
+    if usage.uncached_input_tokens < 0:
+        raise AssertionError(f"request {request.request_id}: read+write exceed the input")
+    return usage
+
+
+def hit_alignment(block_size: int, state_checkpoint_tokens: int | None) -> int:
+    """Granularity of a usable hit: the KV block, or for hybrid (recurrent-state) models the
+    least common multiple of the block and the state checkpoint interval, since a hit can
+    only resume where both a KV block boundary and a saved state exist."""
+    if state_checkpoint_tokens is None:
+        return block_size
+    if state_checkpoint_tokens <= 0:
+        raise ValueError("state_checkpoint_tokens must be positive")
+    return math.lcm(block_size, state_checkpoint_tokens)

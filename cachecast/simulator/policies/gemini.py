@@ -1,0 +1,95 @@
+"""Implicit prefix caching plus explicit cached content billed for storage (Gemini-style).
+
+- Implicit: an ``AutomaticPrefixCache`` (minimum length, no write premium, no storage).
+  Its newly cached blocks are not reported as writes: implicit caching costs nothing
+  extra, so those tokens are plain uncached input.
+- Explicit: the request's last breakpoint names a cached-content object covering the
+  prefix up to it. The first request that uses it creates it: those tokens are written
+  under the breakpoint's TTL option, and storage of ``tokens x ttl_seconds`` is charged
+  to that request (``storage_token_seconds``); the creating request reads nothing from
+  it. Later requests read it while it lives (``t < created + ttl``); a refresh (where the
+  option refreshes) charges storage for the added lifetime only.
+- A request reads the longer of the explicit object and the implicit hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cachecast.contracts.model import TtlOption
+from cachecast.simulator.cache import TtlLruCache
+from cachecast.simulator.policies.automatic import AutomaticPrefixCache, round_hit
+from cachecast.simulator.policies.base import CachePolicy, make_usage
+from cachecast.simulator.policies.explicit import PrefixKeys
+from cachecast.simulator.types import RequestUsage
+from cachecast.tokenizers.types import TokenizedRequest
+
+
+class ImplicitPlusCachedContent(CachePolicy):
+    """Gemini-style: implicit prefix cache plus explicit, storage-billed cached content."""
+
+    name = "gemini"
+
+    def __init__(
+        self,
+        *,
+        ttl_options: Sequence[TtlOption],
+        min_tokens: int = 1024,
+        block_size: int = 16,
+        implicit_ttl_seconds: int | None = None,
+        capacity_blocks: int | None = None,
+    ) -> None:
+        if not ttl_options:
+            raise ValueError("at least one TTL option is needed")
+        self.ttl_options = {option.name: option for option in ttl_options}
+        self.default_ttl = ttl_options[0]
+        self.implicit = AutomaticPrefixCache(
+            block_size=block_size,
+            min_tokens=min_tokens,
+            ttl_seconds=implicit_ttl_seconds,
+            refresh_on_hit=True,
+            ttl_name="implicit",
+            capacity_blocks=capacity_blocks,
+        )
+        self.contents = TtlLruCache()
+
+    def process(self, request: TokenizedRequest) -> RequestUsage:
+        implicit = self.implicit
+        implicit_read = 0
+        if request.input_tokens >= max(implicit.min_tokens, 1):
+            matched, keys = implicit.matched_tokens(request)
+            implicit_read = round_hit(matched, implicit.min_tokens, implicit.increment)
+            implicit.store(request, keys, matched // implicit.block_size)
+        if not request.breakpoints:
+            return make_usage(request, implicit_read, {})
+        point = max(request.breakpoints, key=lambda p: p.offset)
+        if not 0 < point.offset <= request.input_tokens:
+            raise ValueError(
+                f"{request.source}:{request.line}: field breakpoints.offset: {point.offset}"
+                f" is outside the prompt (1..{request.input_tokens})"
+            )
+        option = self.default_ttl
+        if point.ttl is not None:
+            if point.ttl not in self.ttl_options:
+                known = ", ".join(self.ttl_options)
+                raise ValueError(
+                    f"{request.source}:{request.line}: field breakpoints.ttl: unknown TTL"
+                    f" {point.ttl!r} (known: {known})"
+                )
+            option = self.ttl_options[point.ttl]
+        now = request.timestamp
+        key = PrefixKeys(implicit.keyer, request).at(point.offset)
+        if self.contents.lookup(key, now) is not None:
+            added = self.contents.touch(key, now)
+            storage = int(point.offset * added)
+            return make_usage(request, max(point.offset, implicit_read), {}, storage)
+        self.contents.insert(
+            key,
+            now,
+            tokens=point.offset,
+            ttl_seconds=option.ttl_seconds,
+            refresh_on_hit=option.refresh_on_hit,
+            ttl_name=option.name,
+        )
+        storage = point.offset * option.ttl_seconds
+        return make_usage(request, 0, {option.name: point.offset}, storage)
