@@ -1,1 +1,28 @@
-"""cachecast.tokenizers"""
+"""cachecast.tokenizers: exact offline tokenization and prompt-log ingestion.
+
+``read_log`` / ``read_records`` stream logs into :class:`TokenizedRequest` objects;
+``get_tokenizer`` maps a model name to its tokenizer (see ``registry``).
+"""
+
+from cachecast.tokenizers.base import Tokenizer
+from cachecast.tokenizers.encode import SegmentCache
+from cachecast.tokenizers.openai_data import VocabularyIntegrityError, load_openai_encoding
+from cachecast.tokenizers.records import LogError, read_log, read_records
+from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
+from cachecast.tokenizers.types import Breakpoint, ObservedUsage, Segment, TokenizedRequest
+
+__all__ = [
+    "Breakpoint",
+    "LogError",
+    "ObservedUsage",
+    "Segment",
+    "SegmentCache",
+    "TokenizedRequest",
+    "Tokenizer",
+    "UnknownModelError",
+    "VocabularyIntegrityError",
+    "get_tokenizer",
+    "load_openai_encoding",
+    "read_log",
+    "read_records",
+]

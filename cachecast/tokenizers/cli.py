@@ -2,8 +2,87 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+
+from cachecast.tokenizers.records import LogError, read_log
+from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
+from cachecast.tokenizers.types import TokenizedRequest
+
+EXIT_BAD_INPUT = 2
 
 
 def register(app: typer.Typer) -> None:
     """Add this subpackage's commands to the root app."""
+    app.command("tokenize")(tokenize)
+
+
+def tokenize(
+    log: Annotated[Path, typer.Argument(help="JSONL prompt log.", exists=True, dir_okay=False)],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Tokenize as this model (overrides the log's).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per request.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line.")] = False,
+) -> None:
+    """Print each request's token total, exactness, tokenizer and segment spans."""
+    console = Console(stderr=True)
+    if model is not None:
+        try:
+            get_tokenizer(model)
+        except UnknownModelError as exc:
+            console.print(f"error: {exc}")
+            raise typer.Exit(EXIT_BAD_INPUT) from exc
+    errors: list[LogError] = []
+    requests = 0
+    tokens = 0
+    try:
+        for request in read_log(log, model=model, strict=strict, errors=errors):
+            requests += 1
+            tokens += request.input_tokens
+            if as_json:
+                sys.stdout.write(json.dumps(_as_json(request)) + "\n")
+            else:
+                _print_text(request)
+    except LogError as exc:
+        console.print(f"error: {exc}")
+        raise typer.Exit(EXIT_BAD_INPUT) from exc
+    for error in errors:
+        console.print(f"skipped: {error}")
+    console.print(f"{requests} requests, {tokens} input tokens; {len(errors)} bad lines skipped")
+
+
+def _as_json(request: TokenizedRequest) -> dict[str, object]:
+    return {
+        "request_id": request.request_id,
+        "line": request.line,
+        "timestamp": request.timestamp,
+        "scope": request.scope,
+        "provider": request.provider,
+        "model": request.model,
+        "input_tokens": request.input_tokens,
+        "output_tokens": request.output_tokens,
+        "exact": request.exact,
+        "tokenizer": request.tokenizer,
+        "segments": [
+            {"kind": s.kind, "label": s.label, "start": s.start, "end": s.end}
+            for s in request.segments
+        ],
+        "breakpoints": [{"offset": b.offset, "ttl": b.ttl} for b in request.breakpoints],
+        "block_size": request.block_size,
+        "blocks": len(request.block_keys) if request.block_keys is not None else None,
+    }
+
+
+def _print_text(request: TokenizedRequest) -> None:
+    exact = "exact" if request.exact else "approx"
+    typer.echo(f"{request.request_id}\t{request.input_tokens} tokens\t{exact}\t{request.tokenizer}")
+    for segment in request.segments:
+        typer.echo(f"  [{segment.start}, {segment.end})\t{segment.kind}\t{segment.label}")
+    for breakpoint in request.breakpoints:
+        typer.echo(f"  breakpoint at {breakpoint.offset}\tttl={breakpoint.ttl or 'default'}")

@@ -1,0 +1,554 @@
+"""Prompt logs (JSONL, streamed) -> :class:`TokenizedRequest`.
+
+A line is one JSON object, either a bare request body or a wrapper::
+
+    {"timestamp": "2026-01-05T10:00:00Z" | 1767607200 | 1767607200000,
+     "scope": "org-1/key-2",            # or org / project / api_key / prompt_cache_key ...
+     "session": "s-17", "provider": "openai", "model": "gpt-4o", "request_id": "r-1",
+     "request": {...body...},           # also accepted: "body" (OpenAI batch files)
+     "response": {"usage": {...}},      # or "usage": {...} at the top level
+     "output_tokens": 120}
+
+Bodies: OpenAI Chat Completions (``messages``), Responses (``input``/``instructions``),
+Anthropic Messages (``messages`` with ``system``/``cache_control``, or provider anthropic),
+Gemini generateContent (``contents``), ``{"prompt": "..."}``, ``{"tokens": [...]}``, and
+Mooncake traces (``timestamp`` in ms, ``input_length``, ``output_length``, ``hash_ids`` with
+one id per 512-token block -> ``block_keys``, ``block_size`` 512).
+
+Timestamps: ISO 8601 (naive = UTC) or epoch numbers; a number above 1e11 is taken as
+milliseconds. A record without a timestamp gets the previous record's (0.0 for the first), so
+file order is kept. Scope: ``scope`` if given, else ``key=value`` pairs of the identity fields
+present (org, project, api_key, prompt_cache_key, cache_salt, ...), else ``default``.
+
+Model: the ``model`` argument, when given, overrides the record's model (the caller asks for
+that model's tokenization); otherwise the record's (wrapper, then body) model is used.
+
+Providers without a public tokenizer (approximate tokenizers): when the record reports the
+prompt length, ``input_tokens`` is that exact count and ``exact`` is True; the approximate
+ids are then cut or padded at the end (pad ids derived from the request's last part) so that
+``len(tokens) == input_tokens`` holds while the earlier parts keep their content-addressed ids.
+
+Bad lines raise or record :class:`LogError` (file, line, field, reason); nothing is skipped
+without being recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cachecast.tokenizers.base import (
+    NON_TEXT_ID_BASE,
+    NON_TEXT_ID_SPAN,
+    TiktokenTokenizer,
+    Tokenizer,
+)
+from cachecast.tokenizers.encode import BatchEncoder, SegmentCache
+from cachecast.tokenizers.hf import HFTokenizer
+from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
+from cachecast.tokenizers.render import FieldError, Rendered, detect_api, render
+from cachecast.tokenizers.types import ObservedUsage, Segment, TokenizedRequest
+
+MOONCAKE_BLOCK_SIZE = 512
+BATCH_SIZE = 256
+SCOPE_FIELDS = (
+    "org",
+    "organization",
+    "project",
+    "api_key",
+    "prompt_cache_key",
+    "cache_salt",
+    "user",
+)
+WRAPPER_KEYS = ("request", "body")
+
+
+class LogError(ValueError):
+    """A malformed log line: file, 1-based line number, the field at fault and why."""
+
+    def __init__(self, file: str, line: int, field: str, reason: str) -> None:
+        super().__init__(f"{file}:{line}: {field}: {reason}")
+        self.file = file
+        self.line = line
+        self.field = field
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class _Parsed:
+    line: int
+    record: dict[str, Any]
+    body: dict[str, Any]
+    model: str | None
+    provider: str | None
+    timestamp: float | None
+    rendered: Rendered | None
+
+
+def read_log(
+    path: str | Path,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    strict: bool = False,
+    errors: list[LogError] | None = None,
+    cache: SegmentCache | None = None,
+) -> Iterator[TokenizedRequest]:
+    """Stream a JSONL log; see the module docstring for the accepted shapes."""
+    source = str(path)
+
+    def lines() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
+        with open(path, encoding="utf-8") as handle:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    yield number, LogError(source, number, "<line>", f"invalid JSON: {exc}")
+                    continue
+                if not isinstance(record, dict):
+                    yield number, LogError(source, number, "<line>", "expected a JSON object")
+                    continue
+                yield number, record
+
+    yield from _read(lines(), source, model, provider, strict, errors, cache)
+
+
+def read_records(
+    records: Iterable[dict[str, Any]],
+    source: str,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    strict: bool = False,
+    errors: list[LogError] | None = None,
+    cache: SegmentCache | None = None,
+) -> Iterator[TokenizedRequest]:
+    """Like :func:`read_log` for records already in memory (line = 1-based position)."""
+
+    def numbered() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
+        for number, record in enumerate(records, start=1):
+            if isinstance(record, dict):
+                yield number, record
+            else:
+                yield number, LogError(source, number, "<record>", "expected a JSON object")
+
+    yield from _read(numbered(), source, model, provider, strict, errors, cache)
+
+
+def _read(
+    numbered: Iterator[tuple[int, dict[str, Any] | LogError]],
+    source: str,
+    model: str | None,
+    provider: str | None,
+    strict: bool,
+    errors: list[LogError] | None,
+    cache: SegmentCache | None,
+) -> Iterator[TokenizedRequest]:
+    reader = _Reader(source, model, provider, strict, errors, cache)
+    try:
+        batch: list[_Parsed | TokenizedRequest] = []
+        for number, record in numbered:
+            if isinstance(record, LogError):
+                reader.fail(record)
+                continue
+            item = reader.parse(number, record)
+            if item is not None:
+                batch.append(item)
+            if len(batch) >= BATCH_SIZE:
+                yield from reader.finish(batch)
+                batch = []
+        yield from reader.finish(batch)
+    finally:
+        reader.close()
+
+
+class _Reader:
+    def __init__(
+        self,
+        source: str,
+        model: str | None,
+        provider: str | None,
+        strict: bool,
+        errors: list[LogError] | None,
+        cache: SegmentCache | None,
+    ) -> None:
+        self.source = source
+        self.model = model
+        self.provider = provider
+        self.strict = strict
+        self.errors = errors
+        self.cache = cache if cache is not None else SegmentCache()
+        self.encoders: dict[str, BatchEncoder] = {}
+        self.last_timestamp = 0.0
+
+    def close(self) -> None:
+        for encoder in self.encoders.values():
+            encoder.close()
+
+    def fail(self, error: LogError) -> None:
+        if self.strict:
+            raise error
+        if self.errors is not None:
+            self.errors.append(error)
+
+    def parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest | None:
+        try:
+            return self._parse(number, record)
+        except FieldError as exc:
+            self.fail(LogError(self.source, number, exc.field, exc.reason))
+        except UnknownModelError as exc:
+            self.fail(LogError(self.source, number, "model", str(exc)))
+        return None
+
+    def _parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest:
+        body = record
+        for key in WRAPPER_KEYS:
+            if key in record:
+                if not isinstance(record[key], dict):
+                    raise FieldError(key, f"expected an object, got {type(record[key]).__name__}")
+                body = record[key]
+                break
+        timestamp = _timestamp(record, body)
+        if "hash_ids" in body or "input_length" in body:
+            return self._mooncake(number, record, body)
+        provider = self.provider or _optional_str(record, "provider")
+        model = self.model or _optional_str(record, "model") or _optional_str(body, "model")
+        if model is None and "tokens" not in body:
+            raise FieldError("model", "no model in the record and none given (--model)")
+        if model is not None:
+            get_tokenizer(model)  # raises UnknownModelError early, with this line's number
+        api = detect_api(body, provider)
+        return _Parsed(number, record, body, model, provider, timestamp, render(body, api))
+
+    def _mooncake(
+        self, number: int, record: dict[str, Any], body: dict[str, Any]
+    ) -> TokenizedRequest:
+        input_length = _count(body, "input_length")
+        output_length = _count(body, "output_length")
+        hash_ids = body.get("hash_ids")
+        if not isinstance(hash_ids, list):
+            raise FieldError("hash_ids", "missing or not a list")
+        for index, value in enumerate(hash_ids):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise FieldError(f"hash_ids[{index}]", f"expected an integer, got {value!r}")
+        expected_blocks = math.ceil(input_length / MOONCAKE_BLOCK_SIZE)
+        if len(hash_ids) != expected_blocks:
+            raise FieldError(
+                "hash_ids",
+                f"{len(hash_ids)} ids for input_length {input_length}: expected "
+                f"ceil({input_length}/{MOONCAKE_BLOCK_SIZE}) = {expected_blocks}",
+            )
+        raw = body.get("timestamp")
+        if raw is None:
+            timestamp = self.last_timestamp
+        elif isinstance(raw, int | float) and not isinstance(raw, bool) and raw >= 0:
+            timestamp = raw / 1000.0  # Mooncake timestamps are milliseconds
+        else:
+            raise FieldError("timestamp", f"expected non-negative milliseconds, got {raw!r}")
+        self.last_timestamp = timestamp
+        return TokenizedRequest(
+            source=self.source,
+            line=number,
+            request_id=_request_id(record, self.source, number),
+            timestamp=timestamp,
+            scope=_scope(record, body),
+            provider=self.provider or _optional_str(record, "provider"),
+            model=self.model or _optional_str(record, "model"),
+            input_tokens=input_length,
+            output_tokens=output_length,
+            block_keys=hash_ids,
+            block_size=MOONCAKE_BLOCK_SIZE,
+            exact=True,
+            tokenizer="mooncake-hash-ids",
+            session=_optional_str(record, "session"),
+        )
+
+    def finish(self, batch: list[_Parsed | TokenizedRequest]) -> Iterator[TokenizedRequest]:
+        by_model: dict[str, list[_Parsed]] = {}
+        for item in batch:
+            if isinstance(item, _Parsed) and item.model is not None:
+                by_model.setdefault(item.model, []).append(item)
+        encoded: dict[int, tuple[Any, tuple[Segment, ...], tuple[Any, ...]]] = {}
+        for model, items in by_model.items():
+            tokenizer = get_tokenizer(model)
+            todo = [
+                item for item in items if item.rendered is not None and item.rendered.tokens is None
+            ]
+            if isinstance(tokenizer, TiktokenTokenizer):
+                encoder = self.encoders.get(tokenizer.key)
+                if encoder is None:
+                    encoder = self.encoders[tokenizer.key] = BatchEncoder(tokenizer, self.cache)
+                results = encoder.encode_batch([item.rendered for item in todo if item.rendered])
+                for item, result in zip(todo, results, strict=True):
+                    encoded[item.line] = (result.tokens, result.segments, result.breakpoints)
+            elif isinstance(tokenizer, HFTokenizer):
+                for item in todo:
+                    assert item.rendered is not None
+                    encoded[item.line] = _encode_hf(tokenizer, item.rendered)
+        for item in batch:
+            if isinstance(item, TokenizedRequest):
+                yield item
+                continue
+            try:
+                yield self._request(item, encoded.get(item.line))
+            except FieldError as exc:
+                self.fail(LogError(self.source, item.line, exc.field, exc.reason))
+
+    def _request(
+        self, item: _Parsed, encoded: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None
+    ) -> TokenizedRequest:
+        rendered = item.rendered
+        assert rendered is not None
+        observed = _observed_usage(item.record, rendered.api)
+        output_tokens = _output_tokens(item.record, observed)
+        timestamp = self.last_timestamp if item.timestamp is None else item.timestamp
+        self.last_timestamp = timestamp
+        tokenizer: Tokenizer | None = get_tokenizer(item.model) if item.model else None
+        if rendered.tokens is not None:
+            tokens: Any = rendered.tokens
+            segments: tuple[Segment, ...] = (Segment("prompt", "tokens", 0, len(tokens)),)
+            breakpoints: tuple[Any, ...] = ()
+            exact = True
+            name = "pre-tokenized"
+        else:
+            assert encoded is not None and tokenizer is not None
+            tokens, segments, breakpoints = encoded
+            exact = tokenizer.exact and rendered.exact
+            name = tokenizer.name
+        if not exact and observed is not None and observed.input_tokens is not None:
+            tokens, segments, breakpoints = _fit_to_observed(
+                tokens, segments, breakpoints, observed.input_tokens
+            )
+            exact = True
+            name += ", count from usage"
+        return TokenizedRequest(
+            source=self.source,
+            line=item.line,
+            request_id=_request_id(item.record, self.source, item.line),
+            timestamp=timestamp,
+            scope=_scope(item.record, item.body),
+            provider=item.provider,
+            model=item.model,
+            input_tokens=len(tokens),
+            output_tokens=output_tokens,
+            tokens=tokens,
+            segments=segments,
+            breakpoints=breakpoints,
+            observed=observed,
+            exact=exact,
+            tokenizer=name,
+            session=_optional_str(item.record, "session"),
+        )
+
+
+def _encode_hf(
+    tokenizer: HFTokenizer, rendered: Rendered
+) -> tuple[Any, tuple[Segment, ...], tuple[Any, ...]]:
+    if rendered.api == "prompt":
+        ids = tokenizer.encode(rendered.parts[0].text())
+        return ids, (Segment("prompt", "prompt", 0, len(ids)),), ()
+    messages = rendered.chat_messages or [
+        {"role": part.role, "content": part.text()}
+        for part in rendered.parts
+        if part.kind != "tool"
+    ]
+    parts = [part for part in rendered.parts if part.kind != "tool"]
+    labels = [part.label for part in parts]
+    kinds = [part.kind for part in parts]
+    ids, segments = tokenizer.encode_chat(messages, labels, kinds, rendered.chat_tools)
+    return ids, tuple(segments), ()
+
+
+def _fit_to_observed(
+    tokens: Any, segments: tuple[Segment, ...], breakpoints: tuple[Any, ...], count: int
+) -> tuple[Any, tuple[Segment, ...], tuple[Any, ...]]:
+    """Cut or pad the approximate ids at the end so that there are exactly ``count``."""
+    fitted = array("I", tokens[:count])
+    if len(fitted) < count:
+        seed = tokens[-1] if len(tokens) else 0
+        fitted.extend(
+            NON_TEXT_ID_BASE + (seed + i) % NON_TEXT_ID_SPAN for i in range(count - len(fitted))
+        )
+    kept = [
+        Segment(s.kind, s.label, s.start, min(s.end, count)) for s in segments if s.start < count
+    ]
+    if kept and kept[-1].end < count:
+        last = kept[-1]
+        kept[-1] = Segment(last.kind, last.label, last.start, count)
+    fitted_breakpoints = tuple(bp for bp in breakpoints if bp.offset <= count)
+    return fitted, tuple(kept), fitted_breakpoints
+
+
+# --- record fields -----------------------------------------------------------------------
+
+
+def _optional_str(record: dict[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise FieldError(key, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _count(record: dict[str, Any], key: str) -> int:
+    if key not in record:
+        raise FieldError(key, "missing")
+    value = record[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FieldError(key, f"expected an integer, got {value!r}")
+    if value < 0:
+        raise FieldError(key, f"negative length {value}")
+    return value
+
+
+def _timestamp(record: dict[str, Any], body: dict[str, Any]) -> float | None:
+    raw = record.get("timestamp", record.get("created_at", body.get("timestamp")))
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        raise FieldError("timestamp", "expected ISO 8601 or epoch seconds, got a boolean")
+    if isinstance(raw, int | float):
+        if not math.isfinite(raw) or raw < 0:
+            raise FieldError("timestamp", f"expected a non-negative epoch, got {raw!r}")
+        return raw / 1000.0 if raw > 1e11 else float(raw)
+    if isinstance(raw, str):
+        try:
+            moment = datetime.fromisoformat(raw)
+        except ValueError as exc:
+            raise FieldError("timestamp", f"not ISO 8601: {raw!r}") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    raise FieldError("timestamp", f"expected ISO 8601 or epoch, got {type(raw).__name__}")
+
+
+def _scope(record: dict[str, Any], body: dict[str, Any]) -> str:
+    explicit = record.get("scope")
+    if explicit is not None:
+        if not isinstance(explicit, str | int):
+            raise FieldError("scope", f"expected a string, got {type(explicit).__name__}")
+        return str(explicit)
+    pairs = []
+    for key in SCOPE_FIELDS:
+        value = record.get(key, body.get(key))
+        if value is not None:
+            pairs.append(f"{key}={value}")
+    return ";".join(pairs) if pairs else "default"
+
+
+def _request_id(record: dict[str, Any], source: str, line: int) -> str:
+    for key in ("request_id", "id", "custom_id"):
+        value = record.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return f"{Path(source).name}:{line}"
+
+
+def _usage(record: dict[str, Any]) -> dict[str, Any] | None:
+    response = record.get("response")
+    usage = record.get("usage")
+    if usage is None and isinstance(response, dict):
+        usage = response.get("usage", response.get("usageMetadata"))
+        if usage is None and isinstance(response.get("body"), dict):
+            usage = response["body"].get("usage")
+    if usage is None:
+        usage = record.get("usageMetadata")
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise FieldError("usage", f"expected an object, got {type(usage).__name__}")
+    return usage
+
+
+def _usage_int(usage: dict[str, Any], key: str, path: str = "usage") -> int | None:
+    value = usage.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise FieldError(f"{path}.{key}", f"expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
+    """Normalize the provider's usage; ``input_tokens`` always includes cached tokens."""
+    usage = _usage(record)
+    if usage is None:
+        return None
+    if "promptTokenCount" in usage:  # Gemini usageMetadata: prompt count includes cached
+        return ObservedUsage(
+            input_tokens=_usage_int(usage, "promptTokenCount"),
+            cache_read_tokens=_usage_int(usage, "cachedContentTokenCount") or 0,
+            output_tokens=_usage_int(usage, "candidatesTokenCount"),
+        )
+    if "prompt_cache_hit_tokens" in usage:  # DeepSeek: prompt_tokens = hit + miss
+        return ObservedUsage(
+            input_tokens=_usage_int(usage, "prompt_tokens"),
+            cache_read_tokens=_usage_int(usage, "prompt_cache_hit_tokens"),
+            output_tokens=_usage_int(usage, "completion_tokens"),
+        )
+    anthropic = (
+        api == "anthropic"
+        or "cache_creation_input_tokens" in usage
+        or ("cache_read_input_tokens" in usage)
+    )
+    if anthropic:  # Anthropic: input_tokens excludes cache reads and writes
+        uncached = _usage_int(usage, "input_tokens") or 0
+        written = _usage_int(usage, "cache_creation_input_tokens") or 0
+        read = _usage_int(usage, "cache_read_input_tokens") or 0
+        by_ttl: dict[str, int] = {}
+        split = usage.get("cache_creation")
+        if split is not None:
+            if not isinstance(split, dict):
+                raise FieldError("usage.cache_creation", "expected an object")
+            for key, ttl in (
+                ("ephemeral_5m_input_tokens", "5m"),
+                ("ephemeral_1h_input_tokens", "1h"),
+            ):
+                value = _usage_int(split, key, "usage.cache_creation")
+                if value:
+                    by_ttl[ttl] = value
+        elif written:
+            by_ttl["5m"] = written  # without the split, writes are the default 5-minute TTL
+        return ObservedUsage(
+            input_tokens=uncached + written + read,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
+            cache_write_by_ttl=by_ttl,
+            output_tokens=_usage_int(usage, "output_tokens"),
+        )
+    if "input_tokens" in usage:  # OpenAI Responses: input_tokens includes cached
+        details = usage.get("input_tokens_details") or {}
+        return ObservedUsage(
+            input_tokens=_usage_int(usage, "input_tokens"),
+            cache_read_tokens=_usage_int(details, "cached_tokens", "usage.input_tokens_details"),
+            cache_write_tokens=_usage_int(
+                details, "cache_write_tokens", "usage.input_tokens_details"
+            ),
+            output_tokens=_usage_int(usage, "output_tokens"),
+        )
+    details = usage.get("prompt_tokens_details") or {}  # OpenAI Chat Completions
+    if not isinstance(details, dict):
+        raise FieldError("usage.prompt_tokens_details", "expected an object")
+    return ObservedUsage(
+        input_tokens=_usage_int(usage, "prompt_tokens"),
+        cache_read_tokens=_usage_int(details, "cached_tokens", "usage.prompt_tokens_details"),
+        cache_write_tokens=_usage_int(details, "cache_write_tokens", "usage.prompt_tokens_details"),
+        output_tokens=_usage_int(usage, "completion_tokens"),
+    )
+
+
+def _output_tokens(record: dict[str, Any], observed: ObservedUsage | None) -> int:
+    if "output_tokens" in record:
+        return _count(record, "output_tokens")
+    if observed is not None and observed.output_tokens is not None:
+        return observed.output_tokens
+    return 0

@@ -1,0 +1,132 @@
+"""Model name -> tokenizer registry.
+
+``get_tokenizer(model)`` matches the model name (lower-cased, an ``openai/``-style provider
+prefix removed) against :data:`MODEL_PATTERNS` with ``fnmatch``, first match wins. A path to a
+local Hugging Face tokenizer directory (or ``hf:PATH``) is loaded with transformers. An unknown
+model raises :class:`UnknownModelError` naming every known pattern.
+
+Tokenizer kinds:
+
+* ``o200k_base`` / ``cl100k_base``: exact, real ``tiktoken.Encoding`` (see ``openai_data``);
+* ``approx:o200k_base``: providers without a public tokenizer (Anthropic, Gemini, DeepSeek,
+  Kimi): o200k_base ids as a documented approximation, ``exact=False``; exact counts come
+  from the usage a record carries (see ``records``);
+* Hugging Face: ``llama3`` and ``qwen`` vocabularies shipped by quicktok-v1, Mistral Tekken
+  shipped by mistral-common, or a local tokenizer directory (see ``hf``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from pathlib import Path
+
+from cachecast.tokenizers.base import Tokenizer
+
+# (pattern, tokenizer key). Order matters: the first match wins.
+MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("gpt-4o*", "o200k_base"),
+    ("chatgpt-4o*", "o200k_base"),
+    ("gpt-4.1*", "o200k_base"),
+    ("gpt-4.5*", "o200k_base"),
+    ("gpt-5*", "o200k_base"),
+    ("gpt-6*", "o200k_base"),
+    ("gpt-oss*", "o200k_base"),
+    ("o1*", "o200k_base"),
+    ("o3*", "o200k_base"),
+    ("o4*", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-4-*", "cl100k_base"),
+    ("gpt-3.5*", "cl100k_base"),
+    ("text-embedding-3*", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+    ("claude-*", "approx:o200k_base"),
+    ("gemini-*", "approx:o200k_base"),
+    ("deepseek-*", "approx:o200k_base"),
+    ("kimi-*", "approx:o200k_base"),
+    ("moonshot-*", "approx:o200k_base"),
+    ("mistral-nemo*", "hf:tekken_240718"),
+    ("open-mistral-nemo*", "hf:tekken_240718"),
+    ("pixtral-*", "hf:tekken_240911"),
+)
+
+
+class UnknownModelError(KeyError):
+    """No tokenizer is known for a model; the message lists the known patterns."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.known_patterns = [pattern for pattern, _ in MODEL_PATTERNS]
+        super().__init__(model)
+
+    def __str__(self) -> str:
+        return (
+            f"unknown model {self.model!r}: no tokenizer matches it. Known model patterns: "
+            + ", ".join(self.known_patterns)
+            + "; or pass a local Hugging Face tokenizer directory (hf:PATH)."
+        )
+
+
+def normalize_model_name(model: str) -> str:
+    """Lower-case and drop a provider prefix such as ``openai/`` or ``meta-llama/``."""
+    return model.strip().lower().rsplit("/", 1)[-1]
+
+
+def tokenizer_key_for(model: str) -> str:
+    """The registry key (``o200k_base``, ``hf:qwen``, ``hf-dir:/path``...) for ``model``."""
+    if model.startswith("hf:"):
+        return "hf-dir:" + str(Path(model[3:]).resolve())
+    if ("/" in model or model.startswith(".")) and Path(model).is_dir():
+        return "hf-dir:" + str(Path(model).resolve())
+    name = normalize_model_name(model)
+    for pattern, key in MODEL_PATTERNS:
+        if fnmatch.fnmatchcase(name, pattern):
+            return key
+    raise UnknownModelError(model)
+
+
+_LOCK = threading.Lock()
+_BY_KEY: dict[str, Tokenizer] = {}
+
+
+def get_tokenizer(model: str) -> Tokenizer:
+    """The tokenizer for ``model`` (loaded once per process)."""
+    return tokenizer_for_key(tokenizer_key_for(model))
+
+
+def tokenizer_for_key(key: str) -> Tokenizer:
+    """Load (once) the tokenizer a registry key names."""
+    with _LOCK:
+        found = _BY_KEY.get(key)
+    if found is not None:
+        return found
+    tokenizer = _load(key)
+    with _LOCK:
+        return _BY_KEY.setdefault(key, tokenizer)
+
+
+def _load(key: str) -> Tokenizer:
+    from cachecast.tokenizers.base import TiktokenTokenizer
+    from cachecast.tokenizers.openai_data import load_openai_encoding
+
+    if key in ("o200k_base", "cl100k_base"):
+        return TiktokenTokenizer(load_openai_encoding(key), name=key, exact=True)
+    if key.startswith("approx:"):
+        base = key.removeprefix("approx:")
+        return TiktokenTokenizer(load_openai_encoding(base), name=key, exact=False)
+    if key.startswith(("hf:", "hf-dir:")):
+        from cachecast.tokenizers.hf import load_hf_tokenizer
+
+        return load_hf_tokenizer(key)
+    raise KeyError(f"unknown tokenizer key {key!r}")
+
+
+def unmapped_models(models: list[str]) -> list[str]:
+    """The models (e.g. the contract store's) that no registry pattern covers."""
+    missing = []
+    for model in models:
+        try:
+            tokenizer_key_for(model)
+        except UnknownModelError:
+            missing.append(model)
+    return missing
