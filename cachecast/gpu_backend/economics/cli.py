@@ -1,9 +1,444 @@
-"""CLI commands (placeholder until its owner fills it)."""
+"""``cachecast capacity`` and ``cachecast compare``: self-hosted sizing and its economics."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import sys
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from cachecast import db
+
+if TYPE_CHECKING:
+    from cachecast.gpu_backend.economics.capacity import Deployment
+    from cachecast.gpu_backend.economics.compare import ComparisonReport
+
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="A preset (llama-3.3-70b, llama-3.1-8b, qwen2.5-72b, mistral-7b-v0.1,"
+        " deepseek-v3, jamba-v0.1) or a Hugging Face config.json (or its directory).",
+    ),
+]
+GpuOption = Annotated[
+    str, typer.Option("--gpu", help="h100-sxm, h200, b200, a100-80gb, l40s or mi300x.")
+]
+GpusOption = Annotated[
+    int, typer.Option("--gpus", min=1, help="GPUs per replica (tensor parallel).")
+]
+KvDtypeOption = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: bf16, fp8, int4.")]
+WeightDtypeOption = Annotated[
+    str | None,
+    typer.Option("--weight-dtype", help="Weight dtype (default: the model's own, e.g. bf16)."),
+]
+ParamsOption = Annotated[
+    int | None,
+    typer.Option("--params", help="Total parameter count, for configs it cannot be counted from."),
+]
+UtilizationOption = Annotated[
+    float,
+    typer.Option(
+        "--gpu-memory-utilization",
+        help="Share of GPU memory the engine may use (vLLM's default 0.9).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``capacity`` and ``compare`` to the root app."""
+    app.command("capacity")(capacity_command)
+    app.command("compare")(compare_command)
+
+
+def _fail(console: Console, message: str, code: int = EXIT_USAGE) -> Any:
+    console.print(f"[red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _deployment(
+    console: Console,
+    model: str,
+    gpu: str,
+    gpus: int,
+    kv_dtype: str,
+    weight_dtype: str | None,
+    params: int | None,
+    utilization: float,
+    block_size: int,
+) -> Deployment:
+    from cachecast.gpu_backend.economics.capacity import Deployment
+    from cachecast.gpu_backend.economics.geometry import KV_DTYPES, GeometryError, load_model
+    from cachecast.gpu_backend.economics.hardware import UnknownAcceleratorError, get_accelerator
+
+    if kv_dtype not in KV_DTYPES:
+        _fail(console, f"--kv-dtype {kv_dtype!r}: choose one of {', '.join(KV_DTYPES)}")
+    try:
+        geometry = load_model(model, params_total=params, weight_dtype=weight_dtype)
+        accelerator = get_accelerator(gpu)
+        return Deployment(
+            model=geometry,
+            accelerator=accelerator,
+            gpus=gpus,
+            kv_dtype=kv_dtype,
+            weight_dtype=weight_dtype,
+            gpu_memory_utilization=Fraction(str(utilization)),
+            block_size=block_size,
+        )
+    except (GeometryError, UnknownAcceleratorError, ValueError) as error:
+        return _fail(console, str(error))  # type: ignore[no-any-return]
+
+
+def capacity_command(
+    model: ModelOption,
+    gpu: GpuOption,
+    gpus: GpusOption = 1,
+    context: Annotated[
+        int, typer.Option("--context", min=1, help="Tokens per request (prompt + output).")
+    ] = 8192,
+    batch: Annotated[
+        int | None,
+        typer.Option("--batch", min=1, help="Decode batch (default: as many as fit)."),
+    ] = None,
+    cached: Annotated[
+        int, typer.Option("--cached", min=0, help="Cached prefix tokens of the prefill.")
+    ] = 0,
+    kv_dtype: KvDtypeOption = "bf16",
+    weight_dtype: WeightDtypeOption = None,
+    params: ParamsOption = None,
+    gpu_memory_utilization: UtilizationOption = 0.9,
+    block_size: Annotated[int, typer.Option("--block-size", min=1)] = 16,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """KV bytes per token, KV capacity, concurrency, decode ceiling, B* and prefill time.
+
+    Prefill of a CONTEXT-token prompt whose first CACHED tokens are cached. Exits 1 when the
+    model does not fit (the output says by how much).
+    """
+    from cachecast.gpu_backend.economics.sizing import capacity_report
+
+    err = Console(stderr=True)
+    deployment = _deployment(
+        err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
+    )
+    try:
+        data = capacity_report(deployment, context=context, batch=batch, cached=cached)
+    except ValueError as error:
+        _fail(err, str(error))
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        _capacity_table(data)
+    if not data["fits"]:
+        err.print(f"[red]error:[/] {data['error']}", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _capacity_table(data: dict[str, Any]) -> None:
+    inputs = data["inputs"]
+    table = Table(
+        title=f"{inputs['model']['name']} on {inputs['gpus']} x {inputs['accelerator']['label']}",
+        caption="ceilings from the roofline model (MISSION.md formulas); see --json for sources",
+    )
+    table.add_column("quantity", justify="left")
+    table.add_column("value", justify="right")
+
+    def gb(value: float | int | None) -> str:
+        return "-" if value is None else f"{value / 1e9:,.2f} GB"
+
+    rows = [
+        ("KV bytes per token", f"{data['kv_bytes_per_token']:,}"),
+        ("recurrent state per request", f"{data['recurrent_state_bytes_per_request']:,} B"),
+        ("weights", gb(data["weight_bytes"])),
+        ("usable memory", gb(data["usable_bytes"])),
+        ("KV budget", gb(data["kv_budget_bytes"])),
+        ("KV blocks", f"{data['num_blocks']:,} x {inputs['block_size']} tokens"),
+        ("KV capacity (tokens)", f"{data['kv_capacity_tokens']:,}"),
+        (
+            f"concurrent requests at {inputs['context_tokens']:,} tokens",
+            f"{data['max_concurrent_requests']:,}",
+        ),
+    ]
+    if data["decode_ceiling_tokens_per_s"] is not None:
+        rows += [
+            (
+                f"decode ceiling at batch {data['decode_batch']}",
+                f"{data['decode_ceiling_tokens_per_s']:,.0f} tok/s",
+            ),
+            (
+                "B* (KV traffic = weights)",
+                "-" if data["b_star"] is None else f"{data['b_star']:,.1f}",
+            ),
+            (
+                f"prefill of {inputs['context_tokens'] - inputs['cached_tokens']:,} new after"
+                f" {inputs['cached_tokens']:,} cached",
+                f"{data['prefill_ms']:,.1f} ms ({data['prefill']['bound']}-bound)",
+            ),
+        ]
+    for name, value in rows:
+        table.add_row(name, value)
+    Console(file=sys.stdout).print(table)
+
+
+def compare_command(
+    logs: Annotated[list[Path], typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace).")],
+    model: ModelOption,
+    gpu: GpuOption,
+    gpus: GpusOption = 1,
+    gpu_price: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-price", help="US$ per GPU-hour (no default: without it only GPU-hours)."
+        ),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option("--target", "-t", help="Hosted PROVIDER:MODEL to compare with (repeatable)."),
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option(help="Contracts in force on this date (YYYY-MM-DD).")
+    ] = None,
+    kv_dtype: KvDtypeOption = "bf16",
+    weight_dtype: WeightDtypeOption = None,
+    params: ParamsOption = None,
+    gpu_memory_utilization: UtilizationOption = 0.9,
+    block_size: Annotated[
+        int | None,
+        typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
+    ] = None,
+    host_memory_gib: Annotated[
+        float | None,
+        typer.Option(
+            "--host-memory-gib",
+            help="Host DRAM KV tier per replica (default: unbounded).",
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Model whose tokenizer counts the self-hosted tokens."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the charts as PNG.")] = None,
+    html_file: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML report.")
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            envvar=db.DATABASE_URL_ENV,
+            help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
+        ),
+    ] = None,
+) -> None:
+    """Self-hosted vLLM (prefix caching) against hosted contracts for the same LOG.
+
+    GPU-hours at the log's arrival rate and at full utilization, cost per million tokens,
+    each hosted bill, break-even monthly volume and hit rate, a host-memory KV tier, and the
+    hit rate at several KV capacities. Figures are roofline ceilings unless a vLLM
+    measurement is used (the report's timing_source says which).
+    """
+    from cachecast.gpu_backend.economics.compare import ComparisonError, compare
+    from cachecast.gpu_backend.economics.plots import write_html, write_png
+
+    err = Console(stderr=True)
+    price: Decimal | None = None
+    if gpu_price is not None:
+        try:
+            price = Decimal(gpu_price)
+        except InvalidOperation:
+            _fail(err, f"--gpu-price {gpu_price!r} is not a number")
+        assert price is not None
+        if not price.is_finite() or price < 0:
+            _fail(err, f"--gpu-price must be a non-negative number, got {gpu_price}")
+    day = None
+    if at is not None:
+        try:
+            day = dt.date.fromisoformat(at)
+        except ValueError:
+            _fail(err, f"--at {at!r} is not a date (YYYY-MM-DD)")
+    for log in logs:
+        if not log.is_file():
+            _fail(err, f"{log}: no such file")
+    deployment = _deployment(
+        err,
+        model,
+        gpu,
+        gpus,
+        kv_dtype,
+        weight_dtype,
+        params,
+        gpu_memory_utilization,
+        block_size or 16,
+    )
+    store = None
+    targets = []
+    if target:
+        from cachecast.contracts import ContractStore
+        from cachecast.simulator.estimate import Target, TargetError
+
+        try:
+            targets = [Target.parse(text) for text in target]
+        except TargetError as error:
+            _fail(err, str(error))
+        url = db.resolve_database_url(database_url)
+        if not db.is_current(url):
+            _fail(
+                err, f"the contract database at {url} is not migrated: run `cachecast db upgrade`"
+            )
+        store = ContractStore(url)
+    host_bytes = None if host_memory_gib is None else int(host_memory_gib * 2**30)
+    progress = _progress(err)
+    try:
+        with progress:
+            task = progress.add_task("simulating", total=None)
+            report = compare(
+                logs,
+                model=deployment.model,
+                accelerator=deployment.accelerator,
+                gpus=gpus,
+                gpu_price=price,
+                targets=targets,
+                at=day,
+                store=store,
+                kv_dtype=kv_dtype,
+                weight_dtype=weight_dtype,
+                block_size=block_size,
+                gpu_memory_utilization=deployment.gpu_memory_utilization,
+                host_tier_bytes=host_bytes,
+                tokenizer_model=tokenizer,
+                progress=lambda n: progress.advance(task, n),
+            )
+    except ComparisonError as error:
+        _fail(err, str(error), EXIT_BAD_INPUT)
+    except ValueError as error:  # bad targets, log errors raised by the estimate pipeline
+        message = str(error)
+        close = getattr(error, "close_matches", None)
+        if close:
+            message += "\nclose matches: " + ", ".join(close)
+        _fail(err, message, EXIT_BAD_INPUT)
+    for problem in report.errors:
+        err.print(
+            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}", highlight=False
+        )
+    rows = comparison_rows(report)
+    if plot is not None:
+        write_png(report, plot)
+        err.print(f"wrote {plot}")
+    if html_file is not None:
+        write_html(report, html_file, rows)
+        err.print(f"wrote {html_file}")
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        _comparison_table(report, rows)
+
+
+def comparison_rows(report: ComparisonReport) -> list[list[str]]:
+    """The summary table (header first): self-hosted lines, then every hosted target."""
+    header = ["option", "hit rate", "cost of this log", "per M input", "break-even / month"]
+    rows = [header]
+    cost = report.self_hosted["cost"]
+    full = report.self_hosted["full_utilization"]
+    rows.append(
+        [
+            f"self-hosted, full utilization ({full['gpu_hours']} GPU-h)",
+            f"{report.self_hosted['hit_rate']:.1%}",
+            "-" if cost is None else f"${cost['full_utilization']}",
+            "-" if cost is None else f"${cost['per_million_input_tokens_full_utilization']}",
+            "",
+        ]
+    )
+    at_rate = report.self_hosted["at_arrival_rate"]
+    if at_rate is not None:
+        rows.append(
+            [
+                f"self-hosted at arrival rate ({at_rate['replicas']} replica(s),"
+                f" {at_rate['gpu_hours']} GPU-h, {at_rate['utilization']:.0%} busy)",
+                f"{report.self_hosted['hit_rate']:.1%}",
+                "-"
+                if cost is None or cost["at_arrival_rate"] is None
+                else f"${cost['at_arrival_rate']}",
+                "-"
+                if cost is None or cost["per_million_input_tokens_at_arrival_rate"] is None
+                else f"${cost['per_million_input_tokens_at_arrival_rate']}",
+                "",
+            ]
+        )
+    for line, versus in zip(report.hosted, report.versus, strict=True):
+        even = versus.get("break_even_monthly") or {}
+        requests = even.get("requests")
+        rows.append(
+            [
+                f"{line.provider}:{line.model} ({line.contract.get('version')})",
+                f"{line.hit_rate:.1%}",
+                f"${line.total}",
+                f"${versus['hosted_per_million_input_tokens']}",
+                "-" if requests is None else f"{requests:,.0f} requests",
+            ]
+        )
+    return rows
+
+
+def _comparison_table(report: ComparisonReport, rows: list[list[str]]) -> None:
+    out = Console(file=sys.stdout)
+    header, *body = rows
+    table = Table(
+        title=f"{report.deployment.model.name} on {report.deployment.gpus} x"
+        f" {report.deployment.accelerator.label}: {report.log['requests']:,} requests,"
+        f" KV {report.capacity.kv_capacity_tokens:,} tokens",
+        caption=report.timing_source,
+    )
+    for column in header:
+        table.add_column(column, justify="left" if column == "option" else "right")
+    for row in body:
+        table.add_row(*row)
+    out.print(table)
+    tier = report.host_tier
+    out.print(
+        f"host-memory tier ({'unbounded' if tier['unbounded'] else tier['host_bytes']}):"
+        f" hit rate {tier['hit_rate_with_tier']:.1%}, fetch pays for"
+        f" {tier['requests_where_fetch_pays']:,} requests, saves {tier['gpu_hours_saved']} GPU-h"
+    )
+    if report.gpu_price is None:
+        out.print("no --gpu-price: self-hosted costs are given in GPU-hours only")
+
+
+class _NoProgress:
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        return 0
+
+    def advance(self, task: Any, advance: float = 1) -> None:
+        return None
+
+
+def _progress(console: Console) -> Any:
+    if not console.is_terminal:
+        return _NoProgress()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
