@@ -1,0 +1,471 @@
+"""The dated contract store: append-only history of provider caching contracts.
+
+Reads and writes go through one SQLAlchemy engine per URL (``cachecast.db.get_engine``).
+Every write is one transaction that takes the write lock first (``BEGIN IMMEDIATE`` on
+SQLite, a table lock on PostgreSQL), so two processes adding versions at once serialise
+instead of both passing the overlap check.
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+import difflib
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, make_url
+
+from cachecast import db
+from cachecast.contracts.errors import (
+    ContractConflictError,
+    DatabaseNotMigratedError,
+    UnknownContractError,
+)
+from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
+from cachecast.contracts.tables import (
+    ContractAliasRow,
+    ContractPriceTierRow,
+    ContractTtlOptionRow,
+    ContractVersionRow,
+)
+
+VERSIONS: sa.Table = sa.inspect(ContractVersionRow).local_table  # type: ignore[assignment]
+TTL_OPTIONS: sa.Table = sa.inspect(ContractTtlOptionRow).local_table  # type: ignore[assignment]
+ALIASES: sa.Table = sa.inspect(ContractAliasRow).local_table  # type: ignore[assignment]
+PRICE_TIERS: sa.Table = sa.inspect(ContractPriceTierRow).local_table  # type: ignore[assignment]
+
+# Other names users and price sheets give the providers we store.
+PROVIDER_ALIASES = {
+    "aws": "bedrock",
+    "aws-bedrock": "bedrock",
+    "amazon-bedrock": "bedrock",
+    "bedrock_converse": "bedrock",
+    "azure-openai": "azure",
+    "azure_openai": "azure",
+    "gemini": "google",
+    "google-gemini": "google",
+    "kimi": "moonshot",
+    "moonshotai": "moonshot",
+    "grok": "xai",
+    "x-ai": "xai",
+    "dashscope": "alibaba",
+    "qwen": "alibaba",
+    "claude": "anthropic",
+}
+
+
+def normalize_provider(provider: str) -> str:
+    name = provider.strip().lower()
+    return PROVIDER_ALIASES.get(name, name)
+
+
+def _range_text(terms: ContractTerms) -> str:
+    end = terms.effective_to.isoformat() if terms.effective_to else "open"
+    return f"[{terms.effective_from.isoformat()}, {end})"
+
+
+def _overlaps(a: ContractTerms, b: ContractTerms) -> bool:
+    a_end = a.effective_to or dt.date.max
+    b_end = b.effective_to or dt.date.max
+    return a.effective_from < b_end and b.effective_from < a_end
+
+
+@dataclass
+class AddResult:
+    """What one batch write did."""
+
+    added: list[ContractTerms] = field(default_factory=list)
+    closed: list[ContractTerms] = field(default_factory=list)  # versions given an end date
+    unchanged: list[ContractTerms] = field(default_factory=list)  # identical, already stored
+
+
+class ContractStore:
+    """Dated provider caching contracts in a migrated database at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._engine = db.get_engine(url)
+        self._ready = False
+
+    # ----------------------------------------------------------------- reading
+
+    def as_of(self, provider: str, model: str, day: dt.date) -> ContractTerms:
+        """The version in force on ``day`` (from inclusive, to exclusive), resolving aliases."""
+        with self._connect() as connection:
+            versions = self._resolve(connection, provider, model, day)
+        for terms in versions:
+            if terms.in_force_on(day):
+                return terms
+        known = ", ".join(_range_text(terms) for terms in versions)
+        name = f"{versions[0].provider}/{versions[0].model}"
+        requested = model.strip().lower()
+        via = f" (alias {requested!r})" if requested != versions[0].model else ""
+        raise UnknownContractError(
+            f"{name}{via} has no contract version in force on {day.isoformat()} "
+            f"(stored versions: {known})"
+        )
+
+    def history(self, provider: str, model: str) -> builtins.list[ContractTerms]:
+        """Every version of one contract, oldest first (aliases resolve as in ``as_of``)."""
+        with self._connect() as connection:
+            return self._resolve(connection, provider, model, None)
+
+    def list(
+        self, at: dt.date | None = None, provider: str | None = None
+    ) -> builtins.list[ContractTerms]:
+        """Versions in force on ``at`` (every version when ``at`` is None), by provider/model."""
+        condition: sa.ColumnElement[bool] = sa.true()
+        if provider is not None:
+            condition = VERSIONS.c.provider == normalize_provider(provider)
+        if at is not None:
+            condition = sa.and_(
+                condition,
+                VERSIONS.c.effective_from <= at,
+                sa.or_(VERSIONS.c.effective_to.is_(None), VERSIONS.c.effective_to > at),
+            )
+        with self._connect() as connection:
+            return self._load(connection, condition)
+
+    def known_models(self, provider: str | None = None) -> builtins.list[tuple[str, str]]:
+        """Distinct (provider, model) pairs with at least one stored version."""
+        query = sa.select(VERSIONS.c.provider, VERSIONS.c.model).distinct()
+        if provider is not None:
+            query = query.where(VERSIONS.c.provider == normalize_provider(provider))
+        with self._connect() as connection:
+            rows = connection.execute(query.order_by(VERSIONS.c.provider, VERSIONS.c.model))
+            return [(row.provider, row.model) for row in rows]
+
+    # ----------------------------------------------------------------- writing
+
+    def add_version(self, terms: ContractTerms) -> ContractTerms:
+        """Append one version; closes the version in force when this one starts after it.
+
+        Raises ContractConflictError (and writes nothing) when the new range overlaps any
+        other stored version of the same provider and model.
+        """
+        result = self.add_versions([terms], origin="api")
+        return result.added[0]
+
+    def add_versions(
+        self,
+        versions: Sequence[ContractTerms],
+        *,
+        origin: str = "api",
+        skip_identical: bool = False,
+    ) -> AddResult:
+        """Append several versions in ONE transaction: all are written, or none.
+
+        ``skip_identical`` lets an export be re-imported: a version equal to a stored one
+        (same dates and terms) is counted as unchanged instead of rejected as an overlap.
+        """
+        result = AddResult()
+        with self._connect() as connection:
+            self._begin_write(connection)
+            try:
+                for terms in versions:
+                    self._add_one(connection, terms, origin, skip_identical, result)
+            except sa.exc.IntegrityError as error:
+                connection.rollback()
+                raise ContractConflictError(
+                    f"the database refused the write ({error.orig}); nothing was written"
+                ) from error
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+        return result
+
+    # ----------------------------------------------------------------- internals
+
+    def _connect(self) -> Connection:
+        self._ensure_ready()
+        return self._engine.connect()
+
+    def _ensure_ready(self) -> None:
+        if self._ready:
+            return
+        if not sa.inspect(self._engine).has_table(VERSIONS.name):
+            shown = make_url(self.url).render_as_string(hide_password=True)
+            raise DatabaseNotMigratedError(
+                f"database {shown} has no contract tables: run `cachecast db upgrade` first"
+            )
+        self._ready = True
+
+    def _begin_write(self, connection: Connection) -> None:
+        if connection.dialect.name == "sqlite":
+            # Take the write lock before reading, so the overlap check and the insert see
+            # the same data; a second writer waits (busy_timeout) instead of interleaving.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"LOCK TABLE {VERSIONS.name} IN SHARE ROW EXCLUSIVE MODE")
+
+    def _add_one(
+        self,
+        connection: Connection,
+        terms: ContractTerms,
+        origin: str,
+        skip_identical: bool,
+        result: AddResult,
+    ) -> None:
+        existing = self._load(
+            connection,
+            sa.and_(VERSIONS.c.provider == terms.provider, VERSIONS.c.model == terms.model),
+        )
+        if skip_identical and terms in existing:
+            result.unchanged.append(terms)
+            return
+        to_close: ContractTerms | None = None
+        conflicts: builtins.list[ContractTerms] = []
+        for stored in existing:
+            if stored.effective_to is None and stored.effective_from < terms.effective_from:
+                to_close = stored  # the version in force ends where the new one begins
+            elif _overlaps(stored, terms):
+                conflicts.append(stored)
+        if conflicts:
+            ranges = ", ".join(_range_text(stored) for stored in conflicts)
+            raise ContractConflictError(
+                f"{terms.provider}/{terms.model} {_range_text(terms)} overlaps the stored "
+                f"version(s) {ranges}; nothing was written"
+            )
+        if to_close is not None:
+            connection.execute(
+                VERSIONS.update()
+                .where(
+                    VERSIONS.c.provider == to_close.provider,
+                    VERSIONS.c.model == to_close.model,
+                    VERSIONS.c.effective_from == to_close.effective_from,
+                )
+                .values(effective_to=terms.effective_from)
+            )
+            result.closed.append(to_close.model_copy(update={"effective_to": terms.effective_from}))
+        self._insert(connection, terms, origin)
+        result.added.append(terms)
+
+    def _insert(self, connection: Connection, terms: ContractTerms, origin: str) -> None:
+        inserted = connection.execute(VERSIONS.insert().values(**version_row_values(terms, origin)))
+        primary_key = inserted.inserted_primary_key
+        assert primary_key is not None  # an INSERT of one row always reports its key
+        contract_id = int(primary_key[0])
+        child_rows = child_row_values(terms, contract_id)
+        for table, rows in (
+            (TTL_OPTIONS, child_rows["ttl_options"]),
+            (ALIASES, child_rows["aliases"]),
+            (PRICE_TIERS, child_rows["price_tiers"]),
+        ):
+            if rows:
+                connection.execute(table.insert(), rows)
+
+    def _load(self, connection: Connection, condition: Any) -> builtins.list[ContractTerms]:
+        rows = connection.execute(
+            sa.select(VERSIONS)
+            .where(condition)
+            .order_by(VERSIONS.c.provider, VERSIONS.c.model, VERSIONS.c.effective_from)
+        ).all()
+        if not rows:
+            return []
+        ids = sa.select(VERSIONS.c.id).where(condition).scalar_subquery()
+        ttl: dict[int, builtins.list[TtlOption]] = {}
+        for option in connection.execute(
+            sa.select(TTL_OPTIONS)
+            .where(TTL_OPTIONS.c.contract_id.in_(ids))
+            .order_by(TTL_OPTIONS.c.contract_id, TTL_OPTIONS.c.position)
+        ):
+            ttl.setdefault(option.contract_id, []).append(
+                TtlOption(
+                    name=option.name,
+                    ttl_seconds=option.ttl_seconds,
+                    refresh_on_hit=option.refresh_on_hit,
+                    write_multiplier=option.write_multiplier,
+                )
+            )
+        aliases: dict[int, builtins.list[str]] = {}
+        for alias in connection.execute(
+            sa.select(ALIASES)
+            .where(ALIASES.c.contract_id.in_(ids))
+            .order_by(ALIASES.c.contract_id, ALIASES.c.position)
+        ):
+            aliases.setdefault(alias.contract_id, []).append(alias.pattern)
+        tiers: dict[int, builtins.list[PriceTier]] = {}
+        for tier in connection.execute(
+            sa.select(PRICE_TIERS)
+            .where(PRICE_TIERS.c.contract_id.in_(ids))
+            .order_by(PRICE_TIERS.c.contract_id, PRICE_TIERS.c.above_input_tokens)
+        ):
+            tiers.setdefault(tier.contract_id, []).append(
+                PriceTier(
+                    above_input_tokens=tier.above_input_tokens,
+                    input_per_mtok=tier.input_per_mtok,
+                    output_per_mtok=tier.output_per_mtok,
+                )
+            )
+        return [
+            ContractTerms(
+                provider=row.provider,
+                model=row.model,
+                aliases=tuple(aliases.get(row.id, ())),
+                effective_from=row.effective_from,
+                effective_to=row.effective_to,
+                verified_on=row.verified_on,
+                source=row.source,
+                notes=row.notes,
+                mode=CacheMode(row.mode),
+                min_cacheable_tokens=row.min_cacheable_tokens,
+                increment_tokens=row.increment_tokens,
+                lookback_blocks=row.lookback_blocks,
+                max_breakpoints=row.max_breakpoints,
+                ttl_options=tuple(ttl.get(row.id, ())),
+                read_multiplier=row.read_multiplier,
+                storage_per_mtok_hour=row.storage_per_mtok_hour,
+                scope=row.scope,
+                reported_input_includes_cached=row.reported_input_includes_cached,
+                input_per_mtok=row.input_per_mtok,
+                output_per_mtok=row.output_per_mtok,
+                long_context_tiers=tuple(tiers.get(row.id, ())),
+            )
+            for row in rows
+        ]
+
+    def _resolve(
+        self, connection: Connection, provider: str, model: str, day: dt.date | None
+    ) -> builtins.list[ContractTerms]:
+        """All versions of the contract that ``model`` names: exact id first, then aliases."""
+        provider_id = normalize_provider(provider)
+        model_id = model.strip().lower()
+        by_provider = self._load(connection, VERSIONS.c.provider == provider_id)
+        if not by_provider:
+            providers = [
+                name for (name,) in connection.execute(sa.select(VERSIONS.c.provider).distinct())
+            ]
+            elsewhere = sorted(
+                f"{name}/{model_id}"
+                for (name,) in connection.execute(
+                    sa.select(VERSIONS.c.provider).where(VERSIONS.c.model == model_id).distinct()
+                )
+            )
+            matches = difflib.get_close_matches(provider_id, providers, n=5, cutoff=0.6)
+            known = ", ".join(sorted(providers)) or "none"
+            raise UnknownContractError(
+                f"unknown provider {provider_id!r} (known: {known})",
+                matches or elsewhere,
+            )
+        exact = [terms for terms in by_provider if terms.model == model_id]
+        if exact:
+            return exact
+        chosen = _best_alias_match(by_provider, model_id, day)
+        if chosen is None:
+            names = sorted({terms.model for terms in by_provider})
+            names += sorted(
+                {
+                    alias
+                    for terms in by_provider
+                    for alias in terms.aliases
+                    if not _is_pattern(alias)
+                }
+                - set(names)
+            )
+            raise UnknownContractError(
+                f"unknown model {model_id!r} for provider {provider_id!r}",
+                difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
+            )
+        return [terms for terms in by_provider if terms.model == chosen]
+
+
+def _is_pattern(alias: str) -> bool:
+    return any(char in alias for char in "*?[")
+
+
+def _best_alias_match(
+    versions: Iterable[ContractTerms], model_id: str, day: dt.date | None
+) -> str | None:
+    """The model whose aliases name ``model_id`` most specifically.
+
+    Ranking: versions in force on ``day`` before others; an exact alias before a pattern;
+    a longer literal part of the pattern before a shorter one. A tie between two different
+    models is an error rather than a guess.
+    """
+    ranked: list[tuple[tuple[int, int, int], str, str]] = []
+    for terms in versions:
+        for alias in terms.aliases:
+            alias_id = alias.lower()
+            if alias_id == model_id:
+                kind = 0
+            elif _is_pattern(alias_id) and fnmatch.fnmatchcase(model_id, alias_id):
+                kind = 1
+            else:
+                continue
+            in_force = 0 if day is None or terms.in_force_on(day) else 1
+            literal = len(alias_id) - sum(alias_id.count(char) for char in "*?[]")
+            ranked.append(((in_force, kind, -literal), terms.model, alias))
+    if not ranked:
+        return None
+    ranked.sort()
+    best_rank, best_model, best_alias = ranked[0]
+    for rank, other_model, other_alias in ranked[1:]:
+        if rank != best_rank:
+            break
+        if other_model != best_model:
+            raise UnknownContractError(
+                f"model {model_id!r} is ambiguous: alias {best_alias!r} of {best_model!r} and "
+                f"alias {other_alias!r} of {other_model!r} match equally",
+                sorted({best_model, other_model}),
+            )
+    return best_model
+
+
+def version_row_values(terms: ContractTerms, origin: str) -> dict[str, Any]:
+    """Column values of one ``contract_version`` row (shared with the seed migration)."""
+    return {
+        "provider": terms.provider,
+        "model": terms.model,
+        "effective_from": terms.effective_from,
+        "effective_to": terms.effective_to,
+        "verified_on": terms.verified_on,
+        "source": terms.source,
+        "notes": terms.notes,
+        "mode": terms.mode.value,
+        "min_cacheable_tokens": terms.min_cacheable_tokens,
+        "increment_tokens": terms.increment_tokens,
+        "lookback_blocks": terms.lookback_blocks,
+        "max_breakpoints": terms.max_breakpoints,
+        "read_multiplier": terms.read_multiplier,
+        "storage_per_mtok_hour": terms.storage_per_mtok_hour,
+        "scope": terms.scope,
+        "reported_input_includes_cached": terms.reported_input_includes_cached,
+        "input_per_mtok": terms.input_per_mtok,
+        "output_per_mtok": terms.output_per_mtok,
+        "origin": origin,
+    }
+
+
+def child_row_values(terms: ContractTerms, contract_id: int) -> dict[str, list[dict[str, Any]]]:
+    """Rows of the child tables for one version."""
+    return {
+        "ttl_options": [
+            {
+                "contract_id": contract_id,
+                "position": position,
+                "name": option.name,
+                "ttl_seconds": option.ttl_seconds,
+                "refresh_on_hit": option.refresh_on_hit,
+                "write_multiplier": option.write_multiplier,
+            }
+            for position, option in enumerate(terms.ttl_options)
+        ],
+        "aliases": [
+            {"contract_id": contract_id, "position": position, "pattern": alias}
+            for position, alias in enumerate(terms.aliases)
+        ],
+        "price_tiers": [
+            {
+                "contract_id": contract_id,
+                "above_input_tokens": tier.above_input_tokens,
+                "input_per_mtok": tier.input_per_mtok,
+                "output_per_mtok": tier.output_per_mtok,
+            }
+            for tier in terms.long_context_tiers
+        ],
+    }

@@ -1,0 +1,115 @@
+"""SQLModel tables of the contract store (created only by migration 0001).
+
+One ``contract_version`` row per dated version of a provider+model contract; its TTL
+options, aliases and long-context price tiers hang off it in child tables. Money columns
+use :class:`ExactDecimal` so nothing passes through a float.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from cachecast.contracts.sqltypes import ExactDecimal
+
+MODES = ("automatic", "explicit", "both")
+
+
+def _contract_id_column(foreign_key_name: str) -> sa.Column[int]:
+    """The child tables' link to their version; deleting a version deletes its children."""
+    return sa.Column(
+        "contract_id",
+        sa.Integer,
+        sa.ForeignKey("contract_version.id", ondelete="CASCADE", name=foreign_key_name),
+        nullable=False,
+        index=True,
+    )
+
+
+class ContractVersionRow(SQLModel, table=True):
+    __tablename__ = "contract_version"
+    __table_args__ = (
+        sa.UniqueConstraint(
+            "provider", "model", "effective_from", name="uq_contract_version_start"
+        ),
+        sa.CheckConstraint(
+            "effective_to IS NULL OR effective_to > effective_from",
+            name="ck_contract_version_range",
+        ),
+        sa.CheckConstraint(
+            "mode IN ('automatic', 'explicit', 'both')", name="ck_contract_version_mode"
+        ),
+        sa.CheckConstraint("min_cacheable_tokens >= 0", name="ck_contract_version_min"),
+        sa.Index("ix_contract_version_lookup", "provider", "model", "effective_from"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    model: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    effective_from: dt.date = Field(sa_column=sa.Column(sa.Date, nullable=False))
+    effective_to: dt.date | None = Field(default=None, sa_column=sa.Column(sa.Date))
+    verified_on: dt.date = Field(sa_column=sa.Column(sa.Date, nullable=False))
+    source: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    notes: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False))
+    mode: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    min_cacheable_tokens: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    increment_tokens: int | None = Field(default=None, sa_column=sa.Column(sa.Integer))
+    lookback_blocks: int | None = Field(default=None, sa_column=sa.Column(sa.Integer))
+    max_breakpoints: int | None = Field(default=None, sa_column=sa.Column(sa.Integer))
+    read_multiplier: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    storage_per_mtok_hour: Decimal | None = Field(default=None, sa_column=sa.Column(ExactDecimal()))
+    scope: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    reported_input_includes_cached: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    input_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    output_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    # Where the row came from ('seed:contracts-v1', 'import', 'api'): lets the seed
+    # migration's downgrade remove exactly the rows it added.
+    origin: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+
+
+class ContractTtlOptionRow(SQLModel, table=True):
+    __tablename__ = "contract_ttl_option"
+    __table_args__ = (
+        sa.UniqueConstraint("contract_id", "name", name="uq_contract_ttl_option_name"),
+        sa.UniqueConstraint("contract_id", "position", name="uq_contract_ttl_option_position"),
+        sa.CheckConstraint("ttl_seconds > 0", name="ck_contract_ttl_option_seconds"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    contract_id: int = Field(sa_column=_contract_id_column("fk_contract_ttl_option_contract"))
+    position: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    name: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
+    ttl_seconds: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    refresh_on_hit: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    write_multiplier: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+
+
+class ContractAliasRow(SQLModel, table=True):
+    __tablename__ = "contract_alias"
+    __table_args__ = (
+        sa.UniqueConstraint("contract_id", "pattern", name="uq_contract_alias_pattern"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    contract_id: int = Field(sa_column=_contract_id_column("fk_contract_alias_contract"))
+    position: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    pattern: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+
+
+class ContractPriceTierRow(SQLModel, table=True):
+    __tablename__ = "contract_price_tier"
+    __table_args__ = (
+        sa.UniqueConstraint(
+            "contract_id", "above_input_tokens", name="uq_contract_price_tier_threshold"
+        ),
+        sa.CheckConstraint("above_input_tokens > 0", name="ck_contract_price_tier_threshold"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    contract_id: int = Field(sa_column=_contract_id_column("fk_contract_price_tier_contract"))
+    above_input_tokens: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    input_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    output_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
