@@ -224,6 +224,10 @@ def compare_command(
             help="Host DRAM KV tier per replica (default: unbounded).",
         ),
     ] = None,
+    max_utilization: Annotated[
+        float,
+        typer.Option("--max-utilization", help="Busiest a replica may be at the log's rate."),
+    ] = 0.8,
     tokenizer: Annotated[
         str | None,
         typer.Option("--tokenizer", help="Model whose tokenizer counts the self-hosted tokens."),
@@ -317,6 +321,7 @@ def compare_command(
                 block_size=block_size,
                 gpu_memory_utilization=deployment.gpu_memory_utilization,
                 host_tier_bytes=host_bytes,
+                max_utilization=max_utilization,
                 tokenizer_model=tokenizer,
                 progress=lambda n: progress.advance(task, n),
             )
@@ -347,14 +352,15 @@ def compare_command(
 
 def comparison_rows(report: ComparisonReport) -> list[list[str]]:
     """The summary table (header first): self-hosted lines, then every hosted target."""
-    header = ["option", "hit rate", "cost of this log", "per M input", "break-even / month"]
+    header = ["option", "hit rate", "GPU-h", "cost of log", "$/M input", "break-even req/month"]
     rows = [header]
     cost = report.self_hosted["cost"]
     full = report.self_hosted["full_utilization"]
     rows.append(
         [
-            f"self-hosted, full utilization ({full['gpu_hours']} GPU-h)",
+            "self-hosted, fully used",
             f"{report.self_hosted['hit_rate']:.1%}",
+            full["gpu_hours"],
             "-" if cost is None else f"${cost['full_utilization']}",
             "-" if cost is None else f"${cost['per_million_input_tokens_full_utilization']}",
             "",
@@ -362,17 +368,15 @@ def comparison_rows(report: ComparisonReport) -> list[list[str]]:
     )
     at_rate = report.self_hosted["at_arrival_rate"]
     if at_rate is not None:
+        priced = cost is not None and cost["at_arrival_rate"] is not None
         rows.append(
             [
-                f"self-hosted at arrival rate ({at_rate['replicas']} replica(s),"
-                f" {at_rate['gpu_hours']} GPU-h, {at_rate['utilization']:.0%} busy)",
+                f"self-hosted at the log's rate ({at_rate['replicas']} replica(s),"
+                f" {at_rate['utilization']:.0%} busy)",
                 f"{report.self_hosted['hit_rate']:.1%}",
-                "-"
-                if cost is None or cost["at_arrival_rate"] is None
-                else f"${cost['at_arrival_rate']}",
-                "-"
-                if cost is None or cost["per_million_input_tokens_at_arrival_rate"] is None
-                else f"${cost['per_million_input_tokens_at_arrival_rate']}",
+                at_rate["gpu_hours"],
+                f"${cost['at_arrival_rate']}" if priced and cost else "-",
+                f"${cost['per_million_input_tokens_at_arrival_rate']}" if priced and cost else "-",
                 "",
             ]
         )
@@ -381,11 +385,14 @@ def comparison_rows(report: ComparisonReport) -> list[list[str]]:
         requests = even.get("requests")
         rows.append(
             [
-                f"{line.provider}:{line.model} ({line.contract.get('version')})",
+                f"{line.provider}:{line.model} @{line.contract.get('effective_from')}",
                 f"{line.hit_rate:.1%}",
+                "",
                 f"${line.total}",
                 f"${versus['hosted_per_million_input_tokens']}",
-                "-" if requests is None else f"{requests:,.0f} requests",
+                "never"
+                if even and requests is None
+                else ("-" if requests is None else f"{requests:,.0f}"),
             ]
         )
     return rows

@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 HOURS_PER_MONTH = Decimal(730)  # 365 * 24 / 12
 SECONDS_PER_MONTH = 730 * 3600
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default --max-num-seqs (most devices)
+# Replicas are added at the arrival rate until each is at most this busy: an M/G/1 queue's
+# wait grows as 1/(1 - utilization), so a fleet run at 98% would give minutes of TTFT.
+DEFAULT_MAX_UTILIZATION = 0.8
 DEFAULT_CAPACITY_FACTORS: tuple[Fraction, ...] = tuple(
     Fraction(2) ** exponent for exponent in range(-5, 4)
 )
@@ -195,7 +198,7 @@ def _replay(
     progress: Callable[[int], None] | None,
 ) -> list[int]:
     """Cached prefix tokens of every request under vLLM prefix caching with ``num_blocks``."""
-    policy = build_policy("vllm", block_size=block_size, num_blocks=num_blocks)
+    policy = build_policy("vllm", block_size=block_size, capacity_blocks=num_blocks)
     cached = []
     for index, request in enumerate(requests, 1):
         cached.append(policy.process(request).cache_read_tokens)
@@ -266,6 +269,7 @@ def compare(
     block_size: int | None = None,
     gpu_memory_utilization: Fraction = DEFAULT_GPU_MEMORY_UTILIZATION,
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    max_utilization: float = DEFAULT_MAX_UTILIZATION,
     host_tier_bytes: int | None = None,
     measurement: PrefillMeasurement | None = None,
     tokenizer_model: str | None = None,
@@ -283,6 +287,8 @@ def compare(
     """
     if targets and store is None:
         raise ComparisonError("hosted targets need a contract store")
+    if not 0 < max_utilization < 1:
+        raise ComparisonError(f"max_utilization must be in (0, 1), got {max_utilization}")
     if gpu_price is not None and gpu_price < 0:
         raise ComparisonError(f"--gpu-price must be >= 0, got {gpu_price}")
     errors: list[LogError] = []
@@ -327,6 +333,8 @@ def compare(
         "max_input_tokens": int(inputs.max()),
         "mean_decode_context_tokens": decode_context,
         "block_size": size,
+        "tokenizer": requests[0].tokenizer or None,
+        "exact_tokens": all(request.exact for request in requests),
     }
 
     # --- self-hosted hit rate at the deployment's capacity and around it
@@ -374,14 +382,14 @@ def compare(
     if duration > 0:
         rate = count / duration
         mean_output = total_output / count
-        replicas = max(1, math.ceil(busy_full / duration))
+        replicas = max(1, math.ceil(busy_full / (duration * max_utilization)))
         while True:
             decode_batch, saturated = _decode_batch(
                 deployment, rate / replicas, mean_output, decode_context, batch_cap
             )
             per_token = _decode_seconds_per_token(deployment, decode_batch, decode_context)
             utilization = (prefill_total + total_output * per_token) / (replicas * duration)
-            if utilization < 1:
+            if utilization <= max_utilization:
                 break
             replicas += 1
         service = prefill + outputs * per_token
@@ -392,6 +400,7 @@ def compare(
             "replicas": replicas,
             "gpus": replicas * gpus,
             "utilization": utilization,
+            "max_utilization": max_utilization,
             "decode_batch": decode_batch,
             "decode_batch_saturated": saturated,
             "gpu_hours": str(_gpu_hours(replicas * duration, gpus)),
@@ -478,7 +487,12 @@ def compare(
         estimate_sources: Sequence[Path] | Iterable[TokenizedRequest] = (
             paths if paths is not None else requests
         )
-        report = estimate(estimate_sources, list(targets), at, store)
+        try:
+            report = estimate(estimate_sources, list(targets), at, store)
+        except ValueError as error:
+            # e.g. a block-key trace (Mooncake) that a hosted contract's block size cannot
+            # replay: the self-hosted side alone can still be compared, without --target.
+            raise ComparisonError(f"pricing the hosted targets: {error}") from error
         report_at = report.at
         for result in report.to_json()["targets"]:
             hosted.append(
@@ -520,7 +534,8 @@ def compare(
         "prefill: roofline ceiling at dense BF16 peak and full memory bandwidth (real kernels"
         " reach 40-70% of peak); decode: memory-bound ceiling at the Little's-law batch",
         f"decode context: the log's mean input + output/2 = {decode_context} tokens",
-        "TTFT: M/G/1 (Pollaczek-Khinchine) mean wait + mean prefill, per replica",
+        "TTFT: M/G/1 (Pollaczek-Khinchine) mean wait + mean prefill, per replica; replicas"
+        f" are added until each is at most {max_utilization:.0%} busy",
         "a month is 730 hours; a replica is paid for whole months in the volume projection",
         "GPU-hours are model outputs rounded to 1e-6 h; money is exact Decimal from them",
     ]

@@ -37,8 +37,13 @@ def _cost_panel(report: ComparisonReport, axes: Axes) -> None:
         return
     logs = np.logspace(-2, 6, 200)  # multiples of the log per month
     volume = logs * requests
-    for line in report.hosted:
-        axes.plot(volume, logs * float(line.total), label=f"{line.provider}:{line.model}")
+    for index, line in enumerate(report.hosted):
+        axes.plot(
+            volume,
+            logs * float(line.total),
+            color=f"C{index}",
+            label=f"{line.provider}:{line.model}",
+        )
     if report.gpu_price is not None:
         self_cost = [float(report.monthly_self_hosted_cost(float(k)) or 0) for k in logs]
         label = (
@@ -75,10 +80,16 @@ def _hit_rate_panel(report: ComparisonReport, axes: Axes) -> None:
     axes.axvline(
         report.capacity.kv_capacity_tokens, color="tab:red", linestyle=":", label="this deployment"
     )
-    for line in report.hosted:
-        axes.axhline(line.hit_rate, linewidth=0.8, alpha=0.7, label=f"{line.provider}:{line.model}")
+    for index, line in enumerate(report.hosted):
+        axes.axhline(
+            line.hit_rate,
+            color=f"C{index}",
+            linewidth=1.2,
+            alpha=0.8,
+            label=f"{line.provider}:{line.model} (hosted)",
+        )
     axes.set_xscale("log")
-    axes.set_ylim(0, 1)
+    axes.set_ylim(-0.02, 1.02)  # a 0% or 100% line stays visible
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=7)
 
