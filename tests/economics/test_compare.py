@@ -1,0 +1,238 @@
+"""``compare`` end to end on a log small enough to work out by hand, plus plots and the CLI."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cachecast.contracts import ContractStore
+from cachecast.gpu_backend.economics import cli as economics_cli
+from cachecast.gpu_backend.economics.compare import ComparisonError, ComparisonReport, compare
+from cachecast.gpu_backend.economics.geometry import load_model
+from cachecast.gpu_backend.economics.hardware import get_accelerator
+from cachecast.gpu_backend.economics.plots import render_png, write_html
+from cachecast.simulator.estimate import Target
+from cachecast.tokenizers.types import TokenizedRequest
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+W_8B = 16_060_522_496  # Llama-3.1-8B weights in bf16: 2 * 8,030,261,248
+KV_8B = 131_072  # 2 * 32 * 8 * 128 * 2
+H100_BW = 3_350 * 10**9
+
+
+def _shared_prefix_log() -> list[TokenizedRequest]:
+    """Three requests at t = 0, 1, 2 s: the same 64-token prefix, then 16 tokens of their own;
+    10 output tokens each."""
+    prefix = list(range(1000, 1064))
+    requests = []
+    for index in range(3):
+        tokens = prefix + [5000 + 100 * index + k for k in range(16)]
+        requests.append(
+            TokenizedRequest(
+                source="test", line=index + 1, request_id=f"r{index}", timestamp=float(index),
+                scope="org", provider=None, model=None, input_tokens=80, output_tokens=10,
+                tokens=tokens, tokenizer="test",
+            )
+        )
+    return requests
+
+
+@pytest.fixture(scope="module")
+def report() -> ComparisonReport:
+    return compare(
+        _shared_prefix_log(),
+        model=load_model("llama-3.1-8b"),
+        accelerator=get_accelerator("h100"),
+        gpu_price=Decimal("2.50"),
+        capacity_factors=(Fraction(1, 2), Fraction(1)),
+    )
+
+
+def test_self_hosted_hit_rate_from_the_vllm_policy(report: ComparisonReport) -> None:
+    # vLLM, 16-token blocks, far more blocks than needed: request 1 misses; requests 2 and 3
+    # reuse the 4 shared blocks (64 tokens); their 5th block differs. 128 of 240 tokens.
+    assert report.self_hosted["hit_tokens"] == 128
+    assert report.self_hosted["hit_rate"] == pytest.approx(128 / 240)
+    assert report.log["block_size"] == 16
+    # A capacity curve point per factor plus the unbounded cache, all with the same hits here.
+    assert [point.hit_tokens for point in report.capacity_curve] == [128, 128, 128]
+
+
+def test_gpu_time_and_cost_by_hand(report: ComparisonReport) -> None:
+    # Every prefill moves the weights + 80 tokens of KV (C read + S written, C + S = 80):
+    # 16,060,522,496 + 80 * 131,072 = 16,071,008,256 B at 3.35e12 B/s = 4.797 ms, more than
+    # its compute time (request 1: 1.2865e12 FLOPs / 989.4e12 = 1.30 ms): memory-bound.
+    prefill_each = Fraction(W_8B + 80 * KV_8B, H100_BW)
+    assert report.self_hosted["prefill_ms"]["max"] == pytest.approx(float(prefill_each * 1000))
+    # Fully used, decode runs at max_num_seqs = 256 (5,020 requests of 85 tokens would fit):
+    # decode context = 80 + 10/2 = 85; per token (W + 256 * 85 * 131,072) / BW / 256.
+    decode_per_token = Fraction(W_8B + 256 * 85 * KV_8B, H100_BW * 256)
+    busy = 3 * prefill_each + 30 * decode_per_token
+    assert report.self_hosted["decode_batch_full"] == 256
+    hours = Decimal(float(busy / 3600)).quantize(Decimal("0.000001"))
+    assert report.self_hosted["full_utilization"]["gpu_hours"] == str(hours)
+    assert report.self_hosted["cost"]["full_utilization"] == str(
+        (hours * Decimal("2.50")).quantize(Decimal("0.000001"))
+    )
+    # At the log's rate (3 requests over 2 s) one replica is enough and is paid for the 2 s:
+    # 2 / 3600 h = 0.000556 GPU-h (rounded), * $2.50 = $0.001390.
+    at_rate = report.self_hosted["at_arrival_rate"]
+    assert at_rate["replicas"] == 1
+    assert at_rate["gpu_hours"] == "0.000556"
+    assert report.self_hosted["cost"]["at_arrival_rate"] == "0.001390"
+    # Little's law batch: 1.5 req/s * 10 tokens * ~4.8 ms per step = 0.07 -> at least 1.
+    assert at_rate["decode_batch"] == 1.0
+    # Busy share: (3 * 4.797 ms prefill + 30 * (W + 85*131,072)/BW decode) / 2 s.
+    single_step = Fraction(W_8B + 85 * KV_8B, H100_BW)
+    assert at_rate["utilization"] == pytest.approx(float((3 * prefill_each + 30 * single_step) / 2))
+
+
+def test_model_that_does_not_fit_is_a_clear_error() -> None:
+    with pytest.raises(ComparisonError, match="does not fit"):
+        compare(
+            _shared_prefix_log(),
+            model=load_model("llama-3.3-70b"),
+            accelerator=get_accelerator("h100"),
+        )
+
+
+def test_hosted_targets_and_break_even(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    result = compare(
+        _shared_prefix_log(),
+        model=load_model("llama-3.1-8b"),
+        accelerator=get_accelerator("h100"),
+        gpu_price=Decimal("2.50"),
+        targets=[Target.parse("deepseek:deepseek-chat")],
+        store=store,
+        capacity_factors=(Fraction(1),),
+    )
+    (line,) = result.hosted
+    (versus,) = result.versus
+    assert line.contract["source"]  # every hosted figure names its dated contract
+    assert versus["contract_version"].startswith("deepseek/deepseek-chat@")
+    # One replica costs 1 GPU * 730 h * $2.50 = $1,825 a month; hosted costs h per log, so
+    # the first crossing is 1,825 / h logs a month (3 requests each) when one replica can
+    # carry that many logs, which it can: a log takes ~15 ms of GPU time.
+    even = versus["break_even_monthly"]
+    logs = Decimal(1825) / line.total
+    assert even["replica_cost_per_month"] == "1825.000000"
+    assert even["logs"] == pytest.approx(float(logs))
+    assert even["requests"] == pytest.approx(float(logs) * 3)
+    cheaper = "self-hosted" if Decimal(versus["self_hosted_full_utilization"]) < line.total else "hosted"
+    assert versus["cheaper_full_utilization"] == cheaper
+    data = json.loads(json.dumps(result.to_json()))  # JSON-serializable throughout
+    assert data["hosted"][0]["provider"] == "deepseek"
+
+
+def test_plot_is_a_readable_png(report: ComparisonReport, tmp_path: Path) -> None:
+    png = render_png(report)
+    assert png[:8] == PNG_SIGNATURE
+    path = tmp_path / "chart.png"
+    path.write_bytes(png)
+    image = matplotlib.image.imread(path)
+    # 13 x 5 inches at 100 dpi.
+    assert image.shape[:2] == (500, 1300)
+    # Not a blank canvas: many distinct colours were drawn.
+    assert len({tuple(pixel) for pixel in image.reshape(-1, image.shape[2])[::97]}) > 10
+    page = tmp_path / "report.html"
+    write_html(report, page, economics_cli.comparison_rows(report))
+    text = page.read_text()
+    assert "data:image/png;base64,iVBORw0KGgo" in text  # base64 of the PNG signature
+    assert "self-hosted, fully used" in text
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    economics_cli.register(app)
+    return app
+
+
+def test_capacity_cli_json() -> None:
+    result = CliRunner().invoke(
+        _app(),
+        ["capacity", "--model", "llama-3.3-70b", "--gpu", "h100", "--gpus", "4",
+         "--context", "8192", "--batch", "8", "--cached", "4096", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["kv_bytes_per_token"] == 327_680
+    assert data["weight_bytes"] == 141_107_412_992  # 2 * 70,553,706,496
+    # 4 * 72e9 = 288e9 usable; - 141,107,412,992 = 146,892,587,008 of KV; blocks of
+    # 16 * 327,680 = 5,242,880 B -> 28,017 blocks (28,017 * 5,242,880 = 146,889,768,960).
+    assert data["num_blocks"] == 28_017
+    assert data["kv_capacity_tokens"] == 28_017 * 16
+    # 146,892,587,008 / (8,192 * 327,680 = 2,684,354,560) = 54.7 -> 54.
+    assert data["max_concurrent_requests"] == 54
+    # B* = W / (N * b_kv) = 141,107,412,992 / 2,684,354,560 = 52.566...
+    assert data["b_star"] == pytest.approx(141_107_412_992 / 2_684_354_560)
+    # Q(8, 8192) = 8 * 4 * 3.35e12 / (W + 8 * 2,684,354,560).
+    assert data["decode_ceiling_tokens_per_s"] == pytest.approx(
+        8 * 4 * 3.35e12 / (141_107_412_992 + 8 * 2_684_354_560)
+    )
+    # Prefill 4,096 new after 4,096 cached: 2*P*S + 2*L*H_q*d_h*((8192*8193) - (4096*4097))
+    # = 2 * 70,553,706,496 * 4,096 + 2*80*64*128*(67,117,056 - 16,781,312) FLOPs at 4 x 989.4e12.
+    flops = 2 * 70_553_706_496 * 4096 + 2 * 80 * 64 * 128 * (8192 * 8193 - 4096 * 4097)
+    assert data["prefill_ms"] == pytest.approx(flops / (4 * 989.4e12) * 1000)
+    for key in ("inputs", "formulas"):
+        assert key in data
+
+
+def test_capacity_cli_model_that_does_not_fit_exits_1() -> None:
+    result = CliRunner().invoke(
+        _app(), ["capacity", "--model", "llama-3.3-70b", "--gpu", "h100", "--json"]
+    )
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["fits"] is False and data["kv_capacity_tokens"] == 0
+    assert "does not fit" in data["error"]
+
+
+def test_capacity_cli_rejects_unknown_names() -> None:
+    result = CliRunner().invoke(_app(), ["capacity", "--model", "llama-3.1-8b", "--gpu", "tpu"])
+    assert result.exit_code == 2
+    assert "unknown accelerator" in result.output
+
+
+def test_compare_cli_on_a_text_log(tmp_path: Path) -> None:
+    system = "You are a careful assistant. " * 40
+    lines = [
+        {
+            "timestamp": f"2026-11-02T09:00:0{index}Z",
+            "scope": "org",
+            "provider": "openai",
+            "model": "gpt-4o",
+            "request_id": f"q{index}",
+            "request": {
+                "model": "gpt-4o",
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": f"question number {index}"},
+                ],
+            },
+            "output_tokens": 5,
+        }
+        for index in range(3)
+    ]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    chart = tmp_path / "chart.png"
+    result = CliRunner().invoke(
+        _app(),
+        ["compare", str(log), "--model", "llama-3.1-8b", "--gpu", "h100", "--json",
+         "--plot", str(chart)],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["log"]["requests"] == 3
+    assert data["gpu_price_per_hour"] is None and data["self_hosted"]["cost"] is None
+    # Requests 2 and 3 share the long system prompt with request 1: some full blocks hit.
+    assert data["self_hosted"]["hit_tokens"] > 0
+    assert chart.read_bytes()[:8] == PNG_SIGNATURE
