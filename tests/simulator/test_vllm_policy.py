@@ -1,0 +1,95 @@
+"""Hand-computed cases for the vllm policy (block ids follow vLLM's free-queue rules)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachecast.simulator.policies.vllm import VllmPrefixCache
+
+from .helpers import make_request, run
+
+
+def hit(policy: VllmPrefixCache, tokens: list[int], **kwargs: object) -> int:
+    return policy.process(make_request(tokens, **kwargs)).cache_read_tokens  # type: ignore[arg-type]
+
+
+def test_a_fully_cached_prompt_recomputes_its_last_block() -> None:
+    policy = VllmPrefixCache(16)
+    a = run(64, 0)
+    assert hit(policy, a) == 0
+    # Resend of 64 tokens: at most 63 may hit, in whole blocks: floor(63/16)*16 = 48.
+    assert hit(policy, a) == 48
+    # One more token: floor(64/16)*16 = 64, all four cached blocks.
+    assert hit(policy, [*a, 7]) == 64
+
+
+def test_divergence_inside_a_block_stops_the_hit_at_that_block() -> None:
+    policy = VllmPrefixCache(16)
+    a = run(64, 0)
+    hit(policy, a)
+    # Shares 40 tokens: blocks 0 and 1 (32 tokens) match, block 2 differs at token 40.
+    assert hit(policy, a[:40] + run(30, 900)) == 32
+
+
+def test_writes_are_the_newly_cached_full_blocks() -> None:
+    policy = VllmPrefixCache(16)
+    usage = policy.process(make_request(run(40, 0)))
+    # 40 tokens: 2 full blocks cached (32 written), the 8-token tail is not.
+    assert usage.cache_write_tokens == {"kv": 32}
+    assert usage.uncached_input_tokens == 8
+
+
+def test_lru_eviction_frees_the_deepest_block_first() -> None:
+    # 5 blocks = null block + 4 usable (ids 1..4), free queue [1, 2, 3, 4].
+    policy = VllmPrefixCache(16, 5)
+    d = run(48, 0)
+    hit(policy, d)  # takes 1, 2, 3; frees tail first: queue [4, 3, 2, 1]
+    assert policy.free_block_order() == [4, 3, 2, 1]
+    # 17 tokens need 2 blocks: 4 and 3 (block 3 held d's deepest block, now evicted).
+    hit(policy, run(17, 500))
+    # d plus one token: blocks 0 and 1 still cached (ids 1 and 2), block 2 was evicted.
+    assert hit(policy, [*d, 1]) == 32
+
+
+def test_least_recently_used_request_is_evicted_first() -> None:
+    policy = VllmPrefixCache(16, 5)
+    a, b, c = run(32, 0), run(32, 100), run(32, 200)
+    hit(policy, a)  # blocks 1, 2 -> queue [3, 4, 2, 1]
+    hit(policy, b)  # blocks 3, 4 -> queue [2, 1, 4, 3]
+    hit(policy, c)  # reuses 2 and 1: a is evicted, b survives
+    assert hit(policy, [*b, 9]) == 32
+    assert hit(policy, [*a, 9]) == 0
+
+
+def test_a_prompt_larger_than_the_pool_is_not_admitted_and_changes_nothing() -> None:
+    policy = VllmPrefixCache(16, 3)  # 2 usable blocks = 32 tokens
+    a = run(32, 0)
+    hit(policy, a)
+    before = policy.free_block_order()
+    usage = policy.process(make_request(run(33, 0)))  # needs 3 blocks
+    assert (usage.cache_read_tokens, usage.uncached_input_tokens) == (0, 33)
+    assert policy.free_block_order() == before
+    # a is still cached: its resend may hit floor(31/16) = 1 block (2 blocks fit the pool).
+    assert hit(policy, a) == 16
+
+
+def test_scope_and_model_isolation() -> None:
+    policy = VllmPrefixCache(16)
+    a = run(64, 0)
+    hit(policy, a)
+    assert hit(policy, a, scope="another-org") == 0
+    assert hit(policy, a, model="another-model") == 0
+    assert hit(policy, a) == 48
+
+
+def test_hybrid_state_checkpoints_round_the_hit_down() -> None:
+    policy = VllmPrefixCache(16, state_checkpoint_tokens=64)
+    a = run(150, 0)
+    hit(policy, a)
+    # floor(149/16) = 9 blocks = 144 tokens; states exist every 64 tokens: 128.
+    assert hit(policy, a) == 128
+
+
+def test_too_small_a_pool_is_rejected() -> None:
+    with pytest.raises(ValueError, match="null block"):
+        VllmPrefixCache(16, 1)
