@@ -1,0 +1,223 @@
+"""Remote engine: an OpenAI-compatible vLLM server at a URL, driven with httpx.
+
+Each request is a streaming ``/v1/completions`` call with a token-id prompt; TTFT is taken
+when the first chunk carrying a choice arrives, the per-request hit from
+``usage.prompt_tokens_details.cached_tokens`` (present only when the server runs with
+``--enable-prompt-tokens-details``). Counters and cache geometry come from ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from cachecast.gpu_backend.engine.backend import Progress, pacing_delay
+from cachecast.gpu_backend.engine.metrics import (
+    cache_geometry,
+    parse_prometheus_text,
+    snapshot_from_samples,
+)
+from cachecast.gpu_backend.engine.types import (
+    EngineError,
+    EngineInfo,
+    MetricsSnapshot,
+    ReplayOptions,
+    ReplayRequest,
+    RequestResult,
+)
+
+REMOTE_DEVICE = "unknown (remote server)"
+
+
+class HttpBackend:
+    """A vLLM OpenAI-compatible server; ``model`` defaults to the one it serves."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        device: str = REMOTE_DEVICE,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self._url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = httpx.Timeout(timeout_s, connect=10.0)
+        self._device = device
+        self._model = model
+        # Set when the server cannot reset its cache: every later request is salted with it,
+        # so nothing cached before the reset can be hit (isolation without a reset endpoint).
+        self._salt_epoch: str | None = None
+
+    def _get(self, path: str) -> httpx.Response:
+        try:
+            response = httpx.get(f"{self._url}{path}", headers=self._headers, timeout=30.0)
+        except httpx.HTTPError as error:
+            raise EngineError(f"GET {self._url}{path} failed: {error}") from error
+        if response.status_code != 200:
+            raise EngineError(
+                f"GET {self._url}{path} returned {response.status_code}: {response.text[:200]}"
+            )
+        return response
+
+    def served_model(self) -> str:
+        if self._model is None:
+            models = self._get("/v1/models").json().get("data", [])
+            if not models:
+                raise EngineError(f"{self._url}/v1/models lists no model")
+            self._model = str(models[0]["id"])
+        return self._model
+
+    def info(self) -> EngineInfo:
+        samples = parse_prometheus_text(self._get("/metrics").text)
+        block_size, num_blocks = cache_geometry(samples, f"{self._url}/metrics")
+        version = str(self._get("/version").json().get("version", "unknown"))
+        return EngineInfo(
+            kind="http",
+            engine_version=version,
+            model=self.served_model(),
+            device=self._device,
+            block_size=block_size,
+            num_blocks=num_blocks,
+            endpoint=self._url,
+        )
+
+    def reset_prefix_cache(self) -> str:
+        url = f"{self._url}/reset_prefix_cache"
+        try:
+            response = httpx.post(url, headers=self._headers, timeout=60.0)
+        except httpx.HTTPError as error:
+            raise EngineError(f"POST {url} failed: {error}") from error
+        if response.status_code == 200:
+            self._salt_epoch = None
+            return "reset"
+        if response.status_code in (404, 405):
+            # Only servers started with VLLM_SERVER_DEV_MODE=1 expose the endpoint.
+            self._salt_epoch = uuid.uuid4().hex
+            return "salt"
+        raise EngineError(f"POST {url} returned {response.status_code}: {response.text[:200]}")
+
+    def metrics(self) -> MetricsSnapshot:
+        samples = parse_prometheus_text(self._get("/metrics").text)
+        return snapshot_from_samples(samples, f"{self._url}/metrics")
+
+    def run(
+        self,
+        requests: Sequence[ReplayRequest],
+        options: ReplayOptions,
+        progress: Progress | None = None,
+    ) -> list[RequestResult]:
+        return asyncio.run(self._run(requests, options, progress))
+
+    def _salt(self, request: ReplayRequest) -> str | None:
+        if self._salt_epoch is None:
+            return request.cache_salt
+        return f"{self._salt_epoch}:{request.cache_salt or ''}"
+
+    async def _run(
+        self,
+        requests: Sequence[ReplayRequest],
+        options: ReplayOptions,
+        progress: Progress | None,
+    ) -> list[RequestResult]:
+        model = self.served_model()
+        limit = asyncio.Semaphore(options.concurrency)
+        limits = httpx.Limits(max_connections=max(options.concurrency, 1) + 1)
+        async with httpx.AsyncClient(
+            headers=self._headers, timeout=self._timeout, limits=limits
+        ) as client:
+            tasks: list[asyncio.Task[RequestResult]] = []
+            start = time.perf_counter()
+            # Submit in log order: the next request waits for its arrival time and a free slot.
+            for request in requests:
+                wait = pacing_delay(request, options, time.perf_counter() - start)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                await limit.acquire()
+                task = asyncio.create_task(self._send(client, model, request, options))
+                task.add_done_callback(lambda _task: limit.release())
+                if progress is not None:
+                    task.add_done_callback(lambda _task: progress(1))
+                tasks.append(task)
+                # Let the request reach the server before the next one is sent, so the
+                # arrival order at the engine is the log order.
+                await asyncio.sleep(0)
+            return list(await asyncio.gather(*tasks))
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        model: str,
+        request: ReplayRequest,
+        options: ReplayOptions,
+    ) -> RequestResult:
+        body: dict[str, Any] = {
+            "model": model,
+            "prompt": list(request.prompt_token_ids),
+            "max_tokens": options.max_tokens,
+            "temperature": 0.0,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        salt = self._salt(request)
+        if salt is not None:
+            body["cache_salt"] = salt
+        url = f"{self._url}/v1/completions"
+        first_token: float | None = None
+        usage: dict[str, Any] | None = None
+        submitted = time.perf_counter()
+        try:
+            async with client.stream("POST", url, json=body) as response:
+                if response.status_code != 200:
+                    text = (await response.aread()).decode(errors="replace")
+                    raise EngineError(
+                        f"request {request.request_id} (line {request.line}): POST {url}"
+                        f" returned {response.status_code}: {text[:300]}"
+                    )
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[len("data:") :].strip()
+                    if payload == "[DONE]":
+                        break
+                    chunk = json.loads(payload)
+                    if first_token is None and chunk.get("choices"):
+                        first_token = time.perf_counter()
+                    if chunk.get("usage"):
+                        usage = chunk["usage"]
+        except httpx.HTTPError as error:
+            raise EngineError(
+                f"request {request.request_id} (line {request.line}): POST {url} failed: {error}"
+            ) from error
+        finished = time.perf_counter()
+        if first_token is None or usage is None:
+            raise EngineError(
+                f"request {request.request_id} (line {request.line}): the stream ended without"
+                " a token or without usage (stream_options.include_usage unsupported?)"
+            )
+        prompt_tokens = int(usage.get("prompt_tokens", -1))
+        if prompt_tokens != len(request.prompt_token_ids):
+            raise EngineError(
+                f"request {request.request_id} (line {request.line}): the server counted"
+                f" {prompt_tokens} prompt tokens for a {len(request.prompt_token_ids)}-token"
+                " prompt; token-id prompts must reach the engine unchanged"
+            )
+        details = usage.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens")
+        return RequestResult(
+            request_id=request.request_id,
+            line=request.line,
+            prompt_tokens=prompt_tokens,
+            cached_tokens=None if cached is None else int(cached),
+            output_tokens=int(usage.get("completion_tokens", 0)),
+            ttft_s=first_token - submitted,
+            latency_s=finished - submitted,
+        )

@@ -1,0 +1,80 @@
+"""Storing and listing measurement reports (the engines' inference passports)."""
+
+from __future__ import annotations
+
+import json
+
+from sqlmodel import Session, col, select
+
+from cachecast.db import get_engine, is_current
+from cachecast.gpu_backend.engine.report import MeasurementReport
+from cachecast.gpu_backend.tables import EngineMeasurement
+
+
+class DatabaseNotMigratedError(RuntimeError):
+    """The database is not at the newest migration; ``cachecast db upgrade`` fixes it."""
+
+
+def _require_current(url: str) -> None:
+    if not is_current(url):
+        raise DatabaseNotMigratedError(
+            f"database {url} is not migrated to the newest revision: run `cachecast db upgrade`"
+        )
+
+
+def store_report(report: MeasurementReport, url: str) -> int:
+    """Insert one passport row for ``report``; returns its id (also set on the report)."""
+    _require_current(url)
+    cold = report.ttft(warm=False)
+    warm = report.ttft(warm=True)
+    engine = report.engine
+    row = EngineMeasurement(
+        measured_at=report.measured_at,
+        engine_kind=engine.kind,
+        engine_version=engine.engine_version,
+        model=engine.model,
+        device=engine.device,
+        block_size=engine.block_size,
+        num_blocks=engine.num_blocks,
+        endpoint=engine.endpoint,
+        source=report.source,
+        requests=len(report.requests),
+        prompt_tokens=report.prompt_tokens,
+        output_tokens=report.output_tokens,
+        measured_cached_tokens=report.measured_cached_tokens,
+        predicted_cached_tokens=report.predicted_cached_tokens,
+        exact_match_share=report.exact_match_share,
+        hit_rate=report.hit_rate,
+        ttft_cold_p50_s=_float(cold["p50_s"]),
+        ttft_cold_p90_s=_float(cold["p90_s"]),
+        ttft_cold_p99_s=_float(cold["p99_s"]),
+        ttft_warm_p50_s=_float(warm["p50_s"]),
+        ttft_warm_p90_s=_float(warm["p90_s"]),
+        ttft_warm_p99_s=_float(warm["p99_s"]),
+        input_tokens_per_s=report.input_tokens_per_s,
+        output_tokens_per_s=report.output_tokens_per_s,
+        report_json=json.dumps(report.to_json(), sort_keys=True),
+    )
+    with Session(get_engine(url)) as session:
+        session.add(row)
+        session.commit()
+        session.refresh(row)
+        assert row.id is not None
+        report.stored_id = row.id
+        return row.id
+
+
+def list_measurements(url: str, limit: int = 20) -> list[EngineMeasurement]:
+    """The newest passports first."""
+    _require_current(url)
+    with Session(get_engine(url)) as session:
+        statement = (
+            select(EngineMeasurement)
+            .order_by(col(EngineMeasurement.measured_at).desc())
+            .limit(limit)
+        )
+        return list(session.exec(statement))
+
+
+def _float(value: float | int | None) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,121 @@
+"""A real in-process vLLM engine (CPU build): measured hits equal the simulator's and the
+hand-derived values, counters move by exactly those amounts, TTFT is recorded, and the
+passport row is stored. One engine serves the whole module (it takes seconds to start)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from cachecast.db import get_engine
+from cachecast.gpu_backend.engine.offline import OfflineBackend
+from cachecast.gpu_backend.engine.passport import store_report
+from cachecast.gpu_backend.engine.replay import measure_layout
+from cachecast.gpu_backend.engine.report import MeasurementReport
+from cachecast.gpu_backend.engine.types import ReplayOptions
+from cachecast.gpu_backend.tables import EngineMeasurement
+from tests.gpu_backend.conftest import BLOCK_SIZE, MAX_MODEL_LEN, NUM_BLOCKS, as_requests
+from tests.gpu_backend.streams import CORRECTNESS_STREAMS, LONG_PREFIX, Stream, cold_and_warm
+
+pytestmark = pytest.mark.vllm
+
+# K and V, 4 layers, 2 KV heads of 256/8 = 32 dims, bf16 (2 bytes), 32 tokens per block.
+BLOCK_BYTES = 2 * 4 * 2 * 32 * 2 * BLOCK_SIZE
+EXACT = ReplayOptions(concurrency=1, warmup_requests=0)
+
+
+@pytest.fixture(scope="module")
+def backend(vllm_environment: Path, small_model_dir: Path) -> Iterator[OfflineBackend]:
+    engine = OfflineBackend.create(
+        str(small_model_dir),
+        block_size=BLOCK_SIZE,
+        kv_cache_bytes=NUM_BLOCKS * BLOCK_BYTES,
+        max_model_len=MAX_MODEL_LEN,
+        dtype="bfloat16",
+        enforce_eager=True,
+    )
+    yield engine
+    del engine
+
+
+@pytest.fixture(scope="module")
+def ttft_report(backend: OfflineBackend) -> tuple[MeasurementReport, list[bool]]:
+    prompts, warm = cold_and_warm(trials=6)
+    report = measure_layout(
+        as_requests(prompts, "ttft"),
+        backend,
+        options=ReplayOptions(warmup_requests=2),
+        source="ttft-stream",
+    )
+    return report, warm
+
+
+def test_engine_geometry_is_read_back(backend: OfflineBackend, small_model_dir: Path) -> None:
+    info = backend.info()
+    assert info.kind == "offline"
+    assert info.block_size == BLOCK_SIZE
+    # The KV budget was sized for exactly NUM_BLOCKS blocks of BLOCK_BYTES each.
+    assert info.num_blocks == NUM_BLOCKS
+    assert info.model == str(small_model_dir)
+    assert info.engine_version.count(".") >= 2
+    assert info.device
+
+
+@pytest.mark.parametrize("make_stream", CORRECTNESS_STREAMS, ids=lambda make: make.__name__)
+def test_measured_hits_equal_prediction(backend: OfflineBackend, make_stream) -> None:
+    stream: Stream = make_stream()
+    report = measure_layout(
+        as_requests(stream.prompts, stream.name), backend, options=EXACT, source=stream.name
+    )
+    assert report.cache_isolation == "reset"
+    assert [r.measured_cached_tokens for r in report.requests] == stream.expected_cached
+    assert [r.predicted_cached_tokens for r in report.requests] == stream.expected_cached
+    assert report.exact_match_share == 1.0
+    # The engine's own counters moved by exactly the prompt lengths and the expected hits.
+    delta = report.metrics_delta
+    assert delta.prefix_cache_queries == sum(len(prompt) for prompt in stream.prompts)
+    assert delta.prefix_cache_hits == sum(stream.expected_cached)
+    assert delta.ttft_count == len(stream.prompts)
+    assert report.counters_agree
+    assert all(r.ttft_s > 0 and r.latency_s >= r.ttft_s for r in report.requests)
+    assert all(r.output_tokens == 1 for r in report.requests)
+
+
+def test_warm_requests_on_a_long_prefix_are_faster(
+    ttft_report: tuple[MeasurementReport, list[bool]],
+) -> None:
+    report, warm = ttft_report
+    measured = [r.measured_cached_tokens for r in report.requests]
+    assert measured == [LONG_PREFIX if is_warm else 0 for is_warm in warm]
+    assert [r.warm for r in report.requests] == warm
+    # Relative comparison within one run; the first of each kind is discarded (warm-up).
+    cold_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if not is_warm]
+    warm_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if is_warm]
+    assert statistics.median(warm_ttft[1:]) < statistics.median(cold_ttft[1:])
+    assert report.metrics_delta.ttft_count == len(warm)
+    assert report.ttft(warm=True)["count"] == sum(warm)
+    assert report.ttft(warm=False)["count"] == len(warm) - sum(warm)
+
+
+def test_passport_row_is_stored(
+    ttft_report: tuple[MeasurementReport, list[bool]], migrated_db_url: str
+) -> None:
+    report, warm = ttft_report
+    row_id = store_report(report, migrated_db_url)
+    with Session(get_engine(migrated_db_url)) as session:
+        row = session.exec(select(EngineMeasurement).where(EngineMeasurement.id == row_id)).one()
+    assert row.engine_kind == "offline"
+    assert row.engine_version == report.engine.engine_version
+    assert row.block_size == BLOCK_SIZE
+    assert row.num_blocks == NUM_BLOCKS
+    assert row.requests == len(warm)
+    assert row.prompt_tokens == 2000 * len(warm)  # every prompt of the stream is 2,000 tokens
+    assert row.measured_cached_tokens == LONG_PREFIX * sum(warm)
+    assert row.predicted_cached_tokens == LONG_PREFIX * sum(warm)
+    assert row.exact_match_share == 1.0
+    assert row.ttft_cold_p50_s is not None and row.ttft_warm_p50_s is not None
+    assert row.measured_at.year >= 2026
