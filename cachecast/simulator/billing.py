@@ -127,6 +127,27 @@ def add_costs(left: Cost, right: Cost) -> Cost:
         return left + right
 
 
+def money(amount: Decimal) -> str:
+    """An exact amount as a plain decimal string: every digit kept, no exponent, no trailing
+    zeros ("0.0016", "1.25", "0.00000000125"), so equal amounts print equally."""
+    text = format(amount.normalize(EXACT), "f")
+    return "0" if text in ("-0", "0") else text
+
+
+def cost_strings(cost: Cost) -> dict[str, str]:
+    """A bill's parts and total as ``money`` strings (the JSON form)."""
+    with localcontext(EXACT):
+        total = cost.total
+    return {
+        "input": money(cost.input),
+        "cache_write": money(cost.cache_write),
+        "cache_read": money(cost.cache_read),
+        "output": money(cost.output),
+        "storage": money(cost.storage),
+        "total": money(total),
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Observed usage: what the provider reported, as a RequestUsage we can bill and compare.
 

@@ -20,21 +20,28 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import heapq
-import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from cachecast.contracts import ContractStore, UnknownContractError
-from cachecast.contracts.model import ContractTerms
-from cachecast.simulator import policy_for_contract
-from cachecast.simulator.billing import BillTotals, bill_request, bill_without_cache
+from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.simulator import CachePolicy, policy_for_contract
+from cachecast.simulator.billing import (
+    BillTotals,
+    bill_request,
+    bill_without_cache,
+    cost_strings,
+    money,
+)
 from cachecast.simulator.reconcile import (
     ReconciledRequest,
     ReconciliationSummary,
     reconcile_request,
 )
+from cachecast.simulator.replay import DEFAULT_REORDER_WINDOW, OutOfOrderError, in_timestamp_order
 from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers import LogError, get_tokenizer, read_log
 from cachecast.tokenizers.types import TokenizedRequest
@@ -42,10 +49,6 @@ from cachecast.tokenizers.types import TokenizedRequest
 HIT_RATE_DEFINITION = (
     "cache_read_tokens / input_tokens (prompt tokens read from cache, all targets)"
 )
-# Requests may be slightly out of timestamp order within a file (concurrent writers); they are
-# reordered within this many requests, and anything later than that is an error, never a
-# silent reorder of the cache's history.
-REORDER_WINDOW = 4096
 PROGRESS_EVERY = 64
 
 
@@ -57,8 +60,8 @@ class TargetError(ValueError):
         self.close_matches = list(close_matches)
 
 
-class OrderError(ValueError):
-    """A request whose timestamp is earlier than one already replayed (beyond the window)."""
+# A request too far out of timestamp order (see ``replay.in_timestamp_order``).
+OrderError = OutOfOrderError
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +112,12 @@ class PerRequestRow:
             "uncached_input_tokens": self.usage.uncached_input_tokens,
             "output_tokens": self.usage.output_tokens,
         }
-        record.update({f"cost_{name}": value for name, value in self.cost.as_strings().items()})
-        record["cost_without_cache"] = str(self.cost_without_cache.total)
+        record.update({f"cost_{name}": value for name, value in cost_strings(self.cost).items()})
+        record["cost_without_cache"] = money(self.cost_without_cache.total)
         reconciled = self.reconciled
         record["observed_cache_read_tokens"] = reconciled.observed_read if reconciled else None
         record["observed_cache_write_tokens"] = reconciled.observed_write if reconciled else None
-        record["observed_cost"] = str(reconciled.observed_cost) if reconciled else None
+        record["observed_cost"] = money(reconciled.observed_cost) if reconciled else None
         return record
 
 
@@ -127,6 +130,10 @@ class TargetResult:
     tokenizer: str
     totals: BillTotals = field(default_factory=BillTotals)
     reconciliation: ReconciliationSummary = field(default_factory=ReconciliationSummary)
+    requests_with_breakpoints: int = 0
+    # Set when an explicit-breakpoint contract was simulated as if every request ended its
+    # latest message with a breakpoint (Anthropic's top-level automatic cache_control).
+    assumed_breakpoint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         totals = self.totals
@@ -145,9 +152,11 @@ class TargetResult:
             "output_tokens": totals.output_tokens,
             "hit_rate": totals.hit_rate,
             "exact_tokens": totals.exact_tokens,
-            "cost": totals.cost.as_strings(),
-            "cost_without_cache": str(totals.cost_without_cache.total),
-            "savings": str(totals.savings),
+            "requests_with_breakpoints": self.requests_with_breakpoints,
+            "assumed_breakpoint": self.assumed_breakpoint,
+            "cost": cost_strings(totals.cost),
+            "cost_without_cache": money(totals.cost_without_cache.total),
+            "savings": money(totals.savings),
             "reconciliation": (
                 self.reconciliation.to_json() if self.reconciliation.requests else None
             ),
@@ -233,6 +242,7 @@ def estimate(
     *,
     strict: bool = False,
     per_request: Callable[[PerRequestRow], None] | None = None,
+    auto_cache_control: bool = False,
 ) -> EstimateReport:
     """Price ``sources`` (log files, or requests already tokenized) under every target.
 
@@ -240,6 +250,13 @@ def estimate(
     pass per tokenizer group, so a log priced under two tokenizers counts its requests
     twice). ``per_request`` receives every billed request of every target, in replay order.
     Bad log lines are collected in the report (``strict`` raises the first instead).
+
+    ``auto_cache_control``: a log written for one provider rarely carries another's cache
+    breakpoints, and under an explicit-breakpoint contract (Anthropic) a request without any
+    caches nothing. With this flag such targets are simulated as if each request put one
+    breakpoint at the end of its latest message, as Anthropic's top-level automatic
+    ``cache_control`` does; the log's own breakpoints still count. Off by default: the
+    default answers "this log, sent as it is".
     """
     if not targets:
         raise TargetError("give at least one target PROVIDER:MODEL")
@@ -256,20 +273,28 @@ def estimate(
             lead = targets[indices[0]]
             seen_errors = len(errors)
             pass_errors: list[LogError] = []
+            # The model argument asks for that model's tokenization; the provider is left to
+            # the log, so that each body is read as the API it was written for.
+            logged_models: dict[tuple[str, int], str | None] = {}
             streams = [
-                read_log(
+                _remember_logged_model(
+                    read_log(path, model=lead.model, strict=strict, errors=pass_errors),
                     path,
-                    model=lead.model,
-                    provider=lead.provider,
-                    strict=strict,
-                    errors=pass_errors,
+                    logged_models,
                 )
                 for path in paths
             ]
             group_results = [
                 TargetResult(targets[i], contracts[i], tokenizer_name) for i in indices
             ]
-            _replay(_time_ordered(streams), group_results, store, day, progress, per_request)
+            _replay(
+                _time_ordered(streams),
+                group_results,
+                _ObservedMatcher(store, day, logged_models),
+                progress,
+                per_request,
+                auto_cache_control,
+            )
             # Every pass reads the same lines; keep each bad line once.
             if seen_errors == 0:
                 errors.extend(pass_errors)
@@ -283,7 +308,12 @@ def estimate(
             for target, contract in zip(targets, contracts, strict=True)
         ]
         _replay(
-            _time_ordered([iter(pretokenized)]), group_results, store, day, progress, per_request
+            _time_ordered([iter(pretokenized)]),
+            group_results,
+            _ObservedMatcher(store, day, {}),
+            progress,
+            per_request,
+            auto_cache_control,
         )
         results = group_results
     return EstimateReport(
@@ -302,27 +332,35 @@ def _as_paths(sources: Sequence[Path] | Iterable[TokenizedRequest]) -> list[Path
     return paths if len(paths) == len(sources) else None
 
 
+def _policy(result: TargetResult, auto_cache_control: bool) -> CachePolicy:
+    if auto_cache_control and result.contract.mode is CacheMode.EXPLICIT:
+        result.assumed_breakpoint = "end of the latest message"
+        return policy_for_contract(result.contract, implicit_last_message=True)
+    return policy_for_contract(result.contract)
+
+
 def _replay(
     requests: Iterator[TokenizedRequest],
     results: list[TargetResult],
-    store: ContractStore,
-    day: dt.date,
+    matcher: _ObservedMatcher,
     progress: Callable[[int], None] | None,
     per_request: Callable[[PerRequestRow], None] | None,
+    auto_cache_control: bool,
 ) -> None:
     """Feed one ordered request stream to every target's policy, billing as it goes."""
-    policies = [policy_for_contract(result.contract) for result in results]
-    matcher = _ObservedMatcher(store, day)
+    policies = [_policy(result, auto_cache_control) for result in results]
     pending = 0
     for request in requests:
+        logged_model = matcher.logged_model(request)
         for result, policy in zip(results, policies, strict=True):
             usage = policy.process(request)
             contract = result.contract
             cost = bill_request(usage, contract)
             cost_off = bill_without_cache(usage, contract)
             result.totals.add(usage, cost, cost_off, request.exact)
+            result.requests_with_breakpoints += bool(request.breakpoints)
             reconciled = None
-            if request.observed is not None and matcher.same_model(request, contract):
+            if request.observed is not None and matcher.same_model(request, logged_model, contract):
                 reconciled = reconcile_request(usage, request.observed, contract)
                 result.reconciliation.add(reconciled)
             if per_request is not None:
@@ -338,19 +376,35 @@ def _replay(
 
 
 class _ObservedMatcher:
-    """Decides whether a request's observed usage came from the target's own model."""
+    """Decides whether a request's observed usage came from the target's own model.
 
-    def __init__(self, store: ContractStore, day: dt.date) -> None:
+    Usage reported by gpt-4o says nothing about what gpt-5.6 would have cached, so a target
+    is reconciled only against requests its own provider served with a model that resolves
+    to the same contract model. Since the log is tokenized for the target's model (the
+    tokenizer's model argument overrides the record's), the model the log line itself names
+    is read separately (``_remember_logged_model``); for requests handed over already
+    tokenized, ``request.model`` is all there is.
+    """
+
+    def __init__(
+        self, store: ContractStore, day: dt.date, logged: dict[tuple[str, int], str | None]
+    ) -> None:
         self._store = store
         self._day = day
+        self._logged = logged
         self._resolved: dict[tuple[str, str], str | None] = {}
 
-    def same_model(self, request: TokenizedRequest, contract: ContractTerms) -> bool:
+    def logged_model(self, request: TokenizedRequest) -> str | None:
+        return self._logged.pop((request.source, request.line), request.model)
+
+    def same_model(
+        self, request: TokenizedRequest, logged_model: str | None, contract: ContractTerms
+    ) -> bool:
         if request.provider is None or request.provider.lower() != contract.provider:
             return False
-        if request.model is None:
-            return True  # the log names no model: the provider's usage is the best evidence
-        key = (contract.provider, request.model.lower())
+        if logged_model is None:
+            return True  # the log names no model: its provider's usage is the evidence
+        key = (contract.provider, logged_model.lower())
         if key not in self._resolved:
             try:
                 self._resolved[key] = self._store.as_of(*key, self._day).model
@@ -359,38 +413,51 @@ class _ObservedMatcher:
         return self._resolved[key] == contract.model
 
 
-def _time_ordered(streams: Sequence[Iterator[TokenizedRequest]]) -> Iterator[TokenizedRequest]:
-    """Merge per-file streams by timestamp, reordering within ``REORDER_WINDOW`` requests.
+def _remember_logged_model(
+    requests: Iterator[TokenizedRequest], path: Path, logged: dict[tuple[str, int], str | None]
+) -> Iterator[TokenizedRequest]:
+    """Pass requests through, noting the model their own log line names where they carry
+    observed usage (only those are ever reconciled). A second handle on the file follows the
+    stream forward, so this costs one extra JSON parse per such line and no memory beyond the
+    reorder window (entries are removed as requests are replayed)."""
+    with open(path, encoding="utf-8") as handle:
+        position = 0
+        for request in requests:
+            if request.observed is not None:
+                text = ""
+                while position < request.line:
+                    text = handle.readline()
+                    position += 1
+                logged[(request.source, request.line)] = _model_named_in(text)
+            yield request
 
-    Ties keep the order in which requests were read. A request that would have to be replayed
-    before one already replayed raises ``OrderError`` naming it: replaying it late would give
-    the cache a false history.
+
+def _model_named_in(line: str) -> str | None:
+    """The wrapper's model, else the body's, as the tokenizers read it (None if absent)."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    model = record.get("model")
+    if not isinstance(model, str):
+        bodies = [record[key] for key in ("request", "body") if isinstance(record.get(key), dict)]
+        model = bodies[0].get("model") if bodies else None
+    return model if isinstance(model, str) else None
+
+
+def _time_ordered(streams: Sequence[Iterator[TokenizedRequest]]) -> Iterator[TokenizedRequest]:
+    """Merge per-file streams by timestamp, then reorder within the replay window.
+
+    Each file is expected in (nearly) timestamp order; ``in_timestamp_order`` places stragglers
+    within ``DEFAULT_REORDER_WINDOW`` requests and raises ``OutOfOrderError`` (naming file and
+    line) for anything later, rather than give the cache a false history.
     """
-    sequence = itertools.count()
-    merged = heapq.merge(
-        *(
-            ((request.timestamp, next(sequence), request) for request in stream)
-            for stream in streams
-        )
-    )
-    window: list[tuple[float, int, TokenizedRequest]] = []
-    last_timestamp = float("-inf")
-    for item in itertools.chain(merged, itertools.repeat(None, REORDER_WINDOW + 1)):
-        if item is not None:
-            heapq.heappush(window, item)
-            if len(window) <= REORDER_WINDOW:
-                continue
-        if not window:
-            return
-        timestamp, _, request = heapq.heappop(window)
-        if timestamp < last_timestamp:
-            raise OrderError(
-                f"{request.source}:{request.line}: timestamp {timestamp} is earlier than a"
-                f" request already replayed ({last_timestamp}): more than {REORDER_WINDOW}"
-                " requests out of order"
-            )
-        last_timestamp = timestamp
-        yield request
+    if len(streams) == 1:
+        return in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+    merged = heapq.merge(*streams, key=lambda request: request.timestamp)
+    return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
 
 
 # ---------------------------------------------------------------------------------------------

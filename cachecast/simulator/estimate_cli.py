@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -70,6 +71,13 @@ def estimate_command(
         typer.Option(help="Also write every billed request to FILE (.csv or .parquet)."),
     ] = None,
     strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
+    auto_cache_control: Annotated[
+        bool,
+        typer.Option(
+            help="For explicit-breakpoint contracts (Anthropic), assume each request ends its"
+            " latest message with a breakpoint, as top-level automatic cache_control does."
+        ),
+    ] = False,
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -137,6 +145,7 @@ def estimate_command(
                 progress=lambda n: progress.advance(task, n),
                 strict=strict,
                 per_request=table_writer,
+                auto_cache_control=auto_cache_control,
             )
     except TargetError as error:
         message = str(error)
@@ -254,53 +263,65 @@ def _dollars(text: str) -> str:
     return f"${value:,}"
 
 
+def _tokens(count: int) -> str:
+    """Display form of a token count: 987, 12.3k, 4.56M."""
+    if count < 10_000:
+        return f"{count:,}"
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.2f}M"
+
+
 def _rich_table(data: dict[str, Any]) -> None:
     out = Console(file=sys.stdout)
+    requests = {result["requests"] for result in data["targets"]}
     table = Table(
-        title=f"Estimated bills, contracts in force on {data['at']}",
-        caption="hit rate = read / prompt tokens; $ rounded to 0.0001 for display (--json: exact)",
+        title=f"{'/'.join(str(n) for n in sorted(requests))} requests priced under the"
+        f" contracts in force on {data['at']}",
+        caption="hit = cache read / prompt tokens; ~ = approximate tokenizer; display rounding"
+        " (k, M, $0.0001); --json is exact",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
     )
-    for header in (
-        "target",
-        "contract (verified)",
-        "requests",
-        "prompt tok",
-        "read",
-        "written",
-        "uncached",
-        "output",
-        "hit rate",
-        "cost",
-        "no cache",
-        "savings",
-    ):
-        table.add_column(
-            header, justify="left" if header.startswith(("target", "contract")) else "right"
-        )
+    headers = ("target", "prompt", "read", "written", "hit", "cost", "no cache", "saved")
+    for header in headers:
+        table.add_column(header, justify="left" if header == "target" else "right", overflow="fold")
     for result, row in zip(data["targets"], _rows(data), strict=True):
         table.add_row(
-            row["target"] + ("" if row["exact_tokens"] else " ~"),
-            f"{row['contract']} ({row['verified_on']})",
-            f"{row['requests']:,}",
-            f"{row['input_tokens']:,}",
-            f"{row['cache_read_tokens']:,}",
-            f"{row['cache_write_tokens']:,}",
-            f"{row['uncached_input_tokens']:,}",
-            f"{row['output_tokens']:,}",
+            row["target"] + ("" if row["exact_tokens"] else "~"),
+            _tokens(row["input_tokens"]),
+            _tokens(row["cache_read_tokens"]),
+            _tokens(row["cache_write_tokens"]),
             f"{result['hit_rate']:.1%}",
             _dollars(row["cost"]),
             _dollars(row["cost_without_cache"]),
             _dollars(row["savings"]),
         )
     out.print(table)
-    if any(not result["exact_tokens"] for result in data["targets"]):
-        out.print("~ token counts approximated (no exact tokenizer for that model)")
     for result in data["targets"]:
+        name = f"{result['provider']}:{result['model']}"
+        contract = result["contract"]
+        out.print(
+            f"{name}: contract {contract['version']} (verified {contract['verified_on']},"
+            f" {contract['source']})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if contract["mode"] == "explicit" and not result["requests_with_breakpoints"]:
+            if result["assumed_breakpoint"]:
+                out.print(f"  assumed a breakpoint at the {result['assumed_breakpoint']}")
+            else:
+                out.print(
+                    "  the log marks no cache breakpoints, so nothing is cached under this"
+                    " explicit contract; --auto-cache-control assumes one per request"
+                )
         summary = result.get("reconciliation")
         if summary:
             out.print(
-                f"{result['provider']}:{result['model']} against observed usage:"
-                f" {summary['exact_matches']}/{summary['requests']} requests exact,"
-                f" mean |error| {summary['mean_abs_error_tokens']} tokens,"
-                f" ${summary['mean_abs_error_cost']} per request"
+                f"  against observed usage: {summary['exact_matches']}/{summary['requests']}"
+                f" requests exact, mean |error| {summary['mean_abs_error_tokens']} tokens and"
+                f" ${summary['mean_abs_error_cost']} per request",
+                highlight=False,
             )

@@ -13,6 +13,7 @@ from cachecast.simulator.billing import (
     BillTotals,
     bill_request,
     bill_without_cache,
+    money,
     prices_for,
     storage_cost,
     total_input_tokens,
@@ -240,3 +241,17 @@ def test_totals_accumulate_exactly() -> None:
     assert totals.cache_read_tokens == 24_000
     assert totals.cache_write_tokens == {"5m": 4_500}
     assert totals.hit_rate == 24_000 / 30_000
+
+
+@pytest.mark.parametrize(
+    ("amount", "text"),
+    [
+        (D("0.00160"), "0.0016"),  # trailing zeros dropped: equal amounts print equally
+        (D("1.25E-9"), "0.00000000125"),  # never an exponent
+        (D("100"), "100"),  # normalize() would give 1E+2
+        (D("0E-15"), "0"),
+        (D("-0.50"), "-0.5"),  # savings can be negative when writes cost more than they save
+    ],
+)
+def test_money_strings(amount: Decimal, text: str) -> None:
+    assert money(amount) == text
