@@ -10,7 +10,7 @@ request with those specials allowed (``TiktokenTokenizer.framed_encoding``). Non
 text and is encoded whole.
 
 Speed: identical texts recur across requests (system prompts, tool schemas, the earlier turns
-of a session). :class:`SegmentCache` maps ``blake2b(namespace, text)`` to the ids, bounded by
+of a session). :class:`SegmentCache` maps ``(tokenizer namespace, text)`` to the ids, bounded by
 a total token budget with least-recently-used eviction. Cache misses of a batch of requests
 are encoded in a process pool (fork: workers inherit the loaded encoding) when they are
 large enough to pay for the transfer, else in process.
@@ -18,7 +18,6 @@ large enough to pay for the transfer, else in process.
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 from array import array
@@ -35,11 +34,14 @@ DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
 POOL_MIN_CHARS = 400_000  # below this a batch's misses are encoded in process
 
 
-def text_key(namespace: str, text: str) -> bytes:
-    digest = hashlib.blake2b(namespace.encode(), digest_size=16)
-    digest.update(b"\0")
-    digest.update(text.encode("utf-8", "surrogatepass"))
-    return digest.digest()
+def text_key(namespace: str, text: str) -> tuple[str, str]:
+    """The cache key of ``text``: the text itself with the tokenizer's namespace.
+
+    A dict keyed by the string is content-addressed with no collision possible (equal hash
+    and then full equality), and Python's string hash is cheaper than a cryptographic
+    digest of every segment of every request.
+    """
+    return (namespace, text)
 
 
 class SegmentCache:
@@ -47,19 +49,19 @@ class SegmentCache:
 
     def __init__(self, max_tokens: int = DEFAULT_CACHE_TOKENS) -> None:
         self.max_tokens = max_tokens
-        self._entries: OrderedDict[bytes, array[int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str], array[int]] = OrderedDict()
         self._tokens = 0
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: bytes) -> array[int] | None:
+    def get(self, key: tuple[str, str]) -> array[int] | None:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
             self.hits += 1
         return found
 
-    def put(self, key: bytes, ids: array[int]) -> None:
+    def put(self, key: tuple[str, str], ids: array[int]) -> None:
         if key in self._entries or len(ids) > self.max_tokens:
             return
         self._entries[key] = ids
@@ -102,8 +104,8 @@ class BatchEncoder:
     def encode_batch(self, batch: Sequence[Rendered]) -> list[Encoded]:
         namespace = self.tokenizer.cache_namespace
         # Pass 1: resolve every text through the cache; collect distinct misses.
-        resolved: dict[bytes, array[int]] = {}
-        misses: dict[bytes, str] = {}
+        resolved: dict[tuple[str, str], array[int]] = {}
+        misses: dict[tuple[str, str], str] = {}
         for rendered in batch:
             for part in rendered.parts:
                 texts = [part.role, *part.items] if part.framed else list(part.items)
@@ -126,7 +128,7 @@ class BatchEncoder:
         return [self._assemble(rendered, resolved, namespace) for rendered in batch]
 
     def _assemble(
-        self, rendered: Rendered, resolved: dict[bytes, array[int]], namespace: str
+        self, rendered: Rendered, resolved: dict[tuple[str, str], array[int]], namespace: str
     ) -> Encoded:
         tokens: array[int] = array("I")
         segments: list[Segment] = []
@@ -155,7 +157,9 @@ class BatchEncoder:
             segments.append(Segment("template", "reply_priming", start, len(tokens)))
         return Encoded(tokens, tuple(segments), tuple(breakpoints))
 
-    def _role_ids(self, role: str, resolved: dict[bytes, array[int]], namespace: str) -> array[int]:
+    def _role_ids(
+        self, role: str, resolved: dict[tuple[str, str], array[int]], namespace: str
+    ) -> array[int]:
         key = text_key(namespace, role)
         found = resolved.get(key) or self.cache.get(key)
         if found is None:

@@ -122,7 +122,16 @@ def _looks_anthropic(body: dict[str, Any]) -> bool:
         return True
     if "system" in body and "messages" in body:
         return True
-    return '"cache_control"' in json.dumps(body.get("messages", []))[:1_000_000]
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and "cache_control" in block:
+                    return True
+    return False
 
 
 def _compact(value: Any) -> str:
