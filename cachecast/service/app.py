@@ -1,0 +1,84 @@
+"""The FastAPI application: ``create_app(settings)`` builds one, ``cachecast serve`` runs it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from cachecast import __version__
+from cachecast.service.estimating import run_estimate_job
+from cachecast.service.jobs import JobRunner, JobStore
+from cachecast.service.limits import BodyLimitMiddleware
+from cachecast.service.metrics import MetricsMiddleware, ServiceMetrics
+from cachecast.service.problems import install_problem_handlers
+from cachecast.service.routers import (
+    comparisons,
+    contracts,
+    estimates,
+    health,
+    jobs,
+    layout_checks,
+    simulations,
+)
+from cachecast.service.settings import ServiceSettings
+from cachecast.service.state import ServiceState
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTION = """\
+Bill estimates for prompt logs under dated provider caching contracts.
+
+Every estimate names the contract version (provider, model, effective date, source) it used.
+Errors are `application/problem+json` (RFC 9457). Contract changes need an admin bearer key.
+"""
+
+
+def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+    settings = settings or ServiceSettings()
+    database_url = settings.resolved_database_url
+    job_store = JobStore(database_url, lease_seconds=settings.job_lease_seconds)
+    metrics = ServiceMetrics(job_store.counts)
+    state = ServiceState(
+        settings=settings, database_url=database_url, jobs=job_store, metrics=metrics
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.job_runners > 0:
+            state.runner = JobRunner(
+                job_store,
+                {
+                    estimates.ESTIMATE_JOB_KIND: lambda payload, progress: run_estimate_job(
+                        state.contracts, payload, progress
+                    )
+                },
+                threads=settings.job_runners,
+                poll_seconds=settings.job_poll_seconds,
+                on_finished=lambda kind, outcome: metrics.jobs_finished.labels(kind, outcome).inc(),
+            )
+            state.runner.start()
+        try:
+            yield
+        finally:
+            if state.runner is not None:
+                state.runner.stop()
+                state.runner = None
+
+    app = FastAPI(
+        title="cachecast",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.service = state
+    install_problem_handlers(app)
+    for module in (health, contracts, estimates, simulations, jobs, layout_checks, comparisons):
+        app.include_router(module.router)
+    # Outermost first: count every request (413s included), then enforce the body limit.
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

@@ -1,0 +1,360 @@
+"""Estimates and simulations for the service: request bodies in, the CLI's JSON objects out.
+
+Both endpoints take the log inline, either as a JSON body with a ``records`` array or as a
+JSONL file upload. Records are tokenized with ``cachecast.tokenizers.read_records`` and
+priced with ``cachecast.simulator.estimate.estimate``, exactly as ``cachecast estimate``
+does for a file: targets sharing a tokenizer share one tokenization pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import FormData, UploadFile
+
+from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.service.problems import FieldError, ProblemError, from_pydantic, validation_problem
+from cachecast.simulator import POLICY_KINDS, OutOfOrderError, build_policy, simulate
+from cachecast.simulator.estimate import (
+    EstimateReport,
+    OrderError,
+    Target,
+    TargetError,
+    estimate,
+    resolve_targets,
+)
+from cachecast.simulator.simulate_cli import HitStatistics
+from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_records
+
+SOURCE_NAME = "request"
+TARGET_PATTERN = r"^[^:\s]+:\S+$"
+
+_RECORD_EXAMPLE = {
+    "timestamp": "2026-11-02T09:00:00Z",
+    "scope": "team-a",
+    "model": "gpt-4o",
+    "messages": [
+        {"role": "system", "content": "You are a careful assistant. " * 200},
+        {"role": "user", "content": "Summarise the attached report."},
+    ],
+    "output_tokens": 120,
+}
+
+
+class LogPayload(BaseModel):
+    """The log part shared by estimates and simulations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, Any]] = Field(
+        min_length=1,
+        description="log records, one per request, in any format `cachecast` reads from a "
+        "JSONL log (OpenAI, Anthropic, Gemini, prompt, tokens, Mooncake)",
+        examples=[[_RECORD_EXAMPLE]],
+    )
+    model: str | None = Field(
+        default=None, description="model for records that name none", examples=["gpt-4o"]
+    )
+    provider: str | None = Field(default=None, examples=["openai"])
+
+
+class EstimateRequest(LogPayload):
+    targets: list[str] = Field(
+        min_length=1,
+        max_length=64,
+        description="PROVIDER:MODEL pairs to price the log against",
+        examples=[["openai:gpt-4o", "anthropic:claude-sonnet-4-5"]],
+    )
+    at: dt.date | None = Field(
+        default=None, description="the day whose contracts apply (default: today, UTC)"
+    )
+
+
+class SimulationRequest(LogPayload):
+    policy: str = Field(
+        description="cache policy: automatic, explicit, gemini, vllm or radix", examples=["vllm"]
+    )
+    target: str | None = Field(
+        default=None,
+        pattern=TARGET_PATTERN,
+        description="PROVIDER:MODEL whose contract parameterises automatic/explicit/gemini",
+        examples=["openai:gpt-4o"],
+    )
+    at: dt.date | None = None
+    block_size: int | None = Field(default=None, gt=0, le=1_000_000, examples=[16])
+    capacity_blocks: int | None = Field(default=None, gt=0, examples=[100_000])
+    ttl_seconds: int | None = Field(default=None, gt=0, examples=[300])
+    min_tokens: int | None = Field(default=None, ge=0, description="shortest cacheable prefix")
+    increment: int | None = Field(default=None, gt=0, description="hit granularity")
+
+
+class JsonlLog(BaseModel):
+    """An uploaded JSONL log turned into records, remembering each record's line."""
+
+    records: list[dict[str, Any]]
+    lines: list[int]
+
+
+def parse_jsonl(data: bytes, field: str) -> JsonlLog:
+    records: list[dict[str, Any]] = []
+    lines: list[int] = []
+    errors: list[FieldError] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue  # blank lines (and the final newline) carry no request
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            errors.append(FieldError(field=field, line=number, message=f"not JSON: {error}"))
+            continue
+        if not isinstance(value, dict):
+            errors.append(
+                FieldError(field=field, line=number, message="a record must be a JSON object")
+            )
+            continue
+        records.append(value)
+        lines.append(number)
+    if errors:
+        raise validation_problem(errors, "Malformed log")
+    if not records:
+        raise validation_problem([FieldError(field=field, message="the log has no records")])
+    return JsonlLog(records=records, lines=lines)
+
+
+def _form_text(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    if value is None:
+        return None
+    if isinstance(value, UploadFile):
+        raise validation_problem([FieldError(field=name, message="expected a text field")])
+    return value
+
+
+async def payload_from_form(form: FormData, extra_fields: Sequence[str]) -> dict[str, Any]:
+    """A multipart upload (file field ``log``) as the JSON body it stands for."""
+    upload = form.get("log")
+    if not isinstance(upload, UploadFile):
+        raise validation_problem([FieldError(field="log", message="upload the JSONL log as 'log'")])
+    log = parse_jsonl(await upload.read(), "log")
+    payload: dict[str, Any] = {"records": log.records, "record_lines": log.lines}
+    for name in ("model", "provider", "at", *extra_fields):
+        text = _form_text(form, name)
+        if text is not None and text != "":
+            payload[name] = text
+    if "targets" in extra_fields:
+        targets: list[str] = []
+        for value in form.getlist("targets"):
+            if isinstance(value, UploadFile):
+                raise validation_problem(
+                    [FieldError(field="targets", message="expected a text field")]
+                )
+            targets.extend(part.strip() for part in value.split(",") if part.strip())
+        payload["targets"] = targets
+    return payload
+
+
+RequestModel = TypeVar("RequestModel", bound="LogPayload")
+
+
+def validate_payload(
+    model: type[RequestModel], payload: dict[str, Any]
+) -> tuple[RequestModel, list[int] | None]:
+    """The validated request and, for an upload, each record's line in the uploaded file."""
+    lines = payload.pop("record_lines", None)
+    try:
+        request = model.model_validate(payload)
+    except ValidationError as error:
+        raise from_pydantic(error) from error
+    return request, list(lines) if lines is not None else None
+
+
+def _log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemError:
+    """LogErrors from read_records (1-based position in the records) as a 422 problem."""
+    field_errors = []
+    for error in errors:
+        index = int(error.line) - 1
+        line = lines[index] if lines is not None and 0 <= index < len(lines) else None
+        field_errors.append(
+            FieldError(
+                field=f"records[{index}].{error.field}" if error.field else f"records[{index}]",
+                message=str(error.reason),
+                record=index,
+                line=line,
+            )
+        )
+    return validation_problem(field_errors, "Malformed log records")
+
+
+def _targets(texts: Sequence[str]) -> list[Target]:
+    targets = []
+    errors = []
+    for index, text in enumerate(texts):
+        try:
+            targets.append(Target.parse(text))
+        except TargetError as error:
+            errors.append(FieldError(field=f"body.targets[{index}]", message=str(error)))
+    if errors:
+        raise validation_problem(errors)
+    return targets
+
+
+@dataclass(frozen=True)
+class EstimatePlan:
+    """Targets resolved and grouped by tokenizer: one tokenization pass per group."""
+
+    targets: list[Target]
+    day: dt.date
+    groups: dict[str, list[int]]
+
+    @property
+    def passes(self) -> int:
+        return len(self.groups)
+
+
+def plan_estimate(store: ContractStore, request: EstimateRequest) -> EstimatePlan:
+    """Check every target before any work: unknown ones are a 404 listing close matches."""
+    targets = _targets(request.targets)
+    day = request.at or dt.datetime.now(dt.UTC).date()
+    try:
+        resolve_targets(targets, store, day)
+        groups: dict[str, list[int]] = {}
+        for index, target in enumerate(targets):
+            groups.setdefault(get_tokenizer(target.model).name, []).append(index)
+    except TargetError as error:
+        raise ProblemError(
+            404,
+            "Unknown contract",
+            str(error),
+            slug="unknown-contract",
+            close_matches=error.close_matches,
+        ) from error
+    except UnknownModelError as error:
+        raise ProblemError(404, "Unknown model", str(error), slug="unknown-model") from error
+    return EstimatePlan(targets, day, groups)
+
+
+def run_estimate(
+    store: ContractStore,
+    request: EstimateRequest,
+    lines: Sequence[int] | None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """The ``cachecast estimate --json`` object for this request; ProblemError if rejected.
+
+    ``progress`` gets the number of records priced since its last call, once per pass.
+    """
+    plan = plan_estimate(store, request)
+    targets, day, groups = plan.targets, plan.day, plan.groups
+    # Like the CLI: one tokenization pass per tokenizer, led by that group's first target.
+    results: list[Any] = [None] * len(targets)
+    errors: list[LogError] = []
+    for tokenizer_name, indices in groups.items():
+        lead = targets[indices[0]]
+        pass_errors: list[LogError] = []
+        requests = read_records(
+            request.records,
+            SOURCE_NAME,
+            model=request.model or lead.model,
+            provider=request.provider or lead.provider,
+            errors=pass_errors,
+        )
+        try:
+            report = estimate(requests, [targets[i] for i in indices], day, store, progress)
+        except OrderError as error:
+            raise validation_problem(
+                [FieldError(field="records", message=str(error))], "Records out of order"
+            ) from error
+        if not errors:
+            errors.extend(pass_errors)  # every pass reads the same records
+        for index, result in zip(indices, report.targets, strict=True):
+            result.tokenizer = tokenizer_name
+            results[index] = result
+    if errors:
+        # A rejected request changes nothing and prices nothing: all or none.
+        raise _log_problem(errors, lines)
+    merged = EstimateReport(at=day, targets=results, sources=[SOURCE_NAME], errors=[])
+    return merged.to_json()
+
+
+def estimate_job_payload(request: EstimateRequest, lines: Sequence[int] | None) -> dict[str, Any]:
+    payload = request.model_dump(mode="json")
+    payload["record_lines"] = list(lines) if lines is not None else None
+    return payload
+
+
+def run_estimate_job(
+    store: ContractStore, payload: Mapping[str, Any], progress: Callable[[int], None]
+) -> dict[str, Any]:
+    data = dict(payload)
+    lines = data.pop("record_lines", None)
+    request = EstimateRequest.model_validate(data)
+    return run_estimate(store, request, lines, progress)
+
+
+def run_simulation(
+    store: ContractStore, request: SimulationRequest, lines: Sequence[int] | None
+) -> dict[str, Any]:
+    """The ``cachecast simulate --json`` object: hit statistics under one policy, no prices."""
+    contract = None
+    model, provider = request.model, request.provider
+    if request.target is not None:
+        try:
+            target = Target.parse(request.target)
+        except TargetError as error:
+            raise validation_problem(
+                [FieldError(field="body.target", message=str(error))]
+            ) from error
+        try:
+            contract = store.as_of(target.provider, target.model, request.at or _today())
+        except UnknownContractError as error:
+            raise ProblemError(
+                404,
+                "Unknown contract",
+                str(error),
+                slug="unknown-contract",
+                close_matches=list(error.close_matches),
+            ) from error
+        model = model or target.model
+        provider = provider or target.provider
+    options = {
+        name: value
+        for name in ("block_size", "capacity_blocks", "ttl_seconds", "min_tokens", "increment")
+        if (value := getattr(request, name)) is not None
+    }
+    if request.policy not in POLICY_KINDS:
+        raise validation_problem(
+            [
+                FieldError(
+                    field="body.policy",
+                    message=f"unknown policy {request.policy!r}; one of {', '.join(POLICY_KINDS)}",
+                )
+            ]
+        )
+    try:
+        policy = build_policy(request.policy, contract, **options)
+    except ValueError as error:
+        raise validation_problem([FieldError(field="body", message=str(error))]) from error
+    errors: list[LogError] = []
+    requests = read_records(
+        request.records, SOURCE_NAME, model=model, provider=provider, errors=errors
+    )
+    statistics = HitStatistics()
+    try:
+        for usage in simulate(requests, policy):
+            statistics.add(usage)
+    except OutOfOrderError as error:
+        raise validation_problem(
+            [FieldError(field="records", message=str(error))], "Records out of order"
+        ) from error
+    if errors:
+        raise _log_problem(errors, lines)
+    return statistics.to_json({"kind": request.policy, **options})
+
+
+def _today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()

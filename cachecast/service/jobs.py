@@ -1,0 +1,403 @@
+"""Background jobs kept in the shared database, run by any worker of any instance.
+
+Life of a job: ``queued`` (inserted by the request that submitted it) -> ``running`` (claimed
+by exactly one worker with ``UPDATE ... WHERE id = :id AND status = 'queued'``; a worker that
+updates no row lost the race and tries the next job) -> ``done`` (result and status written by
+one UPDATE, so never half-written) or ``failed`` (error written the same way).
+
+A worker that dies mid-job leaves a ``running`` row. Such a row is marked ``failed`` when
+(a) a process starting on the same host sees that the claiming process no longer exists
+(claims carry host, pid and the process start time, so a reused pid is not mistaken for the
+dead one), or (b) its heartbeat is older than the lease (a dead host, seen by any instance).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from cachecast import db
+from cachecast.service.tables import JobStatus, ServiceJob
+
+logger = logging.getLogger(__name__)
+
+jobs_table: sa.Table = ServiceJob.__table__  # type: ignore[attr-defined]
+
+ProgressCallback = Callable[[int], None]
+JobHandler = Callable[[Mapping[str, Any], ProgressCallback], dict[str, Any]]
+
+
+class JobInputError(Exception):
+    """The job's input is wrong (not the service): stored as the job's error problem."""
+
+    def __init__(self, problem: dict[str, Any]) -> None:
+        super().__init__(problem.get("detail", "invalid job input"))
+        self.problem = problem
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def as_utc(moment: dt.datetime | None) -> dt.datetime | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=dt.UTC)
+
+
+def _process_start_ticks(pid: int) -> str | None:
+    """Start time of a process in clock ticks since boot (Linux), None if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces; fields after its ')' are plain.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return fields[19]  # field 22 overall: starttime
+
+
+def new_worker_id() -> str:
+    """host:pid:process-start:token; the token tells apart runners inside one process."""
+    pid = os.getpid()
+    start = _process_start_ticks(pid) or "?"
+    return f"{socket.gethostname()}:{pid}:{start}:{uuid.uuid4().hex[:8]}"
+
+
+def claimant_is_dead_here(claimed_by: str, hostname: str) -> bool:
+    """True only when the claimant ran on this host and that exact process is gone."""
+    parts = claimed_by.split(":")
+    if len(parts) != 4 or parts[0] != hostname or not parts[1].isdigit() or parts[2] == "?":
+        return False
+    return _process_start_ticks(int(parts[1])) != parts[2]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as the API shows it."""
+
+    id: str
+    kind: str
+    status: str
+    total_records: int
+    processed_records: int
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+
+class JobStore:
+    def __init__(self, database_url: str, lease_seconds: float = 60.0) -> None:
+        self.engine: Engine = db.get_engine(database_url)
+        self.lease = dt.timedelta(seconds=lease_seconds)
+
+    def submit(self, kind: str, request: Mapping[str, Any], total_records: int) -> str:
+        job_id = str(uuid.uuid4())
+        with self.engine.begin() as connection:
+            connection.execute(
+                jobs_table.insert().values(
+                    id=job_id,
+                    kind=kind,
+                    status=JobStatus.QUEUED.value,
+                    request_json=json.dumps(request, separators=(",", ":")),
+                    total_records=total_records,
+                    processed_records=0,
+                    created_at=utcnow(),
+                )
+            )
+        return job_id
+
+    def get(self, job_id: str) -> JobView | None:
+        with self.engine.connect() as connection:
+            row = (
+                connection.execute(sa.select(jobs_table).where(jobs_table.c.id == job_id))
+                .mappings()
+                .first()
+            )
+        if row is None:
+            return None
+        created_at = as_utc(row["created_at"])
+        assert created_at is not None
+        return JobView(
+            id=row["id"],
+            kind=row["kind"],
+            status=row["status"],
+            total_records=row["total_records"],
+            processed_records=row["processed_records"],
+            created_at=created_at,
+            started_at=as_utc(row["started_at"]),
+            finished_at=as_utc(row["finished_at"]),
+            result=json.loads(row["result_json"]) if row["result_json"] else None,
+            error=json.loads(row["error_json"]) if row["error_json"] else None,
+        )
+
+    def claim_next(self, worker_id: str) -> tuple[str, str, dict[str, Any]] | None:
+        """Claim the oldest queued job: (id, kind, request), or None when none is left."""
+        while True:
+            with self.engine.connect() as connection:
+                candidate = connection.execute(
+                    sa.select(jobs_table.c.id)
+                    .where(jobs_table.c.status == JobStatus.QUEUED.value)
+                    .order_by(jobs_table.c.created_at, jobs_table.c.id)
+                    .limit(1)
+                ).scalar_one_or_none()
+            if candidate is None:
+                return None
+            now = utcnow()
+            with self.engine.begin() as connection:
+                claimed = connection.execute(
+                    jobs_table.update()
+                    .where(
+                        jobs_table.c.id == candidate,
+                        jobs_table.c.status == JobStatus.QUEUED.value,
+                    )
+                    .values(
+                        status=JobStatus.RUNNING.value,
+                        claimed_by=worker_id,
+                        started_at=now,
+                        heartbeat_at=now,
+                    )
+                ).rowcount
+                if claimed != 1:
+                    continue  # another worker won this one; look again
+                row = connection.execute(
+                    sa.select(jobs_table.c.kind, jobs_table.c.request_json).where(
+                        jobs_table.c.id == candidate
+                    )
+                ).one()
+            return candidate, row.kind, json.loads(row.request_json)
+
+    def _update_own_running(self, job_id: str, worker_id: str, **values: Any) -> bool:
+        with self.engine.begin() as connection:
+            updated = connection.execute(
+                jobs_table.update()
+                .where(
+                    jobs_table.c.id == job_id,
+                    jobs_table.c.status == JobStatus.RUNNING.value,
+                    jobs_table.c.claimed_by == worker_id,
+                )
+                .values(**values)
+            ).rowcount
+        return bool(updated == 1)
+
+    def heartbeat(self, job_id: str, worker_id: str, processed: int) -> bool:
+        return self._update_own_running(
+            job_id, worker_id, heartbeat_at=utcnow(), processed_records=processed
+        )
+
+    def complete(self, job_id: str, worker_id: str, result: dict[str, Any], processed: int) -> bool:
+        """Result and 'done' in one statement. False if the job was taken from us meanwhile."""
+        return self._update_own_running(
+            job_id,
+            worker_id,
+            status=JobStatus.DONE.value,
+            result_json=json.dumps(result, separators=(",", ":")),
+            processed_records=processed,
+            finished_at=utcnow(),
+        )
+
+    def fail(self, job_id: str, worker_id: str, problem: dict[str, Any]) -> bool:
+        return self._update_own_running(
+            job_id,
+            worker_id,
+            status=JobStatus.FAILED.value,
+            error_json=json.dumps(problem, separators=(",", ":")),
+            finished_at=utcnow(),
+        )
+
+    def fail_orphans(self, hostname: str | None = None) -> list[str]:
+        """Mark failed every running job whose worker is known dead or whose lease expired."""
+        hostname = hostname or socket.gethostname()
+        stale_before = utcnow() - self.lease
+        with self.engine.connect() as connection:
+            running = connection.execute(
+                sa.select(
+                    jobs_table.c.id, jobs_table.c.claimed_by, jobs_table.c.heartbeat_at
+                ).where(jobs_table.c.status == JobStatus.RUNNING.value)
+            ).all()
+        failed: list[str] = []
+        for job_id, claimed_by, heartbeat_at in running:
+            heartbeat = as_utc(heartbeat_at)
+            if claimed_by and claimant_is_dead_here(claimed_by, hostname):
+                reason = f"the worker process running it ({claimed_by}) stopped before finishing"
+            elif heartbeat is None or heartbeat < stale_before:
+                reason = (
+                    f"its worker ({claimed_by}) sent no heartbeat for over "
+                    f"{self.lease.total_seconds():g} s and is taken as crashed"
+                )
+            else:
+                continue
+            problem = {
+                "type": "https://cachecast.dev/problems/job-interrupted",
+                "title": "Job interrupted",
+                "status": 500,
+                "detail": f"job {job_id} was interrupted: {reason}; no partial result was kept."
+                " Submit it again.",
+            }
+            with self.engine.begin() as connection:
+                # Conditional on the row still being the same claim, so a job that finished
+                # between the read above and now is left alone.
+                updated = connection.execute(
+                    jobs_table.update()
+                    .where(
+                        jobs_table.c.id == job_id,
+                        jobs_table.c.status == JobStatus.RUNNING.value,
+                        jobs_table.c.claimed_by == claimed_by,
+                    )
+                    .values(
+                        status=JobStatus.FAILED.value,
+                        error_json=json.dumps(problem),
+                        finished_at=utcnow(),
+                    )
+                ).rowcount
+            if updated == 1:
+                logger.warning("marked job %s failed: %s", job_id, reason)
+                failed.append(job_id)
+        return failed
+
+    def counts(self) -> dict[str, int]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(jobs_table.c.status, sa.func.count()).group_by(jobs_table.c.status)
+            ).all()
+        counts = {status.value: 0 for status in JobStatus}
+        counts.update({status: int(count) for status, count in rows})
+        return counts
+
+
+class JobRunner:
+    """Threads in one worker process that claim and run jobs until stopped."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        handlers: Mapping[str, JobHandler],
+        *,
+        threads: int,
+        poll_seconds: float,
+        on_finished: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.handlers = dict(handlers)
+        self.thread_count = threads
+        self.poll_seconds = poll_seconds
+        self.on_finished = on_finished
+        self.worker_id = new_worker_id()
+        self.stopping = threading.Event()
+        self.wake = threading.Event()
+        self.threads: list[threading.Thread] = []
+        # Orphans are checked at most this often, besides once at start.
+        self.sweep_every = max(store.lease.total_seconds() / 4, poll_seconds)
+
+    def start(self) -> None:
+        try:
+            self.store.fail_orphans()
+        except Exception:
+            # Not migrated yet, or the database is down: /readyz says so; the loop retries.
+            logger.exception("could not check for interrupted jobs at start")
+        for index in range(self.thread_count):
+            thread = threading.Thread(
+                target=self._loop, name=f"cachecast-jobs-{index}", daemon=True
+            )
+            thread.start()
+            self.threads.append(thread)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stopping.set()
+        self.wake.set()
+        for thread in self.threads:
+            thread.join(timeout)
+
+    def notify(self) -> None:
+        """A job was just submitted in this process: look now instead of after the poll wait."""
+        self.wake.set()
+
+    def _loop(self) -> None:
+        last_sweep = 0.0
+        clock = threading.Event()
+        while not self.stopping.is_set():
+            try:
+                now = time.monotonic()
+                if now - last_sweep >= self.sweep_every:
+                    self.store.fail_orphans()
+                    last_sweep = now
+                claimed = self.store.claim_next(self.worker_id)
+            except Exception:
+                # The database may be briefly unreachable; keep the worker alive and retry.
+                logger.exception("job runner could not reach the database; retrying")
+                clock.wait(max(self.poll_seconds, 2.0))
+                continue
+            if claimed is None:
+                self.wake.wait(self.poll_seconds)
+                self.wake.clear()
+                continue
+            self._run(*claimed)
+
+    def _run(self, job_id: str, kind: str, request: dict[str, Any]) -> None:
+        processed = 0
+        done = threading.Event()
+
+        def progress(count: int) -> None:
+            # Handlers report increments (as the estimator does), not running totals.
+            nonlocal processed
+            processed += count
+
+        def beat() -> None:
+            interval = min(1.0, self.store.lease.total_seconds() / 4)
+            while not done.wait(interval):
+                try:
+                    self.store.heartbeat(job_id, self.worker_id, processed)
+                except Exception:
+                    logger.exception("heartbeat for job %s failed", job_id)
+
+        heart = threading.Thread(target=beat, name=f"cachecast-heartbeat-{job_id}", daemon=True)
+        heart.start()
+        outcome = "failed"
+        try:
+            handler = self.handlers.get(kind)
+            if handler is None:
+                raise RuntimeError(f"this server has no handler for jobs of kind {kind!r}")
+            result = handler(request, progress)
+            done.set()
+            heart.join()
+            if self.store.complete(job_id, self.worker_id, result, processed):
+                outcome = "done"
+            else:
+                logger.warning("job %s was no longer ours when it finished; result dropped", job_id)
+                outcome = "lost"
+        except JobInputError as error:
+            done.set()
+            heart.join()
+            self.store.fail(job_id, self.worker_id, error.problem)
+        except Exception as error:
+            done.set()
+            heart.join()
+            logger.exception("job %s failed", job_id)
+            self.store.fail(
+                job_id,
+                self.worker_id,
+                {
+                    "title": "Job failed",
+                    "status": 500,
+                    "detail": f"{type(error).__name__} while running the job; see the server log",
+                },
+            )
+        finally:
+            done.set()
+        if self.on_finished is not None:
+            self.on_finished(kind, outcome)

@@ -1,0 +1,85 @@
+"""The request body limit, enforced before and while a body is read.
+
+A declared ``Content-Length`` over the limit is refused before a byte is read; a body sent
+without one (chunked) is counted as it streams and refused the moment it passes the limit,
+so a client cannot make the service buffer more than the limit.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cachecast.service.problems import Problem, ProblemError, problem_response
+
+
+def body_too_large(limit: int) -> ProblemError:
+    return ProblemError(
+        413,
+        "Content too large",
+        f"the request body exceeds the limit of {limit} bytes (setting max_body_bytes)",
+        slug="body-too-large",
+        limit_bytes=limit,
+    )
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.max_body_bytes
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared < 0:
+                    await self._refuse(scope, send, 400, "Content-Length is not a number")
+                    return
+                if declared > limit:
+                    await self._send_problem(scope, send, body_too_large(limit))
+                    return
+
+        received = 0
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise body_too_large(limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except ProblemError as error:
+            # Raised by counting_receive in a place no exception handler covered (e.g. while
+            # a handler streamed the body itself): answer here if nothing was sent yet.
+            if error.status_code != 413 or response_started:
+                raise
+            await self._send_problem(scope, send, error)
+
+    async def _refuse(self, scope: Scope, send: Send, status: int, detail: str) -> None:
+        await self._send_problem(scope, send, ProblemError(status, "Bad request", detail))
+
+    @staticmethod
+    async def _send_problem(scope: Scope, send: Send, error: ProblemError) -> None:
+        problem: Problem = error.to_problem(scope.get("path"))
+
+        async def no_body() -> Message:
+            return {"type": "http.disconnect"}
+
+        await problem_response(problem)(scope, no_body, send)

@@ -1,0 +1,190 @@
+"""Errors as ``application/problem+json`` (RFC 9457), naming the field that was wrong.
+
+Every error the service answers goes through here, so clients parse one shape: ``type``,
+``title``, ``status``, ``detail`` and, where they apply, ``errors`` (one entry per wrong
+field, with a JSON-pointer-like ``field``) and ``close_matches``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE_BASE = "https://cachecast.dev/problems/"
+
+logger = logging.getLogger(__name__)
+
+
+class FieldError(BaseModel):
+    """One wrong field: where it is and what is wrong with it."""
+
+    field: str = Field(examples=["body.targets[0]"])
+    message: str = Field(examples=["expected PROVIDER:MODEL"])
+    record: int | None = Field(
+        default=None, description="0-based index of the log record, where one is concerned"
+    )
+    line: int | None = Field(default=None, description="1-based line of an uploaded JSONL log")
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with cachecast's extension members."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(default="about:blank", examples=[PROBLEM_TYPE_BASE + "unknown-contract"])
+    title: str = Field(examples=["Unknown contract"])
+    status: int = Field(examples=[404])
+    detail: str | None = Field(default=None, examples=["no contract for openai/gpt-4oo"])
+    instance: str | None = Field(default=None, examples=["/v1/contracts/openai/gpt-4oo"])
+    errors: list[FieldError] | None = None
+    close_matches: list[str] | None = None
+
+
+class ProblemError(HTTPException):
+    """Raise anywhere in a request to answer with a problem document.
+
+    A subclass of FastAPI's HTTPException on purpose: FastAPI re-raises those untouched while
+    it reads a body, so a limit hit mid-stream still answers with its own status.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        *,
+        slug: str | None = None,
+        errors: Sequence[FieldError] = (),
+        headers: dict[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
+        super().__init__(status_code=status, detail=detail, headers=headers)
+        self.title = title
+        self.slug = slug
+        self.errors = list(errors)
+        self.extensions = extensions
+
+    def to_problem(self, instance: str | None) -> Problem:
+        return Problem(
+            type=PROBLEM_TYPE_BASE + self.slug if self.slug else "about:blank",
+            title=self.title,
+            status=self.status_code,
+            detail=str(self.detail),
+            instance=instance,
+            errors=self.errors or None,
+            **self.extensions,
+        )
+
+
+def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(
+        problem.model_dump(mode="json", exclude_none=True),
+        status_code=problem.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=headers,
+    )
+
+
+def field_path(location: Sequence[int | str]) -> str:
+    """('body', 'targets', 0) -> 'body.targets[0]'."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "body"
+
+
+def validation_field_errors(
+    errors: Sequence[Any], prefix: Sequence[int | str] = ()
+) -> list[FieldError]:
+    return [
+        FieldError(field=field_path([*prefix, *error.get("loc", ())]), message=error["msg"])
+        for error in errors
+    ]
+
+
+def validation_problem(errors: list[FieldError], title: str = "Invalid request") -> ProblemError:
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ProblemError(
+        422, title, f"{first.field}: {first.message}{more}", slug="invalid-request", errors=errors
+    )
+
+
+def from_pydantic(error: ValidationError, prefix: Sequence[int | str] = ("body",)) -> ProblemError:
+    return validation_problem(validation_field_errors(error.errors(), prefix))
+
+
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Content too large",
+    415: "Unsupported media type",
+    422: "Invalid request",
+    500: "Internal server error",
+    501: "Not implemented",
+    503: "Service unavailable",
+}
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    async def on_problem(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ProblemError)
+        return problem_response(exc.to_problem(request.url.path), exc.headers)
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        problem = Problem(
+            title=_TITLES.get(exc.status_code, "Error"),
+            status=exc.status_code,
+            detail=str(exc.detail),
+            instance=request.url.path,
+        )
+        return problem_response(problem, exc.headers)
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        problem = validation_problem(validation_field_errors(exc.errors()))
+        return problem_response(problem.to_problem(request.url.path))
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Logged with its traceback; the client learns only that it was not its fault.
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        problem = Problem(
+            title=_TITLES[500],
+            status=500,
+            detail=f"{type(exc).__name__} while handling the request; see the server log",
+            instance=request.url.path,
+        )
+        return problem_response(problem)
+
+    app.add_exception_handler(ProblemError, on_problem)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_unexpected)
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries documenting problem bodies for these statuses."""
+    return {
+        status: {
+            "model": Problem,
+            "description": _TITLES.get(status, "Error"),
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+        }
+        for status in statuses
+    }

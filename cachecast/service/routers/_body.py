@@ -1,0 +1,56 @@
+"""Reading a log-carrying body: JSON object or multipart JSONL upload, as one dict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import Request
+
+from cachecast.service.estimating import payload_from_form
+from cachecast.service.problems import FieldError, ProblemError, validation_problem
+
+MULTIPART_FIELDS: dict[str, Any] = {
+    "log": {"type": "string", "format": "binary", "description": "the JSONL log"},
+    "model": {"type": "string", "description": "model for records that name none"},
+    "provider": {"type": "string"},
+}
+
+
+async def read_log_body(request: Request, extra_fields: Sequence[str]) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise validation_problem(
+                [FieldError(field="body", message=f"not JSON: {error}")], "Malformed JSON"
+            ) from error
+        if not isinstance(body, dict):
+            raise validation_problem(
+                [FieldError(field="body", message="expected a JSON object with 'records'")]
+            )
+        return body
+    if media_type == "multipart/form-data":
+        try:
+            form = await request.form(max_files=1, max_fields=200)
+        except ProblemError:
+            raise
+        except Exception as error:
+            # Starlette raises its own errors for a broken multipart body; the client's fault.
+            raise validation_problem(
+                [FieldError(field="body", message=f"malformed multipart body: {error}")]
+            ) from error
+        try:
+            return await payload_from_form(form, extra_fields)
+        finally:
+            await form.close()  # removes spooled upload files
+    raise ProblemError(
+        415,
+        "Unsupported media type",
+        f"send application/json or multipart/form-data, not {media_type or 'nothing'}",
+        slug="unsupported-media-type",
+    )

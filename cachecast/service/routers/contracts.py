@@ -1,0 +1,253 @@
+"""Dated provider contracts: read by anyone, appended to by admins only."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError
+
+from cachecast.contracts import ContractConflictError, UnknownContractError
+from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.serialize import terms_to_json
+from cachecast.service.auth import AdminRequired
+from cachecast.service.problems import FieldError, ProblemError, problem_responses
+from cachecast.service.state import ServiceState, service_state
+
+router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
+
+State = Annotated[ServiceState, Depends(service_state)]
+ProviderPath = Annotated[str, Path(description="provider id", examples=["openai"])]
+ModelPath = Annotated[
+    str, Path(description="model id, alias or pattern match", examples=["gpt-5.6"])
+]
+AtQuery = Annotated[
+    dt.date | None,
+    Query(description="the day whose terms apply (default: today, UTC)", examples=["2026-11-01"]),
+]
+
+# Fields a change may not touch through ``changes``: they identify or date the new version.
+_IDENTITY_FIELDS = frozenset(
+    {"provider", "model", "effective_from", "effective_to", "verified_on", "source"}
+)
+
+_CONTRACT_EXAMPLE: dict[str, Any] = {
+    "provider": "openai",
+    "model": "gpt-5.6",
+    "aliases": ["gpt-5.6-*"],
+    "effective_from": "2026-10-01",
+    "effective_to": None,
+    "verified_on": "2026-10-11",
+    "source": "https://platform.openai.com/docs/guides/prompt-caching",
+    "notes": "",
+    "mode": "both",
+    "min_cacheable_tokens": 1024,
+    "increment_tokens": 128,
+    "ttl_options": [
+        {"name": "30m", "ttl_seconds": 1800, "refresh_on_hit": True, "write_multiplier": "1.25"}
+    ],
+    "read_multiplier": "0.1",
+    "input_per_mtok": "1.25",
+    "output_per_mtok": "10.00",
+}
+
+
+class ContractList(BaseModel):
+    contracts: list[ContractTerms]
+
+
+class ContractHistory(BaseModel):
+    provider: str
+    model: str
+    versions: list[ContractTerms] = Field(description="oldest first")
+
+
+class ContractChange(BaseModel):
+    """A new version derived from the newest one: only the listed terms differ."""
+
+    effective_from: dt.date = Field(examples=["2026-12-01"])
+    verified_on: dt.date = Field(examples=["2026-11-20"])
+    source: str = Field(min_length=1, examples=["https://example.com/pricing"])
+    notes: str | None = None
+    changes: dict[str, Any] = Field(
+        default_factory=dict,
+        description="contract fields to change, e.g. {'read_multiplier': '0.05'}",
+        examples=[{"read_multiplier": "0.05"}],
+    )
+
+
+def _today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
+
+
+def _versions(state: ServiceState, provider: str, model: str) -> list[ContractTerms]:
+    """Every stored version, oldest first; a 404 listing close matches when there is none."""
+    try:
+        versions = state.contracts.history(provider, model)
+    except UnknownContractError as error:
+        raise unknown_contract_problem(error) from error
+    if not versions:
+        raise ProblemError(
+            404,
+            "Unknown contract",
+            f"no contract versions for {provider}/{model}",
+            slug="unknown-contract",
+            close_matches=[],
+        )
+    return versions
+
+
+def unknown_contract_problem(error: UnknownContractError) -> ProblemError:
+    return ProblemError(
+        404,
+        "Unknown contract",
+        str(error),
+        slug="unknown-contract",
+        close_matches=list(error.close_matches),
+    )
+
+
+@router.get(
+    "",
+    summary="Contracts in force on a day",
+    response_model=ContractList,
+    responses=problem_responses(422),
+)
+def list_contracts(
+    state: State,
+    provider: Annotated[
+        str | None, Query(description="only this provider", examples=["anthropic"])
+    ] = None,
+    at: AtQuery = None,
+) -> JSONResponse:
+    contracts = state.contracts.list(at=at or _today(), provider=provider)
+    return JSONResponse({"contracts": [terms_to_json(terms) for terms in contracts]})
+
+
+@router.get(
+    "/{provider}/{model}",
+    summary="The version in force on a day (aliases and patterns resolved)",
+    response_model=ContractTerms,
+    responses=problem_responses(404, 422),
+)
+def show_contract(
+    state: State, provider: ProviderPath, model: ModelPath, at: AtQuery = None
+) -> JSONResponse:
+    try:
+        terms = state.contracts.as_of(provider, model, at or _today())
+    except UnknownContractError as error:
+        raise unknown_contract_problem(error) from error
+    return JSONResponse(terms_to_json(terms))
+
+
+@router.get(
+    "/{provider}/{model}/history",
+    summary="Every version, oldest first",
+    response_model=ContractHistory,
+    responses=problem_responses(404, 422),
+)
+def contract_history(state: State, provider: ProviderPath, model: ModelPath) -> JSONResponse:
+    versions = _versions(state, provider, model)
+    return JSONResponse(
+        {
+            "provider": versions[-1].provider,
+            "model": versions[-1].model,
+            "versions": [terms_to_json(terms) for terms in versions],
+        }
+    )
+
+
+def _append(state: ServiceState, terms: ContractTerms, request: Request) -> JSONResponse:
+    try:
+        stored = state.contracts.add_version(terms)
+    except ContractConflictError as error:
+        raise ProblemError(
+            409, "Conflicting contract version", str(error), slug="conflict"
+        ) from error
+    location = request.url_for("show_contract", provider=stored.provider, model=stored.model)
+    return JSONResponse(
+        terms_to_json(stored),
+        status_code=201,
+        headers={"Location": f"{location.path}?at={stored.effective_from.isoformat()}"},
+    )
+
+
+@router.post(
+    "",
+    summary="Append a contract version (admin)",
+    status_code=201,
+    response_model=ContractTerms,
+    dependencies=[AdminRequired],
+    responses=problem_responses(401, 403, 409, 413, 422),
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/json": {"examples": {"gpt-5.6": {"value": _CONTRACT_EXAMPLE}}}}
+        }
+    },
+)
+def add_contract(state: State, terms: ContractTerms, request: Request) -> JSONResponse:
+    """Append-only: a version that starts after the one in force closes it; an overlapping
+    one is refused with 409 and nothing is written."""
+    return _append(state, terms, request)
+
+
+@router.post(
+    "/{provider}/{model}/changes",
+    summary="Change terms from a date on (admin): appends a version, never rewrites one",
+    status_code=201,
+    response_model=ContractTerms,
+    dependencies=[AdminRequired],
+    responses=problem_responses(401, 403, 404, 409, 413, 422),
+)
+def change_contract(
+    state: State,
+    provider: ProviderPath,
+    model: ModelPath,
+    change: ContractChange,
+    request: Request,
+) -> JSONResponse:
+    forbidden = sorted(_IDENTITY_FIELDS & change.changes.keys())
+    if forbidden:
+        raise ProblemError(
+            422,
+            "Invalid request",
+            f"body.changes.{forbidden[0]}: set it at the top level of the change, not in changes",
+            slug="invalid-request",
+            errors=[
+                FieldError(field=f"body.changes.{name}", message="not changeable here")
+                for name in forbidden
+            ],
+        )
+    versions = _versions(state, provider, model)
+    newest = versions[-1]
+    merged = {
+        **newest.model_dump(),
+        **change.changes,
+        "effective_from": change.effective_from,
+        "effective_to": None,
+        "verified_on": change.verified_on,
+        "source": change.source,
+        "notes": change.notes if change.notes is not None else newest.notes,
+    }
+    try:
+        terms = ContractTerms.model_validate(merged)
+    except ValidationError as error:
+        errors = [
+            FieldError(
+                field="body.changes." + ".".join(str(part) for part in item["loc"])
+                if item["loc"] and str(item["loc"][0]) in change.changes
+                else "body." + ".".join(str(part) for part in item["loc"]),
+                message=item["msg"],
+            )
+            for item in error.errors()
+        ]
+        raise ProblemError(
+            422,
+            "Invalid contract",
+            f"{errors[0].field}: {errors[0].message}",
+            slug="invalid-request",
+            errors=errors,
+        ) from error
+    return _append(state, terms, request)

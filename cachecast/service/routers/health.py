@@ -1,0 +1,74 @@
+"""Liveness, readiness and Prometheus metrics (outside /v1: they are for operators)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from cachecast import db
+from cachecast.service.problems import PROBLEM_MEDIA_TYPE, Problem, problem_responses
+from cachecast.service.state import ServiceState, service_state
+
+router = APIRouter(tags=["operations"])
+
+
+class Health(BaseModel):
+    status: str = Field(examples=["ok"])
+
+
+class Readiness(BaseModel):
+    status: str = Field(examples=["ready"])
+    database: str = Field(examples=["reachable"])
+    revision: str | None = Field(examples=["0004_engine_measurements"])
+    head_revision: str | None = Field(examples=["0004_engine_measurements"])
+
+
+@router.get("/healthz", response_model=Health, summary="The process is up")
+def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    summary="The database is reachable and migrated to this code's newest revision",
+    responses=problem_responses(503),
+)
+def readyz(state: Annotated[ServiceState, Depends(service_state)]) -> Readiness | JSONResponse:
+    head = db.head_revision()
+    try:
+        with db.get_engine(state.database_url).connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+        revision = db.current_revision(state.database_url)
+    except sa.exc.SQLAlchemyError as error:
+        return _not_ready(f"database unreachable: {type(error).__name__}: {error}".strip())
+    if revision != head:
+        return _not_ready(
+            f"database at revision {revision or 'none'}, this code needs {head}; "
+            "run 'cachecast db upgrade'"
+        )
+    return Readiness(status="ready", database="reachable", revision=revision, head_revision=head)
+
+
+def _not_ready(detail: str) -> JSONResponse:
+    problem = Problem(title="Not ready", status=503, detail=detail[:2000], instance="/readyz")
+    return JSONResponse(
+        problem.model_dump(mode="json", exclude_none=True),
+        status_code=503,
+        media_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics: requests, latencies, jobs",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
+)
+def metrics(state: Annotated[ServiceState, Depends(service_state)]) -> Response:
+    body, content_type = state.metrics.render()
+    return Response(body, media_type=content_type)

@@ -1,0 +1,67 @@
+"""``POST /v1/simulations``: hit statistics of a log under one cache policy, no prices."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachecast.service.estimating import SimulationRequest, run_simulation, validate_payload
+from cachecast.service.problems import problem_responses
+from cachecast.service.routers._body import MULTIPART_FIELDS, read_log_body
+from cachecast.service.state import ServiceState, service_state
+
+router = APIRouter(prefix="/v1", tags=["simulations"])
+
+
+class SimulationResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    policy: str = Field(examples=["vllm"])
+    requests: int = Field(examples=[3993])
+    input_tokens: int
+    hit_tokens: int = Field(description="prompt tokens read from cache")
+    hit_rate: float = Field(description="hit_tokens / input_tokens")
+
+
+@router.post(
+    "/simulations",
+    summary="Replay a log through a cache policy and count hits",
+    response_model=SimulationResponse,
+    responses=problem_responses(404, 413, 415, 422),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": SimulationRequest.model_json_schema()},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["log", "policy"],
+                        "properties": {
+                            **MULTIPART_FIELDS,
+                            "policy": {"type": "string"},
+                            "target": {"type": "string"},
+                            "at": {"type": "string", "format": "date"},
+                            "block_size": {"type": "integer", "minimum": 1},
+                            "capacity_blocks": {"type": "integer", "minimum": 1},
+                            "ttl_seconds": {"type": "integer", "minimum": 1},
+                        },
+                    }
+                },
+            },
+        }
+    },
+)
+async def create_simulation(
+    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+) -> JSONResponse:
+    payload = await read_log_body(
+        request, ("policy", "target", "at", "block_size", "capacity_blocks", "ttl_seconds")
+    )
+    simulation, lines = validate_payload(SimulationRequest, payload)
+    result = await run_in_threadpool(run_simulation, state.contracts, simulation, lines)
+    return JSONResponse(result)

@@ -1,0 +1,53 @@
+"""Small logs whose token counts are known by construction (pre-tokenized records)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+# OpenAI gpt-4o's 2025 terms: automatic caching from 1,024 tokens in 128-token steps, free
+# writes, reads at 0.5x (issue 2's acceptance facts).
+GPT4O_DAY = "2025-06-01"
+PREFIX_TOKENS = 2048
+SUFFIX_TOKENS = 100
+
+
+def shared_prefix_records(sessions: int = 1) -> list[dict[str, Any]]:
+    """Per session: a 2048-token prompt, then 1 s later the same 2048 tokens plus 100 more.
+
+    Sessions differ in their first token and their scope, so no session hits another's
+    cache; each request reports 10 output tokens.
+    """
+    records = []
+    for session in range(sessions):
+        prefix = [session, *range(1000, 1000 + PREFIX_TOKENS - 1)]
+        suffix = list(range(5000, 5000 + SUFFIX_TOKENS))
+        base = {"scope": f"session-{session}", "output_tokens": 10}
+        records.append({**base, "timestamp": 10.0 * session, "tokens": prefix})
+        records.append({**base, "timestamp": 10.0 * session + 1, "tokens": prefix + suffix})
+    return records
+
+
+def estimate_body(
+    records: list[dict[str, Any]], targets: list[str], at: str = GPT4O_DAY
+) -> dict[str, Any]:
+    return {"records": records, "targets": targets, "at": at}
+
+
+async def wait_for_job(
+    client: httpx.AsyncClient, job_id: str, timeout: float = 60.0
+) -> dict[str, Any]:
+    """Poll until the job is done or failed; a bounded wait, never a hang."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        response = await client.get(f"/v1/jobs/{job_id}")
+        assert response.status_code == 200, response.text
+        job: dict[str, Any] = response.json()
+        if job["status"] in ("done", "failed"):
+            return job
+        if loop.time() > deadline:
+            raise AssertionError(f"job {job_id} still {job['status']} after {timeout} s: {job}")
+        await asyncio.sleep(0.05)
