@@ -1,0 +1,142 @@
+"""Expand a layout into a synthetic prompt log: one OpenAI-chat wrapper record per request.
+
+Session ``s`` starts at ``start + s * session_interval``; its turn ``t`` arrives
+``t * turn_interval`` later. Turn ``t`` sends the system prompt, the tools, the opening
+messages, every message of turns ``0..t-1`` (the history, rendered once with that turn's own
+variables, exactly as an agent re-sends it), then this turn's messages up to its last user
+message. Records come out in arrival order, ties broken by session then turn.
+
+Variables visible to every placeholder: the session's and the turn's sample values, and
+``now`` (ISO 8601, seconds, UTC), ``now_epoch``, ``date``, ``request_id``, ``session_id``,
+``session_index``, ``turn_index``, ``request_index``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cachecast.simulator.layouts.spec import Layout, render_value
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticRequest:
+    request_id: str
+    session: str
+    timestamp: float
+    scope: str | None
+    body: dict[str, Any]  # an OpenAI Chat Completions request body
+    output_tokens: int
+
+
+def expand(
+    layout: Layout, *, model: str | None = None, provider: str | None = None
+) -> list[SyntheticRequest]:
+    """Every request the layout's arrival pattern produces, in arrival order."""
+    arrival = layout.arrival
+    requests: list[SyntheticRequest] = []
+    for session_index in range(arrival.sessions):
+        session_values = layout.session_values[session_index % len(layout.session_values)]
+        history: list[dict[str, Any]] = []
+        session_id = f"s{session_index:04d}"
+        for turn_index in range(arrival.turns_per_session):
+            request_index = session_index * arrival.turns_per_session + turn_index
+            turn_values = layout.turn_values[request_index % len(layout.turn_values)]
+            offset = (
+                session_index * arrival.session_interval_seconds
+                + turn_index * arrival.turn_interval_seconds
+            )
+            moment = arrival.start + dt.timedelta(seconds=offset)
+            request_id = f"{session_id}-t{turn_index:03d}"
+            variables: dict[str, Any] = {
+                **session_values,
+                **turn_values,
+                "now": moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "now_epoch": int(moment.timestamp()),
+                "date": moment.astimezone(dt.UTC).date().isoformat(),
+                "request_id": request_id,
+                "session_id": session_id,
+                "session_index": session_index,
+                "turn_index": turn_index,
+                "request_index": request_index,
+            }
+            turn_messages = [
+                render_value(message, variables, where=f"turn[{index}]", file=layout.source)
+                for index, message in enumerate(layout.turn)
+            ]
+            last_user = max(i for i, m in enumerate(turn_messages) if m["role"] == "user")
+            messages: list[dict[str, Any]] = []
+            if layout.system is not None:
+                system = render_value(layout.system, variables, where="system", file=layout.source)
+                messages.append({"role": "system", "content": system})
+            messages.extend(
+                render_value(message, variables, where=f"messages[{index}]", file=layout.source)
+                for index, message in enumerate(layout.messages)
+            )
+            messages.extend(history)
+            messages.extend(turn_messages[: last_user + 1])
+            history.extend(turn_messages)
+
+            body: dict[str, Any] = {"messages": messages}
+            if model or layout.model:
+                body["model"] = model or layout.model
+            tools = [
+                render_value(tool, variables, where=f"tools[{index}]", file=layout.source)
+                for index, tool in enumerate(layout.tools)
+            ]
+            if layout.tool_order == "shuffle":
+                # A tool list built from a set or dict comes out in a different order per
+                # process; a seeded shuffle per request reproduces that, deterministically.
+                random.Random(f"{layout.source}:{request_index}").shuffle(tools)
+            if tools:
+                body["tools"] = tools
+            scope = None
+            if layout.scope is not None:
+                scope = render_value(layout.scope, variables, where="scope", file=layout.source)
+            requests.append(
+                SyntheticRequest(
+                    request_id=request_id,
+                    session=session_id,
+                    timestamp=moment.timestamp(),
+                    scope=scope,
+                    body=body,
+                    output_tokens=arrival.output_tokens,
+                )
+            )
+    requests.sort(key=lambda request: request.timestamp)  # stable: session, turn order kept
+    return requests
+
+
+def to_record(request: SyntheticRequest, *, provider: str | None) -> dict[str, Any]:
+    """The log record the tokenizers read for one synthetic request."""
+    record: dict[str, Any] = {
+        "request_id": request.request_id,
+        "timestamp": request.timestamp,
+        "session": request.session,
+        "request": request.body,
+        "output_tokens": request.output_tokens,
+    }
+    if provider is not None:
+        record["provider"] = provider
+    if request.scope is not None:
+        record["scope"] = request.scope
+    return record
+
+
+def iter_records(
+    requests: list[SyntheticRequest], *, provider: str | None
+) -> Iterator[dict[str, Any]]:
+    for request in requests:
+        yield to_record(request, provider=provider)
+
+
+def write_log(requests: list[SyntheticRequest], path: Path, *, provider: str | None) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for record in iter_records(requests, provider=provider):
+            handle.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
+    return path

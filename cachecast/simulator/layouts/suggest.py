@@ -1,0 +1,466 @@
+"""``suggest``: concrete layout changes that make prompts share longer prefixes, re-simulated.
+
+From the volatile-span analysis each candidate change is applied to every request of the
+log (or of the expanded layout), replayed under the targets, and ranked by savings (cost
+per 1,000 requests summed over priced targets; hit-rate gain where no target is priced).
+
+Changes:
+- ``move_to_end_of_system``: the volatile lines go to the end of the same system prompt
+  (same role, still before the conversation: safe).
+- ``move_to_last_user_message``: the volatile lines leave the system prompt and are appended
+  to the last user message; the agent keeps them in its history, so later turns re-send them
+  there. Content moved after the user's turn may change meaning: ``needs_review`` unless the
+  lines only label values ("Current time: ...").
+- ``split_system``: the stable system prompt stays first; the volatile lines become a second
+  system message just before the first user message (same role: safe).
+- ``pin_tool_order``: tools sorted by name in every request (safe).
+- ``shared_prompt_cache_key``: one cache scope (prompt_cache_key) per template instead of
+  many; needs review, since it changes what may share a cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import difflib
+import json
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cachecast.contracts import ContractStore
+from cachecast.simulator.layouts.evaluate import SideMetrics, TargetSpec, evaluate
+from cachecast.simulator.layouts.sources import PromptSet
+from cachecast.simulator.layouts.textview import prompt_parts, request_body, tool_name
+from cachecast.simulator.layouts.volatile import Analysis, VolatileSpan, analyze
+
+RecordTransform = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetOutcome:
+    target: str
+    before: SideMetrics
+    after: SideMetrics
+
+    @property
+    def saving_per_1k(self) -> Decimal | None:
+        if self.before.cost_per_1k is None or self.after.cost_per_1k is None:
+            return None
+        return self.before.cost_per_1k - self.after.cost_per_1k
+
+    def to_json(self) -> dict[str, Any]:
+        saving = self.saving_per_1k
+        return {
+            "target": self.target,
+            "hit_rate_before": float(self.before.hit_rate),
+            "hit_rate_after": float(self.after.hit_rate),
+            "cost_per_1k_before": _money(self.before.cost_per_1k),
+            "cost_per_1k_after": _money(self.after.cost_per_1k),
+            "saving_per_1k_requests": _money(saving),
+        }
+
+
+def _money(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    kind: str
+    title: str
+    rationale: str
+    needs_review: bool
+    outcomes: tuple[TargetOutcome, ...]
+    diff: str
+    transformed_records: tuple[dict[str, Any], ...]  # the requests after the change
+
+    @property
+    def saving_per_1k(self) -> Decimal:
+        return sum(
+            (o.saving_per_1k for o in self.outcomes if o.saving_per_1k is not None), Decimal(0)
+        )
+
+    @property
+    def hit_rate_gain(self) -> Decimal:
+        return sum((o.after.hit_rate - o.before.hit_rate for o in self.outcomes), Decimal(0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "rationale": self.rationale,
+            "needs_review": self.needs_review,
+            "saving_per_1k_requests": str(self.saving_per_1k),
+            "hit_rate_gain_pp": float(self.hit_rate_gain * 100),
+            "targets": [outcome.to_json() for outcome in self.outcomes],
+            "diff": self.diff,
+        }
+
+
+# --- record transforms -----------------------------------------------------------------
+
+
+def _append_text(content: Any, block: str) -> Any:
+    addition = block.strip("\n")
+    if isinstance(content, str):
+        return content.rstrip("\n") + "\n\n" + addition
+    if isinstance(content, list):
+        return [*content, {"type": "text", "text": addition}]
+    return content
+
+
+def _system_location(body: dict[str, Any], label: str) -> tuple[str, int | None]:
+    """('messages', index) for messages[i], ('system', None) for a top-level system."""
+    if label.startswith("messages["):
+        return "messages", int(label[len("messages[") : label.index("]")])
+    return "system", None
+
+
+def _cut_lines(text: str, span: VolatileSpan) -> tuple[str, str] | None:
+    """(text without the volatile lines, those lines), using the span's stable line counts."""
+    lines = text.splitlines(keepends=True)
+    end = len(lines) - span.lines_after
+    if span.first_line > end:
+        return None
+    block = "".join(lines[span.first_line : end])
+    rest = lines[: span.first_line] + lines[end:]
+    return "".join(rest), block
+
+
+def _move(span: VolatileSpan, destination: str, groups: Sequence[Sequence[int]]) -> RecordTransform:
+    members = set(groups[span.template])
+
+    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        # Per session: the (message index, text) this change appended to earlier requests;
+        # an agent re-sends its history as it sent it, so later turns carry them too.
+        appended: dict[str, list[tuple[int, str]]] = {}
+        for index, record in enumerate(records):
+            if index not in members:
+                out.append(record)
+                continue
+            record = copy.deepcopy(record)
+            body = request_body(record)
+            where, message_index = _system_location(body, span.label)
+            if where != "messages" or message_index is None:
+                out.append(record)
+                continue
+            messages = body.get("messages") or []
+            content = messages[message_index].get("content")
+            if not isinstance(content, str):
+                out.append(record)
+                continue
+            cut = _cut_lines(content, span)
+            if cut is None:
+                out.append(record)
+                continue
+            rest, block = cut
+            if destination == "end_of_system":
+                messages[message_index]["content"] = _append_text(rest, block)
+            elif destination == "split_system":
+                messages[message_index]["content"] = rest
+                first_user = next(
+                    (i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages)
+                )
+                messages.insert(
+                    first_user,
+                    {"role": messages[message_index]["role"], "content": block.strip("\n")},
+                )
+            else:  # last user message, keeping earlier turns as they were sent
+                messages[message_index]["content"] = rest
+                session = str(record.get("session", f"#{index}"))
+                history = appended.setdefault(session, [])
+                for earlier_index, earlier_block in history:
+                    if (
+                        earlier_index < len(messages)
+                        and messages[earlier_index].get("role") == "user"
+                    ):
+                        messages[earlier_index]["content"] = _append_text(
+                            messages[earlier_index]["content"], earlier_block
+                        )
+                last_user = max(
+                    (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
+                )
+                if last_user is not None:
+                    messages[last_user]["content"] = _append_text(
+                        messages[last_user]["content"], block
+                    )
+                    history.append((last_user, block))
+            out.append(record)
+        return out
+
+    return transform
+
+
+def _pin_tools(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for record in records:
+        record = copy.deepcopy(record)
+        body = request_body(record)
+        if body.get("tools"):
+            body["tools"] = sorted(body["tools"], key=tool_name)
+        out.append(record)
+    return out
+
+
+def _shared_scope(groups: Sequence[Sequence[int]]) -> RecordTransform:
+    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = [copy.deepcopy(record) for record in records]
+        for group_index, indices in enumerate(groups):
+            for index in indices:
+                out[index]["scope"] = f"template-{group_index}"
+        return out
+
+    return transform
+
+
+# --- diffs -----------------------------------------------------------------------------
+
+
+def _render_request(record: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for part in prompt_parts(record):
+        lines.append(f"## {part.label} ({part.role or part.kind})\n")
+        lines.extend(
+            line if line.endswith("\n") else line + "\n" for line in part.text.splitlines()
+        )
+    if "scope" in record:
+        lines.append(f"## scope: {record['scope']}\n")
+    return lines
+
+
+def request_diff(before: dict[str, Any], after: dict[str, Any], name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            _render_request(before), _render_request(after), f"a/{name}", f"b/{name}"
+        )
+    )
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    """Writes multi-line strings as YAML block literals, as people write layouts."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_LiteralDumper.add_representer(str, _represent_str)
+
+
+def _layout_text(document: dict[str, Any]) -> list[str]:
+    text = yaml.dump(
+        document, Dumper=_LiteralDumper, sort_keys=False, allow_unicode=True, width=100
+    )
+    return text.splitlines(keepends=True)
+
+
+def layout_diff(prompt_set: PromptSet, kind: str, span: VolatileSpan | None) -> str | None:
+    """The same change written on the layout file itself, when it maps onto it."""
+    layout = prompt_set.layout
+    if layout is None:
+        return None
+    document = copy.deepcopy(layout.raw)
+    if kind == "pin_tool_order":
+        document["tool_order"] = "fixed"
+        document["tools"] = sorted(document.get("tools") or [], key=tool_name)
+    elif kind == "shared_prompt_cache_key":
+        document["scope"] = "template-0"
+    elif (
+        span is not None and span.label == "messages[0]" and isinstance(document.get("system"), str)
+    ):
+        template = document["system"]
+        rendered_lines = len(
+            prompt_set.records[0]["request"]["messages"][0]["content"].splitlines()
+        )
+        if len(template.splitlines()) != rendered_lines:
+            return None  # a placeholder renders over several lines: no line-for-line mapping
+        cut = _cut_lines(template, span)
+        if cut is None:
+            return None
+        rest, block = cut
+        if kind == "move_to_end_of_system":
+            document["system"] = _append_text(rest, block)
+        elif kind == "split_system":
+            document["system"] = rest
+            messages = list(document.get("messages") or [])
+            first_user = next(
+                (i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages)
+            )
+            messages.insert(first_user, {"role": "system", "content": block.strip("\n")})
+            document["messages"] = messages
+        elif kind == "move_to_last_user_message":
+            document["system"] = rest
+            turn = [dict(message) for message in document.get("turn") or []]
+            last_user = max(i for i, m in enumerate(turn) if m.get("role") == "user")
+            turn[last_user]["content"] = _append_text(turn[last_user]["content"], block)
+            document["turn"] = turn
+        else:
+            return None
+    else:
+        return None
+    name = prompt_set.label
+    return "".join(
+        difflib.unified_diff(
+            _layout_text(layout.raw), _layout_text(document), f"a/{name}", f"b/{name}"
+        )
+    )
+
+
+# --- the search ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    kind: str
+    title: str
+    rationale: str
+    needs_review: bool
+    transform: RecordTransform
+    span: VolatileSpan | None
+
+
+def _candidates(analysis: Analysis) -> list[_Candidate]:
+    candidates: list[_Candidate] = []
+    groups = analysis.groups
+    for span in analysis.spans:
+        if not span.movable or span.part_kind != "system" or not span.label.startswith("messages["):
+            continue
+        what = (
+            f"the {span.kind} lines ({span.line_count}) at line {span.first_line + 1}"
+            f" of `{span.label}`"
+        )
+        if span.lines_after:
+            candidates.append(
+                _Candidate(
+                    "move_to_end_of_system",
+                    f"Move {what} to the end of the system prompt",
+                    f"{span.describe()}; after the move the {span.stable_chars_after_in_part:,}"
+                    " stable characters of the system prompt behind it are a shared prefix.",
+                    False,
+                    _move(span, "end_of_system", groups),
+                    span,
+                )
+            )
+            candidates.append(
+                _Candidate(
+                    "split_system",
+                    f"Split the system prompt: stable part first, {what} as a second system"
+                    " message before the first user message",
+                    f"{span.describe()}; the stable system prompt and the tools become a shared"
+                    " prefix.",
+                    False,
+                    _move(span, "split_system", groups),
+                    span,
+                )
+            )
+        candidates.append(
+            _Candidate(
+                "move_to_last_user_message",
+                f"Move {what} to the end of the last user message",
+                f"{span.describe()}; after the move everything up to the user's new message,"
+                " history included, is a shared prefix."
+                + (
+                    ""
+                    if span.data_only
+                    else " The moved lines are not only labelled values: they may be"
+                    " instructions, and after the user's turn they can change meaning."
+                ),
+                not span.data_only,
+                _move(span, "last_user", groups),
+                span,
+            )
+        )
+    for issue in analysis.tool_order:
+        candidates.append(
+            _Candidate(
+                "pin_tool_order",
+                "Pin the tool order (sort tools by name)",
+                f"{issue.orders} different tool orders in {issue.requests} requests of one"
+                " template: every order is a different prefix from the first tool on.",
+                False,
+                _pin_tools,
+                None,
+            )
+        )
+    if analysis.scope_splits:
+        split = analysis.scope_splits[0]
+        candidates.append(
+            _Candidate(
+                "shared_prompt_cache_key",
+                "Set one prompt_cache_key (cache scope) per template",
+                f"requests of one template are spread over {split.scopes} cache scopes;"
+                " one key per template lets them share cached prefixes. Review: this widens"
+                " what may share a cache.",
+                True,
+                _shared_scope(analysis.groups),
+                None,
+            )
+        )
+    return candidates
+
+
+def _write(records: Sequence[dict[str, Any]], path: Path) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return path
+
+
+def suggest(
+    prompt_set: PromptSet,
+    targets: Sequence[TargetSpec],
+    *,
+    at: dt.date,
+    store: ContractStore | None,
+    model: str | None = None,
+    analysis: Analysis | None = None,
+) -> list[Suggestion]:
+    """Every applicable change, re-simulated under ``targets``, best first. A change that
+    saves nothing on any target is still listed (after the others) so that it is seen."""
+    analysis = analysis or analyze(prompt_set.records)
+    contract_models = [t.model for t in targets if t.kind == "contract"]
+    token_model = model or (contract_models[0] if contract_models else None)
+    before = evaluate(prompt_set.log_path, targets, at=at, store=store, vllm_model=token_model)
+    suggestions: list[Suggestion] = []
+    with tempfile.TemporaryDirectory(prefix="cachecast-suggest-") as workdir:
+        for number, candidate in enumerate(_candidates(analysis)):
+            records = candidate.transform(list(prompt_set.records))
+            path = _write(records, Path(workdir) / f"suggestion-{number}.jsonl")
+            after = evaluate(path, targets, at=at, store=store, vllm_model=token_model)
+            diff = layout_diff(prompt_set, candidate.kind, candidate.span)
+            if diff is None:
+                changed = next(
+                    (
+                        i
+                        for i, (a, b) in enumerate(zip(prompt_set.records, records, strict=True))
+                        if a != b
+                    ),
+                    0,
+                )
+                diff = request_diff(
+                    prompt_set.records[changed], records[changed], f"request-{changed + 1}"
+                )
+            suggestions.append(
+                Suggestion(
+                    kind=candidate.kind,
+                    title=candidate.title,
+                    rationale=candidate.rationale,
+                    needs_review=candidate.needs_review,
+                    outcomes=tuple(
+                        TargetOutcome(spec.name, b, a)
+                        for spec, b, a in zip(targets, before, after, strict=True)
+                    ),
+                    diff=diff,
+                    transformed_records=tuple(records),
+                )
+            )
+    suggestions.sort(key=lambda s: (-s.saving_per_1k, -s.hit_rate_gain, s.needs_review))
+    return suggestions

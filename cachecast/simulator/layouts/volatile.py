@@ -1,0 +1,273 @@
+"""Volatile spans: text that changes from request to request among requests of one template.
+
+Requests are grouped by template (model, tool set, opening roles: ``textview.template_key``).
+For every prompt part (same label) the distinct texts of the group are compared line by
+line: the lines every text shares at the top and at the bottom are stable; the lines in
+between hold the volatile span. What matters for caching is what follows a span: every
+token after it is a different prefix chain, so a span's cost is the stable content behind it.
+
+Parts from the first user message on are reported too, but a user's turn is expected to
+vary; only spans in the system prompt, tool schemas and opening messages are ``movable``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cachecast.simulator.layouts.textview import (
+    Part,
+    prompt_parts,
+    request_body,
+    template_key,
+    tool_name,
+)
+
+MAX_DISTINCT = 64  # distinct texts compared per part; enough to see what varies
+
+_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?|\b\d{1,2}:\d{2}(:\d{2})?\b|\b1[6-9]\d{8}\b"
+)
+_IDENTIFIER = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-|\b[0-9a-fA-F]{12,}\b|\b[\w]+[-_]\d+\b|\b\d{4,}\b"
+)
+_NAME = re.compile(r"^[A-Z][a-z]+( [A-Z][a-z]+)*$")
+# A line that only labels a value ("Current time: ", "User id = "): moving it next to the
+# user's message keeps its meaning; anything else may be an instruction.
+_DATA_LABEL = re.compile(r"^\s*[-*]?\s*[\w ()/.'-]{1,40}[:=]\s")
+
+
+@dataclass(frozen=True, slots=True)
+class VolatileSpan:
+    template: int  # index of the template group
+    label: str  # the part, e.g. messages[0]
+    part_kind: str  # system, tool, message
+    role: str | None
+    part_index: int  # position of the part in prompt order
+    first_line: int  # 0-based line of the part where the volatile lines start
+    line_count: int  # how many lines they cover (stable lines in between included)
+    lines_after: int  # stable lines of the part after them
+    kind: str  # timestamp, identifier, name, document, text
+    examples: tuple[str, ...]
+    distinct_values: int
+    requests: int  # requests of the group that have this part
+    stable_chars_after_in_part: int
+    prompt_chars_after: int  # characters after the span in the whole (first) prompt
+    movable: bool
+    data_only: bool  # the moved lines only label values (no instructions)
+
+    def describe(self) -> str:
+        where = "top" if self.first_line == 0 else f"line {self.first_line + 1}"
+        return (
+            f"{self.kind} at the {where} of {self.part_kind} `{self.label}`"
+            f" ({self.distinct_values} distinct values in {self.requests} requests), followed by"
+            f" {self.prompt_chars_after:,} characters of prompt"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "template": self.template,
+            "label": self.label,
+            "part_kind": self.part_kind,
+            "role": self.role,
+            "part_index": self.part_index,
+            "first_line": self.first_line,
+            "line_count": self.line_count,
+            "lines_after": self.lines_after,
+            "kind": self.kind,
+            "examples": list(self.examples),
+            "distinct_values": self.distinct_values,
+            "requests": self.requests,
+            "stable_chars_after_in_part": self.stable_chars_after_in_part,
+            "prompt_chars_after": self.prompt_chars_after,
+            "movable": self.movable,
+            "data_only": self.data_only,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOrderIssue:
+    template: int
+    orders: int  # distinct tool orders seen
+    requests: int
+    canonical: tuple[str, ...]  # tool names sorted
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "template": self.template,
+            "distinct_orders": self.orders,
+            "requests": self.requests,
+            "canonical_order": list(self.canonical),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSplit:
+    """Requests of one template spread over several cache scopes."""
+
+    template: int
+    scopes: int
+    requests: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"template": self.template, "scopes": self.scopes, "requests": self.requests}
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    groups: tuple[tuple[int, ...], ...]  # record indices of each template group
+    spans: tuple[VolatileSpan, ...]
+    tool_order: tuple[ToolOrderIssue, ...]
+    scope_splits: tuple[ScopeSplit, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "templates": [len(group) for group in self.groups],
+            "volatile_spans": [span.to_json() for span in self.spans],
+            "tool_order": [issue.to_json() for issue in self.tool_order],
+            "scope_splits": [split.to_json() for split in self.scope_splits],
+        }
+
+
+def classify(value: str) -> str:
+    stripped = value.strip()
+    if len(stripped) > 200 or stripped.count("\n") >= 3:
+        return "document"
+    if _TIMESTAMP.search(stripped):
+        return "timestamp"
+    if _IDENTIFIER.search(stripped):
+        return "identifier"
+    last = stripped.rsplit(":", 1)[-1].strip().rstrip(".!,")
+    if _NAME.match(last) or any(_NAME.match(word.strip(".,!")) for word in stripped.split()[-3:]):
+        return "name"
+    return "text"
+
+
+def _common_lines(texts: Sequence[list[str]]) -> tuple[int, int]:
+    """(lines equal at the top of every text, lines equal at the bottom), not overlapping."""
+    shortest = min(len(lines) for lines in texts)
+    top = 0
+    while top < shortest and all(lines[top] == texts[0][top] for lines in texts):
+        top += 1
+    bottom = 0
+    while bottom < shortest - top and all(
+        lines[-1 - bottom] == texts[0][-1 - bottom] for lines in texts
+    ):
+        bottom += 1
+    return top, bottom
+
+
+def _is_data_only(block_texts: Sequence[list[str]]) -> bool:
+    """Every moved line is 'label: value' where only the value varies."""
+    line_count = len(block_texts[0])
+    if any(len(lines) != line_count for lines in block_texts):
+        return False
+    for index in range(line_count):
+        variants = [lines[index].rstrip("\n") for lines in block_texts]
+        if len(set(variants)) == 1:
+            if variants[0].strip():
+                return False  # a stable line carried along: could be an instruction
+            continue
+        # The shared head of the line must be a short label ending in ':' or '=' followed by
+        # whitespace ("Current time: "); the value after it is what varies.
+        if not _DATA_LABEL.match(_common_prefix(variants)):
+            return False
+    return True
+
+
+def _common_prefix(values: Sequence[str]) -> str:
+    first = min(values)
+    last = max(values)
+    index = 0
+    while index < len(first) and index < len(last) and first[index] == last[index]:
+        index += 1
+    return first[:index]
+
+
+def _split_lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True) or [""]
+
+
+def analyze(records: Sequence[dict[str, Any]]) -> Analysis:
+    """Group the records by template and find every volatile span, tool-order variation and
+    scope split."""
+    by_key: dict[tuple[str, ...], list[int]] = {}
+    for index, record in enumerate(records):
+        by_key.setdefault(template_key(record), []).append(index)
+    groups = tuple(tuple(indices) for indices in by_key.values())
+    spans: list[VolatileSpan] = []
+    tool_issues: list[ToolOrderIssue] = []
+    scope_splits: list[ScopeSplit] = []
+    for group_index, indices in enumerate(groups):
+        parts_by_record = [prompt_parts(records[i]) for i in indices]
+        spans.extend(_group_spans(group_index, parts_by_record))
+        orders = {
+            tuple(tool_name(t) for t in request_body(records[i]).get("tools") or [])
+            for i in indices
+        }
+        if len(orders) > 1:
+            canonical = tuple(sorted(next(iter(orders))))
+            tool_issues.append(ToolOrderIssue(group_index, len(orders), len(indices), canonical))
+        scopes = {str(records[i].get("scope")) for i in indices}
+        if len(scopes) > 1:
+            scope_splits.append(ScopeSplit(group_index, len(scopes), len(indices)))
+    spans.sort(key=lambda span: (-span.prompt_chars_after, span.template, span.part_index))
+    return Analysis(groups, tuple(spans), tuple(tool_issues), tuple(scope_splits))
+
+
+def _group_spans(group_index: int, parts_by_record: list[list[Part]]) -> list[VolatileSpan]:
+    reference = parts_by_record[0]
+    first_user = next(
+        (i for i, part in enumerate(reference) if part.kind == "message" and part.role == "user"),
+        len(reference),
+    )
+    spans: list[VolatileSpan] = []
+    for part_index, part in enumerate(reference):
+        if part.kind == "tool":
+            continue  # tools vary by order, handled as a tool-order issue
+        texts: dict[str, None] = {}
+        count = 0
+        for parts in parts_by_record:
+            if part_index < len(parts) and parts[part_index].label == part.label:
+                count += 1
+                if len(texts) < MAX_DISTINCT:
+                    texts.setdefault(parts[part_index].text, None)
+        distinct = list(texts)
+        if len(distinct) < 2:
+            continue
+        # Spans are only meaningful inside content that is the same part in every request;
+        # from the first user message on, sessions legitimately differ.
+        line_lists = [_split_lines(text) for text in distinct]
+        top, bottom = _common_lines(line_lists)
+        blocks = [lines[top : len(lines) - bottom] for lines in line_lists]
+        sample_values = ["".join(block).strip() for block in blocks[:3]]
+        reference_lines = _split_lines(part.text)
+        after_in_part = (
+            sum(len(line) for line in reference_lines[len(reference_lines) - bottom :])
+            if bottom
+            else 0
+        )
+        after_in_prompt = after_in_part + sum(len(p.text) for p in reference[part_index + 1 :])
+        spans.append(
+            VolatileSpan(
+                template=group_index,
+                label=part.label,
+                part_kind=part.kind,
+                role=part.role,
+                part_index=part_index,
+                first_line=top,
+                line_count=len(reference_lines) - top - bottom,
+                lines_after=bottom,
+                kind=classify(sample_values[0]),
+                examples=tuple(value[:120] for value in sample_values),
+                distinct_values=len(distinct),
+                requests=count,
+                stable_chars_after_in_part=after_in_part,
+                prompt_chars_after=after_in_prompt,
+                movable=part_index < first_user,
+                data_only=_is_data_only(blocks),
+            )
+        )
+    return spans

@@ -1,0 +1,153 @@
+"""Volatile spans and suggestions on a realistic agent log (tools, long system prompt,
+multi-turn sessions; see conftest.agent_layout)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from cachecast.contracts import ContractStore
+from cachecast.simulator.layouts.evaluate import evaluate, parse_target
+from cachecast.simulator.layouts.expand import expand, iter_records, write_log
+from cachecast.simulator.layouts.sources import load_prompt_set
+from cachecast.simulator.layouts.spec import parse_layout
+from cachecast.simulator.layouts.suggest import suggest
+from cachecast.simulator.layouts.volatile import analyze, classify
+from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
+
+DAY = dt.date(2026, 12, 1)
+
+
+def _log(tmp_path: Path, name: str, **options) -> Path:
+    layout = parse_layout(agent_layout(**options), name)
+    return write_log(expand(layout), tmp_path / name, provider="openai")
+
+
+def test_top_suggestion_recovers_the_hit_rate_a_timestamp_prefix_destroyed(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    store = ContractStore(migrated_db_url)
+    targets = [parse_target(OPENAI), parse_target("vllm:16")]
+    clean = _log(tmp_path, "clean.jsonl")
+    volatile = _log(tmp_path, "volatile.jsonl", system_top="Current time: {{ now }}\n")
+    clean_rate = evaluate(clean, targets, at=DAY, store=store, vllm_model="gpt-4o")[0].hit_rate
+
+    # The log as a user would have it (JSONL), not the layout that generated it.
+    suggestions = suggest(
+        load_prompt_set(volatile, tmp_path / "work"), targets, at=DAY, store=store
+    )
+    top = suggestions[0]
+    before, after = top.outcomes[0].before.hit_rate, top.outcomes[0].after.hit_rate
+    # The timestamp leaves only the tool schemas (~250 tokens) in common, under OpenAI's
+    # 1,024-token minimum: nothing is read.
+    assert before == 0
+    # Moved to the end of the user's message, the timestamp follows every stable token, and
+    # the agent's history re-sends earlier timestamps unchanged: the prompts equal the clean
+    # ones plus ~13 tokens a turn. We require 90% of the lost hit rate back (measured: 0.932
+    # of 0.941, 99%); what stays lost is those tokens and the 128-token rounding they shift.
+    assert top.kind == "move_to_last_user_message"
+    assert top.needs_review is False  # 'Current time: <value>' only labels a value
+    assert after - before >= Decimal("0.9") * (clean_rate - before)
+    assert top.saving_per_1k > 0
+    # Ranked by savings, best first.
+    savings = [suggestion.saving_per_1k for suggestion in suggestions]
+    assert savings == sorted(savings, reverse=True)
+    # The safe same-role moves are offered too.
+    assert {"move_to_end_of_system", "split_system"} <= {s.kind for s in suggestions}
+    assert "-Current time: 2026-03-02T09:00:00Z" in top.diff
+
+
+def test_instruction_moved_after_the_user_turn_needs_review(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    store = ContractStore(migrated_db_url)
+    log = _log(
+        tmp_path,
+        "named.jsonl",
+        system_top="Address the customer as {{ customer }} and never use their surname.\n",
+        sessions=4,
+        turns=2,
+    )
+    suggestions = suggest(
+        load_prompt_set(log, tmp_path / "work"), [parse_target(OPENAI)], at=DAY, store=store
+    )
+    by_kind = {s.kind: s for s in suggestions}
+    # An instruction after the user's message may change how it is followed.
+    assert by_kind["move_to_last_user_message"].needs_review is True
+    assert by_kind["split_system"].needs_review is False
+
+
+def test_volatile_span_analysis() -> None:
+    records = list(
+        iter_records(
+            expand(
+                parse_layout(
+                    agent_layout(
+                        system_top="Now: {{ now }}\n", tool_order="shuffle", sessions=3, turns=2
+                    ),
+                    "a",
+                )
+            ),
+            provider="openai",
+        )
+    )
+    for index, record in enumerate(records):
+        record["scope"] = f"user-{index % 2}"
+    analysis = analyze(records)
+    assert len(analysis.groups) == 1  # same model and tool set: one template
+    span = analysis.spans[0]
+    # 6 requests at distinct seconds: 6 distinct values, in the first line of the system prompt.
+    assert (span.label, span.kind, span.first_line, span.line_count) == (
+        "messages[0]",
+        "timestamp",
+        0,
+        1,
+    )
+    assert span.distinct_values == 6 and span.movable and span.data_only
+    assert span.lines_after == 101  # the greeting line and the 100 rules after it stay stable
+    user_spans = [s for s in analysis.spans if s.role == "user"]
+    assert user_spans and not any(s.movable for s in user_spans)
+    assert analysis.tool_order and analysis.tool_order[0].canonical == tuple(
+        sorted(["lookup_order", "check_stock", "create_return", "refund", "escalate", "search"])
+    )
+    assert analysis.scope_splits[0].scopes == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("Current time: 2026-03-02T09:00:00Z", "timestamp"),
+        ("Request id: 3f2a9c1e-77aa-4b1c-9e0f-123456789abc", "identifier"),
+        ("Customer: Jana Novak", "name"),
+        ("doc line\n" * 5, "document"),
+    ],
+)
+def test_classify(value: str, kind: str) -> None:
+    assert classify(value) == kind
+
+
+def test_suggest_command_json(invoke: Invoke, tmp_path: Path) -> None:
+    layout = write_yaml(
+        tmp_path / "agent.yaml",
+        agent_layout(
+            system_top="Current time: {{ now }}\n", tool_order="shuffle", sessions=3, turns=2
+        ),
+    )
+    result = invoke("suggest", layout, "--target", OPENAI, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    kinds = [suggestion["kind"] for suggestion in document["suggestions"]]
+    assert "pin_tool_order" in kinds and "move_to_last_user_message" in kinds
+    first = document["suggestions"][0]
+    assert set(first["targets"][0]) >= {
+        "hit_rate_before",
+        "hit_rate_after",
+        "saving_per_1k_requests",
+    }
+    pin = next(s for s in document["suggestions"] if s["kind"] == "pin_tool_order")
+    # On a layout the diff is of the layout file itself.
+    assert "-tool_order: shuffle" in pin["diff"] and "+tool_order: fixed" in pin["diff"]
