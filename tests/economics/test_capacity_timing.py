@@ -29,9 +29,16 @@ from cachecast.gpu_backend.economics.timing import (
 def _tiny_accelerator(peak: int, bandwidth: int, link: int = 1) -> Accelerator:
     """A made-up accelerator with round numbers, so that times can be checked by hand."""
     return Accelerator(
-        name="toy", label="toy", vendor="test", memory_bytes=10**6,
-        memory_bandwidth_bytes_s=bandwidth, bf16_dense_flops=Fraction(peak),
-        host_link_bytes_s=link, host_link="test", source="test", checked_on="2026-12-02",
+        name="toy",
+        label="toy",
+        vendor="test",
+        memory_bytes=10**6,
+        memory_bandwidth_bytes_s=bandwidth,
+        bf16_dense_flops=Fraction(peak),
+        host_link_bytes_s=link,
+        host_link="test",
+        source="test",
+        checked_on="2026-12-02",
         check="test",
     )
 
@@ -39,8 +46,13 @@ def _tiny_accelerator(peak: int, bandwidth: int, link: int = 1) -> Accelerator:
 def _tiny_model(params: int = 1000, window: int | None = None):
     # 2 layers, 4 query heads of width 8, 1 KV head: 2*1*8 = 16 elements/layer/token.
     config = {
-        "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 8,
-        "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8,
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 8,
+        "num_hidden_layers": 2,
+        "vocab_size": 10,
+        "intermediate_size": 8,
     }
     if window is not None:
         config["sliding_window"] = window
@@ -84,7 +96,9 @@ def test_model_that_does_not_fit() -> None:
     result = capacity(Deployment(load_model("llama-3.3-70b"), get_accelerator("h100")), 4096)
     assert not result.fits
     assert (result.num_blocks, result.kv_capacity_tokens, result.max_concurrent_requests) == (
-        0, 0, 0,
+        0,
+        0,
+        0,
     )
     assert result.error is not None
     assert "short by 69.1 GB" in result.error  # 141.107 - 72.0

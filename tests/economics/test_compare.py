@@ -36,9 +36,17 @@ def _shared_prefix_log() -> list[TokenizedRequest]:
         tokens = prefix + [5000 + 100 * index + k for k in range(16)]
         requests.append(
             TokenizedRequest(
-                source="test", line=index + 1, request_id=f"r{index}", timestamp=float(index),
-                scope="org", provider=None, model=None, input_tokens=80, output_tokens=10,
-                tokens=tokens, tokenizer="test",
+                source="test",
+                line=index + 1,
+                request_id=f"r{index}",
+                timestamp=float(index),
+                scope="org",
+                provider=None,
+                model=None,
+                input_tokens=80,
+                output_tokens=10,
+                tokens=tokens,
+                tokenizer="test",
             )
         )
     return requests
@@ -126,7 +134,9 @@ def test_hosted_targets_and_break_even(migrated_db_url: str) -> None:
     assert even["replica_cost_per_month"] == "1825.000000"
     assert even["logs"] == pytest.approx(float(logs))
     assert even["requests"] == pytest.approx(float(logs) * 3)
-    cheaper = "self-hosted" if Decimal(versus["self_hosted_full_utilization"]) < line.total else "hosted"
+    cheaper = (
+        "self-hosted" if Decimal(versus["self_hosted_full_utilization"]) < line.total else "hosted"
+    )
     assert versus["cheaper_full_utilization"] == cheaper
     data = json.loads(json.dumps(result.to_json()))  # JSON-serializable throughout
     assert data["hosted"][0]["provider"] == "deepseek"
@@ -158,8 +168,22 @@ def _app() -> typer.Typer:
 def test_capacity_cli_json() -> None:
     result = CliRunner().invoke(
         _app(),
-        ["capacity", "--model", "llama-3.3-70b", "--gpu", "h100", "--gpus", "4",
-         "--context", "8192", "--batch", "8", "--cached", "4096", "--json"],
+        [
+            "capacity",
+            "--model",
+            "llama-3.3-70b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "4",
+            "--context",
+            "8192",
+            "--batch",
+            "8",
+            "--cached",
+            "4096",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -226,8 +250,17 @@ def test_compare_cli_on_a_text_log(tmp_path: Path) -> None:
     chart = tmp_path / "chart.png"
     result = CliRunner().invoke(
         _app(),
-        ["compare", str(log), "--model", "llama-3.1-8b", "--gpu", "h100", "--json",
-         "--plot", str(chart)],
+        [
+            "compare",
+            str(log),
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--json",
+            "--plot",
+            str(chart),
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -31,9 +31,17 @@ def test_fp8_and_int4_halve_and_quarter_exactly() -> None:
     assert model.kv_bytes_per_token("int4") == 81_920
     # A single int4 element is half a byte, kept exact (not 0 and not a float).
     one_layer = from_hf_config(
-        {"hidden_size": 2, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 1,
-         "num_hidden_layers": 1, "vocab_size": 1, "intermediate_size": 1},
-        name="tiny", source="test",
+        {
+            "hidden_size": 2,
+            "num_attention_heads": 1,
+            "num_key_value_heads": 1,
+            "head_dim": 1,
+            "num_hidden_layers": 1,
+            "vocab_size": 1,
+            "intermediate_size": 1,
+        },
+        name="tiny",
+        source="test",
     )
     # 2 (K and V) * 1 layer * 1 head * 1 dim * 1/2 byte = 1 byte; per token per element: 1/2.
     assert one_layer.kv_bytes_per_token("int4") == 1
@@ -75,10 +83,18 @@ def test_hybrid_gated_deltanet_small_config_by_hand() -> None:
     # Qwen3-Next style: full attention every 2nd layer of 4 -> layers 1 and 3 attention,
     # 0 and 2 Gated DeltaNet.
     config = {
-        "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-        "num_hidden_layers": 4, "full_attention_interval": 2, "vocab_size": 100,
-        "linear_num_value_heads": 2, "linear_num_key_heads": 1, "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "num_hidden_layers": 4,
+        "full_attention_interval": 2,
+        "vocab_size": 100,
+        "linear_num_value_heads": 2,
+        "linear_num_key_heads": 1,
+        "linear_key_head_dim": 8,
+        "linear_value_head_dim": 8,
+        "linear_conv_kernel_dim": 4,
     }
     model = from_hf_config(config, name="mini-next", source="test", params_total=1000)
     # KV: 2 layers * (2 * 2 heads * 16) = 128 elements * 2 B = 256 B/token.
@@ -103,9 +119,15 @@ def test_sliding_window_caps_per_request_kv() -> None:
 def test_gemma_style_local_global_pattern() -> None:
     # Every 6th layer global (1-based 6 and 12), the other 10 local with a 1,024 window.
     config = {
-        "hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
-        "num_hidden_layers": 12, "sliding_window": 1024, "sliding_window_pattern": 6,
-        "vocab_size": 10, "intermediate_size": 128,
+        "hidden_size": 64,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "num_hidden_layers": 12,
+        "sliding_window": 1024,
+        "sliding_window_pattern": 6,
+        "vocab_size": 10,
+        "intermediate_size": 128,
     }
     model = from_hf_config(config, name="mini-gemma", source="test")
     assert (model.full_attention_layers, model.sliding_attention_layers) == (2, 10)
@@ -145,9 +167,14 @@ def test_weight_bytes_follow_dtype() -> None:
 
 def test_config_json_file_and_bad_inputs(tmp_path: Path) -> None:
     config = {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "vocab_size": 128256, "torch_dtype": "bfloat16",
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
     }
     (tmp_path / "config.json").write_text(json.dumps(config))
     model = load_model(str(tmp_path))  # a directory holding config.json
@@ -161,16 +188,30 @@ def test_config_json_file_and_bad_inputs(tmp_path: Path) -> None:
     # MLA and hybrids cannot be counted from their config: the error asks for --params.
     with pytest.raises(GeometryError, match="--params"):
         from_hf_config(
-            {"hidden_size": 8, "num_attention_heads": 1, "num_hidden_layers": 1,
-             "kv_lora_rank": 4, "qk_rope_head_dim": 2, "qk_nope_head_dim": 2, "v_head_dim": 2},
-            name="x", source="test",
+            {
+                "hidden_size": 8,
+                "num_attention_heads": 1,
+                "num_hidden_layers": 1,
+                "kv_lora_rank": 4,
+                "qk_rope_head_dim": 2,
+                "qk_nope_head_dim": 2,
+                "v_head_dim": 2,
+            },
+            name="x",
+            source="test",
         )
 
 
 def test_every_preset_loads() -> None:
     names = preset_names()
-    for required in ("llama-3.3-70b", "llama-3.1-8b", "qwen2.5-72b", "deepseek-v3",
-                     "jamba-v0.1", "mistral-7b-v0.1"):
+    for required in (
+        "llama-3.3-70b",
+        "llama-3.1-8b",
+        "qwen2.5-72b",
+        "deepseek-v3",
+        "jamba-v0.1",
+        "mistral-7b-v0.1",
+    ):
         assert required in names
     for name in names:
         assert load_model(name).kv_bytes_per_token() > 0

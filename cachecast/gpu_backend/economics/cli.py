@@ -224,6 +224,22 @@ def compare_command(
             help="Host DRAM KV tier per replica (default: unbounded).",
         ),
     ] = None,
+    state_checkpoint: Annotated[
+        int | None,
+        typer.Option(
+            "--state-checkpoint",
+            min=1,
+            help="Hybrid models: recurrent-state checkpoint interval (tokens) hits round to.",
+        ),
+    ] = None,
+    measurement_id: Annotated[
+        int | None,
+        typer.Option(
+            "--measurement-id",
+            help="Fit prefill time from this stored vLLM measurement (cachecast measure)"
+            " instead of the roofline model; it must be of this model and accelerator.",
+        ),
+    ] = None,
     max_utilization: Annotated[
         float,
         typer.Option("--max-utilization", help="Busiest a replica may be at the log's rate."),
@@ -286,6 +302,14 @@ def compare_command(
         gpu_memory_utilization,
         block_size or 16,
     )
+    measurement = None
+    if measurement_id is not None:
+        from cachecast.gpu_backend.economics.measured import MeasurementError, load_measurement
+
+        try:
+            measurement = load_measurement(db.resolve_database_url(database_url), measurement_id)
+        except MeasurementError as error:
+            _fail(err, str(error), EXIT_BAD_INPUT)
     store = None
     targets = []
     if target:
@@ -322,6 +346,8 @@ def compare_command(
                 gpu_memory_utilization=deployment.gpu_memory_utilization,
                 host_tier_bytes=host_bytes,
                 max_utilization=max_utilization,
+                state_checkpoint_tokens=state_checkpoint,
+                measurement=measurement,
                 tokenizer_model=tokenizer,
                 progress=lambda n: progress.advance(task, n),
             )

@@ -196,9 +196,14 @@ def _replay(
     block_size: int,
     num_blocks: int | None,
     progress: Callable[[int], None] | None,
+    state_checkpoint_tokens: int | None = None,
 ) -> list[int]:
-    """Cached prefix tokens of every request under vLLM prefix caching with ``num_blocks``."""
-    policy = build_policy("vllm", block_size=block_size, capacity_blocks=num_blocks)
+    """Cached prefix tokens of every request under vLLM prefix caching with ``num_blocks``
+    (hybrid models: hits rounded down to the recurrent-state checkpoint interval too)."""
+    options: dict[str, Any] = {"block_size": block_size, "capacity_blocks": num_blocks}
+    if state_checkpoint_tokens is not None:
+        options["state_checkpoint_tokens"] = state_checkpoint_tokens
+    policy = build_policy("vllm", **options)
     cached = []
     for index, request in enumerate(requests, 1):
         cached.append(policy.process(request).cache_read_tokens)
@@ -271,6 +276,7 @@ def compare(
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
     host_tier_bytes: int | None = None,
+    state_checkpoint_tokens: int | None = None,
     measurement: PrefillMeasurement | None = None,
     tokenizer_model: str | None = None,
     capacity_factors: Sequence[Fraction] = DEFAULT_CAPACITY_FACTORS,
@@ -282,8 +288,10 @@ def compare(
     self-hosted side with ``tokenizer_model`` or the log's own model) or requests already
     tokenized. ``gpu_price`` ($/GPU-hour) has no default: without it only GPU-hours are given.
     ``host_tier_bytes``: host DRAM for offloaded KV (None: unbounded, an upper bound on the
-    tier's benefit). ``measurement``: a vLLM measurement of this deployment's prefill; when
-    given it replaces the roofline model and ``timing_source`` says so.
+    tier's benefit). ``state_checkpoint_tokens``: a hybrid model's recurrent-state
+    checkpoint interval (hits are rounded down to it, MISSION.md). ``measurement``: a vLLM
+    measurement of this deployment's prefill; when given it replaces the roofline model and
+    ``timing_source`` says so.
     """
     if targets and store is None:
         raise ComparisonError("hosted targets need a contract store")
@@ -333,12 +341,13 @@ def compare(
         "max_input_tokens": int(inputs.max()),
         "mean_decode_context_tokens": decode_context,
         "block_size": size,
+        "state_checkpoint_tokens": state_checkpoint_tokens,
         "tokenizer": requests[0].tokenizer or None,
         "exact_tokens": all(request.exact for request in requests),
     }
 
     # --- self-hosted hit rate at the deployment's capacity and around it
-    cached_list = _replay(requests, size, kv.num_blocks, progress)
+    cached_list = _replay(requests, size, kv.num_blocks, progress, state_checkpoint_tokens)
     cached = np.array(cached_list, dtype=np.float64)
     hit_tokens = int(cached.sum())
     curve: list[CapacityPoint] = []
@@ -347,10 +356,12 @@ def compare(
         hits = (
             hit_tokens
             if blocks == kv.num_blocks
-            else sum(_replay(requests, size, blocks, progress))
+            else sum(_replay(requests, size, blocks, progress, state_checkpoint_tokens))
         )
         curve.append(CapacityPoint(blocks, blocks * size, float(factor), hits, hits / total_input))
-    unbounded_cached = np.array(_replay(requests, size, None, progress), dtype=np.float64)
+    unbounded_cached = np.array(
+        _replay(requests, size, None, progress, state_checkpoint_tokens), dtype=np.float64
+    )
     unbounded_hits = int(unbounded_cached.sum())
     curve.append(CapacityPoint(None, None, None, unbounded_hits, unbounded_hits / total_input))
 
@@ -477,6 +488,7 @@ def compare(
         measured=measurement is not None,
         gpu_price=gpu_price,
         progress=progress,
+        state_checkpoint_tokens=state_checkpoint_tokens,
     )
 
     # --- hosted targets
@@ -570,13 +582,17 @@ def _host_tier(
     measured: bool,
     gpu_price: Decimal | None,
     progress: Callable[[int], None] | None,
+    state_checkpoint_tokens: int | None,
 ) -> dict[str, Any]:
     """HBM plus a host-DRAM tier as one LRU pool of HBM + host blocks (an inclusive
     offload cache, LMCache-style). A request's extra hits beyond HBM's are fetched over
     the host link when tokens*b_kv/link_bw < the recompute time they save, else recomputed."""
     host_blocks = None if host_tier_bytes is None else int(host_tier_bytes // kv.block_bytes)
     tier_blocks = None if host_blocks is None else kv.num_blocks + host_blocks
-    tier_cached = np.array(_replay(requests, block_size, tier_blocks, progress), dtype=np.float64)
+    tier_cached = np.array(
+        _replay(requests, block_size, tier_blocks, progress, state_checkpoint_tokens),
+        dtype=np.float64,
+    )
     extra = np.maximum(0.0, tier_cached - cached)
     link = deployment.accelerator.host_link_bytes_s
     fetch = extra * float(deployment.kv_bytes_per_token) / link
@@ -677,7 +693,12 @@ def _versus(
                 "reason": "even fully utilized, self-hosting costs more per log than this"
                 " hosted bill; it never breaks even at any volume",
             }
-    if not measured:
+    if measured:
+        row["break_even_hit_rate"] = {
+            "hit_rate": None,
+            "note": "not computed: the measured prefill fit is not re-timed at other hit rates",
+        }
+    else:
         row["break_even_hit_rate"] = _break_even_hit_rate(
             deployment, gpu_price, line.total, decode_full, inputs
         )

@@ -44,7 +44,10 @@ class PrefillMeasurement(Protocol):
     measurements (issue 7) can replace the roofline model without changing this module.
     """
 
-    source: str
+    @property
+    def source(self) -> str:
+        """Which engine, model, device and run were measured."""
+        ...
 
     def prefill_seconds(self, cached_tokens: int, new_tokens: int) -> float: ...
 
