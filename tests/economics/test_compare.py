@@ -97,9 +97,11 @@ def test_gpu_time_and_cost_by_hand(report: ComparisonReport) -> None:
     assert report.self_hosted["cost"]["at_arrival_rate"] == "0.001390"
     # Little's law batch: 1.5 req/s * 10 tokens * ~4.8 ms per step = 0.07 -> at least 1.
     assert at_rate["decode_batch"] == 1.0
-    # Busy share: (3 * 4.797 ms prefill + 30 * (W + 85*131,072)/BW decode) / 2 s.
+    # Busy share: the fully used GPU time over the 2 s the replica is kept.
+    assert at_rate["utilization"] == pytest.approx(float(busy / 2))
+    # Inter-token latency at batch 1: (W + 85 * 131,072) / BW = 4.797 ms.
     single_step = Fraction(W_8B + 85 * KV_8B, H100_BW)
-    assert at_rate["utilization"] == pytest.approx(float((3 * prefill_each + 30 * single_step) / 2))
+    assert at_rate["inter_token_latency_ms"] == pytest.approx(float(single_step * 1000))
 
 
 def test_model_that_does_not_fit_is_a_clear_error() -> None:

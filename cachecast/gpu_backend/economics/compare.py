@@ -388,22 +388,22 @@ def compare(
     busy_full = prefill_total + decode_full
 
     at_rate: dict[str, Any] | None = None
-    replicas = 1
-    decode_batch = float(batch_cap)
     if duration > 0:
         rate = count / duration
         mean_output = total_output / count
+        # Replicas are sized on the fully-used GPU time: under load vLLM's chunked prefill
+        # batches the decode tokens with the prefill chunks, so the weights are read once per
+        # mixed step, as in the full-utilization figure. The Little's-law decode batch below
+        # then gives the inter-token latency at this rate (few sequences: weights per token).
         replicas = max(1, math.ceil(busy_full / (duration * max_utilization)))
-        while True:
-            decode_batch, saturated = _decode_batch(
-                deployment, rate / replicas, mean_output, decode_context, batch_cap
-            )
-            per_token = _decode_seconds_per_token(deployment, decode_batch, decode_context)
-            utilization = (prefill_total + total_output * per_token) / (replicas * duration)
-            if utilization <= max_utilization:
-                break
-            replicas += 1
-        service = prefill + outputs * per_token
+        utilization = busy_full / (replicas * duration)
+        decode_batch, saturated = _decode_batch(
+            deployment, rate / replicas, mean_output, decode_context, batch_cap
+        )
+        step_seconds = (
+            _decode_seconds_per_token(deployment, decode_batch, decode_context) * decode_batch
+        )
+        service = prefill + outputs * decode_full_per_token
         replica_rate = rate / replicas
         # Pollaczek-Khinchine mean wait of an M/G/1 queue (Poisson arrivals, as Mooncake's).
         wait = replica_rate * float(np.mean(service**2)) / (2 * (1 - utilization))
@@ -414,11 +414,12 @@ def compare(
             "max_utilization": max_utilization,
             "decode_batch": decode_batch,
             "decode_batch_saturated": saturated,
+            "inter_token_latency_ms": step_seconds * 1000,
             "gpu_hours": str(_gpu_hours(replicas * duration, gpus)),
             "ttft_mean_ms": (wait + float(prefill.mean())) * 1000,
             "queue_wait_mean_ms": wait * 1000,
-            "input_tokens_per_s": total_input / duration,
-            "output_tokens_per_s": total_output / duration,
+            "fleet_input_tokens_per_s": total_input / duration,
+            "fleet_output_tokens_per_s": total_output / duration,
         }
     gpu_hours_full = _gpu_hours(busy_full, gpus)
     self_hosted: dict[str, Any] = {
@@ -544,7 +545,10 @@ def compare(
         "KV capacity: gpu_memory_utilization x memory - weights; vLLM's activation and CUDA"
         " graph reservations are not subtracted (capacity is a few GB per GPU high)",
         "prefill: roofline ceiling at dense BF16 peak and full memory bandwidth (real kernels"
-        " reach 40-70% of peak); decode: memory-bound ceiling at the Little's-law batch",
+        " reach 40-70% of peak); decode: memory-bound ceiling at min(KV-limited concurrency,"
+        " max_num_seqs); replicas at the arrival rate sized on that fully-batched GPU time"
+        " (chunked prefill rides decode tokens on prefill steps); inter-token latency at the"
+        " Little's-law decode batch",
         f"decode context: the log's mean input + output/2 = {decode_context} tokens",
         "TTFT: M/G/1 (Pollaczek-Khinchine) mean wait + mean prefill, per replica; replicas"
         f" are added until each is at most {max_utilization:.0%} busy",
