@@ -14,6 +14,7 @@ import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,10 +23,12 @@ from sqlalchemy.engine import Connection, make_url
 from cachecast import db
 from cachecast.contracts.errors import (
     ContractConflictError,
+    ContractFormatError,
     DatabaseNotMigratedError,
     UnknownContractError,
 )
 from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
+from cachecast.contracts.sqltypes import check_storable
 from cachecast.contracts.tables import (
     ContractAliasRow,
     ContractPriceTierRow,
@@ -246,6 +249,7 @@ class ContractStore:
         result.added.append(terms)
 
     def _insert(self, connection: Connection, terms: ContractTerms, origin: str) -> None:
+        _check_exact_columns(terms)
         inserted = connection.execute(VERSIONS.insert().values(**version_row_values(terms, origin)))
         primary_key = inserted.inserted_primary_key
         assert primary_key is not None  # an INSERT of one row always reports its key
@@ -372,6 +376,32 @@ class ContractStore:
                 difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
             )
         return [terms for terms in by_provider if terms.model == chosen]
+
+
+def _check_exact_columns(terms: ContractTerms) -> None:
+    """Refuse a decimal the money columns cannot hold exactly, naming the field."""
+    values: list[tuple[str, Decimal | None]] = [
+        ("read_multiplier", terms.read_multiplier),
+        ("storage_per_mtok_hour", terms.storage_per_mtok_hour),
+        ("input_per_mtok", terms.input_per_mtok),
+        ("output_per_mtok", terms.output_per_mtok),
+    ]
+    values += [
+        (f"ttl_options[{index}].write_multiplier", option.write_multiplier)
+        for index, option in enumerate(terms.ttl_options)
+    ]
+    for index, tier in enumerate(terms.long_context_tiers):
+        values.append((f"long_context_tiers[{index}].input_per_mtok", tier.input_per_mtok))
+        values.append((f"long_context_tiers[{index}].output_per_mtok", tier.output_per_mtok))
+    for name, value in values:
+        if value is None:
+            continue
+        try:
+            check_storable(value)
+        except ValueError as error:
+            raise ContractFormatError(
+                "", f"{terms.provider}/{terms.model} from {terms.effective_from}", name, str(error)
+            ) from error
 
 
 def _is_pattern(alias: str) -> bool:
