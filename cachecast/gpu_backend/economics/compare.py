@@ -539,9 +539,10 @@ def compare(
         for line in hosted
     ]
     assumptions = [
-        "self-hosted hit rate: simulator vLLM policy, one request at a time, num_blocks = KV"
-        " capacity of one replica (requests of several replicas are assumed session-routed, so"
-        " one replica's cache sees the whole log: an upper bound with many replicas)",
+        "self-hosted hit rate: simulator vLLM policy, one request at a time, capacity_blocks ="
+        " the KV capacity of one replica, that replica seeing the whole log; with N replicas"
+        " and prefix-aware routing the pool is N times larger but split: the capacity curve's"
+        " 2x/4x/8x points bound what routing could reach",
         "KV capacity: gpu_memory_utilization x memory - weights; vLLM's activation and CUDA"
         " graph reservations are not subtracted (capacity is a few GB per GPU high)",
         "prefill: roofline ceiling at dense BF16 peak and full memory bandwidth (real kernels"

@@ -18,11 +18,8 @@ GIGA = 10**9
 TERA = 10**12
 
 
-class UnknownAcceleratorError(KeyError):
+class UnknownAcceleratorError(ValueError):
     """Raised for a name that is not in the table; the message lists the known names."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @dataclass(frozen=True, slots=True)
