@@ -8,6 +8,10 @@ of a profiling forward pass and the CUDA graphs out of the same budget; those de
 below are an upper bound, about a few GB per GPU too high. ``reserve_bytes_per_gpu`` lets a
 user take a measured amount off.
 
+Blocks are sized at every attention layer's per-token KV (``kv_bytes_per_token``), so for a
+sliding-window model ``num_blocks`` counts tokens as if no window applied (what a prefix
+cache can hold); the window cap enters the per-request footprint and so the concurrency.
+
 With ``gpus`` > 1 the model is tensor-parallel: weights and KV are split evenly, so the pool
 is the sum over GPUs (replicated embeddings and the per-GPU activation memory are ignored).
 """
