@@ -43,7 +43,7 @@ from cachecast.simulator.reconcile import (
 )
 from cachecast.simulator.replay import DEFAULT_REORDER_WINDOW, OutOfOrderError, in_timestamp_order
 from cachecast.simulator.types import Cost, RequestUsage
-from cachecast.tokenizers import LogError, get_tokenizer, read_log
+from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_log
 from cachecast.tokenizers.types import TokenizedRequest
 
 HIT_RATE_DEFINITION = (
@@ -233,6 +233,27 @@ def resolve_targets(
     return contracts
 
 
+def tokenizer_for_target(target: Target, contract: ContractTerms) -> tuple[str, str]:
+    """The model name to tokenize the log with for ``target``, and its tokenizer's name.
+
+    The target's own id comes first, then the contract's canonical id and plain aliases (a
+    target may name a dated alias the tokenizer registry does not list). ``TargetError``
+    when none of them has a tokenizer.
+    """
+    candidates = [target.model, contract.model]
+    candidates += [alias for alias in contract.aliases if not any(c in alias for c in "*?[")]
+    patterns: list[str] = []
+    for candidate in candidates:
+        try:
+            return candidate, get_tokenizer(candidate).name
+        except UnknownModelError as error:
+            patterns = error.known_patterns
+    raise TargetError(
+        f"{target}: no tokenizer is known for {' or '.join(dict.fromkeys(candidates))};"
+        f" known model patterns: {', '.join(patterns)}"
+    )
+
+
 def estimate(
     sources: Sequence[Path] | Iterable[TokenizedRequest],
     targets: list[Target],
@@ -267,10 +288,12 @@ def estimate(
     paths = _as_paths(sources)
     if paths is not None:
         groups: dict[str, list[int]] = {}
-        for index, target in enumerate(targets):
-            groups.setdefault(get_tokenizer(target.model).name, []).append(index)
+        tokenizer_models: dict[str, str] = {}
+        for index, (target, contract) in enumerate(zip(targets, contracts, strict=True)):
+            model, tokenizer_name = tokenizer_for_target(target, contract)
+            groups.setdefault(tokenizer_name, []).append(index)
+            tokenizer_models.setdefault(tokenizer_name, model)
         for tokenizer_name, indices in groups.items():
-            lead = targets[indices[0]]
             seen_errors = len(errors)
             pass_errors: list[LogError] = []
             # The model argument asks for that model's tokenization; the provider is left to
@@ -278,7 +301,12 @@ def estimate(
             logged_models: dict[tuple[str, int], str | None] = {}
             streams = [
                 _remember_logged_model(
-                    read_log(path, model=lead.model, strict=strict, errors=pass_errors),
+                    read_log(
+                        path,
+                        model=tokenizer_models[tokenizer_name],
+                        strict=strict,
+                        errors=pass_errors,
+                    ),
                     path,
                     logged_models,
                 )

@@ -153,7 +153,7 @@ def estimate_command(
             message += "\nclose matches: " + ", ".join(error.close_matches)
         _usage_error(err, message)
     except (LogError, OrderError) as error:
-        err.print(f"[red]error:[/] {error}", highlight=False)
+        err.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from error
     finally:
         if table_writer is not None:
@@ -161,7 +161,9 @@ def estimate_command(
 
     for problem in report.errors:
         err.print(
-            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}", highlight=False
+            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}",
+            highlight=False,
+            soft_wrap=True,
         )
     if report.skipped_lines:
         err.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]")
@@ -180,7 +182,7 @@ def estimate_command(
 
 
 def _usage_error(console: Console, message: str) -> Any:
-    console.print(f"[red]error:[/] {message}", highlight=False)
+    console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 
