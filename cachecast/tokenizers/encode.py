@@ -9,10 +9,10 @@ request with those specials allowed (``TiktokenTokenizer.framed_encoding``). Non
 (image placeholders) are boundaries of the same kind. An unframed plain prompt is a single
 text and is encoded whole.
 
-Speed: identical texts recur across requests (system prompts, tool schemas, the earlier turns
-of a session). :class:`SegmentCache` maps ``(tokenizer namespace, text)`` to the ids, bounded by
-a total token budget with least-recently-used eviction. Cache misses of a batch of requests
-are encoded in a process pool (fork: workers inherit the loaded encoding) when they are
+Speed: identical parts recur across requests (system prompts, tool schemas, the earlier turns
+of a session). :class:`SegmentCache` maps each part (tokenizer namespace, role, content) to
+its framed ids, bounded by a total token budget with least-recently-used eviction. Cache
+misses of a batch of requests are encoded in a process pool (fork: workers inherit the loaded encoding) when they are
 large enough to pay for the transfer, else in process.
 """
 
@@ -27,21 +27,24 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN, TiktokenTokenizer
-from cachecast.tokenizers.render import NO_BREAKPOINT, NonText, Rendered
+from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rendered
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
 POOL_MIN_CHARS = 400_000  # below this a batch's misses are encoded in process
 
 
-def text_key(namespace: str, text: str) -> tuple[str, str]:
-    """The cache key of ``text``: the text itself with the tokenizer's namespace.
+PartKey = tuple[str, str | None, tuple[Item, ...]]
 
-    A dict keyed by the string is content-addressed with no collision possible (equal hash
-    and then full equality), and Python's string hash is cheaper than a cryptographic
-    digest of every segment of every request.
+
+def part_key(namespace: str, part: Part) -> PartKey:
+    """The cache key of a part: tokenizer namespace, role (framed parts) and the content.
+
+    Keyed by the content itself rather than a digest of it: a dict lookup is content-addressed
+    with no collision possible (equal hash, then full equality), and Python's string hash is
+    cheaper than a cryptographic digest of every part of every request.
     """
-    return (namespace, text)
+    return (namespace, part.role if part.framed else None, tuple(part.items))
 
 
 class SegmentCache:
@@ -49,19 +52,19 @@ class SegmentCache:
 
     def __init__(self, max_tokens: int = DEFAULT_CACHE_TOKENS) -> None:
         self.max_tokens = max_tokens
-        self._entries: OrderedDict[tuple[str, str], array[int]] = OrderedDict()
+        self._entries: OrderedDict[PartKey, array[int]] = OrderedDict()
         self._tokens = 0
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple[str, str]) -> array[int] | None:
+    def get(self, key: PartKey) -> array[int] | None:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
             self.hits += 1
         return found
 
-    def put(self, key: tuple[str, str], ids: array[int]) -> None:
+    def put(self, key: PartKey, ids: array[int]) -> None:
         if key in self._entries or len(ids) > self.max_tokens:
             return
         self._entries[key] = ids
@@ -95,6 +98,7 @@ class BatchEncoder:
         self._start = framing.start[1]
         self._message = framing.message[1]
         self._end = framing.end[1]
+        self._priming: array[int] | None = None
 
     def close(self) -> None:
         if self._pool is not None:
@@ -103,69 +107,74 @@ class BatchEncoder:
 
     def encode_batch(self, batch: Sequence[Rendered]) -> list[Encoded]:
         namespace = self.tokenizer.cache_namespace
-        # Pass 1: resolve every text through the cache; collect distinct misses.
-        resolved: dict[tuple[str, str], array[int]] = {}
-        misses: dict[tuple[str, str], str] = {}
+        # Pass 1: look every part up (framing included); collect the texts of missed parts.
+        found: dict[PartKey, array[int]] = {}
+        missed: dict[PartKey, Part] = {}
+        texts: dict[str, None] = {}
         for rendered in batch:
             for part in rendered.parts:
-                texts = [part.role, *part.items] if part.framed else list(part.items)
-                for item in texts:
+                key = part_key(namespace, part)
+                if key in found or key in missed:
+                    continue
+                ids = self.cache.get(key)
+                if ids is not None:
+                    found[key] = ids
+                    continue
+                missed[key] = part
+                if part.framed and part.role:
+                    texts[part.role] = None
+                for item in part.items:
                     if isinstance(item, str) and item:
-                        key = text_key(namespace, item)
-                        if key in resolved or key in misses:
-                            continue
-                        found = self.cache.get(key)
-                        if found is None:
-                            misses[key] = item
-                        else:
-                            resolved[key] = found
-        if misses:
-            self.cache.misses += len(misses)
-            for key, ids in zip(misses, self._encode_texts(list(misses.values())), strict=True):
-                resolved[key] = ids
+                        texts[item] = None
+            if rendered.reply_priming:
+                texts.setdefault("assistant", None)
+        if missed:
+            self.cache.misses += len(missed)
+            encoded = dict(zip(texts, self._encode_texts(list(texts)), strict=True))
+            for key, part in missed.items():
+                ids = self._part_ids(part, encoded)
+                found[key] = ids
                 self.cache.put(key, ids)
-        # Pass 2: assemble each request from its parts.
-        return [self._assemble(rendered, resolved, namespace) for rendered in batch]
+        if self._priming is None:
+            self._priming = array("I", [self._start, *self.tokenizer.encode("assistant")])
+            self._priming.append(self._message)
+        # Pass 2: each request is the concatenation of its parts' ids.
+        return [self._assemble(rendered, found, namespace) for rendered in batch]
+
+    def _part_ids(self, part: Part, encoded: dict[str, array[int]]) -> array[int]:
+        ids: array[int] = array("I")
+        if part.framed:
+            ids.append(self._start)
+            if part.role:
+                ids.extend(encoded[part.role])
+            ids.append(self._message)
+        for item in part.items:
+            if isinstance(item, NonText):
+                ids.extend(item.ids(NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN))
+            elif item:
+                ids.extend(encoded[item])
+        if part.framed:
+            ids.append(self._end)
+        return ids
 
     def _assemble(
-        self, rendered: Rendered, resolved: dict[tuple[str, str], array[int]], namespace: str
+        self, rendered: Rendered, found: dict[PartKey, array[int]], namespace: str
     ) -> Encoded:
         tokens: array[int] = array("I")
         segments: list[Segment] = []
         breakpoints: list[Breakpoint] = []
         for part in rendered.parts:
             start = len(tokens)
-            if part.framed:
-                tokens.append(self._start)
-                tokens.extend(resolved[text_key(namespace, part.role)] if part.role else ())
-                tokens.append(self._message)
-            for item in part.items:
-                if isinstance(item, NonText):
-                    tokens.extend(item.ids(NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN))
-                elif item:
-                    tokens.extend(resolved[text_key(namespace, item)])
-            if part.framed:
-                tokens.append(self._end)
+            tokens.extend(found[part_key(namespace, part)])
             segments.append(Segment(part.kind, part.label, start, len(tokens)))
             if part.breakpoint_ttl != NO_BREAKPOINT:
                 breakpoints.append(Breakpoint(len(tokens), part.breakpoint_ttl))
         if rendered.reply_priming and rendered.parts:
+            assert self._priming is not None
             start = len(tokens)
-            tokens.append(self._start)
-            tokens.extend(self._role_ids("assistant", resolved, namespace))
-            tokens.append(self._message)
+            tokens.extend(self._priming)
             segments.append(Segment("template", "reply_priming", start, len(tokens)))
         return Encoded(tokens, tuple(segments), tuple(breakpoints))
-
-    def _role_ids(
-        self, role: str, resolved: dict[tuple[str, str], array[int]], namespace: str
-    ) -> array[int]:
-        key = text_key(namespace, role)
-        found = resolved.get(key) or self.cache.get(key)
-        if found is None:
-            found = array("I", self.tokenizer.encode(role))
-            self.cache.put(key, found)
-        return found
 
     def _encode_texts(self, texts: list[str]) -> list[array[int]]:
         total = sum(len(text) for text in texts)

@@ -355,12 +355,8 @@ def _encode_hf(
     if rendered.api == "prompt":
         ids = tokenizer.encode(rendered.parts[0].text())
         return ids, (Segment("prompt", "prompt", 0, len(ids)),), ()
-    messages = rendered.chat_messages or [
-        {"role": part.role, "content": part.text()}
-        for part in rendered.parts
-        if part.kind != "tool"
-    ]
     parts = [part for part in rendered.parts if part.kind != "tool"]
+    messages: list[dict[str, Any]] = [{"role": p.role, "content": p.text()} for p in parts]
     labels = [part.label for part in parts]
     kinds = [part.kind for part in parts]
     ids, segments = tokenizer.encode_chat(messages, labels, kinds, rendered.chat_tools)

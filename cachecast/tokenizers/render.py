@@ -78,7 +78,6 @@ class Rendered:
     exact: bool = True
     reply_priming: bool = True
     tokens: list[int] | None = None  # pre-tokenized input
-    chat_messages: list[dict[str, Any]] = field(default_factory=list)  # for HF templates
     chat_tools: list[dict[str, Any]] | None = None
 
 
@@ -219,12 +218,7 @@ def _render_openai_chat(body: dict[str, Any]) -> Rendered:
         rendered.exact = rendered.exact and exact
         kind = "system" if role in ("system", "developer") else "message"
         rendered.parts.append(Part(kind, path, role, items))
-        rendered.chat_messages.append({"role": role, "content": "".join(_texts(items))})
     return rendered
-
-
-def _texts(items: list[Item]) -> list[str]:
-    return [item for item in items if isinstance(item, str)]
 
 
 def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
@@ -275,11 +269,9 @@ def _render_responses(body: dict[str, Any]) -> Rendered:
     if instructions is not None:
         text = _str(instructions, "instructions")
         rendered.parts.append(Part("system", "instructions", "system", [text]))
-        rendered.chat_messages.append({"role": "system", "content": text})
     given = _require(body, "input", "")
     if isinstance(given, str):
         rendered.parts.append(Part("message", "input", "user", [given]))
-        rendered.chat_messages.append({"role": "user", "content": given})
         return rendered
     for index, item in enumerate(_list(given, "input")):
         path = f"input[{index}]"
@@ -304,7 +296,6 @@ def _render_responses(body: dict[str, Any]) -> Rendered:
             raise FieldError(f"{path}.type", f"unsupported input item type {kind!r}")
         part_kind = "system" if role in ("system", "developer") else "message"
         rendered.parts.append(Part(part_kind, path, role, items))
-        rendered.chat_messages.append({"role": role, "content": "".join(_texts(items))})
     return rendered
 
 
