@@ -288,6 +288,18 @@ def suggest_command(
     values: ValuesOption = None,
     top: Annotated[int, typer.Option("--top", help="Show this many suggestions.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    validate_on_engine: Annotated[
+        str | None,
+        typer.Option(
+            "--validate-on-engine",
+            help="Base URL of a vLLM server: replay the original and each shown suggestion"
+            " there (tokenized with --model, the served model) and report measured hit rates.",
+        ),
+    ] = None,
+    engine_api_key: Annotated[
+        str | None,
+        typer.Option("--engine-api-key", envvar="CACHECAST_ENGINE_API_KEY", help="Bearer token."),
+    ] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Find volatile spans and propose layout changes, each re-simulated and ranked."""
@@ -309,7 +321,14 @@ def suggest_command(
             suggestions = suggest(
                 prompt_set, specs, at=day, store=store, model=model, analysis=analysis
             )
-    shown = suggestions[: max(top, 0)]
+            shown = suggestions[: max(top, 0)]
+            measured: dict[str, Any] = {}
+            if validate_on_engine is not None:
+                if model is None:
+                    raise BadInput("--validate-on-engine needs --model (the served model)")
+                measured = _validate_on_engine(
+                    validate_on_engine, engine_api_key, model, prompt_set.records, shown
+                )
     if as_json:
         typer.echo(
             json.dumps(
@@ -341,4 +360,51 @@ def suggest_command(
             if outcome.saving_per_1k is not None:
                 line += f"; saves ${outcome.saving_per_1k:.4f} per 1,000 requests"
             typer.echo(line)
+        if suggestion.kind in measured:
+            engine = measured[suggestion.kind]
+            typer.echo(
+                f"   measured on the engine: hit rate {measured['original']['hit_rate']:.2%} ->"
+                f" {engine['hit_rate']:.2%} (simulator predicted"
+                f" {engine['predicted_cached_tokens']} cached tokens, engine"
+                f" {engine['measured_cached_tokens']})"
+            )
         typer.echo("   " + suggestion.diff.replace("\n", "\n   ").rstrip())
+
+
+def _validate_on_engine(
+    url: str,
+    api_key: str | None,
+    model: str,
+    original: list[dict[str, Any]],
+    suggestions: list[Any],
+) -> dict[str, Any]:
+    """Replay the original requests and each suggestion's on a vLLM server.
+
+    The engine side lives in ``cachecast.gpu_backend`` (which builds on the simulator), so it
+    is imported here, at call time, by this command only; the simulator's library code
+    never depends on it.
+    """
+    from cachecast.gpu_backend.engine.http_backend import HttpBackend
+    from cachecast.gpu_backend.engine.replay import measure_layout
+    from cachecast.gpu_backend.engine.types import EngineError
+    from cachecast.tokenizers import read_records
+
+    backend = HttpBackend(url, model=model, api_key=api_key)
+
+    def measure(records: list[dict[str, Any]], label: str) -> dict[str, Any]:
+        requests = list(read_records(records, label, model=model, strict=True))
+        try:
+            report = measure_layout(requests, backend, source=label)
+        except EngineError as error:  # an unreachable or misconfigured engine: exit 2
+            raise BadInput(f"--validate-on-engine {url}: {error}") from error
+        return {
+            "hit_rate": report.hit_rate,
+            "measured_cached_tokens": report.measured_cached_tokens,
+            "predicted_cached_tokens": report.predicted_cached_tokens,
+            "prompt_tokens": report.prompt_tokens,
+        }
+
+    results = {"original": measure(original, "original")}
+    for suggestion in suggestions:
+        results[suggestion.kind] = measure(list(suggestion.transformed_records), suggestion.kind)
+    return results

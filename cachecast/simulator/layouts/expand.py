@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ def expand(
 ) -> list[SyntheticRequest]:
     """Every request the layout's arrival pattern produces, in arrival order."""
     arrival = layout.arrival
+    anthropic = (provider or layout.provider or "").lower() == "anthropic"
     requests: list[SyntheticRequest] = []
     for session_index in range(arrival.sessions):
         session_values = layout.session_values[session_index % len(layout.session_values)]
@@ -71,9 +72,11 @@ def expand(
             ]
             last_user = max(i for i, m in enumerate(turn_messages) if m["role"] == "user")
             messages: list[dict[str, Any]] = []
+            system: str | None = None
             if layout.system is not None:
                 system = render_value(layout.system, variables, where="system", file=layout.source)
-                messages.append({"role": "system", "content": system})
+                if not anthropic:
+                    messages.append({"role": "system", "content": system})
             messages.extend(
                 render_value(message, variables, where=f"messages[{index}]", file=layout.source)
                 for index, message in enumerate(layout.messages)
@@ -83,6 +86,8 @@ def expand(
             history.extend(turn_messages)
 
             body: dict[str, Any] = {"messages": messages}
+            if anthropic and system is not None:
+                body["system"] = system
             if model or layout.model:
                 body["model"] = model or layout.model
             tools = [
@@ -95,6 +100,7 @@ def expand(
                 random.Random(f"{layout.source}:{request_index}").shuffle(tools)
             if tools:
                 body["tools"] = tools
+            add_breakpoints(body, layout.breakpoints)
             scope = None
             if layout.scope is not None:
                 scope = render_value(layout.scope, variables, where="scope", file=layout.source)
@@ -110,6 +116,34 @@ def expand(
             )
     requests.sort(key=lambda request: request.timestamp)  # stable: session, turn order kept
     return requests
+
+
+def _marker(ttl: str | None) -> dict[str, str]:
+    return {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+
+
+def _as_blocks(content: Any, ttl: str | None) -> Any:
+    """Content with a cache_control marker on its last text block."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content, "cache_control": _marker(ttl)}]
+    if isinstance(content, list) and content and isinstance(content[-1], dict):
+        return [*content[:-1], {**content[-1], "cache_control": _marker(ttl)}]
+    return content
+
+
+def add_breakpoints(body: dict[str, Any], breakpoints: Sequence[tuple[str, str | None]]) -> None:
+    """Put ``cache_control`` markers where ``breakpoints`` say, in place."""
+    messages = body.get("messages") or []
+    for place, ttl in breakpoints:
+        if place == "tools" and body.get("tools"):
+            body["tools"][-1] = {**body["tools"][-1], "cache_control": _marker(ttl)}
+        elif place == "system":
+            if "system" in body:
+                body["system"] = _as_blocks(body["system"], ttl)
+            elif messages and messages[0].get("role") in ("system", "developer"):
+                messages[0] = {**messages[0], "content": _as_blocks(messages[0]["content"], ttl)}
+        elif place == "last_message" and messages:
+            messages[-1] = {**messages[-1], "content": _as_blocks(messages[-1]["content"], ttl)}
 
 
 def to_record(request: SyntheticRequest, *, provider: str | None) -> dict[str, Any]:

@@ -14,11 +14,18 @@ string inside it may hold Jinja2 placeholders. Example::
       - {role: user, content: "{{ question }}"}
       - {role: assistant, content: "{{ answer }}"}
     scope: "{{ tenant }}"      # optional: whatever separates caches (prompt_cache_key...)
+    cache_breakpoints: [tools, "system:1h", last_message]   # explicit cache_control markers
     arrival: {sessions: 20, turns_per_session: 4, turn_interval_seconds: 30,
               session_interval_seconds: 60, start: "2026-01-01T00:00:00Z", output_tokens: 200}
     values:                    # the sample: one dict per session and per turn, cycled
       sessions: [{tenant: acme}]
       turns: [{question: "Where is my order?", answer: "On its way."}]
+
+With ``provider: anthropic`` the requests are Anthropic Messages bodies (top-level
+``system``); otherwise OpenAI Chat Completions bodies. ``cache_breakpoints`` puts a
+``cache_control`` marker (optionally with a TTL option name) at the end of the tools, of the
+system prompt, or of each request's last message (the marker moves on as the session grows,
+as clients using explicit caching do).
 
 Templates come from pull requests, so they render in Jinja2's sandbox with undefined
 variables as errors (a typo must fail the check, not render as an empty string).
@@ -49,6 +56,7 @@ _TOP_LEVEL_KEYS = {
     "messages",
     "turn",
     "scope",
+    "cache_breakpoints",
     "arrival",
     "values",
     "values_file",
@@ -114,6 +122,7 @@ class Layout:
     messages: tuple[dict[str, Any], ...]
     turn: tuple[dict[str, Any], ...]
     scope: str | None
+    breakpoints: tuple[tuple[str, str | None], ...]  # (where, ttl option name or None)
     arrival: Arrival
     session_values: tuple[dict[str, Any], ...]
     turn_values: tuple[dict[str, Any], ...]
@@ -266,11 +275,33 @@ def parse_layout(
         messages=messages,
         turn=turn,
         scope=scope,
+        breakpoints=_parse_breakpoints(document.get("cache_breakpoints") or [], name),
         arrival=_parse_arrival(document.get("arrival") or {}, name),
         session_values=session_values,
         turn_values=turn_values,
         raw=document,
     )
+
+
+BREAKPOINT_PLACES = ("tools", "system", "last_message")
+
+
+def _parse_breakpoints(value: object, name: str) -> tuple[tuple[str, str | None], ...]:
+    if not isinstance(value, list):
+        raise LayoutError(
+            name, "cache_breakpoints", "must be a list such as [system, last_message]"
+        )
+    breakpoints: list[tuple[str, str | None]] = []
+    for index, item in enumerate(value):
+        place, _, ttl = str(item).partition(":")
+        if place not in BREAKPOINT_PLACES or not isinstance(item, str):
+            raise LayoutError(
+                name,
+                f"cache_breakpoints[{index}]",
+                f"{item!r}: expected one of {', '.join(BREAKPOINT_PLACES)}, optionally ':TTL'",
+            )
+        breakpoints.append((place, ttl or None))
+    return tuple(breakpoints)
 
 
 def _parse_messages(value: object, name: str, where: str) -> tuple[dict[str, Any], ...]:

@@ -14,6 +14,9 @@ Changes:
 - ``split_system``: the stable system prompt stays first; the volatile lines become a second
   system message just before the first user message (same role: safe).
 - ``pin_tool_order``: tools sorted by name in every request (safe).
+- ``add_breakpoints``: for targets that cache only at explicit breakpoints (Anthropic-style)
+  when the requests carry none: markers at the end of the system prompt and of the last
+  message (safe: the prompt text does not change).
 - ``shared_prompt_cache_key``: one cache scope (prompt_cache_key) per template instead of
   many; needs review, since it changes what may share a cache.
 """
@@ -35,9 +38,23 @@ import yaml
 
 from cachecast.contracts import ContractStore
 from cachecast.simulator.layouts.evaluate import SideMetrics, TargetSpec, evaluate
+from cachecast.simulator.layouts.expand import add_breakpoints
 from cachecast.simulator.layouts.sources import PromptSet
-from cachecast.simulator.layouts.textview import prompt_parts, request_body, tool_name
+from cachecast.simulator.layouts.textview import (
+    part_by_label,
+    prompt_parts,
+    request_body,
+    tool_name,
+)
 from cachecast.simulator.layouts.volatile import Analysis, VolatileSpan, analyze
+
+# The system prompt (covering the tools before it) and the newest message: the stable
+# prefix every session shares, and the growing history within a session.
+SUGGESTED_BREAKPOINTS: tuple[tuple[str, str | None], ...] = (
+    ("system", None),
+    ("last_message", None),
+)
+EXPLICIT_MODES = ("explicit", "both")
 
 RecordTransform = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
@@ -209,6 +226,22 @@ def _pin_tools(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _add_breakpoints(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for record in records:
+        record = copy.deepcopy(record)
+        add_breakpoints(request_body(record), SUGGESTED_BREAKPOINTS)
+        out.append(record)
+    return out
+
+
+def _compose(outer: RecordTransform, inner: RecordTransform) -> RecordTransform:
+    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return outer(inner(records))
+
+    return transform
+
+
 def _shared_scope(groups: Sequence[Sequence[int]]) -> RecordTransform:
     def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out = [copy.deepcopy(record) for record in records]
@@ -226,7 +259,8 @@ def _shared_scope(groups: Sequence[Sequence[int]]) -> RecordTransform:
 def _render_request(record: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for part in prompt_parts(record):
-        lines.append(f"## {part.label} ({part.role or part.kind})\n")
+        marker = " [cache_control]" if part.breakpoint else ""
+        lines.append(f"## {part.label} ({part.role or part.kind}){marker}\n")
         lines.extend(
             line if line.endswith("\n") else line + "\n" for line in part.text.splitlines()
         )
@@ -262,49 +296,63 @@ def _layout_text(document: dict[str, Any]) -> list[str]:
     return text.splitlines(keepends=True)
 
 
+def _changed_layout(
+    prompt_set: PromptSet, document: dict[str, Any], kind: str, span: VolatileSpan | None
+) -> dict[str, Any] | None:
+    """``document`` (a copy of the layout) with the change applied, or None where the change
+    does not map onto the layout's own text."""
+    base, _, also = kind.partition("+")
+    if also:
+        changed = _changed_layout(prompt_set, document, base, span)
+        return None if changed is None else _changed_layout(prompt_set, changed, also, span)
+    if kind == "add_breakpoints":
+        document["cache_breakpoints"] = [place for place, _ in SUGGESTED_BREAKPOINTS]
+        return document
+    if kind == "pin_tool_order":
+        document["tool_order"] = "fixed"
+        document["tools"] = sorted(document.get("tools") or [], key=tool_name)
+        return document
+    if kind == "shared_prompt_cache_key":
+        document["scope"] = "template-0"
+        return document
+    template = document.get("system")
+    rendered = part_by_label(prompt_set.records[0], span.label) if span is not None else None
+    if span is None or span.label != "messages[0]" or not isinstance(template, str):
+        return None
+    if rendered is None or len(template.splitlines()) != len(rendered.text.splitlines()):
+        return None  # a placeholder renders over several lines: no line-for-line mapping
+    cut = _cut_lines(template, span)
+    if cut is None:
+        return None
+    rest, block = cut
+    if kind == "move_to_end_of_system":
+        document["system"] = _append_text(rest, block)
+    elif kind == "split_system":
+        document["system"] = rest
+        messages = list(document.get("messages") or [])
+        first_user = next(
+            (i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages)
+        )
+        messages.insert(first_user, {"role": "system", "content": block.strip("\n")})
+        document["messages"] = messages
+    elif kind == "move_to_last_user_message":
+        document["system"] = rest
+        turn = [dict(message) for message in document.get("turn") or []]
+        last_user = max(i for i, m in enumerate(turn) if m.get("role") == "user")
+        turn[last_user]["content"] = _append_text(turn[last_user]["content"], block)
+        document["turn"] = turn
+    else:
+        return None
+    return document
+
+
 def layout_diff(prompt_set: PromptSet, kind: str, span: VolatileSpan | None) -> str | None:
     """The same change written on the layout file itself, when it maps onto it."""
     layout = prompt_set.layout
     if layout is None:
         return None
-    document = copy.deepcopy(layout.raw)
-    if kind == "pin_tool_order":
-        document["tool_order"] = "fixed"
-        document["tools"] = sorted(document.get("tools") or [], key=tool_name)
-    elif kind == "shared_prompt_cache_key":
-        document["scope"] = "template-0"
-    elif (
-        span is not None and span.label == "messages[0]" and isinstance(document.get("system"), str)
-    ):
-        template = document["system"]
-        rendered_lines = len(
-            prompt_set.records[0]["request"]["messages"][0]["content"].splitlines()
-        )
-        if len(template.splitlines()) != rendered_lines:
-            return None  # a placeholder renders over several lines: no line-for-line mapping
-        cut = _cut_lines(template, span)
-        if cut is None:
-            return None
-        rest, block = cut
-        if kind == "move_to_end_of_system":
-            document["system"] = _append_text(rest, block)
-        elif kind == "split_system":
-            document["system"] = rest
-            messages = list(document.get("messages") or [])
-            first_user = next(
-                (i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages)
-            )
-            messages.insert(first_user, {"role": "system", "content": block.strip("\n")})
-            document["messages"] = messages
-        elif kind == "move_to_last_user_message":
-            document["system"] = rest
-            turn = [dict(message) for message in document.get("turn") or []]
-            last_user = max(i for i, m in enumerate(turn) if m.get("role") == "user")
-            turn[last_user]["content"] = _append_text(turn[last_user]["content"], block)
-            document["turn"] = turn
-        else:
-            return None
-    else:
+    document = _changed_layout(prompt_set, copy.deepcopy(layout.raw), kind, span)
+    if document is None:
         return None
     name = prompt_set.label
     return "".join(
@@ -327,8 +375,20 @@ class _Candidate:
     span: VolatileSpan | None
 
 
-def _candidates(analysis: Analysis) -> list[_Candidate]:
+def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[_Candidate]:
     candidates: list[_Candidate] = []
+    if explicit_targets:
+        candidates.append(
+            _Candidate(
+                "add_breakpoints",
+                "Add cache breakpoints at the end of the system prompt and of the last message",
+                f"{', '.join(explicit_targets)} cache only at explicit cache_control"
+                " breakpoints and these requests carry none: nothing is ever read.",
+                False,
+                _add_breakpoints,
+                None,
+            )
+        )
     groups = analysis.groups
     for span in analysis.spans:
         if not span.movable or span.part_kind != "system" or not span.label.startswith("messages["):
@@ -378,6 +438,20 @@ def _candidates(analysis: Analysis) -> list[_Candidate]:
                 span,
             )
         )
+    if explicit_targets:
+        # Explicit-only targets read nothing without breakpoints, whatever the order: each
+        # move is also tried with breakpoints added.
+        for move in [c for c in candidates if c.span is not None]:
+            candidates.append(
+                _Candidate(
+                    f"{move.kind}+add_breakpoints",
+                    f"{move.title}, and add cache breakpoints (system prompt, last message)",
+                    move.rationale,
+                    move.needs_review,
+                    _compose(_add_breakpoints, move.transform),
+                    move.span,
+                )
+            )
     for issue in analysis.tool_order:
         candidates.append(
             _Candidate(
@@ -429,9 +503,19 @@ def suggest(
     contract_models = [t.model for t in targets if t.kind == "contract"]
     token_model = model or (contract_models[0] if contract_models else None)
     before = evaluate(prompt_set.log_path, targets, at=at, store=store, vllm_model=token_model)
+    has_breakpoints = any(
+        part.breakpoint for record in prompt_set.records for part in prompt_parts(record)
+    )
+    explicit_targets = [
+        spec.name
+        for spec, metrics in zip(targets, before, strict=True)
+        if metrics.contract is not None and metrics.contract.get("mode") in EXPLICIT_MODES
+    ]
     suggestions: list[Suggestion] = []
     with tempfile.TemporaryDirectory(prefix="cachecast-suggest-") as workdir:
-        for number, candidate in enumerate(_candidates(analysis)):
+        for number, candidate in enumerate(
+            _candidates(analysis, explicit_targets=[] if has_breakpoints else explicit_targets)
+        ):
             records = candidate.transform(list(prompt_set.records))
             path = _write(records, Path(workdir) / f"suggestion-{number}.jsonl")
             after = evaluate(path, targets, at=at, store=store, vllm_model=token_model)

@@ -21,6 +21,7 @@ class Part:
     kind: str  # system, tool, message, prompt
     role: str | None
     text: str
+    breakpoint: bool = False  # a cache_control marker ends this part
 
 
 def request_body(record: dict[str, Any]) -> dict[str, Any]:
@@ -33,8 +34,19 @@ def request_body(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def tool_text(tool: Any) -> str:
-    # Compact JSON in the tool's own key order, as the tokenizers render a tool definition.
+    # Compact JSON in the tool's own key order, as the tokenizers render a tool definition
+    # (its cache_control marker is not part of the prompt).
+    if isinstance(tool, dict):
+        tool = {key: value for key, value in tool.items() if key != "cache_control"}
     return json.dumps(tool, ensure_ascii=False, separators=(",", ":"))
+
+
+def _has_marker(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "cache_control" in value
+    if isinstance(value, list):
+        return any(isinstance(block, dict) and "cache_control" in block for block in value)
+    return False
 
 
 def tool_name(tool: Any) -> str:
@@ -67,15 +79,19 @@ def prompt_parts(record: dict[str, Any]) -> list[Part]:
     body = request_body(record)
     parts: list[Part] = []
     for index, tool in enumerate(body.get("tools") or []):
-        parts.append(Part(f"tools[{index}]", "tool", None, tool_text(tool)))
+        parts.append(Part(f"tools[{index}]", "tool", None, tool_text(tool), _has_marker(tool)))
     if "system" in body:  # Anthropic-style top-level system
-        parts.append(Part("system", "system", "system", _content_text(body["system"])))
+        system = body["system"]
+        parts.append(Part("system", "system", "system", _content_text(system), _has_marker(system)))
     for index, message in enumerate(body.get("messages") or []):
         if not isinstance(message, dict):
             continue
         role = message.get("role")
         kind = "system" if role in ("system", "developer") else "message"
-        parts.append(Part(f"messages[{index}]", kind, role, _content_text(message.get("content"))))
+        content = message.get("content")
+        parts.append(
+            Part(f"messages[{index}]", kind, role, _content_text(content), _has_marker(content))
+        )
     if isinstance(body.get("prompt"), str):
         parts.append(Part("prompt", "prompt", None, body["prompt"]))
     return parts

@@ -1,0 +1,123 @@
+"""Layout expansion (arrival pattern, history, breakpoints) and the divergence finder."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from cachecast.simulator.layouts.divergence import find_divergence, first_difference
+from cachecast.simulator.layouts.expand import expand, iter_records
+from cachecast.simulator.layouts.spec import LayoutError, load_layout_text, parse_layout
+from tests.layouts.conftest import Invoke, agent_layout, write_yaml
+
+
+def test_arrival_pattern_and_history() -> None:
+    layout = parse_layout(agent_layout(sessions=2, turns=3), "a.yaml")
+    requests = expand(layout)
+    start = dt.datetime(2026, 3, 2, 9, tzinfo=dt.UTC).timestamp()
+    # Session s turn t arrives at start + 90 s * s + 40 s * t; sorted by time:
+    # s0t0 0, s0t1 40, s0t2 80, s1t0 90, s1t1 130, s1t2 170.
+    assert [(r.request_id, r.timestamp - start) for r in requests] == [
+        ("s0000-t000", 0),
+        ("s0000-t001", 40),
+        ("s0000-t002", 80),
+        ("s0001-t000", 90),
+        ("s0001-t001", 130),
+        ("s0001-t002", 170),
+    ]
+    # Turn t sends: system, t earlier (user, assistant) pairs, then its own user message.
+    for request in requests:
+        turn = int(request.request_id[-3:])
+        messages = request.body["messages"]
+        assert len(messages) == 1 + 2 * turn + 1
+        assert [m["role"] for m in messages[1:]] == ["user", "assistant"] * turn + ["user"]
+    # The history is re-sent exactly as it was sent: turn 2 starts with all of turn 1.
+    assert requests[2].body["messages"][:4] == requests[1].body["messages"]
+    # Turn values cycle over the global request index: request 4 (s1 t1) takes turns[4].
+    assert requests[4].body["messages"][-1]["content"] == "Question 4 about order NW-4504?"
+
+
+def test_now_and_builtins_render_per_request() -> None:
+    document = agent_layout(sessions=1, turns=2, system_top="{{ now }} {{ request_id }}\n")
+    requests = expand(parse_layout(document, "a.yaml"))
+    systems = [r.body["messages"][0]["content"].splitlines()[0] for r in requests]
+    assert systems == ["2026-03-02T09:00:00Z s0000-t000", "2026-03-02T09:00:40Z s0000-t001"]
+
+
+def test_anthropic_breakpoints() -> None:
+    document = agent_layout(sessions=1, turns=2) | {
+        "provider": "anthropic",
+        "cache_breakpoints": ["tools", "system:1h", "last_message"],
+    }
+    second = expand(parse_layout(document, "a.yaml"))[1].body
+    assert second["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert second["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    # The marker sits on the newest message only; turn 0's message goes back as plain text.
+    assert second["messages"][0]["content"] == "Question 0 about order NW-4500?"
+    assert second["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    with pytest.raises(LayoutError, match=r"cache_breakpoints\[0\]"):
+        parse_layout(agent_layout() | {"cache_breakpoints": ["middle"]}, "a.yaml")
+
+
+def test_layout_errors_name_file_and_field() -> None:
+    with pytest.raises(LayoutError) as error:
+        load_layout_text("cachecast_layout: 1\nturn: [{role: user}]\n", "p.yaml")
+    assert (error.value.file, error.value.field) == ("p.yaml", "turn[0].content")
+    with pytest.raises(LayoutError, match="not valid YAML"):
+        load_layout_text("cachecast_layout: [\n", "p.yaml")
+
+
+def test_first_difference() -> None:
+    assert first_difference([1, 2, 3], [1, 2, 3]) is None
+    assert first_difference([1, 2, 3], [1, 9, 3]) == 1
+    assert first_difference([1, 2], [1, 2, 3]) == 2  # a prefix: differs where it ends
+
+
+def test_divergence_in_text_without_tokens() -> None:
+    base = list(
+        iter_records(expand(parse_layout(agent_layout(sessions=1, turns=2), "a")), provider=None)
+    )
+    cand = list(
+        iter_records(
+            expand(parse_layout(agent_layout(sessions=1, turns=2, system_top="Hi\n"), "b")),
+            provider=None,
+        )
+    )
+    divergence = find_divergence(base, cand)
+    assert divergence is not None
+    assert divergence.token_position is None  # no token ids given
+    assert (divergence.segment_kind, divergence.segment_label) == ("system", "messages[0]")
+    assert divergence.candidate_excerpt.startswith("Hi\nYou are the support agent")
+    assert find_divergence(base, base) is None
+
+
+def test_explicit_target_needs_breakpoints(invoke: Invoke, tmp_path) -> None:
+    """Under an explicit-breakpoint contract (claude-sonnet-4-5: 1,024-token minimum, 5-minute
+    writes at 1.25x, reads at 0.1x) a layout without breakpoints reads nothing; with a
+    breakpoint on the system prompt and the last message, a timestamp on top still breaks
+    every prefix, so the check fails; suggest proposes the breakpoints."""
+    document = agent_layout(sessions=3, turns=3) | {
+        "provider": "anthropic",
+        "cache_breakpoints": ["system", "last_message"],
+    }
+    base = write_yaml(tmp_path / "base.yaml", document)
+    moved = write_yaml(
+        tmp_path / "cand.yaml",
+        agent_layout(sessions=3, turns=3, system_top="Current time: {{ now }}\n")
+        | {"provider": "anthropic", "cache_breakpoints": ["system", "last_message"]},
+    )
+    claude = "anthropic:claude-sonnet-4-5"
+    assert invoke("check", base, moved, "--target", claude).exit_code == 1
+    plain = write_yaml(
+        tmp_path / "plain.yaml", agent_layout(sessions=3, turns=3) | {"provider": "anthropic"}
+    )
+    result = invoke("suggest", plain, "--target", claude, "--json")
+    assert result.exit_code == 0, result.output
+    import json
+
+    suggestions = json.loads(result.output)["suggestions"]
+    top = suggestions[0]
+    assert top["kind"] == "add_breakpoints" and top["needs_review"] is False
+    assert top["targets"][0]["hit_rate_before"] == 0.0 and top["targets"][0]["hit_rate_after"] > 0.5
+    assert "+cache_breakpoints:" in top["diff"]
