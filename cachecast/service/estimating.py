@@ -243,12 +243,14 @@ def run_estimate(
     request: EstimateRequest,
     lines: Sequence[int] | None,
     progress: Callable[[int], None] | None = None,
+    plan: EstimatePlan | None = None,
 ) -> dict[str, Any]:
     """The ``cachecast estimate --json`` object for this request; ProblemError if rejected.
 
     ``progress`` gets the number of records priced since its last call, once per pass.
+    ``plan`` is this request's ``plan_estimate`` where the caller already made it.
     """
-    plan = plan_estimate(store, request)
+    plan = plan or plan_estimate(store, request)
     targets, day, groups = plan.targets, plan.day, plan.groups
     # Like the CLI: one tokenization pass per tokenizer, led by that group's first target.
     results: list[Any] = [None] * len(targets)

@@ -151,5 +151,7 @@ async def create_estimate(
         return JSONResponse(
             accepted.model_dump(), status_code=202, headers={"Location": status_url}
         )
-    result = await run_in_threadpool(run_estimate, state.contracts, estimate_request, lines)
+    result = await run_in_threadpool(
+        run_estimate, state.contracts, estimate_request, lines, None, plan
+    )
     return JSONResponse(result)

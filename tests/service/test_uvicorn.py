@@ -1,0 +1,149 @@
+"""A real ``cachecast serve`` (uvicorn) on 127.0.0.1: end to end, several workers, and a
+job cut off by a crash."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+from cachecast import db
+from cachecast.service.jobs import jobs_table
+from tests.service.conftest import ADMIN_KEY
+from tests.service.logs import estimate_body, shared_prefix_records
+from tests.service.server import Server
+
+
+def _poll_job(base_url: str, job_id: str, until: Any, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = httpx.get(f"{base_url}/v1/jobs/{job_id}", timeout=10).json()
+        if until(job):
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} never reached the state wanted: {job}")
+        time.sleep(0.05)
+
+
+def test_end_to_end_with_two_workers(migrated_db_url: str, tmp_path: Path) -> None:
+    server = Server(
+        migrated_db_url,
+        tmp_path / "server.log",
+        workers=2,
+        admin_keys=ADMIN_KEY,
+        job_threshold_records=10,
+        job_poll_seconds=0.1,
+    )
+    try:
+        server.wait_ready()
+        base = server.base_url
+        with httpx.Client(base_url=base, timeout=30) as http:
+            small = http.post(
+                "/v1/estimates", json=estimate_body(shared_prefix_records(), ["openai:gpt-4o"])
+            )
+            assert small.status_code == 200, small.text
+            # Hand-derived in test_api: 2 requests, 2048 + 2148 input tokens, 2048 read.
+            (target,) = small.json()["targets"]
+            assert (target["input_tokens"], target["cache_read_tokens"]) == (4196, 2048)
+
+            # 6 sessions = 12 records > threshold 10: a job, run by whichever worker claims it.
+            accepted = http.post(
+                "/v1/estimates",
+                json=estimate_body(shared_prefix_records(sessions=6), ["openai:gpt-4o"]),
+            )
+            assert accepted.status_code == 202, accepted.text
+            job = _poll_job(base, accepted.json()["job_id"], lambda j: j["status"] == "done")
+            (target,) = job["result"]["targets"]
+            assert (target["input_tokens"], target["cache_read_tokens"]) == (6 * 4196, 6 * 2048)
+
+            assert http.post("/v1/contracts", json={}).status_code == 401
+            # Any worker's /metrics sums both workers' counters (multiprocess mode): the two
+            # estimate POSTs above were counted, whichever worker served them.
+            metrics = http.get("/metrics").text
+            counted = [
+                line
+                for line in metrics.splitlines()
+                if line.startswith("cachecast_http_requests_total{")
+                and 'route="/v1/estimates"' in line
+            ]
+            assert sum(float(line.rsplit(" ", 1)[1]) for line in counted) == 2.0, metrics
+            assert 'cachecast_jobs{status="done"} 1.0' in metrics
+    finally:
+        server.stop()
+
+
+def _slow_job_body() -> dict[str, Any]:
+    """Enough work (5,000 requests priced under 15 contracts) to be caught mid-run."""
+    targets = [
+        "anthropic:claude-haiku-4-5",
+        "anthropic:claude-opus-4-5",
+        "anthropic:claude-sonnet-4-5",
+        "anthropic:claude-sonnet-4-6",
+        "azure:gpt-4.1",
+        "azure:gpt-4o",
+        "deepseek:deepseek-chat",
+        "google:gemini-2.5-flash",
+        "google:gemini-2.5-pro",
+        "moonshot:kimi-k3",
+        "openai:gpt-4.1",
+        "openai:gpt-4o",
+        "openai:gpt-5",
+        "openai:gpt-5.1",
+        "openai:gpt-5.6",
+    ]
+    records = [
+        {"timestamp": i, "scope": f"s{i % 20}", "tokens": [i % 20, *range(1000, 1063)]}
+        for i in range(5000)
+    ]
+    return {"records": records, "targets": targets, "at": "2026-11-01"}
+
+
+def test_a_job_cut_off_by_a_crash_is_failed_never_half_written(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    settings = {"job_threshold_records": 100, "job_poll_seconds": 0.05}
+    first = Server(migrated_db_url, tmp_path / "first.log", **settings)
+    try:
+        first.wait_ready()
+        accepted = httpx.post(f"{first.base_url}/v1/estimates", json=_slow_job_body(), timeout=60)
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        # Mid-job: a heartbeat has recorded progress, and the job is not finished.
+        running = _poll_job(
+            first.base_url,
+            job_id,
+            lambda j: j["status"] != "queued" and j["progress"]["processed_records"] > 0,
+        )
+        assert running["status"] == "running", running
+        first.kill()
+    finally:
+        first.stop()
+
+    engine = db.get_engine(migrated_db_url)
+    with engine.connect() as connection:
+        row = connection.execute(
+            sa.select(jobs_table.c.status, jobs_table.c.result_json).where(
+                jobs_table.c.id == job_id
+            )
+        ).one()
+    assert (row.status, row.result_json) == ("running", None)  # the crash left it mid-way
+
+    second = Server(migrated_db_url, tmp_path / "second.log", **settings)
+    try:
+        second.wait_ready()
+        job = httpx.get(f"{second.base_url}/v1/jobs/{job_id}", timeout=10).json()
+        assert job["status"] == "failed", job
+        assert job["result"] is None
+        assert "interrupted" in job["error"]["detail"]
+    finally:
+        second.stop()
+    with engine.connect() as connection:
+        row = connection.execute(
+            sa.select(jobs_table.c.status, jobs_table.c.result_json).where(
+                jobs_table.c.id == job_id
+            )
+        ).one()
+    assert (row.status, row.result_json) == ("failed", None)
