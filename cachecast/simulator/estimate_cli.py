@@ -100,6 +100,8 @@ def estimate_command(
         Target,
         TargetError,
         estimate,
+        resolve_targets,
+        tokenizer_for_target,
     )
     from cachecast.tokenizers import LogError
 
@@ -133,10 +135,20 @@ def estimate_command(
         except ValueError as error:
             _usage_error(err, str(error))
 
-    progress = _progress_bar(err, logs)
+    progress = _progress_bar(err)
+    failed = True
     try:
         with progress:
-            task = progress.add_task("replaying", total=None)
+            total = None
+            if err.is_terminal:
+                # One pass over the log per distinct tokenizer among the targets.
+                contracts = resolve_targets(targets, store, day or dt.datetime.now(dt.UTC).date())
+                passes = {
+                    tokenizer_for_target(target, contract)[1]
+                    for target, contract in zip(targets, contracts, strict=True)
+                }
+                total = _count_lines(logs) * len(passes)
+            task = progress.add_task("replaying", total=total)
             report = estimate(
                 logs,
                 targets,
@@ -147,6 +159,7 @@ def estimate_command(
                 per_request=table_writer,
                 auto_cache_control=auto_cache_control,
             )
+        failed = False
     except TargetError as error:
         message = str(error)
         if error.close_matches:
@@ -158,6 +171,8 @@ def estimate_command(
     finally:
         if table_writer is not None:
             table_writer.close()
+            if failed and per_request is not None:
+                per_request.unlink(missing_ok=True)  # no half-written table after an error
 
     for problem in report.errors:
         err.print(
@@ -202,7 +217,17 @@ class _NoProgress:
         return None
 
 
-def _progress_bar(console: Console, logs: list[Path]) -> Progress | _NoProgress:
+def _count_lines(logs: list[Path]) -> int:
+    """Lines in the logs (an upper bound on requests, for the progress bar's total)."""
+    count = 0
+    for log in logs:
+        with open(log, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                count += chunk.count(b"\n")
+    return count
+
+
+def _progress_bar(console: Console) -> Progress | _NoProgress:
     if not console.is_terminal:
         return _NoProgress()
     return Progress(
