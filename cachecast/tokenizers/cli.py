@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from cachecast.tokenizers.records import LogError, read_log
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
@@ -31,12 +30,11 @@ def tokenize(
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line.")] = False,
 ) -> None:
     """Print each request's token total, exactness, tokenizer and segment spans."""
-    console = Console(stderr=True)
     if model is not None:
         try:
             get_tokenizer(model)
         except UnknownModelError as exc:
-            console.print(f"error: {exc}")
+            typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from exc
     errors: list[LogError] = []
     requests = 0
@@ -50,11 +48,13 @@ def tokenize(
             else:
                 _print_text(request)
     except LogError as exc:
-        console.print(f"error: {exc}")
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
     for error in errors:
-        console.print(f"skipped: {error}")
-    console.print(f"{requests} requests, {tokens} input tokens; {len(errors)} bad lines skipped")
+        typer.echo(f"skipped: {error}", err=True)
+    typer.echo(
+        f"{requests} requests, {tokens} input tokens; {len(errors)} bad lines skipped", err=True
+    )
 
 
 def _as_json(request: TokenizedRequest) -> dict[str, object]:

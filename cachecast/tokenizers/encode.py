@@ -12,8 +12,8 @@ text and is encoded whole.
 Speed: identical parts recur across requests (system prompts, tool schemas, the earlier turns
 of a session). :class:`SegmentCache` maps each part (tokenizer namespace, role, content) to
 its framed ids, bounded by a total token budget with least-recently-used eviction. Cache
-misses of a batch of requests are encoded in a process pool (fork: workers inherit the loaded encoding) when they are
-large enough to pay for the transfer, else in process.
+misses of a batch of requests are encoded in a process pool (fork: workers inherit the
+loaded encoding) when they are large enough to pay for the transfer, else in process.
 """
 
 from __future__ import annotations

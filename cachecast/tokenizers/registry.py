@@ -41,6 +41,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("text-embedding-3*", "cl100k_base"),
     ("text-embedding-ada-002", "cl100k_base"),
     ("claude-*", "approx:o200k_base"),
+    ("anthropic.claude-*", "approx:o200k_base"),
+    ("amazon.nova-*", "approx:o200k_base"),
+    ("grok-*", "approx:o200k_base"),
     ("gemini-*", "approx:o200k_base"),
     ("deepseek-*", "approx:o200k_base"),
     ("kimi-*", "approx:o200k_base"),
@@ -48,6 +51,8 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("mistral-nemo*", "hf:tekken_240718"),
     ("open-mistral-nemo*", "hf:tekken_240718"),
     ("pixtral-*", "hf:tekken_240911"),
+    # Hosted Qwen (Alibaba Cloud): its serving-side framing is not public; o200k approximates.
+    ("qwen*", "approx:o200k_base"),
 )
 
 
