@@ -7,6 +7,12 @@ reads the longest cached run of blocks from its start; the hit counts only if it
 then 128-token steps). Blocks the request adds are its writes, under the default TTL.
 The whole prompt may be read when it is a whole number of blocks (providers do not
 document vLLM's recompute-the-last-token rule for their billing).
+
+Block-level traces (Mooncake: one id per 512-token block, no token ids) are matched in the
+trace's own blocks: equal ids are the only evidence of an equal prefix, so a hit is a whole
+number of trace blocks, then rounded by ``min_tokens`` and ``increment`` as above. Where the
+trace block is coarser than ``block_size`` this is a lower bound (a partial-block match
+cannot be seen in the trace).
 """
 
 from __future__ import annotations
@@ -58,30 +64,47 @@ class AutomaticPrefixCache(CachePolicy):
         self.refresh_on_hit = refresh_on_hit
         self.ttl_name = ttl_name
         self.keyer = BlockKeyer(block_size)
+        self._trace_keyers: dict[int, BlockKeyer] = {}
         self.cache = TtlLruCache(capacity_blocks)
+
+    def unit(self, request: TokenizedRequest) -> int:
+        """Tokens per cached block for ``request``: the trace's block for block-level traces."""
+        if request.tokens is None and request.block_size is not None:
+            return request.block_size
+        return self.block_size
+
+    def _keyer_for(self, request: TokenizedRequest) -> BlockKeyer:
+        unit = self.unit(request)
+        if unit == self.block_size:
+            return self.keyer
+        keyer = self._trace_keyers.get(unit)
+        if keyer is None:
+            keyer = self._trace_keyers[unit] = BlockKeyer(unit)
+        return keyer
 
     def matched_tokens(self, request: TokenizedRequest) -> tuple[int, list[bytes]]:
         """Tokens of the longest live cached block run from the start, and all block keys."""
-        keys = self.keyer.keys(request)
+        keys = self._keyer_for(request).keys(request)
         now = request.timestamp
         matched = 0
         for key in keys:
             if self.cache.lookup(key, now) is None:
                 break
             matched += 1
-        return matched * self.block_size, keys
+        return matched * self.unit(request), keys
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
         if request.input_tokens < max(self.min_tokens, 1):
             return make_usage(request, 0, {})  # too short to be cached or read
         matched, keys = self.matched_tokens(request)
         read = round_hit(matched, self.min_tokens, self.increment)
-        written = self.store(request, keys, matched // self.block_size)
+        written = self.store(request, keys, matched // self.unit(request))
         return make_usage(request, read, {self.ttl_name: written})
 
     def store(self, request: TokenizedRequest, keys: list[bytes], matched_blocks: int) -> int:
         """Refresh the matched blocks and insert the rest; returns tokens newly written."""
         now = request.timestamp
+        unit = self.unit(request)
         cache = self.cache
         held = set(keys) if cache.capacity is not None else ()
         for key in reversed(keys[:matched_blocks]):  # deepest first: shallow ends up MRU
@@ -94,7 +117,7 @@ class AutomaticPrefixCache(CachePolicy):
             if not cache.insert(
                 key,
                 now,
-                tokens=self.block_size,
+                tokens=unit,
                 ttl_seconds=self.ttl_seconds,
                 refresh_on_hit=self.refresh_on_hit,
                 ttl_name=self.ttl_name,
@@ -104,4 +127,4 @@ class AutomaticPrefixCache(CachePolicy):
             written_blocks += 1
         for key in reversed(keys[: matched_blocks + written_blocks]):
             cache.touch_order(key)
-        return written_blocks * self.block_size
+        return written_blocks * unit

@@ -59,7 +59,7 @@ class ImplicitPlusCachedContent(CachePolicy):
         if request.input_tokens >= max(implicit.min_tokens, 1):
             matched, keys = implicit.matched_tokens(request)
             implicit_read = round_hit(matched, implicit.min_tokens, implicit.increment)
-            implicit.store(request, keys, matched // implicit.block_size)
+            implicit.store(request, keys, matched // implicit.unit(request))
         if not request.breakpoints:
             return make_usage(request, implicit_read, {})
         point = max(request.breakpoints, key=lambda p: p.offset)
