@@ -184,10 +184,14 @@ def python_source(rng: random.Random, module: str, lines: int) -> str:
     while len(out) < lines:
         name = f"{rng.choice(WORDS)}_{rng.choice(WORDS)}"
         args = ", ".join(f"{word}: Decimal" for word in rng.sample(WORDS, rng.randint(1, 3)))
-        out += [f"def {name}({args}) -> Decimal:", f'    """Return the {name.replace("_", " ")}."""']
+        out += [
+            f"def {name}({args}) -> Decimal:",
+            f'    """Return the {name.replace("_", " ")}."""',
+        ]
         for _ in range(rng.randint(2, 6)):
             left, right = rng.sample(WORDS, 2)
-            out.append(f"    {left} = {right} * Decimal('{rng.randint(1, 999)}.{rng.randint(0, 99):02d}')")
+            amount = f"{rng.randint(1, 999)}.{rng.randint(0, 99):02d}"
+            out.append(f"    {left} = {right} * Decimal('{amount}')")
         out += [f"    return {rng.choice(WORDS)}", ""]
     return "\n".join(f"{number:4d}  {text}" for number, text in enumerate(out[:lines], start=1))
 
@@ -240,7 +244,11 @@ def session_calls(
         {"role": "user", "content": task},
     ]
     steps = rng.randint(6, 18)
-    pauses = {rng.randint(2, steps - 1): rng.choice([7, 9, 12, 14, 38, 47])} if rng.random() < 0.4 else {}
+    pauses = (
+        {rng.randint(2, steps - 1): rng.choice([7, 9, 12, 14, 38, 47])}
+        if rng.random() < 0.4
+        else {}
+    )
     calls: list[dict[str, Any]] = []
     now = start
     for step in range(steps):
