@@ -195,3 +195,40 @@ def test_unknown_target_lists_close_matches(migrated_db_url: str, tmp_path: Path
     with pytest.raises(TargetError) as caught:
         estimate([write_log(tmp_path / "log.jsonl")], [Target("openai", "gpt-4oo")], AT, store)
     assert any("gpt-4o" in match for match in caught.value.close_matches)
+
+
+def test_exclusive_anthropic_usage_is_reconciled_as_a_total(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # Anthropic reports input_tokens WITHOUT cached tokens: 200 uncached + 1,300 read = 1,500.
+    usage = {
+        "input_tokens": 200,
+        "cache_read_input_tokens": 1_300,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": 100,
+    }
+    lines = [
+        {"timestamp": 0, "provider": "anthropic", "model": "claude-sonnet-4-5",
+         "request": {"tokens": list(range(1_300))}, "output_tokens": 100},
+        {"timestamp": 60, "provider": "anthropic", "model": "claude-sonnet-4-5",
+         "request": {"tokens": list(range(1_500))}, "usage": usage},
+    ]  # fmt: skip
+    log = tmp_path / "anthropic.jsonl"
+    log.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    rows: list[PerRequestRow] = []
+    report = estimate(
+        [log],
+        [Target("anthropic", "claude-sonnet-4-5")],
+        AT,
+        ContractStore(migrated_db_url),
+        per_request=rows.append,
+    )
+    reconciled = rows[1].reconciled
+    assert reconciled is not None and rows[0].reconciled is None
+    assert rows[1].usage.input_tokens == 1_500  # the prediction's prompt is the whole prompt
+    assert (reconciled.observed_read, reconciled.observed_write) == (1_300, 0)
+    # Observed bill at $3 in / $15 out, read x0.1: 1300 * 0.3 / 1e6 = 0.00039; uncached
+    # 200 * 3 / 1e6 = 0.0006; output 100 * 15 / 1e6 = 0.0015; total 0.00249. (Taking 200 as
+    # the whole prompt would make read > prompt and fail.)
+    assert reconciled.observed_cost == Decimal("0.00249")
+    assert report.to_json()["targets"][0]["reconciliation"]["requests"] == 1
