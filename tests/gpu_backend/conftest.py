@@ -3,11 +3,18 @@ vLLM environment kept inside the test's temporary directory."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from cachecast.tokenizers.types import TokenizedRequest
@@ -16,6 +23,11 @@ BLOCK_SIZE = 32  # vLLM's CPU attention needs a multiple of 32
 NUM_BLOCKS = 200  # block 0 is vLLM's null block: 199 usable, 6,368 tokens
 MAX_MODEL_LEN = 4096
 VOCAB_SIZE = 4096
+# K and V, 4 layers, 2 KV heads of 256/8 = 32 dims, bf16 (2 bytes), 32 tokens per block.
+BLOCK_BYTES = 2 * 4 * 2 * 32 * 2 * BLOCK_SIZE
+SERVED_NAME = "small-llama"
+SERVER_STARTUP_LIMIT_S = 300.0  # three processes each import vLLM; slow on a busy host
+SERVER_TEST_FILE = "test_engine_server.py"
 
 
 def token_ids(seed: int, count: int) -> list[int]:
@@ -84,3 +96,78 @@ def small_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
     LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
     return directory
+
+
+class VllmServer:
+    """A vLLM OpenAI-compatible server on loopback, started in its own process session."""
+
+    def __init__(self, model_dir: Path, log_path: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+        # Dev mode exposes POST /reset_prefix_cache, which the replay uses between runs.
+        env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+        command = [
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(model_dir), "--served-model-name", SERVED_NAME,
+            "--host", "127.0.0.1", "--port", str(port),
+            "--skip-tokenizer-init", "--enable-prefix-caching",
+            "--block-size", str(BLOCK_SIZE),
+            "--kv-cache-memory-bytes", str(NUM_BLOCKS * BLOCK_BYTES),
+            "--max-model-len", str(MAX_MODEL_LEN), "--dtype", "bfloat16", "--enforce-eager",
+            "--enable-prompt-tokens-details",
+        ]  # fmt: skip
+        with log_path.open("w") as log:
+            # A session of its own, so teardown stops the server and its engine processes.
+            self.process = subprocess.Popen(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.started = time.monotonic()
+
+    def wait_healthy(self) -> str:
+        while True:
+            if self.process.poll() is not None:
+                tail = self.log_path.read_text()[-3000:]
+                pytest.fail(f"vLLM server exited ({self.process.returncode}):\n{tail}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2.0).status_code == 200:
+                    return self.url
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() - self.started > SERVER_STARTUP_LIMIT_S:
+                tail = self.log_path.read_text()[-3000:]
+                pytest.fail(f"vLLM server unhealthy after {SERVER_STARTUP_LIMIT_S} s:\n{tail}")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vllm_server(
+    request: pytest.FixtureRequest,
+    vllm_environment: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[VllmServer | None]:
+    """Starts the server at the first test of this folder when server tests are selected,
+    so its slow start (three processes importing vLLM) overlaps the in-process tests."""
+    wanted = any(item.path.name == SERVER_TEST_FILE for item in request.session.items)
+    if not wanted or importlib.util.find_spec("vllm") is None:
+        yield None
+        return
+    model_dir: Path = request.getfixturevalue("small_model_dir")
+    log_path = tmp_path_factory.mktemp("vllm-server") / "server.log"
+    server = VllmServer(model_dir, log_path)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,124 @@
+"""A real vLLM OpenAI-compatible server on loopback (CPU build), driven over HTTP: hits per
+request and /metrics counters equal the hand-derived values and the simulator's, TTFT is
+recorded for every request, the ``measure`` CLI stores a passport. One server per module."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from cachecast.cli import app
+from cachecast.db import get_engine
+from cachecast.gpu_backend.engine.http_backend import HttpBackend
+from cachecast.gpu_backend.engine.replay import measure_layout
+from cachecast.gpu_backend.engine.types import ReplayOptions
+from cachecast.gpu_backend.tables import EngineMeasurement
+from tests.gpu_backend.conftest import (
+    BLOCK_SIZE,
+    NUM_BLOCKS,
+    SERVED_NAME,
+    VllmServer,
+    as_requests,
+)
+from tests.gpu_backend.streams import (
+    CORRECTNESS_STREAMS,
+    LONG_PREFIX,
+    Stream,
+    cold_and_warm,
+    shared_prefix,
+)
+
+pytestmark = pytest.mark.vllm
+
+EXACT = ReplayOptions(concurrency=1, warmup_requests=0)
+
+
+@pytest.fixture(scope="module")
+def server_url(vllm_server: VllmServer) -> str:
+    return vllm_server.wait_healthy()
+
+
+@pytest.fixture(scope="module")
+def backend(server_url: str) -> HttpBackend:
+    return HttpBackend(server_url)
+
+
+def test_engine_geometry_is_read_back_from_metrics(backend: HttpBackend, server_url: str) -> None:
+    info = backend.info()
+    assert info.kind == "http"
+    assert info.model == SERVED_NAME  # the first (only) model the server lists
+    assert info.block_size == BLOCK_SIZE
+    assert info.num_blocks == NUM_BLOCKS  # KV budget sized for exactly NUM_BLOCKS blocks
+    assert info.endpoint == server_url
+    assert info.engine_version.count(".") >= 2
+
+
+@pytest.mark.parametrize("make_stream", CORRECTNESS_STREAMS, ids=lambda make: make.__name__)
+def test_measured_hits_and_counters_equal_prediction(backend: HttpBackend, make_stream) -> None:
+    stream: Stream = make_stream()
+    report = measure_layout(
+        as_requests(stream.prompts, stream.name), backend, options=EXACT, source=stream.name
+    )
+    assert report.cache_isolation == "reset"
+    assert [r.measured_cached_tokens for r in report.requests] == stream.expected_cached
+    assert [r.predicted_cached_tokens for r in report.requests] == stream.expected_cached
+    # /metrics counters, read before and after the run, moved by exactly these amounts.
+    delta = report.metrics_delta
+    assert delta.prefix_cache_queries == sum(len(prompt) for prompt in stream.prompts)
+    assert delta.prefix_cache_hits == sum(stream.expected_cached)
+    assert delta.ttft_count == len(stream.prompts)
+    assert delta.ttft_buckets[-1][1] == len(stream.prompts)  # the +Inf bucket counts them all
+    assert all(r.ttft_s > 0 and r.latency_s >= r.ttft_s for r in report.requests)
+
+
+def test_warm_requests_on_a_long_prefix_are_faster(backend: HttpBackend) -> None:
+    prompts, warm = cold_and_warm(trials=5)
+    report = measure_layout(
+        as_requests(prompts, "ttft"), backend, options=ReplayOptions(warmup_requests=2)
+    )
+    assert [r.measured_cached_tokens for r in report.requests] == [
+        LONG_PREFIX if is_warm else 0 for is_warm in warm
+    ]
+    # Relative comparison within one run; the first of each kind is discarded (warm-up).
+    cold_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if not is_warm]
+    warm_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if is_warm]
+    assert statistics.median(warm_ttft[1:]) < statistics.median(cold_ttft[1:])
+    assert report.metrics_delta.ttft_count == len(prompts)
+
+
+def test_measure_cli_reports_json_and_stores_the_passport(
+    server_url: str, migrated_db_url: str, tmp_path: Path
+) -> None:
+    stream = shared_prefix()
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"tokens": prompt}) + "\n" for prompt in stream.prompts))
+    result = CliRunner().invoke(
+        app,
+        [
+            "measure", str(log), "--engine", "http", "--url", server_url,
+            "--compare-simulator", "--json", "--warmup", "1",
+            "--device", "cpu (test host)", "--database-url", migrated_db_url,
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [r["measured_cached_tokens"] for r in report["per_request"]] == stream.expected_cached
+    assert report["predicted_cached_tokens"] == sum(stream.expected_cached)
+    assert report["exact_match_share"] == 1.0
+    # hit rate: 192 cached of 106 + 106 + 136 = 348 prompt tokens
+    assert report["hit_rate"] == pytest.approx(192 / 348)
+    assert report["engine_counters_delta"]["agree_with_requests"] is True
+    with Session(get_engine(migrated_db_url)) as session:
+        rows = session.exec(select(EngineMeasurement)).all()
+    assert len(rows) == 1
+    assert rows[0].engine_kind == "http"
+    assert rows[0].device == "cpu (test host)"
+    assert rows[0].endpoint == server_url
+    assert rows[0].model == SERVED_NAME
+    assert rows[0].block_size == BLOCK_SIZE and rows[0].num_blocks == NUM_BLOCKS
+    assert rows[0].measured_cached_tokens == 192

@@ -1,0 +1,190 @@
+"""Pieces of the engine measurement that need no engine: the Prometheus reader, the token
+log reader, block-key synthesis, percentiles and the report's arithmetic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cachecast.gpu_backend.engine.metrics import (
+    cache_geometry,
+    parse_prometheus_text,
+    snapshot_from_samples,
+)
+from cachecast.gpu_backend.engine.replay import (
+    LogFormatError,
+    load_log,
+    synthesize_tokens,
+    to_replay_requests,
+    with_token_ids,
+)
+from cachecast.gpu_backend.engine.report import MeasurementReport, RequestComparison, percentile
+from cachecast.gpu_backend.engine.types import (
+    EngineError,
+    EngineInfo,
+    MetricsSnapshot,
+    ReplayOptions,
+)
+from cachecast.tokenizers.types import TokenizedRequest
+
+# Two engines (data parallel) in vLLM's exposition format; values chosen by hand.
+EXPOSITION = """\
+# HELP vllm:prefix_cache_queries_total Prefix cache queries.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 300.0
+vllm:prefix_cache_queries_total{engine="1",model_name="m"} 48.0
+# HELP vllm:prefix_cache_hits_total Prefix cache hits.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 160.0
+vllm:prefix_cache_hits_total{engine="1",model_name="m"} 32.0
+# HELP vllm:time_to_first_token_seconds TTFT.
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="m"} 3.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 4.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 4.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.5
+vllm:time_to_first_token_seconds_bucket{engine="1",le="0.01",model_name="m"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="1",le="0.1",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_count{engine="1",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_sum{engine="1",model_name="m"} 0.25
+# HELP vllm:cache_config_info Cache config.
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="32",engine="0",num_gpu_blocks="512"} 1.0
+"""
+
+
+def test_metrics_are_summed_over_engines() -> None:
+    samples = parse_prometheus_text(EXPOSITION)
+    snapshot = snapshot_from_samples(samples, "test")
+    assert snapshot.prefix_cache_queries == 348  # 300 + 48
+    assert snapshot.prefix_cache_hits == 192  # 160 + 32
+    assert snapshot.ttft_count == 5  # 4 + 1
+    assert snapshot.ttft_sum_s == pytest.approx(0.75)
+    assert snapshot.ttft_buckets == ((0.01, 1), (0.1, 4), (float("inf"), 5))
+    assert cache_geometry(samples, "test") == (32, 512)
+
+
+def test_metrics_delta_subtracts_every_counter() -> None:
+    before = MetricsSnapshot(100, 40, 2, 0.5, ((0.1, 1), (float("inf"), 2)))
+    after = MetricsSnapshot(348, 192, 5, 0.75, ((0.1, 4), (float("inf"), 5)))
+    delta = after.minus(before)
+    assert (delta.prefix_cache_queries, delta.prefix_cache_hits, delta.ttft_count) == (248, 152, 3)
+    assert delta.ttft_sum_s == pytest.approx(0.25)
+    assert delta.ttft_buckets == ((0.1, 3), (float("inf"), 3))
+
+
+def test_missing_metrics_are_named() -> None:
+    text = EXPOSITION.replace("prefix_cache_hits", "something_else")
+    with pytest.raises(EngineError, match="vllm:prefix_cache_hits"):
+        snapshot_from_samples(parse_prometheus_text(text), "http://x/metrics")
+    with pytest.raises(EngineError, match="cache_config_info not found"):
+        cache_geometry(parse_prometheus_text(EXPOSITION.split("# HELP vllm:cache")[0]), "x")
+
+
+def test_token_log_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    records = [
+        {"tokens": [5, 6, 7], "id": "a", "timestamp": 10.0, "scope": "org-1"},
+        {"tokens": [5, 6, 8], "timestamp": 12.5, "scope": "org-2", "output_tokens": 4},
+    ]
+    log.write_text("\n".join(json.dumps(record) for record in records) + "\n\n")
+    requests = load_log(log)
+    assert [r.request_id for r in requests] == ["a", "line-2"]
+    assert [r.input_tokens for r in requests] == [3, 3]
+    assert requests[1].output_tokens == 4
+    replay = to_replay_requests(requests)
+    assert [r.arrival_s for r in replay] == [0.0, 2.5]
+    # Two scopes: each gets its own cache salt, so they cannot share blocks.
+    assert replay[0].cache_salt != replay[1].cache_salt
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ('{"tokens": []}', "tokens"),
+        ('{"tokens": [1, "x"]}', "tokens[1]"),
+        ('{"tokens": [1, -2]}', "tokens[1]"),
+        ('{"tokens": [1], "timestamp": "noon"}', "timestamp"),
+        ('{"tokens": [1], "scope": 3}', "scope"),
+        ("{not json", "(line)"),
+    ],
+)
+def test_bad_token_records_name_file_line_and_field(tmp_path: Path, line: str, field: str) -> None:
+    log = tmp_path / "bad.jsonl"
+    log.write_text('{"tokens": [1, 2]}\n' + line + "\n")
+    with pytest.raises(LogFormatError) as raised:
+        load_log(log)
+    assert raised.value.line == 2
+    assert raised.value.field == field
+    assert str(log) in str(raised.value)
+
+
+def _trace_request(keys: list[int], length: int, line: int) -> TokenizedRequest:
+    return TokenizedRequest(
+        source="trace",
+        line=line,
+        request_id=f"t{line}",
+        timestamp=float(line),
+        scope="",
+        provider=None,
+        model=None,
+        input_tokens=length,
+        output_tokens=1,
+        block_keys=tuple(keys),
+        block_size=4,
+    )
+
+
+def test_block_key_traces_become_token_ids_with_the_same_sharing() -> None:
+    first = synthesize_tokens(_trace_request([7, 8, 9], 10, 1))
+    second = synthesize_tokens(_trace_request([7, 8, 5], 12, 2))
+    assert len(first) == 10 and len(second) == 12
+    assert first[:8] == second[:8]  # keys 7, 8 shared: two equal 4-token blocks
+    assert first[8:10] != second[8:10]  # keys 9 and 5 differ
+    ready = with_token_ids([_trace_request([7, 8, 9], 10, 1)])
+    assert ready[0].tokens == first and ready[0].block_keys is None
+    with pytest.raises(EngineError, match="cover fewer"):
+        synthesize_tokens(_trace_request([7], 5, 3))
+
+
+def test_nearest_rank_percentiles() -> None:
+    values = [0.4, 0.1, 0.3, 0.2]
+    # sorted 0.1 0.2 0.3 0.4: rank ceil(0.5*4)=2 -> 0.2; ceil(0.9*4)=4 -> 0.4
+    assert percentile(values, 0.5) == 0.2
+    assert percentile(values, 0.9) == 0.4
+    assert percentile(values, 0.99) == 0.4
+    assert percentile([], 0.5) is None
+
+
+def test_report_arithmetic() -> None:
+    info = EngineInfo("offline", "0.0.0", "m", "cpu", 32, 10)
+    rows = [
+        RequestComparison("a", 1, 100, 0, 0, 1, 0.30, 0.31),
+        RequestComparison("b", 2, 100, 96, 96, 1, 0.05, 0.06),
+        RequestComparison("c", 3, 50, 32, 0, 1, 0.04, 0.05),
+    ]
+    report = MeasurementReport(
+        engine=info,
+        source="s",
+        options=ReplayOptions(),
+        cache_isolation="reset",
+        requests=rows,
+        metrics_delta=MetricsSnapshot(250, 128, 3, 0.39),
+        wall_s=0.5,
+    )
+    assert report.measured_cached_tokens == 128
+    assert report.predicted_cached_tokens == 96
+    assert report.exact_match_share == pytest.approx(2 / 3)  # c mismatches
+    assert report.hit_rate == pytest.approx(128 / 250)
+    assert report.ttft(warm=True)["count"] == 2  # b and c hit (measured)
+    assert report.ttft(warm=False)["p50_s"] == 0.30
+    assert report.input_tokens_per_s == pytest.approx(500.0)  # 250 tokens in 0.5 s
+    assert report.counters_agree
+    assert [r.request_id for r in report.mismatches] == ["c"]
+    document = report.to_json()
+    assert document["passport"]["block_size"] == 32
+    assert document["per_request"][2]["predicted_cached_tokens"] == 0
