@@ -151,3 +151,22 @@ def test_suggest_command_json(invoke: Invoke, tmp_path: Path) -> None:
     pin = next(s for s in document["suggestions"] if s["kind"] == "pin_tool_order")
     # On a layout the diff is of the layout file itself.
     assert "-tool_order: shuffle" in pin["diff"] and "+tool_order: fixed" in pin["diff"]
+
+
+def test_two_volatile_lines_in_one_system_prompt_are_two_spans() -> None:
+    # A name (per session) on line 1 and a time (per request) on line 4 of a 5-line prompt:
+    # the stable rules between them are not volatile and are never moved.
+    document = agent_layout(sessions=3, turns=2, rules=2)
+    document["system"] = (
+        "Customer: {{ customer }}\nRule A: be polite.\nRule B: be precise.\n"
+        "Current time: {{ now }}\nRule C: quote the policy.\n"
+    )
+    records = list(iter_records(expand(parse_layout(document, "a")), provider=None))
+    spans = [span for span in analyze(records).spans if span.label == "messages[0]"]
+    assert sorted((s.first_line, s.line_count, s.kind) for s in spans) == [
+        (0, 1, "name"),
+        (3, 1, "timestamp"),
+    ]
+    # 3 sessions take customers Jana, Pedro, Aiko; 6 requests arrive at 6 distinct seconds.
+    assert {s.kind: s.distinct_values for s in spans} == {"name": 3, "timestamp": 6}
+    assert all(s.part_lines == 5 and s.data_only for s in spans)

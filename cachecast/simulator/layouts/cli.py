@@ -337,7 +337,11 @@ def suggest_command(
                     "at": day.isoformat(),
                     "targets": [spec.name for spec in specs],
                     "analysis": analysis.to_json(),
-                    "suggestions": [suggestion.to_json() for suggestion in shown],
+                    "suggestions": [
+                        {**suggestion.to_json(), "engine": measured.get(f"#{rank}")}
+                        for rank, suggestion in enumerate(shown, start=1)
+                    ],
+                    "engine_original": measured.get("original"),
                 },
                 indent=2,
             )
@@ -360,8 +364,8 @@ def suggest_command(
             if outcome.saving_per_1k is not None:
                 line += f"; saves ${outcome.saving_per_1k:.4f} per 1,000 requests"
             typer.echo(line)
-        if suggestion.kind in measured:
-            engine = measured[suggestion.kind]
+        if f"#{rank}" in measured:
+            engine = measured[f"#{rank}"]
             typer.echo(
                 f"   measured on the engine: hit rate {measured['original']['hit_rate']:.2%} ->"
                 f" {engine['hit_rate']:.2%} (simulator predicted"
@@ -405,6 +409,6 @@ def _validate_on_engine(
         }
 
     results = {"original": measure(original, "original")}
-    for suggestion in suggestions:
-        results[suggestion.kind] = measure(list(suggestion.transformed_records), suggestion.kind)
+    for rank, suggestion in enumerate(suggestions, start=1):
+        results[f"#{rank}"] = measure(list(suggestion.transformed_records), suggestion.kind)
     return results

@@ -139,18 +139,31 @@ def _system_location(body: dict[str, Any], label: str) -> tuple[str, int | None]
     return "system", None
 
 
-def _cut_lines(text: str, span: VolatileSpan) -> tuple[str, str] | None:
-    """(text without the volatile lines, those lines), using the span's stable line counts."""
+def _cut_lines(text: str, spans: Sequence[VolatileSpan]) -> tuple[str, str] | None:
+    """(text without the spans' lines, those lines in order), or None when this text does not
+    have the shape the spans were found in (a request of another shape is left as it is)."""
     lines = text.splitlines(keepends=True)
-    end = len(lines) - span.lines_after
-    if span.first_line > end:
-        return None
-    block = "".join(lines[span.first_line : end])
-    rest = lines[: span.first_line] + lines[end:]
-    return "".join(rest), block
+    taken: set[int] = set()
+    for span in spans:
+        if span.part_lines is not None:
+            if len(lines) != span.part_lines:
+                return None
+            taken.update(range(span.first_line, span.first_line + span.line_count))
+        else:
+            end = len(lines) - span.lines_after
+            if span.first_line > end:
+                return None
+            taken.update(range(span.first_line, end))
+    block = "".join(line for index, line in enumerate(lines) if index in taken)
+    rest = "".join(line for index, line in enumerate(lines) if index not in taken)
+    return rest, block
 
 
-def _move(span: VolatileSpan, destination: str, groups: Sequence[Sequence[int]]) -> RecordTransform:
+def _move(
+    spans: Sequence[VolatileSpan], destination: str, groups: Sequence[Sequence[int]]
+) -> RecordTransform:
+    """Move the lines of ``spans`` (all in one part of one template) to ``destination``."""
+    span = spans[0]
     members = set(groups[span.template])
 
     def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -173,7 +186,7 @@ def _move(span: VolatileSpan, destination: str, groups: Sequence[Sequence[int]])
             if not isinstance(content, str):
                 out.append(record)
                 continue
-            cut = _cut_lines(content, span)
+            cut = _cut_lines(content, spans)
             if cut is None:
                 out.append(record)
                 continue
@@ -297,14 +310,14 @@ def _layout_text(document: dict[str, Any]) -> list[str]:
 
 
 def _changed_layout(
-    prompt_set: PromptSet, document: dict[str, Any], kind: str, span: VolatileSpan | None
+    prompt_set: PromptSet, document: dict[str, Any], kind: str, spans: Sequence[VolatileSpan]
 ) -> dict[str, Any] | None:
     """``document`` (a copy of the layout) with the change applied, or None where the change
     does not map onto the layout's own text."""
     base, _, also = kind.partition("+")
     if also:
-        changed = _changed_layout(prompt_set, document, base, span)
-        return None if changed is None else _changed_layout(prompt_set, changed, also, span)
+        changed = _changed_layout(prompt_set, document, base, spans)
+        return None if changed is None else _changed_layout(prompt_set, changed, also, spans)
     if kind == "add_breakpoints":
         document["cache_breakpoints"] = [place for place, _ in SUGGESTED_BREAKPOINTS]
         return document
@@ -316,12 +329,13 @@ def _changed_layout(
         document["scope"] = "template-0"
         return document
     template = document.get("system")
-    rendered = part_by_label(prompt_set.records[0], span.label) if span is not None else None
-    if span is None or span.label != "messages[0]" or not isinstance(template, str):
+    label = spans[0].label if spans else None
+    rendered = part_by_label(prompt_set.records[0], label) if label is not None else None
+    if label != "messages[0]" or not isinstance(template, str):
         return None
     if rendered is None or len(template.splitlines()) != len(rendered.text.splitlines()):
         return None  # a placeholder renders over several lines: no line-for-line mapping
-    cut = _cut_lines(template, span)
+    cut = _cut_lines(template, spans)
     if cut is None:
         return None
     rest, block = cut
@@ -346,12 +360,12 @@ def _changed_layout(
     return document
 
 
-def layout_diff(prompt_set: PromptSet, kind: str, span: VolatileSpan | None) -> str | None:
+def layout_diff(prompt_set: PromptSet, kind: str, spans: Sequence[VolatileSpan]) -> str | None:
     """The same change written on the layout file itself, when it maps onto it."""
     layout = prompt_set.layout
     if layout is None:
         return None
-    document = _changed_layout(prompt_set, copy.deepcopy(layout.raw), kind, span)
+    document = _changed_layout(prompt_set, copy.deepcopy(layout.raw), kind, spans)
     if document is None:
         return None
     name = prompt_set.label
@@ -372,7 +386,66 @@ class _Candidate:
     rationale: str
     needs_review: bool
     transform: RecordTransform
-    span: VolatileSpan | None
+    spans: tuple[VolatileSpan, ...]
+
+
+def _move_candidates(
+    spans: tuple[VolatileSpan, ...], groups: Sequence[Sequence[int]]
+) -> list[_Candidate]:
+    """The three moves of some volatile lines of one system prompt."""
+    first, last = spans[0], spans[-1]
+    if len(spans) == 1:
+        what = (
+            f"the {first.kind} lines ({first.line_count}) at line {first.first_line + 1}"
+            f" of `{first.label}`"
+        )
+        found = first.describe()
+    else:
+        kinds = ", ".join(span.kind for span in spans)
+        what = f"all {len(spans)} volatile line groups ({kinds}) of `{first.label}`"
+        found = "; ".join(span.describe() for span in spans)
+    data_only = all(span.data_only for span in spans)
+    candidates: list[_Candidate] = []
+    if last.lines_after:  # something stable follows: moving to the end changes the prefix
+        candidates.append(
+            _Candidate(
+                "move_to_end_of_system",
+                f"Move {what} to the end of the system prompt",
+                f"{found}; after the move the stable system prompt is a shared prefix.",
+                False,
+                _move(spans, "end_of_system", groups),
+                spans,
+            )
+        )
+        candidates.append(
+            _Candidate(
+                "split_system",
+                f"Split the system prompt: stable part first, {what} as a second system"
+                " message before the first user message",
+                f"{found}; the stable system prompt and the tools become a shared prefix.",
+                False,
+                _move(spans, "split_system", groups),
+                spans,
+            )
+        )
+    candidates.append(
+        _Candidate(
+            "move_to_last_user_message",
+            f"Move {what} to the end of the last user message",
+            f"{found}; after the move everything up to the user's new message, history"
+            " included, is a shared prefix."
+            + (
+                ""
+                if data_only
+                else " The moved lines are not only labelled values: they may be"
+                " instructions, and after the user's turn they can change meaning."
+            ),
+            not data_only,
+            _move(spans, "last_user", groups),
+            spans,
+        )
+    )
+    return candidates
 
 
 def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[_Candidate]:
@@ -386,62 +459,24 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
                 " breakpoints and these requests carry none: nothing is ever read.",
                 False,
                 _add_breakpoints,
-                None,
+                (),
             )
         )
-    groups = analysis.groups
+    movable: dict[tuple[int, str], list[VolatileSpan]] = {}
     for span in analysis.spans:
-        if not span.movable or span.part_kind != "system" or not span.label.startswith("messages["):
-            continue
-        what = (
-            f"the {span.kind} lines ({span.line_count}) at line {span.first_line + 1}"
-            f" of `{span.label}`"
-        )
-        if span.lines_after:
-            candidates.append(
-                _Candidate(
-                    "move_to_end_of_system",
-                    f"Move {what} to the end of the system prompt",
-                    f"{span.describe()}; after the move the {span.stable_chars_after_in_part:,}"
-                    " stable characters of the system prompt behind it are a shared prefix.",
-                    False,
-                    _move(span, "end_of_system", groups),
-                    span,
-                )
-            )
-            candidates.append(
-                _Candidate(
-                    "split_system",
-                    f"Split the system prompt: stable part first, {what} as a second system"
-                    " message before the first user message",
-                    f"{span.describe()}; the stable system prompt and the tools become a shared"
-                    " prefix.",
-                    False,
-                    _move(span, "split_system", groups),
-                    span,
-                )
-            )
-        candidates.append(
-            _Candidate(
-                "move_to_last_user_message",
-                f"Move {what} to the end of the last user message",
-                f"{span.describe()}; after the move everything up to the user's new message,"
-                " history included, is a shared prefix."
-                + (
-                    ""
-                    if span.data_only
-                    else " The moved lines are not only labelled values: they may be"
-                    " instructions, and after the user's turn they can change meaning."
-                ),
-                not span.data_only,
-                _move(span, "last_user", groups),
-                span,
-            )
-        )
+        if span.movable and span.part_kind == "system" and span.label.startswith("messages["):
+            movable.setdefault((span.template, span.label), []).append(span)
+    for spans in movable.values():
+        spans.sort(key=lambda span: span.first_line)
+        choices: list[tuple[VolatileSpan, ...]] = [(span,) for span in spans]
+        if len(spans) > 1:
+            choices.append(tuple(spans))  # all of the part's volatile lines at once
+        for chosen in choices:
+            candidates.extend(_move_candidates(chosen, analysis.groups))
     if explicit_targets:
         # Explicit-only targets read nothing without breakpoints, whatever the order: each
         # move is also tried with breakpoints added.
-        for move in [c for c in candidates if c.span is not None]:
+        for move in [c for c in candidates if c.spans]:
             candidates.append(
                 _Candidate(
                     f"{move.kind}+add_breakpoints",
@@ -449,7 +484,7 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
                     move.rationale,
                     move.needs_review,
                     _compose(_add_breakpoints, move.transform),
-                    move.span,
+                    move.spans,
                 )
             )
     for issue in analysis.tool_order:
@@ -461,7 +496,7 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
                 " template: every order is a different prefix from the first tool on.",
                 False,
                 _pin_tools,
-                None,
+                (),
             )
         )
     if analysis.scope_splits:
@@ -475,7 +510,7 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
                 " what may share a cache.",
                 True,
                 _shared_scope(analysis.groups),
-                None,
+                (),
             )
         )
     return candidates
@@ -519,7 +554,7 @@ def suggest(
             records = candidate.transform(list(prompt_set.records))
             path = _write(records, Path(workdir) / f"suggestion-{number}.jsonl")
             after = evaluate(path, targets, at=at, store=store, vllm_model=token_model)
-            diff = layout_diff(prompt_set, candidate.kind, candidate.span)
+            diff = layout_diff(prompt_set, candidate.kind, candidate.spans)
             if diff is None:
                 changed = next(
                     (

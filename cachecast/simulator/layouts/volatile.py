@@ -48,7 +48,8 @@ class VolatileSpan:
     part_index: int  # position of the part in prompt order
     first_line: int  # 0-based line of the part where the volatile lines start
     line_count: int  # how many lines they cover (stable lines in between included)
-    lines_after: int  # stable lines of the part after them
+    lines_after: int  # lines of the part after them
+    part_lines: int | None  # lines of the part when every request's has as many, else None
     kind: str  # timestamp, identifier, name, document, text
     examples: tuple[str, ...]
     distinct_values: int
@@ -76,6 +77,7 @@ class VolatileSpan:
             "first_line": self.first_line,
             "line_count": self.line_count,
             "lines_after": self.lines_after,
+            "part_lines": self.part_lines,
             "kind": self.kind,
             "examples": list(self.examples),
             "distinct_values": self.distinct_values,
@@ -217,6 +219,19 @@ def analyze(records: Sequence[dict[str, Any]]) -> Analysis:
     return Analysis(groups, tuple(spans), tuple(tool_issues), tuple(scope_splits))
 
 
+def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """Maximal runs of True as (start, end) index pairs."""
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    for index, flag in enumerate([*flags, False]):
+        if flag and start is None:
+            start = index
+        elif not flag and start is not None:
+            runs.append((start, index))
+            start = None
+    return runs
+
+
 def _group_spans(group_index: int, parts_by_record: list[list[Part]]) -> list[VolatileSpan]:
     reference = parts_by_record[0]
     first_user = next(
@@ -240,34 +255,52 @@ def _group_spans(group_index: int, parts_by_record: list[list[Part]]) -> list[Vo
         # Spans are only meaningful inside content that is the same part in every request;
         # from the first user message on, sessions legitimately differ.
         line_lists = [_split_lines(text) for text in distinct]
-        top, bottom = _common_lines(line_lists)
-        blocks = [lines[top : len(lines) - bottom] for lines in line_lists]
-        sample_values = ["".join(block).strip() for block in blocks[:3]]
         reference_lines = _split_lines(part.text)
-        after_in_part = (
-            sum(len(line) for line in reference_lines[len(reference_lines) - bottom :])
-            if bottom
-            else 0
-        )
-        after_in_prompt = after_in_part + sum(len(p.text) for p in reference[part_index + 1 :])
-        spans.append(
-            VolatileSpan(
-                template=group_index,
-                label=part.label,
-                part_kind=part.kind,
-                role=part.role,
-                part_index=part_index,
-                first_line=top,
-                line_count=len(reference_lines) - top - bottom,
-                lines_after=bottom,
-                kind=classify(sample_values[0]),
-                examples=tuple(value[:120] for value in sample_values),
-                distinct_values=len(distinct),
-                requests=count,
-                stable_chars_after_in_part=after_in_part,
-                prompt_chars_after=after_in_prompt,
-                movable=part_index < first_user,
-                data_only=_is_data_only(blocks),
+        runs: list[tuple[int, int]]  # (first line, end line) of each volatile run
+        part_lines: int | None
+        if len({len(lines) for lines in line_lists}) == 1:
+            # Same line count everywhere: compare line by line, so that a name at the top
+            # and a time at the bottom are two spans, not one span holding everything.
+            part_lines = len(line_lists[0])
+            varying = [
+                any(lines[i] != line_lists[0][i] for lines in line_lists) for i in range(part_lines)
+            ]
+            runs = _runs(varying)
+        else:
+            # A value spanning several lines (a retrieved document): one region between
+            # the lines shared at the top and at the bottom.
+            part_lines = None
+            top, bottom = _common_lines(line_lists)
+            runs = [(top, len(reference_lines) - bottom)]
+        for first, end in runs:
+            lines_after = (part_lines if part_lines is not None else len(reference_lines)) - end
+            if part_lines is not None:
+                blocks = [lines[first:end] for lines in line_lists]
+            else:
+                blocks = [lines[first : len(lines) - lines_after] for lines in line_lists]
+            sample_values = ["".join(block).strip() for block in blocks[:3]]
+            tail = reference_lines[len(reference_lines) - lines_after :] if lines_after else []
+            after_in_part = sum(len(line) for line in tail)
+            after_in_prompt = after_in_part + sum(len(p.text) for p in reference[part_index + 1 :])
+            spans.append(
+                VolatileSpan(
+                    template=group_index,
+                    label=part.label,
+                    part_kind=part.kind,
+                    role=part.role,
+                    part_index=part_index,
+                    first_line=first,
+                    line_count=end - first,
+                    lines_after=lines_after,
+                    part_lines=part_lines,
+                    kind=classify(sample_values[0]),
+                    examples=tuple(value[:120] for value in sample_values),
+                    distinct_values=len({"".join(block) for block in blocks}),
+                    requests=count,
+                    stable_chars_after_in_part=after_in_part,
+                    prompt_chars_after=after_in_prompt,
+                    movable=part_index < first_user,
+                    data_only=_is_data_only(blocks),
+                )
             )
-        )
     return spans
