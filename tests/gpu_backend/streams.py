@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cachecast.gpu_backend.engine.report import MeasurementReport
 from tests.gpu_backend.conftest import NUM_BLOCKS, token_ids
 
 
@@ -100,3 +101,20 @@ def cold_and_warm(trials: int) -> tuple[list[list[int]], list[bool]]:
         prompts.append(prefix + token_ids(200 + trial, 16))
         warm.append(True)
     return prompts, warm
+
+
+def check_exact_report(report: MeasurementReport, stream: Stream) -> None:
+    """A sequential replay of ``stream``: per-request hits equal the hand-derived values and
+    the simulator's, and the engine's counters moved by exactly those amounts."""
+    assert report.cache_isolation == "reset"
+    assert [r.measured_cached_tokens for r in report.requests] == stream.expected_cached
+    assert [r.predicted_cached_tokens for r in report.requests] == stream.expected_cached
+    assert report.exact_match_share == 1.0
+    delta = report.metrics_delta
+    assert delta.prefix_cache_queries == sum(len(prompt) for prompt in stream.prompts)
+    assert delta.prefix_cache_hits == sum(stream.expected_cached)
+    assert delta.ttft_count == len(stream.prompts)
+    assert delta.ttft_buckets[-1][1] == len(stream.prompts)  # the +Inf bucket counts them all
+    assert report.counters_agree
+    assert all(r.ttft_s > 0 and r.latency_s >= r.ttft_s for r in report.requests)
+    assert all(r.output_tokens == 1 for r in report.requests)

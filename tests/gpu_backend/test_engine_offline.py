@@ -30,6 +30,7 @@ from tests.gpu_backend.streams import (
     CORRECTNESS_STREAMS,
     LONG_PREFIX,
     Stream,
+    check_exact_report,
     cold_and_warm,
     non_block_aligned,
 )
@@ -82,18 +83,7 @@ def test_measured_hits_equal_prediction(backend: OfflineBackend, make_stream) ->
     report = measure_layout(
         as_requests(stream.prompts, stream.name), backend, options=EXACT, source=stream.name
     )
-    assert report.cache_isolation == "reset"
-    assert [r.measured_cached_tokens for r in report.requests] == stream.expected_cached
-    assert [r.predicted_cached_tokens for r in report.requests] == stream.expected_cached
-    assert report.exact_match_share == 1.0
-    # The engine's own counters moved by exactly the prompt lengths and the expected hits.
-    delta = report.metrics_delta
-    assert delta.prefix_cache_queries == sum(len(prompt) for prompt in stream.prompts)
-    assert delta.prefix_cache_hits == sum(stream.expected_cached)
-    assert delta.ttft_count == len(stream.prompts)
-    assert report.counters_agree
-    assert all(r.ttft_s > 0 and r.latency_s >= r.ttft_s for r in report.requests)
-    assert all(r.output_tokens == 1 for r in report.requests)
+    check_exact_report(report, stream)
 
 
 def test_warm_requests_on_a_long_prefix_are_faster(

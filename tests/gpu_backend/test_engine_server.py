@@ -29,6 +29,7 @@ from tests.gpu_backend.streams import (
     CORRECTNESS_STREAMS,
     LONG_PREFIX,
     Stream,
+    check_exact_report,
     cold_and_warm,
     shared_prefix,
 )
@@ -64,16 +65,7 @@ def test_measured_hits_and_counters_equal_prediction(backend: HttpBackend, make_
     report = measure_layout(
         as_requests(stream.prompts, stream.name), backend, options=EXACT, source=stream.name
     )
-    assert report.cache_isolation == "reset"
-    assert [r.measured_cached_tokens for r in report.requests] == stream.expected_cached
-    assert [r.predicted_cached_tokens for r in report.requests] == stream.expected_cached
-    # /metrics counters, read before and after the run, moved by exactly these amounts.
-    delta = report.metrics_delta
-    assert delta.prefix_cache_queries == sum(len(prompt) for prompt in stream.prompts)
-    assert delta.prefix_cache_hits == sum(stream.expected_cached)
-    assert delta.ttft_count == len(stream.prompts)
-    assert delta.ttft_buckets[-1][1] == len(stream.prompts)  # the +Inf bucket counts them all
-    assert all(r.ttft_s > 0 and r.latency_s >= r.ttft_s for r in report.requests)
+    check_exact_report(report, stream)
 
 
 def test_warm_requests_on_a_long_prefix_are_faster(backend: HttpBackend) -> None:

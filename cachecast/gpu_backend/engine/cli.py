@@ -201,6 +201,8 @@ def _backend(
     # One process is enough to drive the engine step by step and starts much faster; a
     # user who exported the variable keeps their choice.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # vLLM logs to stdout by default, which would corrupt the --json report printed there.
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     from cachecast.gpu_backend.engine.offline import OfflineBackend
 
     return OfflineBackend.create(
