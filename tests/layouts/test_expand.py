@@ -121,3 +121,33 @@ def test_explicit_target_needs_breakpoints(invoke: Invoke, tmp_path) -> None:
     assert top["kind"] == "add_breakpoints" and top["needs_review"] is False
     assert top["targets"][0]["hit_rate_before"] == 0.0 and top["targets"][0]["hit_rate_after"] > 0.5
     assert "+cache_breakpoints:" in top["diff"]
+
+
+def test_check_documents_in_memory(migrated_db_url: str) -> None:
+    """The service's entry point: layout text on one side, log records on the other."""
+    import yaml
+
+    from cachecast.contracts import ContractStore
+    from cachecast.simulator.layouts.api import SideDocument, check_documents
+
+    document = agent_layout(sessions=2, turns=2)
+    text = yaml.safe_dump(document, sort_keys=False)  # key order is prompt text too
+    records = list(iter_records(expand(parse_layout(document, "x")), provider="openai"))
+    store = ContractStore(migrated_db_url)
+    # The same requests as a layout and as records: nothing differs, the check passes.
+    report = check_documents(
+        SideDocument("baseline", layout=text),
+        SideDocument("candidate", records=records),
+        ["openai:gpt-4o"],
+        store,
+    )
+    assert report.passed and report.divergence is None
+    assert report.to_json()["baseline"] == "baseline"
+    with pytest.raises(LayoutError) as error:
+        check_documents(
+            SideDocument("baseline", layout=text),
+            SideDocument("candidate", layout="cachecast_layout: 1\nturn: []\n"),
+            ["openai:gpt-4o"],
+            store,
+        )
+    assert error.value.file == "candidate" and error.value.field == "turn"
