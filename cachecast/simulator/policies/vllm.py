@@ -28,7 +28,7 @@ to its ``alignment_tokens``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 
 from cachecast.simulator.blocks import BlockKey, BlockKeyer
@@ -46,21 +46,29 @@ UNBOUNDED_BLOCKS = 1 << 62
 
 
 class FreeBlockQueue:
-    """vLLM's free-block queue, with never-used blocks kept as a lazy id range.
+    """vLLM's free-block queue as ``front + [fresh_next, fresh_end) + back``.
 
-    The queue is always ``front + [fresh_next, fresh_end) + back``: blocks prepended go to
-    ``front``, blocks appended go to ``back``, and the untouched initial blocks (in id order)
-    sit between them. So a pool of 2**62 blocks costs nothing until used.
+    - ``front``: blocks prepended (unkeyed partial tails), an ordered dict (it stays small).
+    - the never-used initial blocks in id order, kept as a lazy range, so a pool of 2**62
+      blocks costs nothing until used;
+    - ``back``: appended (keyed) blocks, in append order. It is a log of block ids plus a
+      dict giving each free block its position in the log; removing a block deletes its
+      dict entry and leaves a stale log entry that ``popleft`` skips. Appending a run and
+      removing hits are then bulk C-level operations (an ordered dict's per-item cost
+      dominated the replay), and the log is compacted when stale entries dominate.
     """
 
     def __init__(self, first: int, end: int) -> None:
         self.front: OrderedDict[int, None] = OrderedDict()
-        self.back: OrderedDict[int, None] = OrderedDict()
         self.fresh_next = first
         self.fresh_end = end
+        self.back_log: deque[int] = deque()
+        self.back_position: dict[int, int] = {}  # free block -> its position in back_log
+        self.log_head = 0  # position of back_log[0]
+        self.log_end = 0  # position the next appended block gets
 
     def __len__(self) -> int:
-        return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.back)
+        return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.back_position)
 
     def popleft(self) -> int:
         if self.front:
@@ -68,25 +76,61 @@ class FreeBlockQueue:
         if self.fresh_next < self.fresh_end:
             self.fresh_next += 1
             return self.fresh_next - 1
-        return self.back.popitem(last=False)[0]
+        log, positions = self.back_log, self.back_position
+        while True:
+            block = log.popleft()
+            position = self.log_head
+            self.log_head += 1
+            if positions.get(block) == position:
+                del positions[block]
+                return block
 
-    def remove(self, block: int) -> None:
-        if block in self.back:
-            del self.back[block]
-        else:
-            del self.front[block]
+    def move_hits_to_back(self, hits: list[int], keyed_new: int) -> None:
+        """Touch hit blocks and, in the same step, give them their places after the finish.
+
+        After the request the back will end with ``keyed_new`` new blocks and then the
+        hits in reversed order. The hits get those final positions now: their old log
+        entries go stale at once (so allocation skips them, as if they had left the
+        queue), and allocation never reaches the new positions because the admission check
+        guarantees enough other free blocks ahead of them. ``append_run`` then writes the
+        log entries. One dict update per hit block instead of a delete and an insert.
+        """
+        start = self.log_end + keyed_new
+        self.back_position.update(zip(reversed(hits), range(start, start + len(hits)), strict=True))
 
     def prepend(self, block: int) -> None:
         self.front[block] = None
         self.front.move_to_end(block, last=False)
 
-    def append(self, block: int) -> None:
-        self.back[block] = None
+    def append_run(self, new_blocks: list[int], hits: list[int]) -> None:
+        """Append ``new_blocks`` then ``hits`` (already placed by ``move_hits_to_back``)."""
+        start = self.log_end
+        self.log_end += len(new_blocks) + len(hits)
+        self.back_log.extend(new_blocks)
+        self.back_log.extend(reversed(hits))
+        self.back_position.update(
+            zip(new_blocks, range(start, start + len(new_blocks)), strict=True)
+        )
+        if len(self.back_log) > 4 * len(self.back_position) + 4096:
+            self._compact()
+
+    def _compact(self) -> None:
+        live = sorted(self.back_position, key=self.back_position.__getitem__)
+        self.back_log = deque(live)
+        self.log_head = 0
+        self.log_end = len(live)
+        self.back_position = dict(zip(live, range(len(live)), strict=True))
+
+    def _back_in_order(self) -> Iterator[int]:
+        positions = self.back_position
+        for position, block in enumerate(self.back_log, self.log_head):
+            if positions.get(block) == position:
+                yield block
 
     def __iter__(self) -> Iterator[int]:
         yield from self.front
         yield from range(self.fresh_next, self.fresh_end)
-        yield from self.back
+        yield from self._back_in_order()
 
 
 class VllmPrefixCache(CachePolicy):
@@ -114,8 +158,10 @@ class VllmPrefixCache(CachePolicy):
         self.keyer = BlockKeyer(block_size)
         self.free_queue = FreeBlockQueue(1, total)
         self._key_of_block: dict[int, BlockKey] = {}
-        # key -> block id, or a list of ids (oldest first) when vLLM holds duplicates
-        self._block_of_key: dict[BlockKey, int | list[int]] = {}
+        # key -> the oldest block holding it; younger duplicates (vLLM does not
+        # de-duplicate) wait in ``_duplicates`` in insertion order.
+        self._block_of_key: dict[BlockKey, int] = {}
+        self._duplicates: dict[BlockKey, list[int]] = {}
 
     @property
     def usable_blocks(self) -> int:
@@ -134,61 +180,81 @@ class VllmPrefixCache(CachePolicy):
             return empty_usage(request)
         block_size = self.block_size
         keys = self.keyer.keys(request)
+        full = len(keys)
         needed = -(-length // block_size)
-        if needed > len(self.free_queue):
+        queue = self.free_queue
+        if needed > len(queue):
             return make_usage(request, 0, {})  # never admitted: nothing changes
 
-        # Lookup: longest run of cached full blocks, at most len - 1 tokens.
-        block_of_key = self._block_of_key
-        hits: list[int] = []
-        for key in keys[: (length - 1) // block_size]:
-            entry = block_of_key.get(key)
-            if entry is None:
-                break
-            hits.append(entry if type(entry) is int else entry[0])  # type: ignore[index]
-        usable_hit_blocks = len(hits) * block_size // self.alignment * self.alignment
-        del hits[usable_hit_blocks // block_size :]
+        # Lookup: longest run of cached full blocks, at most len - 1 tokens. The C-level
+        # map/index pair replaces a Python loop: this is the hot path of agent traffic.
+        found = list(map(self._block_of_key.get, keys[: (length - 1) // block_size]))
+        try:
+            hit_count = found.index(None)
+        except ValueError:
+            hit_count = len(found)
+        hit_count = hit_count * block_size // self.alignment * self.alignment // block_size
+        hits: list[int] = found[:hit_count]  # type: ignore[assignment]
+        queue.move_hits_to_back(hits, full - hit_count)  # touch
+        blocks = list(hits)
 
-        queue = self.free_queue
-        for block in hits:  # touch: hit blocks leave the free queue
-            queue.remove(block)
-        blocks = hits
         key_of_block = self._key_of_block
-        for _ in range(needed - len(hits)):
-            block = queue.popleft()
+        block_of_key = self._block_of_key
+        duplicates = self._duplicates
+        front, log, positions = queue.front, queue.back_log, queue.back_position
+        for _ in range(needed - hit_count):  # queue.popleft(), inlined: a hot loop
+            if front:
+                block = front.popitem(last=False)[0]
+            elif queue.fresh_next < queue.fresh_end:
+                block = queue.fresh_next
+                queue.fresh_next += 1
+            else:
+                while True:  # skip stale log entries (blocks touched since they were put)
+                    block = log.popleft()
+                    position = queue.log_head
+                    queue.log_head = position + 1
+                    if positions.get(block) == position:
+                        del positions[block]
+                        break
             old_key = key_of_block.pop(block, None)
             if old_key is not None:  # lazy eviction of the reused block's old key
-                self._forget(old_key, block)
+                if old_key in duplicates or block_of_key[old_key] != block:
+                    self._forget(old_key, block)
+                else:
+                    del block_of_key[old_key]
             blocks.append(block)
 
-        hit_count = usable_hit_blocks // block_size
-        for index in range(hit_count, len(keys)):  # cache the blocks that are now full
+        for index in range(hit_count, full):  # cache the blocks that are now full
             key = keys[index]
             block = blocks[index]
             key_of_block[block] = key
-            existing = block_of_key.get(key)
-            if existing is None:
+            if key in block_of_key:  # vLLM keeps duplicates; lookups take the oldest
+                self._duplicates.setdefault(key, []).append(block)
+            else:
                 block_of_key[key] = block
-            elif type(existing) is int:
-                block_of_key[key] = [existing, block]
-            else:
-                existing.append(block)  # type: ignore[union-attr]
 
-        # Finish: free tail first; unkeyed blocks to the front, keyed ones to the back.
-        for block in reversed(blocks):
-            if block in key_of_block:
-                queue.append(block)
-            else:
-                queue.prepend(block)
-        written = (len(keys) - hit_count) * block_size
-        return make_usage(request, usable_hit_blocks, {self.write_bucket: written})
+        # Finish: free tail first; the unkeyed partial tail (if any) goes to the front,
+        # keyed blocks to the back in reversed order.
+        if needed > full:
+            queue.prepend(blocks[full])
+        newly_keyed = blocks[hit_count:full]
+        newly_keyed.reverse()
+        queue.append_run(newly_keyed, hits)
+        written = (full - hit_count) * block_size
+        return make_usage(request, hit_count * block_size, {self.write_bucket: written})
 
     def _forget(self, key: BlockKey, block: int) -> None:
-        entry = self._block_of_key[key]
-        if type(entry) is int:
-            del self._block_of_key[key]
-            return
-        assert isinstance(entry, list)
-        entry.remove(block)
-        if not entry:
-            del self._block_of_key[key]
+        """Drop ``block`` from the blocks holding ``key`` (the next oldest takes over)."""
+        others = self._duplicates.get(key)
+        if self._block_of_key[key] == block:
+            if others:
+                self._block_of_key[key] = others.pop(0)
+                if not others:
+                    del self._duplicates[key]
+            else:
+                del self._block_of_key[key]
+        else:
+            assert others is not None
+            others.remove(block)
+            if not others:
+                del self._duplicates[key]
