@@ -6,14 +6,16 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from cachecast import __version__
+from cachecast.contracts.errors import DatabaseNotMigratedError
 from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import BodyLimitMiddleware
 from cachecast.service.metrics import MetricsMiddleware, ServiceMetrics
-from cachecast.service.problems import install_problem_handlers
+from cachecast.service.problems import ProblemError, install_problem_handlers, problem_response
 from cachecast.service.routers import (
     comparisons,
     contracts,
@@ -76,6 +78,12 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.service = state
     install_problem_handlers(app)
+
+    async def on_not_migrated(request: Request, exc: Exception) -> JSONResponse:
+        error = ProblemError(503, "Database not migrated", str(exc), slug="not-migrated")
+        return problem_response(error.to_problem(request.url.path))
+
+    app.add_exception_handler(DatabaseNotMigratedError, on_not_migrated)
     for module in (health, contracts, estimates, simulations, jobs, layout_checks, comparisons):
         app.include_router(module.router)
     # Outermost first: count every request (413s included), then enforce the body limit.

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import FieldError, ProblemError, from_pydantic, validation_problem
 from cachecast.simulator import POLICY_KINDS, OutOfOrderError, build_policy, simulate
 from cachecast.simulator.estimate import (
@@ -72,6 +73,12 @@ class EstimateRequest(LogPayload):
     )
     at: dt.date | None = Field(
         default=None, description="the day whose contracts apply (default: today, UTC)"
+    )
+    auto_cache_control: bool = Field(
+        default=False,
+        description="for explicit-breakpoint contracts (Anthropic), assume each request ends "
+        "its latest message with a breakpoint (top-level automatic cache_control); as the "
+        "CLI's --auto-cache-control",
     )
 
 
@@ -266,7 +273,14 @@ def run_estimate(
             errors=pass_errors,
         )
         try:
-            report = estimate(requests, [targets[i] for i in indices], day, store, progress)
+            report = estimate(
+                requests,
+                [targets[i] for i in indices],
+                day,
+                store,
+                progress,
+                auto_cache_control=request.auto_cache_control,
+            )
         except OrderError as error:
             raise validation_problem(
                 [FieldError(field="records", message=str(error))], "Records out of order"
@@ -292,10 +306,16 @@ def estimate_job_payload(request: EstimateRequest, lines: Sequence[int] | None) 
 def run_estimate_job(
     store: ContractStore, payload: Mapping[str, Any], progress: Callable[[int], None]
 ) -> dict[str, Any]:
+    """A stored estimate job; a rejected log fails the job with the 422 problem it would
+    have had as a direct request."""
     data = dict(payload)
     lines = data.pop("record_lines", None)
-    request = EstimateRequest.model_validate(data)
-    return run_estimate(store, request, lines, progress)
+    try:
+        request = EstimateRequest.model_validate(data)
+        return run_estimate(store, request, lines, progress)
+    except ProblemError as error:
+        problem = error.to_problem(None).model_dump(mode="json", exclude_none=True)
+        raise JobInputError(problem) from error
 
 
 def run_simulation(

@@ -9,13 +9,16 @@ from __future__ import annotations
 import asyncio
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from cachecast import db
-from tests.service.conftest import ADMIN_KEY
+from cachecast.cli import app as cli_app
+from tests.service.conftest import ADMIN_KEY, make_settings, open_client
 from tests.service.logs import (
     GPT4O_DAY,
     estimate_body,
@@ -48,8 +51,6 @@ async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
 
 
 async def test_readyz_reports_an_unmigrated_database(sqlite_url: str) -> None:
-    from tests.service.conftest import make_settings, open_client
-
     db.upgrade(sqlite_url, "0002_seed_contracts")  # one revision short of this code's head
     async for http in open_client(make_settings(sqlite_url)):
         body = assert_problem(await http.get("/readyz"), 503)
@@ -364,8 +365,6 @@ def _json_type() -> dict[str, str]:
 
 
 async def test_body_limit_declared_and_streamed(service_db_url: str) -> None:
-    from tests.service.conftest import make_settings, open_client
-
     limit = 1000
     async for http in open_client(make_settings(service_db_url, max_body_bytes=limit)):
         big = json.dumps(estimate_body(shared_prefix_records(), ["openai:gpt-4o"])).encode()
@@ -387,7 +386,7 @@ async def test_body_limit_declared_and_streamed(service_db_url: str) -> None:
 
 
 async def test_large_estimate_becomes_a_job_with_the_same_result(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient, service_db_url: str
 ) -> None:
     # The fixture's threshold is 50 records: 60 records make a job, 2 records answer at once.
     records = shared_prefix_records(sessions=30)
@@ -398,6 +397,9 @@ async def test_large_estimate_becomes_a_job_with_the_same_result(
     assert accepted.headers["location"] == job["status_url"] == f"/v1/jobs/{job['job_id']}"
     done = await wait_for_job(client, job["job_id"])
     assert done["status"] == "done", done
+    # The result lives in the database: a fresh app (a restarted server) serves it unchanged.
+    async for restarted in open_client(make_settings(service_db_url, job_runners=0)):
+        assert (await restarted.get(f"/v1/jobs/{job['job_id']}")).json() == done
     assert done["progress"] == {"processed_records": 60, "total_records": 60, "fraction": 1.0}
     (target,) = done["result"]["targets"]
     # 30 independent sessions (scopes) of the 2-request pattern: 30 times the small case.
@@ -464,3 +466,42 @@ async def test_simulation_rejects_an_unknown_policy(client: httpx.AsyncClient) -
 async def test_unfilled_routers_answer_501(client: httpx.AsyncClient) -> None:
     for path in ("/v1/layout-checks", "/v1/comparisons"):
         assert_problem(await client.post(path, json={}), 501)
+
+
+async def test_estimate_equals_the_cli_json(
+    client: httpx.AsyncClient, service_db_url: str, tmp_path: Path
+) -> None:
+    # The service promises the very object `cachecast estimate --json` prints for the same
+    # log; targets with two different tokenizers exercise the per-tokenizer passes.
+    records = shared_prefix_records(sessions=2)
+    targets = ["openai:gpt-4o", "anthropic:claude-sonnet-4-5", "openai:gpt-4.1"]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(record) + "\n" for record in records))
+    day = "2026-11-01"  # all three contracts are in force then
+    arguments = ["estimate", str(log), "--at", day, "--json", "--database-url"]
+    arguments.append(service_db_url)
+    for target in targets:
+        arguments += ["--target", target]
+    result = CliRunner().invoke(cli_app, arguments)
+    assert result.exit_code == 0, result.output
+    from_cli = json.loads(result.stdout)
+    response = await client.post("/v1/estimates", json=estimate_body(records, targets, day))
+    assert response.status_code == 200, response.text
+    from_service = response.json()
+    # Only the name of the log differs: a file path for the CLI, 'request' for the service.
+    assert from_cli.pop("sources") == [str(log)]
+    assert from_service.pop("sources") == ["request"]
+    assert from_service == from_cli
+
+
+async def test_a_job_with_malformed_records_fails_naming_them(client: httpx.AsyncClient) -> None:
+    records = shared_prefix_records(sessions=30)  # 60 records: over the threshold of 50
+    records[41]["tokens"] = [1, "two", 3]
+    accepted = await client.post("/v1/estimates", json=estimate_body(records, ["openai:gpt-4o"]))
+    assert accepted.status_code == 202, accepted.text
+    failed = await wait_for_job(client, accepted.json()["job_id"])
+    assert (failed["status"], failed["result"]) == ("failed", None)
+    error = failed["error"]
+    assert error["status"] == 422
+    assert [item["record"] for item in error["errors"]] == [41]
+    assert error["errors"][0]["field"].startswith("records[41].tokens")

@@ -115,6 +115,7 @@ class JobAccepted(BaseModel):
                                 "description": "PROVIDER:MODEL, repeated or comma-separated",
                             },
                             "at": {"type": "string", "format": "date"},
+                            "auto_cache_control": {"type": "boolean"},
                         },
                     }
                 },
@@ -129,7 +130,7 @@ async def create_estimate(
     answered with 200. Larger ones are stored as a job and answered with 202 and the job's
     address; poll ``GET /v1/jobs/{id}``. Bad records are a 422 naming each record's index
     (and line, for an upload) and field; nothing is priced then."""
-    payload = await read_log_body(request, ("targets", "at"))
+    payload = await read_log_body(request, ("targets", "at", "auto_cache_control"))
     estimate_request, lines = validate_payload(EstimateRequest, payload)
     plan = await run_in_threadpool(plan_estimate, state.contracts, estimate_request)
     if len(estimate_request.records) > state.settings.job_threshold_records:
