@@ -151,3 +151,36 @@ def test_check_documents_in_memory(migrated_db_url: str) -> None:
             store,
         )
     assert error.value.file == "candidate" and error.value.field == "turn"
+
+
+def test_block_key_trace_divergence(invoke: Invoke, tmp_path, mooncake_trace) -> None:
+    """Mooncake records carry one hash id per 512-token block and no text: changing block 3
+    of the 7th request moves the divergence to token 3 x 512 = 1,536 of that request."""
+    import json
+
+    lines = mooncake_trace.read_text().splitlines()
+    changed_line = next(
+        n for n, line in enumerate(lines) if n >= 6 and len(json.loads(line)["hash_ids"]) > 4
+    )
+    record = json.loads(lines[changed_line])
+    record["hash_ids"][3] = 10**9
+    lines[changed_line] = json.dumps(record)
+    candidate = tmp_path / "changed.jsonl"
+    candidate.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.json"
+    result = invoke(
+        "check",
+        mooncake_trace,
+        candidate,
+        "--target",
+        "vllm:512",
+        "--max-hit-rate-drop",
+        "100pp",
+        "--json",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    divergence = json.loads(out.read_text())["divergence"]
+    assert divergence["request_id"] == f"#{changed_line + 1}"
+    assert divergence["token_position"] == 1536
+    assert divergence["differing_requests"] == 1

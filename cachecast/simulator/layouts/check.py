@@ -210,8 +210,10 @@ def _divergence_sentence(divergence: Divergence | None) -> str:
         if divergence.token_position is not None
         else "the text"
     )
+    if divergence.segment_label is not None:
+        where += f" in {divergence.segment_kind} `{divergence.segment_label}`"
     return (
-        f"  first divergence at {where} in {divergence.segment_kind} `{divergence.segment_label}`"
+        f"  first divergence at {where}"
         f" of request {divergence.request_id} ({divergence.differing_requests} of"
         f" {divergence.compared_requests} requests differ): {divergence.candidate_excerpt!r}"
     )

@@ -90,6 +90,27 @@ def _first_text_difference(
     return None
 
 
+def _comparable(left: TokenizedRequest, right: TokenizedRequest) -> bool:
+    both_tokens = left.tokens is not None and right.tokens is not None
+    both_blocks = left.block_keys is not None and right.block_keys is not None
+    return both_tokens or (both_blocks and left.block_size == right.block_size)
+
+
+def _token_divergence(left: TokenizedRequest, right: TokenizedRequest) -> int | None:
+    """First differing token; for block-key traces (Mooncake) the first token of the first
+    differing block, or the shorter prompt's length when one chain extends the other."""
+    if left.tokens is not None and right.tokens is not None:
+        return first_difference(left.tokens, right.tokens)
+    if _comparable(left, right):
+        assert left.block_keys is not None and right.block_keys is not None
+        block = first_difference(left.block_keys, right.block_keys)
+        if block is not None:
+            return min(block * (left.block_size or 1), left.input_tokens, right.input_tokens)
+        if left.input_tokens != right.input_tokens:
+            return min(left.input_tokens, right.input_tokens)
+    return None
+
+
 def pair_requests(
     baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, Any]]
 ) -> list[tuple[int, int]]:
@@ -129,9 +150,8 @@ def find_divergence(
         token_position: int | None = None
         if with_tokens:
             assert baseline_tokens is not None and candidate_tokens is not None
-            left_ids, right_ids = baseline_tokens[i].tokens, candidate_tokens[j].tokens
-            if left_ids is not None and right_ids is not None:
-                token_position = first_difference(left_ids, right_ids)
+            if _comparable(baseline_tokens[i], candidate_tokens[j]):
+                token_position = _token_divergence(baseline_tokens[i], candidate_tokens[j])
                 if token_position is None:
                     continue
                 differing += 1
@@ -171,6 +191,11 @@ def find_divergence(
             part = right or left
             assert part is not None
             label, kind = part.label, part.kind
+    elif token_position is not None and candidate_tokens is not None:
+        block_size = candidate_tokens[j].block_size
+        if candidate_tokens[j].block_keys is not None and block_size:
+            note = f"(block-key trace, no text: block {token_position // block_size} differs)"
+            baseline_excerpt = candidate_excerpt = note
     request_id = str(candidate_records[j].get("request_id", f"#{j + 1}"))
     return Divergence(
         request_id=request_id,
