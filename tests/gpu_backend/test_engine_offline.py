@@ -15,7 +15,7 @@ from sqlmodel import Session, select
 from cachecast.db import get_engine
 from cachecast.gpu_backend.engine.offline import OfflineBackend
 from cachecast.gpu_backend.engine.passport import store_report
-from cachecast.gpu_backend.engine.replay import measure_layout
+from cachecast.gpu_backend.engine.replay import LogFormatError, measure_layout
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import ReplayOptions
 from cachecast.gpu_backend.tables import EngineMeasurement
@@ -24,6 +24,7 @@ from tests.gpu_backend.conftest import (
     BLOCK_SIZE,
     MAX_MODEL_LEN,
     NUM_BLOCKS,
+    VOCAB_SIZE,
     as_requests,
 )
 from tests.gpu_backend.streams import (
@@ -142,3 +143,25 @@ def test_concurrent_paced_replay_records_every_request(backend: OfflineBackend) 
     # are compared here: they equal the per-request figures it reported.
     assert report.metrics_delta.prefix_cache_queries == sum(len(p) for p in stream.prompts)
     assert report.counters_agree
+
+
+@pytest.mark.parametrize(
+    ("prompt", "field"),
+    [
+        # MAX_MODEL_LEN tokens leave no room for the one generated token.
+        ([5] * MAX_MODEL_LEN, "tokens"),
+        # the model's vocabulary is VOCAB_SIZE ids, so VOCAB_SIZE itself is out of range.
+        ([5, 6, VOCAB_SIZE], "tokens[2]"),
+    ],
+)
+def test_prompts_the_engine_refuses_are_rejected_before_sending(
+    backend: OfflineBackend, prompt: list[int], field: str
+) -> None:
+    requests = as_requests([[7] * 40, prompt], "bad")
+    before = backend.metrics()
+    with pytest.raises(LogFormatError) as raised:
+        measure_layout(requests, backend, options=EXACT)
+    assert (raised.value.line, raised.value.field) == (2, field)
+    after = backend.metrics()
+    assert after.prefix_cache_queries == before.prefix_cache_queries  # nothing was sent
+    assert after.ttft_count == before.ttft_count

@@ -115,6 +115,9 @@ def measure(
         str | None,
         typer.Option("--api-key", envvar="CACHECAST_ENGINE_API_KEY", help="Http: bearer token."),
     ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Replay only the first N requests.")
+    ] = None,
     store: Annotated[
         bool, typer.Option("--store/--no-store", help="Store the passport row in the database.")
     ] = True,
@@ -128,7 +131,7 @@ def measure(
     from cachecast.gpu_backend.engine.replay import LogFormatError, load_log, measure_layout
 
     try:
-        requests = load_log(log, model=model)
+        requests = load_log(log, model=model)[:limit]
     except (LogFormatError, ValueError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from error
@@ -161,6 +164,9 @@ def measure(
                 source=str(log),
                 progress=advance,
             )
+    except LogFormatError as error:  # a prompt the engine cannot take; nothing was sent
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
     except EngineError as error:
         console.print(f"[red]engine error:[/red] {error}")
         raise typer.Exit(1) from error

@@ -67,26 +67,38 @@ class HttpBackend:
             )
         return response
 
+    def _model_card(self) -> dict[str, Any]:
+        models: list[dict[str, Any]] = self._get("/v1/models").json().get("data", [])
+        if not models:
+            raise EngineError(f"{self._url}/v1/models lists no model")
+        if self._model is None:
+            return models[0]
+        for card in models:
+            if card.get("id") == self._model:
+                return card
+        names = ", ".join(str(card.get("id")) for card in models)
+        raise EngineError(f"{self._url} does not serve {self._model!r} (it serves {names})")
+
     def served_model(self) -> str:
         if self._model is None:
-            models = self._get("/v1/models").json().get("data", [])
-            if not models:
-                raise EngineError(f"{self._url}/v1/models lists no model")
-            self._model = str(models[0]["id"])
+            self._model = str(self._model_card()["id"])
         return self._model
 
     def info(self) -> EngineInfo:
         samples = parse_prometheus_text(self._get("/metrics").text)
         block_size, num_blocks = cache_geometry(samples, f"{self._url}/metrics")
         version = str(self._get("/version").json().get("version", "unknown"))
+        card = self._model_card()
+        max_model_len = card.get("max_model_len")
         return EngineInfo(
             kind="http",
             engine_version=version,
-            model=self.served_model(),
+            model=str(card["id"]),
             device=self._device,
             block_size=block_size,
             num_blocks=num_blocks,
             endpoint=self._url,
+            max_model_len=int(max_model_len) if max_model_len is not None else None,
         )
 
     def reset_prefix_cache(self) -> str:

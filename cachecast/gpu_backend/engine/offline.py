@@ -121,6 +121,7 @@ class OfflineBackend:
     def info(self) -> EngineInfo:
         samples = samples_from_engine_metrics(self._llm.get_metrics())
         block_size, num_blocks = cache_geometry(samples, "offline engine")
+        model_config = self._llm.llm_engine.model_config
         return EngineInfo(
             kind="offline",
             engine_version=str(self._vllm.__version__),
@@ -128,6 +129,8 @@ class OfflineBackend:
             device=describe_device(),
             block_size=block_size,
             num_blocks=num_blocks,
+            max_model_len=int(model_config.max_model_len),
+            vocab_size=int(model_config.get_vocab_size()),
         )
 
     def reset_prefix_cache(self) -> str:
@@ -181,7 +184,13 @@ class OfflineBackend:
                     prompt["cache_salt"] = request.cache_salt
                 engine_id = f"{run_tag}-{next_index}"
                 submitted = time.perf_counter()
-                engine.add_request(engine_id, prompt, params)
+                try:
+                    engine.add_request(engine_id, prompt, params)
+                except ValueError as error:  # vLLM's validation errors derive from it
+                    raise EngineError(
+                        f"request {request.request_id} (line {request.line}): the engine"
+                        f" rejected it: {error}"
+                    ) from error
                 in_flight[engine_id] = (next_index, _InFlight(request, submitted))
                 output_tokens[engine_id] = 0
                 next_index += 1

@@ -22,6 +22,7 @@ from cachecast.gpu_backend.engine.backend import EngineBackend, Progress
 from cachecast.gpu_backend.engine.report import MeasurementReport, RequestComparison
 from cachecast.gpu_backend.engine.types import (
     EngineError,
+    EngineInfo,
     MetricsSnapshot,
     ReplayOptions,
     ReplayRequest,
@@ -174,6 +175,30 @@ def to_replay_requests(requests: Sequence[TokenizedRequest]) -> list[ReplayReque
     return replay
 
 
+def check_fits_engine(requests: Sequence[TokenizedRequest], info: EngineInfo) -> None:
+    """Reject, before anything is sent, a prompt the engine would refuse mid-run."""
+    for request in requests:
+        assert request.tokens is not None
+        if info.max_model_len is not None and len(request.tokens) >= info.max_model_len:
+            raise LogFormatError(
+                request.source,
+                request.line,
+                "tokens",
+                f"{len(request.tokens)} tokens leave no room for one generated token within"
+                f" the engine's max_model_len of {info.max_model_len}",
+            )
+        if info.vocab_size is not None:
+            for position, token in enumerate(request.tokens):
+                if not 0 <= token < info.vocab_size:
+                    raise LogFormatError(
+                        request.source,
+                        request.line,
+                        f"tokens[{position}]",
+                        f"token id {token} is outside the model's vocabulary"
+                        f" (size {info.vocab_size})",
+                    )
+
+
 def predict_cached_tokens(
     requests: Sequence[TokenizedRequest], block_size: int, num_blocks: int
 ) -> list[int]:
@@ -230,6 +255,7 @@ def measure_layout(
     if not prepared:
         raise EngineError("nothing to replay: the log has no requests")
     info = backend.info()
+    check_fits_engine(prepared, info)
     replay = to_replay_requests(prepared)
     if options.warmup_requests > 0:
         sequential = replace(options, concurrency=1, arrival_scale=None)

@@ -55,6 +55,8 @@ class EngineInfo:
     block_size: int
     num_blocks: int
     endpoint: str | None = None  # the URL for a remote engine
+    max_model_len: int | None = None  # a prompt must be strictly shorter (room for 1 token)
+    vocab_size: int | None = None  # token ids must lie in [0, vocab_size)
 
 
 @dataclass(frozen=True, slots=True)
