@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, TaskID
 
 from cachecast import db
 from cachecast.simulator.layouts.check import (
@@ -273,6 +274,30 @@ def _emit(reports: list[CheckReport], markdown: Path | None, json_out: Path | No
         json_out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
+class _Progress:
+    """A rich progress bar on a terminal (stderr), nothing otherwise."""
+
+    def __init__(self, description: str) -> None:
+        self._description = description
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> Callable[[int, int], None]:
+        if console.is_terminal:
+            self._bar = Progress(console=console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self._description, total=None)
+        return self._advance
+
+    def _advance(self, done: int, total: int) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
 def register(app: typer.Typer) -> None:
     """Add ``check`` and ``suggest`` to the root app."""
     app.command("check")(check_command)
@@ -318,9 +343,16 @@ def suggest_command(
                 path, Path(workdir), values=values, model=model, name="input"
             )
             analysis = analyze(prompt_set.records)
-            suggestions = suggest(
-                prompt_set, specs, at=day, store=store, model=model, analysis=analysis
-            )
+            with _Progress("re-simulating changes") as advance:
+                suggestions = suggest(
+                    prompt_set,
+                    specs,
+                    at=day,
+                    store=store,
+                    model=model,
+                    analysis=analysis,
+                    progress=advance,
+                )
             shown = suggestions[: max(top, 0)]
             measured: dict[str, Any] = {}
             if validate_on_engine is not None:

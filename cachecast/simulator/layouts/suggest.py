@@ -531,9 +531,11 @@ def suggest(
     store: ContractStore | None,
     model: str | None = None,
     analysis: Analysis | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Suggestion]:
     """Every applicable change, re-simulated under ``targets``, best first. A change that
-    saves nothing on any target is still listed (after the others) so that it is seen."""
+    saves nothing on any target is still listed (after the others) so that it is seen.
+    ``progress(done, total)`` is called after each change is replayed."""
     analysis = analysis or analyze(prompt_set.records)
     contract_models = [t.model for t in targets if t.kind == "contract"]
     token_model = model or (contract_models[0] if contract_models else None)
@@ -548,9 +550,12 @@ def suggest(
     ]
     suggestions: list[Suggestion] = []
     with tempfile.TemporaryDirectory(prefix="cachecast-suggest-") as workdir:
-        for number, candidate in enumerate(
-            _candidates(analysis, explicit_targets=[] if has_breakpoints else explicit_targets)
-        ):
+        candidates = _candidates(
+            analysis, explicit_targets=[] if has_breakpoints else explicit_targets
+        )
+        for number, candidate in enumerate(candidates):
+            if progress is not None:
+                progress(number, len(candidates))
             records = candidate.transform(list(prompt_set.records))
             path = _write(records, Path(workdir) / f"suggestion-{number}.jsonl")
             after = evaluate(path, targets, at=at, store=store, vllm_model=token_model)
