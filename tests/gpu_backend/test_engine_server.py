@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from tests.gpu_backend.streams import (
     Stream,
     check_exact_report,
     cold_and_warm,
+    non_block_aligned,
     shared_prefix,
 )
 
@@ -114,3 +116,24 @@ def test_measure_cli_reports_json_and_stores_the_passport(
     assert rows[0].model == SERVED_NAME
     assert rows[0].block_size == BLOCK_SIZE and rows[0].num_blocks == NUM_BLOCKS
     assert rows[0].measured_cached_tokens == 192
+
+
+def test_concurrent_paced_replay_over_http(backend: HttpBackend) -> None:
+    stream = non_block_aligned()
+    requests = [
+        replace(request, timestamp=50.0 + 0.1 * index)  # 0.1 s apart in the log
+        for index, request in enumerate(as_requests(stream.prompts, "paced"))
+    ]
+    report = measure_layout(
+        requests,
+        backend,
+        options=ReplayOptions(concurrency=2, arrival_scale=2.0, warmup_requests=0, max_tokens=3),
+    )
+    assert [r.request_id for r in report.requests] == [r.request_id for r in requests]
+    assert all(r.output_tokens == 3 for r in report.requests)  # ignore_eos: exactly max_tokens
+    assert all(0 < r.ttft_s <= r.latency_s for r in report.requests)
+    # The last request may not be sent before its scaled arrival: 3 gaps * 0.1 s * 2.
+    assert report.wall_s >= 0.6
+    # With neighbours in flight only the engine's self-consistency is exact.
+    assert report.metrics_delta.prefix_cache_queries == sum(len(p) for p in stream.prompts)
+    assert report.counters_agree
