@@ -9,6 +9,8 @@ A worker that dies mid-job leaves a ``running`` row. Such a row is marked ``fail
 (a) a process starting on the same host sees that the claiming process no longer exists
 (claims carry host, pid and the process start time, so a reused pid is not mistaken for the
 dead one), or (b) its heartbeat is older than the lease (a dead host, seen by any instance).
+Instances that share a hostname must therefore share a PID namespace (plain processes on one
+machine do; containers get their own hostnames by default).
 """
 
 from __future__ import annotations

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
+from cachecast.contracts import ContractStore
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.metrics import ServiceMetrics
 from cachecast.service.settings import ServiceSettings
-
-if TYPE_CHECKING:
-    from cachecast.contracts import ContractStore
 
 
 @dataclass
@@ -23,12 +19,11 @@ class ServiceState:
     jobs: JobStore
     metrics: ServiceMetrics
     runner: JobRunner | None = None
+    # Built without touching the database; it checks the schema on first use.
+    contracts: ContractStore = field(init=False)
 
-    @cached_property
-    def contracts(self) -> ContractStore:
-        from cachecast.contracts import ContractStore
-
-        return ContractStore(self.database_url)
+    def __post_init__(self) -> None:
+        self.contracts = ContractStore(self.database_url)
 
 
 def service_state(request: Request) -> ServiceState:
