@@ -47,7 +47,7 @@ def postgres_url() -> Iterator[str]:
         admin_engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def service_db_url(request: pytest.FixtureRequest) -> str:
     """Each service test runs on a migrated SQLite file and on PostgreSQL (or is skipped,
     saying why, when no server is configured)."""

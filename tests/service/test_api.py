@@ -505,3 +505,8 @@ async def test_a_job_with_malformed_records_fails_naming_them(client: httpx.Asyn
     assert error["status"] == 422
     assert [item["record"] for item in error["errors"]] == [41]
     assert error["errors"][0]["field"].startswith("records[41].tokens")
+
+
+async def test_unknown_routes_and_methods_are_problems(client: httpx.AsyncClient) -> None:
+    assert_problem(await client.get("/v1/no-such-thing"), 404)
+    assert_problem(await client.delete("/v1/contracts"), 405)
