@@ -56,6 +56,7 @@ def test_hits_and_free_queue_equal_vllm(oracle_class: type, stream: tuple[int, l
     num_blocks, requests = stream
     oracle = oracle_class(BLOCK, num_blocks, max_model_len=32 * BLOCK)
     ours = VllmPrefixCache(BLOCK, num_blocks)
+    ours.free_queue.compact_slack = 0  # compact the lazy free-queue log often: test it too
     for index, tokens in enumerate(requests):
         expected_hit = oracle.process(tokens)
         usage = ours.process(make_request(tokens, at=float(index), line=index + 1))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cachecast.simulator.policies.vllm import VllmPrefixCache
+from cachecast.simulator.policies.vllm import FreeBlockQueue, VllmPrefixCache
 
 from .helpers import make_request, run
 
@@ -93,3 +93,19 @@ def test_hybrid_state_checkpoints_round_the_hit_down() -> None:
 def test_too_small_a_pool_is_rejected() -> None:
     with pytest.raises(ValueError, match="null block"):
         VllmPrefixCache(16, 1)
+
+
+def test_free_queue_log_compaction_keeps_the_eviction_order() -> None:
+    queue = FreeBlockQueue(1, 1)  # no never-used blocks: everything lives in the log
+    queue.compact_slack = 0
+    queue.append_run([5, 3, 9], [])
+    longest_log = 0
+    for _ in range(12):  # block 3 is hit and freed again, each time leaving a stale entry
+        queue.move_hits_to_back([3], 0)
+        queue.append_run([], [3])
+        longest_log = max(longest_log, len(queue.back_log))
+        # Each touch moved 3 to the back: 5, 9, then 3, whether or not the log was just
+        # compacted (more than 4 entries per live block), which must not reorder anything.
+        assert list(queue) == [5, 9, 3]
+    assert longest_log < 3 + 12  # compaction happened
+    assert [queue.popleft() for _ in range(3)] == [5, 9, 3]

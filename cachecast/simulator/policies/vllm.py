@@ -58,6 +58,8 @@ class FreeBlockQueue:
       dominated the replay), and the log is compacted when stale entries dominate.
     """
 
+    compact_slack = 4096  # stale log entries tolerated beyond 4x the live ones
+
     def __init__(self, first: int, end: int) -> None:
         self.front: OrderedDict[int, None] = OrderedDict()
         self.fresh_next = first
@@ -111,7 +113,7 @@ class FreeBlockQueue:
         self.back_position.update(
             zip(new_blocks, range(start, start + len(new_blocks)), strict=True)
         )
-        if len(self.back_log) > 4 * len(self.back_position) + 4096:
+        if len(self.back_log) > 4 * len(self.back_position) + self.compact_slack:
             self._compact()
 
     def _compact(self) -> None:
