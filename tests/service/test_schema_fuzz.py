@@ -7,6 +7,7 @@ issues fill them, so they are left out here and covered by test_api's 501 test.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ PLACEHOLDERS = ["/v1/layout-checks", "/v1/comparisons"]
 # building the app touches no database, and the fixture below migrates the file before any
 # request is made.
 _DB_DIR = Path(tempfile.mkdtemp(prefix="cachecast-fuzz-"))
+atexit.register(shutil.rmtree, _DB_DIR, True)  # also when collected but not run
 _DB_URL = f"sqlite:///{_DB_DIR / 'cachecast.db'}"
 # No job runner: a fuzzed log over the threshold is queued, not run.
 _APP = create_app(make_settings(_DB_URL, job_runners=0, max_body_bytes=200_000))
@@ -40,7 +42,6 @@ def migrated_fuzz_db() -> Iterator[None]:
     db.upgrade(_DB_URL)
     yield
     db.get_engine(_DB_URL).dispose()
-    shutil.rmtree(_DB_DIR, ignore_errors=True)
 
 
 @schemathesis.check
