@@ -14,7 +14,7 @@ from sqlmodel import Session, select
 
 from cachecast.db import get_engine
 from cachecast.gpu_backend.engine.offline import OfflineBackend
-from cachecast.gpu_backend.engine.passport import store_report
+from cachecast.gpu_backend.engine.passport import list_measurements, store_report
 from cachecast.gpu_backend.engine.replay import LogFormatError, measure_layout
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import ReplayOptions
@@ -121,6 +121,7 @@ def test_passport_row_is_stored(
     assert row.exact_match_share == 1.0
     assert row.ttft_cold_p50_s is not None and row.ttft_warm_p50_s is not None
     assert row.measured_at.year >= 2026
+    assert [listed.id for listed in list_measurements(migrated_db_url)] == [row_id]
 
 
 def test_concurrent_paced_replay_records_every_request(backend: OfflineBackend) -> None:

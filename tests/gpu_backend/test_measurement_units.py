@@ -188,3 +188,22 @@ def test_report_arithmetic() -> None:
     document = report.to_json()
     assert document["passport"]["block_size"] == 32
     assert document["per_request"][2]["predicted_cached_tokens"] == 0
+
+
+def test_engine_measurements_migration_goes_down_and_up(migrated_db_url: str) -> None:
+    from sqlalchemy import inspect
+
+    from cachecast import db
+
+    def tables() -> set[str]:
+        engine = db.get_engine(migrated_db_url)
+        engine.dispose()  # fresh connections see the migrated schema
+        return set(inspect(engine).get_table_names())
+
+    assert "engine_measurements" in tables()
+    db.downgrade(migrated_db_url, "0003_service_jobs")
+    assert "engine_measurements" not in tables()
+    assert "service_jobs" in tables()  # the revision below is untouched
+    db.upgrade(migrated_db_url)
+    assert "engine_measurements" in tables()
+    assert db.current_revision(migrated_db_url) == db.head_revision()
