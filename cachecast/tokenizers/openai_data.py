@@ -7,13 +7,16 @@ little-endian u32 count, then per token a u16 length, the token bytes, a u32 ran
 
 Loading order (first that works wins), see :func:`load_openai_encoding`:
 
+0. plain ``tiktoken.get_encoding(name)`` when tiktoken's own cache already holds the file
+   (no network needed; tiktoken checks the hash itself);
 1. the registry data: rebuild the rank file in tiktoken's ``.tiktoken`` text format
    (``base64(token) + b" " + rank + b"\\n"`` sorted by rank) and check its sha256 against the
    ``expected_hash`` that tiktoken itself passes to ``load_tiktoken_bpe`` in the installed
    ``tiktoken_ext/openai_public.py``; data that does not match is refused
    (:class:`VocabularyIntegrityError`), never used;
-2. plain ``tiktoken.get_encoding(name)``: works where tiktoken's cache already holds the file
-   or the network is there (tiktoken checks the same hash itself).
+2. plain ``tiktoken.get_encoding(name)`` only when no registry package ships the data: works
+   where the network is there. Registry data that fails the check is an error, not a reason
+   to fall back silently.
 
 The hash, the special tokens and ``pat_str`` are read from ``tiktoken_ext.openai_public`` (the
 constructor is called with ``load_tiktoken_bpe`` swapped for our verified loader), so nothing
@@ -25,8 +28,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import os
 import struct
+import tempfile
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -170,32 +176,60 @@ _LOADED: dict[str, tiktoken.Encoding] = {}
 
 
 def load_openai_encoding(name: str) -> tiktoken.Encoding:
-    """``name`` as a ``tiktoken.Encoding``: verified registry data first, then plain tiktoken."""
+    """``name`` as a ``tiktoken.Encoding``; see the module docstring for the order tried."""
     if name not in OPENAI_ENCODINGS:
         raise KeyError(f"not an OpenAI encoding cachecast loads: {name!r}")
     with _LOCK:
         if name in _LOADED:
             return _LOADED[name]
-        try:
-            encoding = encoding_from_rank_text(name, verified_rank_text(name))
-        except FileNotFoundError as offline_missing:
-            try:
-                encoding = tiktoken.get_encoding(name)
-            except Exception as exc:
-                raise RuntimeError(
-                    f"cannot load {name}: {offline_missing}; and tiktoken could not fetch it: {exc}"
-                ) from exc
+        encoding = _load_uncached(name)
         _LOADED[name] = encoding
         return encoding
 
 
-def _capture_hash_only(_blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
-    raise _HashCaptured(expected_hash or "")
+def _load_uncached(name: str) -> tiktoken.Encoding:
+    if tiktoken_cache_path(name).is_file():
+        try:
+            # tiktoken re-checks the cached file's hash itself.
+            return tiktoken.get_encoding(name)
+        except Exception as exc:
+            warnings.warn(
+                f"tiktoken's cached {name} could not be used ({exc}); using registry data",
+                stacklevel=3,
+            )
+    try:
+        return encoding_from_rank_text(name, verified_rank_text(name))
+    except FileNotFoundError as offline_missing:
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception as exc:
+            raise RuntimeError(
+                f"cannot load {name}: {offline_missing}; and tiktoken could not fetch it: {exc}"
+            ) from exc
+
+
+def tiktoken_cache_path(name: str) -> Path:
+    """Where tiktoken itself caches ``name``'s rank file (same rule as ``tiktoken.load``)."""
+    blobpath = str(_openai_public_definition(name, _capture_hash_only)["blobpath"])
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        folder = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        folder = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if not folder:
+        return Path(os.devnull, "no-cache")  # caching disabled: never a file
+    return Path(folder) / hashlib.sha1(blobpath.encode()).hexdigest()
+
+
+def _capture_hash_only(blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    raise _HashCaptured(blobpath, expected_hash or "")
 
 
 class _HashCaptured(Exception):
-    def __init__(self, expected_hash: str) -> None:
+    def __init__(self, blobpath: str, expected_hash: str) -> None:
         super().__init__(expected_hash)
+        self.blobpath = blobpath
         self.expected_hash = expected_hash
 
 
@@ -213,7 +247,7 @@ def _openai_public_definition(name: str, loader: Callable[..., dict[bytes, int]]
         try:
             return dict(constructor())
         except _HashCaptured as captured:
-            return {"expected_hash": captured.expected_hash}
+            return {"expected_hash": captured.expected_hash, "blobpath": captured.blobpath}
         finally:
             openai_public.load_tiktoken_bpe = original
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 import quicktok
@@ -140,3 +141,22 @@ def test_hf_tekken_chat_equals_mistral_common_chat() -> None:
     assert ids[segments[1].start : segments[1].end] == [*hi, eos]
     assert ids[segments[2].start : segments[2].end] == [inst, *bye, end_inst]
     assert segments[-1].label == "generation_prompt" and segments[-1].end == len(ids)
+
+
+def test_plain_tiktoken_used_when_its_cache_has_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Simulate a machine where tiktoken once downloaded cl100k_base: put the verified file
+    # where tiktoken caches it; plain tiktoken then loads it with no network at all.
+    import tiktoken.registry
+
+    from cachecast.tokenizers.openai_data import _load_uncached, tiktoken_cache_path
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    cached = tiktoken_cache_path("cl100k_base")
+    assert cached.parent == tmp_path
+    cached.write_bytes(verified_rank_text("cl100k_base"))
+    encoding = _load_uncached("cl100k_base")
+    assert tiktoken.registry.ENCODINGS.get("cl100k_base") is encoding  # tiktoken's own
+    assert encoding.encode("hello world") == [15339, 1917]
