@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.progress import Progress
 
 from cachecast.tokenizers.records import LogError, read_log
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
@@ -39,7 +41,9 @@ def tokenize(
     errors: list[LogError] = []
     requests = 0
     tokens = 0
+    progress = _progress(log)
     try:
+        task = progress.add_task("tokenizing", total=_count_lines(log)) if progress else None
         for request in read_log(log, model=model, strict=strict, errors=errors):
             requests += 1
             tokens += request.input_tokens
@@ -47,14 +51,33 @@ def tokenize(
                 sys.stdout.write(json.dumps(_as_json(request)) + "\n")
             else:
                 _print_text(request)
+            if progress is not None and task is not None:
+                progress.update(task, completed=request.line)
     except LogError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc
+    finally:
+        if progress is not None:
+            progress.stop()
     for error in errors:
         typer.echo(f"skipped: {error}", err=True)
     typer.echo(
         f"{requests} requests, {tokens} input tokens; {len(errors)} bad lines skipped", err=True
     )
+
+
+def _progress(log: Path) -> Progress | None:
+    """A progress bar on stderr when it is a terminal (never in pipes or tests)."""
+    if not sys.stderr.isatty():
+        return None
+    progress = Progress(console=Console(stderr=True), transient=True)
+    progress.start()
+    return progress
+
+
+def _count_lines(log: Path) -> int:
+    with open(log, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
 def _as_json(request: TokenizedRequest) -> dict[str, object]:
