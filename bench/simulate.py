@@ -30,15 +30,15 @@ import sys
 if sys.path and sys.path[0].endswith("bench"):
     sys.path.pop(0)
 
-import argparse  # noqa: E402
-import time  # noqa: E402
-from array import array  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+import argparse
+import time
+from array import array
+from collections.abc import Iterator
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from cachecast.simulator.policies.vllm import VllmPrefixCache  # noqa: E402
-from cachecast.tokenizers.types import TokenizedRequest  # noqa: E402
+from cachecast.simulator.policies.vllm import VllmPrefixCache
+from cachecast.tokenizers.types import TokenizedRequest
 
 
 def agent_stream(
