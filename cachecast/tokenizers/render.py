@@ -197,8 +197,17 @@ def _render_openai_chat(body: dict[str, Any]) -> Rendered:
         rendered.chat_tools = list(body["tools"])
         rendered.exact = False
     messages = _list(_require(body, "messages", ""), "messages")
+    parts = rendered.parts
     for index, message in enumerate(messages):
         path = f"messages[{index}]"
+        # Fast path for the common shape (checked exactly as the general path would).
+        if type(message) is dict and len(message) == 2:
+            role = message.get("role")
+            content = message.get("content")
+            if type(role) is str and type(content) is str:
+                kind = "system" if role in ("system", "developer") else "message"
+                parts.append(Part(kind, path, role, [content]))
+                continue
         message = _dict(message, path)
         role = _str(_require(message, "role", path), f"{path}.role")
         items, exact = _openai_content(message.get("content"), f"{path}.content")
