@@ -49,7 +49,7 @@ def agent_stream(
     active_sessions: int = 48,
     max_context: int = 8192,
     vocab: int = 100_000,
-) -> Iterator[tuple[str, array]]:
+) -> Iterator[tuple[str, array[int]]]:
     """(session id, prompt token ids); the array is reused: consume it before the next."""
     rng = np.random.default_rng(seed)
     prompts = [
@@ -58,7 +58,7 @@ def agent_stream(
     ]
     popularity = 1.0 / np.arange(1, system_prompts + 1)
     popularity /= popularity.sum()
-    slots: list[array | None] = [None] * active_sessions
+    slots: list[array[int] | None] = [None] * active_sessions
     names = [""] * active_sessions
     started = 0
     for _ in range(requests):
@@ -80,7 +80,7 @@ def agent_stream(
         yield names[slot], prompt
 
 
-def as_request(index: int, session: str, tokens: array) -> TokenizedRequest:
+def as_request(index: int, session: str, tokens: array[int]) -> TokenizedRequest:
     return TokenizedRequest(
         source="bench",
         line=index + 1,
