@@ -66,7 +66,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             yield
         finally:
             if state.runner is not None:
-                state.runner.stop()
+                state.runner.stop(settings.job_shutdown_grace_seconds)
                 state.runner = None
 
     app = FastAPI(

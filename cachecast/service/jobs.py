@@ -50,6 +50,10 @@ class JobInputError(Exception):
         self.problem = problem
 
 
+class JobAbandonedError(Exception):
+    """Raised inside a handler's progress report when the server is stopping."""
+
+
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -272,6 +276,24 @@ class JobStore:
                 failed.append(job_id)
         return failed
 
+    def fail_claimed_by(self, worker_id: str, problem: dict[str, Any]) -> list[str]:
+        """Fail every job this worker still has running (used when it shuts down)."""
+        condition = sa.and_(
+            jobs_table.c.status == JobStatus.RUNNING.value, jobs_table.c.claimed_by == worker_id
+        )
+        with self.engine.begin() as connection:
+            failed = connection.execute(
+                jobs_table.update()
+                .where(condition)
+                .values(
+                    status=JobStatus.FAILED.value,
+                    error_json=json.dumps(problem),
+                    finished_at=utcnow(),
+                )
+                .returning(jobs_table.c.id)
+            ).scalars()
+            return sorted(failed)
+
     def counts(self) -> dict[str, int]:
         with self.engine.connect() as connection:
             rows = connection.execute(
@@ -303,6 +325,7 @@ class JobRunner:
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.abandon = threading.Event()
         # Orphans are checked at most this often, besides once at start.
         self.sweep_every = max(store.lease.total_seconds() / 4, poll_seconds)
 
@@ -319,11 +342,26 @@ class JobRunner:
             thread.start()
             self.threads.append(thread)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, grace_seconds: float = 10.0) -> list[str]:
+        """Stop claiming; give running jobs ``grace_seconds`` to finish, then fail them.
+
+        A job still running when the process goes is failed here rather than left for the
+        next start to find, so its client learns at once. Returns the ids failed this way.
+        """
         self.stopping.set()
         self.wake.set()
+        deadline = time.monotonic() + grace_seconds
         for thread in self.threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.abandon.set()  # handlers stop at their next progress report
+        # By claim in the database, not by what the threads say: a claim committed an
+        # instant ago is caught too.
+        try:
+            return self.store.fail_claimed_by(self.worker_id, _shutdown_problem())
+        except sa.exc.SQLAlchemyError:
+            # Shutting down must not fail; the next start or a peer fails them instead.
+            logger.exception("could not mark this worker's running jobs failed at shutdown")
+            return []
 
     def notify(self) -> None:
         """A job was just submitted in this process: look now instead of after the poll wait."""
@@ -331,7 +369,6 @@ class JobRunner:
 
     def _loop(self) -> None:
         last_sweep = 0.0
-        clock = threading.Event()
         while not self.stopping.is_set():
             try:
                 now = time.monotonic()
@@ -342,7 +379,7 @@ class JobRunner:
             except Exception:
                 # The database may be briefly unreachable; keep the worker alive and retry.
                 logger.exception("job runner could not reach the database; retrying")
-                clock.wait(max(self.poll_seconds, 2.0))
+                self.stopping.wait(max(self.poll_seconds, 2.0))  # stop() cuts the wait short
                 continue
             if claimed is None:
                 self.wake.wait(self.poll_seconds)
@@ -358,6 +395,8 @@ class JobRunner:
             # Handlers report increments (as the estimator does), not running totals.
             nonlocal processed
             processed += count
+            if self.abandon.is_set():
+                raise JobAbandonedError(job_id)
 
         def beat() -> None:
             interval = min(1.0, self.store.lease.total_seconds() / 4)
@@ -371,6 +410,8 @@ class JobRunner:
         heart.start()
         outcome = "failed"
         try:
+            if self.abandon.is_set():
+                raise JobAbandonedError(job_id)
             handler = self.handlers.get(kind)
             if handler is None:
                 raise RuntimeError(f"this server has no handler for jobs of kind {kind!r}")
@@ -382,6 +423,12 @@ class JobRunner:
             else:
                 logger.warning("job %s was no longer ours when it finished; result dropped", job_id)
                 outcome = "lost"
+        except JobAbandonedError:
+            done.set()
+            heart.join()
+            # stop() fails every job of ours; this covers a claim made while it ran.
+            self.store.fail(job_id, self.worker_id, _shutdown_problem())
+            outcome = "abandoned"
         except JobInputError as error:
             done.set()
             heart.join()
@@ -403,3 +450,13 @@ class JobRunner:
             done.set()
         if self.on_finished is not None:
             self.on_finished(kind, outcome)
+
+
+def _shutdown_problem() -> dict[str, Any]:
+    return {
+        "type": "https://cachecast.dev/problems/job-interrupted",
+        "title": "Job interrupted",
+        "status": 503,
+        "detail": "the server shut down before the job finished; no partial result was kept."
+        " Submit it again.",
+    }

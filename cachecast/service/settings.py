@@ -55,6 +55,11 @@ class ServiceSettings(BaseSettings):
         default=1, ge=0, description="job-running threads per worker process (0: run none)"
     )
     job_poll_seconds: float = Field(default=0.5, gt=0, description="idle wait between claims")
+    job_shutdown_grace_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="on shutdown, how long running jobs may finish before they are failed",
+    )
     job_lease_seconds: float = Field(
         default=60.0,
         gt=0,

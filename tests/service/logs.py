@@ -51,3 +51,29 @@ async def wait_for_job(
         if loop.time() > deadline:
             raise AssertionError(f"job {job_id} still {job['status']} after {timeout} s: {job}")
         await asyncio.sleep(0.05)
+
+
+def slow_job_body() -> dict[str, Any]:
+    """Enough work (5,000 requests priced under 15 contracts) to be caught mid-run."""
+    targets = [
+        "anthropic:claude-haiku-4-5",
+        "anthropic:claude-opus-4-5",
+        "anthropic:claude-sonnet-4-5",
+        "anthropic:claude-sonnet-4-6",
+        "azure:gpt-4.1",
+        "azure:gpt-4o",
+        "deepseek:deepseek-chat",
+        "google:gemini-2.5-flash",
+        "google:gemini-2.5-pro",
+        "moonshot:kimi-k3",
+        "openai:gpt-4.1",
+        "openai:gpt-4o",
+        "openai:gpt-5",
+        "openai:gpt-5.1",
+        "openai:gpt-5.6",
+    ]
+    records = [
+        {"timestamp": i, "scope": f"s{i % 20}", "tokens": [i % 20, *range(1000, 1063)]}
+        for i in range(5000)
+    ]
+    return {"records": records, "targets": targets, "at": "2026-11-01"}

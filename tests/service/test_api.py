@@ -23,6 +23,7 @@ from tests.service.logs import (
     GPT4O_DAY,
     estimate_body,
     shared_prefix_records,
+    slow_job_body,
     wait_for_job,
 )
 
@@ -510,3 +511,20 @@ async def test_a_job_with_malformed_records_fails_naming_them(client: httpx.Asyn
 async def test_unknown_routes_and_methods_are_problems(client: httpx.AsyncClient) -> None:
     assert_problem(await client.get("/v1/no-such-thing"), 404)
     assert_problem(await client.delete("/v1/contracts"), 405)
+
+
+async def test_shutdown_fails_a_running_job_at_once(service_db_url: str) -> None:
+    settings = make_settings(
+        service_db_url, job_threshold_records=100, job_shutdown_grace_seconds=0
+    )
+    async for http in open_client(settings):
+        accepted = await http.post("/v1/estimates", json=slow_job_body())
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        while (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "queued":
+            await asyncio.sleep(0.02)
+    # The app has shut down with the job unfinished: a fresh app sees it failed, no result.
+    async for http in open_client(make_settings(service_db_url, job_runners=0)):
+        job = (await http.get(f"/v1/jobs/{job_id}")).json()
+        assert (job["status"], job["result"]) == ("failed", None), job
+        assert "shut down" in job["error"]["detail"]

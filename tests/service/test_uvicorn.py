@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from cachecast import db
 from cachecast.service.jobs import jobs_table
 from tests.service.conftest import ADMIN_KEY
-from tests.service.logs import estimate_body, shared_prefix_records
+from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
 from tests.service.server import Server
 
 
@@ -75,32 +75,6 @@ def test_end_to_end_with_two_workers(migrated_db_url: str, tmp_path: Path) -> No
         server.stop()
 
 
-def _slow_job_body() -> dict[str, Any]:
-    """Enough work (5,000 requests priced under 15 contracts) to be caught mid-run."""
-    targets = [
-        "anthropic:claude-haiku-4-5",
-        "anthropic:claude-opus-4-5",
-        "anthropic:claude-sonnet-4-5",
-        "anthropic:claude-sonnet-4-6",
-        "azure:gpt-4.1",
-        "azure:gpt-4o",
-        "deepseek:deepseek-chat",
-        "google:gemini-2.5-flash",
-        "google:gemini-2.5-pro",
-        "moonshot:kimi-k3",
-        "openai:gpt-4.1",
-        "openai:gpt-4o",
-        "openai:gpt-5",
-        "openai:gpt-5.1",
-        "openai:gpt-5.6",
-    ]
-    records = [
-        {"timestamp": i, "scope": f"s{i % 20}", "tokens": [i % 20, *range(1000, 1063)]}
-        for i in range(5000)
-    ]
-    return {"records": records, "targets": targets, "at": "2026-11-01"}
-
-
 def test_a_job_cut_off_by_a_crash_is_failed_never_half_written(
     service_db_url: str, tmp_path: Path
 ) -> None:
@@ -110,7 +84,7 @@ def test_a_job_cut_off_by_a_crash_is_failed_never_half_written(
     first = Server(migrated_db_url, tmp_path / "first.log", **settings)
     try:
         first.wait_ready()
-        accepted = httpx.post(f"{first.base_url}/v1/estimates", json=_slow_job_body(), timeout=60)
+        accepted = httpx.post(f"{first.base_url}/v1/estimates", json=slow_job_body(), timeout=60)
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
         # Mid-job: a heartbeat has recorded progress, and the job is not finished.
