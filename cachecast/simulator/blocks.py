@@ -102,7 +102,7 @@ def trace_keys(block_ids: Sequence[int], seed: bytes) -> list[BlockKey]:
 class BlockKeyer:
     """Computes a request's full-block keys, reusing work across a session's requests."""
 
-    def __init__(self, block_size: int, *, remembered_sessions: int = 4096) -> None:
+    def __init__(self, block_size: int, *, remembered_sessions: int = 1024) -> None:
         if block_size <= 0:
             raise ValueError("block_size must be positive")
         self.block_size = block_size
