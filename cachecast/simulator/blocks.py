@@ -107,9 +107,7 @@ class BlockKeyer:
             raise ValueError("block_size must be positive")
         self.block_size = block_size
         self._seeds: dict[tuple[str | None, str], bytes] = {}
-        self._recent: OrderedDict[tuple[bytes, str], tuple[bytes, list[BlockKey]]] = (
-            OrderedDict()
-        )
+        self._recent: OrderedDict[tuple[bytes, str], tuple[bytes, list[BlockKey]]] = OrderedDict()
         self._remembered = remembered_sessions
 
     def seed(self, request: TokenizedRequest) -> bytes:
@@ -165,6 +163,8 @@ def _common_whole_blocks(old: bytes, new: bytes, stride: int, old_blocks: int) -
     limit = min(old_blocks, len(new) // stride)
     if limit == 0:
         return 0
+    if new.startswith(old):  # a grown session: no slice copies needed
+        return limit
     if old[: limit * stride] == new[: limit * stride]:
         return limit
     low, high = 0, limit - 1  # invariant: low blocks match, high+1 blocks do not
