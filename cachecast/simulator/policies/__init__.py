@@ -77,9 +77,7 @@ def build_policy(kind: str, contract: ContractTerms | None = None, **options: An
     capacity: int | None = options.get("capacity_blocks")
     ttl_seconds: int | None = options.get("ttl_seconds")
     checkpoint: int | None = options.get("state_checkpoint_tokens")
-    min_tokens: int = options.get(
-        "min_tokens", contract.min_cacheable_tokens if contract else 1024
-    )
+    min_tokens: int = options.get("min_tokens", contract.min_cacheable_tokens if contract else 1024)
     increment: int | None = options.get(
         "increment", contract.increment_tokens if contract else None
     )
