@@ -23,6 +23,19 @@ def test_a_fully_cached_prompt_recomputes_its_last_block() -> None:
     assert hit(policy, [*a, 7]) == 64
 
 
+def test_peek_predicts_the_hit_without_changing_anything() -> None:
+    policy = VllmPrefixCache(16, 5)
+    a = run(48, 0)
+    hit(policy, a)
+    before = policy.free_block_order()
+    # floor(47/16) = 2 blocks; 48 + 1 tokens: all 3 cached blocks; too long (5 blocks): 0.
+    assert policy.peek_hit_tokens(make_request(a)) == 32
+    assert policy.peek_hit_tokens(make_request([*a, 1])) == 48
+    assert policy.peek_hit_tokens(make_request(run(65, 0))) == 0
+    assert policy.free_block_order() == before
+    assert hit(policy, [*a, 1]) == 48
+
+
 def test_divergence_inside_a_block_stops_the_hit_at_that_block() -> None:
     policy = VllmPrefixCache(16)
     a = run(64, 0)

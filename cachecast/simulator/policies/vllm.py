@@ -176,6 +176,16 @@ class VllmPrefixCache(CachePolicy):
     def cached_block_count(self) -> int:
         return len(self._key_of_block)
 
+    def peek_hit_tokens(self, request: TokenizedRequest) -> int:
+        """The hit ``process`` would give ``request`` now, changing nothing (for routers)."""
+        length = request.input_tokens
+        if length <= 0 or -(-length // self.block_size) > len(self.free_queue):
+            return 0
+        keys = self.keyer.keys(request)  # memoises per session; keys are pure
+        found = list(map(self._block_of_key.get, keys[: (length - 1) // self.block_size]))
+        hit_blocks = found.index(None) if None in found else len(found)
+        return hit_blocks * self.block_size // self.alignment * self.alignment
+
     def process(self, request: TokenizedRequest) -> RequestUsage:
         length = request.input_tokens
         if length <= 0:
