@@ -14,6 +14,7 @@ import typer
 
 from cachecast.simulator.policies import build_policy
 from cachecast.simulator.replay import simulate
+from cachecast.simulator.routing import Routing
 from cachecast.simulator.types import RequestUsage
 
 HIT_RATE_DEFINITION = (
@@ -112,6 +113,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         model: Annotated[str | None, typer.Option(help="model of records that name none")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+        replicas: Annotated[
+            int | None, typer.Option(help="vLLM replicas, each with its own pool", min=1)
+        ] = None,
+        routing: Annotated[
+            Routing | None, typer.Option(help="how requests are routed to the replicas")
+        ] = None,
     ) -> None:
         """Replay LOG through a cache model and print hit statistics (no bills)."""
         from cachecast.tokenizers import read_log
@@ -130,6 +137,9 @@ def register(app: typer.Typer) -> None:
             ignored = sorted({"ttl_seconds", "min_tokens", "increment"} & set(options))
             if ignored:
                 raise typer.BadParameter(f"--policy {policy.value} does not use {ignored}")
+        if replicas is not None or routing is not None:
+            _simulate_fleet(log, policy, options, model, replicas, routing, as_json)
+            return
         cache_policy = build_policy(policy.value, None, **options)
         errors: list[Any] = []
         statistics = HitStatistics()
@@ -155,3 +165,39 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"requests with hit {statistics.requests_with_hit:,}")
         if errors:
             typer.echo(f"skipped lines     {len(errors)} (listed on stderr)")
+
+
+def _simulate_fleet(
+    log: Path,
+    policy: PolicyKind,
+    options: dict[str, Any],
+    model: str | None,
+    replicas: int | None,
+    routing: Routing | None,
+    as_json: bool,
+) -> None:
+    """``--replicas K --routing POLICY``: K vLLM pools behind a router (see ``routing``)."""
+    from cachecast.simulator.policies import VllmPrefixCache
+    from cachecast.simulator.routing import format_report, simulate_fleet
+    from cachecast.tokenizers import read_log
+
+    if policy is not PolicyKind.vllm or replicas is None or routing is None:
+        raise typer.BadParameter("--replicas and --routing go together, with --policy vllm")
+    errors: list[Any] = []
+
+    def make_replica() -> VllmPrefixCache:
+        replica = build_policy("vllm", None, **options)
+        assert isinstance(replica, VllmPrefixCache)
+        return replica
+
+    try:
+        report = simulate_fleet(
+            read_log(log, model=model, errors=errors), make_replica, replicas, routing
+        )
+    except (ValueError, OSError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
+    for bad_line in errors:
+        typer.echo(f"skipped: {bad_line}", err=True)
+    data = report.to_json() | {"policy": {"kind": policy.value, **options}}
+    typer.echo(json.dumps(data, indent=2) if as_json else format_report(report))
