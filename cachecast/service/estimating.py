@@ -100,7 +100,8 @@ class SimulationRequest(LogPayload):
     increment: int | None = Field(default=None, gt=0, description="hit granularity")
 
 
-class JsonlLog(BaseModel):
+@dataclass(frozen=True)
+class JsonlLog:
     """An uploaded JSONL log turned into records, remembering each record's line."""
 
     records: list[dict[str, Any]]
@@ -142,13 +143,16 @@ def _form_text(form: FormData, name: str) -> str | None:
     return value
 
 
-async def payload_from_form(form: FormData, extra_fields: Sequence[str]) -> dict[str, Any]:
-    """A multipart upload (file field ``log``) as the JSON body it stands for."""
+async def payload_from_form(
+    form: FormData, extra_fields: Sequence[str]
+) -> tuple[dict[str, Any], list[int]]:
+    """A multipart upload (file field ``log``) as the JSON body it stands for, and the line
+    of the uploaded file each record came from."""
     upload = form.get("log")
     if not isinstance(upload, UploadFile):
         raise validation_problem([FieldError(field="log", message="upload the JSONL log as 'log'")])
     log = parse_jsonl(await upload.read(), "log")
-    payload: dict[str, Any] = {"records": log.records, "record_lines": log.lines}
+    payload: dict[str, Any] = {"records": log.records}
     for name in ("model", "provider", "at", *extra_fields):
         text = _form_text(form, name)
         if text is not None and text != "":
@@ -162,22 +166,17 @@ async def payload_from_form(form: FormData, extra_fields: Sequence[str]) -> dict
                 )
             targets.extend(part.strip() for part in value.split(",") if part.strip())
         payload["targets"] = targets
-    return payload
+    return payload, log.lines
 
 
 RequestModel = TypeVar("RequestModel", bound="LogPayload")
 
 
-def validate_payload(
-    model: type[RequestModel], payload: dict[str, Any]
-) -> tuple[RequestModel, list[int] | None]:
-    """The validated request and, for an upload, each record's line in the uploaded file."""
-    lines = payload.pop("record_lines", None)
+def validate_payload(model: type[RequestModel], payload: dict[str, Any]) -> RequestModel:
     try:
-        request = model.model_validate(payload)
+        return model.model_validate(payload)
     except ValidationError as error:
         raise from_pydantic(error) from error
-    return request, list(lines) if lines is not None else None
 
 
 def _log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemError:

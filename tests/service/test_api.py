@@ -354,6 +354,9 @@ async def test_request_validation_names_the_field(client: httpx.AsyncClient) -> 
         422,
     )
     assert body["errors"][0]["field"] == "body.targets[0]"
+    unknown_field = dict(estimate_body(shared_prefix_records(), ["openai:gpt-4o"]), extra=1)
+    body = assert_problem(await client.post("/v1/estimates", json=unknown_field), 422)
+    assert body["errors"][0]["field"] == "body.extra"
     assert_problem(await client.post("/v1/estimates", content=b"{", headers=_json_type()), 422)
     assert_problem(
         await client.post("/v1/estimates", content=b"x", headers={"content-type": "text/plain"}),

@@ -18,7 +18,11 @@ MULTIPART_FIELDS: dict[str, Any] = {
 }
 
 
-async def read_log_body(request: Request, extra_fields: Sequence[str]) -> dict[str, Any]:
+async def read_log_body(
+    request: Request, extra_fields: Sequence[str]
+) -> tuple[dict[str, Any], list[int] | None]:
+    """The body as a JSON object, and for an upload the file line of each record (JSON
+    bodies have none: records are named by their index)."""
     content_type = request.headers.get("content-type", "")
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == "application/json" or media_type.endswith("+json"):
@@ -33,7 +37,7 @@ async def read_log_body(request: Request, extra_fields: Sequence[str]) -> dict[s
             raise validation_problem(
                 [FieldError(field="body", message="expected a JSON object with 'records'")]
             )
-        return body
+        return body, None
     if media_type == "multipart/form-data":
         try:
             form = await request.form(max_files=1, max_fields=200)

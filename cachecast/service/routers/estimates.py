@@ -130,8 +130,8 @@ async def create_estimate(
     answered with 200. Larger ones are stored as a job and answered with 202 and the job's
     address; poll ``GET /v1/jobs/{id}``. Bad records are a 422 naming each record's index
     (and line, for an upload) and field; nothing is priced then."""
-    payload = await read_log_body(request, ("targets", "at", "auto_cache_control"))
-    estimate_request, lines = validate_payload(EstimateRequest, payload)
+    payload, lines = await read_log_body(request, ("targets", "at", "auto_cache_control"))
+    estimate_request = validate_payload(EstimateRequest, payload)
     plan = await run_in_threadpool(plan_estimate, state.contracts, estimate_request)
     if len(estimate_request.records) > state.settings.job_threshold_records:
         job_id = await run_in_threadpool(

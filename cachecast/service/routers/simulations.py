@@ -59,9 +59,9 @@ class SimulationResponse(BaseModel):
 async def create_simulation(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
 ) -> JSONResponse:
-    payload = await read_log_body(
+    payload, lines = await read_log_body(
         request, ("policy", "target", "at", "block_size", "capacity_blocks", "ttl_seconds")
     )
-    simulation, lines = validate_payload(SimulationRequest, payload)
+    simulation = validate_payload(SimulationRequest, payload)
     result = await run_in_threadpool(run_simulation, state.contracts, simulation, lines)
     return JSONResponse(result)
