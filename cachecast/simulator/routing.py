@@ -138,24 +138,8 @@ class _WindowLoad:
 
 
 def cached_prefix_tokens(replica: VllmPrefixCache, request: TokenizedRequest) -> int:
-    """Tokens ``replica`` would serve from cache for ``request``, without changing it.
-
-    The same lookup as ``VllmPrefixCache.process`` (at most len - 1 tokens, trimmed to the
-    hit alignment); it reads the policy's key index directly because the policy offers no
-    side-effect-free lookup.
-    """
-    length = request.input_tokens
-    if length <= 0:
-        return 0
-    keys = replica.keyer.keys(request)  # pure: the keyer only memoises
-    index = replica._block_of_key  # read-only peek, see the docstring
-    hits = 0
-    for key in keys[: (length - 1) // replica.block_size]:
-        if key not in index:
-            break
-        hits += 1
-    tokens = hits * replica.block_size
-    return tokens // replica.alignment * replica.alignment
+    """Tokens ``replica`` would serve from cache for ``request``, without changing it."""
+    return replica.peek_hit_tokens(request)
 
 
 class Fleet:
