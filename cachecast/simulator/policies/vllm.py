@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Iterator
+from itertools import repeat
 
 from cachecast.simulator.blocks import BlockKey, BlockKeyer
 from cachecast.simulator.policies.base import (
@@ -182,8 +183,9 @@ class VllmPrefixCache(CachePolicy):
         if length <= 0 or -(-length // self.block_size) > len(self.free_queue):
             return 0
         keys = self.keyer.keys(request)  # memoises per session; keys are pure
-        found = list(map(self._block_of_key.get, keys[: (length - 1) // self.block_size]))
-        hit_blocks = found.index(None) if None in found else len(found)
+        lookups = keys[: (length - 1) // self.block_size]
+        found = list(map(self._block_of_key.get, lookups, repeat(-1)))
+        hit_blocks = found.index(-1) if -1 in found else len(found)
         return hit_blocks * self.block_size // self.alignment * self.alignment
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
@@ -200,13 +202,15 @@ class VllmPrefixCache(CachePolicy):
 
         # Lookup: longest run of cached full blocks, at most len - 1 tokens. The C-level
         # map/index pair replaces a Python loop: this is the hot path of agent traffic.
-        found = list(map(self._block_of_key.get, keys[: (length - 1) // block_size]))
+        # (-1 marks a miss: int == int is cheaper for list.index than int == None.)
+        lookups = keys[: (length - 1) // block_size]
+        found = list(map(self._block_of_key.get, lookups, repeat(-1)))
         try:
-            hit_count = found.index(None)
+            hit_count = found.index(-1)
         except ValueError:
             hit_count = len(found)
         hit_count = hit_count * block_size // self.alignment * self.alignment // block_size
-        hits: list[int] = found[:hit_count]  # type: ignore[assignment]
+        hits = found[:hit_count]
         queue.move_hits_to_back(hits, full - hit_count)  # touch
         blocks = list(hits)
 
