@@ -52,7 +52,10 @@ def register(app: typer.Typer) -> None:
 
 
 def estimate_command(
-    logs: Annotated[list[Path], typer.Argument(help="Prompt log(s), JSONL, one request a line.")],
+    logs: Annotated[
+        list[Path],
+        typer.Argument(help="Prompt log(s), JSONL, one request a line; quoted globs expand."),
+    ],
     target: Annotated[
         list[str],
         typer.Option("--target", "-t", help="PROVIDER:MODEL to price against (repeatable)."),
@@ -78,6 +81,18 @@ def estimate_command(
             " latest message with a breakpoint, as top-level automatic cache_control does."
         ),
     ] = False,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="Partition the run over a Ray cluster (exact; a local one unless"
+            " --ray-address names one).",
+        ),
+    ] = False,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to join (host:port, or 'auto'); implies --ray."),
+    ] = None,
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -118,6 +133,7 @@ def estimate_command(
             day = dt.date.fromisoformat(at)
         except ValueError:
             _usage_error(err, f"--at {at!r} is not a date (YYYY-MM-DD)")
+    logs = _expand_globs(logs)
     for log in logs:
         if not log.is_file():
             _usage_error(err, f"{log}: no such file")
@@ -149,16 +165,32 @@ def estimate_command(
                 }
                 total = _count_lines(logs) * len(passes)
             task = progress.add_task("replaying", total=total)
-            report = estimate(
-                logs,
-                targets,
-                day,
-                store,
-                progress=lambda n: progress.advance(task, n),
-                strict=strict,
-                per_request=table_writer,
-                auto_cache_control=auto_cache_control,
-            )
+            if ray or ray_address is not None:
+                from cachecast.simulator.distributed.runner import estimate_on_ray
+
+                report = estimate_on_ray(
+                    logs,
+                    targets,
+                    day,
+                    store,
+                    url,
+                    progress=lambda n: progress.advance(task, n),
+                    strict=strict,
+                    per_request=table_writer,
+                    auto_cache_control=auto_cache_control,
+                    address=ray_address,
+                )
+            else:
+                report = estimate(
+                    logs,
+                    targets,
+                    day,
+                    store,
+                    progress=lambda n: progress.advance(task, n),
+                    strict=strict,
+                    per_request=table_writer,
+                    auto_cache_control=auto_cache_control,
+                )
         failed = False
     except TargetError as error:
         message = str(error)
@@ -194,6 +226,22 @@ def estimate_command(
         typer.echo(_markdown(data))
     else:
         _rich_table(data)
+
+
+def _expand_globs(logs: list[Path]) -> list[Path]:
+    """Arguments with glob characters that name no file expand to their matches, sorted
+    (for globs the shell did not expand, e.g. quoted ones)."""
+    import glob
+
+    expanded: list[Path] = []
+    for log in logs:
+        text = str(log)
+        matches = sorted(glob.glob(text)) if any(char in text for char in "*?[") else []
+        if matches and not log.exists():
+            expanded.extend(Path(match) for match in matches)
+        else:
+            expanded.append(log)  # a literal name, or a glob matching nothing: "no such file"
+    return expanded
 
 
 def _usage_error(console: Console, message: str) -> Any:
