@@ -82,3 +82,25 @@ def test_multi_tenant_logs_partitioned_equals_single_process(
     assert partitioned == single
     assert ray_rows == single_rows
     assert single["targets"][0]["cache_read_tokens"] > 0
+
+
+def test_estimate_cli_on_ray_with_a_glob_equals_the_plain_run(
+    ray_cluster: str, migrated_db_url: str, tmp_path: Path
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from cachecast.cli import app
+
+    paths = write_multi_tenant_logs(tmp_path, requests=60)
+    common = ["--target", "openai:gpt-4o", "--at", AT.isoformat(), "--json"]
+    common += ["--database-url", migrated_db_url]
+    plain = CliRunner().invoke(app, ["estimate", *map(str, paths), *common])
+    on_ray = CliRunner().invoke(
+        app, ["estimate", str(tmp_path / "tenants-*.jsonl"), "--ray", *common]
+    )
+    assert plain.exit_code == 0, plain.output
+    assert on_ray.exit_code == 0, on_ray.output
+    # The glob expands to the same two files, sorted: the same sources and bills.
+    assert json.loads(on_ray.stdout) == json.loads(plain.stdout)
