@@ -79,6 +79,7 @@ class _Item:
 @dataclass(slots=True)
 class _BucketResult:
     results: list[TargetResult]
+    replayed: int = 0
     rows: list[tuple[OrderKey, list[PerRequestRow]]] = field(default_factory=list)
 
 
@@ -182,6 +183,7 @@ def _replay_bucket(
         keep if keep_rows else None,
         auto_cache_control,
     )
+    bucket.replayed = len(items)
     if keep_rows:
         bucket.rows = [(order, [_slim(row) for row in rows]) for order, rows in bucket.rows]
     return bucket
@@ -278,11 +280,13 @@ def estimate_on_ray(
     counter = _ProgressCounter.remote()  # type: ignore[attr-defined]
     reported = 0
 
-    def report_progress() -> None:
+    def report_progress(done: int = 0) -> None:
+        """Advance to the cluster's count, or to ``done`` (exact) once a group is over:
+        the counter's updates are fire-and-forget and may still be on their way."""
         nonlocal reported
         if progress is None:
             return
-        count: int = ray.get(counter.read.remote())
+        count: int = max(done, ray.get(counter.read.remote()))
         if count > reported:
             progress(count - reported)
             reported = count
@@ -317,12 +321,13 @@ def estimate_on_ray(
             for refs in per_bucket
         ]
         del per_bucket
+        reported_before = reported
         finished: list[_BucketResult] = []
         while pending:
             done, pending = ray.wait(pending, num_returns=1, timeout=PROGRESS_POLL_SECONDS)
             finished.extend(_unwrapped(ray.get, done))
             report_progress()
-        report_progress()
+        report_progress(done=reported_before + sum(bucket.replayed for bucket in finished))
         merged = [
             TargetResult(target, contract, tokenizer_name)
             for target, contract in zip(group_targets, group_contracts, strict=True)
