@@ -14,8 +14,10 @@ from rich.console import Console
 from cachecast import __version__, db
 from cachecast.contracts import cli as contracts_cli
 from cachecast.gpu_backend import cli as gpu_backend_cli
+from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
 from cachecast.service import cli as service_cli
 from cachecast.simulator import cli as simulator_cli
+from cachecast.simulator.layouts.engine_hook import install_engine_measurer
 from cachecast.tokenizers import cli as tokenizers_cli
 
 app = typer.Typer(
@@ -78,6 +80,9 @@ def db_current(database_url: DatabaseUrlOption = None) -> None:
     state = "current" if current == head else f"behind (head is {head})"
     typer.echo(f"{current or 'empty'} {state}")
 
+
+# The simulator's `suggest --validate-on-engine` reaches the engine only through this seam.
+install_engine_measurer(measure_records_on_engine)
 
 for _module in (contracts_cli, tokenizers_cli, simulator_cli, service_cli, gpu_backend_cli):
     _module.register(app)

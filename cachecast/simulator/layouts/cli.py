@@ -416,29 +416,23 @@ def _validate_on_engine(
 ) -> dict[str, Any]:
     """Replay the original requests and each suggestion's on a vLLM server.
 
-    The engine side lives in ``cachecast.gpu_backend`` (which builds on the simulator), so it
-    is imported here, at call time, by this command only; the simulator's library code
-    never depends on it.
+    The engine side lives in ``cachecast.gpu_backend``, which builds on the simulator; it is
+    reached through the measurer that ``cachecast.cli`` installs in ``engine_hook``, so the
+    simulator never imports it.
     """
-    from cachecast.gpu_backend.engine.http_backend import HttpBackend
-    from cachecast.gpu_backend.engine.replay import measure_layout
-    from cachecast.gpu_backend.engine.types import EngineError
-    from cachecast.tokenizers import read_records
+    from cachecast.simulator.layouts.engine_hook import (
+        EngineTarget,
+        EngineValidationUnavailable,
+        measure_on_engine,
+    )
 
-    backend = HttpBackend(url, model=model, api_key=api_key)
+    target = EngineTarget(url=url, model=model, api_key=api_key)
 
     def measure(records: list[dict[str, Any]], label: str) -> dict[str, Any]:
-        requests = list(read_records(records, label, model=model, strict=True))
         try:
-            report = measure_layout(requests, backend, source=label)
-        except EngineError as error:  # an unreachable or misconfigured engine: exit 2
+            return measure_on_engine(target, records, label)
+        except EngineValidationUnavailable as error:  # unreachable or misconfigured: exit 2
             raise BadInput(f"--validate-on-engine {url}: {error}") from error
-        return {
-            "hit_rate": report.hit_rate,
-            "measured_cached_tokens": report.measured_cached_tokens,
-            "predicted_cached_tokens": report.predicted_cached_tokens,
-            "prompt_tokens": report.prompt_tokens,
-        }
 
     results = {"original": measure(original, "original")}
     for rank, suggestion in enumerate(suggestions, start=1):
