@@ -26,6 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
+
+bind_local_cluster_to_loopback()  # before ray is imported: the bench's clusters are local
+
 import ray
 
 from cachecast import db

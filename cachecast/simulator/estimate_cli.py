@@ -166,6 +166,12 @@ def estimate_command(
                 total = _count_lines(logs) * len(passes)
             task = progress.add_task("replaying", total=total)
             if ray or ray_address is not None:
+                if ray_address is None:
+                    from cachecast.simulator.distributed.local_cluster import (
+                        bind_local_cluster_to_loopback,
+                    )
+
+                    bind_local_cluster_to_loopback()
                 from cachecast.simulator.distributed.runner import estimate_on_ray
 
                 report = estimate_on_ray(

@@ -9,13 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
+
+# Before any test module of this folder imports ray (through the runner).
+bind_local_cluster_to_loopback()
+
 WORKER_NODES = 2
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """Head node without CPUs (so every task runs on a worker) plus two one-CPU workers."""
+    """Head node without CPUs (so every task runs on a worker) plus two one-CPU workers.
+
+    Every node binds to 127.0.0.1: Ray would otherwise pick the machine's outward address.
+    """
     import ray
     from ray.cluster_utils import Cluster
 

@@ -41,6 +41,7 @@ import ray
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
+from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
 from cachecast.simulator.estimate import (
     EstimateReport,
@@ -235,6 +236,8 @@ def connect(address: str | None, *, object_store_bytes: int | None = None) -> No
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
+        # A local cluster must bind to loopback; callers set that up before importing ray.
+        bind_local_cluster_to_loopback()
         ray.init(
             num_cpus=os.cpu_count() or 1,
             object_store_memory=object_store_bytes,
