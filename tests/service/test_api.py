@@ -467,9 +467,11 @@ async def test_simulation_rejects_an_unknown_policy(client: httpx.AsyncClient) -
 # ------------------------------------------------------------------ routers owned elsewhere
 
 
-async def test_unfilled_routers_answer_501(client: httpx.AsyncClient) -> None:
-    for path in ("/v1/layout-checks", "/v1/comparisons"):
-        assert_problem(await client.post(path, json={}), 501)
+async def test_layout_checks_and_comparisons_are_filled(client: httpx.AsyncClient) -> None:
+    # Once placeholders answering 501; now an empty body is a 422 naming a required field.
+    for path, required in (("/v1/layout-checks", "body.baseline"), ("/v1/comparisons", "body.gpu")):
+        problem = assert_problem(await client.post(path, json={}), 422)
+        assert required in [error["field"] for error in problem["errors"]]
 
 
 async def test_estimate_equals_the_cli_json(

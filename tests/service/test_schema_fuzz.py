@@ -1,8 +1,6 @@
 """Schemathesis against the OpenAPI schema: whatever a client sends, never a 5xx, and every
-client error is a problem document.
-
-The two placeholder routers (layout checks, comparisons) answer 501 by design until their own
-issues fill them, so they are left out here and covered by test_api's 501 test.
+client error is a problem document. Every operation is fuzzed, layout checks and
+comparisons included.
 """
 
 from __future__ import annotations
@@ -22,9 +20,6 @@ from schemathesis.checks import not_a_server_error
 from cachecast import db
 from cachecast.service.app import create_app
 from tests.service.conftest import make_settings
-
-PLACEHOLDERS = ["/v1/layout-checks", "/v1/comparisons"]
-
 
 # The schema is read from the app at import time (schemathesis parametrizes by operation);
 # building the app touches no database, and the fixture below migrates the file before any
@@ -56,7 +51,7 @@ def client_errors_are_problems(ctx: Any, response: Any, case: Any) -> bool | Non
     return None
 
 
-@schema.exclude(path=PLACEHOLDERS).parametrize()
+@schema.parametrize()
 @settings(
     max_examples=6,
     deadline=None,
