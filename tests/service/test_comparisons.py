@@ -156,6 +156,10 @@ async def test_jsonl_upload(client: httpx.AsyncClient) -> None:
         # Model names the tokenizer registry would load from the server's disk.
         ({"tokenizer": "/"}, "body.tokenizer"),
         ({"records": [{"model": "hf:/tmp", "prompt": "hi", "timestamp": 1}]}, "records[0].model"),
+        (
+            {"records": [{"request": {"model": "/", "input": "hi"}, "timestamp": 1}]},
+            "records[0].request.model",
+        ),
     ],
 )
 async def test_bad_input_is_422_naming_the_field(

@@ -240,10 +240,20 @@ def refuse_server_paths(names: Sequence[tuple[str, object]]) -> None:
 
 
 def record_models(records: Sequence[dict[str, Any]], prefix: str) -> list[tuple[str, object]]:
-    """The top-level ``model`` of each record, named by its field."""
-    return [
-        (f"{prefix}[{index}].model", record.get("model")) for index, record in enumerate(records)
-    ]
+    """Every ``model`` a record names, at the top or nested in objects (``request.model``,
+    ``body.model``: the log formats differ), each with its field path."""
+    found: list[tuple[str, object]] = []
+
+    def visit(value: dict[str, Any], path: str, depth: int) -> None:
+        for key, item in value.items():
+            if key == "model":
+                found.append((f"{path}.model", item))
+            elif isinstance(item, dict) and depth < 4:
+                visit(item, f"{path}.{key}", depth + 1)
+
+    for index, record in enumerate(records):
+        visit(record, f"{prefix}[{index}]", 0)
+    return found
 
 
 def _price(text: str | None) -> Decimal | None:
