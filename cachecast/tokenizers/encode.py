@@ -31,7 +31,7 @@ from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rend
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
-POOL_MIN_CHARS = 400_000  # below this a batch's misses are encoded in process
+POOL_MIN_CHARS = 2_000_000  # below this a batch's misses are encoded in process (see below)
 
 
 PartKey = tuple[str, str | None, tuple[Item, ...]]
@@ -160,37 +160,63 @@ class BatchEncoder:
     def _assemble(
         self, rendered: Rendered, found: dict[PartKey, array[int]], namespace: str
     ) -> Encoded:
-        tokens: array[int] = array("I")
-        segments: list[Segment] = []
-        breakpoints: list[Breakpoint] = []
+        """The request's ids: the ids taken over from an earlier request of the conversation
+        (``rendered.prefix``, assembled before this one: file order), then each part's."""
+        previous = rendered.prefix
+        if previous is not None:
+            assert previous.encoded_tokens is not None, "a prefix is assembled before its use"
+            taken = rendered.prefix_parts
+            taken_segments = previous.encoded_segments[:taken]
+            tokens: array[int] = previous.encoded_tokens[: taken_segments[-1].end if taken else 0]
+            segments = list(taken_segments)
+            breakpoints = list(previous.encoded_explicit_breakpoints[: rendered.prefix_breakpoints])
+            rendered.prefix = None  # keep no chain of earlier requests alive
+        else:
+            tokens = array("I")
+            segments = []
+            breakpoints = []
         for part in rendered.parts:
             start = len(tokens)
             tokens.extend(found[part_key(namespace, part)])
             segments.append(Segment(part.kind, part.label, start, len(tokens)))
             if part.breakpoint_ttl != NO_BREAKPOINT:
                 breakpoints.append(Breakpoint(len(tokens), part.breakpoint_ttl))
-        if rendered.reply_priming and rendered.parts:
+        explicit = tuple(breakpoints)
+        if rendered.auto_breakpoint_part >= 0:
+            offset = segments[rendered.auto_breakpoint_part].end
+            automatic = Breakpoint(offset, rendered.auto_breakpoint_ttl)
+            breakpoints.append(automatic)
+            breakpoints.sort(key=lambda breakpoint: breakpoint.offset)
+        if rendered.reply_priming and segments:
             assert self._priming is not None
             start = len(tokens)
             tokens.extend(self._priming)
             segments.append(Segment("template", "reply_priming", start, len(tokens)))
-        return Encoded(tokens, tuple(segments), tuple(breakpoints))
+        result = Encoded(tokens, tuple(segments), tuple(breakpoints))
+        if rendered.body is not None:  # a conversation: later requests may take this over
+            rendered.encoded_tokens = tokens
+            rendered.encoded_segments = result.segments
+            rendered.encoded_explicit_breakpoints = explicit
+        return result
 
     def _encode_texts(self, texts: list[str]) -> list[array[int]]:
         total = sum(len(text) for text in texts)
         if self.workers < 2 or total < POOL_MIN_CHARS or len(texts) < 2:
             return [array("I", self.tokenizer.encode(text)) for text in texts]
         if self._pool is None:
+            # This process is one of the ``workers``: it encodes a share itself rather than
+            # waiting idle for the pool.
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
+                max_workers=self.workers - 1,
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_worker_init,
                 initargs=(self.tokenizer.key,),
             )
-        chunks = _balanced_chunks(texts, self.workers * 4)
-        results: list[array[int]] = []
-        for encoded_chunk in self._pool.map(_worker_encode, chunks):
-            for raw in encoded_chunk:
+        own, *shares = _balanced_chunks(texts, self.workers)
+        futures = [self._pool.submit(_worker_encode, share) for share in shares]
+        results = [array("I", self.tokenizer.encode(text)) for text in own]
+        for future in futures:
+            for raw in future.result():
                 ids: array[int] = array("I")
                 ids.frombytes(raw)
                 results.append(ids)

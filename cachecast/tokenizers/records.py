@@ -34,14 +34,16 @@ without being recorded.
 
 from __future__ import annotations
 
-import json
 import math
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from cachecast.tokenizers.base import (
     NON_TEXT_ID_BASE,
@@ -52,11 +54,15 @@ from cachecast.tokenizers.base import (
 from cachecast.tokenizers.encode import BatchEncoder, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
-from cachecast.tokenizers.render import FieldError, Rendered, detect_api, render
+from cachecast.tokenizers.render import FieldError, Rendered, detect_api, render, render_after
 from cachecast.tokenizers.types import ObservedUsage, Segment, TokenizedRequest
 
 MOONCAKE_BLOCK_SIZE = 512
 BATCH_SIZE = 256
+# Conversations whose latest request is kept for the next one to take its leading parts over
+# (least recently used dropped first): bounds memory on logs with many interleaved sessions.
+MAX_OPEN_CONVERSATIONS = 512
+READ_BUFFER_BYTES = 1 << 20
 SCOPE_FIELDS = (
     "org",
     "organization",
@@ -104,13 +110,16 @@ def read_log(
     source = str(path)
 
     def lines() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
-        with open(path, encoding="utf-8") as handle:
+        # Bytes straight to orjson (strict RFC 8259 JSON, UTF-8 checked): no separate decode.
+        # A large buffer: agent-log lines are long (whole conversations), and iterating
+        # lines over the default 8 KiB buffer costs several times the JSON parsing.
+        with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
             for number, text in enumerate(handle, start=1):
-                if not text.strip():
+                if text.isspace():  # (stops at the first other byte; no copy of the line)
                     continue
                 try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as exc:
+                    record = orjson.loads(text)
+                except orjson.JSONDecodeError as exc:
                     yield number, LogError(source, number, "<line>", f"invalid JSON: {exc}")
                     continue
                 if not isinstance(record, dict):
@@ -118,7 +127,9 @@ def read_log(
                     continue
                 yield number, record
 
-    yield from _read(lines(), source, model, provider, strict, errors, cache)
+    # The parsed records are ours alone, so a conversation's earlier bodies stay as they were
+    # and later requests may take their rendering over (see ``render.render_after``).
+    yield from _read(lines(), source, model, provider, strict, errors, cache, reuse=True)
 
 
 def read_records(
@@ -140,7 +151,9 @@ def read_records(
             else:
                 yield number, LogError(source, number, "<record>", "expected a JSON object")
 
-    yield from _read(numbered(), source, model, provider, strict, errors, cache)
+    # No reuse across records here: the caller owns them and may change one after handing it
+    # over (a history list appended to in place), which would make an earlier body unreliable.
+    yield from _read(numbered(), source, model, provider, strict, errors, cache, reuse=False)
 
 
 def _read(
@@ -151,8 +164,9 @@ def _read(
     strict: bool,
     errors: list[LogError] | None,
     cache: SegmentCache | None,
+    reuse: bool,
 ) -> Iterator[TokenizedRequest]:
-    reader = _Reader(source, model, provider, strict, errors, cache)
+    reader = _Reader(source, model, provider, strict, errors, cache, reuse)
     try:
         batch: list[_Parsed | TokenizedRequest] = []
         for number, record in numbered:
@@ -179,6 +193,7 @@ class _Reader:
         strict: bool,
         errors: list[LogError] | None,
         cache: SegmentCache | None,
+        reuse: bool,
     ) -> None:
         self.source = source
         self.model = model
@@ -188,6 +203,9 @@ class _Reader:
         self.cache = cache if cache is not None else SegmentCache()
         self.encoders: dict[str, BatchEncoder] = {}
         self.last_timestamp = 0.0
+        self.reuse = reuse
+        # Latest rendered request per conversation key (see ``_render``).
+        self.conversations: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
 
     def close(self) -> None:
         for encoder in self.encoders.values():
@@ -226,7 +244,45 @@ class _Reader:
         if model is not None:
             get_tokenizer(model)  # raises UnknownModelError early, with this line's number
         api = detect_api(body, provider)
-        return _Parsed(number, record, body, model, provider, timestamp, render(body, api))
+        rendered = self._render(body, api, model, record)
+        return _Parsed(number, record, body, model, provider, timestamp, rendered)
+
+    def _render(
+        self, body: dict[str, Any], api: str, model: str | None, record: dict[str, Any]
+    ) -> Rendered:
+        """Render, taking over the leading parts of the conversation's previous request
+        where they are equal (tiktoken models: their parts are encoded one by one; an HF chat
+        template is applied to the whole conversation instead)."""
+        if (
+            not self.reuse
+            or model is None
+            or api not in ("chat", "responses", "anthropic", "gemini")
+        ):
+            return render(body, api)
+        if not isinstance(get_tokenizer(model), TiktokenTokenizer):
+            return render(body, api)
+        # The key only picks the candidate; correctness comes from comparing the bodies.
+        messages = body.get(
+            "contents" if api == "gemini" else "input" if api == "responses" else "messages"
+        )
+        opening = None
+        if isinstance(messages, list) and messages:
+            first = messages[min(1, len(messages) - 1)]
+            if isinstance(first, dict) and isinstance(first.get("content"), str):
+                opening = first["content"]
+        key = (model, api, record.get("session"), opening)
+        if not isinstance(key[2], str | int | None):
+            return render(body, api)
+        previous = self.conversations.get(key)
+        rendered = render_after(body, api, previous) if previous is not None else None
+        if rendered is None:
+            rendered = render(body, api)
+        if rendered.body is not None:
+            self.conversations[key] = rendered
+            self.conversations.move_to_end(key)
+            if len(self.conversations) > MAX_OPEN_CONVERSATIONS:
+                self.conversations.popitem(last=False)
+        return rendered
 
     def _mooncake(
         self, number: int, record: dict[str, Any], body: dict[str, Any]

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from cachecast.tokenizers.types import Breakpoint, Segment
 
 # Token counts for one image (documented provider rules; dims are not in the log).
 OPENAI_IMAGE_LOW_TOKENS = 85  # detail=low, fixed (OpenAI vision pricing docs)
 OPENAI_IMAGE_HIGH_ESTIMATE = 765  # 1024x1024 at detail=high: 85 + 4 tiles x 170
 ANTHROPIC_IMAGE_ESTIMATE = 1600  # about (width*height)/750 for a ~1.15 megapixel image
 GEMINI_IMAGE_TOKENS = 258  # Gemini: an image up to 384 px per side is 258 tokens
+ANTHROPIC_MAX_BREAKPOINTS = 4  # the Messages API rejects a request with more (400)
 
 
 class FieldError(ValueError):
@@ -64,14 +68,35 @@ class Part:
     items: list[Item] = field(default_factory=list)
     breakpoint_ttl: str | None = NO_BREAKPOINT  # NO_BREAKPOINT: no cache_control here
     framed: bool = True
+    cacheable: bool = True  # False where the API refuses cache_control (thinking blocks)
 
     def text(self) -> str:
         return "".join(item for item in self.items if isinstance(item, str))
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Running totals after the header (tools, system) and the first i messages: what a later
+    request whose body starts with the same header and messages takes over unchanged."""
+
+    parts: int  # parts so far (one segment each)
+    breakpoints: int  # explicit cache_control breakpoints so far
+    last_cacheable: int  # index of the last part that may carry a breakpoint, -1: none
+    last_cacheable_marked: bool  # that part carries an explicit breakpoint itself
+    exact: bool
+
+
 @dataclass(slots=True)
 class Rendered:
-    """A request body reduced to parts; ``exact`` is False where our rendering guesses."""
+    """A request body reduced to parts; ``exact`` is False where our rendering guesses.
+
+    Conversations (chat, responses, anthropic, gemini) also keep ``marks`` (one per message
+    boundary) and their body, so that a later request extending the same conversation can
+    take over this one's leading parts instead of rendering them again (:func:`render_after`):
+    it then has ``prefix`` set to this request, ``prefix_parts`` / ``prefix_breakpoints``
+    taken from it, and ``parts`` holding only the parts after them. The encoder stores this
+    request's result in the ``encoded_*`` fields for such later requests.
+    """
 
     api: str
     parts: list[Part]
@@ -79,6 +104,21 @@ class Rendered:
     reply_priming: bool = True
     tokens: list[int] | None = None  # pre-tokenized input
     chat_tools: list[dict[str, Any]] | None = None
+    body: dict[str, Any] | None = None
+    marks: list[Mark] = field(default_factory=list)  # marks[i]: header + messages[:i]
+    auto_breakpoint_part: int = -1  # Anthropic top-level cache_control: its part, -1: none
+    auto_breakpoint_ttl: str | None = None
+    prefix: Rendered | None = None
+    prefix_parts: int = 0
+    prefix_breakpoints: int = 0
+    encoded_tokens: Any = None
+    encoded_segments: tuple[Segment, ...] = ()
+    encoded_explicit_breakpoints: tuple[Breakpoint, ...] = ()
+
+    @property
+    def part_count(self) -> int:
+        """All parts of the request, those taken over from ``prefix`` included."""
+        return self.prefix_parts + len(self.parts)
 
 
 def detect_api(body: dict[str, Any], provider: str | None) -> str:
@@ -101,15 +141,181 @@ def detect_api(body: dict[str, Any], provider: str | None) -> str:
 
 
 def render(body: dict[str, Any], api: str) -> Rendered:
-    renderers = {
-        "chat": _render_openai_chat,
-        "responses": _render_responses,
-        "anthropic": _render_anthropic,
-        "gemini": _render_gemini,
-        "prompt": _render_prompt,
-        "tokens": _render_tokens,
-    }
-    return renderers[api](body)
+    conversation = _CONVERSATIONS.get(api)
+    if conversation is not None:
+        return conversation.render(body, api)
+    if api == "prompt":
+        return _render_prompt(body)
+    return _render_tokens(body)
+
+
+def render_after(body: dict[str, Any], api: str, previous: Rendered) -> Rendered | None:
+    """Render ``body`` taking over the leading parts of ``previous``, an earlier request of
+    the same conversation, or None when they share nothing reusable.
+
+    Reuse needs the same API, every field other than the message list equal (tools, system,
+    top-level cache_control...: the header and the breakpoint rules come from them) and then
+    holds for the longest run of leading messages equal to ``previous``'s. Equal means equal
+    as JSON text (:func:`_same_json`): Python's ``==`` alone would take ``1``, ``1.0`` and
+    ``true`` or two key orders as equal, which render differently.
+    """
+    conversation = _CONVERSATIONS.get(api)
+    old_body = previous.body
+    if conversation is None or previous.api != api or old_body is None:
+        return None
+    name = conversation.field
+    messages = body.get(name)
+    old_messages = old_body.get(name)
+    if type(messages) is not list or type(old_messages) is not list:
+        return None
+    if len(body) != len(old_body):
+        return None
+    for key, value in body.items():
+        if key != name and (key not in old_body or not _same_json(value, old_body[key])):
+            return None
+    common = 0
+    for new, old in zip(messages, old_messages, strict=False):
+        if not _same_message(new, old):
+            break
+        common += 1
+    mark = previous.marks[common]
+    rendered = Rendered(
+        api,
+        [],
+        exact=mark.exact,
+        chat_tools=previous.chat_tools,
+        body=body,
+        marks=previous.marks[: common + 1],
+        prefix=previous,
+        prefix_parts=mark.parts,
+        prefix_breakpoints=mark.breakpoints,
+    )
+    conversation.messages(rendered, messages, common)
+    _automatic_breakpoint(body, rendered)
+    return rendered
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two parsed JSON values have the same JSON text (up to whitespace)."""
+    return bool(a == b) and _same_types(a, b)
+
+
+def _same_message(a: Any, b: Any) -> bool:
+    """:func:`_same_json` for one message, except that the order of its own keys does not
+    matter: every renderer reads a message's fields by name (nested values are rendered as
+    JSON text, so their key order still does)."""
+    if a != b:
+        return False
+    if type(a) is not dict or type(b) is not dict:
+        return _same_types(a, b)
+    for key, value in a.items():
+        if type(value) is not str and not _same_types(value, b[key]):
+            return False
+    return True
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    """For values already ``==``: same types all through (``1 == 1.0 == True`` in Python)
+    and the same key order (tool definitions render their keys in the given order)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    # Plain loops, strings skipped (already equal, and only ever equal to strings): this
+    # runs on every message of every request and a generator per level costs more.
+    if kind is dict:
+        if list(a) != list(b):
+            return False
+        for key, value in a.items():
+            if type(value) is not str and not _same_types(value, b[key]):
+                return False
+        return True
+    if kind is list:
+        for x, y in zip(a, b, strict=True):
+            if type(x) is not str and not _same_types(x, y):
+                return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """How one API's conversation renders: the header (tools, system), the message list's
+    field, and one message's parts; the message loop and the marks are shared."""
+
+    exact: bool
+    field: str
+    header: Callable[[dict[str, Any], Rendered], bool]
+    message: Callable[[Any, str, Rendered], bool]
+
+    def render(self, body: dict[str, Any], api: str) -> Rendered:
+        rendered = Rendered(api, [], exact=self.exact, body=body)
+        start = Mark(0, 0, -1, False, self.exact)
+        rendered.marks.append(_advance(start, rendered, self.header(body, rendered)))
+        messages = _require(body, self.field, "")
+        if self.field == "input" and isinstance(messages, str):  # Responses: one string
+            self.message(messages, self.field, rendered)
+            rendered.exact = rendered.exact and rendered.marks[-1].exact
+            rendered.body = None  # nothing to take over from a non-list input
+            _automatic_breakpoint(body, rendered)
+            return rendered
+        self.messages(rendered, _list(messages, self.field), 0)
+        _automatic_breakpoint(body, rendered)
+        return rendered
+
+    def messages(self, rendered: Rendered, messages: list[Any], first: int) -> None:
+        mark = rendered.marks[-1]
+        marks = rendered.marks
+        name = self.field
+        for index in range(first, len(messages)):
+            exact = self.message(messages[index], f"{name}[{index}]", rendered)
+            mark = _advance(mark, rendered, exact)
+            marks.append(mark)
+        rendered.exact = mark.exact
+
+
+def _advance(mark: Mark, rendered: Rendered, exact: bool) -> Mark:
+    """The mark after the parts appended since ``mark``."""
+    breakpoints = mark.breakpoints
+    last = mark.last_cacheable
+    marked = mark.last_cacheable_marked
+    offset = rendered.prefix_parts
+    parts = rendered.parts
+    for index in range(mark.parts - offset, len(parts)):
+        part = parts[index]
+        has_breakpoint = part.breakpoint_ttl != NO_BREAKPOINT
+        if has_breakpoint:
+            breakpoints += 1
+        if part.cacheable:
+            last = offset + index
+            marked = has_breakpoint
+    return Mark(offset + len(parts), breakpoints, last, marked, mark.exact and exact)
+
+
+def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:
+    """Anthropic's top-level ``cache_control`` ("automatic caching") puts a breakpoint on the
+    last cacheable block; then enforce the API's limit of 4 breakpoints per request."""
+    if rendered.api != "anthropic":
+        return
+    final = rendered.marks[-1]
+    total = final.breakpoints
+    marker = body.get("cache_control")
+    automatic = 0
+    if marker is not None:
+        marker = _dict(marker, "cache_control")
+        ttl = marker.get("ttl")
+        if ttl is not None and not isinstance(ttl, str):
+            raise FieldError("cache_control.ttl", "expected a string such as '5m' or '1h'")
+        # On a block that already has its own cache_control, no second breakpoint arises.
+        if final.last_cacheable >= 0 and not final.last_cacheable_marked:
+            rendered.auto_breakpoint_part = final.last_cacheable
+            rendered.auto_breakpoint_ttl = ttl
+            automatic = 1
+    if total + automatic > ANTHROPIC_MAX_BREAKPOINTS:
+        how = f"{total} on blocks" + (" + 1 from the top-level cache_control" if automatic else "")
+        raise FieldError(
+            "cache_control",
+            f"{total + automatic} cache breakpoints ({how}); the Anthropic API accepts at most "
+            f"{ANTHROPIC_MAX_BREAKPOINTS} per request and rejects this one",
+        )
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -190,44 +396,40 @@ def _breakpoint_ttl(block: dict[str, Any], path: str) -> str | None:
 # --- OpenAI Chat Completions -------------------------------------------------------------
 
 
-def _render_openai_chat(body: dict[str, Any]) -> Rendered:
-    rendered = Rendered("chat", [])
-    if "tools" in body:
-        rendered.parts.extend(_tool_parts(body["tools"], "tools"))
-        rendered.chat_tools = list(body["tools"])
-        rendered.exact = False
-    messages = _list(_require(body, "messages", ""), "messages")
-    parts = rendered.parts
-    for index, message in enumerate(messages):
-        path = f"messages[{index}]"
-        # Fast path for the common shape (checked exactly as the general path would).
-        if type(message) is dict and len(message) == 2:
-            role = message.get("role")
-            content = message.get("content")
-            if type(role) is str and type(content) is str:
-                kind = "system" if role in ("system", "developer") else "message"
-                parts.append(Part(kind, path, role, [content]))
-                continue
-        message = _dict(message, path)
-        role = _str(_require(message, "role", path), f"{path}.role")
-        items, exact = _openai_content(message.get("content"), f"{path}.content")
-        for call_index, call in enumerate(
-            _list(message.get("tool_calls", []), f"{path}.tool_calls")
-        ):
-            call_path = f"{path}.tool_calls[{call_index}]"
-            function = _dict(_require(_dict(call, call_path), "function", call_path), call_path)
-            items.append(
-                _compact(
-                    {
-                        "name": _require(function, "name", f"{call_path}.function"),
-                        "arguments": function.get("arguments", ""),
-                    }
-                )
+def _chat_header(body: dict[str, Any], rendered: Rendered) -> bool:
+    if "tools" not in body:
+        return True
+    rendered.parts.extend(_tool_parts(body["tools"], "tools"))
+    rendered.chat_tools = list(body["tools"])
+    return False  # OpenAI's own tool rendering is not public
+
+
+def _chat_message(message: Any, path: str, rendered: Rendered) -> bool:
+    # Fast path for the common shape (checked exactly as the general path would).
+    if type(message) is dict and len(message) == 2:
+        role = message.get("role")
+        content = message.get("content")
+        if type(role) is str and type(content) is str:
+            kind = "system" if role in ("system", "developer") else "message"
+            rendered.parts.append(Part(kind, path, role, [content]))
+            return True
+    message = _dict(message, path)
+    role = _str(_require(message, "role", path), f"{path}.role")
+    items, exact = _openai_content(message.get("content"), f"{path}.content")
+    for call_index, call in enumerate(_list(message.get("tool_calls", []), f"{path}.tool_calls")):
+        call_path = f"{path}.tool_calls[{call_index}]"
+        function = _dict(_require(_dict(call, call_path), "function", call_path), call_path)
+        items.append(
+            _compact(
+                {
+                    "name": _require(function, "name", f"{call_path}.function"),
+                    "arguments": function.get("arguments", ""),
+                }
             )
-        rendered.exact = rendered.exact and exact
-        kind = "system" if role in ("system", "developer") else "message"
-        rendered.parts.append(Part(kind, path, role, items))
-    return rendered
+        )
+    kind = "system" if role in ("system", "developer") else "message"
+    rendered.parts.append(Part(kind, path, role, items))
+    return exact
 
 
 def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
@@ -268,54 +470,56 @@ def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
 # --- OpenAI Responses API ----------------------------------------------------------------
 
 
-def _render_responses(body: dict[str, Any]) -> Rendered:
-    rendered = Rendered("responses", [])
+def _responses_header(body: dict[str, Any], rendered: Rendered) -> bool:
+    exact = True
     if "tools" in body:
         rendered.parts.extend(_tool_parts(body["tools"], "tools"))
         rendered.chat_tools = list(body["tools"])
-        rendered.exact = False
+        exact = False
     instructions = body.get("instructions")
     if instructions is not None:
         text = _str(instructions, "instructions")
         rendered.parts.append(Part("system", "instructions", "system", [text]))
-    given = _require(body, "input", "")
-    if isinstance(given, str):
-        rendered.parts.append(Part("message", "input", "user", [given]))
-        return rendered
-    for index, item in enumerate(_list(given, "input")):
-        path = f"input[{index}]"
-        item = _dict(item, path)
-        kind = item.get("type", "message")
-        if kind == "message":
-            role = _str(_require(item, "role", path), f"{path}.role")
-            items, exact = _openai_content(item.get("content"), f"{path}.content")
-            rendered.exact = rendered.exact and exact
-        elif kind == "function_call":
-            role = "assistant"
-            name = _str(_require(item, "name", path), f"{path}.name")
-            items = [_compact({"name": name, "arguments": item.get("arguments", "")})]
-        elif kind == "function_call_output":
-            role = "tool"
-            output = _require(item, "output", path)
-            items = [output if isinstance(output, str) else _compact(output)]
-        elif kind == "reasoning":
-            # Reasoning items are not re-sent as prompt text by the API; they add no tokens.
-            continue
-        else:
-            raise FieldError(f"{path}.type", f"unsupported input item type {kind!r}")
-        part_kind = "system" if role in ("system", "developer") else "message"
-        rendered.parts.append(Part(part_kind, path, role, items))
-    return rendered
+    return exact
+
+
+def _responses_item(item: Any, path: str, rendered: Rendered) -> bool:
+    if isinstance(item, str):  # the whole input as one string
+        rendered.parts.append(Part("message", path, "user", [item]))
+        return True
+    item = _dict(item, path)
+    kind = item.get("type", "message")
+    exact = True
+    if kind == "message":
+        role = _str(_require(item, "role", path), f"{path}.role")
+        items, exact = _openai_content(item.get("content"), f"{path}.content")
+    elif kind == "function_call":
+        role = "assistant"
+        name = _str(_require(item, "name", path), f"{path}.name")
+        items = [_compact({"name": name, "arguments": item.get("arguments", "")})]
+    elif kind == "function_call_output":
+        role = "tool"
+        output = _require(item, "output", path)
+        items = [output if isinstance(output, str) else _compact(output)]
+    elif kind == "reasoning":
+        # Reasoning items are not re-sent as prompt text by the API; they add no tokens.
+        return True
+    else:
+        raise FieldError(f"{path}.type", f"unsupported input item type {kind!r}")
+    part_kind = "system" if role in ("system", "developer") else "message"
+    rendered.parts.append(Part(part_kind, path, role, items))
+    return exact
 
 
 # --- Anthropic Messages ------------------------------------------------------------------
 
 
-def _render_anthropic(body: dict[str, Any]) -> Rendered:
-    """Each system block, tool and content block is its own framed part (an approximation:
-    Anthropic's tokenizer and framing are not public), so a ``cache_control`` breakpoint
-    falls exactly at the end of the block that carries it."""
-    rendered = Rendered("anthropic", [], exact=False)
+# Each system block, tool and content block is its own framed part (an approximation:
+# Anthropic's tokenizer and framing are not public), so a ``cache_control`` breakpoint falls
+# exactly at the end of the block that carries it.
+
+
+def _anthropic_header(body: dict[str, Any], rendered: Rendered) -> bool:
     if "tools" in body:
         rendered.parts.extend(_tool_parts(body["tools"], "tools"))
         rendered.chat_tools = list(body["tools"])
@@ -330,28 +534,31 @@ def _render_anthropic(body: dict[str, Any]) -> Rendered:
             rendered.parts.append(
                 Part("system", path, "system", [text], _breakpoint_ttl(block, path))
             )
-    messages = _list(_require(body, "messages", ""), "messages")
-    for index, message in enumerate(messages):
-        path = f"messages[{index}]"
-        message = _dict(message, path)
-        role = _str(_require(message, "role", path), f"{path}.role")
-        content = _require(message, "content", path)
-        if isinstance(content, str):
-            rendered.parts.append(Part("message", path, role, [content]))
-            continue
-        for block_index, block in enumerate(_list(content, f"{path}.content")):
-            block_path = f"{path}.content[{block_index}]"
-            block = _dict(block, block_path)
-            rendered.parts.append(
-                Part(
-                    "content",
-                    block_path,
-                    role,
-                    [_anthropic_block(block, block_path)],
-                    _breakpoint_ttl(block, block_path),
-                )
+    return False
+
+
+def _anthropic_message(message: Any, path: str, rendered: Rendered) -> bool:
+    message = _dict(message, path)
+    role = _str(_require(message, "role", path), f"{path}.role")
+    content = _require(message, "content", path)
+    if isinstance(content, str):
+        rendered.parts.append(Part("message", path, role, [content]))
+        return False
+    for block_index, block in enumerate(_list(content, f"{path}.content")):
+        block_path = f"{path}.content[{block_index}]"
+        block = _dict(block, block_path)
+        rendered.parts.append(
+            Part(
+                "content",
+                block_path,
+                role,
+                [_anthropic_block(block, block_path)],
+                _breakpoint_ttl(block, block_path),
+                # Thinking blocks cannot carry cache_control, so automatic caching skips them.
+                cacheable=block.get("type") not in ("thinking", "redacted_thinking"),
             )
-    return rendered
+        )
+    return False
 
 
 def _anthropic_block(block: dict[str, Any], path: str) -> Item:
@@ -378,8 +585,7 @@ def _anthropic_block(block: dict[str, Any], path: str) -> Item:
 # --- Gemini generateContent --------------------------------------------------------------
 
 
-def _render_gemini(body: dict[str, Any]) -> Rendered:
-    rendered = Rendered("gemini", [], exact=False)
+def _gemini_header(body: dict[str, Any], rendered: Rendered) -> bool:
     tools = body.get("tools")
     if tools is not None:
         rendered.parts.extend(_tool_parts(tools, "tools"))
@@ -388,14 +594,15 @@ def _render_gemini(body: dict[str, Any]) -> Rendered:
         system = _dict(system, "systemInstruction")
         items = _gemini_parts(system.get("parts", []), "systemInstruction.parts")
         rendered.parts.append(Part("system", "systemInstruction", "system", items))
-    contents = _list(body["contents"], "contents")
-    for index, content in enumerate(contents):
-        path = f"contents[{index}]"
-        content = _dict(content, path)
-        role = content.get("role", "user")
-        items = _gemini_parts(_require(content, "parts", path), f"{path}.parts")
-        rendered.parts.append(Part("message", path, _str(role, f"{path}.role"), items))
-    return rendered
+    return False
+
+
+def _gemini_content(content: Any, path: str, rendered: Rendered) -> bool:
+    content = _dict(content, path)
+    role = content.get("role", "user")
+    items = _gemini_parts(_require(content, "parts", path), f"{path}.parts")
+    rendered.parts.append(Part("message", path, _str(role, f"{path}.role"), items))
+    return False
 
 
 def _gemini_parts(parts: Any, path: str) -> list[Item]:
@@ -429,3 +636,11 @@ def _render_tokens(body: dict[str, Any]) -> Rendered:
         if not isinstance(token, int) or isinstance(token, bool) or token < 0:
             raise FieldError(f"tokens[{index}]", f"expected a non-negative integer, got {token!r}")
     return Rendered("tokens", [], reply_priming=False, tokens=tokens)
+
+
+_CONVERSATIONS: dict[str, _Conversation] = {
+    "chat": _Conversation(True, "messages", _chat_header, _chat_message),
+    "responses": _Conversation(True, "input", _responses_header, _responses_item),
+    "anthropic": _Conversation(False, "messages", _anthropic_header, _anthropic_message),
+    "gemini": _Conversation(False, "contents", _gemini_header, _gemini_content),
+}
