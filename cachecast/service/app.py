@@ -13,7 +13,7 @@ from cachecast import __version__
 from cachecast.contracts.errors import DatabaseNotMigratedError
 from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobRunner, JobStore
-from cachecast.service.limits import BodyLimitMiddleware
+from cachecast.service.limits import BodyLimitMiddleware, NoLocalTokenizersMiddleware
 from cachecast.service.metrics import MetricsMiddleware, ServiceMetrics
 from cachecast.service.problems import ProblemError, install_problem_handlers, problem_response
 from cachecast.service.routers import (
@@ -87,6 +87,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     for module in (health, contracts, estimates, simulations, jobs, layout_checks, comparisons):
         app.include_router(module.router)
     # Outermost first: count every request (413s included), then enforce the body limit.
+    app.add_middleware(NoLocalTokenizersMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 
 from cachecast import db
 from cachecast.service.tables import JobStatus, ServiceJob
+from cachecast.tokenizers import refuse_local_tokenizer_directories
 
 logger = logging.getLogger(__name__)
 
@@ -368,6 +369,8 @@ class JobRunner:
         self.wake.set()
 
     def _loop(self) -> None:
+        # Jobs come from clients: they must never name a tokenizer directory on this machine.
+        refuse_local_tokenizer_directories()
         last_sweep = 0.0
         while not self.stopping.is_set():
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachecast.service.problems import Problem, ProblemError, problem_response
+from cachecast.tokenizers import local_tokenizer_directories
 
 
 def body_too_large(limit: int) -> ProblemError:
@@ -83,3 +84,19 @@ class BodyLimitMiddleware:
             return {"type": "http.disconnect"}
 
         await problem_response(problem)(scope, no_body, send)
+
+
+class NoLocalTokenizersMiddleware:
+    """Run every request with local tokenizer directories refused.
+
+    A record or option naming ``hf:PATH`` or an existing path would otherwise make the server
+    read its own files; the context variable set here reaches the endpoint and the threadpool
+    it runs sync code in.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with local_tokenizer_directories(False):
+            await self.app(scope, receive, send)

@@ -8,11 +8,18 @@ from cachecast.tokenizers.base import Tokenizer
 from cachecast.tokenizers.encode import SegmentCache
 from cachecast.tokenizers.openai_data import VocabularyIntegrityError, load_openai_encoding
 from cachecast.tokenizers.records import LogError, read_log, read_records
-from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
+from cachecast.tokenizers.registry import (
+    LocalTokenizerRefused,
+    UnknownModelError,
+    get_tokenizer,
+    local_tokenizer_directories,
+    refuse_local_tokenizer_directories,
+)
 from cachecast.tokenizers.types import Breakpoint, ObservedUsage, Segment, TokenizedRequest
 
 __all__ = [
     "Breakpoint",
+    "LocalTokenizerRefused",
     "LogError",
     "ObservedUsage",
     "Segment",
@@ -23,6 +30,8 @@ __all__ = [
     "VocabularyIntegrityError",
     "get_tokenizer",
     "load_openai_encoding",
+    "local_tokenizer_directories",
     "read_log",
     "read_records",
+    "refuse_local_tokenizer_directories",
 ]

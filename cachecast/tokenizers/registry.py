@@ -17,8 +17,11 @@ Tokenizer kinds:
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from cachecast.tokenizers.base import Tokenizer
@@ -82,12 +85,54 @@ def normalize_model_name(model: str) -> str:
     return model.strip().lower().rsplit("/", 1)[-1]
 
 
+class LocalTokenizerRefused(UnknownModelError):
+    """A model named a tokenizer directory on this machine where that is not allowed."""
+
+    def __str__(self) -> str:
+        return (
+            f"{self.model!r} names a tokenizer directory on this machine, which is not allowed"
+            " here: give a model name"
+        )
+
+
+# A local tokenizer directory (hf:PATH or an existing path) is the user's own choice on the
+# command line, but must never be reachable from a client of the service: it would read the
+# server's files. The service turns it off for everything it runs (per request and per job).
+_LOCAL_DIRECTORIES_ALLOWED: ContextVar[bool] = ContextVar(
+    "cachecast_local_tokenizer_directories", default=True
+)
+
+
+@contextlib.contextmanager
+def local_tokenizer_directories(allowed: bool) -> Iterator[None]:
+    """Allow or refuse local tokenizer directories for the code run inside this block."""
+    token = _LOCAL_DIRECTORIES_ALLOWED.set(allowed)
+    try:
+        yield
+    finally:
+        _LOCAL_DIRECTORIES_ALLOWED.reset(token)
+
+
+def refuse_local_tokenizer_directories() -> None:
+    """Refuse local tokenizer directories in the current context (e.g. a service thread)."""
+    _LOCAL_DIRECTORIES_ALLOWED.set(False)
+
+
+def _local_directory(model: str) -> Path | None:
+    if model.startswith("hf:"):
+        return Path(model[3:])
+    if ("/" in model or model.startswith(".")) and Path(model).is_dir():
+        return Path(model)
+    return None
+
+
 def tokenizer_key_for(model: str) -> str:
     """The registry key (``o200k_base``, ``hf:qwen``, ``hf-dir:/path``...) for ``model``."""
-    if model.startswith("hf:"):
-        return "hf-dir:" + str(Path(model[3:]).resolve())
-    if ("/" in model or model.startswith(".")) and Path(model).is_dir():
-        return "hf-dir:" + str(Path(model).resolve())
+    directory = _local_directory(model)
+    if directory is not None:
+        if not _LOCAL_DIRECTORIES_ALLOWED.get():
+            raise LocalTokenizerRefused(model)
+        return "hf-dir:" + str(directory.resolve())
     name = normalize_model_name(model)
     for pattern, key in MODEL_PATTERNS:
         if fnmatch.fnmatchcase(name, pattern):

@@ -464,6 +464,21 @@ async def test_simulation_rejects_an_unknown_policy(client: httpx.AsyncClient) -
     assert body["errors"][0]["field"] == "body.policy"
 
 
+@pytest.mark.parametrize("model", ["/", "hf:/etc"])
+async def test_a_record_naming_a_server_directory_is_refused(
+    client: httpx.AsyncClient, model: str
+) -> None:
+    # "/" and "hf:/etc" would make the tokenizer registry load a Hugging Face tokenizer from
+    # the server's own disk; the service refuses them as an unknown model of that record.
+    response = await client.post(
+        "/v1/simulations",
+        json={"records": [{"timestamp": 0, "model": model, "prompt": "hello"}], "policy": "vllm"},
+    )
+    body = assert_problem(response, 422)
+    assert "not allowed" in json.dumps(body)
+    assert "model" in json.dumps(body["errors"])
+
+
 # ------------------------------------------------------------------ routers owned elsewhere
 
 
