@@ -1,4 +1,4 @@
-"""``cachecast capacity`` and ``cachecast compare``: self-hosted sizing and its economics."""
+"""``cachecast capacity``, ``compare`` and ``fleet``: self-hosted sizing and its economics."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from cachecast import db
 if TYPE_CHECKING:
     from cachecast.gpu_backend.economics.capacity import Deployment
     from cachecast.gpu_backend.economics.compare import ComparisonReport
+    from cachecast.tokenizers import LogError
 
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
@@ -57,14 +58,42 @@ UtilizationOption = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``capacity`` and ``compare`` to the root app."""
+    """Add ``capacity``, ``compare`` and ``fleet`` to the root app."""
     app.command("capacity")(capacity_command)
     app.command("compare")(compare_command)
+    app.command("fleet")(fleet_command)
 
 
 def _fail(console: Console, message: str, code: int = EXIT_USAGE) -> Any:
     console.print(f"[red]error:[/] {message}", highlight=False)
     raise typer.Exit(code)
+
+
+def _gpu_price(console: Console, text: str | None) -> Decimal | None:
+    """``--gpu-price`` as a non-negative Decimal (None when not given)."""
+    if text is None:
+        return None
+    try:
+        price = Decimal(text)
+    except InvalidOperation:
+        return _fail(console, f"--gpu-price {text!r} is not a number")  # type: ignore[no-any-return]
+    if not price.is_finite() or price < 0:
+        _fail(console, f"--gpu-price must be a non-negative number, got {text}")
+    return price
+
+
+def _check_files(console: Console, logs: list[Path]) -> None:
+    for log in logs:
+        if not log.is_file():
+            _fail(console, f"{log}: no such file")
+
+
+def _print_log_errors(console: Console, errors: list[LogError]) -> None:
+    """Every skipped log line, on stderr, naming file, line and field."""
+    for problem in errors:
+        console.print(
+            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}", highlight=False
+        )
 
 
 def _deployment(
@@ -273,24 +302,14 @@ def compare_command(
     from cachecast.gpu_backend.economics.plots import write_html, write_png
 
     err = Console(stderr=True)
-    price: Decimal | None = None
-    if gpu_price is not None:
-        try:
-            price = Decimal(gpu_price)
-        except InvalidOperation:
-            _fail(err, f"--gpu-price {gpu_price!r} is not a number")
-        assert price is not None
-        if not price.is_finite() or price < 0:
-            _fail(err, f"--gpu-price must be a non-negative number, got {gpu_price}")
+    price = _gpu_price(err, gpu_price)
     day = None
     if at is not None:
         try:
             day = dt.date.fromisoformat(at)
         except ValueError:
             _fail(err, f"--at {at!r} is not a date (YYYY-MM-DD)")
-    for log in logs:
-        if not log.is_file():
-            _fail(err, f"{log}: no such file")
+    _check_files(err, logs)
     deployment = _deployment(
         err,
         model,
@@ -359,10 +378,7 @@ def compare_command(
         if close:
             message += "\nclose matches: " + ", ".join(close)
         _fail(err, message, EXIT_BAD_INPUT)
-    for problem in report.errors:
-        err.print(
-            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}", highlight=False
-        )
+    _print_log_errors(err, report.errors)
     rows = comparison_rows(report)
     if plot is not None:
         write_png(report, plot)
@@ -446,6 +462,127 @@ def _comparison_table(report: ComparisonReport, rows: list[list[str]]) -> None:
     )
     if report.gpu_price is None:
         out.print("no --gpu-price: self-hosted costs are given in GPU-hours only")
+
+
+ROUTING_CHOICES = "round-robin, least-loaded, session-sticky, prefix-hash, cache-aware or all"
+
+
+def fleet_command(
+    logs: Annotated[list[Path], typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace).")],
+    model: ModelOption,
+    gpu: GpuOption,
+    replicas: Annotated[
+        int, typer.Option("--replicas", min=1, help="vLLM replicas, each with its own KV pool.")
+    ],
+    routing: Annotated[
+        list[str] | None,
+        typer.Option("--routing", help=f"Routing policy (repeatable): {ROUTING_CHOICES}."),
+    ] = None,
+    gpus: GpusOption = 1,
+    gpu_price: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-price", help="US$ per GPU-hour (no default: without it only GPU-hours)."
+        ),
+    ] = None,
+    kv_dtype: KvDtypeOption = "bf16",
+    weight_dtype: WeightDtypeOption = None,
+    params: ParamsOption = None,
+    gpu_memory_utilization: UtilizationOption = 0.9,
+    block_size: Annotated[
+        int | None,
+        typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
+    ] = None,
+    window: Annotated[
+        float,
+        typer.Option("--window", help="Seconds of computed prompt tokens that make a load."),
+    ] = 60.0,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Model whose tokenizer counts the tokens."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """K self-hosted vLLM replicas under each routing policy: hit rate, load, TTFT, cost.
+
+    Each replica's KV capacity is the model's on --gpus x --gpu (as in compare). Per policy:
+    hit rate, computed prompt tokens per replica and their imbalance, TTFT (M/G/1 wait +
+    roofline prefill, mean and p90), GPU-hours of the fleet (the busiest replica bounds the
+    makespan) and, with --gpu-price, their cost. Default routing: all.
+    """
+    from cachecast.gpu_backend.economics.compare import ComparisonError
+    from cachecast.gpu_backend.economics.fleet import fleet, format_table_rows
+    from cachecast.simulator.routing import Routing
+
+    err = Console(stderr=True)
+    names = routing or ["all"]
+    routings: list[Routing] = []
+    for name in names:
+        if name == "all":
+            routings.extend(r for r in Routing if r not in routings)
+            continue
+        try:
+            chosen = Routing(name)
+        except ValueError:
+            _fail(err, f"--routing {name!r} is not one of {ROUTING_CHOICES}")
+        if chosen not in routings:
+            routings.append(chosen)
+    if window <= 0:
+        _fail(err, f"--window must be positive, got {window}")
+    price = _gpu_price(err, gpu_price)
+    _check_files(err, logs)
+    deployment = _deployment(
+        err,
+        model,
+        gpu,
+        gpus,
+        kv_dtype,
+        weight_dtype,
+        params,
+        gpu_memory_utilization,
+        block_size or 16,
+    )
+    progress = _progress(err)
+    try:
+        with progress:
+            task = progress.add_task("routing", total=None)
+            result = fleet(
+                logs,
+                model=deployment.model,
+                accelerator=deployment.accelerator,
+                replicas=replicas,
+                routings=routings,
+                gpus=gpus,
+                gpu_price=price,
+                kv_dtype=kv_dtype,
+                weight_dtype=weight_dtype,
+                block_size=block_size,
+                gpu_memory_utilization=deployment.gpu_memory_utilization,
+                window_seconds=window,
+                tokenizer_model=tokenizer,
+                progress=lambda n: progress.advance(task, n),
+            )
+    except (ComparisonError, ValueError) as error:  # also log errors of the tokenizer
+        _fail(err, str(error), EXIT_BAD_INPUT)
+    _print_log_errors(err, result.errors)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+        return
+    out = Console(file=sys.stdout)
+    header, *body = format_table_rows(result)
+    table = Table(
+        title=f"{replicas} x {deployment.model.name} on {gpus} x {deployment.accelerator.label}:"
+        f" {result.log['requests']:,} requests, KV {result.capacity.kv_capacity_tokens:,}"
+        " tokens per replica",
+        caption="roofline ceilings; TTFT = M/G/1 mean wait + prefill; see --json for definitions",
+    )
+    for column in header:
+        table.add_column(column, justify="left" if column == "routing" else "right")
+    for row in body:
+        table.add_row(*row)
+    out.print(table)
+    if price is None:
+        out.print("no --gpu-price: costs are given in GPU-hours only")
 
 
 class _NoProgress:
