@@ -56,7 +56,6 @@ def test_hits_and_free_queue_equal_vllm(oracle_class: type, stream: tuple[int, l
     num_blocks, requests = stream
     oracle = oracle_class(BLOCK, num_blocks, max_model_len=32 * BLOCK)
     ours = VllmPrefixCache(BLOCK, num_blocks)
-    ours.free_queue.compact_slack = 0  # compact the lazy free-queue log often: test it too
     for index, tokens in enumerate(requests):
         expected_hit = oracle.process(tokens)
         usage = ours.process(make_request(tokens, at=float(index), line=index + 1))
@@ -95,3 +94,25 @@ def test_recipe_trace_from_the_cpu_notes(oracle_class: type) -> None:
         for i, t in enumerate(trace[3:], 3)
     ]
     assert hits == [0, 0, 64, 0, 64, 0, 0, 0, 0]
+
+
+def test_a_duplicate_key_is_found_in_its_oldest_block(oracle_class: type) -> None:
+    """vLLM keeps equal keys in several blocks and a lookup takes the earliest cached.
+
+    Two blocks of A (block size 32): the first request caches A0, A1 in blocks 1, 2.
+    The resend may look up only (64 - 1) // 32 = 1 block, so A1 is cached again, in
+    block 3 (a duplicate). A + 1 token then hits A0 and A1 from block 2 (the oldest),
+    not block 3: the free queue shows which block was touched and moved to the back.
+    """
+    a = list(range(100, 164))
+    trace = [a, a, [*a, 7]]
+    oracle = oracle_class(BLOCK, 8, max_model_len=32 * BLOCK)
+    ours = VllmPrefixCache(BLOCK, 8)
+    for index, tokens in enumerate(trace):
+        expected_hit = oracle.process(tokens)
+        usage = ours.process(make_request(tokens, at=float(index), line=index + 1))
+        assert usage.cache_read_tokens == expected_hit
+        assert ours.free_block_order() == oracle.free_block_order()
+    # By hand: after the third request the touched blocks 1 (A0) and 2 (A1) are freed
+    # last, deepest first, behind the duplicate 3 and the unused tail blocks.
+    assert ours.free_block_order()[-2:] == [2, 1]

@@ -108,17 +108,30 @@ def test_too_small_a_pool_is_rejected() -> None:
         VllmPrefixCache(16, 1)
 
 
-def test_free_queue_log_compaction_keeps_the_eviction_order() -> None:
-    queue = FreeBlockQueue(1, 1)  # no never-used blocks: everything lives in the log
-    queue.compact_slack = 0
-    queue.append_run([5, 3, 9], [])
-    longest_log = 0
-    for _ in range(12):  # block 3 is hit and freed again, each time leaving a stale entry
-        queue.move_hits_to_back([3], 0)
-        queue.append_run([], [3])
-        longest_log = max(longest_log, len(queue.back_log))
-        # Each touch moved 3 to the back: 5, 9, then 3, whether or not the log was just
-        # compacted (more than 4 entries per live block), which must not reorder anything.
-        assert list(queue) == [5, 9, 3]
-    assert longest_log < 3 + 12  # compaction happened
-    assert [queue.popleft() for _ in range(3)] == [5, 9, 3]
+def test_free_queue_runs_split_and_move_in_vllm_order() -> None:
+    queue = FreeBlockQueue(1, 1)  # no never-used blocks: everything lives in runs
+    # A request freed chain [5, 3, 9] (depth order): vLLM frees deepest first, so the
+    # queue reads 9, 3, 5.
+    queue.append_run([5, 3, 9], [], None, 0)
+    assert list(queue) == [9, 3, 5]
+    # A hit on the first block only (5) splits the run: 9, 3 stay in front, and after
+    # a request with one new block 7 the back reads (7 then the hit 5): 9, 3, 7, 5.
+    reused, start = queue.remove_hits([5])
+    assert reused is None  # the run was not hit whole, so it stays where it was
+    assert list(queue) == [9, 3]
+    queue.append_run([7], [5], reused, start)
+    assert list(queue) == [9, 3, 7, 5]
+    # Hitting [5, 7], the whole second run, moves that run object as one piece.
+    reused, start = queue.remove_hits([5, 7])
+    assert reused is not None and start == 0
+    assert list(queue) == [9, 3]
+    queue.append_run([], [5, 7], reused, start)
+    assert list(queue) == [9, 3, 7, 5]
+    # A hit on 9 alone: 9 is the deeper block of the first run (chain [3, 9]), not its
+    # first, so the general path removes it; 3 stays first in the queue.
+    reused, start = queue.remove_hits([9])
+    assert list(queue) == [3, 7, 5]
+    queue.append_run([], [9], reused, start)
+    assert list(queue) == [3, 7, 5, 9]
+    assert len(queue) == 4
+    assert [queue.popleft() for _ in range(4)] == [3, 7, 5, 9]

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from itertools import repeat
+from operator import eq
 
 from cachecast.simulator.blocks import BlockKey, BlockKeyer
 from cachecast.simulator.policies.base import (
@@ -46,94 +47,168 @@ from cachecast.tokenizers.types import TokenizedRequest
 UNBOUNDED_BLOCKS = 1 << 62
 
 
+class _Run:
+    """Blocks freed together, kept so that the whole group moves in one step.
+
+    ``stack`` lists the blocks in reverse queue order: ``stack[-1]`` is evicted first.
+    A finished request's run is its hits followed by its new keyed blocks, i.e. its chain
+    in depth order, which is exactly the reverse of the order vLLM frees them in.
+    """
+
+    __slots__ = ("next", "previous", "stack")
+
+    def __init__(self, stack: list[int]) -> None:
+        self.stack = stack
+        self.previous: _Run = self
+        self.next: _Run = self
+
+
 class FreeBlockQueue:
     """vLLM's free-block queue as ``front + [fresh_next, fresh_end) + back``.
 
     - ``front``: blocks prepended (unkeyed partial tails), an ordered dict (it stays small).
     - the never-used initial blocks in id order, kept as a lazy range, so a pool of 2**62
       blocks costs nothing until used;
-    - ``back``: appended (keyed) blocks, in append order. It is a log of block ids plus a
-      dict giving each free block its position in the log; removing a block deletes its
-      dict entry and leaves a stale log entry that ``popleft`` skips. Appending a run and
-      removing hits are then bulk C-level operations (an ordered dict's per-item cost
-      dominated the replay), and the log is compacted when stale entries dominate.
-    """
+    - ``back``: appended (keyed) blocks, as a doubly linked list of runs (``_Run``), each
+      the blocks one request freed, plus ``run_of`` (block -> its run).
 
-    compact_slack = 4096  # stale log entries tolerated beyond 4x the live ones
+    Why runs: agent traffic resends a session's previous prompt, so a request's hits are
+    usually the bottoms of one or two earlier runs, matched by one list comparison. Such
+    a piece moves to the back with its run object (no per-block work but a list copy);
+    only blocks that change run get their ``run_of`` entry rewritten. Any other shape
+    of hits (duplicates, a block deep inside a run) takes a slower general path with
+    the same result.
+    """
 
     def __init__(self, first: int, end: int) -> None:
         self.front: OrderedDict[int, None] = OrderedDict()
         self.fresh_next = first
         self.fresh_end = end
-        self.back_log: deque[int] = deque()
-        self.back_position: dict[int, int] = {}  # free block -> its position in back_log
-        self.log_head = 0  # position of back_log[0]
-        self.log_end = 0  # position the next appended block gets
+        self.runs = _Run([])  # sentinel of the circular list; .next is the front run
+        self.run_of: dict[int, _Run] = {}
 
     def __len__(self) -> int:
-        return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.back_position)
+        return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.run_of)
 
     def popleft(self) -> int:
-        if self.front:
-            return self.front.popitem(last=False)[0]
-        if self.fresh_next < self.fresh_end:
-            self.fresh_next += 1
-            return self.fresh_next - 1
-        log, positions = self.back_log, self.back_position
-        while True:
-            block = log.popleft()
-            position = self.log_head
-            self.log_head += 1
-            if positions.get(block) == position:
-                del positions[block]
-                return block
+        return self.take(1)[0]
 
-    def move_hits_to_back(self, hits: list[int], keyed_new: int) -> None:
-        """Touch hit blocks and, in the same step, give them their places after the finish.
+    def take(self, number: int) -> list[int]:
+        """Remove and return the first ``number`` free blocks, front first."""
+        taken: list[int] = []
+        front = self.front
+        while front and len(taken) < number:
+            taken.append(front.popitem(last=False)[0])
+        remaining = number - len(taken)
+        if remaining and self.fresh_next < self.fresh_end:
+            stop = min(self.fresh_end, self.fresh_next + remaining)
+            taken.extend(range(self.fresh_next, stop))
+            remaining -= stop - self.fresh_next
+            self.fresh_next = stop
+        if remaining:
+            from_back: list[int] = []
+            sentinel = self.runs
+            while remaining:
+                run = sentinel.next
+                if run is sentinel:
+                    raise IndexError("take from an exhausted free-block queue")
+                stack = run.stack
+                count = min(remaining, len(stack))
+                from_back.extend(reversed(stack[len(stack) - count :]))
+                del stack[len(stack) - count :]
+                if not stack:
+                    _unlink(run)
+                remaining -= count
+            deque(map(self.run_of.__delitem__, from_back), maxlen=0)  # C-level bulk delete
+            taken += from_back
+        return taken
 
-        After the request the back will end with ``keyed_new`` new blocks and then the
-        hits in reversed order. The hits get those final positions now: their old log
-        entries go stale at once (so allocation skips them, as if they had left the
-        queue), and allocation never reaches the new positions because the admission check
-        guarantees enough other free blocks ahead of them. ``append_run`` then writes the
-        log entries. One dict update per hit block instead of a delete and an insert.
+    def remove_hits(self, hits: list[int]) -> tuple[_Run | None, int]:
+        """Take the (free, keyed) hit blocks out of the queue: vLLM's touch.
+
+        Returns a run object that held a whole slice ``hits[start : start + len]`` and is
+        now unlinked (so ``append_run`` can reuse it, rewriting no ``run_of`` entry for
+        that slice), and ``start``; or ``(None, 0)``.
         """
-        start = self.log_end + keyed_new
-        self.back_position.update(zip(reversed(hits), range(start, start + len(hits)), strict=True))
+        run_of = self.run_of
+        total = len(hits)
+        position = 0
+        reusable: _Run | None = None
+        reusable_start = 0
+        while position < total:
+            run = run_of[hits[position]]
+            stack = run.stack
+            size = min(len(stack), total - position)
+            wanted = hits[position : position + size]
+            if stack[:size] != wanted:
+                matched = list(map(eq, stack[:size], wanted))
+                size = matched.index(False)
+                if size == 0:  # a hit inside a run: the general path
+                    self._remove_scattered(hits[position:])
+                    break
+            if size == len(stack):  # the whole run is hit: it can move as one piece
+                _unlink(run)
+                if reusable is None or size > len(reusable.stack):
+                    reusable, reusable_start = run, position
+            else:  # the run keeps its deeper blocks where it is
+                del stack[:size]
+            position += size
+        if reusable is None:
+            return None, 0
+        return reusable, reusable_start
+
+    def _remove_scattered(self, hits: list[int]) -> None:
+        run_of = self.run_of
+        touched: dict[_Run, None] = dict.fromkeys(map(run_of.__getitem__, hits))
+        leaving = set(hits)
+        for run in touched:
+            run.stack = [block for block in run.stack if block not in leaving]
+            if not run.stack:
+                _unlink(run)
 
     def prepend(self, block: int) -> None:
         self.front[block] = None
         self.front.move_to_end(block, last=False)
 
-    def append_run(self, new_blocks: list[int], hits: list[int]) -> None:
-        """Append ``new_blocks`` then ``hits`` (already placed by ``move_hits_to_back``)."""
-        start = self.log_end
-        self.log_end += len(new_blocks) + len(hits)
-        self.back_log.extend(new_blocks)
-        self.back_log.extend(reversed(hits))
-        self.back_position.update(
-            zip(new_blocks, range(start, start + len(new_blocks)), strict=True)
-        )
-        if len(self.back_log) > 4 * len(self.back_position) + self.compact_slack:
-            self._compact()
+    def append_run(
+        self, new_blocks: list[int], hits: list[int], reused: _Run | None, reused_start: int
+    ) -> None:
+        """Free a finished request: its new keyed blocks then its hits, deepest first.
 
-    def _compact(self) -> None:
-        live = sorted(self.back_position, key=self.back_position.__getitem__)
-        self.back_log = deque(live)
-        self.log_head = 0
-        self.log_end = len(live)
-        self.back_position = dict(zip(live, range(len(live)), strict=True))
+        Both lists are in depth order (the chain's order), so the run is their sum.
 
-    def _back_in_order(self) -> Iterator[int]:
-        positions = self.back_position
-        for position, block in enumerate(self.back_log, self.log_head):
-            if positions.get(block) == position:
-                yield block
+        ``reused``/``reused_start`` come from ``remove_hits``: that slice of ``hits``
+        already points at ``reused``.
+        """
+        stack = hits + new_blocks
+        run_of = self.run_of
+        if reused is None:
+            run = _Run(stack)
+            run_of.update(zip(stack, repeat(run)))
+        else:
+            run = reused
+            kept = len(run.stack)
+            run.stack = stack
+            run_of.update(zip(hits[:reused_start], repeat(run)))
+            run_of.update(zip(stack[reused_start + kept :], repeat(run)))
+        if stack:
+            last = self.runs.previous
+            run.previous, run.next = last, self.runs
+            last.next = self.runs.previous = run
 
     def __iter__(self) -> Iterator[int]:
         yield from self.front
         yield from range(self.fresh_next, self.fresh_end)
-        yield from self._back_in_order()
+        run = self.runs.next
+        while run is not self.runs:
+            yield from reversed(run.stack)
+            run = run.next
+
+
+def _unlink(run: _Run) -> None:
+    run.previous.next = run.next
+    run.next.previous = run.previous
+    run.previous = run.next = run
 
 
 class VllmPrefixCache(CachePolicy):
@@ -211,53 +286,57 @@ class VllmPrefixCache(CachePolicy):
             hit_count = len(found)
         hit_count = hit_count * block_size // self.alignment * self.alignment // block_size
         hits = found[:hit_count]
-        queue.move_hits_to_back(hits, full - hit_count)  # touch
-        blocks = list(hits)
+        reused, reused_start = queue.remove_hits(hits)  # touch
 
-        key_of_block = self._key_of_block
+        # Allocate from the front of the free queue; a reused block loses its old key.
+        taken = queue.take(needed - hit_count)
+        self._evict_keys(taken)
+        newly_keyed = taken[: full - hit_count]
+        self._cache(keys[hit_count:full], newly_keyed)  # the blocks that are now full
+
+        # Finish: free tail first; the unkeyed partial tail (if any) goes to the front,
+        # keyed blocks to the back, deepest first.
+        if needed > full:
+            queue.prepend(taken[-1])
+        queue.append_run(newly_keyed, hits, reused, reused_start)
+        written = (full - hit_count) * block_size
+        return make_usage(request, hit_count * block_size, {self.write_bucket: written})
+
+    def _evict_keys(self, blocks: list[int]) -> None:
+        """Lazy eviction: ``blocks`` were taken for reuse and lose their keys, in order."""
+        old_keys = list(map(self._key_of_block.pop, blocks, repeat(None)))
         block_of_key = self._block_of_key
-        duplicates = self._duplicates
-        front, log, positions = queue.front, queue.back_log, queue.back_position
-        for _ in range(needed - hit_count):  # queue.popleft(), inlined: a hot loop
-            if front:
-                block = front.popitem(last=False)[0]
-            elif queue.fresh_next < queue.fresh_end:
-                block = queue.fresh_next
-                queue.fresh_next += 1
+        if not self._duplicates:
+            # Without duplicates every cached key has exactly one block, the one evicted
+            # here, so its entry goes: one C-level pass instead of a Python loop.
+            deque(map(block_of_key.__delitem__, filter(None, old_keys)), maxlen=0)
+            return
+        for block, key in zip(blocks, old_keys, strict=True):
+            if key is None:
+                continue
+            if key in self._duplicates or block_of_key[key] != block:
+                self._forget(key, block)
             else:
-                while True:  # skip stale log entries (blocks touched since they were put)
-                    block = log.popleft()
-                    position = queue.log_head
-                    queue.log_head = position + 1
-                    if positions.get(block) == position:
-                        del positions[block]
-                        break
-            old_key = key_of_block.pop(block, None)
-            if old_key is not None:  # lazy eviction of the reused block's old key
-                if old_key in duplicates or block_of_key[old_key] != block:
-                    self._forget(old_key, block)
-                else:
-                    del block_of_key[old_key]
-            blocks.append(block)
+                del block_of_key[key]
 
-        for index in range(hit_count, full):  # cache the blocks that are now full
-            key = keys[index]
-            block = blocks[index]
-            key_of_block[block] = key
+    def _cache(self, keys: list[BlockKey], blocks: list[int]) -> None:
+        """Key ``blocks`` (in order); an already cached key gets a younger duplicate."""
+        self._key_of_block.update(zip(blocks, keys, strict=True))
+        block_of_key = self._block_of_key
+        if block_of_key.keys().isdisjoint(keys):  # the usual case: all keys are new
+            before = len(block_of_key)
+            block_of_key.update(zip(keys, blocks, strict=True))
+            if len(block_of_key) - before == len(keys):
+                return
+            # A key repeated within ``keys`` (only a malformed trace can do that): the
+            # update kept the last block, but the first is the oldest. Redo it in order.
+            for key in keys:
+                block_of_key.pop(key, None)
+        for key, block in zip(keys, blocks, strict=True):
             if key in block_of_key:  # vLLM keeps duplicates; lookups take the oldest
                 self._duplicates.setdefault(key, []).append(block)
             else:
                 block_of_key[key] = block
-
-        # Finish: free tail first; the unkeyed partial tail (if any) goes to the front,
-        # keyed blocks to the back in reversed order.
-        if needed > full:
-            queue.prepend(blocks[full])
-        newly_keyed = blocks[hit_count:full]
-        newly_keyed.reverse()
-        queue.append_run(newly_keyed, hits)
-        written = (full - hit_count) * block_size
-        return make_usage(request, hit_count * block_size, {self.write_bucket: written})
 
     def _forget(self, key: BlockKey, block: int) -> None:
         """Drop ``block`` from the blocks holding ``key`` (the next oldest takes over)."""
