@@ -33,6 +33,7 @@ from typer.testing import CliRunner
 
 from cachecast.gpu_backend.economics import cli as economics_cli
 from cachecast.gpu_backend.economics.capacity import Deployment
+from cachecast.gpu_backend.economics.compare import compare
 from cachecast.gpu_backend.economics.fleet import (
     FleetComparison,
     PolicyResult,
@@ -239,3 +240,22 @@ def test_fleet_cli_json(tmp_path: Path) -> None:
     bad = CliRunner().invoke(_app(), [*command, "--routing", "random"])
     assert bad.exit_code == 2
     assert "--routing 'random' is not one of" in bad.output
+
+
+def test_one_replica_agrees_with_compare(tmp_path: Path) -> None:
+    # K = 1: every policy sends everything to the single replica, which is exactly the one
+    # replica compare replays; its hits are a1-a2-a3 and b1-b2-b3 chains (4 hits), and its
+    # busy GPU time is compare's full-utilization GPU time.
+    log = write_log(tmp_path / "log.jsonl", spacing_ms=1000)
+    one = fleet(
+        [log],
+        model=load_model("llama-3.1-8b"),
+        accelerator=get_accelerator("l40s"),
+        replicas=1,
+        routings=[Routing.round_robin],
+    ).policies[0]
+    reference = compare(
+        [log], model=load_model("llama-3.1-8b"), accelerator=get_accelerator("l40s")
+    )
+    assert one.simulation.hit_tokens == reference.self_hosted["hit_tokens"] == 4 * HIT
+    assert str(one.busy_gpu_hours) == reference.self_hosted["full_utilization"]["gpu_hours"]
