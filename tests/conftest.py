@@ -1,17 +1,23 @@
-"""Fixtures shared by every test package: a real SQLite file migrated by Alembic."""
+"""Fixtures shared by every test package: a real SQLite file migrated by Alembic, and fresh
+databases on a real PostgreSQL server when ``CACHECAST_TEST_POSTGRES_URL`` names one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from cachecast import db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
 MOONCAKE_TRACE = SHARED_DIR / "data" / "mooncake" / "synthetic_trace.jsonl"
+POSTGRES_ENV = "CACHECAST_TEST_POSTGRES_URL"
 
 
 @pytest.fixture
@@ -26,6 +32,34 @@ def migrated_db_url(sqlite_url: str) -> Iterator[str]:
     db.upgrade(sqlite_url)
     yield sqlite_url
     db.get_engine(sqlite_url).dispose()
+
+
+@pytest.fixture(scope="session")
+def new_postgres_database() -> Iterator[Callable[[], str]]:
+    """Makes fresh, empty (not migrated) databases on the PostgreSQL server; every one is
+    dropped at the end of the session. Skips, saying why, when no server is configured."""
+    server_url = os.environ.get(POSTGRES_ENV)
+    if not server_url:
+        pytest.skip(f"{POSTGRES_ENV} is not set: no PostgreSQL server to test against")
+    admin_engine = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    created: list[tuple[str, str]] = []
+
+    def create() -> str:
+        name = f"cachecast_test_{uuid.uuid4().hex[:12]}"
+        with admin_engine.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+        created.append((name, url))
+        return url
+
+    try:
+        yield create
+    finally:
+        for name, url in created:
+            db.get_engine(url).dispose()
+            with admin_engine.connect() as connection:
+                connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin_engine.dispose()
 
 
 @pytest.fixture

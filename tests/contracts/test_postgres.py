@@ -6,46 +6,23 @@ Skipped (and reported as skipped, with the reason) where no server is configured
 from __future__ import annotations
 
 import datetime as dt
-import os
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from cachecast import db
 from cachecast.contracts import ContractConflictError, ContractStore
 from tests.contracts.conftest import SCHEMA_REVISION, SEED_REVISION
 
-POSTGRES_ENV = "CACHECAST_TEST_POSTGRES_URL"
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture
-def postgres_database() -> Iterator[str]:
-    server_url = os.environ.get(POSTGRES_ENV)
-    if not server_url:
-        pytest.skip(f"{POSTGRES_ENV} is not set: no PostgreSQL server to test against")
-    name = f"cachecast_contracts_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        db.get_engine(url).dispose()
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def test_migrations_and_store_on_postgres(
-    postgres_database: str, seed_entries: list[dict[str, object]]
+    new_postgres_database: Callable[[], str], seed_entries: list[dict[str, object]]
 ) -> None:
-    url = postgres_database
+    url = new_postgres_database()
     db.upgrade(url, SEED_REVISION)
     store = ContractStore(url)
     assert len(store.list()) == len(seed_entries)

@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from cachecast import db
 from cachecast.service.app import create_app
 from cachecast.service.settings import ServiceSettings
 
-POSTGRES_ENV = "CACHECAST_TEST_POSTGRES_URL"
 ADMIN_KEY = "test-admin-key-0123456789abcdef"
 
 
@@ -27,24 +22,11 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A fresh database on the PostgreSQL server, migrated to head, dropped afterwards."""
-    server_url = os.environ.get(POSTGRES_ENV)
-    if not server_url:
-        pytest.skip(f"{POSTGRES_ENV} is not set: no PostgreSQL server to test against")
-    name = f"cachecast_test_{uuid.uuid4().hex[:12]}"
-    admin_engine = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin_engine.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        db.upgrade(url)
-        yield url
-    finally:
-        db.get_engine(url).dispose()
-        with admin_engine.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin_engine.dispose()
+def postgres_url(new_postgres_database: Callable[[], str]) -> str:
+    """A fresh database on the PostgreSQL server, migrated to head, shared by the session."""
+    url = new_postgres_database()
+    db.upgrade(url)
+    return url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
