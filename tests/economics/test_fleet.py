@@ -34,15 +34,10 @@ from typer.testing import CliRunner
 from cachecast.gpu_backend.economics import cli as economics_cli
 from cachecast.gpu_backend.economics.capacity import Deployment
 from cachecast.gpu_backend.economics.compare import compare
-from cachecast.gpu_backend.economics.fleet import (
-    FleetComparison,
-    PolicyResult,
-    fleet,
-    pollaczek_khinchine_wait,
-)
+from cachecast.gpu_backend.economics.fleet import FleetComparison, PolicyResult, fleet
 from cachecast.gpu_backend.economics.geometry import load_model
 from cachecast.gpu_backend.economics.hardware import get_accelerator
-from cachecast.gpu_backend.economics.timing import prefill_time
+from cachecast.gpu_backend.economics.timing import pollaczek_khinchine_wait, prefill_time
 from cachecast.simulator.routing import Routing
 
 ORDER = "aabbab"

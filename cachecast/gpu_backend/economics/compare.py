@@ -47,6 +47,7 @@ from cachecast.gpu_backend.economics.timing import (
     PrefillMeasurement,
     b_star,
     decode_ceiling,
+    pollaczek_khinchine_wait,
     prefill_seconds_many,
 )
 from cachecast.simulator import build_policy
@@ -169,11 +170,11 @@ class ComparisonReport:
         }
 
 
-def _gpu_hours(seconds: float, gpus: int) -> Decimal:
+def gpu_hours_of(seconds: float, gpus: int) -> Decimal:
     return Decimal(repr(seconds * gpus / 3600)).quantize(GPU_HOURS_QUANTUM, ROUND_HALF_EVEN)
 
 
-def _money(value: Decimal) -> Decimal:
+def money(value: Decimal) -> Decimal:
     return value.quantize(MONEY_QUANTUM, ROUND_HALF_EVEN)
 
 
@@ -254,9 +255,82 @@ def _decode_batch(
     return max(batch, 1.0), False
 
 
-def _decode_seconds_per_token(deployment: Deployment, batch: float, context: int) -> float:
+def decode_seconds_per_token(deployment: Deployment, batch: float, context: int) -> float:
     moved = float(deployment.weight_bytes) + batch * float(deployment.request_bytes(context))
     return moved / float(deployment.memory_bandwidth) / batch
+
+
+@dataclass(frozen=True, slots=True)
+class SizedLog:
+    """A log loaded and sorted by timestamp, with one replica's deployment sized for it."""
+
+    requests: list[TokenizedRequest]
+    paths: list[Path] | None
+    errors: list[LogError]
+    block_size: int
+    deployment: Deployment
+    inputs: FloatArray
+    outputs: FloatArray
+    decode_context: int
+    capacity: Capacity
+    duration: float
+
+
+def size_deployment(
+    sources: Sequence[Path] | Iterable[TokenizedRequest],
+    *,
+    tokenizer_model: str | None,
+    block_size: int | None,
+    model: ModelGeometry,
+    accelerator: Accelerator,
+    gpus: int,
+    kv_dtype: str,
+    weight_dtype: str | None,
+    gpu_memory_utilization: Fraction,
+) -> SizedLog:
+    """Load ``sources``, sort them by timestamp and size one replica's KV capacity at the
+    log's mean decode context (what ``compare`` and ``fleet`` both start from); raises
+    :class:`ComparisonError` when the log is empty or the model does not fit."""
+    errors: list[LogError] = []
+    requests, paths = _load(sources, tokenizer_model, errors)
+    if not requests:
+        raise ComparisonError("the log has no usable request")
+    # Stable sort: equal timestamps keep log order, as the simulator replays them.
+    requests.sort(key=lambda request: request.timestamp)
+    size = _block_size(requests, block_size)
+    deployment = Deployment(
+        model=model,
+        accelerator=accelerator,
+        gpus=gpus,
+        kv_dtype=kv_dtype,
+        weight_dtype=weight_dtype,
+        gpu_memory_utilization=gpu_memory_utilization,
+        block_size=size,
+    )
+    inputs = np.array([r.input_tokens for r in requests], dtype=np.float64)
+    outputs = np.array([r.output_tokens for r in requests], dtype=np.float64)
+    # Decode runs, on average, halfway through the output: mean input + output/2.
+    decode_context = max(1, round(float(np.mean(inputs + outputs / 2))))
+    kv = capacity(deployment, decode_context)
+    if not kv.fits:
+        raise ComparisonError(kv.error or "the model does not fit")
+    if kv.max_concurrent_requests == 0 or kv.num_blocks < 2:
+        raise ComparisonError(
+            kv.error or f"only {kv.num_blocks} KV blocks fit; vLLM needs at least 2"
+        )
+    duration = requests[-1].timestamp - requests[0].timestamp
+    return SizedLog(
+        requests=requests,
+        paths=paths,
+        errors=errors,
+        block_size=size,
+        deployment=deployment,
+        inputs=inputs,
+        outputs=outputs,
+        decode_context=decode_context,
+        capacity=kv,
+        duration=duration,
+    )
 
 
 def compare(
@@ -299,36 +373,24 @@ def compare(
         raise ComparisonError(f"max_utilization must be in (0, 1), got {max_utilization}")
     if gpu_price is not None and gpu_price < 0:
         raise ComparisonError(f"--gpu-price must be >= 0, got {gpu_price}")
-    errors: list[LogError] = []
-    requests, paths = _load(sources, tokenizer_model, errors)
-    if not requests:
-        raise ComparisonError("the log has no usable request")
-    # Stable sort: equal timestamps keep log order, as the simulator replays them.
-    requests.sort(key=lambda request: request.timestamp)
-    size = _block_size(requests, block_size)
-    deployment = Deployment(
+    sized = size_deployment(
+        sources,
+        tokenizer_model=tokenizer_model,
+        block_size=block_size,
         model=model,
         accelerator=accelerator,
         gpus=gpus,
         kv_dtype=kv_dtype,
         weight_dtype=weight_dtype,
         gpu_memory_utilization=gpu_memory_utilization,
-        block_size=size,
     )
-    inputs = np.array([r.input_tokens for r in requests], dtype=np.float64)
-    outputs = np.array([r.output_tokens for r in requests], dtype=np.float64)
+    requests, paths, errors = sized.requests, sized.paths, sized.errors
+    size, deployment, kv = sized.block_size, sized.deployment, sized.capacity
+    inputs, outputs, duration = sized.inputs, sized.outputs, sized.duration
+    decode_context = sized.decode_context
     count = len(requests)
     total_input = int(inputs.sum())
     total_output = int(outputs.sum())
-    decode_context = max(1, round(float(np.mean(inputs + outputs / 2))))
-    kv = capacity(deployment, decode_context)
-    if not kv.fits:
-        raise ComparisonError(kv.error or "the model does not fit")
-    if kv.max_concurrent_requests == 0 or kv.num_blocks < 2:
-        raise ComparisonError(
-            kv.error or f"only {kv.num_blocks} KV blocks fit; vLLM needs at least 2"
-        )
-    duration = requests[-1].timestamp - requests[0].timestamp
     log_summary: dict[str, Any] = {
         "sources": [str(p) for p in paths] if paths is not None else ["<requests>"],
         "requests": count,
@@ -382,7 +444,7 @@ def compare(
             " ceiling; no vLLM measurement of this deployment was given"
         )
     batch_cap = min(kv.max_concurrent_requests, max_num_seqs)
-    decode_full_per_token = _decode_seconds_per_token(deployment, batch_cap, decode_context)
+    decode_full_per_token = decode_seconds_per_token(deployment, batch_cap, decode_context)
     prefill_total = float(prefill.sum())
     decode_full = total_output * decode_full_per_token
     busy_full = prefill_total + decode_full
@@ -401,12 +463,14 @@ def compare(
             deployment, rate / replicas, mean_output, decode_context, batch_cap
         )
         step_seconds = (
-            _decode_seconds_per_token(deployment, decode_batch, decode_context) * decode_batch
+            decode_seconds_per_token(deployment, decode_batch, decode_context) * decode_batch
         )
         service = prefill + outputs * decode_full_per_token
         replica_rate = rate / replicas
         # Pollaczek-Khinchine mean wait of an M/G/1 queue (Poisson arrivals, as Mooncake's).
-        wait = replica_rate * float(np.mean(service**2)) / (2 * (1 - utilization))
+        wait = pollaczek_khinchine_wait(replica_rate, service, utilization)
+        # Replicas were added until utilization <= max_utilization < 1: never saturated.
+        assert wait is not None
         at_rate = {
             "replicas": replicas,
             "gpus": replicas * gpus,
@@ -415,13 +479,13 @@ def compare(
             "decode_batch": decode_batch,
             "decode_batch_saturated": saturated,
             "inter_token_latency_ms": step_seconds * 1000,
-            "gpu_hours": str(_gpu_hours(replicas * duration, gpus)),
+            "gpu_hours": str(gpu_hours_of(replicas * duration, gpus)),
             "ttft_mean_ms": (wait + float(prefill.mean())) * 1000,
             "queue_wait_mean_ms": wait * 1000,
             "fleet_input_tokens_per_s": total_input / duration,
             "fleet_output_tokens_per_s": total_output / duration,
         }
-    gpu_hours_full = _gpu_hours(busy_full, gpus)
+    gpu_hours_full = gpu_hours_of(busy_full, gpus)
     self_hosted: dict[str, Any] = {
         "hit_tokens": hit_tokens,
         "hit_rate": hit_tokens / total_input,
@@ -451,16 +515,16 @@ def compare(
     cost_full: Decimal | None = None
     cost_rate: Decimal | None = None
     if gpu_price is not None:
-        cost_full = _money(gpu_hours_full * gpu_price)
+        cost_full = money(gpu_hours_full * gpu_price)
         cost_rate = (
-            _money(Decimal(at_rate["gpu_hours"]) * gpu_price) if at_rate is not None else None
+            money(Decimal(at_rate["gpu_hours"]) * gpu_price) if at_rate is not None else None
         )
         share = Decimal(repr(prefill_share))
 
         def per_million(cost: Decimal | None, part: Decimal, tokens: int) -> str | None:
             if cost is None or tokens == 0:
                 return None
-            return str(_money(cost * part * 1_000_000 / tokens))
+            return str(money(cost * part * 1_000_000 / tokens))
 
         self_hosted["cost"] = {
             "full_utilization": str(cost_full),
@@ -627,14 +691,14 @@ def _host_tier(
         "fetch_seconds": float(np.where(pays, fetch, 0.0).sum()),
         "recompute_seconds_avoided": float(np.where(pays, saved, 0.0).sum()),
         "prefill_seconds_saved": saved_seconds,
-        "gpu_hours_saved": str(_gpu_hours(saved_seconds, deployment.gpus)),
+        "gpu_hours_saved": str(gpu_hours_of(saved_seconds, deployment.gpus)),
         "cost_saved_full_utilization": None,
         "rule": "fetch when tokens*b_kv/host_link_bw < recompute time saved; fetch not"
         " overlapped with compute (conservative)",
     }
     if gpu_price is not None:
         result["cost_saved_full_utilization"] = str(
-            _money(_gpu_hours(saved_seconds, deployment.gpus) * gpu_price)
+            money(gpu_hours_of(saved_seconds, deployment.gpus) * gpu_price)
         )
     return result
 
@@ -661,7 +725,7 @@ def _versus(
         "hosted_total": str(line.total),
         "hosted_hit_rate": line.hit_rate,
         "hosted_per_million_input_tokens": (
-            str(_money(line.total * 1_000_000 / total_input)) if total_input else None
+            str(money(line.total * 1_000_000 / total_input)) if total_input else None
         ),
         "self_hosted_full_utilization": None if cost_full is None else str(cost_full),
         "self_hosted_at_arrival_rate": None if cost_rate is None else str(cost_rate),
@@ -689,7 +753,7 @@ def _versus(
                 "logs": float(logs),
                 "requests": float(logs) * count,
                 "input_tokens": float(logs) * total_input,
-                "replica_cost_per_month": str(_money(replica_month)),
+                "replica_cost_per_month": str(money(replica_month)),
                 "log_rate_now_per_month": (SECONDS_PER_MONTH / duration if duration > 0 else None),
             }
         else:

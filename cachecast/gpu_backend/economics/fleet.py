@@ -41,20 +41,22 @@ from cachecast.gpu_backend.economics.capacity import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     Capacity,
     Deployment,
-    capacity,
 )
 from cachecast.gpu_backend.economics.compare import (
     DEFAULT_MAX_NUM_SEQS,
     ComparisonError,
-    _block_size,
-    _decode_seconds_per_token,
-    _gpu_hours,
-    _load,
-    _money,
+    decode_seconds_per_token,
+    gpu_hours_of,
+    money,
+    size_deployment,
 )
 from cachecast.gpu_backend.economics.geometry import ModelGeometry
 from cachecast.gpu_backend.economics.hardware import Accelerator
-from cachecast.gpu_backend.economics.timing import FloatArray, prefill_seconds_many
+from cachecast.gpu_backend.economics.timing import (
+    FloatArray,
+    pollaczek_khinchine_wait,
+    prefill_seconds_many,
+)
 from cachecast.simulator import build_policy
 from cachecast.simulator.policies import VllmPrefixCache
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Fleet, FleetReport, Routing
@@ -73,18 +75,6 @@ DEFINITIONS = {
     "service_seconds": "prefill (roofline) + output tokens x decode time per token at the"
     " fully batched decode ceiling, as compare's full-utilization figure",
 }
-
-
-def pollaczek_khinchine_wait(
-    arrival_rate: float, service_seconds: FloatArray, utilization: float
-) -> float | None:
-    """Mean queue wait of an M/G/1 queue: rate * E[S^2] / (2 (1 - utilization)); None when
-    the queue is saturated (utilization >= 1: no steady state)."""
-    if utilization >= 1:
-        return None
-    if service_seconds.size == 0:
-        return 0.0
-    return arrival_rate * float(np.mean(service_seconds**2)) / (2 * (1 - utilization))
 
 
 @dataclass(slots=True)
@@ -153,7 +143,7 @@ class PolicyResult:
         def per_million(cost: Decimal | None) -> str | None:
             if cost is None or input_tokens == 0:
                 return None
-            return str(_money(cost * 1_000_000 / input_tokens))
+            return str(money(cost * 1_000_000 / input_tokens))
 
         return {
             "routing": str(self.routing),
@@ -244,35 +234,22 @@ def fleet(
         raise ComparisonError("no routing policy given")
     if gpu_price is not None and gpu_price < 0:
         raise ComparisonError(f"--gpu-price must be >= 0, got {gpu_price}")
-    errors: list[LogError] = []
-    requests, paths = _load(sources, tokenizer_model, errors)
-    if not requests:
-        raise ComparisonError("the log has no usable request")
-    # Stable sort: equal timestamps keep log order, as the simulator replays them.
-    requests.sort(key=lambda request: request.timestamp)
-    size = _block_size(requests, block_size)
-    deployment = Deployment(
+    sized = size_deployment(
+        sources,
+        tokenizer_model=tokenizer_model,
+        block_size=block_size,
         model=model,
         accelerator=accelerator,
         gpus=gpus,
         kv_dtype=kv_dtype,
         weight_dtype=weight_dtype,
         gpu_memory_utilization=gpu_memory_utilization,
-        block_size=size,
     )
-    inputs = np.array([r.input_tokens for r in requests], dtype=np.float64)
-    outputs = np.array([r.output_tokens for r in requests], dtype=np.float64)
-    # The same decode context as compare: the log's mean input + output/2.
-    decode_context = max(1, round(float(np.mean(inputs + outputs / 2))))
-    kv = capacity(deployment, decode_context)
-    if not kv.fits:
-        raise ComparisonError(kv.error or "the model does not fit")
-    if kv.max_concurrent_requests == 0 or kv.num_blocks < 2:
-        raise ComparisonError(
-            kv.error or f"only {kv.num_blocks} KV blocks fit; vLLM needs at least 2"
-        )
-    duration = requests[-1].timestamp - requests[0].timestamp
-    decode_per_token = _decode_seconds_per_token(
+    requests, paths, errors = sized.requests, sized.paths, sized.errors
+    size, deployment, kv = sized.block_size, sized.deployment, sized.capacity
+    inputs, outputs, duration = sized.inputs, sized.outputs, sized.duration
+    decode_context = sized.decode_context
+    decode_per_token = decode_seconds_per_token(
         deployment, min(kv.max_concurrent_requests, max_num_seqs), decode_context
     )
 
@@ -385,8 +362,8 @@ def _time_policy(
         )
     busiest = max(timing.busy_seconds for timing in timings)
     makespan = max(duration, busiest)
-    gpu_hours = _gpu_hours(len(timings) * makespan, deployment.gpus)
-    busy_gpu_hours = _gpu_hours(sum(timing.busy_seconds for timing in timings), deployment.gpus)
+    gpu_hours = gpu_hours_of(len(timings) * makespan, deployment.gpus)
+    busy_gpu_hours = gpu_hours_of(sum(timing.busy_seconds for timing in timings), deployment.gpus)
     return PolicyResult(
         routing=report.routing,
         simulation=report,
@@ -396,8 +373,8 @@ def _time_policy(
         makespan_s=makespan,
         gpu_hours=gpu_hours,
         busy_gpu_hours=busy_gpu_hours,
-        cost=None if gpu_price is None else _money(gpu_hours * gpu_price),
-        busy_cost=None if gpu_price is None else _money(busy_gpu_hours * gpu_price),
+        cost=None if gpu_price is None else money(gpu_hours * gpu_price),
+        busy_cost=None if gpu_price is None else money(busy_gpu_hours * gpu_price),
     )
 
 

@@ -204,3 +204,15 @@ def fetch_beats_recompute(
         - prefill_time(deployment, cached + extra, new).seconds
     )
     return tier_fetch_seconds(deployment, extra, tier_bandwidth) < saved
+
+
+def pollaczek_khinchine_wait(
+    arrival_rate: float, service_seconds: FloatArray, utilization: float
+) -> float | None:
+    """Mean queue wait of an M/G/1 queue: rate * E[S^2] / (2 (1 - utilization)); None when
+    the queue is saturated (utilization >= 1: no steady state)."""
+    if utilization >= 1:
+        return None
+    if service_seconds.size == 0:
+        return 0.0
+    return arrival_rate * float(np.mean(service_seconds**2)) / (2 * (1 - utilization))
