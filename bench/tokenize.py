@@ -6,7 +6,8 @@ histories growing turn by turn), then in the same run:
 * baseline: tiktoken ``encode`` of each request's whole rendering (the chat framing as special
   tokens), one request at a time; only the encode calls are timed (JSON parsing and
   rendering are left out of the baseline's time, in its favour);
-* cachecast: ``read_log`` over the file, everything included (JSON, rendering, cache, pool).
+* cachecast: ``read_log`` over the file, everything included (JSON parsing, rendering, the
+  segment cache, taking a conversation's earlier request over, the encoding thread).
 
 Checks that every request's token count is equal in both, and prints tokens/s and the ratio.
 
@@ -169,7 +170,7 @@ def main() -> int:
         f"({baseline_seconds:.1f} s)"
     )
     print(
-        f"cachecast read_log (cache + pool):     {cachecast_rate:,.0f} tokens/s "
+        f"cachecast read_log (everything):       {cachecast_rate:,.0f} tokens/s "
         f"({cachecast_seconds:.1f} s)"
     )
     print(f"ratio: {cachecast_rate / baseline_rate:.1f}x")

@@ -51,7 +51,7 @@ from cachecast.tokenizers.base import (
     TiktokenTokenizer,
     Tokenizer,
 )
-from cachecast.tokenizers.encode import BatchEncoder, SegmentCache
+from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
 from cachecast.tokenizers.render import FieldError, Rendered, detect_api, render, render_after
@@ -167,21 +167,36 @@ def _read(
     reuse: bool,
 ) -> Iterator[TokenizedRequest]:
     reader = _Reader(source, model, provider, strict, errors, cache, reuse)
+    # Pipelined by batches: batch k's new texts are encoded on a background thread while
+    # batch k is handed out and batch k+1 is parsed and rendered. Bad lines travel in their
+    # batch and are reported (or raised, strict) in line order between the requests.
     try:
-        batch: list[_Parsed | TokenizedRequest] = []
+        batch: list[_Item] = []
+        started: _Started | None = None
         for number, record in numbered:
-            if isinstance(record, LogError):
-                reader.fail(record)
-                continue
-            item = reader.parse(number, record)
-            if item is not None:
-                batch.append(item)
+            batch.append(record if isinstance(record, LogError) else reader.parse(number, record))
             if len(batch) >= BATCH_SIZE:
-                yield from reader.finish(batch)
+                done = reader.complete(started) if started is not None else []
+                started = reader.start(batch)
                 batch = []
-        yield from reader.finish(batch)
+                yield from reader.emit(done)
+        done = reader.complete(started) if started is not None else []
+        started = reader.start(batch)
+        yield from reader.emit(done)
+        yield from reader.emit(reader.complete(started))
     finally:
         reader.close()
+
+
+_Item = _Parsed | TokenizedRequest | LogError
+
+
+@dataclass(slots=True)
+class _Started:
+    """A batch whose tiktoken encoding has begun (see ``_Reader.start``)."""
+
+    items: list[_Item]
+    pending: list[tuple[BatchEncoder, list[_Parsed], PendingBatch]]
 
 
 class _Reader:
@@ -217,14 +232,13 @@ class _Reader:
         if self.errors is not None:
             self.errors.append(error)
 
-    def parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest | None:
+    def parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest | LogError:
         try:
             return self._parse(number, record)
         except FieldError as exc:
-            self.fail(LogError(self.source, number, exc.field, exc.reason))
+            return LogError(self.source, number, exc.field, exc.reason)
         except UnknownModelError as exc:
-            self.fail(LogError(self.source, number, "model", str(exc)))
-        return None
+            return LogError(self.source, number, "model", str(exc))
 
     def _parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest:
         body = record
@@ -327,36 +341,54 @@ class _Reader:
             session=_optional_str(record, "session"),
         )
 
-    def finish(self, batch: list[_Parsed | TokenizedRequest]) -> Iterator[TokenizedRequest]:
+    def start(self, items: list[_Item]) -> _Started:
+        """Begin encoding a batch's tiktoken requests (their new texts on a thread)."""
         by_model: dict[str, list[_Parsed]] = {}
-        for item in batch:
+        for item in items:
             if isinstance(item, _Parsed) and item.model is not None:
                 by_model.setdefault(item.model, []).append(item)
-        encoded: dict[int, tuple[Any, tuple[Segment, ...], tuple[Any, ...]]] = {}
-        for model, items in by_model.items():
+        pending: list[tuple[BatchEncoder, list[_Parsed], PendingBatch]] = []
+        for model, parsed in by_model.items():
             tokenizer = get_tokenizer(model)
-            todo = [
-                item for item in items if item.rendered is not None and item.rendered.tokens is None
-            ]
-            if isinstance(tokenizer, TiktokenTokenizer):
-                encoder = self.encoders.get(tokenizer.key)
-                if encoder is None:
-                    encoder = self.encoders[tokenizer.key] = BatchEncoder(tokenizer, self.cache)
-                results = encoder.encode_batch([item.rendered for item in todo if item.rendered])
-                for item, result in zip(todo, results, strict=True):
-                    encoded[item.line] = (result.tokens, result.segments, result.breakpoints)
-            elif isinstance(tokenizer, HFTokenizer):
-                for item in todo:
-                    assert item.rendered is not None
-                    encoded[item.line] = _encode_hf(tokenizer, item.rendered)
-        for item in batch:
-            if isinstance(item, TokenizedRequest):
-                yield item
+            if not isinstance(tokenizer, TiktokenTokenizer):
                 continue
+            todo = [p for p in parsed if p.rendered is not None and p.rendered.tokens is None]
+            encoder = self.encoders.get(tokenizer.key)
+            if encoder is None:
+                encoder = self.encoders[tokenizer.key] = BatchEncoder(tokenizer, self.cache)
+            started = encoder.begin_batch([p.rendered for p in todo if p.rendered is not None])
+            pending.append((encoder, todo, started))
+        return _Started(items, pending)
+
+    def complete(self, started: _Started) -> list[TokenizedRequest | LogError]:
+        """Finish a started batch: its requests and bad lines, in line order."""
+        encoded: dict[int, tuple[Any, tuple[Segment, ...], tuple[Any, ...]]] = {}
+        for encoder, todo, pending in started.pending:
+            for parsed, ids in zip(todo, encoder.end_batch(pending), strict=True):
+                encoded[parsed.line] = (ids.tokens, ids.segments, ids.breakpoints)
+        done: list[TokenizedRequest | LogError] = []
+        for item in started.items:
+            if isinstance(item, TokenizedRequest | LogError):
+                done.append(item)
+                continue
+            assert isinstance(item, _Parsed)
             try:
-                yield self._request(item, encoded.get(item.line))
+                result = encoded.get(item.line)
+                if result is None and item.rendered is not None and item.model is not None:
+                    tokenizer = get_tokenizer(item.model)
+                    if isinstance(tokenizer, HFTokenizer) and item.rendered.tokens is None:
+                        result = _encode_hf(tokenizer, item.rendered)
+                done.append(self._request(item, result))
             except FieldError as exc:
-                self.fail(LogError(self.source, item.line, exc.field, exc.reason))
+                done.append(LogError(self.source, item.line, exc.field, exc.reason))
+        return done
+
+    def emit(self, done: list[TokenizedRequest | LogError]) -> Iterator[TokenizedRequest]:
+        for item in done:
+            if isinstance(item, LogError):
+                self.fail(item)
+            else:
+                yield item
 
     def _request(
         self, item: _Parsed, encoded: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None

@@ -17,7 +17,7 @@ import pytest
 from cachecast.tokenizers import LogError, get_tokenizer, read_log, read_records
 from cachecast.tokenizers import records as records_module
 from cachecast.tokenizers.base import TiktokenTokenizer
-from cachecast.tokenizers.encode import rendered_text
+from cachecast.tokenizers.encode import BatchEncoder, SegmentCache, rendered_text
 from cachecast.tokenizers.render import Rendered, detect_api, render, render_after
 
 
@@ -165,3 +165,46 @@ def test_interleaved_conversations_and_other_apis(tmp_path: Path, reused: list[i
     assert [b.offset for b in requests[9].breakpoints] == [
         b.offset for b in requests[8].breakpoints
     ]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batch_encoding_on_or_off_the_thread_with_separator_text(workers: int) -> None:
+    # The misses of a batch are encoded in one call, joined by the <|end|> framing special;
+    # a text holding that very string must still be plain text (encoded on its own).
+    tokenizer = get_tokenizer("gpt-4o")
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    odd = "see <|end|> here"
+    records = [
+        {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
+        for text in ("hello world", odd, "", "hello world again")
+    ]
+    batch = [render(record, "chat") for record in records]
+    encoder = BatchEncoder(tokenizer, SegmentCache(), workers=workers)
+    try:
+        results = encoder.encode_batch(batch)
+    finally:
+        encoder.close()
+    assert [list(r.tokens) for r in results] == [whole_request_ids(r) for r in records[:1]] + [
+        # The whole-request oracle would read <|end|> as the special: build it by hand,
+        # framing ids around the plain-text ids of the content.
+        [
+            *tokenizer.framed_encoding.encode("<|start|>user<|message|>", allowed_special="all"),
+            *tokenizer.encoding.encode_ordinary(odd),
+            *tokenizer.framed_encoding.encode(
+                "<|end|><|start|>assistant<|message|>", allowed_special="all"
+            ),
+        ],
+        *[whole_request_ids(r) for r in records[2:]],
+    ]
+
+
+def test_strict_raises_after_the_earlier_requests(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    good = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    log.write_text(json.dumps(good) + "\n" + '{"model": "gpt-4o"}\n' + json.dumps(good) + "\n")
+    seen = []
+    with pytest.raises(LogError) as raised:
+        for request in read_log(log, strict=True):
+            seen.append(request.line)
+    assert seen == [1]
+    assert (raised.value.line, raised.value.field) == (2, "request")
