@@ -142,15 +142,15 @@ class BlockKeyer:
         session = (seed, request.session or "")
         remembered = self._recent.get(session)
         start, parent = 0, None
-        reused: list[BlockKey] = []
+        keys: list[BlockKey] = []
         if remembered is not None:
             common = _common_whole_blocks(
                 remembered[0], data, self.block_size * _TOKEN_BYTES, len(remembered[1])
             )
             if common:
-                reused = remembered[1][:common]
-                start, parent = common, reused[-1]
-        keys = reused + chain_keys_from_bytes(data, self.block_size, seed, start, parent)
+                keys = remembered[1][:common]
+                start, parent = common, keys[-1]
+        keys += chain_keys_from_bytes(data, self.block_size, seed, start, parent)
         self._recent[session] = (data, keys)
         self._recent.move_to_end(session)
         if len(self._recent) > self._remembered:

@@ -150,6 +150,17 @@ class FreeBlockQueue:
                 _unlink(run)
                 if reusable is None or size > len(reusable.stack):
                     reusable, reusable_start = run, position
+            elif len(stack) - size < size:
+                # Fewer blocks stay than leave: the deeper ones move to a new run in this
+                # run's place, and this run leaves whole, so fewer run_of entries change.
+                rest = _Run(stack[size:])
+                rest.previous, rest.next = run.previous, run.next
+                run.previous.next = run.next.previous = rest
+                run.previous = run.next = run
+                run_of.update(zip(rest.stack, repeat(rest)))
+                del stack[size:]
+                if reusable is None or size > len(reusable.stack):
+                    reusable, reusable_start = run, position
             else:  # the run keeps its deeper blocks where it is
                 del stack[:size]
             position += size
@@ -299,8 +310,21 @@ class VllmPrefixCache(CachePolicy):
         if needed > full:
             queue.prepend(taken[-1])
         queue.append_run(newly_keyed, hits, reused, reused_start)
+        # The record make_usage would build, built directly (this runs per request): read +
+        # written <= needed blocks' tokens, so uncached = input - read - written >= 0.
+        read = hit_count * block_size
         written = (full - hit_count) * block_size
-        return make_usage(request, hit_count * block_size, {self.write_bucket: written})
+        return RequestUsage(
+            request_id=request.request_id,
+            line=request.line,
+            timestamp=request.timestamp,
+            scope=request.scope,
+            input_tokens=length,
+            output_tokens=request.output_tokens,
+            cache_read_tokens=read,
+            cache_write_tokens={self.write_bucket: written} if written else {},
+            uncached_input_tokens=length - read - written,
+        )
 
     def _evict_keys(self, blocks: list[int]) -> None:
         """Lazy eviction: ``blocks`` were taken for reuse and lose their keys, in order."""
