@@ -169,8 +169,8 @@ def test_interleaved_conversations_and_other_apis(tmp_path: Path, reused: list[i
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_batch_encoding_on_or_off_the_thread_with_separator_text(workers: int) -> None:
-    # The misses of a batch are encoded in one call, joined by the <|end|> framing special;
-    # a text holding that very string must still be plain text (encoded on its own).
+    # Same ids whether a batch's misses are encoded on the thread or inline; a text holding
+    # a framing special's string is plain text all the same.
     tokenizer = get_tokenizer("gpt-4o")
     assert isinstance(tokenizer, TiktokenTokenizer)
     odd = "see <|end|> here"
