@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from cachecast import __version__, db
+from cachecast.cli_common import DatabaseUrlOption
 from cachecast.contracts import cli as contracts_cli
 from cachecast.gpu_backend import cli as gpu_backend_cli
 from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
@@ -29,15 +30,6 @@ app = typer.Typer(
 db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 console = Console(stderr=True)
-
-DatabaseUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--database-url",
-        envvar=db.DATABASE_URL_ENV,
-        help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
-    ),
-]
 
 
 @app.callback()

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
+from cachecast.cli_common import DatabaseUrlOption
 from cachecast.contracts.errors import ContractStoreError
 from cachecast.contracts.importers import is_litellm_map, plan_litellm_import, read_json_file
 from cachecast.contracts.model import ContractTerms
@@ -36,14 +37,6 @@ def _stdout() -> Console:
     return console if console.is_terminal else Console(width=200)
 
 
-DatabaseUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--database-url",
-        envvar=db.DATABASE_URL_ENV,
-        help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
-    ),
-]
 AtOption = Annotated[
     str | None, typer.Option("--at", help="Date YYYY-MM-DD (default: today, UTC).")
 ]

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from cachecast import db
+from cachecast.cli_common import DatabaseUrlOption
 from cachecast.service.metrics import MULTIPROC_ENV
 from cachecast.service.settings import ServiceSettings
 
@@ -26,14 +27,7 @@ def serve(
         int | None,
         typer.Option(help="Worker processes (default: the 'workers' setting, 1)."),
     ] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(
-            "--database-url",
-            envvar=db.DATABASE_URL_ENV,
-            help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
-        ),
-    ] = None,
+    database_url: DatabaseUrlOption = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the REST API (settings: CACHECAST_* variables or CACHECAST_SETTINGS_FILE)."""

@@ -14,17 +14,10 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from cachecast import db
+from cachecast.cli_common import DatabaseUrlOption, progress_bar
 
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 1
@@ -93,14 +86,7 @@ def estimate_command(
         str | None,
         typer.Option(help="Ray cluster to join (host:port, or 'auto'); implies --ray."),
     ] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(
-            "--database-url",
-            envvar=db.DATABASE_URL_ENV,
-            help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
-        ),
-    ] = None,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Predict cache reads, writes and the exact bill of LOG under each target's contract.
 
@@ -151,7 +137,7 @@ def estimate_command(
         except ValueError as error:
             _usage_error(err, str(error))
 
-    progress = _progress_bar(err)
+    progress = progress_bar(err)
     failed = True
     try:
         with progress:
@@ -255,22 +241,6 @@ def _usage_error(console: Console, message: str) -> Any:
     raise typer.Exit(EXIT_USAGE)
 
 
-class _NoProgress:
-    """Stands in for a progress bar when stderr is not a terminal."""
-
-    def __enter__(self) -> _NoProgress:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-    def add_task(self, description: str, total: float | None = None) -> TaskID:
-        return TaskID(0)
-
-    def advance(self, task: TaskID, advance: float = 1) -> None:
-        return None
-
-
 def _count_lines(logs: list[Path]) -> int:
     """Lines in the logs (an upper bound on requests, for the progress bar's total)."""
     count = 0
@@ -279,19 +249,6 @@ def _count_lines(logs: list[Path]) -> int:
             while chunk := handle.read(1 << 20):
                 count += chunk.count(b"\n")
     return count
-
-
-def _progress_bar(console: Console) -> Progress | _NoProgress:
-    if not console.is_terminal:
-        return _NoProgress()
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
 
 
 def _rows(data: dict[str, Any]) -> list[dict[str, Any]]:

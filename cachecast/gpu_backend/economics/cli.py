@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
+from cachecast.cli_common import DatabaseUrlOption, progress_bar
 
 if TYPE_CHECKING:
     from cachecast.gpu_backend.economics.capacity import Deployment
@@ -282,14 +283,7 @@ def compare_command(
     html_file: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML report.")
     ] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(
-            "--database-url",
-            envvar=db.DATABASE_URL_ENV,
-            help="SQLAlchemy URL; default: a SQLite file in the user's data directory.",
-        ),
-    ] = None,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Self-hosted vLLM (prefix caching) against hosted contracts for the same LOG.
 
@@ -346,7 +340,7 @@ def compare_command(
             )
         store = ContractStore(url)
     host_bytes = None if host_memory_gib is None else int(host_memory_gib * 2**30)
-    progress = _progress(err)
+    progress = progress_bar(err)
     try:
         with progress:
             task = progress.add_task("simulating", total=None)
@@ -542,7 +536,7 @@ def fleet_command(
         gpu_memory_utilization,
         block_size or 16,
     )
-    progress = _progress(err)
+    progress = progress_bar(err)
     try:
         with progress:
             task = progress.add_task("routing", total=None)
@@ -583,32 +577,3 @@ def fleet_command(
     out.print(table)
     if price is None:
         out.print("no --gpu-price: costs are given in GPU-hours only")
-
-
-class _NoProgress:
-    def __enter__(self) -> _NoProgress:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-    def add_task(self, description: str, total: float | None = None) -> int:
-        return 0
-
-    def advance(self, task: Any, advance: float = 1) -> None:
-        return None
-
-
-def _progress(console: Console) -> Any:
-    if not console.is_terminal:
-        return _NoProgress()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )

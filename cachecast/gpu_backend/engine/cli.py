@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from cachecast import db
+from cachecast.cli_common import database_url_option
 from cachecast.gpu_backend.engine.backend import EngineBackend
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import EngineError, ReplayOptions
@@ -121,10 +122,7 @@ def measure(
     store: Annotated[
         bool, typer.Option("--store/--no-store", help="Store the passport row in the database.")
     ] = True,
-    database_url: Annotated[
-        str | None,
-        typer.Option("--database-url", envvar=db.DATABASE_URL_ENV, help="SQLAlchemy URL."),
-    ] = None,
+    database_url: Annotated[str | None, database_url_option("SQLAlchemy URL.")] = None,
 ) -> None:
     """Replay LOG on a real vLLM engine; measure cached tokens, hit rate, TTFT and tokens/s."""
     from cachecast.gpu_backend.engine.passport import DatabaseNotMigratedError, store_report

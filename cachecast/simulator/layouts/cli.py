@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cachecast import db
+from cachecast.cli_common import database_url_option
 from cachecast.simulator.layouts.check import (
     DEFAULT_THRESHOLDS,
     EXIT_BAD_INPUT,
@@ -52,10 +53,7 @@ TargetOption = Annotated[
 AtOption = Annotated[
     str | None, typer.Option("--at", help="Contracts in force on this date (YYYY-MM-DD).")
 ]
-DatabaseUrlOption = Annotated[
-    str | None,
-    typer.Option("--database-url", envvar=db.DATABASE_URL_ENV, help="Contract database URL."),
-]
+DatabaseUrlOption = Annotated[str | None, database_url_option("Contract database URL.")]
 ModelOption = Annotated[
     str | None,
     typer.Option("--model", help="Tokenize with this model for vllm targets and the divergence."),
