@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 # Token counts for one image (documented provider rules; dims are not in the log).
@@ -105,6 +107,7 @@ class Rendered:
     tokens: list[int] | None = None  # pre-tokenized input
     chat_tools: list[dict[str, Any]] | None = None
     body: dict[str, Any] | None = None
+    header_json: bytes | None = None  # see _header_json; filled when first compared
     marks: list[Mark] = field(default_factory=list)  # marks[i]: header + messages[:i]
     auto_breakpoint_part: int = -1  # Anthropic top-level cache_control: its part, -1: none
     auto_breakpoint_ttl: str | None = None
@@ -156,8 +159,8 @@ def render_after(body: dict[str, Any], api: str, previous: Rendered) -> Rendered
     Reuse needs the same API, every field other than the message list equal (tools, system,
     top-level cache_control...: the header and the breakpoint rules come from them) and then
     holds for the longest run of leading messages equal to ``previous``'s. Equal means equal
-    as JSON text (:func:`_same_json`): Python's ``==`` alone would take ``1``, ``1.0`` and
-    ``true`` or two key orders as equal, which render differently.
+    as JSON text (:func:`_header_json`, :func:`_same_message`): Python's ``==`` alone would
+    take ``1``, ``1.0`` and ``true`` or two key orders as equal, which render differently.
     """
     conversation = _CONVERSATIONS.get(api)
     old_body = previous.body
@@ -170,9 +173,11 @@ def render_after(body: dict[str, Any], api: str, previous: Rendered) -> Rendered
         return None
     if len(body) != len(old_body):
         return None
-    for key, value in body.items():
-        if key != name and (key not in old_body or not _same_json(value, old_body[key])):
-            return None
+    header = _header_json(body, name)
+    if previous.header_json is None:
+        previous.header_json = _header_json(old_body, name)
+    if header != previous.header_json:
+        return None
     common = 0
     for new, old in zip(messages, old_messages, strict=False):
         if not _same_message(new, old):
@@ -185,6 +190,7 @@ def render_after(body: dict[str, Any], api: str, previous: Rendered) -> Rendered
         exact=mark.exact,
         chat_tools=previous.chat_tools,
         body=body,
+        header_json=header,
         marks=previous.marks[: common + 1],
         prefix=previous,
         prefix_parts=mark.parts,
@@ -195,15 +201,16 @@ def render_after(body: dict[str, Any], api: str, previous: Rendered) -> Rendered
     return rendered
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    """Whether two parsed JSON values have the same JSON text (up to whitespace)."""
-    return bool(a == b) and _same_types(a, b)
+def _header_json(body: dict[str, Any], messages_field: str) -> bytes:
+    """Every field but the messages, as JSON text: equal text, equal header and rules.
+    (One serialization per request is cheaper than walking the tool schemas each time.)"""
+    return orjson.dumps({key: value for key, value in body.items() if key != messages_field})
 
 
 def _same_message(a: Any, b: Any) -> bool:
-    """:func:`_same_json` for one message, except that the order of its own keys does not
-    matter: every renderer reads a message's fields by name (nested values are rendered as
-    JSON text, so their key order still does)."""
+    """Whether two messages render the same: equal as JSON text, except that the order of
+    their own keys does not matter: every renderer reads a message's fields by name (nested
+    values are rendered as JSON text, so their key order still does)."""
     if a != b:
         return False
     if type(a) is not dict or type(b) is not dict:

@@ -76,6 +76,12 @@ def test_chat_conversation_with_look_alike_edits(tmp_path: Path, reused: list[in
             "tools": [{"type": "function", "function": {"name": "f"}}],
             "messages": [system, {"role": "user", "content": "count!"}, user],
         },
+        # The same tool with its keys in another order: another header (renders differently).
+        {
+            "model": "gpt-4o",
+            "tools": [{"function": {"name": "f"}, "type": "function"}],
+            "messages": [system, {"role": "user", "content": "count!"}, user],
+        },
     ]
     log = tmp_path / "chat.jsonl"
     write(log, records)
@@ -90,7 +96,7 @@ def test_chat_conversation_with_look_alike_edits(tmp_path: Path, reused: list[in
     assert [r.exact for r in requests] == [r.exact for r in alone]
     # Requests 2-4 keep system + user (2 parts; the look-alike call is not taken over), 5
     # keeps the 3 messages of 4, 6 all 4 of 5; 7 opens differently (another conversation
-    # key, nothing to compare with) and 8 has tools (another header): none.
+    # key, nothing to compare with), 8 has tools and 9 reorders them (other headers): none.
     assert reused == [2, 2, 2, 3, 4]
 
 
