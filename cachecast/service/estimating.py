@@ -47,17 +47,22 @@ _RECORD_EXAMPLE = {
 }
 
 
+def records_field(example: dict[str, Any]) -> Any:
+    """The ``records`` field of every body that carries a log inline."""
+    return Field(
+        min_length=1,
+        description="log records, one per request, in any format `cachecast` reads from a "
+        "JSONL log (OpenAI, Anthropic, Gemini, prompt, tokens, Mooncake)",
+        examples=[[example]],
+    )
+
+
 class LogPayload(BaseModel):
     """The log part shared by estimates and simulations."""
 
     model_config = ConfigDict(extra="forbid")
 
-    records: list[dict[str, Any]] = Field(
-        min_length=1,
-        description="log records, one per request, in any format `cachecast` reads from a "
-        "JSONL log (OpenAI, Anthropic, Gemini, prompt, tokens, Mooncake)",
-        examples=[[_RECORD_EXAMPLE]],
-    )
+    records: list[dict[str, Any]] = records_field(_RECORD_EXAMPLE)
     model: str | None = Field(
         default=None, description="model for records that name none", examples=["gpt-4o"]
     )
@@ -179,7 +184,7 @@ def validate_payload(model: type[RequestModel], payload: dict[str, Any]) -> Requ
         raise from_pydantic(error) from error
 
 
-def _log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemError:
+def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemError:
     """LogErrors from read_records (1-based position in the records) as a 422 problem."""
     field_errors = []
     for error in errors:
@@ -291,7 +296,7 @@ def run_estimate(
             results[index] = result
     if errors:
         # A rejected request changes nothing and prices nothing: all or none.
-        raise _log_problem(errors, lines)
+        raise log_problem(errors, lines)
     merged = EstimateReport(at=day, targets=results, sources=[SOURCE_NAME], errors=[])
     return merged.to_json()
 
@@ -373,7 +378,7 @@ def run_simulation(
             [FieldError(field="records", message=str(error))], "Records out of order"
         ) from error
     if errors:
-        raise _log_problem(errors, lines)
+        raise log_problem(errors, lines)
     return statistics.to_json({"kind": request.policy, **options})
 
 

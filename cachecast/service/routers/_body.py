@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import Request
+from pydantic import BaseModel
 
 from cachecast.service.estimating import payload_from_form
 from cachecast.service.problems import FieldError, ProblemError, validation_problem
@@ -16,6 +17,31 @@ MULTIPART_FIELDS: dict[str, Any] = {
     "model": {"type": "string", "description": "model for records that name none"},
     "provider": {"type": "string"},
 }
+
+
+def request_body_docs(
+    model: type[BaseModel],
+    *,
+    examples: dict[str, Any] | None = None,
+    multipart_required: Sequence[str] | None = None,
+    multipart_properties: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``openapi_extra`` for an endpoint that reads its body itself: the JSON schema of
+    ``model`` (with ``examples``) and, given ``multipart_required``, a multipart JSONL upload
+    whose fields are :data:`MULTIPART_FIELDS` plus ``multipart_properties``."""
+    json_body: dict[str, Any] = {"schema": model.model_json_schema()}
+    if examples is not None:
+        json_body["examples"] = examples
+    content: dict[str, Any] = {"application/json": json_body}
+    if multipart_required is not None:
+        content["multipart/form-data"] = {
+            "schema": {
+                "type": "object",
+                "required": list(multipart_required),
+                "properties": {**MULTIPART_FIELDS, **(multipart_properties or {})},
+            }
+        }
+    return {"requestBody": {"required": True, "content": content}}
 
 
 async def read_log_body(

@@ -37,7 +37,12 @@ from cachecast.gpu_backend.economics.hardware import (
     UnknownAcceleratorError,
     get_accelerator,
 )
-from cachecast.service.estimating import SOURCE_NAME, TARGET_PATTERN
+from cachecast.service.estimating import (
+    SOURCE_NAME,
+    TARGET_PATTERN,
+    log_problem,
+    records_field,
+)
 from cachecast.service.problems import (
     FieldError,
     ProblemError,
@@ -45,7 +50,8 @@ from cachecast.service.problems import (
     problem_responses,
     validation_problem,
 )
-from cachecast.service.routers._body import MULTIPART_FIELDS, read_log_body
+from cachecast.service.routers._body import read_log_body, request_body_docs
+from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
 from cachecast.simulator.estimate import Target, TargetError, resolve_targets
 from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_records
@@ -78,12 +84,7 @@ class ComparisonRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    records: list[dict[str, Any]] = Field(
-        min_length=1,
-        description="log records, one per request, in any format `cachecast` reads from a "
-        "JSONL log (OpenAI, Anthropic, Gemini, prompt, tokens, Mooncake)",
-        examples=[[_RECORD_EXAMPLE]],
-    )
+    records: list[dict[str, Any]] = records_field(_RECORD_EXAMPLE)
     provider: str | None = Field(default=None, description="provider of records naming none")
     model: str | dict[str, Any] = Field(
         description="the self-hosted model: a preset name (llama-3.3-70b, llama-3.1-8b, "
@@ -152,53 +153,40 @@ class ComparisonResponse(BaseModel):
     summary="Hosted caching against self-hosted vLLM for a workload",
     response_model=ComparisonResponse,
     responses=problem_responses(404, 413, 415, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": ComparisonRequest.model_json_schema(),
-                    "examples": {
-                        "llama on H100 against gpt-4o": {
-                            "value": {
-                                "records": [_RECORD_EXAMPLE],
-                                "model": "llama-3.3-70b",
-                                "gpu": "h100-sxm",
-                                "gpus": 2,
-                                "gpu_price": "2.50",
-                                "targets": ["openai:gpt-4o"],
-                                "at": "2026-11-01",
-                            }
-                        }
-                    },
-                },
-                "multipart/form-data": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["log", "model", "gpu"],
-                        "properties": {
-                            **MULTIPART_FIELDS,
-                            "model": {"type": "string", "description": "a preset name"},
-                            "gpu": {"type": "string"},
-                            "gpus": {"type": "integer", "minimum": 1},
-                            "gpu_price": {"type": "string"},
-                            "targets": {
-                                "type": "array",
-                                "items": {"type": "string", "pattern": TARGET_PATTERN},
-                                "description": "PROVIDER:MODEL, repeated or comma-separated",
-                            },
-                            "at": {"type": "string", "format": "date"},
-                            "tokenizer": {"type": "string"},
-                            "kv_dtype": {"type": "string", "enum": list(KV_DTYPES)},
-                            "weight_dtype": {"type": "string"},
-                            "block_size": {"type": "integer", "minimum": 1},
-                            "params": {"type": "integer", "minimum": 1},
-                        },
-                    }
-                },
+    openapi_extra=request_body_docs(
+        ComparisonRequest,
+        examples={
+            "llama on H100 against gpt-4o": {
+                "value": {
+                    "records": [_RECORD_EXAMPLE],
+                    "model": "llama-3.3-70b",
+                    "gpu": "h100-sxm",
+                    "gpus": 2,
+                    "gpu_price": "2.50",
+                    "targets": ["openai:gpt-4o"],
+                    "at": "2026-11-01",
+                }
+            }
+        },
+        multipart_required=["log", "model", "gpu"],
+        multipart_properties={
+            "model": {"type": "string", "description": "a preset name"},
+            "gpu": {"type": "string"},
+            "gpus": {"type": "integer", "minimum": 1},
+            "gpu_price": {"type": "string"},
+            "targets": {
+                "type": "array",
+                "items": {"type": "string", "pattern": TARGET_PATTERN},
+                "description": "PROVIDER:MODEL, repeated or comma-separated",
             },
-        }
-    },
+            "at": {"type": "string", "format": "date"},
+            "tokenizer": {"type": "string"},
+            "kv_dtype": {"type": "string", "enum": list(KV_DTYPES)},
+            "weight_dtype": {"type": "string"},
+            "block_size": {"type": "integer", "minimum": 1},
+            "params": {"type": "integer", "minimum": 1},
+        },
+    ),
 )
 async def create_comparison(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -217,43 +205,6 @@ async def create_comparison(
 
 def _invalid(field: str, message: str) -> ProblemError:
     return validation_problem([FieldError(field=field, message=message)])
-
-
-def _names_server_files(model: str) -> bool:
-    """Whether the tokenizer registry would read this model name as a local directory
-    (``hf:PATH``, or a path that exists): fine on the command line, not from a client."""
-    if model.startswith("hf:"):
-        return True
-    return ("/" in model or model.startswith(".")) and Path(model).is_dir()
-
-
-def refuse_server_paths(names: Sequence[tuple[str, object]]) -> None:
-    """422 for every (field, value) whose string value names a tokenizer on the server's
-    disk; other values are left to the tokenizers to judge."""
-    errors = [
-        FieldError(field=field, message="a model name, not a path on the server")
-        for field, value in names
-        if isinstance(value, str) and _names_server_files(value)
-    ]
-    if errors:
-        raise validation_problem(errors)
-
-
-def record_models(records: Sequence[dict[str, Any]], prefix: str) -> list[tuple[str, object]]:
-    """Every ``model`` a record names, at the top or nested in objects (``request.model``,
-    ``body.model``: the log formats differ), each with its field path."""
-    found: list[tuple[str, object]] = []
-
-    def visit(value: dict[str, Any], path: str, depth: int) -> None:
-        for key, item in value.items():
-            if key == "model":
-                found.append((f"{path}.model", item))
-            elif isinstance(item, dict) and depth < 4:
-                visit(item, f"{path}.{key}", depth + 1)
-
-    for index, record in enumerate(records):
-        visit(record, f"{prefix}[{index}]", 0)
-    return found
 
 
 def _price(text: str | None) -> Decimal | None:
@@ -366,15 +317,7 @@ def _requests(comparison: ComparisonRequest, lines: Sequence[int] | None) -> lis
     except UnknownModelError as error:
         raise _invalid("body.tokenizer", str(error)) from error
     if errors:
-        field_errors = []
-        for bad in errors:
-            index = int(bad.line) - 1
-            line = lines[index] if lines is not None and 0 <= index < len(lines) else None
-            where = f"records[{index}]" + (f".{bad.field}" if bad.field else "")
-            field_errors.append(
-                FieldError(field=where, message=str(bad.reason), record=index, line=line)
-            )
-        raise validation_problem(field_errors, "Malformed log records")
+        raise log_problem(errors, lines)
     return requests
 
 

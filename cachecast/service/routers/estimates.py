@@ -17,7 +17,7 @@ from cachecast.service.estimating import (
     validate_payload,
 )
 from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import MULTIPART_FIELDS, read_log_body
+from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
@@ -79,49 +79,36 @@ class JobAccepted(BaseModel):
         202: {"model": JobAccepted, "description": "a large log: accepted as a background job"},
         **problem_responses(404, 413, 415, 422),
     },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": EstimateRequest.model_json_schema(),
-                    "examples": {
-                        "two targets": {
-                            "value": {
-                                "records": [
-                                    {
-                                        "timestamp": 1762074000,
-                                        "scope": "team-a",
-                                        "prompt": "You are a careful assistant. " * 100,
-                                        "output_tokens": 50,
-                                    }
-                                ],
-                                "model": "gpt-4o",
-                                "targets": ["openai:gpt-4o", "openai:gpt-4.1"],
-                                "at": "2026-11-01",
-                            }
+    openapi_extra=request_body_docs(
+        EstimateRequest,
+        examples={
+            "two targets": {
+                "value": {
+                    "records": [
+                        {
+                            "timestamp": 1762074000,
+                            "scope": "team-a",
+                            "prompt": "You are a careful assistant. " * 100,
+                            "output_tokens": 50,
                         }
-                    },
-                },
-                "multipart/form-data": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["log", "targets"],
-                        "properties": {
-                            **MULTIPART_FIELDS,
-                            "targets": {
-                                "type": "array",
-                                "items": {"type": "string"},
-                                "description": "PROVIDER:MODEL, repeated or comma-separated",
-                            },
-                            "at": {"type": "string", "format": "date"},
-                            "auto_cache_control": {"type": "boolean"},
-                        },
-                    }
-                },
+                    ],
+                    "model": "gpt-4o",
+                    "targets": ["openai:gpt-4o", "openai:gpt-4.1"],
+                    "at": "2026-11-01",
+                }
+            }
+        },
+        multipart_required=["log", "targets"],
+        multipart_properties={
+            "targets": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "PROVIDER:MODEL, repeated or comma-separated",
             },
-        }
-    },
+            "at": {"type": "string", "format": "date"},
+            "auto_cache_control": {"type": "boolean"},
+        },
+    ),
 )
 async def create_estimate(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]

@@ -27,8 +27,8 @@ from cachecast.service.problems import (
     problem_responses,
     validation_problem,
 )
-from cachecast.service.routers._body import read_log_body
-from cachecast.service.routers.comparisons import record_models, refuse_server_paths
+from cachecast.service.routers._body import read_log_body, request_body_docs
+from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
 from cachecast.simulator.estimate import TargetError
 from cachecast.simulator.layouts.api import SideDocument, check_documents
@@ -172,32 +172,25 @@ class LayoutCheckResponse(BaseModel):
     summary="Check a prompt layout change against a baseline for cache regressions",
     response_model=LayoutCheckResponse,
     responses=problem_responses(404, 413, 415, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": LayoutCheckRequest.model_json_schema(),
-                    "examples": {
-                        "timestamp moved to the top": {
-                            "value": {
-                                "baseline": {"layout": _LAYOUT_EXAMPLE},
-                                "candidate": {
-                                    "layout": {
-                                        **_LAYOUT_EXAMPLE,
-                                        "system": "Now: {{ now }}\n" + _LAYOUT_EXAMPLE["system"],
-                                    }
-                                },
-                                "targets": ["openai:gpt-4o", "vllm"],
-                                "thresholds": {"max_hit_rate_drop": "2pp"},
-                                "at": "2026-11-01",
-                            }
+    openapi_extra=request_body_docs(
+        LayoutCheckRequest,
+        examples={
+            "timestamp moved to the top": {
+                "value": {
+                    "baseline": {"layout": _LAYOUT_EXAMPLE},
+                    "candidate": {
+                        "layout": {
+                            **_LAYOUT_EXAMPLE,
+                            "system": "Now: {{ now }}\n" + _LAYOUT_EXAMPLE["system"],
                         }
                     },
+                    "targets": ["openai:gpt-4o", "vllm"],
+                    "thresholds": {"max_hit_rate_drop": "2pp"},
+                    "at": "2026-11-01",
                 }
-            },
-        }
-    },
+            }
+        },
+    ),
 )
 async def create_layout_check(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.service.estimating import SimulationRequest, run_simulation, validate_payload
 from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import MULTIPART_FIELDS, read_log_body
+from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["simulations"])
@@ -32,29 +32,18 @@ class SimulationResponse(BaseModel):
     summary="Replay a log through a cache policy and count hits",
     response_model=SimulationResponse,
     responses=problem_responses(404, 413, 415, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": SimulationRequest.model_json_schema()},
-                "multipart/form-data": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["log", "policy"],
-                        "properties": {
-                            **MULTIPART_FIELDS,
-                            "policy": {"type": "string"},
-                            "target": {"type": "string"},
-                            "at": {"type": "string", "format": "date"},
-                            "block_size": {"type": "integer", "minimum": 1},
-                            "capacity_blocks": {"type": "integer", "minimum": 1},
-                            "ttl_seconds": {"type": "integer", "minimum": 1},
-                        },
-                    }
-                },
-            },
-        }
-    },
+    openapi_extra=request_body_docs(
+        SimulationRequest,
+        multipart_required=["log", "policy"],
+        multipart_properties={
+            "policy": {"type": "string"},
+            "target": {"type": "string"},
+            "at": {"type": "string", "format": "date"},
+            "block_size": {"type": "integer", "minimum": 1},
+            "capacity_blocks": {"type": "integer", "minimum": 1},
+            "ttl_seconds": {"type": "integer", "minimum": 1},
+        },
+    ),
 )
 async def create_simulation(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
