@@ -201,7 +201,8 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
     return validation_problem(field_errors, "Malformed log records")
 
 
-def _targets(texts: Sequence[str]) -> list[Target]:
+def parse_targets(texts: Sequence[str]) -> list[Target]:
+    """``body.targets`` parsed; every malformed one is a 422 naming its index."""
     targets = []
     errors = []
     for index, text in enumerate(texts):
@@ -229,10 +230,18 @@ class EstimatePlan:
 
 def plan_estimate(store: ContractStore, request: EstimateRequest) -> EstimatePlan:
     """Check every target before any work: unknown ones are a 404 listing close matches."""
-    targets = _targets(request.targets)
+    targets = parse_targets(request.targets)
     day = request.at or dt.datetime.now(dt.UTC).date()
+    return EstimatePlan(targets, day, tokenizer_groups(store, targets, day))
+
+
+def tokenizer_groups(
+    store: ContractStore, targets: Sequence[Target], day: dt.date
+) -> dict[str, list[int]]:
+    """The targets' indices by tokenizer name, after checking that every target's contract
+    and tokenizer are known on ``day``: an unknown one is a 404 (close matches listed)."""
     try:
-        resolve_targets(targets, store, day)
+        resolve_targets(list(targets), store, day)
         groups: dict[str, list[int]] = {}
         for index, target in enumerate(targets):
             groups.setdefault(get_tokenizer(target.model).name, []).append(index)
@@ -246,7 +255,7 @@ def plan_estimate(store: ContractStore, request: EstimateRequest) -> EstimatePla
         ) from error
     except UnknownModelError as error:
         raise ProblemError(404, "Unknown model", str(error), slug="unknown-model") from error
-    return EstimatePlan(targets, day, groups)
+    return groups
 
 
 def run_estimate(

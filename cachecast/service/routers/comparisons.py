@@ -41,7 +41,9 @@ from cachecast.service.estimating import (
     SOURCE_NAME,
     TARGET_PATTERN,
     log_problem,
+    parse_targets,
     records_field,
+    tokenizer_groups,
 )
 from cachecast.service.problems import (
     FieldError,
@@ -53,8 +55,8 @@ from cachecast.service.problems import (
 from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
-from cachecast.simulator.estimate import Target, TargetError, resolve_targets
-from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_records
+from cachecast.simulator.estimate import Target
+from cachecast.tokenizers import LogError, UnknownModelError, read_records
 from cachecast.tokenizers.types import TokenizedRequest
 
 router = APIRouter(prefix="/v1", tags=["comparisons"])
@@ -275,29 +277,8 @@ def _utilization(comparison: ComparisonRequest) -> Fraction:
 
 def _targets(store: ContractStore, texts: Sequence[str], day: dt.date) -> list[Target]:
     """Every target parsed and its contract known before any work: 404 with close matches."""
-    targets = []
-    errors = []
-    for index, text in enumerate(texts):
-        try:
-            targets.append(Target.parse(text))
-        except TargetError as error:
-            errors.append(FieldError(field=f"body.targets[{index}]", message=str(error)))
-    if errors:
-        raise validation_problem(errors)
-    try:
-        resolve_targets(targets, store, day)
-        for target in targets:
-            get_tokenizer(target.model)
-    except TargetError as error:
-        raise ProblemError(
-            404,
-            "Unknown contract",
-            str(error),
-            slug="unknown-contract",
-            close_matches=error.close_matches,
-        ) from error
-    except UnknownModelError as error:
-        raise ProblemError(404, "Unknown model", str(error), slug="unknown-model") from error
+    targets = parse_targets(texts)
+    tokenizer_groups(store, targets, day)
     return targets
 
 
