@@ -49,6 +49,18 @@ ParamsOption = Annotated[
     int | None,
     typer.Option("--params", help="Total parameter count, for configs it cannot be counted from."),
 ]
+LogsArgument = Annotated[
+    list[Path], typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace).")
+]
+GpuPriceOption = Annotated[
+    str | None,
+    typer.Option("--gpu-price", help="US$ per GPU-hour (no default: without it only GPU-hours)."),
+]
+BlockSizeOption = Annotated[
+    int | None,
+    typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 UtilizationOption = Annotated[
     float,
     typer.Option(
@@ -149,7 +161,7 @@ def capacity_command(
     params: ParamsOption = None,
     gpu_memory_utilization: UtilizationOption = 0.9,
     block_size: Annotated[int, typer.Option("--block-size", min=1)] = 16,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """KV bytes per token, KV capacity, concurrency, decode ceiling, B* and prefill time.
 
@@ -222,16 +234,11 @@ def _capacity_table(data: dict[str, Any]) -> None:
 
 
 def compare_command(
-    logs: Annotated[list[Path], typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace).")],
+    logs: LogsArgument,
     model: ModelOption,
     gpu: GpuOption,
     gpus: GpusOption = 1,
-    gpu_price: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu-price", help="US$ per GPU-hour (no default: without it only GPU-hours)."
-        ),
-    ] = None,
+    gpu_price: GpuPriceOption = None,
     target: Annotated[
         list[str] | None,
         typer.Option("--target", "-t", help="Hosted PROVIDER:MODEL to compare with (repeatable)."),
@@ -243,10 +250,7 @@ def compare_command(
     weight_dtype: WeightDtypeOption = None,
     params: ParamsOption = None,
     gpu_memory_utilization: UtilizationOption = 0.9,
-    block_size: Annotated[
-        int | None,
-        typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
-    ] = None,
+    block_size: BlockSizeOption = None,
     host_memory_gib: Annotated[
         float | None,
         typer.Option(
@@ -278,7 +282,7 @@ def compare_command(
         str | None,
         typer.Option("--tokenizer", help="Model whose tokenizer counts the self-hosted tokens."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the charts as PNG.")] = None,
     html_file: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML report.")
@@ -462,7 +466,7 @@ ROUTING_CHOICES = "round-robin, least-loaded, session-sticky, prefix-hash, cache
 
 
 def fleet_command(
-    logs: Annotated[list[Path], typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace).")],
+    logs: LogsArgument,
     model: ModelOption,
     gpu: GpuOption,
     replicas: Annotated[
@@ -473,20 +477,12 @@ def fleet_command(
         typer.Option("--routing", help=f"Routing policy (repeatable): {ROUTING_CHOICES}."),
     ] = None,
     gpus: GpusOption = 1,
-    gpu_price: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu-price", help="US$ per GPU-hour (no default: without it only GPU-hours)."
-        ),
-    ] = None,
+    gpu_price: GpuPriceOption = None,
     kv_dtype: KvDtypeOption = "bf16",
     weight_dtype: WeightDtypeOption = None,
     params: ParamsOption = None,
     gpu_memory_utilization: UtilizationOption = 0.9,
-    block_size: Annotated[
-        int | None,
-        typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
-    ] = None,
+    block_size: BlockSizeOption = None,
     window: Annotated[
         float,
         typer.Option("--window", help="Seconds of computed prompt tokens that make a load."),
@@ -495,7 +491,7 @@ def fleet_command(
         str | None,
         typer.Option("--tokenizer", help="Model whose tokenizer counts the tokens."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """K self-hosted vLLM replicas under each routing policy: hit rate, load, TTFT, cost.
 
