@@ -29,16 +29,26 @@ def oracle_class() -> type:
 
 
 @st.composite
-def streams(draw: st.DrawFn) -> tuple[int, list[list[int]]]:
+def streams(draw: st.DrawFn) -> tuple[int, list[tuple[str, list[int]]]]:
+    """(pool size, [(session, prompt)]). vLLM ignores sessions; the policy uses them for
+    a shortcut (a session's previous run), so sessions interleave and grow, and other
+    sessions' requests touch or evict what a session left in the meantime."""
     num_blocks = draw(st.integers(min_value=3, max_value=14))
     # A few base documents; each request takes a prefix of one (cut anywhere, so inside a
     # block too) and appends its own tail, some of which repeat to create exact re-sends.
     bases = [draw(st.lists(st.integers(0, 3), min_size=0, max_size=6 * BLOCK)) for _ in range(3)]
     count = draw(st.integers(min_value=1, max_value=25))
-    requests: list[list[int]] = []
+    requests: list[tuple[str, list[int]]] = []
     for _ in range(count):
-        if requests and draw(st.integers(0, 3)) == 0:
-            requests.append(list(draw(st.sampled_from(requests))))  # exact re-send
+        kind = draw(st.integers(0, 3)) if requests else 3
+        if kind == 0:  # exact re-send, from the same session
+            session, tokens = draw(st.sampled_from(requests))
+            requests.append((session, list(tokens)))
+            continue
+        if kind == 1:  # the session's next turn: its prompt plus a reply and a message
+            session, tokens = draw(st.sampled_from(requests))
+            grown = draw(st.lists(st.integers(0, 3), min_size=1, max_size=2 * BLOCK))
+            requests.append((session, tokens + grown))
             continue
         base = draw(st.sampled_from(bases))
         cut = draw(st.integers(0, len(base)))
@@ -46,19 +56,21 @@ def streams(draw: st.DrawFn) -> tuple[int, list[list[int]]]:
         if draw(st.booleans()):  # end exactly on a block boundary (the len - 1 rule bites)
             tail_size += -(cut + tail_size) % BLOCK
         tail = draw(st.lists(st.integers(0, 3), min_size=tail_size, max_size=tail_size))
-        requests.append(base[:cut] + tail)
+        requests.append((f"s{draw(st.integers(0, 2))}", base[:cut] + tail))
     return num_blocks, requests
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams())
-def test_hits_and_free_queue_equal_vllm(oracle_class: type, stream: tuple[int, list[list[int]]]):
+def test_hits_and_free_queue_equal_vllm(
+    oracle_class: type, stream: tuple[int, list[tuple[str, list[int]]]]
+) -> None:
     num_blocks, requests = stream
     oracle = oracle_class(BLOCK, num_blocks, max_model_len=32 * BLOCK)
     ours = VllmPrefixCache(BLOCK, num_blocks)
-    for index, tokens in enumerate(requests):
+    for index, (session, tokens) in enumerate(requests):
         expected_hit = oracle.process(tokens)
-        usage = ours.process(make_request(tokens, at=float(index), line=index + 1))
+        usage = ours.process(make_request(tokens, at=float(index), line=index + 1, session=session))
         # A request vLLM does not admit (None) is all uncached for us and changes nothing.
         assert usage.cache_read_tokens == (expected_hit or 0), f"request {index}"
         assert ours.free_block_order() == oracle.free_block_order(), f"after request {index}"
@@ -116,3 +128,24 @@ def test_a_duplicate_key_is_found_in_its_oldest_block(oracle_class: type) -> Non
     # By hand: after the third request the touched blocks 1 (A0) and 2 (A1) are freed
     # last, deepest first, behind the duplicate 3 and the unused tail blocks.
     assert ours.free_block_order()[-2:] == [2, 1]
+
+
+def test_a_session_resumes_after_another_session_touched_its_blocks(
+    oracle_class: type,
+) -> None:
+    """Session s1 sends P = A + 1 token (A: 3 blocks of 32), s2 then hits A's first
+    block only, and s1 sends P + 1 token. The second request takes block A0 out of what
+    s1 left; the third must still find A0, A1, A2 in their own blocks. Hits by hand:
+    0, then 32 (A0; limit (96 - 1) // 32 = 2 blocks, and Q's second block is new), then
+    96 (limit (98 - 1) // 32 = 3 blocks, all cached)."""
+    a = list(range(200, 296))
+    trace = [("s1", [*a, 1]), ("s2", a[:32] + list(range(500, 564))), ("s1", [*a, 1, 2])]
+    oracle = oracle_class(BLOCK, 10, max_model_len=32 * BLOCK)
+    ours = VllmPrefixCache(BLOCK, 10)
+    hits = []
+    for index, (session, tokens) in enumerate(trace):
+        oracle.process(tokens)
+        request = make_request(tokens, at=float(index), line=index + 1, session=session)
+        hits.append(ours.process(request).cache_read_tokens)
+        assert ours.free_block_order() == oracle.free_block_order(), f"after request {index}"
+    assert hits == [0, 32, 96]

@@ -135,6 +135,7 @@ class FreeBlockQueue:
         position = 0
         reusable: _Run | None = None
         reusable_start = 0
+        left_whole: list[_Run] = []
         while position < total:
             run = run_of[hits[position]]
             stack = run.stack
@@ -148,6 +149,7 @@ class FreeBlockQueue:
                     break
             if size == len(stack):  # the whole run is hit: it can move as one piece
                 _unlink(run)
+                left_whole.append(run)
                 if reusable is None or size > len(reusable.stack):
                     reusable, reusable_start = run, position
             elif len(stack) - size < size:
@@ -159,11 +161,15 @@ class FreeBlockQueue:
                 run.previous = run.next = run
                 run_of.update(zip(rest.stack, repeat(rest)))
                 del stack[size:]
+                left_whole.append(run)
                 if reusable is None or size > len(reusable.stack):
                     reusable, reusable_start = run, position
             else:  # the run keeps its deeper blocks where it is
                 del stack[:size]
             position += size
+        for run in left_whole:
+            if run is not reusable:
+                run.stack = []  # its blocks now belong to the request's run
         if reusable is None:
             return None, 0
         return reusable, reusable_start
@@ -183,7 +189,7 @@ class FreeBlockQueue:
 
     def append_run(
         self, new_blocks: list[int], hits: list[int], reused: _Run | None, reused_start: int
-    ) -> None:
+    ) -> _Run:
         """Free a finished request: its new keyed blocks then its hits, deepest first.
 
         Both lists are in depth order (the chain's order), so the run is their sum.
@@ -206,6 +212,7 @@ class FreeBlockQueue:
             last = self.runs.previous
             run.previous, run.next = last, self.runs
             last.next = self.runs.previous = run
+        return run
 
     def __iter__(self) -> Iterator[int]:
         yield from self.front
@@ -226,6 +233,7 @@ class VllmPrefixCache(CachePolicy):
     """vLLM v1 automatic prefix caching over ``num_blocks`` blocks of ``block_size`` tokens."""
 
     name = "vllm"
+    remembered_sessions = 4096
 
     def __init__(
         self,
@@ -251,6 +259,10 @@ class VllmPrefixCache(CachePolicy):
         # de-duplicate) wait in ``_duplicates`` in insertion order.
         self._block_of_key: dict[BlockKey, int] = {}
         self._duplicates: dict[BlockKey, list[int]] = {}
+        # session -> (its last keys, the run they left, that run's block list, length)
+        self._last_run: dict[
+            tuple[str | None, str, str | None], tuple[list[BlockKey], _Run, list[int], int]
+        ] = {}
 
     @property
     def usable_blocks(self) -> int:
@@ -289,8 +301,10 @@ class VllmPrefixCache(CachePolicy):
         # Lookup: longest run of cached full blocks, at most len - 1 tokens. The C-level
         # map/index pair replaces a Python loop: this is the hot path of agent traffic.
         # (-1 marks a miss: int == int is cheaper for list.index than int == None.)
-        lookups = keys[: (length - 1) // block_size]
-        found = list(map(self._block_of_key.get, lookups, repeat(-1)))
+        limit = (length - 1) // block_size
+        session = (request.model, request.scope, request.session)
+        found = self._remembered_hits(session, keys, limit)
+        found += map(self._block_of_key.get, keys[len(found) : limit], repeat(-1))
         try:
             hit_count = found.index(-1)
         except ValueError:
@@ -303,13 +317,15 @@ class VllmPrefixCache(CachePolicy):
         taken = queue.take(needed - hit_count)
         self._evict_keys(taken)
         newly_keyed = taken[: full - hit_count]
-        self._cache(keys[hit_count:full], newly_keyed)  # the blocks that are now full
+        # the blocks that are now full
+        each_oldest = self._cache(keys[hit_count:full], newly_keyed)
 
         # Finish: free tail first; the unkeyed partial tail (if any) goes to the front,
         # keyed blocks to the back, deepest first.
         if needed > full:
             queue.prepend(taken[-1])
-        queue.append_run(newly_keyed, hits, reused, reused_start)
+        run = queue.append_run(newly_keyed, hits, reused, reused_start)
+        self._remember(session, keys, run, each_oldest)
         # The record make_usage would build, built directly (this runs per request): read +
         # written <= needed blocks' tokens, so uncached = input - read - written >= 0.
         read = hit_count * block_size
@@ -325,6 +341,43 @@ class VllmPrefixCache(CachePolicy):
             cache_write_tokens={self.write_bucket: written} if written else {},
             uncached_input_tokens=length - read - written,
         )
+
+    def _remembered_hits(
+        self, session: tuple[str | None, str, str | None], keys: list[BlockKey], limit: int
+    ) -> list[int]:
+        """The lookup result for a leading part of ``keys``, known without looking up.
+
+        A session's previous request left its run: its blocks hold that request's keys
+        in order, each the oldest block of its key (``_remember`` checks this). While the
+        run's block list is the very list object seen then, at the same length, no block
+        has left it (taking, touching and moving blocks all shrink or replace the list),
+        so those blocks are still cached and still the oldest: a lookup of the same keys
+        would return exactly them. Agent sessions resend their previous prompt, so this
+        skips one dict lookup per resent block.
+        """
+        remembered = self._last_run.get(session)
+        if remembered is None:
+            return []
+        previous_keys, run, stack, size = remembered
+        if run.stack is not stack or len(stack) != size or keys[:size] != previous_keys:
+            return []
+        return stack[:limit]
+
+    def _remember(
+        self,
+        session: tuple[str | None, str, str | None],
+        keys: list[BlockKey],
+        run: _Run,
+        each_oldest: bool,
+    ) -> None:
+        memory = self._last_run
+        memory.pop(session, None)
+        # The run holds the blocks of keys[:full] in order; usable only if each is the
+        # oldest block of its key (hits are, new blocks are when none was a duplicate).
+        if each_oldest and run.stack:
+            memory[session] = (keys, run, run.stack, len(run.stack))
+            if len(memory) > self.remembered_sessions:
+                del memory[next(iter(memory))]
 
     def _evict_keys(self, blocks: list[int]) -> None:
         """Lazy eviction: ``blocks`` were taken for reuse and lose their keys, in order."""
@@ -343,15 +396,18 @@ class VllmPrefixCache(CachePolicy):
             else:
                 del block_of_key[key]
 
-    def _cache(self, keys: list[BlockKey], blocks: list[int]) -> None:
-        """Key ``blocks`` (in order); an already cached key gets a younger duplicate."""
+    def _cache(self, keys: list[BlockKey], blocks: list[int]) -> bool:
+        """Key ``blocks`` (in order); an already cached key gets a younger duplicate.
+
+        True when no duplicate was made: each block is then the oldest of its key.
+        """
         self._key_of_block.update(zip(blocks, keys, strict=True))
         block_of_key = self._block_of_key
         if block_of_key.keys().isdisjoint(keys):  # the usual case: all keys are new
             before = len(block_of_key)
             block_of_key.update(zip(keys, blocks, strict=True))
             if len(block_of_key) - before == len(keys):
-                return
+                return True
             # A key repeated within ``keys`` (only a malformed trace can do that): the
             # update kept the last block, but the first is the oldest. Redo it in order.
             for key in keys:
@@ -361,6 +417,7 @@ class VllmPrefixCache(CachePolicy):
                 self._duplicates.setdefault(key, []).append(block)
             else:
                 block_of_key[key] = block
+        return False
 
     def _forget(self, key: BlockKey, block: int) -> None:
         """Drop ``block`` from the blocks holding ``key`` (the next oldest takes over)."""
