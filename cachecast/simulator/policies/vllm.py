@@ -300,15 +300,15 @@ class VllmPrefixCache(CachePolicy):
 
         # Lookup: longest run of cached full blocks, at most len - 1 tokens. The C-level
         # map/index pair replaces a Python loop: this is the hot path of agent traffic.
-        # (-1 marks a miss: int == int is cheaper for list.index than int == None.)
+        # (-1 marks a miss: int == int is cheaper for list.index than int == None. A
+        # final -1 spares the ValueError of a lookup that hits up to the limit.)
         limit = (length - 1) // block_size
         session = (request.model, request.scope, request.session)
         found = self._remembered_hits(session, keys, limit)
-        found += map(self._block_of_key.get, keys[len(found) : limit], repeat(-1))
-        try:
-            hit_count = found.index(-1)
-        except ValueError:
-            hit_count = len(found)
+        remembered = len(found)
+        found += map(self._block_of_key.get, keys[remembered:limit], repeat(-1))
+        found.append(-1)
+        hit_count = found.index(-1, remembered)
         hit_count = hit_count * block_size // self.alignment * self.alignment // block_size
         hits = found[:hit_count]
         reused, reused_start = queue.remove_hits(hits)  # touch
