@@ -111,6 +111,9 @@ class BatchEncoder:
         self.cache = cache if cache is not None else SegmentCache()
         self.workers = workers if workers is not None else _default_workers()
         self._thread: ThreadPoolExecutor | None = None
+        # Threads that encode shares of a batch beside self._thread (never the same pool: a
+        # task waiting on its own pool could deadlock when two batches are in flight).
+        self._helpers: ThreadPoolExecutor | None = None
         framing = tokenizer.framing
         self._start = framing.start[1]
         self._message = framing.message[1]
@@ -121,6 +124,9 @@ class BatchEncoder:
         if self._thread is not None:
             self._thread.shutdown()
             self._thread = None
+        if self._helpers is not None:
+            self._helpers.shutdown()
+            self._helpers = None
 
     def encode_batch(self, batch: Sequence[Rendered]) -> list[Encoded]:
         return self.end_batch(self.begin_batch(batch))
@@ -159,7 +165,7 @@ class BatchEncoder:
         else:
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(1, thread_name_prefix="cachecast-encode")
-            encoded = self._thread.submit(self._encode_texts, text_list)
+            encoded = self._thread.submit(self._encode_parallel, text_list)
         return PendingBatch(batch, found, missed, text_list, encoded)
 
     def end_batch(self, pending: PendingBatch) -> list[Encoded]:
@@ -241,6 +247,22 @@ class BatchEncoder:
             rendered.encoded_segments = result.segments
             rendered.encoded_explicit_breakpoints = explicit
         return result
+
+    def _encode_parallel(self, texts: list[str]) -> list[array[int]]:
+        # tiktoken releases the GIL while it encodes, so a batch's misses are split into
+        # shares: this thread encodes the first, helper threads the others, in parallel.
+        shares = min(self.workers, len(texts) // 8)
+        if shares < 2:
+            return self._encode_texts(texts)
+        if self._helpers is None:
+            self._helpers = ThreadPoolExecutor(
+                self.workers - 1, thread_name_prefix="cachecast-encode-share"
+            )
+        size = -(-len(texts) // shares)
+        chunks = [texts[start : start + size] for start in range(0, len(texts), size)]
+        others = [self._helpers.submit(self._encode_texts, chunk) for chunk in chunks[1:]]
+        first = self._encode_texts(chunks[0])
+        return first + [ids for future in others for ids in future.result()]
 
     def _encode_texts(self, texts: list[str]) -> list[array[int]]:
         # One call per text: joining the texts around a special token and encoding them in

@@ -214,3 +214,23 @@ def test_strict_raises_after_the_earlier_requests(tmp_path: Path) -> None:
             seen.append(request.line)
     assert seen == [1]
     assert (raised.value.line, raised.value.field) == (2, "request")
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_misses_split_across_encoding_threads_keep_each_requests_ids(workers: int) -> None:
+    # 40 distinct texts are enough misses (8 or more per share) for the batch to be split
+    # between the encoding thread and its helpers; every request must still get exactly the
+    # ids tiktoken gives its whole rendering, in order.
+    tokenizer = get_tokenizer("gpt-4o")
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    records = [
+        {"model": "gpt-4o", "messages": [{"role": "user", "content": f"question {n}: {n * n}?"}]}
+        for n in range(40)
+    ]
+    batch = [render(record, "chat") for record in records]
+    encoder = BatchEncoder(tokenizer, SegmentCache(), workers=workers)
+    try:
+        results = encoder.encode_batch(batch)
+    finally:
+        encoder.close()
+    assert [list(r.tokens) for r in results] == [whole_request_ids(r) for r in records]
