@@ -10,36 +10,22 @@ from decimal import Decimal
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
-from cachecast.contracts import (
-    CacheMode,
-    ContractConflictError,
-    ContractStore,
-    ContractTerms,
-    TtlOption,
-)
+from cachecast.contracts import CacheMode, ContractConflictError, ContractStore, ContractTerms
+from tests.contracts.builders import terms
 
 MONTHS_PER_WRITER = 12
 CONTESTED_ROUNDS = 8
 
 
 def version(model: str, start: dt.date, end: dt.date | None, read: str) -> ContractTerms:
-    return ContractTerms(
+    return terms(
+        model,
+        start,
+        end,
+        read=read,
         provider="race",
-        model=model,
-        effective_from=start,
-        effective_to=end,
-        verified_on=start,
-        source="https://race.example/terms",
         mode=CacheMode.EXPLICIT,
-        min_cacheable_tokens=1024,
-        ttl_options=(
-            TtlOption(
-                name="5m", ttl_seconds=300, refresh_on_hit=True, write_multiplier=Decimal("1.25")
-            ),
-        ),
-        read_multiplier=Decimal(read),
-        input_per_mtok=Decimal(3),
-        output_per_mtok=Decimal(15),
+        source="https://race.example/terms",
     )
 
 

@@ -9,49 +9,17 @@ from typing import Any
 import pytest
 
 from cachecast.contracts import (
-    CacheMode,
     ContractConflictError,
     ContractFormatError,
     ContractStore,
-    ContractTerms,
     DatabaseNotMigratedError,
-    TtlOption,
     UnknownContractError,
 )
 from cachecast.contracts.serialize import terms_from_json, terms_to_json
+from tests.contracts.builders import JAN, terms
 from tests.contracts.conftest import dump_rows
 
-JAN = dt.date(2026, 1, 1)
 MAR = dt.date(2026, 3, 1)
-
-
-def terms(
-    model: str = "acme-1",
-    start: dt.date = JAN,
-    end: dt.date | None = None,
-    *,
-    read: str = "0.5",
-    aliases: tuple[str, ...] = (),
-) -> ContractTerms:
-    return ContractTerms(
-        provider="acme",
-        model=model,
-        aliases=aliases,
-        effective_from=start,
-        effective_to=end,
-        verified_on=start,
-        source="https://acme.example/pricing",
-        mode=CacheMode.AUTOMATIC,
-        min_cacheable_tokens=1024,
-        ttl_options=(
-            TtlOption(
-                name="5m", ttl_seconds=300, refresh_on_hit=True, write_multiplier=Decimal("1.25")
-            ),
-        ),
-        read_multiplier=Decimal(read),
-        input_per_mtok=Decimal(3),
-        output_per_mtok=Decimal(15),
-    )
 
 
 def test_as_of_on_version_boundaries(empty_url: str) -> None:

@@ -1,0 +1,43 @@
+"""One builder for the hand-made contract versions the store tests write."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from cachecast.contracts import CacheMode, ContractTerms, TtlOption
+
+JAN = dt.date(2026, 1, 1)
+
+
+def terms(
+    model: str = "acme-1",
+    start: dt.date = JAN,
+    end: dt.date | None = None,
+    *,
+    read: str = "0.5",
+    aliases: tuple[str, ...] = (),
+    provider: str = "acme",
+    mode: CacheMode = CacheMode.AUTOMATIC,
+    source: str = "https://acme.example/pricing",
+) -> ContractTerms:
+    """$3 in / $15 out, a 1,024-token minimum and one 5-minute TTL written at x1.25."""
+    return ContractTerms(
+        provider=provider,
+        model=model,
+        aliases=aliases,
+        effective_from=start,
+        effective_to=end,
+        verified_on=start,
+        source=source,
+        mode=mode,
+        min_cacheable_tokens=1024,
+        ttl_options=(
+            TtlOption(
+                name="5m", ttl_seconds=300, refresh_on_hit=True, write_multiplier=Decimal("1.25")
+            ),
+        ),
+        read_multiplier=Decimal(read),
+        input_per_mtok=Decimal(3),
+        output_per_mtok=Decimal(15),
+    )
