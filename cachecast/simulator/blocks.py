@@ -6,11 +6,16 @@ things that change the KV values or separate caches) is folded into the seed tha
 in for the parent of block 0, exactly as vLLM puts ``cache_salt`` on the first block only
 and lets the chain carry it.
 
-Hash: BLAKE2b with a 16-byte (128-bit) digest over ``parent_key || uint32 token ids``.
-Why collisions are negligible: for N distinct blocks the birthday bound gives a collision
-probability of at most N*(N-1)/2 / 2**128. Even N = 10**12 blocks (far more than any log
-we replay: a million requests of 100k tokens in 16-token blocks is 6*10**9) gives
-< 1.5e-15. (A 64-bit key would already reach ~3% at N = 10**9, which is why we use 128.)
+Hash: XXH3-128 (the ``xxhash`` package) over ``parent_key || uint32 token ids``, a 16-byte
+key. Why collisions are negligible: XXH3-128 is a non-cryptographic hash whose output is
+indistinguishable from random on non-adversarial data (it passes SMHasher), so for N
+distinct blocks the birthday bound gives a collision probability of at most
+N*(N-1)/2 / 2**128. Even N = 10**12 blocks (far more than any log we replay: a million
+requests of 100k tokens in 16-token blocks is 6*10**9) gives < 1.5e-15. (A 64-bit key would
+already reach ~3% at N = 10**9, which is why we use 128.) Why not a cryptographic hash:
+a collision here only mis-predicts one simulated hit, nobody's KV data is exposed (the
+reason vLLM defaults to sha256; it offers xxhash too), and the hash is the simulator's
+hot loop: XXH3 costs about a quarter of BLAKE2b per 16-token block.
 
 Keys are ``bytes`` objects: CPython caches their hash, so dictionary lookups in the hot
 loop cost one memcmp.
@@ -21,7 +26,10 @@ namespace seed, so no two namespaces share a key and equal ids give equal keys.
 
 Growing sessions resend their previous prompt: ``BlockKeyer`` remembers the last token
 bytes and keys per session and reuses the keys of the longest common whole-block prefix
-(checked by comparing the bytes, so the result is identical to hashing from scratch).
+(checked by comparing the bytes, so the result is identical to hashing from scratch). A
+request whose session shares nothing (a new session, or a log without session ids) is
+compared instead with the latest prompt that opened with the same first block, which
+shares its system prompt in agent traffic.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ import hashlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
+
+from xxhash import xxh3_128_digest
 
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -62,16 +72,12 @@ def chain_keys_from_bytes(
 
     ``parent`` is the key of block ``start - 1`` (``seed`` when ``start`` is 0).
     """
-    blake2b = hashlib.blake2b
     stride = block_size * _TOKEN_BYTES
     previous = seed if parent is None else parent
-    view = memoryview(data)
     keys: list[BlockKey] = []
     append = keys.append
     for offset in range(start * stride, len(data) - stride + 1, stride):
-        digest = blake2b(previous, digest_size=KEY_BYTES)
-        digest.update(view[offset : offset + stride])
-        previous = digest.digest()
+        previous = xxh3_128_digest(previous + data[offset : offset + stride])
         append(previous)
     return keys
 
@@ -107,7 +113,12 @@ class BlockKeyer:
             raise ValueError("block_size must be positive")
         self.block_size = block_size
         self._seeds: dict[tuple[str | None, str], bytes] = {}
+        # (seed, session) -> that session's last prompt bytes and keys
         self._recent: OrderedDict[tuple[bytes, str], tuple[bytes, list[BlockKey]]] = OrderedDict()
+        # (seed, first block's bytes) -> the latest prompt opening with that block
+        self._by_opening: OrderedDict[tuple[bytes, bytes], tuple[bytes, list[BlockKey]]] = (
+            OrderedDict()
+        )
         self._remembered = remembered_sessions
 
     def seed(self, request: TokenizedRequest) -> bytes:
@@ -139,22 +150,34 @@ class BlockKeyer:
                 )
             return trace_keys(request.block_keys[:full_blocks], seed)
         data = token_bytes(request.tokens)
+        stride = self.block_size * _TOKEN_BYTES
         session = (seed, request.session or "")
         remembered = self._recent.get(session)
+        common = 0
+        if remembered is not None:
+            common = _common_whole_blocks(remembered[0], data, stride, len(remembered[1]))
+        opening = (seed, data[:stride])
+        if common == 0 and len(data) >= stride:
+            # A new session: the latest prompt that opened with the same block most
+            # likely shares the system prompt too (only equal bytes are reused).
+            remembered = self._by_opening.get(opening)
+            if remembered is not None:
+                common = _common_whole_blocks(remembered[0], data, stride, len(remembered[1]))
         start, parent = 0, None
         keys: list[BlockKey] = []
-        if remembered is not None:
-            common = _common_whole_blocks(
-                remembered[0], data, self.block_size * _TOKEN_BYTES, len(remembered[1])
-            )
-            if common:
-                keys = remembered[1][:common]
-                start, parent = common, keys[-1]
+        if common and remembered is not None:
+            keys = remembered[1][:common]
+            start, parent = common, keys[-1]
         keys += chain_keys_from_bytes(data, self.block_size, seed, start, parent)
         self._recent[session] = (data, keys)
         self._recent.move_to_end(session)
         if len(self._recent) > self._remembered:
             self._recent.popitem(last=False)
+        if keys:
+            self._by_opening[opening] = (data, keys)
+            self._by_opening.move_to_end(opening)
+            if len(self._by_opening) > self._remembered:
+                self._by_opening.popitem(last=False)
         return keys
 
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import struct
+
+import pytest
+from xxhash import xxh3_128_digest
+
+from cachecast.simulator import blocks
 from cachecast.simulator.blocks import (
     BlockKeyer,
     chain_keys,
@@ -60,3 +66,41 @@ def test_trace_ids_are_keys_inside_a_namespace() -> None:
     # stands for a partial block and gets no key.
     keyer = BlockKeyer(512)
     assert len(keyer.keys(make_trace_request([7, 8, 9], 1100))) == 2
+
+
+def test_keys_are_xxh3_128_over_the_parent_key_and_the_token_ids() -> None:
+    """The construction the module documents, computed here independently."""
+    tokens = run(40, 7)
+    first = xxh3_128_digest(SEED + struct.pack("<16I", *tokens[:16]))
+    second = xxh3_128_digest(first + struct.pack("<16I", *tokens[16:32]))
+    assert chain_keys(tokens, 16, SEED) == [first, second]
+
+
+def test_a_new_session_reuses_the_keys_of_a_prompt_with_the_same_opening(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sessions without history start hashing where they part from the latest prompt
+    that opened with the same block; the keys equal hashing from scratch."""
+    keyer = BlockKeyer(16)
+    system = run(40, 0)  # 2 full blocks and 8 tokens of a third
+    prompts = [
+        ("a", system + run(30, 1000)),
+        ("b", system + run(30, 2000)),  # parts inside block 2: blocks 0-1 reused
+        ("c", system[:20] + run(50, 3000)),  # parts inside block 1: block 0 reused
+        ("d", run(16, 9) + system[16:]),  # another opening block: nothing to reuse
+        (None, system + run(5, 4000)),  # no session id at all
+    ]
+    requests = [make_request(tokens, session=session) for session, tokens in prompts]
+    from_scratch = [chain_keys(r.tokens or [], 16, keyer.seed(r)) for r in requests]
+    starts: list[int] = []
+    hash_from = blocks.chain_keys_from_bytes
+
+    def recording(
+        data: bytes, size: int, seed: bytes, start: int = 0, parent: bytes | None = None
+    ) -> list[bytes]:
+        starts.append(start)
+        return hash_from(data, size, seed, start, parent)
+
+    monkeypatch.setattr(blocks, "chain_keys_from_bytes", recording)
+    assert [keyer.keys(request) for request in requests] == from_scratch
+    assert starts == [0, 2, 1, 0, 1]
