@@ -29,15 +29,17 @@ def oracle_class() -> type:
 
 
 @st.composite
-def streams(draw: st.DrawFn) -> tuple[int, list[tuple[str, list[int]]]]:
+def streams(
+    draw: st.DrawFn, max_blocks: int = 14, max_requests: int = 25
+) -> tuple[int, list[tuple[str, list[int]]]]:
     """(pool size, [(session, prompt)]). vLLM ignores sessions; the policy uses them for
     a shortcut (a session's previous run), so sessions interleave and grow, and other
     sessions' requests touch or evict what a session left in the meantime."""
-    num_blocks = draw(st.integers(min_value=3, max_value=14))
+    num_blocks = draw(st.integers(min_value=3, max_value=max_blocks))
     # A few base documents; each request takes a prefix of one (cut anywhere, so inside a
     # block too) and appends its own tail, some of which repeat to create exact re-sends.
     bases = [draw(st.lists(st.integers(0, 3), min_size=0, max_size=6 * BLOCK)) for _ in range(3)]
-    count = draw(st.integers(min_value=1, max_value=25))
+    count = draw(st.integers(min_value=1, max_value=max_requests))
     requests: list[tuple[str, list[int]]] = []
     for _ in range(count):
         kind = draw(st.integers(0, 3)) if requests else 3
@@ -65,7 +67,22 @@ def streams(draw: st.DrawFn) -> tuple[int, list[tuple[str, list[int]]]]:
 def test_hits_and_free_queue_equal_vllm(
     oracle_class: type, stream: tuple[int, list[tuple[str, list[int]]]]
 ) -> None:
-    num_blocks, requests = stream
+    _replay_against_vllm(oracle_class, *stream)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=streams(max_blocks=80, max_requests=40))
+def test_hits_and_free_queue_equal_vllm_with_room(
+    oracle_class: type, stream: tuple[int, list[tuple[str, list[int]]]]
+) -> None:
+    """Pools large enough that sessions often find their previous blocks untouched by
+    eviction while other sessions move the prefixes they share: the shortcuts' case."""
+    _replay_against_vllm(oracle_class, *stream)
+
+
+def _replay_against_vllm(
+    oracle_class: type, num_blocks: int, requests: list[tuple[str, list[int]]]
+) -> None:
     oracle = oracle_class(BLOCK, num_blocks, max_model_len=32 * BLOCK)
     ours = VllmPrefixCache(BLOCK, num_blocks)
     for index, (session, tokens) in enumerate(requests):

@@ -112,26 +112,26 @@ def test_free_queue_runs_split_and_move_in_vllm_order() -> None:
     queue = FreeBlockQueue(1, 1)  # no never-used blocks: everything lives in runs
     # A request freed chain [5, 3, 9] (depth order): vLLM frees deepest first, so the
     # queue reads 9, 3, 5.
-    queue.append_run([5, 3, 9], [], None, 0)
+    queue.append_runs([5, 3, 9], [], [])
     assert list(queue) == [9, 3, 5]
     # A hit on the first block only (5) splits the run: 9, 3 stay in front, and after
     # a request with one new block 7 the back reads (7 then the hit 5): 9, 3, 7, 5.
-    reused, start = queue.remove_hits([5])
-    assert reused is None  # the run was not hit whole, so it stays where it was
+    pieces = queue.remove_hits([5])
+    assert pieces == [(None, 0, 1)]  # not hit whole: the run stays where it was
     assert list(queue) == [9, 3]
-    queue.append_run([7], [5], reused, start)
+    queue.append_runs([7], [5], pieces)
     assert list(queue) == [9, 3, 7, 5]
     # Hitting [5, 7], the whole second run, moves that run object as one piece.
-    reused, start = queue.remove_hits([5, 7])
-    assert reused is not None and start == 0
+    pieces = queue.remove_hits([5, 7])
+    assert len(pieces) == 1 and pieces[0][0] is not None and pieces[0][1:] == (0, 2)
     assert list(queue) == [9, 3]
-    queue.append_run([], [5, 7], reused, start)
+    queue.append_runs([], [5, 7], pieces)
     assert list(queue) == [9, 3, 7, 5]
     # A hit on 9 alone: 9 is the deeper block of the first run (chain [3, 9]), not its
     # first, so the general path removes it; 3 stays first in the queue.
-    reused, start = queue.remove_hits([9])
+    pieces = queue.remove_hits([9])
     assert list(queue) == [3, 7, 5]
-    queue.append_run([], [9], reused, start)
+    queue.append_runs([], [9], pieces)
     assert list(queue) == [3, 7, 5, 9]
     assert len(queue) == 4
     assert [queue.popleft() for _ in range(4)] == [3, 7, 5, 9]

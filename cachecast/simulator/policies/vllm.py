@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from itertools import repeat
-from operator import eq
 
 from cachecast.simulator.blocks import BlockKey, BlockKeyer
 from cachecast.simulator.policies.base import (
@@ -46,19 +45,26 @@ from cachecast.tokenizers.types import TokenizedRequest
 
 UNBOUNDED_BLOCKS = 1 << 62
 
+# (a run that moves whole or None, start, end): one piece of a request's hits
+Piece = tuple["_Run | None", int, int]
+
 
 class _Run:
     """Blocks freed together, kept so that the whole group moves in one step.
 
     ``stack`` lists the blocks in reverse queue order: ``stack[-1]`` is evicted first.
-    A finished request's run is its hits followed by its new keyed blocks, i.e. its chain
-    in depth order, which is exactly the reverse of the order vLLM frees them in.
+    A finished request's blocks form one or more consecutive runs (one per piece of its
+    hits, the new keyed blocks joining the deepest), each in depth order, which is
+    exactly the reverse of the order vLLM frees them in.
     """
 
-    __slots__ = ("next", "previous", "stack")
+    __slots__ = ("next", "previous", "sequence", "stack")
 
-    def __init__(self, stack: list[int]) -> None:
+    def __init__(self, stack: list[int], sequence: int = -1) -> None:
         self.stack = stack
+        # Position in the queue: runs are linked in increasing ``sequence`` order (a run
+        # gets the next number when it is appended; a split remainder keeps its run's).
+        self.sequence = sequence
         self.previous: _Run = self
         self.next: _Run = self
 
@@ -73,11 +79,12 @@ class FreeBlockQueue:
       the blocks one request freed, plus ``run_of`` (block -> its run).
 
     Why runs: agent traffic resends a session's previous prompt, so a request's hits are
-    usually the bottoms of one or two earlier runs, matched by one list comparison. Such
-    a piece moves to the back with its run object (no per-block work but a list copy);
-    only blocks that change run get their ``run_of`` entry rewritten. Any other shape
-    of hits (duplicates, a block deep inside a run) takes a slower general path with
-    the same result.
+    usually whole earlier runs (the session's own blocks, a system prompt shared with
+    other sessions) or the bottom of one, each matched by one list comparison. A whole
+    run moves to the back as the same object (no per-block work), and keeps moving
+    whole for later requests; only blocks that change run get their ``run_of`` entry
+    rewritten. Any other shape of hits (duplicates, a block deep inside a run) takes a
+    slower general path with the same result.
     """
 
     def __init__(self, first: int, end: int) -> None:
@@ -86,6 +93,11 @@ class FreeBlockQueue:
         self.fresh_end = end
         self.runs = _Run([])  # sentinel of the circular list; .next is the front run
         self.run_of: dict[int, _Run] = {}
+        self.next_sequence = 0
+        # The highest run sequence any block was ever taken (evicted) from. Runs are taken
+        # front first, in sequence order, so every block that sits in a run numbered
+        # above this has stayed in the queue, keyed, since that run was appended.
+        self.evicted_through = -1
 
     def __len__(self) -> int:
         return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.run_of)
@@ -113,6 +125,7 @@ class FreeBlockQueue:
                 if run is sentinel:
                     raise IndexError("take from an exhausted free-block queue")
                 stack = run.stack
+                self.evicted_through = run.sequence
                 count = min(remaining, len(stack))
                 from_back.extend(reversed(stack[len(stack) - count :]))
                 del stack[len(stack) - count :]
@@ -123,56 +136,72 @@ class FreeBlockQueue:
             taken += from_back
         return taken
 
-    def remove_hits(self, hits: list[int]) -> tuple[_Run | None, int]:
+    def remove_hits(self, hits: list[int]) -> list[Piece]:
         """Take the (free, keyed) hit blocks out of the queue: vLLM's touch.
 
-        Returns a run object that held a whole slice ``hits[start : start + len]`` and is
-        now unlinked (so ``append_run`` can reuse it, rewriting no ``run_of`` entry for
-        that slice), and ``start``; or ``(None, 0)``.
+        ``hits`` is in depth order; it is cut into pieces, each the bottom blocks of one
+        run. Returns them in order as ``(run, start, end)``: ``run`` is an unlinked run
+        object whose stack is exactly ``hits[start:end]`` and whose blocks' ``run_of``
+        entries already point at it (so ``append_runs`` moves it as is), or None when
+        ``hits[start:end]`` needs a new run.
         """
         run_of = self.run_of
         total = len(hits)
         position = 0
-        reusable: _Run | None = None
-        reusable_start = 0
-        left_whole: list[_Run] = []
+        pieces: list[Piece] = []
         while position < total:
             run = run_of[hits[position]]
             stack = run.stack
-            size = min(len(stack), total - position)
-            wanted = hits[position : position + size]
-            if stack[:size] != wanted:
-                matched = list(map(eq, stack[:size], wanted))
-                size = matched.index(False)
+            size = len(stack)
+            if size <= total - position:
+                whole = stack == hits[position : position + size]
+            else:
+                size = total - position
+                whole = stack[:size] == hits[position:]
+            if not whole:
+                size = self._piece_length(run, hits, position)
                 if size == 0:  # a hit inside a run: the general path
                     self._remove_scattered(hits[position:])
+                    pieces.append((None, position, total))
                     break
-            if size == len(stack):  # the whole run is hit: it can move as one piece
+            end = position + size
+            if size == len(stack):  # the whole run is hit: it moves as one piece
                 _unlink(run)
-                left_whole.append(run)
-                if reusable is None or size > len(reusable.stack):
-                    reusable, reusable_start = run, position
+                pieces.append((run, position, end))
             elif len(stack) - size < size:
                 # Fewer blocks stay than leave: the deeper ones move to a new run in this
                 # run's place, and this run leaves whole, so fewer run_of entries change.
-                rest = _Run(stack[size:])
+                rest = _Run(stack[size:], run.sequence)
                 rest.previous, rest.next = run.previous, run.next
                 run.previous.next = run.next.previous = rest
                 run.previous = run.next = run
                 run_of.update(zip(rest.stack, repeat(rest)))
                 del stack[size:]
-                left_whole.append(run)
-                if reusable is None or size > len(reusable.stack):
-                    reusable, reusable_start = run, position
+                pieces.append((run, position, end))
             else:  # the run keeps its deeper blocks where it is
                 del stack[:size]
-            position += size
-        for run in left_whole:
-            if run is not reusable:
-                run.stack = []  # its blocks now belong to the request's run
-        if reusable is None:
-            return None, 0
-        return reusable, reusable_start
+                pieces.append((None, position, end))
+            position = end
+        return pieces
+
+    def _piece_length(self, run: _Run, hits: list[int], position: int) -> int:
+        """How many hits from ``position`` on are the bottom blocks of ``run``, in order.
+
+        Usually the hits end with another run's blocks (the session's own previous
+        request) and everything before them is this run's piece (a shared prefix that
+        another session moved): checked with one comparison. Otherwise a search.
+        """
+        stack = run.stack
+        run_of = self.run_of
+        end = len(hits) - len(run_of[hits[-1]].stack)
+        size = end - position
+        if (
+            0 < size <= len(stack)
+            and run_of[hits[end]] is not run
+            and stack[:size] == hits[position:end]
+        ):
+            return size  # maximal: hits[end] is in another run, stack[size] in this one
+        return _common_prefix_length(stack, hits[position : position + len(stack)])
 
     def _remove_scattered(self, hits: list[int]) -> None:
         run_of = self.run_of
@@ -187,32 +216,43 @@ class FreeBlockQueue:
         self.front[block] = None
         self.front.move_to_end(block, last=False)
 
-    def append_run(
-        self, new_blocks: list[int], hits: list[int], reused: _Run | None, reused_start: int
-    ) -> _Run:
+    def append_runs(self, new_blocks: list[int], hits: list[int], pieces: list[Piece]) -> int:
         """Free a finished request: its new keyed blocks then its hits, deepest first.
 
-        Both lists are in depth order (the chain's order), so the run is their sum.
-
-        ``reused``/``reused_start`` come from ``remove_hits``: that slice of ``hits``
-        already points at ``reused``.
+        Each hit piece stays a run of its own, so that a prefix shared by many sessions
+        (a system prompt) keeps moving as one object; the new blocks join the deepest
+        piece. Appending the pieces deepest first puts the request's blocks in vLLM's
+        order. Returns the number of the first run appended: all of the request's
+        blocks sit in runs numbered from there on.
         """
-        stack = hits + new_blocks
+        first_sequence = self.next_sequence
         run_of = self.run_of
-        if reused is None:
-            run = _Run(stack)
-            run_of.update(zip(stack, repeat(run)))
-        else:
-            run = reused
-            kept = len(run.stack)
-            run.stack = stack
-            run_of.update(zip(hits[:reused_start], repeat(run)))
-            run_of.update(zip(stack[reused_start + kept :], repeat(run)))
-        if stack:
-            last = self.runs.previous
-            run.previous, run.next = last, self.runs
-            last.next = self.runs.previous = run
-        return run
+        if not pieces:
+            if new_blocks:
+                run = _Run(new_blocks[:])
+                run_of.update(zip(new_blocks, repeat(run)))
+                self._append(run)
+            return first_sequence
+        deepest = True
+        for run_or_none, start, end in reversed(pieces):
+            if run_or_none is None:
+                run = _Run(hits[start:end])
+                run_of.update(zip(run.stack, repeat(run)))
+            else:
+                run = run_or_none
+            if deepest and new_blocks:
+                run.stack += new_blocks
+                run_of.update(zip(new_blocks, repeat(run)))
+            deepest = False
+            self._append(run)
+        return first_sequence
+
+    def _append(self, run: _Run) -> None:
+        run.sequence = self.next_sequence
+        self.next_sequence += 1
+        last = self.runs.previous
+        run.previous, run.next = last, self.runs
+        last.next = self.runs.previous = run
 
     def __iter__(self) -> Iterator[int]:
         yield from self.front
@@ -221,6 +261,26 @@ class FreeBlockQueue:
         while run is not self.runs:
             yield from reversed(run.stack)
             run = run.next
+
+
+def _common_prefix_length(left: list[int], right: list[int]) -> int:
+    """How many leading items ``left`` and ``right`` share, given that they differ.
+
+    A binary search on slice equality: each probe is one C-level comparison, about
+    log2(n) of them, instead of a Python-level call per item.
+    """
+    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; not at high+1
+    if left[:high] != right[:high]:
+        high -= 1
+    else:
+        return high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if left[low:middle] == right[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _unlink(run: _Run) -> None:
@@ -259,9 +319,9 @@ class VllmPrefixCache(CachePolicy):
         # de-duplicate) wait in ``_duplicates`` in insertion order.
         self._block_of_key: dict[BlockKey, int] = {}
         self._duplicates: dict[BlockKey, list[int]] = {}
-        # session -> (its last keys, the run they left, that run's block list, length)
+        # session -> (its last key, the blocks holding its keys, the run number they left in)
         self._last_run: dict[
-            tuple[str | None, str, str | None], tuple[list[BlockKey], _Run, list[int], int]
+            tuple[str | None, str, str | None], tuple[BlockKey, list[int], int]
         ] = {}
 
     @property
@@ -306,12 +366,18 @@ class VllmPrefixCache(CachePolicy):
         session = (request.model, request.scope, request.session)
         found = self._remembered_hits(session, keys, limit)
         remembered = len(found)
-        found += map(self._block_of_key.get, keys[remembered:limit], repeat(-1))
-        found.append(-1)
-        hit_count = found.index(-1, remembered)
+        block_of_key = self._block_of_key
+        # A session's new turn usually misses right after its resent prefix: one probe
+        # settles that before mapping the rest.
+        if remembered < limit and keys[remembered] in block_of_key:
+            found += map(block_of_key.get, keys[remembered:limit], repeat(-1))
+            found.append(-1)
+            hit_count = found.index(-1, remembered)
+        else:
+            hit_count = remembered
         hit_count = hit_count * block_size // self.alignment * self.alignment // block_size
-        hits = found[:hit_count]
-        reused, reused_start = queue.remove_hits(hits)  # touch
+        hits = found if hit_count == len(found) else found[:hit_count]
+        pieces = queue.remove_hits(hits)  # touch
 
         # Allocate from the front of the free queue; a reused block loses its old key.
         taken = queue.take(needed - hit_count)
@@ -324,8 +390,10 @@ class VllmPrefixCache(CachePolicy):
         # keyed blocks to the back, deepest first.
         if needed > full:
             queue.prepend(taken[-1])
-        run = queue.append_run(newly_keyed, hits, reused, reused_start)
-        self._remember(session, keys, run, each_oldest)
+        first_sequence = queue.append_runs(newly_keyed, hits, pieces)
+        # Remembered only if each block is the oldest of its key (hits are; new blocks
+        # are when none became a duplicate).
+        self._remember(session, keys, hits + newly_keyed if each_oldest else [], first_sequence)
         # The record make_usage would build, built directly (this runs per request): read +
         # written <= needed blocks' tokens, so uncached = input - read - written >= 0.
         read = hit_count * block_size
@@ -347,35 +415,44 @@ class VllmPrefixCache(CachePolicy):
     ) -> list[int]:
         """The lookup result for a leading part of ``keys``, known without looking up.
 
-        A session's previous request left its run: its blocks hold that request's keys
-        in order, each the oldest block of its key (``_remember`` checks this). While the
-        run's block list is the very list object seen then, at the same length, no block
-        has left it (taking, touching and moving blocks all shrink or replace the list),
-        so those blocks are still cached and still the oldest: a lookup of the same keys
-        would return exactly them. Agent sessions resend their previous prompt, so this
-        skips one dict lookup per resent block.
+        A session's previous request left its blocks in runs numbered from some
+        ``sequence`` on, each block the oldest holding its key (``_remember`` checks this).
+        Keys are chained, so when this request's key at the depth of that request's last
+        block is the same, so are all keys before it. Later requests may move those blocks
+        to newer runs (a shared prefix hit by another session) but never to older ones,
+        and a block loses its key only when it is taken from the queue, which happens
+        front first, in run order. So while no block was ever taken from a run numbered
+        ``sequence`` or above, every one of those blocks is still cached and still the
+        oldest of its key: a lookup of the same keys would return exactly them. Agent
+        sessions resend their previous prompt, so this skips one dict lookup per resent
+        block.
         """
         remembered = self._last_run.get(session)
         if remembered is None:
             return []
-        previous_keys, run, stack, size = remembered
-        if run.stack is not stack or len(stack) != size or keys[:size] != previous_keys:
+        last_key, blocks, sequence = remembered
+        depth = len(blocks)
+        if (
+            self.free_queue.evicted_through >= sequence
+            or len(keys) < depth
+            or keys[depth - 1] != last_key
+        ):
             return []
-        return stack[:limit]
+        return blocks[:limit]
 
     def _remember(
         self,
         session: tuple[str | None, str, str | None],
         keys: list[BlockKey],
-        run: _Run,
-        each_oldest: bool,
+        blocks: list[int],
+        sequence: int,
     ) -> None:
+        """Keep the blocks of ``keys[:len(blocks)]``, each the oldest block of its key,
+        freed into runs numbered from ``sequence`` on (see ``_remembered_hits``)."""
         memory = self._last_run
         memory.pop(session, None)
-        # The run holds the blocks of keys[:full] in order; usable only if each is the
-        # oldest block of its key (hits are, new blocks are when none was a duplicate).
-        if each_oldest and run.stack:
-            memory[session] = (keys, run, run.stack, len(run.stack))
+        if blocks:
+            memory[session] = (keys[len(blocks) - 1], blocks, sequence)
             if len(memory) > self.remembered_sessions:
                 del memory[next(iter(memory))]
 
