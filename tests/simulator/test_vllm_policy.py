@@ -110,28 +110,30 @@ def test_too_small_a_pool_is_rejected() -> None:
 
 def test_free_queue_runs_split_and_move_in_vllm_order() -> None:
     queue = FreeBlockQueue(1, 1)  # no never-used blocks: everything lives in runs
+    key = {block: bytes([block]) * 16 for block in (3, 5, 7, 9)}  # the key each holds
     # A request freed chain [5, 3, 9] (depth order): vLLM frees deepest first, so the
     # queue reads 9, 3, 5.
-    queue.append_runs([5, 3, 9], [], [])
+    queue.append_runs([5, 3, 9], [], [key[5], key[3], key[9]], [])
     assert list(queue) == [9, 3, 5]
     # A hit on the first block only (5) splits the run: 9, 3 stay in front, and after
     # a request with one new block 7 the back reads (7 then the hit 5): 9, 3, 7, 5.
     pieces = queue.remove_hits([5])
     assert pieces == [(None, 0, 1)]  # not hit whole: the run stays where it was
     assert list(queue) == [9, 3]
-    queue.append_runs([7], [5], pieces)
+    queue.append_runs([7], [5], [key[5], key[7]], pieces)
     assert list(queue) == [9, 3, 7, 5]
     # Hitting [5, 7], the whole second run, moves that run object as one piece.
     pieces = queue.remove_hits([5, 7])
     assert len(pieces) == 1 and pieces[0][0] is not None and pieces[0][1:] == (0, 2)
     assert list(queue) == [9, 3]
-    queue.append_runs([], [5, 7], pieces)
+    queue.append_runs([], [5, 7], [key[5], key[7]], pieces)
     assert list(queue) == [9, 3, 7, 5]
     # A hit on 9 alone: 9 is the deeper block of the first run (chain [3, 9]), not its
     # first, so the general path removes it; 3 stays first in the queue.
     pieces = queue.remove_hits([9])
     assert list(queue) == [3, 7, 5]
-    queue.append_runs([], [9], pieces)
+    queue.append_runs([], [9], [key[9]], pieces)
     assert list(queue) == [3, 7, 5, 9]
     assert len(queue) == 4
-    assert [queue.popleft() for _ in range(4)] == [3, 7, 5, 9]
+    # Taking blocks hands back the keys they held, in the same order.
+    assert queue.take(4) == ([3, 7, 5, 9], [key[3], key[7], key[5], key[9]])

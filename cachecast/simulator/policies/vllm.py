@@ -58,10 +58,13 @@ class _Run:
     exactly the reverse of the order vLLM frees them in.
     """
 
-    __slots__ = ("next", "previous", "sequence", "stack")
+    __slots__ = ("keys", "next", "previous", "sequence", "stack")
 
-    def __init__(self, stack: list[int], sequence: int = -1) -> None:
+    def __init__(self, stack: list[int], keys: list[BlockKey], sequence: int = -1) -> None:
         self.stack = stack
+        # keys[i] is the key block stack[i] holds: an evicted block's key is at hand
+        # without a per-block lookup (every block in a run is keyed).
+        self.keys = keys
         # Position in the queue: runs are linked in increasing ``sequence`` order (a run
         # gets the next number when it is appended; a split remainder keeps its run's).
         self.sequence = sequence
@@ -91,7 +94,7 @@ class FreeBlockQueue:
         self.front: OrderedDict[int, None] = OrderedDict()
         self.fresh_next = first
         self.fresh_end = end
-        self.runs = _Run([])  # sentinel of the circular list; .next is the front run
+        self.runs = _Run([], [])  # sentinel of the circular list; .next is the front run
         self.run_of: dict[int, _Run] = {}
         self.next_sequence = 0
         # The highest run sequence any block was ever taken (evicted) from. Runs are taken
@@ -102,12 +105,14 @@ class FreeBlockQueue:
     def __len__(self) -> int:
         return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.run_of)
 
-    def popleft(self) -> int:
-        return self.take(1)[0]
+    def take(self, number: int) -> tuple[list[int], list[BlockKey]]:
+        """Remove and return the first ``number`` free blocks, front first.
 
-    def take(self, number: int) -> list[int]:
-        """Remove and return the first ``number`` free blocks, front first."""
+        Also returns the keys the blocks taken from runs held, in order: they are the last
+        ``len(keys)`` blocks taken (front and never-used blocks hold no key).
+        """
         taken: list[int] = []
+        evicted_keys: list[BlockKey] = []
         front = self.front
         while front and len(taken) < number:
             taken.append(front.popitem(last=False)[0])
@@ -124,17 +129,19 @@ class FreeBlockQueue:
                 run = sentinel.next
                 if run is sentinel:
                     raise IndexError("take from an exhausted free-block queue")
-                stack = run.stack
+                stack, keys = run.stack, run.keys
                 self.evicted_through = run.sequence
                 count = min(remaining, len(stack))
-                from_back.extend(reversed(stack[len(stack) - count :]))
-                del stack[len(stack) - count :]
+                cut = len(stack) - count
+                from_back.extend(reversed(stack[cut:]))
+                evicted_keys.extend(reversed(keys[cut:]))
+                del stack[cut:], keys[cut:]
                 if not stack:
                     _unlink(run)
                 remaining -= count
             deque(map(self.run_of.__delitem__, from_back), maxlen=0)  # C-level bulk delete
             taken += from_back
-        return taken
+        return taken, evicted_keys
 
     def remove_hits(self, hits: list[int]) -> list[Piece]:
         """Take the (free, keyed) hit blocks out of the queue: vLLM's touch.
@@ -171,15 +178,15 @@ class FreeBlockQueue:
             elif len(stack) - size < size:
                 # Fewer blocks stay than leave: the deeper ones move to a new run in this
                 # run's place, and this run leaves whole, so fewer run_of entries change.
-                rest = _Run(stack[size:], run.sequence)
+                rest = _Run(stack[size:], run.keys[size:], run.sequence)
                 rest.previous, rest.next = run.previous, run.next
                 run.previous.next = run.next.previous = rest
                 run.previous = run.next = run
                 run_of.update(zip(rest.stack, repeat(rest)))
-                del stack[size:]
+                del stack[size:], run.keys[size:]
                 pieces.append((run, position, end))
             else:  # the run keeps its deeper blocks where it is
-                del stack[:size]
+                del stack[:size], run.keys[:size]
                 pieces.append((None, position, end))
             position = end
         return pieces
@@ -208,7 +215,13 @@ class FreeBlockQueue:
         touched: dict[_Run, None] = dict.fromkeys(map(run_of.__getitem__, hits))
         leaving = set(hits)
         for run in touched:
-            run.stack = [block for block in run.stack if block not in leaving]
+            staying = [
+                (block, key)
+                for block, key in zip(run.stack, run.keys, strict=True)
+                if block not in leaving
+            ]
+            run.stack = [block for block, _ in staying]
+            run.keys = [key for _, key in staying]
             if not run.stack:
                 _unlink(run)
 
@@ -216,32 +229,38 @@ class FreeBlockQueue:
         self.front[block] = None
         self.front.move_to_end(block, last=False)
 
-    def append_runs(self, new_blocks: list[int], hits: list[int], pieces: list[Piece]) -> int:
+    def append_runs(
+        self, new_blocks: list[int], hits: list[int], keys: list[BlockKey], pieces: list[Piece]
+    ) -> int:
         """Free a finished request: its new keyed blocks then its hits, deepest first.
 
-        Each hit piece stays a run of its own, so that a prefix shared by many sessions
-        (a system prompt) keeps moving as one object; the new blocks join the deepest
-        piece. Appending the pieces deepest first puts the request's blocks in vLLM's
-        order. Returns the number of the first run appended: all of the request's
-        blocks sit in runs numbered from there on.
+        ``keys`` are the request's keys: hit ``i`` holds ``keys[i]``, and the new blocks
+        the keys that follow. Each hit piece stays a run of its own, so that a prefix
+        shared by many sessions (a system prompt) keeps moving as one object; the new
+        blocks join the deepest piece. Appending the pieces deepest first puts the
+        request's blocks in vLLM's order. Returns the number of the first run appended:
+        all of the request's blocks sit in runs numbered from there on.
         """
         first_sequence = self.next_sequence
         run_of = self.run_of
+        hit_count = len(hits)
+        new_keys = keys[hit_count : hit_count + len(new_blocks)]
         if not pieces:
             if new_blocks:
-                run = _Run(new_blocks[:])
+                run = _Run(new_blocks[:], new_keys)
                 run_of.update(zip(new_blocks, repeat(run)))
                 self._append(run)
             return first_sequence
         deepest = True
         for run_or_none, start, end in reversed(pieces):
             if run_or_none is None:
-                run = _Run(hits[start:end])
+                run = _Run(hits[start:end], keys[start:end])
                 run_of.update(zip(run.stack, repeat(run)))
             else:
                 run = run_or_none
             if deepest and new_blocks:
                 run.stack += new_blocks
+                run.keys += new_keys
                 run_of.update(zip(new_blocks, repeat(run)))
             deepest = False
             self._append(run)
@@ -314,7 +333,6 @@ class VllmPrefixCache(CachePolicy):
         self.write_bucket = write_bucket
         self.keyer = BlockKeyer(block_size)
         self.free_queue = FreeBlockQueue(1, total)
-        self._key_of_block: dict[int, BlockKey] = {}
         # key -> the oldest block holding it; younger duplicates (vLLM does not
         # de-duplicate) wait in ``_duplicates`` in insertion order.
         self._block_of_key: dict[BlockKey, int] = {}
@@ -333,7 +351,7 @@ class VllmPrefixCache(CachePolicy):
         return list(self.free_queue)
 
     def cached_block_count(self) -> int:
-        return len(self._key_of_block)
+        return len(self.free_queue.run_of)  # between requests every keyed block is free
 
     def peek_hit_tokens(self, request: TokenizedRequest) -> int:
         """The hit ``process`` would give ``request`` now, changing nothing (for routers)."""
@@ -380,8 +398,9 @@ class VllmPrefixCache(CachePolicy):
         pieces = queue.remove_hits(hits)  # touch
 
         # Allocate from the front of the free queue; a reused block loses its old key.
-        taken = queue.take(needed - hit_count)
-        self._evict_keys(taken)
+        taken, evicted_keys = queue.take(needed - hit_count)
+        if evicted_keys:
+            self._evict_keys(taken[len(taken) - len(evicted_keys) :], evicted_keys)
         newly_keyed = taken[: full - hit_count]
         # the blocks that are now full
         each_oldest = self._cache(keys[hit_count:full], newly_keyed)
@@ -390,7 +409,7 @@ class VllmPrefixCache(CachePolicy):
         # keyed blocks to the back, deepest first.
         if needed > full:
             queue.prepend(taken[-1])
-        first_sequence = queue.append_runs(newly_keyed, hits, pieces)
+        first_sequence = queue.append_runs(newly_keyed, hits, keys, pieces)
         # Remembered only if each block is the oldest of its key (hits are; new blocks
         # are when none became a duplicate).
         self._remember(session, keys, hits + newly_keyed if each_oldest else [], first_sequence)
@@ -456,18 +475,15 @@ class VllmPrefixCache(CachePolicy):
             if len(memory) > self.remembered_sessions:
                 del memory[next(iter(memory))]
 
-    def _evict_keys(self, blocks: list[int]) -> None:
-        """Lazy eviction: ``blocks`` were taken for reuse and lose their keys, in order."""
-        old_keys = list(map(self._key_of_block.pop, blocks, repeat(None)))
+    def _evict_keys(self, blocks: list[int], old_keys: list[BlockKey]) -> None:
+        """Lazy eviction: ``blocks`` were taken for reuse and lose ``old_keys``, in order."""
         block_of_key = self._block_of_key
         if not self._duplicates:
             # Without duplicates every cached key has exactly one block, the one evicted
             # here, so its entry goes: one C-level pass instead of a Python loop.
-            deque(map(block_of_key.__delitem__, filter(None, old_keys)), maxlen=0)
+            deque(map(block_of_key.__delitem__, old_keys), maxlen=0)
             return
         for block, key in zip(blocks, old_keys, strict=True):
-            if key is None:
-                continue
             if key in self._duplicates or block_of_key[key] != block:
                 self._forget(key, block)
             else:
@@ -478,7 +494,6 @@ class VllmPrefixCache(CachePolicy):
 
         True when no duplicate was made: each block is then the oldest of its key.
         """
-        self._key_of_block.update(zip(blocks, keys, strict=True))
         block_of_key = self._block_of_key
         if block_of_key.keys().isdisjoint(keys):  # the usual case: all keys are new
             before = len(block_of_key)
