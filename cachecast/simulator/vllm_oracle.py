@@ -13,9 +13,15 @@ from typing import Any
 
 
 class VllmKvManagerOracle:
-    """One vLLM ``KVCacheManager`` with ``num_blocks`` blocks of ``block_size`` tokens."""
+    """One vLLM ``KVCacheManager`` with ``num_blocks`` blocks of ``block_size`` tokens.
 
-    def __init__(self, block_size: int, num_blocks: int, max_model_len: int) -> None:
+    ``hash_algo`` is vLLM's ``--prefix-caching-hash-algo``: its default "sha256", or
+    "xxhash" (faster, non-cryptographic), "sha256_cbor", "xxhash_cbor".
+    """
+
+    def __init__(
+        self, block_size: int, num_blocks: int, max_model_len: int, hash_algo: str = "sha256"
+    ) -> None:
         import torch
         from vllm import SamplingParams
         from vllm.utils.hashing import get_hash_fn_by_name
@@ -28,7 +34,7 @@ class VllmKvManagerOracle:
         )
         from vllm.v1.request import Request
 
-        hash_fn = get_hash_fn_by_name("sha256")
+        hash_fn = get_hash_fn_by_name(hash_algo)
         init_none_hash(hash_fn)
         spec = FullAttentionSpec(
             block_size=block_size, num_kv_heads=2, head_size=32, dtype=torch.bfloat16
