@@ -300,7 +300,7 @@ def estimate(
             # the log, so that each body is read as the API it was written for.
             logged_models: dict[tuple[str, int], str | None] = {}
             streams = [
-                _remember_logged_model(
+                note_logged_models(
                     read_log(
                         path,
                         model=tokenizer_models[tokenizer_name],
@@ -315,10 +315,10 @@ def estimate(
             group_results = [
                 TargetResult(targets[i], contracts[i], tokenizer_name) for i in indices
             ]
-            _replay(
+            replay_targets(
                 _time_ordered(streams),
                 group_results,
-                _ObservedMatcher(store, day, logged_models),
+                ObservedModelMatcher(store, day, logged_models),
                 progress,
                 per_request,
                 auto_cache_control,
@@ -335,10 +335,10 @@ def estimate(
             TargetResult(target, contract, "as given")
             for target, contract in zip(targets, contracts, strict=True)
         ]
-        _replay(
+        replay_targets(
             _time_ordered([iter(pretokenized)]),
             group_results,
-            _ObservedMatcher(store, day, {}),
+            ObservedModelMatcher(store, day, {}),
             progress,
             per_request,
             auto_cache_control,
@@ -360,23 +360,30 @@ def _as_paths(sources: Sequence[Path] | Iterable[TokenizedRequest]) -> list[Path
     return paths if len(paths) == len(sources) else None
 
 
-def _policy(result: TargetResult, auto_cache_control: bool) -> CachePolicy:
+# target_policy, replay_targets, ObservedModelMatcher and note_logged_models are the
+# steps of ``estimate``; the distributed runner (simulator/distributed) runs the same
+# steps per partition, so they are public here rather than copied there.
+
+
+def target_policy(result: TargetResult, auto_cache_control: bool) -> CachePolicy:
+    """The cache policy a target's contract implies (with an assumed breakpoint at the
+    end of the latest message when ``auto_cache_control`` and the contract is explicit)."""
     if auto_cache_control and result.contract.mode is CacheMode.EXPLICIT:
         result.assumed_breakpoint = "end of the latest message"
         return policy_for_contract(result.contract, implicit_last_message=True)
     return policy_for_contract(result.contract)
 
 
-def _replay(
+def replay_targets(
     requests: Iterator[TokenizedRequest],
     results: list[TargetResult],
-    matcher: _ObservedMatcher,
+    matcher: ObservedModelMatcher,
     progress: Callable[[int], None] | None,
     per_request: Callable[[PerRequestRow], None] | None,
     auto_cache_control: bool,
 ) -> None:
     """Feed one ordered request stream to every target's policy, billing as it goes."""
-    policies = [_policy(result, auto_cache_control) for result in results]
+    policies = [target_policy(result, auto_cache_control) for result in results]
     pending = 0
     for request in requests:
         logged_model = matcher.logged_model(request)
@@ -403,14 +410,14 @@ def _replay(
         progress(pending)
 
 
-class _ObservedMatcher:
+class ObservedModelMatcher:
     """Decides whether a request's observed usage came from the target's own model.
 
     Usage reported by gpt-4o says nothing about what gpt-5.6 would have cached, so a target
     is reconciled only against requests its own provider served with a model that resolves
     to the same contract model. Since the log is tokenized for the target's model (the
     tokenizer's model argument overrides the record's), the model the log line itself names
-    is read separately (``_remember_logged_model``); for requests handed over already
+    is read separately (``note_logged_models``); for requests handed over already
     tokenized, ``request.model`` is all there is.
     """
 
@@ -441,7 +448,7 @@ class _ObservedMatcher:
         return self._resolved[key] == contract.model
 
 
-def _remember_logged_model(
+def note_logged_models(
     requests: Iterator[TokenizedRequest], path: Path, logged: dict[tuple[str, int], str | None]
 ) -> Iterator[TokenizedRequest]:
     """Pass requests through, noting the model their own log line names where they carry

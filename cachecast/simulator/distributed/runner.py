@@ -45,15 +45,15 @@ from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
 from cachecast.simulator.estimate import (
     EstimateReport,
+    ObservedModelMatcher,
     PerRequestRow,
     Target,
     TargetError,
     TargetResult,
-    _ObservedMatcher,
-    _policy,
-    _remember_logged_model,
-    _replay,
+    note_logged_models,
+    replay_targets,
     resolve_targets,
+    target_policy,
     tokenizer_for_target,
 )
 from cachecast.simulator.types import Cost
@@ -111,7 +111,7 @@ def _tokenize_and_shuffle(
     """Yield ``buckets`` lists per chunk of requests, then the file's bad lines."""
     errors: list[LogError] = []
     logged: dict[tuple[str, int], str | None] = {}
-    requests = _remember_logged_model(
+    requests = note_logged_models(
         read_log(path, model=model, strict=strict, errors=errors), Path(path), logged
     )
     chunk: list[list[_Item]] = [[] for _ in range(buckets)]
@@ -176,10 +176,10 @@ def _replay_bucket(
             current.clear()
 
     previous_order: list[OrderKey] = [(0.0, 0, 0)]
-    _replay(
+    replay_targets(
         ordered(),
         results,
-        _ObservedMatcher(store, day, logged),
+        ObservedModelMatcher(store, day, logged),
         lambda count: counter.add.remote(count),
         keep if keep_rows else None,
         auto_cache_control,
@@ -303,7 +303,7 @@ def estimate_on_ray(
             TargetResult(target, contract, tokenizer_name)
             for target, contract in zip(group_targets, group_contracts, strict=True)
         ]
-        unit = common_unit(_policy(probe, auto_cache_control) for probe in probes)
+        unit = common_unit(target_policy(probe, auto_cache_control) for probe in probes)
         per_bucket, group_errors = _shuffle(
             paths, tokenizer_models[tokenizer_name], strict, unit, bucket_count, chunk_requests
         )
