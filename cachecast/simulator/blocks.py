@@ -47,6 +47,7 @@ KEY_BYTES = 16
 _TOKEN_BYTES = 4  # token ids are stored as uint32
 
 BlockKey = bytes
+_MemoryKey = tuple[bytes, str] | tuple[bytes, bytes]  # (seed, session) or (seed, opening)
 
 
 def namespace_seed(model: str | None, scope: str, salt: str = "") -> bytes:
@@ -113,12 +114,10 @@ class BlockKeyer:
             raise ValueError("block_size must be positive")
         self.block_size = block_size
         self._seeds: dict[tuple[str | None, str], bytes] = {}
-        # (seed, session) -> that session's last prompt bytes and keys
-        self._recent: OrderedDict[tuple[bytes, str], tuple[bytes, list[BlockKey]]] = OrderedDict()
+        # (seed, session) -> that session's last prompt bytes and keys;
         # (seed, first block's bytes) -> the latest prompt opening with that block
-        self._by_opening: OrderedDict[tuple[bytes, bytes], tuple[bytes, list[BlockKey]]] = (
-            OrderedDict()
-        )
+        self._recent: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]] = OrderedDict()
+        self._by_opening: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]] = OrderedDict()
         self._remembered = remembered_sessions
 
     def seed(self, request: TokenizedRequest) -> bytes:
@@ -152,48 +151,66 @@ class BlockKeyer:
         data = token_bytes(request.tokens)
         stride = self.block_size * _TOKEN_BYTES
         session = (seed, request.session or "")
-        remembered = self._recent.get(session)
-        common = 0
-        if remembered is not None:
-            common = _common_whole_blocks(remembered[0], data, stride, len(remembered[1]))
         opening = (seed, data[:stride])
-        if common == 0 and len(data) >= stride:
+        keys = _reusable_keys(self._recent.get(session), data, stride)
+        if not keys and len(data) >= stride:
             # A new session: the latest prompt that opened with the same block most
             # likely shares the system prompt too (only equal bytes are reused).
-            remembered = self._by_opening.get(opening)
-            if remembered is not None:
-                common = _common_whole_blocks(remembered[0], data, stride, len(remembered[1]))
-        start, parent = 0, None
-        keys: list[BlockKey] = []
-        if common and remembered is not None:
-            keys = remembered[1][:common]
-            start, parent = common, keys[-1]
-        keys += chain_keys_from_bytes(data, self.block_size, seed, start, parent)
-        self._recent[session] = (data, keys)
-        self._recent.move_to_end(session)
-        if len(self._recent) > self._remembered:
-            self._recent.popitem(last=False)
+            keys = _reusable_keys(self._by_opening.get(opening), data, stride)
+        parent = keys[-1] if keys else None
+        keys += chain_keys_from_bytes(data, self.block_size, seed, len(keys), parent)
+        self._remember(self._recent, session, (data, keys))
         if keys:
-            self._by_opening[opening] = (data, keys)
-            self._by_opening.move_to_end(opening)
-            if len(self._by_opening) > self._remembered:
-                self._by_opening.popitem(last=False)
+            self._remember(self._by_opening, opening, (data, keys))
         return keys
+
+    def _remember(
+        self,
+        memory: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]],
+        key: _MemoryKey,
+        prompt: tuple[bytes, list[BlockKey]],
+    ) -> None:
+        """Keep ``prompt`` under ``key`` as the most recent entry, dropping the oldest."""
+        memory[key] = prompt
+        memory.move_to_end(key)
+        if len(memory) > self._remembered:
+            memory.popitem(last=False)
+
+
+def _reusable_keys(
+    remembered: tuple[bytes, list[BlockKey]] | None, data: bytes, stride: int
+) -> list[BlockKey]:
+    """A new list of the remembered prompt's keys for the whole blocks ``data`` shares."""
+    if remembered is None:
+        return []
+    old, keys = remembered
+    return keys[: _common_whole_blocks(old, data, stride, len(keys))]
 
 
 def _common_whole_blocks(old: bytes, new: bytes, stride: int, old_blocks: int) -> int:
-    """How many leading whole blocks two byte strings share (binary search on memcmp)."""
+    """How many leading whole blocks two byte strings share (at most ``old_blocks``)."""
     limit = min(old_blocks, len(new) // stride)
     if limit == 0:
         return 0
     if new.startswith(old):  # a grown session: no slice copies needed
         return limit
-    if old[: limit * stride] == new[: limit * stride]:
-        return limit
-    low, high = 0, limit - 1  # invariant: low blocks match, high+1 blocks do not
+    size = limit * stride
+    return common_prefix_length(old[:size], new[:size]) // stride
+
+
+def common_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
+    """How many leading items ``left`` and ``right`` share.
+
+    A binary search on slice equality: each probe is one C-level comparison of the part
+    not yet known to match, about log2(n) of them, instead of a Python-level step per item.
+    """
+    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; not at high+1
+    if left[:high] == right[:high]:
+        return high
+    high -= 1
     while low < high:
         middle = (low + high + 1) // 2
-        if old[: middle * stride] == new[: middle * stride]:
+        if left[low:middle] == right[low:middle]:
             low = middle
         else:
             high = middle - 1

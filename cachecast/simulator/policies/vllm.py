@@ -32,7 +32,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterator
 from itertools import repeat
 
-from cachecast.simulator.blocks import BlockKey, BlockKeyer
+from cachecast.simulator.blocks import BlockKey, BlockKeyer, common_prefix_length
 from cachecast.simulator.policies.base import (
     SELF_HOSTED_WRITE,
     CachePolicy,
@@ -208,7 +208,7 @@ class FreeBlockQueue:
             and stack[:size] == hits[position:end]
         ):
             return size  # maximal: hits[end] is in another run, stack[size] in this one
-        return _common_prefix_length(stack, hits[position : position + len(stack)])
+        return common_prefix_length(stack, hits[position : position + len(stack)])
 
     def _remove_scattered(self, hits: list[int]) -> None:
         run_of = self.run_of
@@ -246,11 +246,9 @@ class FreeBlockQueue:
         hit_count = len(hits)
         new_keys = keys[hit_count : hit_count + len(new_blocks)]
         if not pieces:
-            if new_blocks:
-                run = _Run(new_blocks[:], new_keys)
-                run_of.update(zip(new_blocks, repeat(run)))
-                self._append(run)
-            return first_sequence
+            if not new_blocks:
+                return first_sequence
+            pieces = [(None, hit_count, hit_count)]  # an empty piece the new blocks join
         deepest = True
         for run_or_none, start, end in reversed(pieces):
             if run_or_none is None:
@@ -280,26 +278,6 @@ class FreeBlockQueue:
         while run is not self.runs:
             yield from reversed(run.stack)
             run = run.next
-
-
-def _common_prefix_length(left: list[int], right: list[int]) -> int:
-    """How many leading items ``left`` and ``right`` share, given that they differ.
-
-    A binary search on slice equality: each probe is one C-level comparison, about
-    log2(n) of them, instead of a Python-level call per item.
-    """
-    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; not at high+1
-    if left[:high] != right[:high]:
-        high -= 1
-    else:
-        return high
-    while low < high:
-        middle = (low + high + 1) // 2
-        if left[low:middle] == right[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _unlink(run: _Run) -> None:
