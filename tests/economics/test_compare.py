@@ -161,15 +161,9 @@ def test_plot_is_a_readable_png(report: ComparisonReport, tmp_path: Path) -> Non
     assert "self-hosted, fully used" in text
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    economics_cli.register(app)
-    return app
-
-
-def test_capacity_cli_json() -> None:
+def test_capacity_cli_json(economics_app: typer.Typer) -> None:
     result = CliRunner().invoke(
-        _app(),
+        economics_app,
         [
             "capacity",
             "--model",
@@ -211,9 +205,9 @@ def test_capacity_cli_json() -> None:
         assert key in data
 
 
-def test_capacity_cli_model_that_does_not_fit_exits_1() -> None:
+def test_capacity_cli_model_that_does_not_fit_exits_1(economics_app: typer.Typer) -> None:
     result = CliRunner().invoke(
-        _app(), ["capacity", "--model", "llama-3.3-70b", "--gpu", "h100", "--json"]
+        economics_app, ["capacity", "--model", "llama-3.3-70b", "--gpu", "h100", "--json"]
     )
     assert result.exit_code == 1
     data = json.loads(result.stdout)
@@ -221,13 +215,15 @@ def test_capacity_cli_model_that_does_not_fit_exits_1() -> None:
     assert "does not fit" in data["error"]
 
 
-def test_capacity_cli_rejects_unknown_names() -> None:
-    result = CliRunner().invoke(_app(), ["capacity", "--model", "llama-3.1-8b", "--gpu", "tpu"])
+def test_capacity_cli_rejects_unknown_names(economics_app: typer.Typer) -> None:
+    result = CliRunner().invoke(
+        economics_app, ["capacity", "--model", "llama-3.1-8b", "--gpu", "tpu"]
+    )
     assert result.exit_code == 2
     assert "unknown accelerator" in result.output
 
 
-def test_compare_cli_on_a_text_log(tmp_path: Path) -> None:
+def test_compare_cli_on_a_text_log(economics_app: typer.Typer, tmp_path: Path) -> None:
     system = "You are a careful assistant. " * 40
     lines = [
         {
@@ -251,7 +247,7 @@ def test_compare_cli_on_a_text_log(tmp_path: Path) -> None:
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     chart = tmp_path / "chart.png"
     result = CliRunner().invoke(
-        _app(),
+        economics_app,
         [
             "compare",
             str(log),

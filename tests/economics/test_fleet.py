@@ -31,7 +31,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cachecast.gpu_backend.economics import cli as economics_cli
 from cachecast.gpu_backend.economics.capacity import Deployment
 from cachecast.gpu_backend.economics.compare import compare
 from cachecast.gpu_backend.economics.fleet import FleetComparison, PolicyResult, fleet
@@ -175,17 +174,11 @@ def test_pollaczek_khinchine_wait() -> None:
     assert pollaczek_khinchine_wait(2.0, np.array([0.5]), 1.0) is None
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    economics_cli.register(app)
-    return app
-
-
-def test_fleet_cli_json(tmp_path: Path) -> None:
+def test_fleet_cli_json(economics_app: typer.Typer, tmp_path: Path) -> None:
     log = write_log(tmp_path / "log.jsonl", spacing_ms=1000)
     command = ["fleet", str(log), "--model", "llama-3.1-8b", "--gpu", "l40s", "--replicas", "2"]
     result = CliRunner().invoke(
-        _app(),
+        economics_app,
         [
             *command,
             "--routing",
@@ -226,13 +219,13 @@ def test_fleet_cli_json(tmp_path: Path) -> None:
         PROMPT + 2
     ] * 2
 
-    everything = CliRunner().invoke(_app(), [*command, "--json"])
+    everything = CliRunner().invoke(economics_app, [*command, "--json"])
     assert everything.exit_code == 0, everything.output
     routings = [policy["routing"] for policy in json.loads(everything.stdout)["policies"]]
     assert routings == [str(routing) for routing in Routing]
     assert json.loads(everything.stdout)["policies"][0]["cost"] is None  # no --gpu-price
 
-    bad = CliRunner().invoke(_app(), [*command, "--routing", "random"])
+    bad = CliRunner().invoke(economics_app, [*command, "--routing", "random"])
     assert bad.exit_code == 2
     assert "--routing 'random' is not one of" in bad.output
 

@@ -118,9 +118,11 @@ def _deployment(
     weight_dtype: str | None,
     params: int | None,
     utilization: float,
-    block_size: int,
+    block_size: int | None,
 ) -> Deployment:
-    from cachecast.gpu_backend.economics.capacity import Deployment
+    """The deployment the options describe (``block_size`` None: vLLM's default), or exit 2
+    naming the bad option."""
+    from cachecast.gpu_backend.economics.capacity import DEFAULT_BLOCK_SIZE, Deployment
     from cachecast.gpu_backend.economics.geometry import KV_DTYPES, GeometryError, load_model
     from cachecast.gpu_backend.economics.hardware import UnknownAcceleratorError, get_accelerator
 
@@ -136,7 +138,7 @@ def _deployment(
             kv_dtype=kv_dtype,
             weight_dtype=weight_dtype,
             gpu_memory_utilization=Fraction(str(utilization)),
-            block_size=block_size,
+            block_size=block_size or DEFAULT_BLOCK_SIZE,
         )
     except (GeometryError, UnknownAcceleratorError, ValueError) as error:
         return _fail(console, str(error))  # type: ignore[no-any-return]
@@ -309,15 +311,7 @@ def compare_command(
             _fail(err, f"--at {at!r} is not a date (YYYY-MM-DD)")
     _check_files(err, logs)
     deployment = _deployment(
-        err,
-        model,
-        gpu,
-        gpus,
-        kv_dtype,
-        weight_dtype,
-        params,
-        gpu_memory_utilization,
-        block_size or 16,
+        err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
     )
     measurement = None
     if measurement_id is not None:
@@ -368,14 +362,8 @@ def compare_command(
                 tokenizer_model=tokenizer,
                 progress=lambda n: progress.advance(task, n),
             )
-    except ComparisonError as error:
+    except (ComparisonError, ValueError) as error:  # also log errors of the tokenizer
         _fail(err, str(error), EXIT_BAD_INPUT)
-    except ValueError as error:  # bad targets, log errors raised by the estimate pipeline
-        message = str(error)
-        close = getattr(error, "close_matches", None)
-        if close:
-            message += "\nclose matches: " + ", ".join(close)
-        _fail(err, message, EXIT_BAD_INPUT)
     _print_log_errors(err, report.errors)
     rows = comparison_rows(report)
     if plot is not None:
@@ -522,15 +510,7 @@ def fleet_command(
     price = _gpu_price(err, gpu_price)
     _check_files(err, logs)
     deployment = _deployment(
-        err,
-        model,
-        gpu,
-        gpus,
-        kv_dtype,
-        weight_dtype,
-        params,
-        gpu_memory_utilization,
-        block_size or 16,
+        err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
     )
     progress = progress_bar(err)
     try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cachecast.gpu_backend.economics.capacity import (
+    DEFAULT_BLOCK_SIZE,
     DEFAULT_GPU_MEMORY_UTILIZATION,
     Capacity,
     Deployment,
@@ -67,6 +68,7 @@ DEFAULT_MAX_UTILIZATION = 0.8
 DEFAULT_CAPACITY_FACTORS: tuple[Fraction, ...] = tuple(
     Fraction(2) ** exponent for exponent in range(-5, 4)
 )
+PROGRESS_EVERY = 256  # requests replayed between two progress updates
 GPU_HOURS_QUANTUM = Decimal("0.000001")
 MONEY_QUANTUM = Decimal("0.000001")
 HIT_RATE_DEFINITION = (
@@ -205,14 +207,23 @@ def _replay(
     if state_checkpoint_tokens is not None:
         options["state_checkpoint_tokens"] = state_checkpoint_tokens
     policy = build_policy("vllm", **options)
-    cached = []
+    return [
+        policy.process(request).cache_read_tokens
+        for request in reporting_progress(requests, progress)
+    ]
+
+
+def reporting_progress(
+    requests: Sequence[TokenizedRequest], progress: Callable[[int], None] | None
+) -> Iterator[TokenizedRequest]:
+    """``requests`` in order; ``progress`` is told of every PROGRESS_EVERY that were taken,
+    and of the rest after the last one."""
     for index, request in enumerate(requests, 1):
-        cached.append(policy.process(request).cache_read_tokens)
-        if progress is not None and index % 256 == 0:
-            progress(256)
-    if progress is not None and len(requests) % 256:
-        progress(len(requests) % 256)
-    return cached
+        yield request
+        if progress is not None and index % PROGRESS_EVERY == 0:
+            progress(PROGRESS_EVERY)
+    if progress is not None and len(requests) % PROGRESS_EVERY:
+        progress(len(requests) % PROGRESS_EVERY)
 
 
 def _block_size(requests: Sequence[TokenizedRequest], given: int | None) -> int:
@@ -234,7 +245,7 @@ def _block_size(requests: Sequence[TokenizedRequest], given: int | None) -> int:
                 " be simulated on it"
             )
         return size
-    return given or 16
+    return given or DEFAULT_BLOCK_SIZE
 
 
 def _decode_batch(
@@ -459,14 +470,14 @@ def compare(
         # then gives the inter-token latency at this rate (few sequences: weights per token).
         replicas = max(1, math.ceil(busy_full / (duration * max_utilization)))
         utilization = busy_full / (replicas * duration)
+        replica_rate = rate / replicas
         decode_batch, saturated = _decode_batch(
-            deployment, rate / replicas, mean_output, decode_context, batch_cap
+            deployment, replica_rate, mean_output, decode_context, batch_cap
         )
         step_seconds = (
             decode_seconds_per_token(deployment, decode_batch, decode_context) * decode_batch
         )
         service = prefill + outputs * decode_full_per_token
-        replica_rate = rate / replicas
         # Pollaczek-Khinchine mean wait of an M/G/1 queue (Poisson arrivals, as Mooncake's).
         wait = pollaczek_khinchine_wait(replica_rate, service, utilization)
         # Replicas were added until utilization <= max_utilization < 1: never saturated.

@@ -48,6 +48,7 @@ from cachecast.gpu_backend.economics.compare import (
     decode_seconds_per_token,
     gpu_hours_of,
     money,
+    reporting_progress,
     size_deployment,
 )
 from cachecast.gpu_backend.economics.geometry import ModelGeometry
@@ -265,13 +266,9 @@ def fleet(
         )
         placed = np.empty(len(requests), dtype=np.int64)
         cached = np.empty(len(requests), dtype=np.float64)
-        for index, request in enumerate(requests):
+        for index, request in enumerate(reporting_progress(requests, progress)):
             placed[index], usage = simulated.process(request)
             cached[index] = usage.cache_read_tokens
-            if progress is not None and (index + 1) % 256 == 0:
-                progress(256)
-        if progress is not None and len(requests) % 256:
-            progress(len(requests) % 256)
         results.append(
             _time_policy(
                 simulated.report(),

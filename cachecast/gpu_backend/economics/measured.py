@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -91,10 +91,4 @@ def load_measurement(url: str, measurement_id: int) -> FittedPrefill:
             raise MeasurementError(f"no engine measurement with id {measurement_id} at {url}")
         report = json.loads(stored.report_json)
     fitted = fit_from_report(report)
-    return FittedPrefill(
-        f"measurement #{measurement_id}: {fitted.source}",
-        fitted.fixed_s,
-        fitted.per_token_s,
-        fitted.per_pair_s,
-        fitted.rows,
-    )
+    return replace(fitted, source=f"measurement #{measurement_id}: {fitted.source}")

@@ -38,11 +38,9 @@ FloatArray = npt.NDArray[np.float64]
 
 
 class PrefillMeasurement(Protocol):
-    """A measured prefill time for this deployment (the vLLM backend's, once it stores them).
-
-    Nothing in cachecast provides one yet: ``compare`` accepts it so that the engine
-    measurements (issue 7) can replace the roofline model without changing this module.
-    """
+    """A measured prefill time for this deployment, replacing the roofline model in
+    ``compare``: :class:`cachecast.gpu_backend.economics.measured.FittedPrefill`, fitted from
+    a stored ``cachecast measure`` run."""
 
     @property
     def source(self) -> str:
