@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from cachecast.simulator.blocks import namespace_seed, token_bytes
+from cachecast.simulator.blocks import common_prefix_length, namespace_seed, token_bytes
 from cachecast.simulator.policies.base import (
     SELF_HOSTED_WRITE,
     CachePolicy,
@@ -43,18 +43,9 @@ class _Node:
 
 
 def _common_tokens(left: bytes, right: bytes) -> int:
-    """Number of leading tokens two uint32 byte strings share (binary search on memcmp)."""
-    high = min(len(left), len(right)) // _T
-    if left[: high * _T] == right[: high * _T]:
-        return high
-    low, high = 0, high - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if left[: middle * _T] == right[: middle * _T]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    """Number of leading tokens two uint32 byte strings share (whole tokens of their common
+    byte prefix)."""
+    return common_prefix_length(left, right) // _T
 
 
 class RadixPrefixCache(CachePolicy):
