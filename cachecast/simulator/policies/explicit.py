@@ -36,6 +36,37 @@ HASH_BLOCK_TOKENS = 64  # hashing granularity only; entries sit at exact token o
 MESSAGE_KINDS = frozenset({"message", "content", "prompt"})
 
 
+class BreakpointTtls:
+    """The TTL options a breakpoint may name; a breakpoint naming none takes the first."""
+
+    def __init__(self, options: Sequence[TtlOption]) -> None:
+        if not options:
+            raise ValueError("at least one TTL option is needed")
+        self.by_name = {option.name: option for option in options}
+        self.default = options[0]
+
+    def option_for(self, request: TokenizedRequest, breakpoint: Breakpoint) -> TtlOption:
+        if breakpoint.ttl is None:
+            return self.default
+        option = self.by_name.get(breakpoint.ttl)
+        if option is None:
+            known = ", ".join(self.by_name)
+            raise ValueError(
+                f"{request.source}:{request.line}: field breakpoints.ttl: unknown TTL"
+                f" {breakpoint.ttl!r} (known: {known})"
+            )
+        return option
+
+
+def check_offset(request: TokenizedRequest, point: Breakpoint) -> None:
+    """A breakpoint must fall inside the prompt (after its first token, at most at its end)."""
+    if not 0 < point.offset <= request.input_tokens:
+        raise ValueError(
+            f"{request.source}:{request.line}: field breakpoints.offset: {point.offset}"
+            f" is outside the prompt (1..{request.input_tokens})"
+        )
+
+
 class PrefixKeys:
     """Keys of a request's prefixes at arbitrary token offsets."""
 
@@ -76,12 +107,9 @@ class ExplicitBreakpointCache(CachePolicy):
         capacity: int | None = None,
         hash_block_tokens: int = HASH_BLOCK_TOKENS,
     ) -> None:
-        if not ttl_options:
-            raise ValueError("at least one TTL option is needed")
+        self.ttls = BreakpointTtls(ttl_options)
         if lookback_blocks is not None and lookback_blocks <= 0:
             raise ValueError("lookback_blocks must be positive")
-        self.ttl_options = {option.name: option for option in ttl_options}
-        self.default_ttl = ttl_options[0]
         self.min_tokens = min_tokens
         self.max_breakpoints = max_breakpoints
         self.lookback_blocks = lookback_blocks
@@ -89,27 +117,11 @@ class ExplicitBreakpointCache(CachePolicy):
         self.keyer = BlockKeyer(hash_block_tokens)
         self.cache = TtlLruCache(capacity)
 
-    def option_for(self, request: TokenizedRequest, breakpoint: Breakpoint) -> TtlOption:
-        if breakpoint.ttl is None:
-            return self.default_ttl
-        option = self.ttl_options.get(breakpoint.ttl)
-        if option is None:
-            known = ", ".join(self.ttl_options)
-            raise ValueError(
-                f"{request.source}:{request.line}: field breakpoints.ttl: unknown TTL"
-                f" {breakpoint.ttl!r} (known: {known})"
-            )
-        return option
-
     def breakpoints(self, request: TokenizedRequest) -> list[Breakpoint]:
         """The breakpoints that count, in offset order."""
         length = request.input_tokens
         for point in request.breakpoints:
-            if not 0 < point.offset <= length:
-                raise ValueError(
-                    f"{request.source}:{request.line}: field breakpoints.offset:"
-                    f" {point.offset} is outside the prompt (1..{length})"
-                )
+            check_offset(request, point)
         explicit: dict[int, Breakpoint] = {}
         for point in sorted(request.breakpoints, key=lambda p: p.offset):
             explicit.setdefault(point.offset, point)
@@ -145,7 +157,7 @@ class ExplicitBreakpointCache(CachePolicy):
         for point in points:
             if point.offset <= read or point.offset < self.min_tokens:
                 continue
-            option = self.option_for(request, point)
+            option = self.ttls.option_for(request, point)
             key = prefixes.at(point.offset)
             if not cache.insert(
                 key,

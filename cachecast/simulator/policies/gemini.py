@@ -20,7 +20,7 @@ from cachecast.contracts.model import TtlOption
 from cachecast.simulator.cache import TtlLruCache
 from cachecast.simulator.policies.automatic import AutomaticPrefixCache, round_hit
 from cachecast.simulator.policies.base import CachePolicy, make_usage
-from cachecast.simulator.policies.explicit import PrefixKeys
+from cachecast.simulator.policies.explicit import BreakpointTtls, PrefixKeys, check_offset
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -39,10 +39,7 @@ class ImplicitPlusCachedContent(CachePolicy):
         implicit_ttl_seconds: int | None = None,
         capacity_blocks: int | None = None,
     ) -> None:
-        if not ttl_options:
-            raise ValueError("at least one TTL option is needed")
-        self.ttl_options = {option.name: option for option in ttl_options}
-        self.default_ttl = ttl_options[0]
+        self.ttls = BreakpointTtls(ttl_options)
         self.implicit = AutomaticPrefixCache(
             block_size=block_size,
             min_tokens=min_tokens,
@@ -63,20 +60,8 @@ class ImplicitPlusCachedContent(CachePolicy):
         if not request.breakpoints:
             return make_usage(request, implicit_read, {})
         point = max(request.breakpoints, key=lambda p: p.offset)
-        if not 0 < point.offset <= request.input_tokens:
-            raise ValueError(
-                f"{request.source}:{request.line}: field breakpoints.offset: {point.offset}"
-                f" is outside the prompt (1..{request.input_tokens})"
-            )
-        option = self.default_ttl
-        if point.ttl is not None:
-            if point.ttl not in self.ttl_options:
-                known = ", ".join(self.ttl_options)
-                raise ValueError(
-                    f"{request.source}:{request.line}: field breakpoints.ttl: unknown TTL"
-                    f" {point.ttl!r} (known: {known})"
-                )
-            option = self.ttl_options[point.ttl]
+        check_offset(request, point)
+        option = self.ttls.option_for(request, point)
         now = request.timestamp
         key = PrefixKeys(implicit.keyer, request).at(point.offset)
         if self.contents.lookup(key, now) is not None:
