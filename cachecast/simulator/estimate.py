@@ -254,6 +254,18 @@ def tokenizer_for_target(target: Target, contract: ContractTerms) -> tuple[str, 
     )
 
 
+def group_by_tokenizer(
+    targets: Sequence[Target], contracts: Sequence[ContractTerms]
+) -> dict[str, tuple[str, list[int]]]:
+    """The targets' indices by tokenizer name, in first-seen order, each group with the model
+    its pass tokenizes the log as (its first target's): one pass serves the whole group."""
+    groups: dict[str, tuple[str, list[int]]] = {}
+    for index, (target, contract) in enumerate(zip(targets, contracts, strict=True)):
+        model, tokenizer_name = tokenizer_for_target(target, contract)
+        groups.setdefault(tokenizer_name, (model, []))[1].append(index)
+    return groups
+
+
 def estimate(
     sources: Sequence[Path] | Iterable[TokenizedRequest],
     targets: list[Target],
@@ -287,13 +299,7 @@ def estimate(
     results: list[TargetResult] = []
     paths = _as_paths(sources)
     if paths is not None:
-        groups: dict[str, list[int]] = {}
-        tokenizer_models: dict[str, str] = {}
-        for index, (target, contract) in enumerate(zip(targets, contracts, strict=True)):
-            model, tokenizer_name = tokenizer_for_target(target, contract)
-            groups.setdefault(tokenizer_name, []).append(index)
-            tokenizer_models.setdefault(tokenizer_name, model)
-        for tokenizer_name, indices in groups.items():
+        for tokenizer_name, (model, indices) in group_by_tokenizer(targets, contracts).items():
             seen_errors = len(errors)
             pass_errors: list[LogError] = []
             # The model argument asks for that model's tokenization; the provider is left to
@@ -303,7 +309,7 @@ def estimate(
                 note_logged_models(
                     read_log(
                         path,
-                        model=tokenizer_models[tokenizer_name],
+                        model=model,
                         strict=strict,
                         errors=pass_errors,
                     ),
@@ -396,7 +402,7 @@ def replay_targets(
             result.requests_with_breakpoints += bool(request.breakpoints)
             reconciled = None
             if request.observed is not None and matcher.same_model(request, logged_model, contract):
-                reconciled = reconcile_request(usage, request.observed, contract)
+                reconciled = reconcile_request(usage, request.observed, contract, cost)
                 result.reconciliation.add(reconciled)
             if per_request is not None:
                 per_request(

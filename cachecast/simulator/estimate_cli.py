@@ -101,8 +101,8 @@ def estimate_command(
         Target,
         TargetError,
         estimate,
+        group_by_tokenizer,
         resolve_targets,
-        tokenizer_for_target,
     )
     from cachecast.tokenizers import LogError
 
@@ -145,10 +145,7 @@ def estimate_command(
             if err.is_terminal:
                 # One pass over the log per distinct tokenizer among the targets.
                 contracts = resolve_targets(targets, store, day or dt.datetime.now(dt.UTC).date())
-                passes = {
-                    tokenizer_for_target(target, contract)[1]
-                    for target, contract in zip(targets, contracts, strict=True)
-                }
+                passes = group_by_tokenizer(targets, contracts)
                 total = _count_lines(logs) * len(passes)
             task = progress.add_task("replaying", total=total)
             if ray or ray_address is not None:

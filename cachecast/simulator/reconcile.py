@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from cachecast.contracts.model import ContractTerms
 from cachecast.simulator.billing import EXACT, bill_request, usage_from_observed
-from cachecast.simulator.types import RequestUsage
+from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers.types import ObservedUsage
 
 # Mean errors are exact fractions, shown as Decimal rounded to this many places (display only).
@@ -58,9 +58,15 @@ class ReconciledRequest:
 
 
 def reconcile_request(
-    predicted: RequestUsage, observed: ObservedUsage, contract: ContractTerms
+    predicted: RequestUsage,
+    observed: ObservedUsage,
+    contract: ContractTerms,
+    predicted_cost: Cost | None = None,
 ) -> ReconciledRequest:
-    """Compare one prediction with the usage the provider reported for the same request."""
+    """Compare one prediction with the usage the provider reported for the same request.
+
+    ``predicted_cost``: the prediction's bill under ``contract`` where the caller has it
+    already (the replay bills every request anyway), else it is billed here."""
     observed_usage = usage_from_observed(
         observed,
         contract,
@@ -71,6 +77,8 @@ def reconcile_request(
         fallback_input_tokens=predicted.input_tokens,
         fallback_output_tokens=predicted.output_tokens,
     )
+    if predicted_cost is None:
+        predicted_cost = bill_request(predicted, contract)
     writes_reported = observed.cache_write_tokens is not None or bool(observed.cache_write_by_ttl)
     return ReconciledRequest(
         request_id=predicted.request_id,
@@ -79,7 +87,7 @@ def reconcile_request(
         observed_read=observed_usage.cache_read_tokens,
         predicted_write=predicted.cache_write_total,
         observed_write=observed_usage.cache_write_total if writes_reported else None,
-        predicted_cost=bill_request(predicted, contract).total,
+        predicted_cost=predicted_cost.total,
         observed_cost=bill_request(observed_usage, contract).total,
     )
 

@@ -50,11 +50,11 @@ from cachecast.simulator.estimate import (
     Target,
     TargetError,
     TargetResult,
+    group_by_tokenizer,
     note_logged_models,
     replay_targets,
     resolve_targets,
     target_policy,
-    tokenizer_for_target,
 )
 from cachecast.simulator.types import Cost
 from cachecast.tokenizers import LogError, read_log
@@ -274,12 +274,7 @@ def estimate_on_ray(
     contracts = resolve_targets(targets, store, day)
     connect(address)
     bucket_count = buckets or default_buckets()
-    groups: dict[str, list[int]] = {}
-    tokenizer_models: dict[str, str] = {}
-    for index, (target, contract) in enumerate(zip(targets, contracts, strict=True)):
-        model, tokenizer_name = tokenizer_for_target(target, contract)
-        groups.setdefault(tokenizer_name, []).append(index)
-        tokenizer_models.setdefault(tokenizer_name, model)
+    groups = group_by_tokenizer(targets, contracts)
     counter = _ProgressCounter.remote()  # type: ignore[attr-defined]
     reported = 0
 
@@ -296,7 +291,7 @@ def estimate_on_ray(
 
     results: list[TargetResult] = []
     errors: list[LogError] = []
-    for group_number, (tokenizer_name, indices) in enumerate(groups.items()):
+    for group_number, (tokenizer_name, (model, indices)) in enumerate(groups.items()):
         group_targets = [targets[i] for i in indices]
         group_contracts = [contracts[i] for i in indices]
         probes = [
@@ -305,7 +300,7 @@ def estimate_on_ray(
         ]
         unit = common_unit(target_policy(probe, auto_cache_control) for probe in probes)
         per_bucket, group_errors = _shuffle(
-            paths, tokenizer_models[tokenizer_name], strict, unit, bucket_count, chunk_requests
+            paths, model, strict, unit, bucket_count, chunk_requests
         )
         if group_number == 0:
             errors.extend(group_errors)
