@@ -64,13 +64,17 @@ class ReplicaStats:
         """Prompt tokens the replica prefilled (not read from its cache)."""
         return self.input_tokens - self.hit_tokens
 
+    @property
+    def hit_rate(self) -> float:
+        return self.hit_tokens / self.input_tokens if self.input_tokens else 0.0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "requests": self.requests,
             "input_tokens": self.input_tokens,
             "hit_tokens": self.hit_tokens,
             "computed_tokens": self.computed_tokens,
-            "hit_rate": self.hit_tokens / self.input_tokens if self.input_tokens else 0.0,
+            "hit_rate": self.hit_rate,
         }
 
 
@@ -253,9 +257,8 @@ def format_report(report: FleetReport) -> str:
         "replica  requests  input tokens  hit tokens  computed tokens  hit rate",
     ]
     for index, replica in enumerate(report.replicas):
-        rate = replica.hit_tokens / replica.input_tokens if replica.input_tokens else 0.0
         lines.append(
             f"{index:>7}  {replica.requests:>8,}  {replica.input_tokens:>12,}"
-            f"  {replica.hit_tokens:>10,}  {replica.computed_tokens:>15,}  {rate:>8.4f}"
+            f"  {replica.hit_tokens:>10,}  {replica.computed_tokens:>15,}  {replica.hit_rate:>8.4f}"
         )
     return "\n".join(lines)
