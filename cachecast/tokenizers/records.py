@@ -54,7 +54,14 @@ from cachecast.tokenizers.base import (
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
-from cachecast.tokenizers.render import FieldError, Rendered, detect_api, render, render_after
+from cachecast.tokenizers.render import (
+    FieldError,
+    Rendered,
+    conversation_field,
+    detect_api,
+    render,
+    render_after,
+)
 from cachecast.tokenizers.types import ObservedUsage, Segment, TokenizedRequest
 
 MOONCAKE_BLOCK_SIZE = 512
@@ -92,6 +99,7 @@ class _Parsed:
     record: dict[str, Any]
     body: dict[str, Any]
     model: str | None
+    tokenizer: Tokenizer | None  # the model's, looked up once per line
     provider: str | None
     timestamp: float | None
     rendered: Rendered | None
@@ -255,30 +263,28 @@ class _Reader:
         model = self.model or _optional_str(record, "model") or _optional_str(body, "model")
         if model is None and "tokens" not in body:
             raise FieldError("model", "no model in the record and none given (--model)")
-        if model is not None:
-            get_tokenizer(model)  # raises UnknownModelError early, with this line's number
+        # Raises UnknownModelError early, with this line's number.
+        tokenizer = get_tokenizer(model) if model is not None else None
         api = detect_api(body, provider)
-        rendered = self._render(body, api, model, record)
-        return _Parsed(number, record, body, model, provider, timestamp, rendered)
+        rendered = self._render(body, api, model, tokenizer, record)
+        return _Parsed(number, record, body, model, tokenizer, provider, timestamp, rendered)
 
     def _render(
-        self, body: dict[str, Any], api: str, model: str | None, record: dict[str, Any]
+        self,
+        body: dict[str, Any],
+        api: str,
+        model: str | None,
+        tokenizer: Tokenizer | None,
+        record: dict[str, Any],
     ) -> Rendered:
         """Render, taking over the leading parts of the conversation's previous request
         where they are equal (tiktoken models: their parts are encoded one by one; an HF chat
         template is applied to the whole conversation instead)."""
-        if (
-            not self.reuse
-            or model is None
-            or api not in ("chat", "responses", "anthropic", "gemini")
-        ):
-            return render(body, api)
-        if not isinstance(get_tokenizer(model), TiktokenTokenizer):
+        field = conversation_field(api)
+        if not self.reuse or field is None or not isinstance(tokenizer, TiktokenTokenizer):
             return render(body, api)
         # The key only picks the candidate; correctness comes from comparing the bodies.
-        messages = body.get(
-            "contents" if api == "gemini" else "input" if api == "responses" else "messages"
-        )
+        messages = body.get(field)
         opening = None
         if isinstance(messages, list) and messages:
             first = messages[min(1, len(messages) - 1)]
@@ -348,8 +354,8 @@ class _Reader:
             if isinstance(item, _Parsed) and item.model is not None:
                 by_model.setdefault(item.model, []).append(item)
         pending: list[tuple[BatchEncoder, list[_Parsed], PendingBatch]] = []
-        for model, parsed in by_model.items():
-            tokenizer = get_tokenizer(model)
+        for parsed in by_model.values():
+            tokenizer = parsed[0].tokenizer
             if not isinstance(tokenizer, TiktokenTokenizer):
                 continue
             todo = [p for p in parsed if p.rendered is not None and p.rendered.tokens is None]
@@ -374,10 +380,14 @@ class _Reader:
             assert isinstance(item, _Parsed)
             try:
                 result = encoded.get(item.line)
-                if result is None and item.rendered is not None and item.model is not None:
-                    tokenizer = get_tokenizer(item.model)
-                    if isinstance(tokenizer, HFTokenizer) and item.rendered.tokens is None:
-                        result = _encode_hf(tokenizer, item.rendered)
+                rendered = item.rendered
+                if (
+                    result is None
+                    and isinstance(item.tokenizer, HFTokenizer)
+                    and rendered is not None
+                    and rendered.tokens is None
+                ):
+                    result = _encode_hf(item.tokenizer, rendered)
                 done.append(self._request(item, result))
             except FieldError as exc:
                 done.append(LogError(self.source, item.line, exc.field, exc.reason))
@@ -399,7 +409,7 @@ class _Reader:
         output_tokens = _output_tokens(item.record, observed)
         timestamp = self.last_timestamp if item.timestamp is None else item.timestamp
         self.last_timestamp = timestamp
-        tokenizer: Tokenizer | None = get_tokenizer(item.model) if item.model else None
+        tokenizer = item.tokenizer
         if rendered.tokens is not None:
             tokens: Any = rendered.tokens
             segments: tuple[Segment, ...] = (Segment("prompt", "tokens", 0, len(tokens)),)

@@ -143,6 +143,12 @@ def detect_api(body: dict[str, Any], provider: str | None) -> str:
     )
 
 
+def conversation_field(api: str) -> str | None:
+    """The field holding a conversation API's message list; None for other APIs."""
+    conversation = _CONVERSATIONS.get(api)
+    return None if conversation is None else conversation.field
+
+
 def render(body: dict[str, Any], api: str) -> Rendered:
     conversation = _CONVERSATIONS.get(api)
     if conversation is not None:
