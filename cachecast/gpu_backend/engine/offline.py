@@ -58,9 +58,11 @@ def describe_device() -> str:
 
 @dataclass(slots=True)
 class _InFlight:
+    index: int  # position in the replayed sequence (results come back in that order)
     request: ReplayRequest
     submitted: float
     first_token: float | None = None
+    output_tokens: int = 0
 
 
 class OfflineBackend:
@@ -166,8 +168,7 @@ class OfflineBackend:
         )
         run_tag = uuid.uuid4().hex[:8]
         results: dict[int, RequestResult] = {}
-        in_flight: dict[str, tuple[int, _InFlight]] = {}
-        output_tokens: dict[str, int] = {}
+        in_flight: dict[str, _InFlight] = {}
         next_index = 0
         start = time.perf_counter()
         while next_index < len(requests) or in_flight:
@@ -191,32 +192,31 @@ class OfflineBackend:
                         f"request {request.request_id} (line {request.line}): the engine"
                         f" rejected it: {error}"
                     ) from error
-                in_flight[engine_id] = (next_index, _InFlight(request, submitted))
-                output_tokens[engine_id] = 0
+                in_flight[engine_id] = _InFlight(next_index, request, submitted)
                 next_index += 1
             if not in_flight:
                 continue
             for output in engine.step():
                 if output.request_id not in in_flight:
                     raise EngineError(f"engine returned output for unknown {output.request_id!r}")
-                index, state = in_flight[output.request_id]
+                state = in_flight[output.request_id]
                 now = time.perf_counter()
                 produced = sum(len(completion.token_ids) for completion in output.outputs)
                 if state.first_token is None and produced:
                     state.first_token = now
-                output_tokens[output.request_id] += produced
+                state.output_tokens += produced
                 if output.finished:
                     del in_flight[output.request_id]
                     if state.first_token is None:
                         raise EngineError(
                             f"request {state.request.request_id} finished without a token"
                         )
-                    results[index] = RequestResult(
+                    results[state.index] = RequestResult(
                         request_id=state.request.request_id,
                         line=state.request.line,
                         prompt_tokens=len(state.request.prompt_token_ids),
                         cached_tokens=output.num_cached_tokens,
-                        output_tokens=output_tokens.pop(output.request_id),
+                        output_tokens=state.output_tokens,
                         ttft_s=state.first_token - state.submitted,
                         latency_s=now - state.submitted,
                     )

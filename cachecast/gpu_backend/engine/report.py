@@ -7,7 +7,7 @@ cache geometry stored with every figure, so a measurement can be traced to what 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -52,6 +52,16 @@ def percentile(values: Sequence[float], fraction: float) -> float | None:
     return ordered[rank - 1]
 
 
+def total_if_known(values: Iterable[int | None]) -> int | None:
+    """The sum, or None when any value is unknown (a total must not hide missing figures)."""
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
 def ttft_summary(values: Sequence[float]) -> dict[str, float | int | None]:
     return {
         "count": len(values),
@@ -86,13 +96,11 @@ class MeasurementReport:
 
     @property
     def measured_cached_tokens(self) -> int | None:
-        values = [request.measured_cached_tokens for request in self.requests]
-        return None if any(value is None for value in values) else sum(v or 0 for v in values)
+        return total_if_known(request.measured_cached_tokens for request in self.requests)
 
     @property
     def predicted_cached_tokens(self) -> int | None:
-        values = [request.predicted_cached_tokens for request in self.requests]
-        return None if any(value is None for value in values) else sum(v or 0 for v in values)
+        return total_if_known(request.predicted_cached_tokens for request in self.requests)
 
     @property
     def hit_rate(self) -> float:
