@@ -11,10 +11,12 @@ Different seeds give sequences that differ at their first token (see ``token_ids
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 
 from cachecast.gpu_backend.engine.report import MeasurementReport
-from tests.gpu_backend.conftest import NUM_BLOCKS, token_ids
+from cachecast.tokenizers.types import TokenizedRequest
+from tests.gpu_backend.conftest import NUM_BLOCKS, as_requests, token_ids
 
 
 @dataclass(frozen=True)
@@ -118,3 +120,41 @@ def check_exact_report(report: MeasurementReport, stream: Stream) -> None:
     assert report.counters_agree
     assert all(r.ttft_s > 0 and r.latency_s >= r.ttft_s for r in report.requests)
     assert all(r.output_tokens == 1 for r in report.requests)
+
+
+def check_warm_faster(report: MeasurementReport, warm: list[bool]) -> None:
+    """A replay of ``cold_and_warm``: exactly the warm requests hit the long prefix, and
+    they start faster (relative, within one run; the first of each kind is a warm-up)."""
+    assert [r.measured_cached_tokens for r in report.requests] == [
+        LONG_PREFIX if is_warm else 0 for is_warm in warm
+    ]
+    cold_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if not is_warm]
+    warm_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if is_warm]
+    assert statistics.median(warm_ttft[1:]) < statistics.median(cold_ttft[1:])
+    assert report.metrics_delta.ttft_count == len(warm)
+
+
+PACED_GAP_S = 0.1  # log time between two paced requests
+PACED_SCALE = 2.0  # the replay stretches the log's gaps by this factor
+
+
+def paced_requests(stream: Stream, start: float) -> list[TokenizedRequest]:
+    """``stream``'s prompts PACED_GAP_S apart in the log, from ``start``."""
+    return [
+        replace(request, timestamp=start + PACED_GAP_S * index)
+        for index, request in enumerate(as_requests(stream.prompts, "paced"))
+    ]
+
+
+def check_paced_report(
+    report: MeasurementReport, requests: list[TokenizedRequest], stream: Stream
+) -> None:
+    """A concurrent replay at PACED_SCALE: one result per request in log order, not sent
+    before its scaled arrival, and the engine's counters agree with its own per-request
+    figures (batched neighbours may hit one another's blocks, so no prediction is checked)."""
+    assert [r.request_id for r in report.requests] == [r.request_id for r in requests]
+    # The last of 4 requests may not be sent before its scaled arrival: 3 gaps * 0.1 s * 2.
+    assert len(requests) == 4
+    assert report.wall_s >= 0.6
+    assert report.metrics_delta.prefix_cache_queries == sum(len(p) for p in stream.prompts)
+    assert report.counters_agree

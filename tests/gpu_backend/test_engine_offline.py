@@ -4,9 +4,7 @@ passport row is stored. One engine serves the whole module (it takes seconds to 
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,10 +28,14 @@ from tests.gpu_backend.conftest import (
 from tests.gpu_backend.streams import (
     CORRECTNESS_STREAMS,
     LONG_PREFIX,
+    PACED_SCALE,
     Stream,
     check_exact_report,
+    check_paced_report,
+    check_warm_faster,
     cold_and_warm,
     non_block_aligned,
+    paced_requests,
 )
 
 pytestmark = pytest.mark.vllm
@@ -91,14 +93,8 @@ def test_warm_requests_on_a_long_prefix_are_faster(
     ttft_report: tuple[MeasurementReport, list[bool]],
 ) -> None:
     report, warm = ttft_report
-    measured = [r.measured_cached_tokens for r in report.requests]
-    assert measured == [LONG_PREFIX if is_warm else 0 for is_warm in warm]
+    check_warm_faster(report, warm)
     assert [r.warm for r in report.requests] == warm
-    # Relative comparison within one run; the first of each kind is discarded (warm-up).
-    cold_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if not is_warm]
-    warm_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if is_warm]
-    assert statistics.median(warm_ttft[1:]) < statistics.median(cold_ttft[1:])
-    assert report.metrics_delta.ttft_count == len(warm)
     assert report.ttft(warm=True)["count"] == sum(warm)
     assert report.ttft(warm=False)["count"] == len(warm) - sum(warm)
 
@@ -126,24 +122,14 @@ def test_passport_row_is_stored(
 
 def test_concurrent_paced_replay_records_every_request(backend: OfflineBackend) -> None:
     stream = non_block_aligned()
-    requests = [
-        replace(request, timestamp=100.0 + 0.1 * index)  # 0.1 s apart in the log
-        for index, request in enumerate(as_requests(stream.prompts, "paced"))
-    ]
+    requests = paced_requests(stream, start=100.0)
     report = measure_layout(
         requests,
         backend,
-        options=ReplayOptions(concurrency=2, arrival_scale=2.0, warmup_requests=0),
+        options=ReplayOptions(concurrency=2, arrival_scale=PACED_SCALE, warmup_requests=0),
     )
-    # Results come back in log order, one per request, each with a TTFT.
-    assert [r.request_id for r in report.requests] == [r.request_id for r in requests]
+    check_paced_report(report, requests, stream)
     assert all(r.ttft_s > 0 for r in report.requests)
-    # The last request may not be sent before its scaled arrival: 3 gaps * 0.1 s * 2.
-    assert report.wall_s >= 0.6
-    # Batched neighbours may hit one another's blocks, so only the engine's own counters
-    # are compared here: they equal the per-request figures it reported.
-    assert report.metrics_delta.prefix_cache_queries == sum(len(p) for p in stream.prompts)
-    assert report.counters_agree
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,6 @@ recorded for every request, the ``measure`` CLI stores a passport. One server pe
 from __future__ import annotations
 
 import json
-import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,11 +26,14 @@ from tests.gpu_backend.conftest import (
 )
 from tests.gpu_backend.streams import (
     CORRECTNESS_STREAMS,
-    LONG_PREFIX,
+    PACED_SCALE,
     Stream,
     check_exact_report,
+    check_paced_report,
+    check_warm_faster,
     cold_and_warm,
     non_block_aligned,
+    paced_requests,
     shared_prefix,
 )
 
@@ -75,14 +76,7 @@ def test_warm_requests_on_a_long_prefix_are_faster(backend: HttpBackend) -> None
     report = measure_layout(
         as_requests(prompts, "ttft"), backend, options=ReplayOptions(warmup_requests=2)
     )
-    assert [r.measured_cached_tokens for r in report.requests] == [
-        LONG_PREFIX if is_warm else 0 for is_warm in warm
-    ]
-    # Relative comparison within one run; the first of each kind is discarded (warm-up).
-    cold_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if not is_warm]
-    warm_ttft = [r.ttft_s for r, is_warm in zip(report.requests, warm, strict=True) if is_warm]
-    assert statistics.median(warm_ttft[1:]) < statistics.median(cold_ttft[1:])
-    assert report.metrics_delta.ttft_count == len(prompts)
+    check_warm_faster(report, warm)
 
 
 def test_measure_cli_reports_json_and_stores_the_passport(
@@ -120,20 +114,14 @@ def test_measure_cli_reports_json_and_stores_the_passport(
 
 def test_concurrent_paced_replay_over_http(backend: HttpBackend) -> None:
     stream = non_block_aligned()
-    requests = [
-        replace(request, timestamp=50.0 + 0.1 * index)  # 0.1 s apart in the log
-        for index, request in enumerate(as_requests(stream.prompts, "paced"))
-    ]
+    requests = paced_requests(stream, start=50.0)
     report = measure_layout(
         requests,
         backend,
-        options=ReplayOptions(concurrency=2, arrival_scale=2.0, warmup_requests=0, max_tokens=3),
+        options=ReplayOptions(
+            concurrency=2, arrival_scale=PACED_SCALE, warmup_requests=0, max_tokens=3
+        ),
     )
-    assert [r.request_id for r in report.requests] == [r.request_id for r in requests]
+    check_paced_report(report, requests, stream)
     assert all(r.output_tokens == 3 for r in report.requests)  # ignore_eos: exactly max_tokens
     assert all(0 < r.ttft_s <= r.latency_s for r in report.requests)
-    # The last request may not be sent before its scaled arrival: 3 gaps * 0.1 s * 2.
-    assert report.wall_s >= 0.6
-    # With neighbours in flight only the engine's self-consistency is exact.
-    assert report.metrics_delta.prefix_cache_queries == sum(len(p) for p in stream.prompts)
-    assert report.counters_agree
