@@ -16,20 +16,12 @@ from cachecast.simulator.distributed import (
 )
 from cachecast.simulator.policies import AutomaticPrefixCache, CachePolicy
 from cachecast.tokenizers.types import TokenizedRequest
+from tests.simulator.helpers import make_request
 
 
 def request(line: int, tokens: list[int], scope: str = "s1", model: str = "m1") -> TokenizedRequest:
-    return TokenizedRequest(
-        source="hand",
-        line=line,
-        request_id=f"r{line}",
-        timestamp=float(line),
-        scope=scope,
-        provider=None,
-        model=model,
-        input_tokens=len(tokens),
-        output_tokens=1,
-        tokens=tokens,
+    return make_request(
+        tokens, at=float(line), scope=scope, model=model, request_id=f"r{line}", line=line
     )
 
 

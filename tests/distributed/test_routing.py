@@ -15,31 +15,23 @@ import pytest
 from cachecast.simulator.policies import VllmPrefixCache
 from cachecast.simulator.routing import Fleet, Routing, cached_prefix_tokens
 from cachecast.tokenizers.types import TokenizedRequest
+from tests.simulator.helpers import make_request
 
 PREFIX = {"a": [1, 2, 3, 4, 5, 6, 7, 8], "b": [9, 10, 11, 12, 13, 14, 15, 16]}
 ORDER = ["a", "a", "b", "b", "a", "b"]
 
 
 def stream() -> list[TokenizedRequest]:
-    requests = []
-    for number, session in enumerate(ORDER):
-        tokens = PREFIX[session] + [100 + number]
-        requests.append(
-            TokenizedRequest(
-                source="hand",
-                line=number + 1,
-                request_id=f"{session}{number}",
-                timestamp=float(number),
-                scope="org",
-                provider=None,
-                model="m",
-                input_tokens=len(tokens),
-                output_tokens=1,
-                tokens=tokens,
-                session=session,
-            )
+    return [
+        make_request(
+            PREFIX[session] + [100 + number],
+            at=float(number),
+            request_id=f"{session}{number}",
+            line=number + 1,
+            session=session,
         )
-    return requests
+        for number, session in enumerate(ORDER)
+    ]
 
 
 def run(routing: Routing, **options: float) -> tuple[list[int], list[int], Fleet]:

@@ -12,22 +12,11 @@ from decimal import Decimal
 from cachecast.contracts.model import TtlOption
 from cachecast.simulator.policies import AutomaticPrefixCache, ImplicitPlusCachedContent
 from cachecast.tokenizers.types import TokenizedRequest
+from tests.simulator.helpers import make_trace_request
 
 
 def trace_request(line: int, time: float, length: int, ids: list[int]) -> TokenizedRequest:
-    return TokenizedRequest(
-        source="trace",
-        line=line,
-        request_id=f"r{line}",
-        timestamp=time,
-        scope="default",
-        provider=None,
-        model=None,
-        input_tokens=length,
-        output_tokens=1,
-        block_keys=ids,
-        block_size=512,
-    )
+    return make_trace_request(ids, length, at=time, scope="default", line=line)
 
 
 def test_automatic_policy_matches_trace_blocks_with_minimum_and_increment() -> None:

@@ -43,6 +43,18 @@ def whole_request_ids(record: dict[str, Any]) -> list[int]:
     return tokenizer.framed_encoding.encode(text, allowed_special="all")
 
 
+def batch_ids(records: list[dict[str, Any]], workers: int) -> list[list[int]]:
+    """Each chat record's ids from one BatchEncoder batch with ``workers`` threads."""
+    tokenizer = get_tokenizer("gpt-4o")
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    encoder = BatchEncoder(tokenizer, SegmentCache(), workers=workers)
+    try:
+        results = encoder.encode_batch([render(record, "chat") for record in records])
+    finally:
+        encoder.close()
+    return [list(result.tokens) for result in results]
+
+
 def write(path: Path, records: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
 
@@ -184,13 +196,7 @@ def test_batch_encoding_on_or_off_the_thread_with_separator_text(workers: int) -
         {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
         for text in ("hello world", odd, "", "hello world again")
     ]
-    batch = [render(record, "chat") for record in records]
-    encoder = BatchEncoder(tokenizer, SegmentCache(), workers=workers)
-    try:
-        results = encoder.encode_batch(batch)
-    finally:
-        encoder.close()
-    assert [list(r.tokens) for r in results] == [whole_request_ids(r) for r in records[:1]] + [
+    assert batch_ids(records, workers) == [whole_request_ids(r) for r in records[:1]] + [
         # The whole-request oracle would read <|end|> as the special: build it by hand,
         # framing ids around the plain-text ids of the content.
         [
@@ -221,16 +227,8 @@ def test_misses_split_across_encoding_threads_keep_each_requests_ids(workers: in
     # 40 distinct texts are enough misses (8 or more per share) for the batch to be split
     # between the encoding thread and its helpers; every request must still get exactly the
     # ids tiktoken gives its whole rendering, in order.
-    tokenizer = get_tokenizer("gpt-4o")
-    assert isinstance(tokenizer, TiktokenTokenizer)
     records = [
         {"model": "gpt-4o", "messages": [{"role": "user", "content": f"question {n}: {n * n}?"}]}
         for n in range(40)
     ]
-    batch = [render(record, "chat") for record in records]
-    encoder = BatchEncoder(tokenizer, SegmentCache(), workers=workers)
-    try:
-        results = encoder.encode_batch(batch)
-    finally:
-        encoder.close()
-    assert [list(r.tokens) for r in results] == [whole_request_ids(r) for r in records]
+    assert batch_ids(records, workers) == [whole_request_ids(r) for r in records]
