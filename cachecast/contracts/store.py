@@ -12,10 +12,10 @@ import builtins
 import datetime as dt
 import difflib
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
@@ -272,40 +272,32 @@ class ContractStore:
         if not rows:
             return []
         ids = sa.select(VERSIONS.c.id).where(condition).scalar_subquery()
-        ttl: dict[int, builtins.list[TtlOption]] = {}
-        for option in connection.execute(
-            sa.select(TTL_OPTIONS)
-            .where(TTL_OPTIONS.c.contract_id.in_(ids))
-            .order_by(TTL_OPTIONS.c.contract_id, TTL_OPTIONS.c.position)
-        ):
-            ttl.setdefault(option.contract_id, []).append(
-                TtlOption(
-                    name=option.name,
-                    ttl_seconds=option.ttl_seconds,
-                    refresh_on_hit=option.refresh_on_hit,
-                    write_multiplier=option.write_multiplier,
-                )
-            )
-        aliases: dict[int, builtins.list[str]] = {}
-        for alias in connection.execute(
-            sa.select(ALIASES)
-            .where(ALIASES.c.contract_id.in_(ids))
-            .order_by(ALIASES.c.contract_id, ALIASES.c.position)
-        ):
-            aliases.setdefault(alias.contract_id, []).append(alias.pattern)
-        tiers: dict[int, builtins.list[PriceTier]] = {}
-        for tier in connection.execute(
-            sa.select(PRICE_TIERS)
-            .where(PRICE_TIERS.c.contract_id.in_(ids))
-            .order_by(PRICE_TIERS.c.contract_id, PRICE_TIERS.c.above_input_tokens)
-        ):
-            tiers.setdefault(tier.contract_id, []).append(
-                PriceTier(
-                    above_input_tokens=tier.above_input_tokens,
-                    input_per_mtok=tier.input_per_mtok,
-                    output_per_mtok=tier.output_per_mtok,
-                )
-            )
+        ttl = _children(
+            connection,
+            TTL_OPTIONS,
+            ids,
+            TTL_OPTIONS.c.position,
+            lambda option: TtlOption(
+                name=option.name,
+                ttl_seconds=option.ttl_seconds,
+                refresh_on_hit=option.refresh_on_hit,
+                write_multiplier=option.write_multiplier,
+            ),
+        )
+        aliases = _children(
+            connection, ALIASES, ids, ALIASES.c.position, lambda alias: str(alias.pattern)
+        )
+        tiers = _children(
+            connection,
+            PRICE_TIERS,
+            ids,
+            PRICE_TIERS.c.above_input_tokens,
+            lambda tier: PriceTier(
+                above_input_tokens=tier.above_input_tokens,
+                input_per_mtok=tier.input_per_mtok,
+                output_per_mtok=tier.output_per_mtok,
+            ),
+        )
         return [
             ContractTerms(
                 provider=row.provider,
@@ -376,6 +368,25 @@ class ContractStore:
                 difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
             )
         return [terms for terms in by_provider if terms.model == chosen]
+
+
+Child = TypeVar("Child")
+
+
+def _children(
+    connection: Connection,
+    table: sa.Table,
+    ids: sa.ScalarSelect[Any],
+    order: sa.ColumnElement[Any],
+    build: Callable[[sa.Row[Any]], Child],
+) -> dict[int, builtins.list[Child]]:
+    """One child table's rows of the versions ``ids``, built and grouped by contract id."""
+    grouped: dict[int, builtins.list[Child]] = {}
+    for row in connection.execute(
+        sa.select(table).where(table.c.contract_id.in_(ids)).order_by(table.c.contract_id, order)
+    ):
+        grouped.setdefault(row.contract_id, []).append(build(row))
+    return grouped
 
 
 def _check_exact_columns(terms: ContractTerms) -> None:
