@@ -19,7 +19,13 @@ from starlette.datastructures import FormData, UploadFile
 
 from cachecast.contracts import ContractStore, UnknownContractError
 from cachecast.service.jobs import JobInputError
-from cachecast.service.problems import FieldError, ProblemError, from_pydantic, validation_problem
+from cachecast.service.problems import (
+    FieldError,
+    ProblemError,
+    from_pydantic,
+    unknown_contract_problem,
+    validation_problem,
+)
 from cachecast.simulator import POLICY_KINDS, OutOfOrderError, build_policy, simulate
 from cachecast.simulator.estimate import (
     EstimateReport,
@@ -174,10 +180,11 @@ async def payload_from_form(
     return payload, log.lines
 
 
-RequestModel = TypeVar("RequestModel", bound="LogPayload")
+RequestModel = TypeVar("RequestModel", bound=BaseModel)
 
 
 def validate_payload(model: type[RequestModel], payload: dict[str, Any]) -> RequestModel:
+    """The body as ``model``; a wrong field is a 422 naming it (``body.FIELD``)."""
     try:
         return model.model_validate(payload)
     except ValidationError as error:
@@ -231,7 +238,7 @@ class EstimatePlan:
 def plan_estimate(store: ContractStore, request: EstimateRequest) -> EstimatePlan:
     """Check every target before any work: unknown ones are a 404 listing close matches."""
     targets = parse_targets(request.targets)
-    day = request.at or dt.datetime.now(dt.UTC).date()
+    day = request.at or _today()
     return EstimatePlan(targets, day, tokenizer_groups(store, targets, day))
 
 
@@ -246,13 +253,7 @@ def tokenizer_groups(
         for index, target in enumerate(targets):
             groups.setdefault(get_tokenizer(target.model).name, []).append(index)
     except TargetError as error:
-        raise ProblemError(
-            404,
-            "Unknown contract",
-            str(error),
-            slug="unknown-contract",
-            close_matches=error.close_matches,
-        ) from error
+        raise unknown_contract_problem(str(error), error.close_matches) from error
     except UnknownModelError as error:
         raise ProblemError(404, "Unknown model", str(error), slug="unknown-model") from error
     return groups
@@ -347,13 +348,7 @@ def run_simulation(
         try:
             contract = store.as_of(target.provider, target.model, request.at or _today())
         except UnknownContractError as error:
-            raise ProblemError(
-                404,
-                "Unknown contract",
-                str(error),
-                slug="unknown-contract",
-                close_matches=list(error.close_matches),
-            ) from error
+            raise unknown_contract_problem(str(error), error.close_matches) from error
         model = model or target.model
         provider = provider or target.provider
     options = {

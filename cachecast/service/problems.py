@@ -121,6 +121,17 @@ def validation_problem(errors: list[FieldError], title: str = "Invalid request")
     )
 
 
+def unknown_contract_problem(detail: str, close_matches: Sequence[str]) -> ProblemError:
+    """404 for a contract the store does not know, with the names it suggests instead."""
+    return ProblemError(
+        404,
+        "Unknown contract",
+        detail,
+        slug="unknown-contract",
+        close_matches=list(close_matches),
+    )
+
+
 def from_pydantic(error: ValidationError, prefix: Sequence[int | str] = ("body",)) -> ProblemError:
     return validation_problem(validation_field_errors(error.errors(), prefix))
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.contracts import ContractStore
 from cachecast.gpu_backend.economics.capacity import Deployment
@@ -44,11 +44,11 @@ from cachecast.service.estimating import (
     parse_targets,
     records_field,
     tokenizer_groups,
+    validate_payload,
 )
 from cachecast.service.problems import (
     FieldError,
     ProblemError,
-    from_pydantic,
     problem_responses,
     validation_problem,
 )
@@ -197,10 +197,7 @@ async def create_comparison(
     target's bill. Figures are roofline ceilings (``timing_source`` says so). 422 names the
     wrong field or record; 404 an unknown target, with close matches."""
     payload, lines = await read_log_body(request, _FORM_FIELDS)
-    try:
-        comparison = ComparisonRequest.model_validate(payload)
-    except ValidationError as error:
-        raise from_pydantic(error) from error
+    comparison = validate_payload(ComparisonRequest, payload)
     result = await run_in_threadpool(_run_comparison, state.contracts, comparison, lines)
     return JSONResponse(result)
 

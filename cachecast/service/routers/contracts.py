@@ -13,7 +13,12 @@ from cachecast.contracts import ContractConflictError, UnknownContractError
 from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.serialize import terms_to_json
 from cachecast.service.auth import AdminRequired
-from cachecast.service.problems import FieldError, ProblemError, problem_responses
+from cachecast.service.problems import (
+    FieldError,
+    ProblemError,
+    problem_responses,
+    unknown_contract_problem,
+)
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
@@ -87,26 +92,10 @@ def _versions(state: ServiceState, provider: str, model: str) -> list[ContractTe
     try:
         versions = state.contracts.history(provider, model)
     except UnknownContractError as error:
-        raise unknown_contract_problem(error) from error
+        raise unknown_contract_problem(str(error), error.close_matches) from error
     if not versions:
-        raise ProblemError(
-            404,
-            "Unknown contract",
-            f"no contract versions for {provider}/{model}",
-            slug="unknown-contract",
-            close_matches=[],
-        )
+        raise unknown_contract_problem(f"no contract versions for {provider}/{model}", [])
     return versions
-
-
-def unknown_contract_problem(error: UnknownContractError) -> ProblemError:
-    return ProblemError(
-        404,
-        "Unknown contract",
-        str(error),
-        slug="unknown-contract",
-        close_matches=list(error.close_matches),
-    )
 
 
 @router.get(
@@ -138,7 +127,7 @@ def show_contract(
     try:
         terms = state.contracts.as_of(provider, model, at or _today())
     except UnknownContractError as error:
-        raise unknown_contract_problem(error) from error
+        raise unknown_contract_problem(str(error), error.close_matches) from error
     return JSONResponse(terms_to_json(terms))
 
 

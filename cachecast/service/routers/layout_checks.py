@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 import yaml
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.service.estimating import validate_payload
 from cachecast.service.problems import (
     FieldError,
     ProblemError,
-    from_pydantic,
     problem_responses,
+    unknown_contract_problem,
     validation_problem,
 )
 from cachecast.service.routers._body import read_log_body, request_body_docs
@@ -199,7 +199,7 @@ async def create_layout_check(
     200 with ``passed: false``); ``divergence`` names the first token where the prefixes
     differ. 422 names the wrong field; 404 an unknown target, with close matches."""
     body = await _json_body(request)
-    check = _validate(body)
+    check = validate_payload(LayoutCheckRequest, body)
     result = await run_in_threadpool(_run_check, state.contracts, check)
     return JSONResponse(result)
 
@@ -216,13 +216,6 @@ async def _json_body(request: Request) -> dict[str, Any]:
         )
     payload, _ = await read_log_body(request, ())
     return payload
-
-
-def _validate(body: dict[str, Any]) -> LayoutCheckRequest:
-    try:
-        return LayoutCheckRequest.model_validate(body)
-    except ValidationError as error:
-        raise from_pydantic(error) from error
 
 
 def _thresholds(body: ThresholdsBody | None) -> Thresholds | None:
@@ -267,17 +260,7 @@ def _targets(store: ContractStore, texts: list[str], day: dt.date, block_size: i
         try:
             store.as_of(spec.provider, spec.model, day)
         except UnknownContractError as error:
-            raise _unknown_contract(error, error.close_matches) from error
-
-
-def _unknown_contract(error: Exception, close_matches: Sequence[str]) -> ProblemError:
-    return ProblemError(
-        404,
-        "Unknown contract",
-        str(error),
-        slug="unknown-contract",
-        close_matches=list(close_matches),
-    )
+            raise unknown_contract_problem(str(error), error.close_matches) from error
 
 
 def _text(value: str | dict[str, Any] | None) -> str | None:
@@ -380,13 +363,12 @@ def _run_check(store: ContractStore, check: LayoutCheckRequest) -> dict[str, Any
             [FieldError(field=where, message=error.reason, record=index)], "Malformed log records"
         ) from error
     except UnknownContractError as error:
-        raise _unknown_contract(error, error.close_matches) from error
+        raise unknown_contract_problem(str(error), error.close_matches) from error
     except UnknownModelError as error:
         raise ProblemError(404, "Unknown model", str(error), slug="unknown-model") from error
     except TargetError as error:
-        close = list(getattr(error, "close_matches", []) or [])
-        if close:
-            raise _unknown_contract(error, close) from error
+        if error.close_matches:
+            raise unknown_contract_problem(str(error), error.close_matches) from error
         raise validation_problem([FieldError(field="body.targets", message=str(error))]) from error
     except (InputError, ConfigError) as error:
         message = str(error)
