@@ -189,27 +189,28 @@ class JobStore:
                 ).one()
             return candidate, row.kind, json.loads(row.request_json)
 
-    def _update_own_running(self, job_id: str, worker_id: str, **values: Any) -> bool:
+    def _update_running(self, job_id: str, claimed_by: str, **values: Any) -> bool:
+        """Update the job only while it is still running under this claim; False if not."""
         with self.engine.begin() as connection:
             updated = connection.execute(
                 jobs_table.update()
                 .where(
                     jobs_table.c.id == job_id,
                     jobs_table.c.status == JobStatus.RUNNING.value,
-                    jobs_table.c.claimed_by == worker_id,
+                    jobs_table.c.claimed_by == claimed_by,
                 )
                 .values(**values)
             ).rowcount
         return bool(updated == 1)
 
     def heartbeat(self, job_id: str, worker_id: str, processed: int) -> bool:
-        return self._update_own_running(
+        return self._update_running(
             job_id, worker_id, heartbeat_at=utcnow(), processed_records=processed
         )
 
     def complete(self, job_id: str, worker_id: str, result: dict[str, Any], processed: int) -> bool:
         """Result and 'done' in one statement. False if the job was taken from us meanwhile."""
-        return self._update_own_running(
+        return self._update_running(
             job_id,
             worker_id,
             status=JobStatus.DONE.value,
@@ -219,7 +220,7 @@ class JobStore:
         )
 
     def fail(self, job_id: str, worker_id: str, problem: dict[str, Any]) -> bool:
-        return self._update_own_running(
+        return self._update_running(
             job_id,
             worker_id,
             status=JobStatus.FAILED.value,
@@ -249,30 +250,16 @@ class JobStore:
                 )
             else:
                 continue
-            problem = {
-                "type": "https://cachecast.dev/problems/job-interrupted",
-                "title": "Job interrupted",
-                "status": 500,
-                "detail": f"job {job_id} was interrupted: {reason}; no partial result was kept."
-                " Submit it again.",
-            }
-            with self.engine.begin() as connection:
-                # Conditional on the row still being the same claim, so a job that finished
-                # between the read above and now is left alone.
-                updated = connection.execute(
-                    jobs_table.update()
-                    .where(
-                        jobs_table.c.id == job_id,
-                        jobs_table.c.status == JobStatus.RUNNING.value,
-                        jobs_table.c.claimed_by == claimed_by,
-                    )
-                    .values(
-                        status=JobStatus.FAILED.value,
-                        error_json=json.dumps(problem),
-                        finished_at=utcnow(),
-                    )
-                ).rowcount
-            if updated == 1:
+            problem = _interrupted_problem(500, f"job {job_id} was interrupted: {reason}")
+            # Conditional on the row still being the same claim, so a job that finished
+            # between the read above and now is left alone.
+            if self._update_running(
+                job_id,
+                claimed_by,
+                status=JobStatus.FAILED.value,
+                error_json=json.dumps(problem),
+                finished_at=utcnow(),
+            ):
                 logger.warning("marked job %s failed: %s", job_id, reason)
                 failed.append(job_id)
         return failed
@@ -455,11 +442,15 @@ class JobRunner:
             self.on_finished(kind, outcome)
 
 
-def _shutdown_problem() -> dict[str, Any]:
+def _interrupted_problem(status: int, what_happened: str) -> dict[str, Any]:
+    """The error of a job whose worker went away before it finished."""
     return {
         "type": "https://cachecast.dev/problems/job-interrupted",
         "title": "Job interrupted",
-        "status": 503,
-        "detail": "the server shut down before the job finished; no partial result was kept."
-        " Submit it again.",
+        "status": status,
+        "detail": f"{what_happened}; no partial result was kept. Submit it again.",
     }
+
+
+def _shutdown_problem() -> dict[str, Any]:
+    return _interrupted_problem(503, "the server shut down before the job finished")
