@@ -12,10 +12,15 @@ from cachecast.cli import app
 runner = CliRunner()
 
 
-def show_json(url: str, *args: str) -> dict[str, Any]:
-    result = runner.invoke(app, ["contracts", "show", *args, "--json", "--database-url", url])
+def contracts_json(url: str, *args: str) -> Any:
+    """``cachecast contracts ARGS --json`` on ``url``: must succeed; its parsed stdout."""
+    result = runner.invoke(app, ["contracts", *args, "--json", "--database-url", url])
     assert result.exit_code == 0, result.output
-    data: dict[str, Any] = json.loads(result.stdout)
+    return json.loads(result.stdout)
+
+
+def show_json(url: str, *args: str) -> dict[str, Any]:
+    data: dict[str, Any] = contracts_json(url, "show", *args)
     return data
 
 
@@ -86,41 +91,13 @@ def test_bad_date_exits_2(seeded_url: str) -> None:
 
 
 def test_list_and_history_json(seeded_url: str) -> None:
-    result = runner.invoke(
-        app,
-        [
-            "contracts",
-            "list",
-            "--provider",
-            "google",
-            "--at",
-            "2026-11-01",
-            "--json",
-            "--database-url",
-            seeded_url,
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    listed = json.loads(result.stdout)
+    listed = contracts_json(seeded_url, "list", "--provider", "google", "--at", "2026-11-01")
     # Seed: four Gemini models, each with one version in force on 2026-11-01, each with a
     # storage price (explicit caches pay per MTok-hour).
     assert len(listed) == 4
     assert all(entry["storage_per_mtok_hour"] is not None for entry in listed)
 
-    result = runner.invoke(
-        app,
-        [
-            "contracts",
-            "history",
-            "google",
-            "gemini-2.5-flash",
-            "--json",
-            "--database-url",
-            seeded_url,
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    history = json.loads(result.stdout)
+    history = contracts_json(seeded_url, "history", "google", "gemini-2.5-flash")
     # Reference section 5: 2.5 Flash minimum 1024 on the Feb-2026 page, 2048 later.
     assert [
         (v["effective_from"], v["effective_to"], v["min_cacheable_tokens"]) for v in history
