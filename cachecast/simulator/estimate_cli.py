@@ -105,6 +105,7 @@ def estimate_command(
         resolve_targets,
     )
     from cachecast.tokenizers import LogError
+    from cachecast.tokenizers.records import count_lines
 
     err = Console(stderr=True)
     if sum((as_json, as_csv, as_markdown)) > 1:
@@ -146,7 +147,7 @@ def estimate_command(
                 # One pass over the log per distinct tokenizer among the targets.
                 contracts = resolve_targets(targets, store, day or dt.datetime.now(dt.UTC).date())
                 passes = group_by_tokenizer(targets, contracts)
-                total = _count_lines(logs) * len(passes)
+                total = count_lines(logs) * len(passes)
             task = progress.add_task("replaying", total=total)
             if ray or ray_address is not None:
                 if ray_address is None:
@@ -236,16 +237,6 @@ def _expand_globs(logs: list[Path]) -> list[Path]:
 def _usage_error(console: Console, message: str) -> Any:
     console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
-
-
-def _count_lines(logs: list[Path]) -> int:
-    """Lines in the logs (an upper bound on requests, for the progress bar's total)."""
-    count = 0
-    for log in logs:
-        with open(log, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                count += chunk.count(b"\n")
-    return count
 
 
 def _rows(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from cachecast.tokenizers.records import LogError, read_log
+from cachecast.tokenizers.records import LogError, count_lines, read_log
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -43,7 +43,7 @@ def tokenize(
     tokens = 0
     progress = _progress(log)
     try:
-        task = progress.add_task("tokenizing", total=_count_lines(log)) if progress else None
+        task = progress.add_task("tokenizing", total=count_lines([log])) if progress else None
         for request in read_log(log, model=model, strict=strict, errors=errors):
             requests += 1
             tokens += request.input_tokens
@@ -73,11 +73,6 @@ def _progress(log: Path) -> Progress | None:
     progress = Progress(console=Console(stderr=True), transient=True)
     progress.start()
     return progress
-
-
-def _count_lines(log: Path) -> int:
-    with open(log, "rb") as handle:
-        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
 def _as_json(request: TokenizedRequest) -> dict[str, object]:

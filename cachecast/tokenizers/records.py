@@ -137,7 +137,18 @@ def read_log(
 
     # The parsed records are ours alone, so a conversation's earlier bodies stay as they were
     # and later requests may take their rendering over (see ``render.render_after``).
-    yield from _read(lines(), source, model, provider, strict, errors, cache, reuse=True)
+    reader = _Reader(source, model, provider, strict, errors, cache, reuse=True)
+    yield from reader.read(lines())
+
+
+def count_lines(paths: Iterable[str | Path]) -> int:
+    """Lines in the logs: an upper bound on their requests, for a progress bar's total."""
+    count = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(READ_BUFFER_BYTES):
+                count += chunk.count(b"\n")
+    return count
 
 
 def read_records(
@@ -161,39 +172,8 @@ def read_records(
 
     # No reuse across records here: the caller owns them and may change one after handing it
     # over (a history list appended to in place), which would make an earlier body unreliable.
-    yield from _read(numbered(), source, model, provider, strict, errors, cache, reuse=False)
-
-
-def _read(
-    numbered: Iterator[tuple[int, dict[str, Any] | LogError]],
-    source: str,
-    model: str | None,
-    provider: str | None,
-    strict: bool,
-    errors: list[LogError] | None,
-    cache: SegmentCache | None,
-    reuse: bool,
-) -> Iterator[TokenizedRequest]:
-    reader = _Reader(source, model, provider, strict, errors, cache, reuse)
-    # Pipelined by batches: batch k's new texts are encoded on a background thread while
-    # batch k is handed out and batch k+1 is parsed and rendered. Bad lines travel in their
-    # batch and are reported (or raised, strict) in line order between the requests.
-    try:
-        batch: list[_Item] = []
-        started: _Started | None = None
-        for number, record in numbered:
-            batch.append(record if isinstance(record, LogError) else reader.parse(number, record))
-            if len(batch) >= BATCH_SIZE:
-                done = reader.complete(started) if started is not None else []
-                started = reader.start(batch)
-                batch = []
-                yield from reader.emit(done)
-        done = reader.complete(started) if started is not None else []
-        started = reader.start(batch)
-        yield from reader.emit(done)
-        yield from reader.emit(reader.complete(started))
-    finally:
-        reader.close()
+    reader = _Reader(source, model, provider, strict, errors, cache, reuse=False)
+    yield from reader.read(numbered())
 
 
 _Item = _Parsed | TokenizedRequest | LogError
@@ -229,6 +209,30 @@ class _Reader:
         self.reuse = reuse
         # Latest rendered request per conversation key (see ``_render``).
         self.conversations: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+
+    def read(
+        self, numbered: Iterator[tuple[int, dict[str, Any] | LogError]]
+    ) -> Iterator[TokenizedRequest]:
+        """The requests of ``numbered`` (line number, record or the line's error) in order."""
+        # Pipelined by batches: batch k's new texts are encoded on a background thread while
+        # batch k is handed out and batch k+1 is parsed and rendered. Bad lines travel in their
+        # batch and are reported (or raised, strict) in line order between the requests.
+        try:
+            batch: list[_Item] = []
+            started: _Started | None = None
+            for number, record in numbered:
+                batch.append(record if isinstance(record, LogError) else self.parse(number, record))
+                if len(batch) >= BATCH_SIZE:
+                    done = self.complete(started) if started is not None else []
+                    started = self.start(batch)
+                    batch = []
+                    yield from self.emit(done)
+            done = self.complete(started) if started is not None else []
+            started = self.start(batch)
+            yield from self.emit(done)
+            yield from self.emit(self.complete(started))
+        finally:
+            self.close()
 
     def close(self) -> None:
         for encoder in self.encoders.values():
