@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli_common import database_url_option
+from cachecast.cli_common import database_url_option, progress_bar
 from cachecast.gpu_backend.engine.backend import EngineBackend
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import EngineError, ReplayOptions
@@ -130,7 +127,7 @@ def measure(
 
     try:
         requests = load_log(log, model=model)[:limit]
-    except (LogFormatError, ValueError) as error:
+    except ValueError as error:  # LogFormatError, or the general log reader's LogError
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from error
     options = ReplayOptions(
@@ -153,14 +150,16 @@ def measure(
             device,
             api_key,
         )
-        with _progress(len(requests)) as advance:
+        progress = progress_bar(console)
+        with progress:
+            task = progress.add_task("replaying", total=len(requests))
             report = measure_layout(
                 requests,
                 backend,
                 options=options,
                 compare_simulator=compare_simulator,
                 source=str(log),
-                progress=advance,
+                progress=lambda done: progress.advance(task, done),
             )
     except LogFormatError as error:  # a prompt the engine cannot take; nothing was sent
         console.print(f"[red]error:[/red] {error}")
@@ -218,34 +217,6 @@ def _backend(
         dtype=dtype,
         enforce_eager=enforce_eager,
     )
-
-
-class _progress:
-    """A rich progress bar on a terminal, nothing otherwise; yields an ``advance`` callable."""
-
-    def __init__(self, total: int) -> None:
-        self._bar: Progress | None = None
-        self._total = total
-        if sys.stderr.isatty():
-            self._bar = Progress(
-                "replaying",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-            )
-
-    def __enter__(self) -> Callable[[int], None] | None:
-        if self._bar is None:
-            return None
-        self._bar.start()
-        task = self._bar.add_task("replay", total=self._total)
-        bar = self._bar
-        return lambda done: bar.advance(task, done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def _ms(value: float | int | None) -> str:
