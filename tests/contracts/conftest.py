@@ -23,6 +23,7 @@ SEED_FILE = (
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SCHEMA_REVISION = "0001_contracts_schema"
 SEED_REVISION = "0002_seed_contracts"
+TABLES = ("contract_version", "contract_ttl_option", "contract_alias", "contract_price_tier")
 
 
 def _template(directory: Path, revision: str) -> Path:
@@ -76,12 +77,7 @@ def table_counts(url: str) -> dict[str, int]:
     with sqlite3.connect(path) as connection:
         return {
             table: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in (
-                "contract_version",
-                "contract_ttl_option",
-                "contract_alias",
-                "contract_price_tier",
-            )
+            for table in TABLES
         }
 
 
@@ -90,12 +86,7 @@ def dump_rows(url: str) -> list[tuple[Any, ...]]:
     path = url.removeprefix("sqlite:///")
     rows: list[tuple[Any, ...]] = []
     with sqlite3.connect(path) as connection:
-        for table in (
-            "contract_version",
-            "contract_ttl_option",
-            "contract_alias",
-            "contract_price_tier",
-        ):
+        for table in TABLES:
             rows += [
                 (table, *row) for row in connection.execute(f"SELECT * FROM {table} ORDER BY id")
             ]

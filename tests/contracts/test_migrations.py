@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from cachecast import db
-from cachecast.contracts import CacheMode, ContractStore, ContractTerms, TtlOption
+from cachecast.contracts import ContractStore
+from tests.contracts.builders import terms
 from tests.contracts.conftest import SCHEMA_REVISION, SEED_REVISION, table_counts
 
 CONTRACT_TABLES = {
@@ -62,22 +62,7 @@ def test_upgrade_downgrade_upgrade_on_a_fresh_file(
 
 def test_seed_downgrade_removes_exactly_the_seeded_rows(seeded_url: str) -> None:
     store = ContractStore(seeded_url)
-    own = ContractTerms(
-        provider="acme",
-        model="acme-1",
-        effective_from=dt.date(2026, 1, 1),
-        verified_on=dt.date(2026, 1, 1),
-        source="https://acme.example/pricing",
-        mode=CacheMode.AUTOMATIC,
-        min_cacheable_tokens=1024,
-        ttl_options=(
-            TtlOption(name="5m", ttl_seconds=300, refresh_on_hit=True, write_multiplier=Decimal(1)),
-        ),
-        read_multiplier=Decimal("0.5"),
-        input_per_mtok=Decimal(1),
-        output_per_mtok=Decimal(2),
-    )
-    store.add_version(own)
+    store.add_version(terms())  # acme/acme-1: one TTL option, no alias, no price tier
     # A seeded version closed by a later user version is still a seeded row.
     later_gpt4o = store.as_of("openai", "gpt-4o", dt.date(2026, 1, 1)).model_copy(
         update={"effective_from": dt.date(2026, 11, 1), "source": "https://example.test/later"}
