@@ -6,6 +6,32 @@ import pytest
 import typer
 
 from cachecast.gpu_backend.economics import cli as economics_cli
+from cachecast.tokenizers.types import TokenizedRequest
+
+
+def shared_prefix_log() -> list[TokenizedRequest]:
+    """Three requests at t = 0, 1, 2 s: the same 64-token prefix, then 16 tokens of their own;
+    10 output tokens each."""
+    prefix = list(range(1000, 1064))
+    requests = []
+    for index in range(3):
+        tokens = prefix + [5000 + 100 * index + k for k in range(16)]
+        requests.append(
+            TokenizedRequest(
+                source="test",
+                line=index + 1,
+                request_id=f"r{index}",
+                timestamp=float(index),
+                scope="org",
+                provider=None,
+                model=None,
+                input_tokens=80,
+                output_tokens=10,
+                tokens=tokens,
+                tokenizer="test",
+            )
+        )
+    return requests
 
 
 @pytest.fixture

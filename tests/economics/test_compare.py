@@ -19,7 +19,7 @@ from cachecast.gpu_backend.economics.geometry import load_model
 from cachecast.gpu_backend.economics.hardware import get_accelerator
 from cachecast.gpu_backend.economics.plots import render_png, write_html
 from cachecast.simulator.estimate import Target
-from cachecast.tokenizers.types import TokenizedRequest
+from tests.economics.conftest import shared_prefix_log
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 W_8B = 16_060_522_496  # Llama-3.1-8B weights in bf16: 2 * 8,030,261,248
@@ -27,35 +27,10 @@ KV_8B = 131_072  # 2 * 32 * 8 * 128 * 2
 H100_BW = 3_350 * 10**9
 
 
-def _shared_prefix_log() -> list[TokenizedRequest]:
-    """Three requests at t = 0, 1, 2 s: the same 64-token prefix, then 16 tokens of their own;
-    10 output tokens each."""
-    prefix = list(range(1000, 1064))
-    requests = []
-    for index in range(3):
-        tokens = prefix + [5000 + 100 * index + k for k in range(16)]
-        requests.append(
-            TokenizedRequest(
-                source="test",
-                line=index + 1,
-                request_id=f"r{index}",
-                timestamp=float(index),
-                scope="org",
-                provider=None,
-                model=None,
-                input_tokens=80,
-                output_tokens=10,
-                tokens=tokens,
-                tokenizer="test",
-            )
-        )
-    return requests
-
-
 @pytest.fixture(scope="module")
 def report() -> ComparisonReport:
     return compare(
-        _shared_prefix_log(),
+        shared_prefix_log(),
         model=load_model("llama-3.1-8b"),
         accelerator=get_accelerator("h100"),
         gpu_price=Decimal("2.50"),
@@ -107,7 +82,7 @@ def test_gpu_time_and_cost_by_hand(report: ComparisonReport) -> None:
 def test_model_that_does_not_fit_is_a_clear_error() -> None:
     with pytest.raises(ComparisonError, match="does not fit"):
         compare(
-            _shared_prefix_log(),
+            shared_prefix_log(),
             model=load_model("llama-3.3-70b"),
             accelerator=get_accelerator("h100"),
         )
@@ -116,7 +91,7 @@ def test_model_that_does_not_fit_is_a_clear_error() -> None:
 def test_hosted_targets_and_break_even(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     result = compare(
-        _shared_prefix_log(),
+        shared_prefix_log(),
         model=load_model("llama-3.1-8b"),
         accelerator=get_accelerator("h100"),
         gpu_price=Decimal("2.50"),

@@ -19,7 +19,7 @@ from cachecast.gpu_backend.economics.measured import (
     load_measurement,
 )
 from cachecast.gpu_backend.tables import EngineMeasurement
-from tests.economics.test_compare import _shared_prefix_log
+from tests.economics.conftest import shared_prefix_log
 
 FIXED, PER_TOKEN, PER_PAIR = 0.01, 1e-4, 1e-8
 
@@ -74,7 +74,7 @@ def test_rows_without_engine_hit_counts_are_not_used() -> None:
 def test_compare_uses_the_measurement_and_says_so() -> None:
     measurement = FittedPrefill("toy run", FIXED, PER_TOKEN, PER_PAIR, rows=4)
     report = compare(
-        _shared_prefix_log(),
+        shared_prefix_log(),
         model=load_model("llama-3.1-8b"),
         accelerator=get_accelerator("h100"),
         measurement=measurement,
