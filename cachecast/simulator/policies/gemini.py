@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from cachecast.contracts.model import TtlOption
 from cachecast.simulator.cache import TtlLruCache
-from cachecast.simulator.policies.automatic import AutomaticPrefixCache, round_hit
+from cachecast.simulator.policies.automatic import AutomaticPrefixCache
 from cachecast.simulator.policies.base import CachePolicy, make_usage
 from cachecast.simulator.policies.explicit import BreakpointTtls, PrefixKeys, check_offset
 from cachecast.simulator.types import RequestUsage
@@ -52,11 +52,9 @@ class ImplicitPlusCachedContent(CachePolicy):
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
         implicit = self.implicit
-        implicit_read = 0
-        if request.input_tokens >= max(implicit.min_tokens, 1):
-            matched, keys = implicit.matched_tokens(request)
-            implicit_read = round_hit(matched, implicit.min_tokens, implicit.increment)
-            implicit.store(request, keys, matched // implicit.unit(request))
+        # Every request goes through the implicit cache; its writes are free, so only the read
+        # is kept.
+        implicit_read = implicit.process(request).cache_read_tokens
         if not request.breakpoints:
             return make_usage(request, implicit_read, {})
         point = max(request.breakpoints, key=lambda p: p.offset)
