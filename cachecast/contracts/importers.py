@@ -19,7 +19,7 @@ from typing import Any
 
 from cachecast.contracts.errors import ContractFormatError, UnknownContractError
 from cachecast.contracts.model import CacheMode, ContractTerms
-from cachecast.contracts.serialize import is_document, loads_json, parse_document
+from cachecast.contracts.serialize import is_document, loads_json
 from cachecast.contracts.sqltypes import SCALE, canonical_decimal, check_storable
 
 MTOK = Decimal(1_000_000)
@@ -76,11 +76,6 @@ def is_litellm_map(data: Any) -> bool:
             isinstance(entry, Mapping) and "litellm_provider" in entry for entry in data.values()
         )
     )
-
-
-def read_document(path: Path) -> list[ContractTerms]:
-    data = read_json_file(path)
-    return parse_document(data, str(path))
 
 
 def _number(entry: Mapping[str, Any], key: str, file: str, name: str) -> Decimal | None:
