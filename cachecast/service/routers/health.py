@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from cachecast import db
-from cachecast.service.problems import PROBLEM_MEDIA_TYPE, Problem, problem_responses
+from cachecast.service.problems import Problem, problem_response, problem_responses
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(tags=["operations"])
@@ -55,11 +55,8 @@ def readyz(state: Annotated[ServiceState, Depends(service_state)]) -> Readiness 
 
 
 def _not_ready(detail: str) -> JSONResponse:
-    problem = Problem(title="Not ready", status=503, detail=detail[:2000], instance="/readyz")
-    return JSONResponse(
-        problem.model_dump(mode="json", exclude_none=True),
-        status_code=503,
-        media_type=PROBLEM_MEDIA_TYPE,
+    return problem_response(
+        Problem(title="Not ready", status=503, detail=detail[:2000], instance="/readyz")
     )
 
 
