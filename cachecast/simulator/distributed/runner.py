@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ import ray
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
+from cachecast.simulator.billing import EXACT
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
 from cachecast.simulator.estimate import (
@@ -198,8 +199,11 @@ def _slim(row: PerRequestRow) -> PerRequestRow:
 
 def merge_target_results(into: TargetResult, other: TargetResult) -> None:
     """Add ``other``'s totals to ``into`` (same target): every field is a sum."""
-    _add_fields(into.totals, other.totals)
-    _add_fields(into.reconciliation, other.reconciliation)
+    # Money in billing's trapping context, as BillTotals.add sums it (the default context
+    # would round at 28 digits without a word).
+    with localcontext(EXACT):
+        _add_fields(into.totals, other.totals)
+        _add_fields(into.reconciliation, other.reconciliation)
     into.requests_with_breakpoints += other.requests_with_breakpoints
     into.assumed_breakpoint = into.assumed_breakpoint or other.assumed_breakpoint
 
