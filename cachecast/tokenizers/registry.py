@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -133,11 +134,21 @@ def tokenizer_key_for(model: str) -> str:
         if not _LOCAL_DIRECTORIES_ALLOWED.get():
             raise LocalTokenizerRefused(model)
         return "hf-dir:" + str(directory.resolve())
-    name = normalize_model_name(model)
+    key = _pattern_key(normalize_model_name(model))
+    if key is None:
+        raise UnknownModelError(model)
+    return key
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_key(name: str) -> str | None:
+    """The key of the first pattern a normalized name matches, None if none does. A pure
+    function of the name, so cached: the log reader asks once per line, and the scan over
+    the patterns costs ~10 us for names matched late (claude-*, gemini-*)."""
     for pattern, key in MODEL_PATTERNS:
         if fnmatch.fnmatchcase(name, pattern):
             return key
-    raise UnknownModelError(model)
+    return None
 
 
 _LOCK = threading.Lock()
