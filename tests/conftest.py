@@ -3,6 +3,7 @@ databases on a real PostgreSQL server when ``CACHECAST_TEST_POSTGRES_URL`` names
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,8 +16,9 @@ from sqlalchemy.engine import make_url
 from cachecast import db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DIR = REPO_ROOT.parent / "shared"
-MOONCAKE_TRACE = SHARED_DIR / "data" / "mooncake" / "synthetic_trace.jsonl"
+# The public Mooncake trace, bundled unmodified (see tests/data/mooncake/README.md).
+MOONCAKE_TRACE = REPO_ROOT / "tests" / "data" / "mooncake" / "synthetic_trace.jsonl"
+MOONCAKE_SHA256 = "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131"
 POSTGRES_ENV = "CACHECAST_TEST_POSTGRES_URL"
 
 
@@ -62,8 +64,12 @@ def new_postgres_database() -> Iterator[Callable[[], str]]:
         admin_engine.dispose()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def mooncake_trace() -> Path:
+    """The published trace, checked against its published sha256 before use."""
     if not MOONCAKE_TRACE.is_file():
-        pytest.fail(f"the shared Mooncake trace is missing at {MOONCAKE_TRACE}")
+        pytest.fail(f"the Mooncake trace is missing at {MOONCAKE_TRACE}")
+    digest = hashlib.sha256(MOONCAKE_TRACE.read_bytes()).hexdigest()
+    if digest != MOONCAKE_SHA256:
+        pytest.fail(f"{MOONCAKE_TRACE} is not the published trace (sha256 {digest})")
     return MOONCAKE_TRACE
