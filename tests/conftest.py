@@ -16,10 +16,27 @@ from sqlalchemy.engine import make_url
 from cachecast import db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# The public Mooncake trace, bundled unmodified (see tests/data/mooncake/README.md).
-MOONCAKE_TRACE = REPO_ROOT / "tests" / "data" / "mooncake" / "synthetic_trace.jsonl"
+# Third-party data (public traces, recordings written by other projects) is never committed:
+# it sits in ../shared/data beside every checkout and CI's clone (docs/testing.md).
+SHARED_DATA_ENV = "CACHECAST_SHARED_DATA"
+REQUIRE_SHARED_DATA_ENV = "CACHECAST_REQUIRE_SHARED_DATA"
+SHARED_DATA = Path(os.environ.get(SHARED_DATA_ENV) or REPO_ROOT.parent / "shared" / "data")
+# The public Mooncake trace, checked against its published sha256 before use.
+MOONCAKE_TRACE_PATH = "mooncake/synthetic_trace.jsonl"
 MOONCAKE_SHA256 = "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131"
 POSTGRES_ENV = "CACHECAST_TEST_POSTGRES_URL"
+
+
+def shared_data(relative: str) -> Path:
+    """A file or folder of the shared third-party data. Absent: the test is skipped, saying
+    why, unless ``CACHECAST_REQUIRE_SHARED_DATA=1`` (set by ``.ci/run``) makes it a failure."""
+    path = SHARED_DATA / relative
+    if not path.exists():
+        reason = f"shared test data {path} is absent (set {SHARED_DATA_ENV} to its folder)"
+        if os.environ.get(REQUIRE_SHARED_DATA_ENV) == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
 
 
 @pytest.fixture
@@ -67,9 +84,8 @@ def new_postgres_database() -> Iterator[Callable[[], str]]:
 @pytest.fixture(scope="session")
 def mooncake_trace() -> Path:
     """The published trace, checked against its published sha256 before use."""
-    if not MOONCAKE_TRACE.is_file():
-        pytest.fail(f"the Mooncake trace is missing at {MOONCAKE_TRACE}")
-    digest = hashlib.sha256(MOONCAKE_TRACE.read_bytes()).hexdigest()
+    trace = shared_data(MOONCAKE_TRACE_PATH)
+    digest = hashlib.sha256(trace.read_bytes()).hexdigest()
     if digest != MOONCAKE_SHA256:
-        pytest.fail(f"{MOONCAKE_TRACE} is not the published trace (sha256 {digest})")
-    return MOONCAKE_TRACE
+        pytest.fail(f"{trace} is not the published trace (sha256 {digest})")
+    return trace
