@@ -142,7 +142,7 @@ def run_paired(
     spreads it over all alike, while each engine keeps its own working set hot within a
     chunk (interleaving single requests would make each flush the other's CPU caches).
     """
-    from cachecast.simulator.vllm_oracle import VllmKvManagerOracle
+    from tests.oracles.vllm_oracle import VllmKvManagerOracle
 
     ours = VllmPrefixCache(block_size, num_blocks)
     clock = time.process_time

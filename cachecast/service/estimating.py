@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
+from cachecast.cli.simulate import HitStatistics
 from cachecast.contracts import ContractStore, UnknownContractError
 from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import (
@@ -35,7 +36,6 @@ from cachecast.simulator.estimate import (
     estimate,
     resolve_targets,
 )
-from cachecast.simulator.simulate_cli import HitStatistics
 from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_records
 
 SOURCE_NAME = "request"

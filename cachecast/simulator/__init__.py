@@ -1,12 +1,12 @@
 """cachecast.simulator: replay tokenized requests through cache policies and bill them."""
 
+from cachecast.simulator.ordering import OutOfOrderError, simulate
 from cachecast.simulator.policies import (
     POLICY_KINDS,
     CachePolicy,
     build_policy,
     policy_for_contract,
 )
-from cachecast.simulator.replay import OutOfOrderError, simulate
 
 __all__ = [
     "POLICY_KINDS",

@@ -36,12 +36,12 @@ from cachecast.simulator.billing import (
     cost_strings,
     money,
 )
+from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, OutOfOrderError, in_timestamp_order
 from cachecast.simulator.reconcile import (
     ReconciledRequest,
     ReconciliationSummary,
     reconcile_request,
 )
-from cachecast.simulator.replay import DEFAULT_REORDER_WINDOW, OutOfOrderError, in_timestamp_order
 from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_log
 from cachecast.tokenizers.types import TokenizedRequest

@@ -33,8 +33,8 @@ from enum import StrEnum
 from typing import Any
 
 from cachecast.simulator.distributed.partition import bucket_of, partition_key
+from cachecast.simulator.ordering import in_timestamp_order
 from cachecast.simulator.policies.vllm import VllmPrefixCache
-from cachecast.simulator.replay import in_timestamp_order
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import typer
 
-from cachecast.gpu_backend.economics import cli as economics_cli
+from cachecast.cli import economics as economics_cli
 from cachecast.tokenizers.types import TokenizedRequest
 
 

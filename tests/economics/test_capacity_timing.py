@@ -6,15 +6,15 @@ from fractions import Fraction
 
 import pytest
 
-from cachecast.gpu_backend.economics.capacity import Deployment, capacity
-from cachecast.gpu_backend.economics.geometry import from_hf_config, load_model
-from cachecast.gpu_backend.economics.hardware import (
+from cachecast.economics.capacity import Deployment, capacity
+from cachecast.economics.geometry import from_hf_config, load_model
+from cachecast.economics.hardware import (
     Accelerator,
     UnknownAcceleratorError,
     accelerator_names,
     get_accelerator,
 )
-from cachecast.gpu_backend.economics.timing import (
+from cachecast.economics.timing import (
     attention_pairs,
     b_star,
     decode_ceiling,

@@ -12,12 +12,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cachecast.cli import economics as economics_cli
 from cachecast.contracts import ContractStore
-from cachecast.gpu_backend.economics import cli as economics_cli
-from cachecast.gpu_backend.economics.compare import ComparisonError, ComparisonReport, compare
-from cachecast.gpu_backend.economics.geometry import load_model
-from cachecast.gpu_backend.economics.hardware import get_accelerator
-from cachecast.gpu_backend.economics.plots import render_png, write_html
+from cachecast.economics.compare import ComparisonError, ComparisonReport, compare
+from cachecast.economics.geometry import load_model
+from cachecast.economics.hardware import get_accelerator
+from cachecast.economics.plots import render_png, write_html
 from cachecast.simulator.estimate import Target
 from tests.economics.conftest import shared_prefix_log
 

@@ -31,12 +31,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cachecast.gpu_backend.economics.capacity import Deployment
-from cachecast.gpu_backend.economics.compare import compare
-from cachecast.gpu_backend.economics.fleet import FleetComparison, PolicyResult, fleet
-from cachecast.gpu_backend.economics.geometry import load_model
-from cachecast.gpu_backend.economics.hardware import get_accelerator
-from cachecast.gpu_backend.economics.timing import pollaczek_khinchine_wait, prefill_time
+from cachecast.economics.capacity import Deployment
+from cachecast.economics.compare import compare
+from cachecast.economics.fleet import FleetComparison, PolicyResult, fleet
+from cachecast.economics.geometry import load_model
+from cachecast.economics.hardware import get_accelerator
+from cachecast.economics.timing import pollaczek_khinchine_wait, prefill_time
 from cachecast.simulator.routing import Routing
 
 ORDER = "aabbab"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.gpu_backend.economics.geometry import (
+from cachecast.economics.geometry import (
     GeometryError,
     from_hf_config,
     load_model,

@@ -9,10 +9,10 @@ import pytest
 from sqlmodel import Session
 
 from cachecast import db
-from cachecast.gpu_backend.economics.compare import compare
-from cachecast.gpu_backend.economics.geometry import load_model
-from cachecast.gpu_backend.economics.hardware import get_accelerator
-from cachecast.gpu_backend.economics.measured import (
+from cachecast.economics.compare import compare
+from cachecast.economics.geometry import load_model
+from cachecast.economics.hardware import get_accelerator
+from cachecast.economics.measured import (
     FittedPrefill,
     MeasurementError,
     fit_from_report,

@@ -18,7 +18,6 @@ from cachecast.cli import app
 EXAMPLE_LAYOUT = (
     Path(__file__).resolve().parents[2]
     / "cachecast"
-    / "simulator"
     / "layouts"
     / "examples"
     / "support-agent.yaml"

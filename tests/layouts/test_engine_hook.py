@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.simulator.layouts import engine_hook
+from cachecast.layouts import engine_hook
 from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
 
 

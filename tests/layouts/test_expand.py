@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from cachecast.simulator.layouts.divergence import find_divergence, first_difference
-from cachecast.simulator.layouts.expand import expand, iter_records
-from cachecast.simulator.layouts.spec import LayoutError, load_layout_text, parse_layout
+from cachecast.layouts.divergence import find_divergence, first_difference
+from cachecast.layouts.expand import expand, iter_records
+from cachecast.layouts.spec import LayoutError, load_layout_text, parse_layout
 from tests.layouts.conftest import Invoke, agent_layout, write_yaml
 
 
@@ -128,7 +128,7 @@ def test_check_documents_in_memory(migrated_db_url: str) -> None:
     import yaml
 
     from cachecast.contracts import ContractStore
-    from cachecast.simulator.layouts.api import SideDocument, check_documents
+    from cachecast.layouts.api import SideDocument, check_documents
 
     document = agent_layout(sessions=2, turns=2)
     text = yaml.safe_dump(document, sort_keys=False)  # key order is prompt text too

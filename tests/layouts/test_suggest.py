@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from cachecast.contracts import ContractStore
-from cachecast.simulator.layouts.evaluate import evaluate, parse_target
-from cachecast.simulator.layouts.expand import expand, iter_records, write_log
-from cachecast.simulator.layouts.sources import load_prompt_set
-from cachecast.simulator.layouts.spec import parse_layout
-from cachecast.simulator.layouts.suggest import suggest
-from cachecast.simulator.layouts.volatile import analyze, classify
+from cachecast.layouts.evaluate import evaluate, parse_target
+from cachecast.layouts.expand import expand, iter_records, write_log
+from cachecast.layouts.sources import load_prompt_set
+from cachecast.layouts.spec import parse_layout
+from cachecast.layouts.suggest import suggest
+from cachecast.layouts.volatile import analyze, classify
 from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
 
 DAY = dt.date(2026, 12, 1)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.simulator.layouts.thresholds import (
+from cachecast.layouts.thresholds import (
     ConfigError,
     parse_points,
     parse_rate,
@@ -176,7 +176,7 @@ def test_unmigrated_database_exits_2(sqlite_url: str, tmp_path: Path, logs) -> N
 
 
 def test_pyproject_misspelling_is_refused(tmp_path: Path) -> None:
-    from cachecast.simulator.layouts.thresholds import load_config
+    from cachecast.layouts.thresholds import load_config
 
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.cachecast]\nmax_cost_increase = "5%"\n')

@@ -23,7 +23,7 @@ BLOCK = 32
 @pytest.fixture(scope="module")
 def oracle_class() -> type:
     pytest.importorskip("vllm", reason="the vLLM CPU build is not installed")
-    from cachecast.simulator.vllm_oracle import VllmKvManagerOracle
+    from tests.oracles.vllm_oracle import VllmKvManagerOracle
 
     return VllmKvManagerOracle
 

@@ -9,9 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cachecast.cli import tokenize as tokenizers_cli
 from cachecast.contracts import ContractStore
 from cachecast.tokenizers import UnknownModelError, get_tokenizer
-from cachecast.tokenizers import cli as tokenizers_cli
 from cachecast.tokenizers.registry import tokenizer_key_for, unmapped_models
 
 

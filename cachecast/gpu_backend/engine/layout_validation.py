@@ -7,7 +7,7 @@ from typing import Any
 from cachecast.gpu_backend.engine.http_backend import HttpBackend
 from cachecast.gpu_backend.engine.replay import measure_layout
 from cachecast.gpu_backend.engine.types import EngineError
-from cachecast.simulator.layouts.engine_hook import EngineTarget, EngineValidationUnavailable
+from cachecast.layouts.engine_hook import EngineTarget, EngineValidationUnavailable
 from cachecast.tokenizers import read_records
 
 

@@ -22,9 +22,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.contracts import ContractStore
-from cachecast.gpu_backend.economics.capacity import Deployment
-from cachecast.gpu_backend.economics.compare import ComparisonError, compare
-from cachecast.gpu_backend.economics.geometry import (
+from cachecast.economics.capacity import Deployment
+from cachecast.economics.compare import ComparisonError, compare
+from cachecast.economics.geometry import (
     KV_DTYPES,
     GeometryError,
     ModelGeometry,
@@ -32,7 +32,7 @@ from cachecast.gpu_backend.economics.geometry import (
     load_model,
     preset_names,
 )
-from cachecast.gpu_backend.economics.hardware import (
+from cachecast.economics.hardware import (
     Accelerator,
     UnknownAcceleratorError,
     get_accelerator,

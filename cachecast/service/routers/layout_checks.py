@@ -19,6 +19,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.layouts.api import SideDocument, check_documents
+from cachecast.layouts.evaluate import TargetSpec, parse_target
+from cachecast.layouts.sources import InputError
+from cachecast.layouts.spec import LayoutError
+from cachecast.layouts.thresholds import (
+    ConfigError,
+    Thresholds,
+    parse_points,
+    parse_rate,
+    parse_relative,
+)
 from cachecast.service.estimating import validate_payload
 from cachecast.service.problems import (
     FieldError,
@@ -31,17 +42,6 @@ from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
 from cachecast.simulator.estimate import TargetError
-from cachecast.simulator.layouts.api import SideDocument, check_documents
-from cachecast.simulator.layouts.evaluate import TargetSpec, parse_target
-from cachecast.simulator.layouts.sources import InputError
-from cachecast.simulator.layouts.spec import LayoutError
-from cachecast.simulator.layouts.thresholds import (
-    ConfigError,
-    Thresholds,
-    parse_points,
-    parse_rate,
-    parse_relative,
-)
 from cachecast.tokenizers import LogError, UnknownModelError
 
 router = APIRouter(prefix="/v1", tags=["layout checks"])

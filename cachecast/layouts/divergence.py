@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cachecast.simulator.layouts.textview import Part, prompt_parts
+from cachecast.layouts.textview import Part, prompt_parts
 from cachecast.tokenizers.types import Segment, TokenizedRequest
 
 EXCERPT_BEFORE = 40

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cachecast.simulator.layouts.textview import (
+from cachecast.layouts.textview import (
     Part,
     prompt_parts,
     request_body,

@@ -31,15 +31,15 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from cachecast.gpu_backend.economics.capacity import Deployment
-from cachecast.gpu_backend.economics.geometry import ModelGeometry, dtype_bytes
+from cachecast.economics.capacity import Deployment
+from cachecast.economics.geometry import ModelGeometry, dtype_bytes
 
 FloatArray = npt.NDArray[np.float64]
 
 
 class PrefillMeasurement(Protocol):
     """A measured prefill time for this deployment, replacing the roofline model in
-    ``compare``: :class:`cachecast.gpu_backend.economics.measured.FittedPrefill`, fitted from
+    ``compare``: :class:`cachecast.economics.measured.FittedPrefill`, fitted from
     a stored ``cachecast measure`` run."""
 
     @property

@@ -24,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from cachecast.gpu_backend.economics.compare import ComparisonReport
+    from cachecast.economics.compare import ComparisonReport
 
 
 def _cost_panel(report: ComparisonReport, axes: Axes) -> None:

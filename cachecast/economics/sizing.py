@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachecast.gpu_backend.economics.capacity import Deployment, capacity
-from cachecast.gpu_backend.economics.geometry import fraction_to_json
-from cachecast.gpu_backend.economics.timing import (
+from cachecast.economics.capacity import Deployment, capacity
+from cachecast.economics.geometry import fraction_to_json
+from cachecast.economics.timing import (
     b_star,
     decode_ceiling,
     decode_step_seconds,
@@ -48,7 +48,7 @@ def capacity_report(
         "prefill": None,
         "formulas": {
             "source": "/work/shared/MISSION.md (the physics section); code in"
-            " cachecast/gpu_backend/economics/{geometry,capacity,timing}.py",
+            " cachecast/economics/{geometry,capacity,timing}.py",
             "kv_bytes_per_token": "MHA/GQA 2*layers*kv_heads*head_dim*bytes;"
             " MLA layers*(kv_lora_rank+qk_rope_head_dim)*bytes",
             "kv_capacity": "floor((gpus*memory*gpu_memory_utilization - weights)"

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.contracts import ContractStore
-from cachecast.simulator.layouts.check import DEFAULT_THRESHOLDS, CheckReport, run_check
-from cachecast.simulator.layouts.evaluate import parse_target
-from cachecast.simulator.layouts.sources import InputError, PromptSet, load_prompt_set
-from cachecast.simulator.layouts.spec import LayoutError
-from cachecast.simulator.layouts.thresholds import Thresholds
+from cachecast.layouts.check import DEFAULT_THRESHOLDS, CheckReport, run_check
+from cachecast.layouts.evaluate import parse_target
+from cachecast.layouts.sources import InputError, PromptSet, load_prompt_set
+from cachecast.layouts.spec import LayoutError
+from cachecast.layouts.thresholds import Thresholds
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli_common import database_url_option, progress_bar
+from cachecast.cli.common import database_url_option, progress_bar
 from cachecast.gpu_backend.engine.backend import EngineBackend
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import EngineError, ReplayOptions

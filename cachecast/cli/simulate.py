@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from cachecast.simulator.ordering import simulate
 from cachecast.simulator.policies import build_policy
-from cachecast.simulator.replay import simulate
 from cachecast.simulator.routing import Routing
 from cachecast.simulator.types import RequestUsage
 

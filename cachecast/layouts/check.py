@@ -15,16 +15,16 @@ from decimal import Decimal
 from typing import Any
 
 from cachecast.contracts import ContractStore
-from cachecast.simulator.layouts.divergence import Divergence, find_divergence
-from cachecast.simulator.layouts.evaluate import (
+from cachecast.layouts.divergence import Divergence, find_divergence
+from cachecast.layouts.evaluate import (
     PER_REQUESTS,
     SideMetrics,
     TargetSpec,
     evaluate,
     tokenize,
 )
-from cachecast.simulator.layouts.sources import PromptSet
-from cachecast.simulator.layouts.thresholds import Thresholds
+from cachecast.layouts.sources import PromptSet
+from cachecast.layouts.thresholds import Thresholds
 
 # Used when neither the command line nor pyproject.toml sets any threshold: a check that
 # can never fail would be worse than an opinionated default.

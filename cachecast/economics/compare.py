@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cachecast.gpu_backend.economics.capacity import (
+from cachecast.economics.capacity import (
     DEFAULT_BLOCK_SIZE,
     DEFAULT_GPU_MEMORY_UTILIZATION,
     Capacity,
     Deployment,
     capacity,
 )
-from cachecast.gpu_backend.economics.geometry import ModelGeometry
-from cachecast.gpu_backend.economics.hardware import Accelerator
-from cachecast.gpu_backend.economics.timing import (
+from cachecast.economics.geometry import ModelGeometry
+from cachecast.economics.hardware import Accelerator
+from cachecast.economics.timing import (
     FloatArray,
     PrefillMeasurement,
     b_star,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachecast.simulator.layouts.spec import Layout, render_value
+from cachecast.layouts.spec import Layout, render_value
 
 
 @dataclass(frozen=True, slots=True)

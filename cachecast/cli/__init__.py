@@ -12,14 +12,17 @@ import typer
 from rich.console import Console
 
 from cachecast import __version__, db
-from cachecast.cli_common import DatabaseUrlOption
-from cachecast.contracts import cli as contracts_cli
-from cachecast.gpu_backend import cli as gpu_backend_cli
+from cachecast.cli import contracts as contracts_cli
+from cachecast.cli import economics as economics_cli
+from cachecast.cli import estimate as estimate_cli
+from cachecast.cli import layouts as layouts_cli
+from cachecast.cli import measure as measure_cli
+from cachecast.cli import serve as serve_cli
+from cachecast.cli import simulate as simulate_cli
+from cachecast.cli import tokenize as tokenize_cli
+from cachecast.cli.common import DatabaseUrlOption
 from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
-from cachecast.service import cli as service_cli
-from cachecast.simulator import cli as simulator_cli
-from cachecast.simulator.layouts.engine_hook import install_engine_measurer
-from cachecast.tokenizers import cli as tokenizers_cli
+from cachecast.layouts.engine_hook import install_engine_measurer
 
 app = typer.Typer(
     name="cachecast",
@@ -76,7 +79,16 @@ def db_current(database_url: DatabaseUrlOption = None) -> None:
 # The simulator's `suggest --validate-on-engine` reaches the engine only through this seam.
 install_engine_measurer(measure_records_on_engine)
 
-for _module in (contracts_cli, tokenizers_cli, simulator_cli, service_cli, gpu_backend_cli):
+for _module in (
+    contracts_cli,
+    tokenize_cli,
+    simulate_cli,
+    estimate_cli,
+    layouts_cli,
+    serve_cli,
+    economics_cli,
+    measure_cli,
+):
     _module.register(app)
 
 

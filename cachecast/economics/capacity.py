@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from cachecast.gpu_backend.economics.geometry import (
+from cachecast.economics.geometry import (
     ModelGeometry,
     dtype_bytes,
     fraction_to_json,
 )
-from cachecast.gpu_backend.economics.hardware import Accelerator
+from cachecast.economics.hardware import Accelerator
 
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)  # vLLM's --gpu-memory-utilization default
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV block size (tokens)

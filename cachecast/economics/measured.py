@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cachecast.gpu_backend.economics.timing import attention_pairs
+from cachecast.economics.timing import attention_pairs
 
 
 class MeasurementError(ValueError):

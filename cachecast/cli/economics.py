@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli_common import DatabaseUrlOption, progress_bar
+from cachecast.cli.common import DatabaseUrlOption, progress_bar
 
 if TYPE_CHECKING:
-    from cachecast.gpu_backend.economics.capacity import Deployment
-    from cachecast.gpu_backend.economics.compare import ComparisonReport
+    from cachecast.economics.capacity import Deployment
+    from cachecast.economics.compare import ComparisonReport
     from cachecast.tokenizers import LogError
 
 EXIT_BAD_INPUT = 1
@@ -122,9 +122,9 @@ def _deployment(
 ) -> Deployment:
     """The deployment the options describe (``block_size`` None: vLLM's default), or exit 2
     naming the bad option."""
-    from cachecast.gpu_backend.economics.capacity import DEFAULT_BLOCK_SIZE, Deployment
-    from cachecast.gpu_backend.economics.geometry import KV_DTYPES, GeometryError, load_model
-    from cachecast.gpu_backend.economics.hardware import UnknownAcceleratorError, get_accelerator
+    from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Deployment
+    from cachecast.economics.geometry import KV_DTYPES, GeometryError, load_model
+    from cachecast.economics.hardware import UnknownAcceleratorError, get_accelerator
 
     if kv_dtype not in KV_DTYPES:
         _fail(console, f"--kv-dtype {kv_dtype!r}: choose one of {', '.join(KV_DTYPES)}")
@@ -170,7 +170,7 @@ def capacity_command(
     Prefill of a CONTEXT-token prompt whose first CACHED tokens are cached. Exits 1 when the
     model does not fit (the output says by how much).
     """
-    from cachecast.gpu_backend.economics.sizing import capacity_report
+    from cachecast.economics.sizing import capacity_report
 
     err = Console(stderr=True)
     deployment = _deployment(
@@ -298,8 +298,8 @@ def compare_command(
     hit rate at several KV capacities. Figures are roofline ceilings unless a vLLM
     measurement is used (the report's timing_source says which).
     """
-    from cachecast.gpu_backend.economics.compare import ComparisonError, compare
-    from cachecast.gpu_backend.economics.plots import write_html, write_png
+    from cachecast.economics.compare import ComparisonError, compare
+    from cachecast.economics.plots import write_html, write_png
 
     err = Console(stderr=True)
     price = _gpu_price(err, gpu_price)
@@ -315,7 +315,7 @@ def compare_command(
     )
     measurement = None
     if measurement_id is not None:
-        from cachecast.gpu_backend.economics.measured import MeasurementError, load_measurement
+        from cachecast.economics.measured import MeasurementError, load_measurement
 
         try:
             measurement = load_measurement(db.resolve_database_url(database_url), measurement_id)
@@ -488,8 +488,8 @@ def fleet_command(
     roofline prefill, mean and p90), GPU-hours of the fleet (the busiest replica bounds the
     makespan) and, with --gpu-price, their cost. Default routing: all.
     """
-    from cachecast.gpu_backend.economics.compare import ComparisonError
-    from cachecast.gpu_backend.economics.fleet import fleet, format_table_rows
+    from cachecast.economics.compare import ComparisonError
+    from cachecast.economics.fleet import fleet, format_table_rows
     from cachecast.simulator.routing import Routing
 
     err = Console(stderr=True)

@@ -17,18 +17,18 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cachecast import db
-from cachecast.cli_common import database_url_option
-from cachecast.simulator.layouts.check import (
+from cachecast.cli.common import database_url_option
+from cachecast.layouts.check import (
     DEFAULT_THRESHOLDS,
     EXIT_BAD_INPUT,
     EXIT_PASS,
     CheckReport,
     run_check,
 )
-from cachecast.simulator.layouts.evaluate import TargetSpec, parse_target
-from cachecast.simulator.layouts.sources import InputError, MissingAtRevision, load_prompt_set
-from cachecast.simulator.layouts.spec import LayoutError, NotALayoutError
-from cachecast.simulator.layouts.thresholds import (
+from cachecast.layouts.evaluate import TargetSpec, parse_target
+from cachecast.layouts.sources import InputError, MissingAtRevision, load_prompt_set
+from cachecast.layouts.spec import LayoutError, NotALayoutError
+from cachecast.layouts.thresholds import (
     CheckConfig,
     ConfigError,
     Thresholds,
@@ -326,8 +326,8 @@ def suggest_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Find volatile spans and propose layout changes, each re-simulated and ranked."""
-    from cachecast.simulator.layouts.suggest import suggest
-    from cachecast.simulator.layouts.volatile import analyze
+    from cachecast.layouts.suggest import suggest
+    from cachecast.layouts.volatile import analyze
 
     with _exit_2_on_bad_input():
         settings = merge(
@@ -418,7 +418,7 @@ def _validate_on_engine(
     reached through the measurer that ``cachecast.cli`` installs in ``engine_hook``, so the
     simulator never imports it.
     """
-    from cachecast.simulator.layouts.engine_hook import (
+    from cachecast.layouts.engine_hook import (
         EngineTarget,
         EngineValidationUnavailable,
         measure_on_engine,

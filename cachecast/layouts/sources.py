@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachecast.simulator.layouts.expand import SyntheticRequest, expand, iter_records, write_log
-from cachecast.simulator.layouts.spec import (
+from cachecast.layouts.expand import SyntheticRequest, expand, iter_records, write_log
+from cachecast.layouts.spec import (
     JINJA_SUFFIXES,
     LAYOUT_FORMAT_KEY,
     Layout,

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli_common import DatabaseUrlOption, progress_bar
+from cachecast.cli.common import DatabaseUrlOption, progress_bar
 
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 1

@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from cachecast.gpu_backend.economics.capacity import (
+from cachecast.economics.capacity import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     Capacity,
     Deployment,
 )
-from cachecast.gpu_backend.economics.compare import (
+from cachecast.economics.compare import (
     DEFAULT_MAX_NUM_SEQS,
     ComparisonError,
     decode_seconds_per_token,
@@ -51,9 +51,9 @@ from cachecast.gpu_backend.economics.compare import (
     reporting_progress,
     size_deployment,
 )
-from cachecast.gpu_backend.economics.geometry import ModelGeometry
-from cachecast.gpu_backend.economics.hardware import Accelerator
-from cachecast.gpu_backend.economics.timing import (
+from cachecast.economics.geometry import ModelGeometry
+from cachecast.economics.hardware import Accelerator
+from cachecast.economics.timing import (
     FloatArray,
     pollaczek_khinchine_wait,
     prefill_seconds_many,

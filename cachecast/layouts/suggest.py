@@ -37,16 +37,16 @@ from typing import Any
 import yaml
 
 from cachecast.contracts import ContractStore
-from cachecast.simulator.layouts.evaluate import SideMetrics, TargetSpec, evaluate
-from cachecast.simulator.layouts.expand import add_breakpoints
-from cachecast.simulator.layouts.sources import PromptSet
-from cachecast.simulator.layouts.textview import (
+from cachecast.layouts.evaluate import SideMetrics, TargetSpec, evaluate
+from cachecast.layouts.expand import add_breakpoints
+from cachecast.layouts.sources import PromptSet
+from cachecast.layouts.textview import (
     part_by_label,
     prompt_parts,
     request_body,
     tool_name,
 )
-from cachecast.simulator.layouts.volatile import Analysis, VolatileSpan, analyze
+from cachecast.layouts.volatile import Analysis, VolatileSpan, analyze
 
 # The system prompt (covering the tools before it) and the newest message: the stable
 # prefix every session shares, and the growing history within a session.

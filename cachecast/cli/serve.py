@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from cachecast import db
-from cachecast.cli_common import DatabaseUrlOption
+from cachecast.cli.common import DatabaseUrlOption
 from cachecast.service.metrics import MULTIPROC_ENV
 from cachecast.service.settings import ServiceSettings
 

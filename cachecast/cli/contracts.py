@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli_common import DatabaseUrlOption
+from cachecast.cli.common import DatabaseUrlOption
 from cachecast.contracts.errors import ContractStoreError
 from cachecast.contracts.importers import is_litellm_map, plan_litellm_import, read_json_file
 from cachecast.contracts.model import ContractTerms
