@@ -33,12 +33,13 @@ bind_local_cluster_to_loopback()  # before ray is imported: the bench's clusters
 import ray
 
 from cachecast import db
+from cachecast.app.estimate import EstimateRequest, estimate
+from cachecast.app.logs import LogInput
+from cachecast.app.ray_executor import RayExecutor, wait_for_cluster
 from cachecast.contracts import ContractStore
-from cachecast.simulator.distributed.runner import estimate_on_ray, wait_for_cluster
-from cachecast.simulator.estimate import Target, estimate
 
 AT = dt.date(2026, 11, 1)
-TARGETS = [Target("openai", "gpt-4o")]
+TARGETS = ["openai:gpt-4o"]
 
 
 def write_logs(directory: Path, files: int, per_file: int) -> list[Path]:
@@ -97,7 +98,8 @@ def main() -> None:
         print(f"workload: {args.files} files x {args.requests_per_file} requests, {cpus} CPUs")
 
         started = time.perf_counter()
-        single = estimate(paths, TARGETS, AT, store).to_json()
+        request = EstimateRequest(log=LogInput.of_paths(paths), targets=TARGETS, at=AT)
+        single = estimate(request, store).model_dump(mode="json")
         baseline = requests / (time.perf_counter() - started)
         print(f"single process   {baseline:9.1f} req/s   1.00x")
 
@@ -112,11 +114,13 @@ def main() -> None:
                 wait_for_cluster(workers)
                 ray.get([_warm.remote() for _ in range(workers)])
                 started = time.perf_counter()
-                report = estimate_on_ray(paths, TARGETS, AT, store, url, buckets=4 * workers)
+                report = estimate(
+                    request, store, executor=RayExecutor(buckets=4 * workers)
+                ).model_dump(mode="json")
                 rate = requests / (time.perf_counter() - started)
             finally:
                 ray.shutdown()
-            same = "equal" if report.to_json() == single else "DIFFERENT"
+            same = "equal" if report == single else "DIFFERENT"
             print(
                 f"ray {workers:>2} worker(s) {rate:9.1f} req/s   {rate / baseline:.2f}x"
                 f"   (report {same} to single process)"

@@ -28,9 +28,9 @@ from typing import Any  # noqa: E402
 import httpx  # noqa: E402
 
 from cachecast import db  # noqa: E402
+from cachecast.app.estimate import EstimateRequest, estimate  # noqa: E402
+from cachecast.app.logs import LogInput  # noqa: E402
 from cachecast.contracts import ContractStore  # noqa: E402
-from cachecast.simulator.estimate import Target, estimate  # noqa: E402
-from cachecast.tokenizers import get_tokenizer, read_records  # noqa: E402
 from tests.service.server import Server  # noqa: E402
 
 TARGETS = ["openai:gpt-4o", "anthropic:claude-sonnet-4-5", "openai:gpt-5.6"]
@@ -69,19 +69,13 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 def in_process_once(store: ContractStore, records: list[dict[str, Any]]) -> float:
     """The estimator called directly (tokenize + replay + bill), one pass per tokenizer."""
-    targets = [Target.parse(text) for text in TARGETS]
+    request = EstimateRequest(
+        log=LogInput(records=records, records_name="bench", on_bad_record="reject"),
+        targets=list(TARGETS),
+        at=dt.date.fromisoformat(AT),
+    )
     started = time.perf_counter()
-    groups: dict[str, list[Target]] = {}
-    for target in targets:
-        groups.setdefault(get_tokenizer(target.model).name, []).append(target)
-    for group in groups.values():
-        errors: list[Any] = []
-        requests = read_records(
-            records, "bench", model=group[0].model, provider=group[0].provider, errors=errors
-        )
-        estimate(requests, group, dt.date.fromisoformat(AT), store)
-        if errors:
-            raise RuntimeError(f"the bench log has bad records: {errors[:3]}")
+    estimate(request, store)
     return time.perf_counter() - started
 
 

@@ -18,7 +18,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlmodel import create_engine
+
+from cachecast.errors import ConfigurationError, Location, NotMigratedError
 
 DATABASE_URL_ENV = "CACHECAST_DATABASE_URL"
 
@@ -30,10 +33,41 @@ def default_database_url() -> str:
 
 
 def resolve_database_url(explicit: str | None = None) -> str:
-    """``--database-url`` wins, then ``CACHECAST_DATABASE_URL``, then the embedded default."""
-    url = explicit or os.environ.get(DATABASE_URL_ENV) or default_database_url()
-    make_url(url)  # raises ArgumentError naming the bad URL
+    """``--database-url`` wins, then ``CACHECAST_DATABASE_URL``, then the embedded default.
+
+    A URL SQLAlchemy cannot parse is bad configuration; the error names where the URL came
+    from but never repeats it (it may hold a password)."""
+    if explicit:
+        url, origin = explicit, "--database-url"
+    elif os.environ.get(DATABASE_URL_ENV):
+        url, origin = os.environ[DATABASE_URL_ENV], DATABASE_URL_ENV
+    else:
+        url, origin = default_database_url(), "the default database"
+    try:
+        make_url(url)
+    except ArgumentError:
+        raise ConfigurationError(
+            "not a SQLAlchemy database URL (e.g. sqlite:///path/cachecast.db or"
+            " postgresql+psycopg://user@host/db)",
+            location=Location(field=origin),
+        ) from None
     return url
+
+
+def display_url(url: str) -> str:
+    """The URL as it may be shown: with any password masked."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def require_existing(url: str) -> None:
+    """For commands that only read: a SQLite file that does not exist is an error, not a new
+    empty database (``get_engine`` would create it and its folders)."""
+    path = _sqlite_file(url)
+    if path is not None and not path.is_file():
+        raise NotMigratedError(
+            f"no database at {path}: run `cachecast db upgrade` first (or give --database-url)",
+            location=Location(field="--database-url"),
+        )
 
 
 def _sqlite_file(url: str) -> Path | None:

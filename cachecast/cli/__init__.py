@@ -20,7 +20,7 @@ from cachecast.cli import measure as measure_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
-from cachecast.cli.common import DatabaseUrlOption
+from cachecast.cli.common import DatabaseUrlOption, command
 from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
 from cachecast.layouts.engine_hook import install_engine_measurer
 
@@ -45,6 +45,7 @@ def _root(
 
 
 @db_app.command("upgrade")
+@command
 def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
     database_url: DatabaseUrlOption = None,
@@ -56,6 +57,7 @@ def db_upgrade(
 
 
 @db_app.command("downgrade")
+@command
 def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision, e.g. 'base' or '-1'.")],
     database_url: DatabaseUrlOption = None,
@@ -67,6 +69,7 @@ def db_downgrade(
 
 
 @db_app.command("current")
+@command
 def db_current(database_url: DatabaseUrlOption = None) -> None:
     """Print the database's current revision and whether it is the newest."""
     url = db.resolve_database_url(database_url)

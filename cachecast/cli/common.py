@@ -1,23 +1,42 @@
-"""Command-line pieces shared by every subpackage's CLI: ``--database-url`` and a progress bar.
+"""What every command shares: ``--database-url``, a progress bar, and one way to fail.
 
-Top level on purpose: it imports only typer, rich and :mod:`cachecast.db`, never a
-subpackage, so any subpackage's CLI may import it without an import cycle.
+A command is a thin adapter: parse its arguments into the use case's request, call the use
+case (``cachecast.app``), render the report, exit. :func:`command` wraps it so that every
+error ends the same way: a :class:`~cachecast.errors.CachecastError` prints one line on
+stderr (``error: <where>: <what>``, plus close matches where there are some) and exits with
+its family's code (2 for bad input or configuration); anything else is a bug and exits 3
+with one line (``CACHECAST_DEBUG=1`` prints the traceback too). See docs/errors.md.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+import functools
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import TaskID
+from typer.exceptions import TyperException
 
 from cachecast import db
+from cachecast.errors import EXIT_INTERNAL, BadInputError, CachecastError, Location
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from rich.progress import Progress as RichProgress
+
+    from cachecast.contracts import ContractStore
 
 DATABASE_URL_HELP = "SQLAlchemy URL; default: a SQLite file in the user's data directory."
+DEBUG_ENV = "CACHECAST_DEBUG"
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
@@ -27,31 +46,121 @@ def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
 
 DatabaseUrlOption = Annotated[str | None, database_url_option()]
 
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
-class NoProgress:
-    """Stands in for a progress bar when the console is not a terminal."""
 
-    def __enter__(self) -> NoProgress:
-        return self
+def print_error(error: CachecastError) -> None:
+    """One line on stderr, and the close matches on a second where there are some."""
+    stderr.print(f"[red]error:[/] {error.one_line()}", markup=True)
+    if error.close_matches and "close matches" not in error.message:
+        stderr.print("close matches: " + ", ".join(error.close_matches))
 
-    def __exit__(self, *exc_info: object) -> None:
+
+def command(function: Callable[P, R]) -> Callable[P, R]:
+    """Wrap a command so that it fails the one way the module docstring describes."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except (typer.Exit, typer.Abort, TyperException, click.exceptions.ClickException):
+            raise  # usage errors and exits: typer reports them itself (exit 2 for usage)
+        except CachecastError as error:
+            print_error(error)
+            raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:
+            stderr.print("interrupted")
+            raise typer.Exit(130) from None
+        except Exception as error:
+            if os.environ.get(DEBUG_ENV) == "1":
+                traceback.print_exc()
+            stderr.print(
+                f"[red]internal error:[/] {type(error).__name__}: {' '.join(str(error).split())}"
+                f" (a bug in cachecast; set {DEBUG_ENV}=1 for the traceback)",
+                markup=True,
+            )
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+    return wrapper
+
+
+def contract_store(database_url: str | None, *, must_exist: bool = True) -> ContractStore:
+    """The contract store of ``--database-url`` (or the default), which must be migrated.
+
+    A read command never creates anything: a SQLite file that does not exist is bad
+    configuration, not a new empty database."""
+    from cachecast.contracts import ContractStore
+    from cachecast.errors import NotMigratedError
+
+    url = db.resolve_database_url(database_url)
+    if must_exist:
+        db.require_existing(url)
+    if not db.is_current(url):
+        raise NotMigratedError(
+            f"the contract database at {db.display_url(url)} is not migrated:"
+            " run `cachecast db upgrade`",
+            location=Location(field="--database-url"),
+        )
+    return ContractStore(url)
+
+
+def parse_day(text: str | None, option: str = "--at") -> Any:
+    """``YYYY-MM-DD`` as a date (None stays None)."""
+    import datetime as dt
+
+    if text is None:
         return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise BadInputError(
+            f"{text!r} is not a date (YYYY-MM-DD)", location=Location(field=option)
+        ) from None
 
-    def add_task(self, description: str, total: float | None = None) -> TaskID:
-        return TaskID(0)
 
-    def advance(self, task: TaskID, advance: float = 1) -> None:
-        return None
+def expand_globs(paths: list[Path]) -> list[Path]:
+    """Arguments with glob characters that name no file expand to their matches, sorted
+    (for globs the shell did not expand, e.g. quoted ones)."""
+    import glob
+
+    expanded: list[Path] = []
+    for path in paths:
+        text = str(path)
+        matches = sorted(glob.glob(text)) if any(char in text for char in "*?[") else []
+        if matches and not path.exists():
+            expanded.extend(Path(match) for match in matches)
+        else:
+            expanded.append(path)  # a literal name, or a glob matching nothing: "no such file"
+    return expanded
 
 
-def progress_bar(console: Console) -> Progress | NoProgress:
-    """A transient rich bar (description, bar, done/total, elapsed) on ``console`` when it is
-    a terminal; a :class:`NoProgress` otherwise (pipes, tests)."""
+class BarProgress:
+    """The app's progress protocol on a rich bar (on a terminal) or on nothing."""
+
+    def __init__(self, bar: RichProgress | None) -> None:
+        self._bar = bar
+        self._task: TaskID | None = None
+
+    def start(self, label: str, total: int | None) -> None:
+        if self._bar is not None:
+            self._task = self._bar.add_task(label, total=total)
+
+    def advance(self, count: int) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.advance(self._task, count)
+
+
+@contextmanager
+def progress_bar(console: Console | None = None) -> Iterator[BarProgress]:
+    """A transient rich bar (description, bar, done/total, elapsed) on ``console`` (stderr)
+    when it is a terminal; nothing otherwise (pipes, tests)."""
+    console = console or stderr
     if not console.is_terminal:
-        return NoProgress()
+        yield BarProgress(None)
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(
+    bar = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -59,3 +168,5 @@ def progress_bar(console: Console) -> Progress | NoProgress:
         console=console,
         transient=True,
     )
+    with bar:
+        yield BarProgress(bar)

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli.common import DatabaseUrlOption, progress_bar
+from cachecast.cli.common import DatabaseUrlOption, command, progress_bar
 
 if TYPE_CHECKING:
     from cachecast.economics.capacity import Deployment
@@ -72,9 +72,9 @@ UtilizationOption = Annotated[
 
 def register(app: typer.Typer) -> None:
     """Add ``capacity``, ``compare`` and ``fleet`` to the root app."""
-    app.command("capacity")(capacity_command)
-    app.command("compare")(compare_command)
-    app.command("fleet")(fleet_command)
+    app.command("capacity")(command(capacity_command))
+    app.command("compare")(command(compare_command))
+    app.command("fleet")(command(fleet_command))
 
 
 def _fail(console: Console, message: str, code: int = EXIT_USAGE) -> Any:
@@ -324,11 +324,12 @@ def compare_command(
     store = None
     targets = []
     if target:
+        from cachecast.app.targets import parse_target
         from cachecast.contracts import ContractStore
-        from cachecast.simulator.estimate import Target, TargetError
+        from cachecast.errors import BadInputError as TargetError
 
         try:
-            targets = [Target.parse(text) for text in target]
+            targets = [parse_target(text) for text in target]
         except TargetError as error:
             _fail(err, str(error))
         url = db.resolve_database_url(database_url)
@@ -338,10 +339,9 @@ def compare_command(
             )
         store = ContractStore(url)
     host_bytes = None if host_memory_gib is None else int(host_memory_gib * 2**30)
-    progress = progress_bar(err)
     try:
-        with progress:
-            task = progress.add_task("simulating", total=None)
+        with progress_bar(err) as progress:
+            progress.start("simulating", None)
             report = compare(
                 logs,
                 model=deployment.model,
@@ -360,7 +360,7 @@ def compare_command(
                 state_checkpoint_tokens=state_checkpoint,
                 measurement=measurement,
                 tokenizer_model=tokenizer,
-                progress=lambda n: progress.advance(task, n),
+                progress=progress.advance,
             )
     except (ComparisonError, ValueError) as error:  # also log errors of the tokenizer
         _fail(err, str(error), EXIT_BAD_INPUT)
@@ -512,10 +512,9 @@ def fleet_command(
     deployment = _deployment(
         err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
     )
-    progress = progress_bar(err)
     try:
-        with progress:
-            task = progress.add_task("routing", total=None)
+        with progress_bar(err) as progress:
+            progress.start("routing", None)
             result = fleet(
                 logs,
                 model=deployment.model,
@@ -530,7 +529,7 @@ def fleet_command(
                 gpu_memory_utilization=deployment.gpu_memory_utilization,
                 window_seconds=window,
                 tokenizer_model=tokenizer,
-                progress=lambda n: progress.advance(task, n),
+                progress=progress.advance,
             )
     except (ComparisonError, ValueError) as error:  # also log errors of the tokenizer
         _fail(err, str(error), EXIT_BAD_INPUT)

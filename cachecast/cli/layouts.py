@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cachecast import db
-from cachecast.cli.common import database_url_option
+from cachecast.cli.common import command, database_url_option
 from cachecast.layouts.check import (
     DEFAULT_THRESHOLDS,
     EXIT_BAD_INPUT,
@@ -74,7 +74,7 @@ class BadInput(Exception):
 def _bad_input_errors() -> tuple[type[BaseException], ...]:
     # Imported here: the contracts and tokenizers packages define these; all are user errors.
     from cachecast.contracts import UnknownContractError
-    from cachecast.simulator.estimate import TargetError
+    from cachecast.errors import BadInputError as TargetError
     from cachecast.tokenizers import LogError, UnknownModelError
 
     errors: list[type[BaseException]] = [
@@ -298,8 +298,8 @@ class _Progress:
 
 def register(app: typer.Typer) -> None:
     """Add ``check`` and ``suggest`` to the root app."""
-    app.command("check")(check_command)
-    app.command("suggest")(suggest_command)
+    app.command("check")(command(check_command))
+    app.command("suggest")(command(suggest_command))
 
 
 def suggest_command(

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli.common import database_url_option, progress_bar
+from cachecast.cli.common import command, database_url_option, progress_bar
 from cachecast.gpu_backend.engine.backend import EngineBackend
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import EngineError, ReplayOptions
@@ -28,7 +28,7 @@ class EngineKind(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Add ``measure`` to the root app."""
-    app.command("measure")(measure)
+    app.command("measure")(command(measure))
 
 
 def measure(
@@ -150,16 +150,15 @@ def measure(
             device,
             api_key,
         )
-        progress = progress_bar(console)
-        with progress:
-            task = progress.add_task("replaying", total=len(requests))
+        with progress_bar(console) as progress:
+            progress.start("replaying", len(requests))
             report = measure_layout(
                 requests,
                 backend,
                 options=options,
                 compare_simulator=compare_simulator,
                 source=str(log),
-                progress=lambda done: progress.advance(task, done),
+                progress=progress.advance,
             )
     except LogFormatError as error:  # a prompt the engine cannot take; nothing was sent
         console.print(f"[red]error:[/red] {error}")

@@ -10,14 +10,14 @@ from typing import Annotated
 import typer
 
 from cachecast import db
-from cachecast.cli.common import DatabaseUrlOption
+from cachecast.cli.common import DatabaseUrlOption, command
 from cachecast.service.metrics import MULTIPROC_ENV
 from cachecast.service.settings import ServiceSettings
 
 
 def register(app: typer.Typer) -> None:
     """Add this subpackage's commands to the root app."""
-    app.command("serve")(serve)
+    app.command("serve")(command(serve))
 
 
 def serve(

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cachecast.cli.common import command
 from cachecast.simulator.ordering import simulate
 from cachecast.simulator.policies import build_policy
 from cachecast.simulator.routing import Routing
@@ -93,6 +94,7 @@ def register(app: typer.Typer) -> None:
     """Add ``simulate`` to the root app."""
 
     @app.command("simulate")
+    @command
     def simulate_command(
         log: Annotated[Path, typer.Argument(help="request log (JSONL, Mooncake trace, ...)")],
         policy: Annotated[PolicyKind, typer.Option(help="cache model")] = PolicyKind.vllm,

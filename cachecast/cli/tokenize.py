@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from cachecast.cli.common import command
 from cachecast.tokenizers.records import LogError, count_lines, read_log
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
@@ -20,7 +21,7 @@ EXIT_BAD_INPUT = 2
 
 def register(app: typer.Typer) -> None:
     """Add this subpackage's commands to the root app."""
-    app.command("tokenize")(tokenize)
+    app.command("tokenize")(command(tokenize))
 
 
 def tokenize(

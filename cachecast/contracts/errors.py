@@ -1,31 +1,29 @@
-"""Errors of the contract store; each message is one line a user can act on."""
+"""Errors of the contract store, on the one error tree (``cachecast.errors``); each message is
+one line a user can act on."""
 
 from __future__ import annotations
 
+from cachecast import errors
 
-class ContractStoreError(Exception):
-    """Base of every error the contract store raises on purpose."""
+# The database lacks the contract tables (one class for every table this version needs).
+DatabaseNotMigratedError = errors.NotMigratedError
 
 
-class UnknownContractError(ContractStoreError, LookupError):
+class UnknownContractError(errors.UnknownContractError):
     """No contract for this provider/model (or none in force on the date asked)."""
 
     def __init__(self, message: str, close_matches: list[str] | None = None) -> None:
-        self.close_matches: list[str] = list(close_matches or [])
-        if self.close_matches:
-            message = f"{message}; close matches: {', '.join(self.close_matches)}"
-        super().__init__(message)
+        matches = list(close_matches or [])
+        if matches:
+            message = f"{message}; close matches: {', '.join(matches)}"
+        super().__init__(message, close_matches=matches)
 
 
-class ContractConflictError(ContractStoreError, ValueError):
+class ContractConflictError(errors.ConflictError):
     """A new version would overlap an existing one; nothing was written."""
 
 
-class DatabaseNotMigratedError(ContractStoreError):
-    """The database lacks the contract tables."""
-
-
-class ContractFormatError(ContractStoreError, ValueError):
+class ContractFormatError(errors.BadInputError):
     """A contract document is malformed; names the file, the entry and the field."""
 
     def __init__(self, file: str, entry: str, field: str, reason: str) -> None:
@@ -33,7 +31,9 @@ class ContractFormatError(ContractStoreError, ValueError):
         self.entry = entry
         self.field = field
         self.reason = reason
-        location = ", ".join(
-            part for part in (file, entry, f"field {field!r}" if field else "") if part
-        )
-        super().__init__(f"{location}: {reason}")
+        where = f"{entry}: {field}" if entry and field else (entry or field or None)
+        super().__init__(reason, location=errors.Location(source=file or None, field=where))
+
+
+# Every error the store raises on purpose (for callers that catch them as one group).
+ContractStoreError = errors.CachecastError

@@ -52,7 +52,7 @@ from cachecast.economics.timing import (
     prefill_seconds_many,
 )
 from cachecast.simulator import build_policy
-from cachecast.simulator.estimate import Target, estimate
+from cachecast.simulator.pricing import Target
 from cachecast.tokenizers import LogError, read_log
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -572,28 +572,38 @@ def compare(
     report_at = at
     if targets:
         assert store is not None
-        estimate_sources: Sequence[Path] | Iterable[TokenizedRequest] = (
-            paths if paths is not None else requests
-        )
+        from cachecast.app.estimate import EstimateRequest, estimate
+        from cachecast.app.logs import LogInput
+        from cachecast.errors import BadInputError
+
+        assert paths is not None, "hosted targets price log files"
         try:
-            report = estimate(estimate_sources, list(targets), at, store)
-        except ValueError as error:
+            report = estimate(
+                EstimateRequest(
+                    log=LogInput.of_paths(paths),
+                    targets=[str(target) for target in targets],
+                    at=at,
+                ),
+                store,
+            )
+        except BadInputError as error:
             # e.g. a block-key trace (Mooncake) that a hosted contract's block size cannot
             # replay: the self-hosted side alone can still be compared, without --target.
             raise ComparisonError(f"pricing the hosted targets: {error}") from error
         report_at = report.at
-        for result in report.to_json()["targets"]:
+        for result in report.targets:
+            cost = result.cost.model_dump(mode="json")
             hosted.append(
                 HostedLine(
-                    provider=result["provider"],
-                    model=result["model"],
-                    contract=result["contract"],
-                    hit_rate=float(result["hit_rate"]),
-                    total=Decimal(result["cost"]["total"]),
-                    cost=result["cost"],
-                    cost_without_cache=Decimal(result["cost_without_cache"]),
-                    input_tokens=int(result["input_tokens"]),
-                    output_tokens=int(result["output_tokens"]),
+                    provider=result.provider,
+                    model=result.model,
+                    contract=result.contract.model_dump(mode="json"),
+                    hit_rate=result.hit_rate,
+                    total=result.cost.total,
+                    cost=cost,
+                    cost_without_cache=result.cost_without_cache,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
                 )
             )
     versus = [

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.contracts import ContractStore
+from cachecast.errors import BadInputError, Location
 from cachecast.simulator import build_policy, simulate
-from cachecast.simulator.estimate import Target, TargetError, contract_reference, estimate
 from cachecast.tokenizers import read_log
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -46,9 +46,14 @@ def parse_target(text: str, *, default_block_size: int | None = None) -> TargetS
     if head.lower() == "vllm" and (not tail or tail.isdigit()):
         block_size = int(tail) if tail else (default_block_size or DEFAULT_VLLM_BLOCK_SIZE)
         if block_size < 1:
-            raise TargetError(f"target {text!r}: the block size must be positive")
+            raise BadInputError(
+                f"target {text!r}: the block size must be positive",
+                location=Location(field="target"),
+            )
         return TargetSpec("vllm", block_size=block_size)
-    target = Target.parse(cleaned)
+    from cachecast.app.targets import parse_target
+
+    target = parse_target(cleaned)
     return TargetSpec("contract", target.provider, target.model)
 
 
@@ -93,7 +98,7 @@ class SideMetrics:
 
 def tokenize(log_path: Path, model: str | None, provider: str | None) -> list[TokenizedRequest]:
     """Every request of a log, tokenized strictly (a bad line is bad input, never skipped)."""
-    return list(read_log(log_path, model=model, provider=provider, strict=True))
+    return list(read_log(log_path, model=model, default_provider=provider, strict=True))
 
 
 def evaluate(
@@ -114,23 +119,29 @@ def evaluate(
     by_name: dict[str, SideMetrics] = {}
     if contract_targets:
         if store is None:
-            raise TargetError("PROVIDER:MODEL targets need the contract database")
+            raise BadInputError(
+                "PROVIDER:MODEL targets need the contract database",
+                location=Location(field="target"),
+            )
+        from cachecast.app.estimate import EstimateRequest, estimate
+        from cachecast.app.logs import LogInput
+
         report = estimate(
-            [log_path],
-            [Target(str(t.provider), str(t.model)) for t in contract_targets],
-            at,
+            EstimateRequest(
+                log=LogInput.of_paths([log_path], on_bad_record="stop"),
+                targets=[f"{t.provider}:{t.model}" for t in contract_targets],
+                at=at,
+            ),
             store,
-            strict=True,
         )
         for spec, result in zip(contract_targets, report.targets, strict=True):
-            totals = result.totals
             by_name[spec.name] = SideMetrics(
-                requests=totals.requests,
-                input_tokens=totals.input_tokens,
-                cache_read_tokens=totals.cache_read_tokens,
-                cost=totals.cost.total,
-                contract=contract_reference(result.contract),
-                exact_tokens=bool(totals.exact_tokens),
+                requests=result.requests,
+                input_tokens=result.input_tokens,
+                cache_read_tokens=result.cache_read_tokens,
+                cost=result.cost.total,
+                contract=result.contract.model_dump(mode="json"),
+                exact_tokens=result.exact_tokens,
             )
     for spec in targets:
         if spec.kind != "vllm":

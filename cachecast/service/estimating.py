@@ -1,9 +1,8 @@
-"""Estimates and simulations for the service: request bodies in, the CLI's JSON objects out.
+"""Estimates and simulations for the service: request bodies in, the use cases' reports out.
 
 Both endpoints take the log inline, either as a JSON body with a ``records`` array or as a
-JSONL file upload. Records are tokenized with ``cachecast.tokenizers.read_records`` and
-priced with ``cachecast.simulator.estimate.estimate``, exactly as ``cachecast estimate``
-does for a file: targets sharing a tokenizer share one tokenization pass.
+JSONL file upload. An estimate body becomes ``cachecast.app.estimate``'s request and is
+priced by the same function as ``cachecast estimate``; its report is the response.
 """
 
 from __future__ import annotations
@@ -17,26 +16,24 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
+from cachecast.app.estimate import EstimateRequest as AppEstimateRequest
+from cachecast.app.estimate import estimate
+from cachecast.app.logs import LogInput
+from cachecast.app.targets import parse_target
 from cachecast.cli.simulate import HitStatistics
 from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.errors import CachecastError, InternalError
 from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import (
     FieldError,
     ProblemError,
     from_pydantic,
+    problem_of,
     unknown_contract_problem,
     validation_problem,
 )
 from cachecast.simulator import POLICY_KINDS, OutOfOrderError, build_policy, simulate
-from cachecast.simulator.estimate import (
-    EstimateReport,
-    OrderError,
-    Target,
-    TargetError,
-    estimate,
-    resolve_targets,
-)
-from cachecast.tokenizers import LogError, UnknownModelError, get_tokenizer, read_records
+from cachecast.tokenizers import LogError, read_records
 
 SOURCE_NAME = "request"
 TARGET_PATTERN = r"^[^:\s]+:\S+$"
@@ -208,128 +205,47 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
     return validation_problem(field_errors, "Malformed log records")
 
 
-def parse_targets(texts: Sequence[str]) -> list[Target]:
-    """``body.targets`` parsed; every malformed one is a 422 naming its index."""
-    targets = []
-    errors = []
-    for index, text in enumerate(texts):
-        try:
-            targets.append(Target.parse(text))
-        except TargetError as error:
-            errors.append(FieldError(field=f"body.targets[{index}]", message=str(error)))
-    if errors:
-        raise validation_problem(errors)
-    return targets
+def estimate_request(body: EstimateRequest, lines: Sequence[int] | None) -> AppEstimateRequest:
+    """The use case's request for an API body: the records inline, bad ones rejecting the
+    whole request (nothing is priced then)."""
+    return AppEstimateRequest(
+        log=LogInput(
+            records=body.records,
+            record_lines=list(lines) if lines is not None else None,
+            records_name=SOURCE_NAME,
+            default_model=body.model,
+            default_provider=body.provider,
+            on_bad_record="reject",
+        ),
+        targets=body.targets,
+        at=body.at,
+        auto_cache_control=body.auto_cache_control,
+    )
 
 
-@dataclass(frozen=True)
-class EstimatePlan:
-    """Targets resolved and grouped by tokenizer: one tokenization pass per group."""
+class _JobProgress:
+    """A job's progress callback as the use cases' progress protocol."""
 
-    targets: list[Target]
-    day: dt.date
-    groups: dict[str, list[int]]
+    def __init__(self, advance: Callable[[int], None]) -> None:
+        self.advance = advance
 
-    @property
-    def passes(self) -> int:
-        return len(self.groups)
-
-
-def plan_estimate(store: ContractStore, request: EstimateRequest) -> EstimatePlan:
-    """Check every target before any work: unknown ones are a 404 listing close matches."""
-    targets = parse_targets(request.targets)
-    day = request.at or _today()
-    return EstimatePlan(targets, day, tokenizer_groups(store, targets, day))
-
-
-def tokenizer_groups(
-    store: ContractStore, targets: Sequence[Target], day: dt.date
-) -> dict[str, list[int]]:
-    """The targets' indices by tokenizer name, after checking that every target's contract
-    and tokenizer are known on ``day``: an unknown one is a 404 (close matches listed)."""
-    try:
-        resolve_targets(list(targets), store, day)
-        groups: dict[str, list[int]] = {}
-        for index, target in enumerate(targets):
-            groups.setdefault(get_tokenizer(target.model).name, []).append(index)
-    except TargetError as error:
-        raise unknown_contract_problem(str(error), error.close_matches) from error
-    except UnknownModelError as error:
-        raise ProblemError(404, "Unknown model", str(error), slug="unknown-model") from error
-    return groups
-
-
-def run_estimate(
-    store: ContractStore,
-    request: EstimateRequest,
-    lines: Sequence[int] | None,
-    progress: Callable[[int], None] | None = None,
-    plan: EstimatePlan | None = None,
-) -> dict[str, Any]:
-    """The ``cachecast estimate --json`` object for this request; ProblemError if rejected.
-
-    ``progress`` gets the number of records priced since its last call, once per pass.
-    ``plan`` is this request's ``plan_estimate`` where the caller already made it.
-    """
-    plan = plan or plan_estimate(store, request)
-    targets, day, groups = plan.targets, plan.day, plan.groups
-    # Like the CLI: one tokenization pass per tokenizer, led by that group's first target.
-    results: list[Any] = [None] * len(targets)
-    errors: list[LogError] = []
-    for tokenizer_name, indices in groups.items():
-        lead = targets[indices[0]]
-        pass_errors: list[LogError] = []
-        requests = read_records(
-            request.records,
-            SOURCE_NAME,
-            model=request.model or lead.model,
-            provider=request.provider or lead.provider,
-            errors=pass_errors,
-        )
-        try:
-            report = estimate(
-                requests,
-                [targets[i] for i in indices],
-                day,
-                store,
-                progress,
-                auto_cache_control=request.auto_cache_control,
-            )
-        except OrderError as error:
-            raise validation_problem(
-                [FieldError(field="records", message=str(error))], "Records out of order"
-            ) from error
-        if not errors:
-            errors.extend(pass_errors)  # every pass reads the same records
-        for index, result in zip(indices, report.targets, strict=True):
-            result.tokenizer = tokenizer_name
-            results[index] = result
-    if errors:
-        # A rejected request changes nothing and prices nothing: all or none.
-        raise log_problem(errors, lines)
-    merged = EstimateReport(at=day, targets=results, sources=[SOURCE_NAME], errors=[])
-    return merged.to_json()
-
-
-def estimate_job_payload(request: EstimateRequest, lines: Sequence[int] | None) -> dict[str, Any]:
-    payload = request.model_dump(mode="json")
-    payload["record_lines"] = list(lines) if lines is not None else None
-    return payload
+    def start(self, label: str, total: int | None) -> None:
+        return None
 
 
 def run_estimate_job(
     store: ContractStore, payload: Mapping[str, Any], progress: Callable[[int], None]
 ) -> dict[str, Any]:
-    """A stored estimate job; a rejected log fails the job with the 422 problem it would
-    have had as a direct request."""
-    data = dict(payload)
-    lines = data.pop("record_lines", None)
+    """A stored estimate job (the use case's request as JSON): the report as JSON. Bad input
+    fails the job with the problem a direct request would have had."""
+    request = AppEstimateRequest.model_validate(payload)
     try:
-        request = EstimateRequest.model_validate(data)
-        return run_estimate(store, request, lines, progress)
-    except ProblemError as error:
-        problem = error.to_problem(None).model_dump(mode="json", exclude_none=True)
-        raise JobInputError(problem) from error
+        report = estimate(request, store, progress=_JobProgress(progress))
+    except CachecastError as error:
+        if isinstance(error, InternalError):
+            raise
+        raise JobInputError(problem_of(error).model_dump(mode="json", exclude_none=True)) from error
+    return report.model_dump(mode="json")
 
 
 def run_simulation(
@@ -339,12 +255,7 @@ def run_simulation(
     contract = None
     model, provider = request.model, request.provider
     if request.target is not None:
-        try:
-            target = Target.parse(request.target)
-        except TargetError as error:
-            raise validation_problem(
-                [FieldError(field="body.target", message=str(error))]
-            ) from error
+        target = parse_target(request.target, "target")
         try:
             contract = store.as_of(target.provider, target.model, request.at or _today())
         except UnknownContractError as error:
@@ -371,7 +282,12 @@ def run_simulation(
         raise validation_problem([FieldError(field="body", message=str(error))]) from error
     errors: list[LogError] = []
     requests = read_records(
-        request.records, SOURCE_NAME, model=model, provider=provider, errors=errors
+        request.records,
+        SOURCE_NAME,
+        model=model,
+        default_model=request.model,
+        default_provider=provider,
+        errors=errors,
     )
     statistics = HitStatistics()
     try:

@@ -17,6 +17,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from cachecast.errors import CachecastError, InternalError
+
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://cachecast.dev/problems/"
 
@@ -24,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 class FieldError(BaseModel):
-    """One wrong field: where it is and what is wrong with it."""
+    """One wrong field of a problem document: where it is and what is wrong with it."""
 
     field: str = Field(examples=["body.targets[0]"])
     message: str = Field(examples=["expected PROVIDER:MODEL"])
@@ -45,6 +47,9 @@ class Problem(BaseModel):
     detail: str | None = Field(default=None, examples=["no contract for openai/gpt-4oo"])
     instance: str | None = Field(default=None, examples=["/v1/contracts/openai/gpt-4oo"])
     errors: list[FieldError] | None = None
+    total_errors: int | None = Field(
+        default=None, description="how many errors there were (``errors`` lists the first)"
+    )
     close_matches: list[str] | None = None
 
 
@@ -152,7 +157,54 @@ _TITLES = {
 }
 
 
+def error_field_path(error: CachecastError, records_name: str = "request") -> str:
+    """Where an error is, as the API names it: ``records[3].messages[0].content`` for an
+    inline record, ``body.targets[0]`` for a body field, else the source and field."""
+    where = error.location
+    field = where.field or ""
+    if where.source == records_name and where.record is not None:
+        return f"records[{where.record}].{field}" if field else f"records[{where.record}]"
+    if where.source is None:
+        return f"body.{field}" if field else "body"
+    return f"{where.source}: {field}" if field else where.source
+
+
+def problem_of(error: CachecastError, instance: str | None = None) -> Problem:
+    """The problem document of an error of the tree: its family's status and type, the
+    problems it lists (at most ``MAX_LISTED_PROBLEMS``, with the total count)."""
+    listed = error.problems or [error]
+    entries = [
+        FieldError(
+            field=error_field_path(problem),
+            message=problem.message,
+            record=problem.location.record,
+            line=problem.location.line,
+        )
+        for problem in listed
+    ]
+    extensions: dict[str, Any] = {}
+    if error.close_matches:
+        extensions["close_matches"] = error.close_matches
+    if error.problems:
+        extensions["total_errors"] = error.total_problems
+    return Problem(
+        type=error.problem_type,
+        title=error.title,
+        status=error.http_status,
+        detail=error.one_line(),
+        instance=instance,
+        errors=entries,
+        **extensions,
+    )
+
+
 def install_problem_handlers(app: FastAPI) -> None:
+    async def on_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, CachecastError)
+        if isinstance(exc, InternalError):
+            logger.error("internal error on %s %s: %s", request.method, request.url.path, exc)
+        return problem_response(problem_of(exc, request.url.path))
+
     async def on_problem(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ProblemError)
         return problem_response(exc.to_problem(request.url.path), exc.headers)
@@ -183,6 +235,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         )
         return problem_response(problem)
 
+    app.add_exception_handler(CachecastError, on_error)
     app.add_exception_handler(ProblemError, on_problem)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_validation)

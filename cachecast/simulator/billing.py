@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 
 from cachecast.contracts.model import ContractTerms
+from cachecast.errors import BadInputError
 from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers.types import ObservedUsage
 
@@ -35,7 +36,7 @@ _MILLION = Decimal(1_000_000)
 _SECONDS_PER_HOUR = Decimal(3600)
 
 
-class BillingError(ValueError):
+class BillingError(BadInputError):
     """The usage cannot be billed under this contract (e.g. a TTL the contract lacks)."""
 
 

@@ -6,6 +6,7 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 
+from cachecast.errors import BadInputError, Location
 from cachecast.simulator.policies.base import CachePolicy
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
@@ -13,8 +14,10 @@ from cachecast.tokenizers.types import TokenizedRequest
 DEFAULT_REORDER_WINDOW = 4096
 
 
-class OutOfOrderError(ValueError):
+class OutOfOrderError(BadInputError):
     """A request arrived earlier than the reorder window can still place it."""
+
+    title = "Records out of order"
 
 
 def in_timestamp_order(
@@ -31,8 +34,9 @@ def in_timestamp_order(
     for request in requests:
         if request.timestamp < last_emitted:
             raise OutOfOrderError(
-                f"{request.source}:{request.line}: field timestamp: {request.timestamp} is"
-                f" earlier than a request {window} or more places before it; sort the log"
+                f"{request.timestamp} is earlier than a request {window} or more places before"
+                " it; sort the log",
+                location=Location(source=request.source, line=request.line, field="timestamp"),
             )
         heapq.heappush(heap, (request.timestamp, next(counter), request))
         if len(heap) > window:

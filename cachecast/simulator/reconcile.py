@@ -130,15 +130,15 @@ class ReconciliationSummary:
         return {
             "requests": self.requests,
             "exact_matches": self.exact_matches,
-            "exact_match_share": _fraction_str(self.exact_match_share),
-            "mean_abs_error_tokens": _fraction_str(self.mean_abs_error_tokens),
-            "mean_abs_error_cost": _fraction_str(self.mean_abs_error_cost),
+            "exact_match_share": fraction_text(self.exact_match_share),
+            "mean_abs_error_tokens": fraction_text(self.mean_abs_error_tokens),
+            "mean_abs_error_cost": fraction_text(self.mean_abs_error_cost),
             "predicted_cache_read_tokens": self.predicted_read_sum,
             "observed_cache_read_tokens": self.observed_read_sum,
         }
 
 
-def _fraction_str(value: Fraction) -> str:
+def fraction_text(value: Fraction) -> str:
     """An exact fraction as a plain decimal string, rounded half-even to ``MEAN_PLACES``.
 
     Rounding here is for display only; the sums behind it are exact.

@@ -39,13 +39,15 @@ from typing import Any
 
 import tiktoken
 
+from cachecast.errors import ConfigurationError
+
 OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 
 # quicktok's file stems for each tiktoken encoding name.
 _QUICKTOK_STEM = {"o200k_base": "o200k", "cl100k_base": "cl100k"}
 
 
-class VocabularyIntegrityError(ValueError):
+class VocabularyIntegrityError(ConfigurationError):
     """Registry-shipped vocabulary data does not hash to the value tiktoken publishes."""
 
 

@@ -20,8 +20,12 @@ milliseconds. A record without a timestamp gets the previous record's (0.0 for t
 file order is kept. Scope: ``scope`` if given, else ``key=value`` pairs of the identity fields
 present (org, project, api_key, prompt_cache_key, cache_salt, ...), else ``default``.
 
-Model: the ``model`` argument, when given, overrides the record's model (the caller asks for
-that model's tokenization); otherwise the record's (wrapper, then body) model is used.
+Model and provider: a record's own (wrapper, then body) model and provider are what it was
+logged with: ``TokenizedRequest.logged_model`` and ``provider`` keep them, ``default_model``
+and ``default_provider`` standing in for records that name none. The ``model`` argument chooses
+the tokenization (a pass that prices the log as gpt-4o tokenizes every record as gpt-4o, and
+``TokenizedRequest.model``, the cache's model namespace, is then gpt-4o for every request):
+it never replaces the logged model, which observed usage is reconciled against.
 
 Providers without a public tokenizer (approximate tokenizers): when the record reports the
 prompt length, ``input_tokens`` is that exact count and ``exact`` is True; the approximate
@@ -45,6 +49,7 @@ from typing import Any
 
 import orjson
 
+from cachecast.errors import LogRecordError, RecordFieldError
 from cachecast.tokenizers.base import (
     NON_TEXT_ID_BASE,
     NON_TEXT_ID_SPAN,
@@ -55,7 +60,6 @@ from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
 from cachecast.tokenizers.render import (
-    FieldError,
     Rendered,
     conversation_field,
     detect_api,
@@ -82,15 +86,8 @@ SCOPE_FIELDS = (
 WRAPPER_KEYS = ("request", "body")
 
 
-class LogError(ValueError):
-    """A malformed log line: file, 1-based line number, the field at fault and why."""
-
-    def __init__(self, file: str, line: int, field: str, reason: str) -> None:
-        super().__init__(f"{file}:{line}: {field}: {reason}")
-        self.file = file
-        self.line = line
-        self.field = field
-        self.reason = reason
+# A malformed log line: file, 1-based line number, the field at fault and why.
+LogError = LogRecordError
 
 
 @dataclass(slots=True)
@@ -98,7 +95,8 @@ class _Parsed:
     line: int
     record: dict[str, Any]
     body: dict[str, Any]
-    model: str | None
+    model: str | None  # the model whose tokenization is used
+    logged_model: str | None  # the model the record was logged with (or the default)
     tokenizer: Tokenizer | None  # the model's, looked up once per line
     provider: str | None
     timestamp: float | None
@@ -108,14 +106,17 @@ class _Parsed:
 def read_log(
     path: str | Path,
     *,
+    name: str | None = None,
     model: str | None = None,
-    provider: str | None = None,
+    default_model: str | None = None,
+    default_provider: str | None = None,
     strict: bool = False,
     errors: list[LogError] | None = None,
     cache: SegmentCache | None = None,
 ) -> Iterator[TokenizedRequest]:
-    """Stream a JSONL log; see the module docstring for the accepted shapes."""
-    source = str(path)
+    """Stream a JSONL log; see the module docstring for the accepted shapes. ``name`` is
+    what errors and requests call the file (default: its path)."""
+    source = name or str(path)
 
     def lines() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
         # Bytes straight to orjson (strict RFC 8259 JSON, UTF-8 checked): no separate decode.
@@ -137,7 +138,9 @@ def read_log(
 
     # The parsed records are ours alone, so a conversation's earlier bodies stay as they were
     # and later requests may take their rendering over (see ``render.render_after``).
-    reader = _Reader(source, model, provider, strict, errors, cache, reuse=True)
+    reader = _Reader(
+        source, model, default_model, default_provider, strict, errors, cache, reuse=True
+    )
     yield from reader.read(lines())
 
 
@@ -156,7 +159,8 @@ def read_records(
     source: str,
     *,
     model: str | None = None,
-    provider: str | None = None,
+    default_model: str | None = None,
+    default_provider: str | None = None,
     strict: bool = False,
     errors: list[LogError] | None = None,
     cache: SegmentCache | None = None,
@@ -172,7 +176,9 @@ def read_records(
 
     # No reuse across records here: the caller owns them and may change one after handing it
     # over (a history list appended to in place), which would make an earlier body unreliable.
-    reader = _Reader(source, model, provider, strict, errors, cache, reuse=False)
+    reader = _Reader(
+        source, model, default_model, default_provider, strict, errors, cache, reuse=False
+    )
     yield from reader.read(numbered())
 
 
@@ -192,7 +198,8 @@ class _Reader:
         self,
         source: str,
         model: str | None,
-        provider: str | None,
+        default_model: str | None,
+        default_provider: str | None,
         strict: bool,
         errors: list[LogError] | None,
         cache: SegmentCache | None,
@@ -200,7 +207,8 @@ class _Reader:
     ) -> None:
         self.source = source
         self.model = model
-        self.provider = provider
+        self.default_model = default_model
+        self.default_provider = default_provider
         self.strict = strict
         self.errors = errors
         self.cache = cache if cache is not None else SegmentCache()
@@ -247,7 +255,7 @@ class _Reader:
     def parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest | LogError:
         try:
             return self._parse(number, record)
-        except FieldError as exc:
+        except RecordFieldError as exc:
             return LogError(self.source, number, exc.field, exc.reason)
         except UnknownModelError as exc:
             return LogError(self.source, number, "model", str(exc))
@@ -257,21 +265,36 @@ class _Reader:
         for key in WRAPPER_KEYS:
             if key in record:
                 if not isinstance(record[key], dict):
-                    raise FieldError(key, f"expected an object, got {type(record[key]).__name__}")
+                    raise RecordFieldError(
+                        key, f"expected an object, got {type(record[key]).__name__}"
+                    )
                 body = record[key]
                 break
         timestamp = _timestamp(record, body)
         if "hash_ids" in body or "input_length" in body:
             return self._mooncake(number, record, body)
-        provider = self.provider or _optional_str(record, "provider")
-        model = self.model or _optional_str(record, "model") or _optional_str(body, "model")
+        provider = _optional_str(record, "provider") or self.default_provider
+        logged_model = (
+            _optional_str(record, "model") or _optional_str(body, "model") or self.default_model
+        )
+        model = self.model or logged_model
         if model is None and "tokens" not in body:
-            raise FieldError("model", "no model in the record and none given (--model)")
+            raise RecordFieldError("model", "no model in the record and none given (--model)")
         # Raises UnknownModelError early, with this line's number.
         tokenizer = get_tokenizer(model) if model is not None else None
         api = detect_api(body, provider)
         rendered = self._render(body, api, model, tokenizer, record)
-        return _Parsed(number, record, body, model, tokenizer, provider, timestamp, rendered)
+        return _Parsed(
+            number,
+            record,
+            body,
+            model,
+            logged_model,
+            tokenizer,
+            provider,
+            timestamp,
+            rendered,
+        )
 
     def _render(
         self,
@@ -311,17 +334,18 @@ class _Reader:
     def _mooncake(
         self, number: int, record: dict[str, Any], body: dict[str, Any]
     ) -> TokenizedRequest:
+        logged_model = _optional_str(record, "model") or self.default_model
         input_length = _count(body, "input_length")
         output_length = _count(body, "output_length")
         hash_ids = body.get("hash_ids")
         if not isinstance(hash_ids, list):
-            raise FieldError("hash_ids", "missing or not a list")
+            raise RecordFieldError("hash_ids", "missing or not a list")
         for index, value in enumerate(hash_ids):
             if not isinstance(value, int) or isinstance(value, bool):
-                raise FieldError(f"hash_ids[{index}]", f"expected an integer, got {value!r}")
+                raise RecordFieldError(f"hash_ids[{index}]", f"expected an integer, got {value!r}")
         expected_blocks = math.ceil(input_length / MOONCAKE_BLOCK_SIZE)
         if len(hash_ids) != expected_blocks:
-            raise FieldError(
+            raise RecordFieldError(
                 "hash_ids",
                 f"{len(hash_ids)} ids for input_length {input_length}: expected "
                 f"ceil({input_length}/{MOONCAKE_BLOCK_SIZE}) = {expected_blocks}",
@@ -332,7 +356,7 @@ class _Reader:
         elif isinstance(raw, int | float) and not isinstance(raw, bool) and raw >= 0:
             timestamp = raw / 1000.0  # Mooncake timestamps are milliseconds
         else:
-            raise FieldError("timestamp", f"expected non-negative milliseconds, got {raw!r}")
+            raise RecordFieldError("timestamp", f"expected non-negative milliseconds, got {raw!r}")
         self.last_timestamp = timestamp
         return TokenizedRequest(
             source=self.source,
@@ -340,8 +364,9 @@ class _Reader:
             request_id=_request_id(record, self.source, number),
             timestamp=timestamp,
             scope=_scope(record, body),
-            provider=self.provider or _optional_str(record, "provider"),
-            model=self.model or _optional_str(record, "model"),
+            provider=_optional_str(record, "provider") or self.default_provider,
+            model=self.model or logged_model,
+            logged_model=logged_model,
             input_tokens=input_length,
             output_tokens=output_length,
             block_keys=hash_ids,
@@ -393,7 +418,7 @@ class _Reader:
                 ):
                     result = _encode_hf(item.tokenizer, rendered)
                 done.append(self._request(item, result))
-            except FieldError as exc:
+            except RecordFieldError as exc:
                 done.append(LogError(self.source, item.line, exc.field, exc.reason))
         return done
 
@@ -439,6 +464,7 @@ class _Reader:
             scope=_scope(item.record, item.body),
             provider=item.provider,
             model=item.model,
+            logged_model=item.logged_model,
             input_tokens=len(tokens),
             output_tokens=output_tokens,
             tokens=tokens,
@@ -493,18 +519,18 @@ def _optional_str(record: dict[str, Any], key: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise FieldError(key, f"expected a string, got {type(value).__name__}")
+        raise RecordFieldError(key, f"expected a string, got {type(value).__name__}")
     return value
 
 
 def _count(record: dict[str, Any], key: str) -> int:
     if key not in record:
-        raise FieldError(key, "missing")
+        raise RecordFieldError(key, "missing")
     value = record[key]
     if not isinstance(value, int) or isinstance(value, bool):
-        raise FieldError(key, f"expected an integer, got {value!r}")
+        raise RecordFieldError(key, f"expected an integer, got {value!r}")
     if value < 0:
-        raise FieldError(key, f"negative length {value}")
+        raise RecordFieldError(key, f"negative length {value}")
     return value
 
 
@@ -513,27 +539,27 @@ def _timestamp(record: dict[str, Any], body: dict[str, Any]) -> float | None:
     if raw is None:
         return None
     if isinstance(raw, bool):
-        raise FieldError("timestamp", "expected ISO 8601 or epoch seconds, got a boolean")
+        raise RecordFieldError("timestamp", "expected ISO 8601 or epoch seconds, got a boolean")
     if isinstance(raw, int | float):
         if not math.isfinite(raw) or raw < 0:
-            raise FieldError("timestamp", f"expected a non-negative epoch, got {raw!r}")
+            raise RecordFieldError("timestamp", f"expected a non-negative epoch, got {raw!r}")
         return raw / 1000.0 if raw > 1e11 else float(raw)
     if isinstance(raw, str):
         try:
             moment = datetime.fromisoformat(raw)
         except ValueError as exc:
-            raise FieldError("timestamp", f"not ISO 8601: {raw!r}") from exc
+            raise RecordFieldError("timestamp", f"not ISO 8601: {raw!r}") from exc
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()
-    raise FieldError("timestamp", f"expected ISO 8601 or epoch, got {type(raw).__name__}")
+    raise RecordFieldError("timestamp", f"expected ISO 8601 or epoch, got {type(raw).__name__}")
 
 
 def _scope(record: dict[str, Any], body: dict[str, Any]) -> str:
     explicit = record.get("scope")
     if explicit is not None:
         if not isinstance(explicit, str | int):
-            raise FieldError("scope", f"expected a string, got {type(explicit).__name__}")
+            raise RecordFieldError("scope", f"expected a string, got {type(explicit).__name__}")
         return str(explicit)
     pairs = []
     for key in SCOPE_FIELDS:
@@ -563,7 +589,7 @@ def _usage(record: dict[str, Any]) -> dict[str, Any] | None:
     if usage is None:
         return None
     if not isinstance(usage, dict):
-        raise FieldError("usage", f"expected an object, got {type(usage).__name__}")
+        raise RecordFieldError("usage", f"expected an object, got {type(usage).__name__}")
     return usage
 
 
@@ -572,7 +598,7 @@ def _usage_int(usage: dict[str, Any], key: str, path: str = "usage") -> int | No
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise FieldError(f"{path}.{key}", f"expected a non-negative integer, got {value!r}")
+        raise RecordFieldError(f"{path}.{key}", f"expected a non-negative integer, got {value!r}")
     return value
 
 
@@ -606,7 +632,7 @@ def _observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
         split = usage.get("cache_creation")
         if split is not None:
             if not isinstance(split, dict):
-                raise FieldError("usage.cache_creation", "expected an object")
+                raise RecordFieldError("usage.cache_creation", "expected an object")
             for key, ttl in (
                 ("ephemeral_5m_input_tokens", "5m"),
                 ("ephemeral_1h_input_tokens", "1h"),
@@ -635,7 +661,7 @@ def _observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
         )
     details = usage.get("prompt_tokens_details") or {}  # OpenAI Chat Completions
     if not isinstance(details, dict):
-        raise FieldError("usage.prompt_tokens_details", "expected an object")
+        raise RecordFieldError("usage.prompt_tokens_details", "expected an object")
     return ObservedUsage(
         input_tokens=_usage_int(usage, "prompt_tokens"),
         cache_read_tokens=_usage_int(details, "cached_tokens", "usage.prompt_tokens_details"),

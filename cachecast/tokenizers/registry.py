@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
+from cachecast import errors
 from cachecast.tokenizers.base import Tokenizer
 
 # (pattern, tokenizer key). Order matters: the first match wins.
@@ -65,19 +66,20 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
 )
 
 
-class UnknownModelError(KeyError):
+class UnknownModelError(errors.UnknownModelError):
     """No tokenizer is known for a model; the message lists the known patterns."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, message: str | None = None) -> None:
         self.model = model
         self.known_patterns = [pattern for pattern, _ in MODEL_PATTERNS]
-        super().__init__(model)
-
-    def __str__(self) -> str:
-        return (
-            f"unknown model {self.model!r}: no tokenizer matches it. Known model patterns: "
-            + ", ".join(self.known_patterns)
-            + "; or pass a local Hugging Face tokenizer directory (hf:PATH)."
+        super().__init__(
+            message
+            or (
+                f"unknown model {model!r}: no tokenizer matches it. Known model patterns: "
+                + ", ".join(self.known_patterns)
+                + "; or pass a local Hugging Face tokenizer directory (hf:PATH)."
+            ),
+            location=errors.Location(field="model"),
         )
 
 
@@ -89,10 +91,11 @@ def normalize_model_name(model: str) -> str:
 class LocalTokenizerRefused(UnknownModelError):
     """A model named a tokenizer directory on this machine where that is not allowed."""
 
-    def __str__(self) -> str:
-        return (
-            f"{self.model!r} names a tokenizer directory on this machine, which is not allowed"
-            " here: give a model name"
+    def __init__(self, model: str) -> None:
+        super().__init__(
+            model,
+            f"{model!r} names a tokenizer directory on this machine, which is not allowed"
+            " here: give a model name",
         )
 
 

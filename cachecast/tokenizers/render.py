@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from cachecast.errors import RecordFieldError
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 # Token counts for one image (documented provider rules; dims are not in the log).
@@ -32,15 +33,6 @@ OPENAI_IMAGE_HIGH_ESTIMATE = 765  # 1024x1024 at detail=high: 85 + 4 tiles x 170
 ANTHROPIC_IMAGE_ESTIMATE = 1600  # about (width*height)/750 for a ~1.15 megapixel image
 GEMINI_IMAGE_TOKENS = 258  # Gemini: an image up to 384 px per side is 258 tokens
 ANTHROPIC_MAX_BREAKPOINTS = 4  # the Messages API rejects a request with more (400)
-
-
-class FieldError(ValueError):
-    """A record's field is missing or malformed; ``records`` adds file and line."""
-
-    def __init__(self, field_path: str, reason: str) -> None:
-        super().__init__(f"{field_path}: {reason}")
-        self.field = field_path
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +130,7 @@ def detect_api(body: dict[str, Any], provider: str | None) -> str:
         return "chat"
     if "input" in body or "instructions" in body:
         return "responses"
-    raise FieldError(
+    raise RecordFieldError(
         "request", "no prompt found: expected messages, input, contents, prompt or tokens"
     )
 
@@ -316,7 +308,7 @@ def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:
         marker = _dict(marker, "cache_control")
         ttl = marker.get("ttl")
         if ttl is not None and not isinstance(ttl, str):
-            raise FieldError("cache_control.ttl", "expected a string such as '5m' or '1h'")
+            raise RecordFieldError("cache_control.ttl", "expected a string such as '5m' or '1h'")
         # On a block that already has its own cache_control, no second breakpoint arises.
         if final.last_cacheable >= 0 and not final.last_cacheable_marked:
             rendered.auto_breakpoint_part = final.last_cacheable
@@ -324,7 +316,7 @@ def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:
             automatic = 1
     if total + automatic > ANTHROPIC_MAX_BREAKPOINTS:
         how = f"{total} on blocks" + (" + 1 from the top-level cache_control" if automatic else "")
-        raise FieldError(
+        raise RecordFieldError(
             "cache_control",
             f"{total + automatic} cache breakpoints ({how}); the Anthropic API accepts at most "
             f"{ANTHROPIC_MAX_BREAKPOINTS} per request and rejects this one",
@@ -362,25 +354,25 @@ def _digest(value: Any) -> bytes:
 
 def _require(obj: dict[str, Any], key: str, path: str) -> Any:
     if key not in obj:
-        raise FieldError(f"{path}.{key}" if path else key, "missing")
+        raise RecordFieldError(f"{path}.{key}" if path else key, "missing")
     return obj[key]
 
 
 def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise FieldError(path, f"expected a list, got {type(value).__name__}")
+        raise RecordFieldError(path, f"expected a list, got {type(value).__name__}")
     return value
 
 
 def _dict(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise FieldError(path, f"expected an object, got {type(value).__name__}")
+        raise RecordFieldError(path, f"expected an object, got {type(value).__name__}")
     return value
 
 
 def _str(value: Any, path: str) -> str:
     if not isinstance(value, str):
-        raise FieldError(path, f"expected a string, got {type(value).__name__}")
+        raise RecordFieldError(path, f"expected a string, got {type(value).__name__}")
     return value
 
 
@@ -402,7 +394,9 @@ def _breakpoint_ttl(block: dict[str, Any], path: str) -> str | None:
     marker = _dict(marker, f"{path}.cache_control")
     ttl = marker.get("ttl")
     if ttl is not None and not isinstance(ttl, str):
-        raise FieldError(f"{path}.cache_control.ttl", "expected a string such as '5m' or '1h'")
+        raise RecordFieldError(
+            f"{path}.cache_control.ttl", "expected a string such as '5m' or '1h'"
+        )
     return ttl
 
 
@@ -468,7 +462,7 @@ def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
             detail = image.get("detail", part.get("detail", "auto"))
             reference = image.get("url") or image.get("image_url") or image.get("file_id")
             if reference is None:
-                raise FieldError(f"{part_path}.image_url", "missing url or file_id")
+                raise RecordFieldError(f"{part_path}.image_url", "missing url or file_id")
             count = OPENAI_IMAGE_LOW_TOKENS if detail == "low" else OPENAI_IMAGE_HIGH_ESTIMATE
             exact = exact and detail == "low"
             items.append(NonText(_digest(reference), count))
@@ -476,7 +470,7 @@ def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
             items.append(NonText(_digest(part), 0))
             exact = False
         else:
-            raise FieldError(f"{part_path}.type", f"unsupported content part type {kind!r}")
+            raise RecordFieldError(f"{part_path}.type", f"unsupported content part type {kind!r}")
     return items, exact
 
 
@@ -518,7 +512,7 @@ def _responses_item(item: Any, path: str, rendered: Rendered) -> bool:
         # Reasoning items are not re-sent as prompt text by the API; they add no tokens.
         return True
     else:
-        raise FieldError(f"{path}.type", f"unsupported input item type {kind!r}")
+        raise RecordFieldError(f"{path}.type", f"unsupported input item type {kind!r}")
     part_kind = "system" if role in ("system", "developer") else "message"
     rendered.parts.append(Part(part_kind, path, role, items))
     return exact
@@ -592,7 +586,7 @@ def _anthropic_block(block: dict[str, Any], path: str) -> Item:
         return _str(content, f"{path}.content")
     if kind in ("thinking", "redacted_thinking"):
         return str(block.get("thinking", block.get("data", "")))
-    raise FieldError(f"{path}.type", f"unsupported content block type {kind!r}")
+    raise RecordFieldError(f"{path}.type", f"unsupported content block type {kind!r}")
 
 
 # --- Gemini generateContent --------------------------------------------------------------
@@ -630,7 +624,9 @@ def _gemini_parts(parts: Any, path: str) -> list[Item]:
         elif "functionCall" in part or "functionResponse" in part:
             items.append(_compact(part))
         else:
-            raise FieldError(part_path, "expected text, inlineData, fileData or a function part")
+            raise RecordFieldError(
+                part_path, "expected text, inlineData, fileData or a function part"
+            )
     return items
 
 
@@ -647,7 +643,9 @@ def _render_tokens(body: dict[str, Any]) -> Rendered:
     tokens = _list(body["tokens"], "tokens")
     for index, token in enumerate(tokens):
         if not isinstance(token, int) or isinstance(token, bool) or token < 0:
-            raise FieldError(f"tokens[{index}]", f"expected a non-negative integer, got {token!r}")
+            raise RecordFieldError(
+                f"tokens[{index}]", f"expected a non-negative integer, got {token!r}"
+            )
     return Rendered("tokens", [], reply_priming=False, tokens=tokens)
 
 

@@ -66,7 +66,7 @@ class TokenizedRequest:
     timestamp: float  # seconds (epoch or trace-relative); the simulator replays in this order
     scope: str  # whatever separates caches: org, API key, prompt_cache_key, cache salt
     provider: str | None
-    model: str | None
+    model: str | None  # the model tokenized as (the cache's model namespace)
     input_tokens: int
     output_tokens: int
     tokens: Sequence[int] | None = None
@@ -78,3 +78,4 @@ class TokenizedRequest:
     exact: bool = True
     tokenizer: str = ""
     session: str | None = None
+    logged_model: str | None = None  # the model the log names for this request

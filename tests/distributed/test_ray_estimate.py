@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from cachecast.app.estimate import EstimateRequest, estimate
+from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
-from cachecast.simulator.estimate import PerRequestRow, Target, estimate
+from cachecast.simulator.pricing import PerRequestRow
 from tests.distributed.conftest import write_multi_tenant_logs
 
 pytestmark = pytest.mark.ray
@@ -23,33 +25,42 @@ pytestmark = pytest.mark.ray
 AT = dt.date(2026, 11, 1)
 
 
+class Advances:
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+
+    def start(self, label: str, total: int | None) -> None:
+        return None
+
+    def advance(self, count: int) -> None:
+        self.counts.append(count)
+
+
 def both_runs(
-    paths: list[Path], targets: list[Target], url: str, buckets: int
+    paths: list[Path], targets: list[str], url: str, buckets: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], int]:
-    from cachecast.simulator.distributed.runner import estimate_on_ray
+    from cachecast.app.ray_executor import RayExecutor
 
     store = ContractStore(url)
+    request = EstimateRequest(log=LogInput.of_paths(paths), targets=targets, at=AT)
     single_rows: list[PerRequestRow] = []
-    single = estimate(paths, targets, AT, store, per_request=single_rows.append)
+    single = estimate(request, store, on_row=single_rows.append)
     ray_rows: list[PerRequestRow] = []
-    progressed: list[int] = []
-    partitioned = estimate_on_ray(
-        paths,
-        targets,
-        AT,
+    progressed = Advances()
+    partitioned = estimate(
+        request,
         store,
-        url,
-        progressed.append,
-        per_request=ray_rows.append,
-        buckets=buckets,
-        chunk_requests=100,  # several chunks per file: exercises the chunked shuffle
+        progress=progressed,
+        on_row=ray_rows.append,
+        # several chunks per file: exercises the chunked shuffle
+        executor=RayExecutor(buckets=buckets, chunk_requests=100),
     )
     return (
-        single.to_json(),
+        single.model_dump(mode="json"),
         [row.as_record() for row in single_rows],
-        partitioned.to_json(),
+        partitioned.model_dump(mode="json"),
         [row.as_record() for row in ray_rows],
-        sum(progressed),
+        sum(progressed.counts),
     )
 
 
@@ -57,7 +68,7 @@ def test_mooncake_trace_partitioned_equals_single_process(
     ray_cluster: str, migrated_db_url: str, mooncake_trace: Path
 ) -> None:
     # gpt-4o: automatic, 1,024-token minimum, 128-token increment; deepseek-chat: 64/64.
-    targets = [Target("openai", "gpt-4o"), Target("deepseek", "deepseek-chat")]
+    targets = ["openai:gpt-4o", "deepseek:deepseek-chat"]
     single, single_rows, partitioned, ray_rows, progressed = both_runs(
         [mooncake_trace], targets, migrated_db_url, buckets=8
     )
@@ -75,7 +86,7 @@ def test_multi_tenant_logs_partitioned_equals_single_process(
     paths = write_multi_tenant_logs(tmp_path)
     # Two tokenizer groups (o200k_base for gpt-4o; Anthropic's for claude) and an explicit
     # contract, priced under both.
-    targets = [Target("openai", "gpt-4o"), Target("anthropic", "claude-sonnet-4-5")]
+    targets = ["openai:gpt-4o", "anthropic:claude-sonnet-4-5"]
     single, single_rows, partitioned, ray_rows, _ = both_runs(
         paths, targets, migrated_db_url, buckets=5
     )

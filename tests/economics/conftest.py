@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import typer
 
@@ -32,6 +35,25 @@ def shared_prefix_log() -> list[TokenizedRequest]:
             )
         )
     return requests
+
+
+def shared_prefix_file(folder: Path) -> Path:
+    """:func:`shared_prefix_log` as a JSONL log of pre-tokenized records."""
+    path = folder / "shared-prefix.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "timestamp": request.timestamp,
+                "scope": request.scope,
+                "request_id": request.request_id,
+                "request": {"tokens": list(request.tokens or [])},
+                "output_tokens": request.output_tokens,
+            }
+        )
+        for request in shared_prefix_log()
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from cachecast.economics.compare import ComparisonError, ComparisonReport, compa
 from cachecast.economics.geometry import load_model
 from cachecast.economics.hardware import get_accelerator
 from cachecast.economics.plots import render_png, write_html
-from cachecast.simulator.estimate import Target
-from tests.economics.conftest import shared_prefix_log
+from cachecast.simulator.pricing import Target
+from tests.economics.conftest import shared_prefix_file, shared_prefix_log
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 W_8B = 16_060_522_496  # Llama-3.1-8B weights in bf16: 2 * 8,030,261,248
@@ -88,14 +88,14 @@ def test_model_that_does_not_fit_is_a_clear_error() -> None:
         )
 
 
-def test_hosted_targets_and_break_even(migrated_db_url: str) -> None:
+def test_hosted_targets_and_break_even(migrated_db_url: str, tmp_path: Path) -> None:
     store = ContractStore(migrated_db_url)
     result = compare(
-        shared_prefix_log(),
+        [shared_prefix_file(tmp_path)],
         model=load_model("llama-3.1-8b"),
         accelerator=get_accelerator("h100"),
         gpu_price=Decimal("2.50"),
-        targets=[Target.parse("deepseek:deepseek-chat")],
+        targets=[Target("deepseek", "deepseek-chat")],
         store=store,
         capacity_factors=(Fraction(1),),
     )

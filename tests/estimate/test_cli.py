@@ -136,7 +136,7 @@ def test_bad_lines_are_reported_with_file_line_field(migrated_db_url: str, tmp_p
     assert f"{log}:2: <line>: invalid JSON" in err and "skipped 1 bad line" in err
     assert json.loads(out)["targets"][0]["requests"] == 2
     code, _, err = run(*args, "--strict")
-    assert code == 1 and f"{log}:2:" in err
+    assert code == 2 and f"{log}:2:" in err  # bad input: exit 2, as every command
 
 
 def test_unmigrated_database_is_a_clear_error(sqlite_url: str) -> None:

@@ -16,8 +16,11 @@ from typing import Any
 
 import pytest
 
+from cachecast.app.estimate import EstimateReport, EstimateRequest, estimate
+from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
-from cachecast.simulator.estimate import PerRequestRow, Target, TargetError, estimate
+from cachecast.errors import UnknownContractError
+from cachecast.simulator.pricing import PerRequestRow
 
 AT = dt.date(2026, 11, 1)
 TARGET_KEYS = {
@@ -41,6 +44,17 @@ TARGET_KEYS = {
     "savings",
     "reconciliation",
 }
+
+
+def run(
+    logs: list[Path],
+    targets: list[str],
+    at: dt.date,
+    store: ContractStore,
+    rows: list[PerRequestRow] | None = None,
+) -> EstimateReport:
+    request = EstimateRequest(log=LogInput.of_paths(logs), targets=targets, at=at)
+    return estimate(request, store, on_row=rows.append if rows is not None else None)
 
 
 def record(timestamp: int, length: int, cached: int | None = None) -> dict[str, Any]:
@@ -78,24 +92,17 @@ def test_estimate_json_on_a_migrated_db(migrated_db_url: str, tmp_path: Path) ->
     log = write_log(tmp_path / "log.jsonl")
     store = ContractStore(migrated_db_url)
     rows: list[PerRequestRow] = []
-    report = estimate(
-        [log],
-        [
-            Target("openai", "gpt-4o"),
-            Target("openai", "gpt-5.6"),
-            Target("deepseek", "deepseek-chat"),
-        ],
-        AT,
-        store,
-        per_request=rows.append,
+    report = run(
+        [log], ["openai:gpt-4o", "openai:gpt-5.6", "deepseek:deepseek-chat"], AT, store, rows
     )
-    data = report.to_json()
+    data = report.model_dump(mode="json")
     assert data["at"] == "2026-11-01"
     assert data["hit_rate_definition"].startswith("cache_read_tokens / input_tokens")
     # Line 3 is skipped and reported once, although the log was read in two passes
     # (o200k_base for the OpenAI targets, approx:o200k_base for DeepSeek).
     assert data["skipped_lines"] == 1
     assert [(e["file"], e["line"]) for e in data["errors"]] == [(str(log), 3)]
+    assert data["errors"][0]["record"] is None
     assert "tokens" in data["errors"][0]["field"]
     assert [(t["provider"], t["model"]) for t in data["targets"]] == [
         ("openai", "gpt-4o"),
@@ -184,17 +191,18 @@ def test_contract_in_force_on_at_is_used(migrated_db_url: str, tmp_path: Path) -
     # gpt-4.1's seeded history: in_memory only until 2025-11-13, then in_memory + 24h.
     log = write_log(tmp_path / "log.jsonl")
     store = ContractStore(migrated_db_url)
-    early = estimate([log], [Target("openai", "gpt-4.1")], dt.date(2025, 6, 1), store)
-    late = estimate([log], [Target("openai", "gpt-4.1")], dt.date(2026, 8, 1), store)
-    assert early.to_json()["targets"][0]["contract"]["effective_from"] == "2025-04-14"
-    assert late.to_json()["targets"][0]["contract"]["effective_from"] == "2026-07-09"
+    early = run([log], ["openai:gpt-4.1"], dt.date(2025, 6, 1), store)
+    late = run([log], ["openai:gpt-4.1"], dt.date(2026, 8, 1), store)
+    assert early.targets[0].contract.effective_from == dt.date(2025, 4, 14)
+    assert late.targets[0].contract.effective_from == dt.date(2026, 7, 9)
 
 
 def test_unknown_target_lists_close_matches(migrated_db_url: str, tmp_path: Path) -> None:
     store = ContractStore(migrated_db_url)
-    with pytest.raises(TargetError) as caught:
-        estimate([write_log(tmp_path / "log.jsonl")], [Target("openai", "gpt-4oo")], AT, store)
+    with pytest.raises(UnknownContractError) as caught:
+        run([write_log(tmp_path / "log.jsonl")], ["openai:gpt-4oo"], AT, store)
     assert any("gpt-4o" in match for match in caught.value.close_matches)
+    assert caught.value.location.field == "targets[0]"
 
 
 def test_exclusive_anthropic_usage_is_reconciled_as_a_total(
@@ -216,13 +224,7 @@ def test_exclusive_anthropic_usage_is_reconciled_as_a_total(
     log = tmp_path / "anthropic.jsonl"
     log.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     rows: list[PerRequestRow] = []
-    report = estimate(
-        [log],
-        [Target("anthropic", "claude-sonnet-4-5")],
-        AT,
-        ContractStore(migrated_db_url),
-        per_request=rows.append,
-    )
+    report = run([log], ["anthropic:claude-sonnet-4-5"], AT, ContractStore(migrated_db_url), rows)
     reconciled = rows[1].reconciled
     assert reconciled is not None and rows[0].reconciled is None
     assert rows[1].usage.input_tokens == 1_500  # the prediction's prompt is the whole prompt
@@ -231,4 +233,5 @@ def test_exclusive_anthropic_usage_is_reconciled_as_a_total(
     # 200 * 3 / 1e6 = 0.0006; output 100 * 15 / 1e6 = 0.0015; total 0.00249. (Taking 200 as
     # the whole prompt would make read > prompt and fail.)
     assert reconciled.observed_cost == Decimal("0.00249")
-    assert report.to_json()["targets"][0]["reconciliation"]["requests"] == 1
+    reconciliation = report.targets[0].reconciliation
+    assert reconciliation is not None and reconciliation.requests == 1

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
+
 import pytest
 
-from cachecast.simulator.estimate import OrderError, Target, TargetError, _time_ordered
+from cachecast.app.targets import parse_target
+from cachecast.errors import BadInputError
+from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, OutOfOrderError, in_timestamp_order
+from cachecast.simulator.pricing import Target
 from cachecast.tokenizers.types import TokenizedRequest
+
+
+def _time_ordered(streams: list[Iterator[TokenizedRequest]]) -> Iterator[TokenizedRequest]:
+    """As ``app.logs.LogReading.requests`` merges files: by timestamp, then the window."""
+    merged = heapq.merge(*streams, key=lambda request: request.timestamp)
+    return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
 
 
 def request(source: str, line: int, timestamp: float) -> TokenizedRequest:
@@ -33,13 +45,14 @@ def request(source: str, line: int, timestamp: float) -> TokenizedRequest:
     ],
 )
 def test_target_parse(text: str, expected: Target) -> None:
-    assert Target.parse(text) == expected
+    assert parse_target(text) == expected
 
 
 @pytest.mark.parametrize("text", ["gpt-4o", "openai:", ":gpt-4o", "", " : "])
 def test_malformed_target_is_rejected(text: str) -> None:
-    with pytest.raises(TargetError, match="PROVIDER:MODEL"):
-        Target.parse(text)
+    with pytest.raises(BadInputError, match="PROVIDER:MODEL") as caught:
+        parse_target(text, "targets[2]")
+    assert caught.value.location.field == "targets[2]"
 
 
 def test_files_are_merged_by_timestamp_ties_in_read_order() -> None:
@@ -58,7 +71,7 @@ def test_a_request_beyond_the_reorder_window_is_an_error_naming_it() -> None:
     # requests) has already replayed t = 1, so the late request cannot be placed.
     stream = [request("f", line, float(line)) for line in range(1, 4098)]
     stream.append(request("f", 4098, 0.5))
-    with pytest.raises(OrderError, match=r"^f:4098: field timestamp"):
+    with pytest.raises(OutOfOrderError, match=r"^f:4098: timestamp: "):
         list(_time_ordered([iter(stream)]))
     # One step back is reordered silently: t = 2.0 before 3.0.
     small = [request("f", line, ts) for line, ts in enumerate([1.0, 3.0, 2.0, 4.0], start=1)]

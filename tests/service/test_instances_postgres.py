@@ -23,10 +23,11 @@ import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
 from cachecast import db
+from cachecast.app.estimate import EstimateRequest, estimate
+from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
 from cachecast.contracts.store import ALIASES, TTL_OPTIONS, VERSIONS
 from cachecast.service.jobs import jobs_table
-from cachecast.simulator.estimate import Target, estimate
 from tests.service.conftest import ADMIN_KEY
 from tests.service.logs import PREFIX_TOKENS, SUFFIX_TOKENS, shared_prefix_records
 from tests.service.server import Server
@@ -146,13 +147,12 @@ def test_a_contract_appended_through_one_instance_is_served_by_the_other(
 def _in_process_estimate(url: str, records: list[dict[str, Any]], log: Path) -> dict[str, Any]:
     """What ``estimate()`` says for the same records read from a JSONL file."""
     log.write_text("".join(json.dumps(record) + "\n" for record in records))
-    report = estimate(
-        [log],
-        [Target.parse(text) for text in ESTIMATE_TARGETS],
-        dt.date.fromisoformat(ESTIMATE_DAY),
-        ContractStore(url),
+    request = EstimateRequest(
+        log=LogInput.of_paths([log]),
+        targets=list(ESTIMATE_TARGETS),
+        at=dt.date.fromisoformat(ESTIMATE_DAY),
     )
-    return report.to_json()
+    return estimate(request, ContractStore(url)).model_dump(mode="json")
 
 
 def test_jobs_submitted_to_both_run_once_and_read_the_same_everywhere(

@@ -55,7 +55,7 @@ def test_a_request_older_than_the_window_is_an_error_naming_its_line() -> None:
         make_request(run(16, 0), at=4.0, line=2),
         make_request(run(16, 0), at=1.0, line=3),
     ]
-    with pytest.raises(OutOfOrderError, match=r"test.jsonl:3: field timestamp"):
+    with pytest.raises(OutOfOrderError, match=r"test.jsonl:3: timestamp: "):
         list(simulate(requests, build_policy("vllm"), window=1))
 
 

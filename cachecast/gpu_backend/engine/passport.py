@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 
+from sqlalchemy.engine import make_url
 from sqlmodel import Session, col, select
 
 from cachecast.db import get_engine, is_current
+from cachecast.errors import NotMigratedError
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.tables import EngineMeasurement
 
-
-class DatabaseNotMigratedError(RuntimeError):
-    """The database is not at the newest migration; ``cachecast db upgrade`` fixes it."""
+# The database is not at the newest migration; ``cachecast db upgrade`` fixes it.
+DatabaseNotMigratedError = NotMigratedError
 
 
 def _require_current(url: str) -> None:
     if not is_current(url):
+        shown = make_url(url).render_as_string(hide_password=True)
         raise DatabaseNotMigratedError(
-            f"database {url} is not migrated to the newest revision: run `cachecast db upgrade`"
+            f"database {shown} is not migrated to the newest revision: run `cachecast db upgrade`"
         )
 
 

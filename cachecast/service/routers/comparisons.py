@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from cachecast.app.targets import parse_targets, resolve_targets
 from cachecast.contracts import ContractStore
 from cachecast.economics.capacity import Deployment
 from cachecast.economics.compare import ComparisonError, compare
@@ -41,9 +42,7 @@ from cachecast.service.estimating import (
     SOURCE_NAME,
     TARGET_PATTERN,
     log_problem,
-    parse_targets,
     records_field,
-    tokenizer_groups,
     validate_payload,
 )
 from cachecast.service.problems import (
@@ -55,7 +54,7 @@ from cachecast.service.problems import (
 from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
-from cachecast.simulator.estimate import Target
+from cachecast.simulator.pricing import Target
 from cachecast.tokenizers import LogError, UnknownModelError, read_records
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -275,7 +274,7 @@ def _utilization(comparison: ComparisonRequest) -> Fraction:
 def _targets(store: ContractStore, texts: Sequence[str], day: dt.date) -> list[Target]:
     """Every target parsed and its contract known before any work: 404 with close matches."""
     targets = parse_targets(texts)
-    tokenizer_groups(store, targets, day)
+    resolve_targets(targets, store, day)
     return targets
 
 
@@ -288,7 +287,7 @@ def _requests(comparison: ComparisonRequest, lines: Sequence[int] | None) -> lis
                 comparison.records,
                 SOURCE_NAME,
                 model=comparison.tokenizer,
-                provider=comparison.provider,
+                default_provider=comparison.provider,
                 errors=errors,
             )
         )

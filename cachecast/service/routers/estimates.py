@@ -1,21 +1,16 @@
-"""``POST /v1/estimates``: what a log costs under dated contracts, the CLI's JSON object."""
+"""``POST /v1/estimates``: what a log costs under dated contracts: ``estimate``'s report."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from cachecast.service.estimating import (
-    EstimateRequest,
-    estimate_job_payload,
-    plan_estimate,
-    run_estimate,
-    validate_payload,
-)
+from cachecast.app.estimate import EstimateReport, estimate, plan_estimate
+from cachecast.service.estimating import EstimateRequest, estimate_request, validate_payload
 from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
@@ -23,45 +18,6 @@ from cachecast.service.state import ServiceState, service_state
 router = APIRouter(prefix="/v1", tags=["estimates"])
 
 ESTIMATE_JOB_KIND = "estimate"
-
-
-class CostBreakdown(BaseModel):
-    input: str
-    cache_write: str
-    cache_read: str
-    output: str
-    storage: str
-    total: str
-
-
-class TargetEstimate(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    provider: str = Field(examples=["openai"])
-    model: str = Field(examples=["gpt-4o"])
-    contract: dict[str, Any] = Field(
-        description="the dated contract version used: version, effective_from, source, ..."
-    )
-    requests: int
-    input_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    uncached_input_tokens: int
-    output_tokens: int
-    hit_rate: float
-    exact_tokens: bool
-    cost: CostBreakdown
-    cost_without_cache: str = Field(examples=["0.0125"])
-    savings: str = Field(examples=["0.0040"])
-
-
-class EstimateResponse(BaseModel):
-    """The object ``cachecast estimate --json`` prints."""
-
-    model_config = ConfigDict(extra="allow")
-
-    at: str = Field(examples=["2026-11-01"])
-    targets: list[TargetEstimate]
 
 
 class JobAccepted(BaseModel):
@@ -74,7 +30,7 @@ class JobAccepted(BaseModel):
 @router.post(
     "/estimates",
     summary="Price a log under dated provider contracts",
-    response_model=EstimateResponse,
+    response_model=EstimateReport,
     responses={
         202: {"model": JobAccepted, "description": "a large log: accepted as a background job"},
         **problem_responses(404, 413, 415, 422),
@@ -112,34 +68,27 @@ class JobAccepted(BaseModel):
 )
 async def create_estimate(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
-) -> JSONResponse:
+) -> EstimateReport | JSONResponse:
     """Small logs (up to the ``job_threshold_records`` setting) are priced at once and
     answered with 200. Larger ones are stored as a job and answered with 202 and the job's
     address; poll ``GET /v1/jobs/{id}``. Bad records are a 422 naming each record's index
     (and line, for an upload) and field; nothing is priced then."""
     payload, lines = await read_log_body(request, ("targets", "at", "auto_cache_control"))
-    estimate_request = validate_payload(EstimateRequest, payload)
-    plan = await run_in_threadpool(plan_estimate, state.contracts, estimate_request)
-    if len(estimate_request.records) > state.settings.job_threshold_records:
+    body = validate_payload(EstimateRequest, payload)
+    work = estimate_request(body, lines)
+    _, _, passes = await run_in_threadpool(plan_estimate, work, state.contracts)
+    if len(body.records) > state.settings.job_threshold_records:
+        total = len(body.records) * len(passes)
         job_id = await run_in_threadpool(
-            state.jobs.submit,
-            ESTIMATE_JOB_KIND,
-            estimate_job_payload(estimate_request, lines),
-            len(estimate_request.records) * plan.passes,
+            state.jobs.submit, ESTIMATE_JOB_KIND, work.model_dump(mode="json"), total
         )
         if state.runner is not None:
             state.runner.notify()
         status_url = request.url_for("get_job", job_id=job_id).path
         accepted = JobAccepted(
-            job_id=job_id,
-            status="queued",
-            status_url=status_url,
-            total_records=len(estimate_request.records) * plan.passes,
+            job_id=job_id, status="queued", status_url=status_url, total_records=total
         )
         return JSONResponse(
             accepted.model_dump(), status_code=202, headers={"Location": status_url}
         )
-    result = await run_in_threadpool(
-        run_estimate, state.contracts, estimate_request, lines, None, plan
-    )
-    return JSONResponse(result)
+    return await run_in_threadpool(estimate, work, state.contracts)

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.errors import BadInputError as TargetError
 from cachecast.layouts.api import SideDocument, check_documents
 from cachecast.layouts.evaluate import TargetSpec, parse_target
 from cachecast.layouts.sources import InputError
@@ -41,7 +42,6 @@ from cachecast.service.problems import (
 from cachecast.service.routers._body import read_log_body, request_body_docs
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
-from cachecast.simulator.estimate import TargetError
 from cachecast.tokenizers import LogError, UnknownModelError
 
 router = APIRouter(prefix="/v1", tags=["layout checks"])

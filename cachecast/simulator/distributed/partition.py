@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 
+from cachecast.errors import BadInputError
 from cachecast.simulator.blocks import KEY_BYTES, namespace_seed, token_bytes
 from cachecast.simulator.policies import (
     AutomaticPrefixCache,
@@ -45,7 +46,7 @@ from cachecast.tokenizers.types import TokenizedRequest
 PartitionKey = bytes
 
 
-class CoupledCacheError(ValueError):
+class CoupledCacheError(BadInputError):
     """The policy shares one capacity across partitions: partitioning would be approximate."""
 
 

@@ -1,0 +1,208 @@
+"""The log a use case reads: files, or records given inline; one way to read either.
+
+Every use case that takes a log takes a :class:`LogInput`: the CLI fills ``files``, the API
+fills ``records`` (a JSON body) or ``files`` (an upload kept in a temporary file, named by
+its upload name). :class:`LogReading` is one pass over it, tokenized as one model: requests in
+replay order (files merged by timestamp, then placed within the reorder window), and every
+line or record that could not be read.
+
+What happens to a bad line is the request's ``on_bad_record``:
+
+- ``skip``: it is listed in the report and the rest is used (the CLI's default);
+- ``stop``: the first one is raised at once (``--strict``);
+- ``reject``: everything is read, then all of them are raised together and nothing is
+  priced (the API's default: a rejected request changes nothing).
+
+A source that yields no request at all is bad input whatever the setting: a log nobody can
+read must never come out as a $0 bill.
+"""
+
+from __future__ import annotations
+
+import heapq
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachecast.errors import (
+    BadInputError,
+    CachecastError,
+    Location,
+    LogRecordError,
+    input_errors,
+)
+from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
+from cachecast.tokenizers import read_log, read_records
+from cachecast.tokenizers.records import count_lines
+from cachecast.tokenizers.types import TokenizedRequest
+
+OnBadRecord = Literal["skip", "stop", "reject"]
+DEFAULT_RECORDS_NAME = "request"
+
+
+class LogFile(BaseModel):
+    """A log file, and the name errors and reports call it by (default: its path)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path
+    name: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        return self.name or str(self.path)
+
+
+class LogInput(BaseModel):
+    """Where a use case reads its log from, and how it treats what it cannot read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    files: list[LogFile] = Field(default_factory=list)
+    records: list[dict[str, Any]] | None = Field(
+        default=None, description="records given inline, one per request"
+    )
+    record_lines: list[int] | None = Field(
+        default=None, description="for inline records: the line each came from, if any"
+    )
+    records_name: str = DEFAULT_RECORDS_NAME
+    default_model: str | None = Field(
+        default=None, description="the model of records that name none"
+    )
+    default_provider: str | None = Field(
+        default=None, description="the provider of records that name none"
+    )
+    on_bad_record: OnBadRecord = "skip"
+
+    @classmethod
+    def of_paths(cls, paths: Sequence[Path | str], **options: Any) -> LogInput:
+        return cls(files=[LogFile(path=Path(path)) for path in paths], **options)
+
+    @property
+    def source_names(self) -> list[str]:
+        names = [file.display_name for file in self.files]
+        return names + ([self.records_name] if self.records is not None else [])
+
+    def count_records(self) -> int:
+        """An upper bound on the requests of one pass (a progress bar's total)."""
+        inline = len(self.records) if self.records is not None else 0
+        return inline + (count_lines(file.path for file in self.files) if self.files else 0)
+
+    def check_sources(self) -> None:
+        """Refuse before any work what cannot be a log: a missing path, a directory, a
+        device or pipe; no source at all."""
+        if not self.files and self.records is None:
+            raise BadInputError("no log given", location=Location(field="log"))
+        for file in self.files:
+            where = Location(source=file.display_name)
+            try:
+                mode = file.path.stat().st_mode
+            except FileNotFoundError:
+                raise BadInputError("no such file", location=where) from None
+            except OSError as error:
+                raise BadInputError(f"cannot read: {error.strerror}", location=where) from None
+            if stat.S_ISDIR(mode):
+                raise BadInputError("is a directory, not a log file", location=where)
+            if not stat.S_ISREG(mode):
+                raise BadInputError(
+                    "is not a regular file (a device, pipe or socket)", location=where
+                )
+
+
+class LogReading:
+    """One pass over a :class:`LogInput`, every request tokenized as ``tokenize_as`` (None:
+    each record's own model). Iterate :meth:`requests`, then call :meth:`finish`."""
+
+    def __init__(self, log: LogInput, tokenize_as: str | None) -> None:
+        self.log = log
+        self.tokenize_as = tokenize_as
+        self.errors: list[LogRecordError] = []
+        self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
+
+    def requests(self) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order."""
+        streams = [self.source_requests(index) for index in range(len(self.log.source_names))]
+        if len(streams) == 1:
+            return in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+        merged = heapq.merge(*streams, key=lambda request: request.timestamp)
+        return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+
+    def source_requests(self, index: int) -> Iterator[TokenizedRequest]:
+        """The requests of one source (a file, or the inline records) in file order."""
+        log = self.log
+        name = log.source_names[index]
+        strict = log.on_bad_record == "stop"
+        if index < len(log.files):
+            file = log.files[index]
+            found: list[LogRecordError] = []
+            stream = read_log(
+                file.path,
+                name=name,
+                model=self.tokenize_as,
+                default_model=log.default_model,
+                default_provider=log.default_provider,
+                strict=strict,
+                errors=found,
+            )
+            try:
+                for request in stream:
+                    self.requests_by_source[name] += 1
+                    yield request
+            finally:
+                self.errors.extend(found)
+            return
+        records = log.records or []
+        found = []
+        try:
+            for request in read_records(
+                records,
+                name,
+                model=self.tokenize_as,
+                default_model=log.default_model,
+                default_provider=log.default_provider,
+                strict=strict,
+                errors=found,
+            ):
+                self.requests_by_source[name] += 1
+                yield request
+        except LogRecordError as error:
+            raise self._located(error) from None
+        finally:
+            self.errors.extend(self._located(error) for error in found)
+
+    def _located(self, error: LogRecordError) -> LogRecordError:
+        """An inline record named by its index (and the line of the upload it came from,
+        where known) rather than by its position."""
+        position = error.line - 1
+        lines = self.log.record_lines
+        line = lines[position] if lines is not None and 0 <= position < len(lines) else None
+        return LogRecordError(
+            self.log.records_name, line, error.field, error.reason, record=position
+        )
+
+    def finish(self) -> None:
+        """After the pass: see :func:`check_reading`."""
+        check_reading(self.log, self.errors, self.requests_by_source)
+
+
+def check_reading(
+    log: LogInput, errors: Sequence[LogRecordError], requests_by_source: dict[str, int]
+) -> None:
+    """Refuse a source that yielded no readable request and, under ``reject``, any bad record
+    at all. Every pass over a log reads the same lines, so this runs once per use case."""
+    for name, count in requests_by_source.items():
+        if count == 0:
+            own = [error for error in errors if error.location.source == name]
+            detail = f"; {own[0].one_line()}" if own else ""
+            more = f" (and {len(own) - 1} more bad lines)" if len(own) > 1 else ""
+            raise BadInputError(
+                f"no readable record{detail}{more}",
+                location=Location(source=name),
+                problems=own,
+            )
+    if errors and log.on_bad_record == "reject":
+        problems: Sequence[CachecastError] = errors
+        raise input_errors(problems, "malformed log records")
