@@ -60,6 +60,10 @@ PROVIDER_ALIASES = {
     "dashscope": "alibaba",
     "qwen": "alibaba",
     "claude": "anthropic",
+    "vertex_ai": "vertex",
+    "vertex-ai": "vertex",
+    "vertexai": "vertex",
+    "google-vertex": "vertex",
 }
 
 
