@@ -31,15 +31,18 @@ def bill(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
     return bill_request(usage, contract).total
 
 
-def anthropic_usage(uncached: int, read: int, written: int, output: int) -> ObservedUsage:
-    # Anthropic's input_tokens counts only tokens after the last breakpoint: the whole
-    # prompt is input + cache_read + cache_creation.
+def anthropic_usage(
+    uncached: int, read: int, written: int, output: int, ttl: str | None = "5m"
+) -> ObservedUsage:
+    """Anthropic's input_tokens and Bedrock Converse's inputTokens count only tokens after
+    the last breakpoint: the whole prompt is input + cache reads + cache writes. ``ttl``
+    None: usage without a TTL split (Converse without cacheDetails)."""
     total = total_input_tokens(uncached, read, written, reported_input_includes_cached=False)
     return ObservedUsage(
         input_tokens=total,
         cache_read_tokens=read,
         cache_write_tokens=written,
-        cache_write_by_ttl={"5m": written},
+        cache_write_by_ttl={ttl: written} if ttl else {},
         output_tokens=output,
     )
 
@@ -76,31 +79,13 @@ def test_bedrock_converse_usage_claude_3_5_haiku(migrated_db_url: str) -> None:
     assert not haiku.reported_input_includes_cached
     # Converse: inputTokens 24 (non-cached only), cacheWriteInputTokens 18,131,
     # outputTokens 100; the prompt is 24 + 18,131 = 18,155 tokens.
-    write = ObservedUsage(
-        input_tokens=total_input_tokens(24, 0, 18_131, reported_input_includes_cached=False),
-        cache_write_tokens=18_131,
-        output_tokens=100,
-    )
+    write = anthropic_usage(24, 0, 18_131, 100, ttl=None)
     # $0.80 in, 5m write $1.00, read $0.08, $4 out (Bedrock price of Claude 3.5 Haiku):
     #   24 x $0.80 = $0.0000192; 18,131 x $1 = $0.018131; 100 x $4 = $0.0004
     assert bill(write, haiku) == Decimal("0.0185502")
-    read = ObservedUsage(
-        input_tokens=total_input_tokens(24, 18_131, 0, reported_input_includes_cached=False),
-        cache_read_tokens=18_131,
-        output_tokens=100,
-    )
+    read = anthropic_usage(24, 18_131, 0, 100, ttl=None)
     #   24 x $0.80 = $0.0000192; 18,131 x $0.08 = $0.00145048; 100 x $4 = $0.0004
     assert bill(read, haiku) == Decimal("0.00186968")
-
-
-def converse(uncached: int, read: int, written: int, output: int) -> ObservedUsage:
-    total = total_input_tokens(uncached, read, written, reported_input_includes_cached=False)
-    return ObservedUsage(
-        input_tokens=total,
-        cache_read_tokens=read,
-        cache_write_tokens=written,
-        output_tokens=output,
-    )
 
 
 @pytest.mark.parametrize(
@@ -117,7 +102,7 @@ def test_bedrock_regional_profile_is_billed_at_the_regional_rate(
 ) -> None:
     store = ContractStore(migrated_db_url)
     regional = store.as_of("bedrock", model_id, NOV)
-    usage = converse(1_000, 20_000, 2_000, 500)
+    usage = anthropic_usage(1_000, 20_000, 2_000, 500, ttl=None)
     # Geographic profiles cost 10% more than global: $3.30 in, 5m write $4.125,
     # read $0.33, $16.50 out:
     #   1,000 x $3.30 = $0.0033; 20,000 x $0.33 = $0.0066; 2,000 x $4.125 = $0.00825;
