@@ -113,7 +113,11 @@ def _ttl_short(terms: ContractTerms) -> str:
 
 def _versions_table(versions: list[ContractTerms], title: str) -> Table:
     with_storage = any(terms.storage_per_mtok_hour is not None for terms in versions)
-    table = Table(title=title, caption="TTL: write multiplier, + = refreshed on hit")
+    table = Table(
+        title=title,
+        caption="TTL: write multiplier, + = refreshed on hit; * = some rules inferred from "
+        "the model family (see `contracts show`)",
+    )
     table.add_column("contract", overflow="fold")
     table.add_column("in force", overflow="fold")
     table.add_column("mode")
@@ -127,7 +131,7 @@ def _versions_table(versions: list[ContractTerms], title: str) -> Table:
     for terms in versions:
         end = terms.effective_to.isoformat() if terms.effective_to else ""
         row = [
-            f"{terms.provider}/{terms.model}",
+            f"{terms.provider}/{terms.model}" + ("*" if terms.inferred_fields else ""),
             f"{terms.effective_from.isoformat()} -> {end}",
             terms.mode.value,
             str(terms.min_cacheable_tokens),
@@ -197,6 +201,14 @@ def show_command(
             )
         elif key == "aliases":
             value = ", ".join(value)
+        elif key == "inferred_fields":
+            # Say plainly which rules no source states for this model.
+            value = (
+                f"{', '.join(value)} (inherited from the model family, not documented "
+                "for this model)"
+                if value
+                else "none"
+            )
         table.add_row(key, "" if value is None else str(value))
     _stdout().print(table)
 

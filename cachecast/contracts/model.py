@@ -43,6 +43,27 @@ class PriceTier(BaseModel):
     output_per_mtok: Decimal = Field(ge=0)
 
 
+# The terms a version can take over from its model family: everything except what names,
+# dates and sources the version itself.
+INFERABLE_FIELDS = frozenset(
+    {
+        "mode",
+        "min_cacheable_tokens",
+        "increment_tokens",
+        "lookback_blocks",
+        "max_breakpoints",
+        "ttl_options",
+        "read_multiplier",
+        "storage_per_mtok_hour",
+        "scope",
+        "reported_input_includes_cached",
+        "input_per_mtok",
+        "output_per_mtok",
+        "long_context_tiers",
+    }
+)
+
+
 class ContractTerms(BaseModel):
     """One dated version of a provider's caching contract for one model."""
 
@@ -73,6 +94,13 @@ class ContractTerms(BaseModel):
     input_per_mtok: Decimal = Field(ge=0)
     output_per_mtok: Decimal = Field(ge=0)
     long_context_tiers: tuple[PriceTier, ...] = ()
+    inferred_fields: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "caching rules this version inherits from its model family because no source "
+            "states them for this model itself (field names, e.g. 'min_cacheable_tokens')"
+        ),
+    )
 
     @field_validator("provider", "model")
     @classmethod
@@ -89,6 +117,12 @@ class ContractTerms(BaseModel):
         names = [option.name for option in self.ttl_options]
         if len(set(names)) != len(names):
             raise ValueError("ttl_options names must be unique")
+        unknown = [name for name in self.inferred_fields if name not in INFERABLE_FIELDS]
+        if unknown:
+            known = ", ".join(sorted(INFERABLE_FIELDS))
+            raise ValueError(f"inferred_fields: unknown field(s) {unknown} (known: {known})")
+        if len(set(self.inferred_fields)) != len(self.inferred_fields):
+            raise ValueError("inferred_fields must be unique")
         thresholds = [tier.above_input_tokens for tier in self.long_context_tiers]
         if thresholds != sorted(set(thresholds)):
             raise ValueError("long_context_tiers must have strictly increasing thresholds")

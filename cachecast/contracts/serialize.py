@@ -78,6 +78,7 @@ def terms_to_json(terms: ContractTerms) -> dict[str, Any]:
             }
             for tier in terms.long_context_tiers
         ],
+        "inferred_fields": list(terms.inferred_fields),
     }
 
 
@@ -121,6 +122,9 @@ def terms_from_json(data: Any, *, file: str = "", entry: str = "") -> ContractTe
     if not isinstance(data, Mapping):
         raise ContractFormatError(file, entry, "", f"expected an object, got {type(data).__name__}")
     _check_keys(data, _TERMS_KEYS, file, entry, "")
+    inferred = data.get("inferred_fields", [])
+    if not isinstance(inferred, list) or not all(isinstance(name, str) for name in inferred):
+        raise ContractFormatError(file, entry, "inferred_fields", "must be a list of field names")
     for list_key, allowed in (("ttl_options", _TTL_KEYS), ("long_context_tiers", _TIER_KEYS)):
         items = data.get(list_key, [])
         if not isinstance(items, list):

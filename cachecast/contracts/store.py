@@ -31,6 +31,7 @@ from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOp
 from cachecast.contracts.sqltypes import check_storable
 from cachecast.contracts.tables import (
     ContractAliasRow,
+    ContractInferredFieldRow,
     ContractPriceTierRow,
     ContractTtlOptionRow,
     ContractVersionRow,
@@ -40,6 +41,7 @@ VERSIONS: sa.Table = sa.inspect(ContractVersionRow).local_table  # type: ignore[
 TTL_OPTIONS: sa.Table = sa.inspect(ContractTtlOptionRow).local_table  # type: ignore[assignment]
 ALIASES: sa.Table = sa.inspect(ContractAliasRow).local_table  # type: ignore[assignment]
 PRICE_TIERS: sa.Table = sa.inspect(ContractPriceTierRow).local_table  # type: ignore[assignment]
+INFERRED: sa.Table = sa.inspect(ContractInferredFieldRow).local_table  # type: ignore[assignment]
 
 # Other names users and price sheets give the providers we store.
 PROVIDER_ALIASES = {
@@ -58,6 +60,10 @@ PROVIDER_ALIASES = {
     "dashscope": "alibaba",
     "qwen": "alibaba",
     "claude": "anthropic",
+    "vertex_ai": "vertex",
+    "vertex-ai": "vertex",
+    "vertexai": "vertex",
+    "google-vertex": "vertex",
 }
 
 
@@ -93,6 +99,9 @@ class ContractStore:
         self.url = url
         self._engine = db.get_engine(url)
         self._ready = False
+        # A database below migration 0005 has no table for inferred fields: it reads as
+        # "nothing inferred", and writing a version that has some asks for the upgrade.
+        self._has_inferred = False
 
     # ----------------------------------------------------------------- reading
 
@@ -196,6 +205,7 @@ class ContractStore:
             raise DatabaseNotMigratedError(
                 f"database {shown} has no contract tables: run `cachecast db upgrade` first"
             )
+        self._has_inferred = sa.inspect(self._engine).has_table(INFERRED.name)
         self._ready = True
 
     def _begin_write(self, connection: Connection) -> None:
@@ -255,10 +265,17 @@ class ContractStore:
         assert primary_key is not None  # an INSERT of one row always reports its key
         contract_id = int(primary_key[0])
         child_rows = child_row_values(terms, contract_id)
+        if child_rows["inferred_fields"] and not self._has_inferred:
+            shown = make_url(self.url).render_as_string(hide_password=True)
+            raise DatabaseNotMigratedError(
+                f"database {shown} cannot store inferred fields of {terms.provider}/"
+                f"{terms.model}: run `cachecast db upgrade` first"
+            )
         for table, rows in (
             (TTL_OPTIONS, child_rows["ttl_options"]),
             (ALIASES, child_rows["aliases"]),
             (PRICE_TIERS, child_rows["price_tiers"]),
+            (INFERRED, child_rows["inferred_fields"]),
         ):
             if rows:
                 connection.execute(table.insert(), rows)
@@ -298,6 +315,11 @@ class ContractStore:
                 output_per_mtok=tier.output_per_mtok,
             ),
         )
+        inferred = (
+            _children(connection, INFERRED, ids, INFERRED.c.position, lambda item: str(item.field))
+            if self._has_inferred
+            else {}
+        )
         return [
             ContractTerms(
                 provider=row.provider,
@@ -321,6 +343,7 @@ class ContractStore:
                 input_per_mtok=row.input_per_mtok,
                 output_per_mtok=row.output_per_mtok,
                 long_context_tiers=tuple(tiers.get(row.id, ())),
+                inferred_fields=tuple(inferred.get(row.id, ())),
             )
             for row in rows
         ]
@@ -508,5 +531,9 @@ def child_row_values(terms: ContractTerms, contract_id: int) -> dict[str, list[d
                 "output_per_mtok": tier.output_per_mtok,
             }
             for tier in terms.long_context_tiers
+        ],
+        "inferred_fields": [
+            {"contract_id": contract_id, "position": position, "field": name}
+            for position, name in enumerate(terms.inferred_fields)
         ],
     }

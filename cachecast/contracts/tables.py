@@ -1,4 +1,4 @@
-"""SQLModel tables of the contract store (created only by migration 0001).
+"""SQLModel tables of the contract store (created only by migrations 0001 and 0005).
 
 One ``contract_version`` row per dated version of a provider+model contract; its TTL
 options, aliases and long-context price tiers hang off it in child tables. Money columns
@@ -113,3 +113,17 @@ class ContractPriceTierRow(SQLModel, table=True):
     above_input_tokens: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     input_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
     output_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+
+
+class ContractInferredFieldRow(SQLModel, table=True):
+    """One caching rule a version inherits from its model family (created by migration 0005)."""
+
+    __tablename__ = "contract_inferred_field"
+    __table_args__ = (
+        sa.UniqueConstraint("contract_id", "field", name="uq_contract_inferred_field_field"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    contract_id: int = Field(sa_column=_contract_id_column("fk_contract_inferred_field_contract"))
+    position: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    field: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))

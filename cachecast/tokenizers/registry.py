@@ -40,6 +40,13 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("o1*", "o200k_base"),
     ("o3*", "o200k_base"),
     ("o4*", "o200k_base"),
+    # Other OpenAI ids without a gpt-N prefix; like gpt-5*/gpt-6*, assumed o200k_base.
+    ("chat-latest", "o200k_base"),
+    ("gpt-chat-latest", "o200k_base"),
+    ("codex-mini*", "o200k_base"),
+    ("daybreak-*", "o200k_base"),
+    ("gpt-daybreak-*", "o200k_base"),
+    ("gpt-rosalind-*", "o200k_base"),
     ("gpt-4", "cl100k_base"),
     ("gpt-4-*", "cl100k_base"),
     ("gpt-3.5*", "cl100k_base"),
@@ -48,6 +55,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("claude-*", "approx:o200k_base"),
     ("anthropic.claude-*", "approx:o200k_base"),
     ("amazon.nova-*", "approx:o200k_base"),
+    # Bedrock cross-region inference profiles: us./eu./apac./us-gov./global. prefixes.
+    ("*.anthropic.claude-*", "approx:o200k_base"),
+    ("*.amazon.nova-*", "approx:o200k_base"),
     ("grok-*", "approx:o200k_base"),
     ("gemini-*", "approx:o200k_base"),
     ("deepseek-*", "approx:o200k_base"),

@@ -1,0 +1,650 @@
+"""``contracts audit``: our stored terms on a date held against public price maps.
+
+Two maps are read: LiteLLM's ``model_prices_and_context_window_backup.json`` (the file its
+wheel ships, read without importing litellm, or any file in that format) and genai-prices'
+bundled provider data (or its ``data.json``). Both are optional dependencies (the ``audit``
+extra). Every disagreement names both values and both sources, so drift between our dated
+contracts and the maps is visible; neither side is assumed right.
+
+Prices are compared per million tokens as exact decimals. A map entry is matched to the
+contract the store would choose for its model id (exact id, then aliases), on the day asked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from cachecast.contracts.errors import ContractFormatError, UnknownContractError
+from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.serialize import loads_json
+from cachecast.contracts.sqltypes import canonical_decimal, decimal_text
+from cachecast.contracts.store import ContractStore, _best_alias_match, normalize_provider
+
+_MILLION = Decimal(1_000_000)
+LITELLM_DATA_FILE = "litellm/model_prices_and_context_window_backup.json"
+# Modes whose prompts our simulator prices; image, audio and embedding entries are not compared.
+TEXT_MODES = frozenset({"chat", "responses", "completion"})
+
+# Our provider ids -> LiteLLM's ``litellm_provider`` values and the key prefixes they use.
+LITELLM_PROVIDERS: dict[str, tuple[str, ...]] = {
+    "openai": ("openai",),
+    "azure": ("azure",),
+    "anthropic": ("anthropic",),
+    "bedrock": ("bedrock", "bedrock_converse"),
+    "google": ("gemini",),
+    "vertex": ("vertex_ai-anthropic_models", "vertex_ai-language-models", "vertex_ai"),
+    "deepseek": ("deepseek",),
+    "moonshot": ("moonshot",),
+    "xai": ("xai",),
+    "alibaba": ("dashscope",),
+}
+_KEY_PREFIXES = ("azure/", "gemini/", "vertex_ai/", "xai/", "moonshot/", "dashscope/", "deepseek/")
+# Our provider ids -> genai-prices provider ids.
+GENAI_PROVIDERS: dict[str, str] = {
+    "openai": "openai",
+    "azure": "azure",
+    "anthropic": "anthropic",
+    "bedrock": "aws",
+    "google": "google",
+    "vertex": "google",
+    "deepseek": "deepseek",
+    "moonshot": "moonshotai",
+    "xai": "x-ai",
+}
+
+
+class AuditError(ContractFormatError):
+    """A price map cannot be read (not installed, unreadable, malformed)."""
+
+
+class MapName(StrEnum):
+    LITELLM = "litellm"
+    GENAI_PRICES = "genai-prices"
+
+
+class DisagreementKind(StrEnum):
+    INPUT_PRICE = "input_price"
+    OUTPUT_PRICE = "output_price"
+    CACHE_READ = "cache_read"
+    CACHE_WRITE = "cache_write"
+    LONG_CONTEXT_TIER = "long_context_tier"
+    MIN_TOKENS = "min_tokens"
+    MISSING_IN_OURS = "missing_in_ours"
+    MISSING_IN_MAP = "missing_in_map"
+
+
+class Disagreement(BaseModel):
+    """One term where our contract and a price map differ; values in USD per MTok as text."""
+
+    kind: DisagreementKind
+    map: MapName
+    provider: str = Field(description="our provider id")
+    model: str = Field(description="our contract's model id, or the map's id when ours lacks it")
+    field: str = Field(description="what differs, e.g. 'cache_write[1h]', 'tier>200000.input'")
+    ours: str | None = Field(description="our value (None: we have none)")
+    theirs: str | None = Field(description="the map's value (None: the map has none)")
+    our_source: str | None = Field(description="our contract version and its source address")
+    their_source: str = Field(description="the map, its version and the entry compared")
+    note: str = ""
+
+
+class MapSummary(BaseModel):
+    """What was read from one map."""
+
+    map: MapName
+    version: str
+    location: str
+    entries_compared: int
+    entries_not_compared: dict[str, int] = Field(
+        default_factory=dict, description="reason -> number of map entries left out"
+    )
+
+
+class AuditReport(BaseModel):
+    """Every disagreement between our contracts in force on ``at`` and the maps read."""
+
+    at: dt.date
+    contracts_in_force: int
+    maps: list[MapSummary]
+    disagreements: list[Disagreement]
+
+    @property
+    def counts_by_kind(self) -> dict[str, int]:
+        return dict(Counter(item.kind.value for item in self.disagreements))
+
+
+def _text(value: Decimal | None) -> str | None:
+    return None if value is None else decimal_text(canonical_decimal(value))
+
+
+def _per_mtok(value: Any) -> Decimal | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return canonical_decimal(Decimal(value) * _MILLION)
+
+
+def _version_label(terms: ContractTerms) -> str:
+    return f"{terms.provider}/{terms.model}@{terms.effective_from.isoformat()} ({terms.source})"
+
+
+class _Resolver:
+    """The contract in force that a map's model id names, as ``ContractStore.as_of`` picks it."""
+
+    def __init__(self, contracts: Iterable[ContractTerms], day: dt.date) -> None:
+        self.day = day
+        self.by_provider: dict[str, list[ContractTerms]] = {}
+        for terms in contracts:
+            self.by_provider.setdefault(terms.provider, []).append(terms)
+
+    def find(self, provider: str, model_id: str) -> ContractTerms | None:
+        versions = self.by_provider.get(provider, [])
+        model_id = model_id.strip().lower()
+        for terms in versions:
+            if terms.model == model_id:
+                return terms
+        try:
+            chosen = _best_alias_match(versions, model_id, self.day)
+        except UnknownContractError:
+            return None  # ambiguous: two contracts match equally; not guessed
+        return next((terms for terms in versions if terms.model == chosen), None)
+
+
+# ------------------------------------------------------------------------------- LiteLLM
+
+
+def litellm_bundled_file() -> tuple[Path, str]:
+    """The price map inside the installed litellm wheel (found without importing litellm)."""
+    try:
+        distribution = importlib.metadata.distribution("litellm")
+    except importlib.metadata.PackageNotFoundError as error:
+        raise AuditError(
+            "litellm", "", "", "not installed: pip install 'cachecast[audit]' or give a file"
+        ) from error
+    path = Path(str(distribution.locate_file(LITELLM_DATA_FILE)))
+    return path, distribution.version
+
+
+def read_litellm(path: Path | None = None) -> tuple[dict[str, Any], str, str]:
+    """(entries, version, location) of a LiteLLM price map; the bundled one by default."""
+    version = "file"
+    if path is None:
+        path, version = litellm_bundled_file()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise AuditError(str(path), "", "", f"cannot read: {error.strerror}") from error
+    data = loads_json(text, str(path))
+    if not isinstance(data, dict):
+        raise AuditError(str(path), "", "", "a LiteLLM price map must be a JSON object")
+    return data, version, str(path)
+
+
+def _litellm_model_id(key: str) -> str:
+    for prefix in _KEY_PREFIXES:
+        if key.startswith(prefix):
+            return key[len(prefix) :]
+    return key
+
+
+def _litellm_tiers(entry: Mapping[str, Any]) -> dict[int, tuple[Decimal, Decimal, Decimal | None]]:
+    tiers: dict[int, tuple[Decimal, Decimal, Decimal | None]] = {}
+    for key, value in entry.items():
+        match = re.fullmatch(r"input_cost_per_token_above_(\d+)k_tokens", key)
+        if match is None:
+            continue
+        size = match.group(1)
+        output = entry.get(f"output_cost_per_token_above_{size}k_tokens")
+        read = entry.get(f"cache_read_input_token_cost_above_{size}k_tokens")
+        tier_input = _per_mtok(value)
+        tier_output = _per_mtok(output if output is not None else entry["output_cost_per_token"])
+        if tier_input is not None and tier_output is not None:
+            tiers[int(size) * 1000] = (tier_input, tier_output, _per_mtok(read))
+    return tiers
+
+
+def _compare_litellm(
+    terms: ContractTerms, entry: Mapping[str, Any], their_source: str
+) -> list[Disagreement]:
+    found: list[Disagreement] = []
+
+    def differ(
+        kind: DisagreementKind, name: str, ours: Decimal | None, theirs: Decimal | None
+    ) -> None:
+        if ours != theirs:
+            found.append(
+                Disagreement(
+                    kind=kind,
+                    map=MapName.LITELLM,
+                    provider=terms.provider,
+                    model=terms.model,
+                    field=name,
+                    ours=_text(ours),
+                    theirs=_text(theirs),
+                    our_source=_version_label(terms),
+                    their_source=their_source,
+                )
+            )
+
+    base = terms.input_per_mtok
+    differ(
+        DisagreementKind.INPUT_PRICE, "input", base, _per_mtok(entry.get("input_cost_per_token"))
+    )
+    differ(
+        DisagreementKind.OUTPUT_PRICE,
+        "output",
+        terms.output_per_mtok,
+        _per_mtok(entry.get("output_cost_per_token")),
+    )
+    read_key = "cache_read_input_token_cost"
+    if terms.mode.value != "automatic" and "explicit_cache_read_input_token_cost" in entry:
+        read_key = "explicit_cache_read_input_token_cost"  # Qwen: explicit reads priced apart
+    theirs_read = _per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
+    differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, theirs_read)
+    for option in terms.ttl_options:
+        key = (
+            "cache_creation_input_token_cost"
+            if option.ttl_seconds < 3600
+            else "cache_creation_input_token_cost_above_1hr"
+            if option.ttl_seconds == 3600
+            else None
+        )
+        theirs = _per_mtok(entry.get(key)) if key else None
+        ours = base * option.write_multiplier
+        # The map writes 0 or leaves the key out when writes cost the plain input price.
+        if option.write_multiplier == 1 and theirs in (None, Decimal(0)):
+            continue
+        differ(DisagreementKind.CACHE_WRITE, f"cache_write[{option.name}]", ours, theirs)
+    their_tiers = _litellm_tiers(entry)
+    our_tiers = {tier.above_input_tokens: tier for tier in terms.long_context_tiers}
+    for threshold in sorted(set(their_tiers) | set(our_tiers)):
+        mine = our_tiers.get(threshold)
+        theirs_tier = their_tiers.get(threshold)
+        label = f"tier>{threshold}"
+        differ(
+            DisagreementKind.LONG_CONTEXT_TIER,
+            f"{label}.input",
+            mine.input_per_mtok if mine else None,
+            theirs_tier[0] if theirs_tier else None,
+        )
+        differ(
+            DisagreementKind.LONG_CONTEXT_TIER,
+            f"{label}.output",
+            mine.output_per_mtok if mine else None,
+            theirs_tier[1] if theirs_tier else None,
+        )
+        if mine and theirs_tier and theirs_tier[2] is not None:
+            differ(
+                DisagreementKind.LONG_CONTEXT_TIER,
+                f"{label}.cache_read",
+                mine.input_per_mtok * terms.read_multiplier,
+                theirs_tier[2],
+            )
+    minimum = entry.get("prompt_cache_min_tokens")
+    if (
+        minimum is not None
+        and not isinstance(minimum, bool)
+        and Decimal(minimum) != terms.min_cacheable_tokens
+    ):
+        found.append(
+            Disagreement(
+                kind=DisagreementKind.MIN_TOKENS,
+                map=MapName.LITELLM,
+                provider=terms.provider,
+                model=terms.model,
+                field="min_cacheable_tokens",
+                ours=str(terms.min_cacheable_tokens),
+                theirs=decimal_text(canonical_decimal(Decimal(minimum))),
+                our_source=_version_label(terms),
+                their_source=their_source,
+            )
+        )
+    return found
+
+
+def _other_dates(history: list[ContractTerms], provider: str, model_id: str) -> str:
+    """Why a model the map prices has no contract on the day, when we store it on others."""
+    resolver = _Resolver(history, dt.date.min)
+    terms = resolver.find(provider, model_id)
+    if terms is None:
+        return ""
+    spans = sorted(
+        (t.effective_from, t.effective_to)
+        for t in history
+        if (t.provider, t.model) == (terms.provider, terms.model)
+    )
+    shown = ", ".join(f"[{a.isoformat()}, {b.isoformat() if b else 'open'})" for a, b in spans)
+    return f"{terms.provider}/{terms.model} is stored, but not in force on the day: {shown}"
+
+
+def audit_litellm(
+    contracts: list[ContractTerms],
+    day: dt.date,
+    path: Path | None = None,
+    history: list[ContractTerms] | None = None,
+) -> tuple[MapSummary, list[Disagreement]]:
+    """Disagreements between ``contracts`` (in force on ``day``) and a LiteLLM price map;
+    ``history`` (every stored version) explains models not in force on the day."""
+    data, version, location = read_litellm(path)
+    resolver = _Resolver(contracts, day)
+    ours_by_litellm = {
+        litellm: ours for ours, names in LITELLM_PROVIDERS.items() for litellm in names
+    }
+    left_out: Counter[str] = Counter()
+    found: list[Disagreement] = []
+    matched: set[tuple[str, str]] = set()
+    compared = 0
+    for key, entry in data.items():
+        if not isinstance(entry, Mapping) or "litellm_provider" not in entry:
+            left_out["not a model entry"] += 1
+            continue
+        provider = ours_by_litellm.get(str(entry["litellm_provider"]))
+        if provider is None:
+            left_out["provider not stored"] += 1
+            continue
+        if entry.get("mode") not in TEXT_MODES:
+            left_out["not a text model (image, audio, embedding...)"] += 1
+            continue
+        if (
+            "cache_read_input_token_cost" not in entry
+            and "input_cost_per_token_cache_hit" not in entry
+        ):
+            left_out["no cache price"] += 1
+            continue
+        model_id = _litellm_model_id(key)
+        if model_id.startswith("ft:"):
+            left_out["fine-tuned model"] += 1
+            continue
+        if provider == "bedrock" and "/" in model_id:
+            # LiteLLM's own routing keys (bedrock/us-gov-east-1/..., bedrock/claude_platform/...):
+            # no request names a model this way.
+            left_out["LiteLLM routing key (bedrock/<region or platform>/...)"] += 1
+            continue
+        source = f"LiteLLM {version} {location} entry {key!r}"
+        terms = resolver.find(provider, model_id)
+        if terms is None:
+            found.append(
+                Disagreement(
+                    kind=DisagreementKind.MISSING_IN_OURS,
+                    map=MapName.LITELLM,
+                    provider=provider,
+                    model=model_id,
+                    field="contract",
+                    ours=None,
+                    theirs=f"priced with cache costs ({entry.get('mode')})",
+                    our_source=None,
+                    their_source=source,
+                    note=_other_dates(history or [], provider, model_id),
+                )
+            )
+            continue
+        compared += 1
+        matched.add((terms.provider, terms.model))
+        found += _compare_litellm(terms, entry, source)
+    for terms in contracts:
+        if (terms.provider, terms.model) not in matched and terms.provider in LITELLM_PROVIDERS:
+            found.append(_missing_in_map(terms, MapName.LITELLM, f"LiteLLM {version} {location}"))
+    summary = MapSummary(
+        map=MapName.LITELLM,
+        version=version,
+        location=location,
+        entries_compared=compared,
+        entries_not_compared=dict(left_out),
+    )
+    return summary, found
+
+
+def _missing_in_map(terms: ContractTerms, name: MapName, source: str) -> Disagreement:
+    return Disagreement(
+        kind=DisagreementKind.MISSING_IN_MAP,
+        map=name,
+        provider=terms.provider,
+        model=terms.model,
+        field="contract",
+        ours=f"contract in force from {terms.effective_from.isoformat()}",
+        theirs=None,
+        our_source=_version_label(terms),
+        their_source=source,
+    )
+
+
+# --------------------------------------------------------------------------- genai-prices
+
+
+def read_genai_prices(path: Path | None = None) -> tuple[list[Any], str, str]:
+    """(providers, version, location): the installed package's data, or a ``data.json``."""
+    try:
+        version = importlib.metadata.version("genai-prices")
+        from genai_prices import types as genai_types
+    except (importlib.metadata.PackageNotFoundError, ImportError) as error:
+        raise AuditError(
+            "genai-prices", "", "", "not installed: pip install 'cachecast[audit]'"
+        ) from error
+    if path is None:
+        from genai_prices.data import providers
+
+        return list(providers), version, "genai_prices.data (bundled)"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise AuditError(str(path), "", "", f"cannot read: {error.strerror}") from error
+    except json.JSONDecodeError as error:
+        raise AuditError(str(path), f"line {error.lineno}", "", "invalid JSON") from error
+    try:
+        # The package's own reader of its data.json (the format its updater fetches).
+        parsed = genai_types._providers_from_raw(raw)
+    except ValueError as error:
+        raise AuditError(str(path), "", "", f"not genai-prices data: {error}") from error
+    return list(parsed), f"{version} reader", str(path)
+
+
+def _genai_price(value: Any) -> tuple[Decimal | None, dict[int, Decimal]]:
+    """A genai-prices price: a Decimal, or tiered (base plus thresholds)."""
+    if value is None:
+        return None, {}
+    tiers = getattr(value, "tiers", None)
+    if tiers is not None:
+        return canonical_decimal(value.base), {
+            int(tier.start): canonical_decimal(tier.price) for tier in tiers
+        }
+    return canonical_decimal(Decimal(value)), {}
+
+
+def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list[Disagreement]:
+    found: list[Disagreement] = []
+
+    def differ(
+        kind: DisagreementKind, name: str, ours: Decimal | None, theirs: Decimal | None
+    ) -> None:
+        if ours != theirs:
+            found.append(
+                Disagreement(
+                    kind=kind,
+                    map=MapName.GENAI_PRICES,
+                    provider=terms.provider,
+                    model=terms.model,
+                    field=name,
+                    ours=_text(ours),
+                    theirs=_text(theirs),
+                    our_source=_version_label(terms),
+                    their_source=their_source,
+                )
+            )
+
+    base = terms.input_per_mtok
+    our_tiers = {tier.above_input_tokens: tier for tier in terms.long_context_tiers}
+    input_base, input_tiers = _genai_price(getattr(prices, "input_mtok", None))
+    output_base, output_tiers = _genai_price(getattr(prices, "output_mtok", None))
+    read_base, _ = _genai_price(getattr(prices, "cache_read_mtok", None))
+    differ(DisagreementKind.INPUT_PRICE, "input", base, input_base)
+    differ(DisagreementKind.OUTPUT_PRICE, "output", terms.output_per_mtok, output_base)
+    if read_base is not None:
+        differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, read_base)
+    for option in terms.ttl_options:
+        key = "cache_write_1h_mtok" if option.ttl_seconds == 3600 else "cache_write_5m_mtok"
+        theirs, _ = _genai_price(getattr(prices, key, None))
+        if theirs is None:
+            theirs, _ = _genai_price(getattr(prices, "cache_write_mtok", None))
+        if theirs is None and option.write_multiplier == 1:
+            continue  # no write price listed: writes cost the input price
+        if theirs is not None:
+            differ(
+                DisagreementKind.CACHE_WRITE,
+                f"cache_write[{option.name}]",
+                base * option.write_multiplier,
+                theirs,
+            )
+    for threshold in sorted(set(input_tiers) | set(our_tiers)):
+        mine = our_tiers.get(threshold)
+        label = f"tier>{threshold}"
+        differ(
+            DisagreementKind.LONG_CONTEXT_TIER,
+            f"{label}.input",
+            mine.input_per_mtok if mine else None,
+            input_tiers.get(threshold),
+        )
+        differ(
+            DisagreementKind.LONG_CONTEXT_TIER,
+            f"{label}.output",
+            mine.output_per_mtok if mine else None,
+            output_tiers.get(threshold),
+        )
+    return found
+
+
+def audit_genai_prices(
+    contracts: list[ContractTerms], day: dt.date, path: Path | None = None
+) -> tuple[MapSummary, list[Disagreement]]:
+    """Disagreements between ``contracts`` (in force on ``day``) and genai-prices' data."""
+    providers, version, location = read_genai_prices(path)
+    by_id = {provider.id: provider for provider in providers}
+    moment = dt.datetime.combine(day, dt.time(12), tzinfo=dt.UTC)
+    found: list[Disagreement] = []
+    matched_models: set[tuple[str, str]] = set()
+    compared = 0
+    for terms in contracts:
+        provider = by_id.get(GENAI_PROVIDERS.get(terms.provider, ""))
+        if provider is None:
+            continue  # e.g. Alibaba: genai-prices has no such provider
+        source_base = f"genai-prices {version} {location}, provider {provider.id!r}"
+        model = provider.find_model(terms.model, all_providers=providers)
+        if model is None:
+            found.append(_missing_in_map(terms, MapName.GENAI_PRICES, source_base))
+            continue
+        compared += 1
+        matched_models.add((provider.id, model.id))
+        prices = model.get_prices(moment)
+        found += _compare_genai(terms, prices, f"{source_base} model {model.id!r}")
+    # Models of the mapped providers that priced cache reads but match none of ours.
+    ours_by_genai: dict[str, list[ContractTerms]] = {}
+    for terms in contracts:
+        genai_id = GENAI_PROVIDERS.get(terms.provider)
+        if genai_id:
+            ours_by_genai.setdefault(genai_id, []).append(terms)
+    left_out: Counter[str] = Counter()
+    for provider_id, ours in sorted(ours_by_genai.items()):
+        provider = by_id.get(provider_id)
+        if provider is None:
+            continue
+        for model in provider.models:
+            if (provider.id, model.id) in matched_models:
+                continue
+            try:
+                prices = model.get_prices(moment)
+            except (LookupError, ValueError):
+                left_out["no price on the date"] += 1
+                continue
+            if getattr(prices, "cache_read_mtok", None) is None:
+                left_out["no cache price"] += 1
+                continue
+            if any(_genai_matches(model, terms) for terms in ours):
+                continue
+            found.append(
+                Disagreement(
+                    kind=DisagreementKind.MISSING_IN_OURS,
+                    map=MapName.GENAI_PRICES,
+                    provider=ours[0].provider
+                    if len({t.provider for t in ours}) == 1
+                    else provider_id,
+                    model=model.id,
+                    field="contract",
+                    ours=None,
+                    theirs="priced with a cache read price",
+                    our_source=None,
+                    their_source=f"genai-prices {version} {location}, provider {provider.id!r}",
+                )
+            )
+    summary = MapSummary(
+        map=MapName.GENAI_PRICES,
+        version=version,
+        location=location,
+        entries_compared=compared,
+        entries_not_compared=dict(left_out),
+    )
+    return summary, found
+
+
+def _genai_matches(model: Any, terms: ContractTerms) -> bool:
+    names = [terms.model, *(alias for alias in terms.aliases if not _is_pattern(alias))]
+    return any(model.is_match(name) for name in names)
+
+
+def _is_pattern(alias: str) -> bool:
+    return any(char in alias for char in "*?[")
+
+
+# ------------------------------------------------------------------------------- the audit
+
+
+def audit_contracts(
+    store: ContractStore,
+    at: dt.date,
+    *,
+    litellm: bool = True,
+    litellm_file: Path | None = None,
+    genai_prices: bool = True,
+    genai_prices_file: Path | None = None,
+    provider: str | None = None,
+) -> AuditReport:
+    """Our contracts in force on ``at`` against the maps asked for; every disagreement."""
+    contracts = store.list(at=at, provider=provider)
+    history = store.list(provider=provider)
+    maps: list[MapSummary] = []
+    disagreements: list[Disagreement] = []
+    if litellm:
+        summary, found = audit_litellm(contracts, at, litellm_file, history)
+        maps.append(summary)
+        disagreements += found
+    if genai_prices:
+        summary, found = audit_genai_prices(contracts, at, genai_prices_file)
+        maps.append(summary)
+        disagreements += found
+    if provider is not None:
+        wanted = normalize_provider(provider)
+        disagreements = [item for item in disagreements if item.provider == wanted]
+    return AuditReport(
+        at=at, contracts_in_force=len(contracts), maps=maps, disagreements=disagreements
+    )
+
+
+__all__ = [
+    "AuditError",
+    "AuditReport",
+    "Disagreement",
+    "DisagreementKind",
+    "MapName",
+    "MapSummary",
+    "audit_contracts",
+    "audit_genai_prices",
+    "audit_litellm",
+]
