@@ -18,10 +18,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlmodel import create_engine
 
-from cachecast.errors import ConfigurationError, Location, NotMigratedError
+from cachecast.errors import ConfigurationError, Location, NotMigratedError, UnavailableError
 
 DATABASE_URL_ENV = "CACHECAST_DATABASE_URL"
 
@@ -44,11 +44,18 @@ def resolve_database_url(explicit: str | None = None) -> str:
     else:
         url, origin = default_database_url(), "the default database"
     try:
-        make_url(url)
+        parsed = make_url(url)
     except ArgumentError:
         raise ConfigurationError(
             "not a SQLAlchemy database URL (e.g. sqlite:///path/cachecast.db or"
             " postgresql+psycopg://user@host/db)",
+            location=Location(field=origin),
+        ) from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        raise ConfigurationError(
+            f"unknown database kind {parsed.drivername!r} (use sqlite or postgresql+psycopg)",
             location=Location(field=origin),
         ) from None
     return url
@@ -124,8 +131,14 @@ def downgrade(url: str, revision: str) -> None:
 
 
 def current_revision(url: str) -> str | None:
-    with get_engine(url).connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+    try:
+        with get_engine(url).connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    except OperationalError as error:
+        raise UnavailableError(
+            f"cannot reach the database at {display_url(url)}: {' '.join(str(error.orig).split())}",
+            location=Location(field="database_url"),
+        ) from None
 
 
 def head_revision() -> str | None:
