@@ -47,6 +47,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("claude-*", "approx:o200k_base"),
     ("anthropic.claude-*", "approx:o200k_base"),
     ("amazon.nova-*", "approx:o200k_base"),
+    # Bedrock cross-region inference profiles: us. / eu. / apac. / global. + the model id.
+    ("*.anthropic.claude-*", "approx:o200k_base"),
+    ("*.amazon.nova-*", "approx:o200k_base"),
     ("grok-*", "approx:o200k_base"),
     ("gemini-*", "approx:o200k_base"),
     ("deepseek-*", "approx:o200k_base"),
