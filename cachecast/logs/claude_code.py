@@ -27,6 +27,7 @@ complete), or at the end of the file.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,13 @@ def fits(record: dict[str, Any]) -> bool:
 
 
 @dataclass(slots=True)
+class _Slot:
+    """A place in the output, in line order; ``item`` is None while its response is open."""
+
+    item: Item | None = None
+
+
+@dataclass(slots=True)
 class _Pending:
     """A response whose lines are still coming: its prompt and latest usage."""
 
@@ -77,6 +85,7 @@ class _Pending:
     record: dict[str, Any]
     usage: dict[str, Any]
     usage_line: int
+    slot: _Slot
 
 
 @dataclass(slots=True)
@@ -90,24 +99,30 @@ class _Lineage:
 def read(stream: LogStream) -> Iterator[Item]:
     lineages: dict[str, _Lineage] = {}
     lineage_of: dict[str, str] = {}  # line uuid -> lineage key
+    # Items leave in line order: a response still open (its lineage's next one has not
+    # started) holds back what came after it, which is at most one response per lineage.
+    queue: deque[_Slot] = deque()
     for line, event in json_lines(stream.path, stream.source):
         if isinstance(event, LogError):
-            yield line, event
-            continue
-        try:
-            lineage = _lineage(event, lineages, lineage_of)
-            if lineage is None:
-                stream.skip("Claude Code event that is not a message (progress, summary, ...)")
-                continue
-            done = _event(stream, line, event, lineage)
-        except FieldError as exc:
-            yield line, stream.error(line, exc.field, exc.reason)
-            continue
-        if done is not None:
-            yield done
+            queue.append(_Slot((line, event)))
+        else:
+            try:
+                lineage = _lineage(event, lineages, lineage_of)
+                if lineage is None:
+                    stream.skip("Claude Code event that is not a message (progress, summary, ...)")
+                else:
+                    _event(stream, line, event, lineage, queue)
+            except FieldError as exc:
+                queue.append(_Slot((line, stream.error(line, exc.field, exc.reason))))
+        while queue and (ready := queue[0].item) is not None:
+            queue.popleft()
+            yield ready
     for lineage in lineages.values():
         if lineage.pending is not None:
-            yield _finish(stream, lineage.pending, lineage)
+            _finish(stream, lineage.pending, lineage)
+    for slot in queue:
+        assert slot.item is not None
+        yield slot.item
 
 
 def _lineage(
@@ -147,21 +162,22 @@ def _lineage(
     return None if boundary else lineage
 
 
-def _event(stream: LogStream, line: int, event: dict[str, Any], lineage: _Lineage) -> Item | None:
+def _event(
+    stream: LogStream, line: int, event: dict[str, Any], lineage: _Lineage, queue: deque[_Slot]
+) -> None:
     message = require_dict(event.get("message"), "message")
     content = message.get("content")
     if event["type"] == "user":
         _add_user(lineage, content)
-        return None
+        return
     message_id = message.get("id")
     if not isinstance(message_id, str):
         raise FieldError("message.id", f"expected a string, got {message_id!r}")
     model = message.get("model")
     if model == SYNTHETIC_MODEL:
         stream.skip("Claude Code's own <synthetic> message (no API call)")
-        return None
+        return
     usage = message.get("usage")
-    done: Item | None = None
     pending = lineage.pending
     if pending is not None and pending.message_id == message_id:
         if usage is not None:
@@ -170,7 +186,7 @@ def _event(stream: LogStream, line: int, event: dict[str, Any], lineage: _Lineag
         stream.skip("Claude Code line repeating a response (counted once per message.id)")
     else:
         if pending is not None:
-            done = _finish(stream, pending, lineage)
+            _finish(stream, pending, lineage)
         if usage is None:
             raise FieldError("message.usage", "missing: the response's usage is not in the line")
         if not isinstance(model, str):
@@ -185,22 +201,24 @@ def _event(stream: LogStream, line: int, event: dict[str, Any], lineage: _Lineag
             session=lineage.session,
             prompt_complete=False,
         )
-        lineage.pending = _Pending(
-            line, message_id, record, require_dict(usage, "message.usage"), line
-        )
+        usage = require_dict(usage, "message.usage")
+        slot = _Slot()
+        queue.append(slot)
+        lineage.pending = _Pending(line, message_id, record, usage, line, slot)
     _add_assistant(lineage, message_id, content)
-    return done
 
 
-def _finish(stream: LogStream, pending: _Pending, lineage: _Lineage) -> Item:
+def _finish(stream: LogStream, pending: _Pending, lineage: _Lineage) -> None:
     lineage.pending = None
     record = pending.record
     try:
         observed = normalize_usage(pending.usage, convention="anthropic", path="message.usage")
     except FieldError as exc:
-        return pending.usage_line, stream.error(pending.usage_line, exc.field, exc.reason)
+        error = stream.error(pending.usage_line, exc.field, exc.reason)
+        pending.slot.item = (pending.usage_line, error)
+        return
     record["observed"] = to_canonical(observed)
-    return pending.line, record
+    pending.slot.item = (pending.line, record)
 
 
 def _blocks(content: Any, path: str) -> list[dict[str, Any]]:

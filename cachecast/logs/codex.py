@@ -270,13 +270,13 @@ def filler(length: int, seed: str) -> str:
     words: list[str] = []
     size = 0
     counter = 0
-    while size < length:
+    while size <= length:  # size - 1: the joined length (no space after the last word)
         digest = hashlib.blake2b(f"{seed}:{counter}".encode(), digest_size=32).digest()
         counter += 1
         for byte in digest:
             word = _FILLER_WORDS[byte % len(_FILLER_WORDS)]
             words.append(word)
             size += len(word) + 1
-            if size >= length:
+            if size > length:
                 break
     return " ".join(words)[:length]

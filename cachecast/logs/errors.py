@@ -1,5 +1,9 @@
-"""Errors of the log readers: one bad record (file, line, field, reason) and one file whose
-shape no reader knows (which formats were tried, and why each did not fit)."""
+"""Errors of the log readers: one bad record (file, line, field, reason), and a file that
+cannot be read as a whole (empty, over the size bound, of no format cachecast reads).
+
+The file-level errors are LogErrors too (at line 1, field ``<file>`` or ``<format>``), so
+that every caller that reports bad log lines reports them the same way, with the file named;
+their message is the file and the reason."""
 
 from __future__ import annotations
 
@@ -19,24 +23,31 @@ class LogError(ValueError):
         self.reason = reason
 
 
-class UnknownLogFormatError(ValueError):
-    """No reader fits the file: the message lists each format tried and why it did not fit."""
-
-    def __init__(self, file: str, tried: list[tuple[str, str]]) -> None:
-        self.file = file
-        self.tried = tried
-        reasons = "; ".join(f"{name}: {why}" for name, why in tried)
-        super().__init__(
-            f"{file}: not a log format cachecast reads (give --format to force one). "
-            f"Tried {len(tried)} formats: {reasons}"
-        )
-
-
-class LogFileError(ValueError):
+class LogFileError(LogError):
     """The file as a whole cannot be read (empty, over the size bound, not text, a format
-    given that does not exist, a results file that does not match its requests)."""
+    name that does not exist, a results file that does not match its requests)."""
+
+    FIELD = "<file>"
 
     def __init__(self, file: str, reason: str) -> None:
-        super().__init__(f"{file}: {reason}")
-        self.file = file
-        self.reason = reason
+        super().__init__(file, 1, self.FIELD, reason)
+        self.args = (f"{file}: {reason}",)
+
+
+class UnknownLogFormatError(LogFileError):
+    """No reader fits the file: the message lists each format tried and why it did not fit."""
+
+    FIELD = "<format>"
+
+    def __init__(self, file: str, tried: list[tuple[str, str]]) -> None:
+        self.tried = tried
+        # Formats that failed for the same reason are named together, in order.
+        grouped: dict[str, list[str]] = {}
+        for name, why in tried:
+            grouped.setdefault(why, []).append(name)
+        reasons = "; ".join(f"{', '.join(names)}: {why}" for why, names in grouped.items())
+        super().__init__(
+            file,
+            f"not a log format cachecast reads (give --format to force one). "
+            f"Tried {len(tried)} formats: {reasons}",
+        )

@@ -79,8 +79,15 @@ class Sample:
         return [] if document is None else [document]
 
     def why_not_json(self) -> str:
+        self.document()
+        if (
+            self.line_error
+            and self.document_error
+            and self.document_error != "not one JSON document"
+        ):
+            return f"not JSON lines (line 1: {self.line_error}) nor {self.document_error}"
         if self.line_error:
-            return f"line 1 is not a JSON object ({self.line_error})"
+            return f"neither JSON lines nor one JSON document (line 1: {self.line_error})"
         return self.document_error or "no JSON object in the file"
 
 
@@ -101,7 +108,7 @@ class LogFormat:
 def _lines_fit(check: Callable[[dict[str, Any]], bool], wanted: str) -> Fit:
     def fits(sample: Sample) -> str | None:
         if not sample.records:
-            return f"not JSON lines: {sample.why_not_json()}"
+            return sample.why_not_json()
         if any(check(record) for record in sample.records):
             return None
         return f"no line has {wanted}"
@@ -123,7 +130,7 @@ def _objects_fit(check: Callable[[Any], bool], wanted: str) -> Fit:
 
 def _cachecast_fits(sample: Sample) -> str | None:
     if not sample.records:
-        return f"not JSON lines: {sample.why_not_json()}"
+        return sample.why_not_json()
     reasons = [jsonl.fits(record) for record in sample.records]
     if any(reason is None for reason in reasons):
         return None

@@ -73,6 +73,8 @@ def _exchange(entry: Any, line: int, where: str) -> Exchange:
         content = response.get("content")
         if isinstance(content, dict):
             response_body = _text(content, f"{where}.response.content")
+            if "content-type" not in response_headers and isinstance(content.get("mimeType"), str):
+                response_headers["content-type"] = content["mimeType"]
         # HAR's text is already decoded: the recorded Content-Encoding no longer applies.
         response_headers.pop("content-encoding", None)
     started = entry.get("startedDateTime")

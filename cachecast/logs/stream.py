@@ -136,7 +136,7 @@ def load_document(path: Path) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise LogFileError(str(path), f"not one JSON document: {exc}") from None
+        raise LogFileError(str(path), f"one JSON document ({exc})") from None
 
 
 def documents(
