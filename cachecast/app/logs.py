@@ -50,6 +50,10 @@ class LogFile(BaseModel):
 
     path: Path
     name: str | None = None
+    format: str | None = Field(default=None, description="force a format (default: detected)")
+    results: Path | None = Field(
+        default=None, description="a batch's results file, joined to its requests"
+    )
 
     @property
     def display_name(self) -> str:
@@ -146,6 +150,8 @@ class LogReading:
                 default_provider=log.default_provider,
                 strict=strict,
                 errors=found,
+                format=file.format,
+                results=file.results,
             )
             try:
                 for request in stream:

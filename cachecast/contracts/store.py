@@ -37,39 +37,15 @@ from cachecast.contracts.tables import (
     ContractVersionRow,
 )
 
+# (re-exported: the alias table lives apart from the database layer)
+from cachecast.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
+from cachecast.provider_names import normalize_provider as normalize_provider
+
 VERSIONS: sa.Table = sa.inspect(ContractVersionRow).local_table  # type: ignore[assignment]
 TTL_OPTIONS: sa.Table = sa.inspect(ContractTtlOptionRow).local_table  # type: ignore[assignment]
 ALIASES: sa.Table = sa.inspect(ContractAliasRow).local_table  # type: ignore[assignment]
 PRICE_TIERS: sa.Table = sa.inspect(ContractPriceTierRow).local_table  # type: ignore[assignment]
 INFERRED: sa.Table = sa.inspect(ContractInferredFieldRow).local_table  # type: ignore[assignment]
-
-# Other names users and price sheets give the providers we store.
-PROVIDER_ALIASES = {
-    "aws": "bedrock",
-    "aws-bedrock": "bedrock",
-    "amazon-bedrock": "bedrock",
-    "bedrock_converse": "bedrock",
-    "azure-openai": "azure",
-    "azure_openai": "azure",
-    "gemini": "google",
-    "google-gemini": "google",
-    "kimi": "moonshot",
-    "moonshotai": "moonshot",
-    "grok": "xai",
-    "x-ai": "xai",
-    "dashscope": "alibaba",
-    "qwen": "alibaba",
-    "claude": "anthropic",
-    "vertex_ai": "vertex",
-    "vertex-ai": "vertex",
-    "vertexai": "vertex",
-    "google-vertex": "vertex",
-}
-
-
-def normalize_provider(provider: str) -> str:
-    name = provider.strip().lower()
-    return PROVIDER_ALIASES.get(name, name)
 
 
 def _range_text(terms: ContractTerms) -> str:

@@ -32,6 +32,19 @@ prompt length, ``input_tokens`` is that exact count and ``exact`` is True; the a
 ids are then cut or padded at the end (pad ids derived from the request's last part) so that
 ``len(tokens) == input_tokens`` holds while the earlier parts keep their content-addressed ids.
 
+Canonical keys (written by the format adapters in ``cachecast.logs``, honoured in any
+record): ``observed`` holds usage already normalized (``input_tokens`` including cached,
+``cache_read_tokens``, ``cache_write_tokens``, ``cache_write_by_ttl``, ``output_tokens``,
+``cost``; see ``cachecast.logs.usage``) and wins over ``usage``; ``"prompt_complete": false``
+marks a request whose log omits part of its prompt (agent transcripts: no system prompt or
+tool definitions): its tokens are then approximate (``exact`` False, fitted to the observed
+input count) and the request says so (``TokenizedRequest.prompt_complete``). Provider names
+are normalized to the contract store's ids (``gemini`` -> ``google``, ``aws`` -> ``bedrock``).
+
+Other formats (observability exports, agent transcripts, batch files, recorded HTTP
+traffic) are read through ``cachecast.logs.open_log``, which detects them and hands this
+reader the same records (``read_log(path, format=..., results=...)``).
+
 Bad lines raise or record :class:`LogError` (file, line, field, reason); nothing is skipped
 without being recorded.
 """
@@ -47,9 +60,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from cachecast.errors import LogRecordError, RecordFieldError
+from cachecast.errors import RecordFieldError
+from cachecast.logs.errors import LogError
+from cachecast.logs.formats import open_log
+from cachecast.logs.providers import normalize_provider_name
+from cachecast.logs.stream import READ_BUFFER_BYTES, LogStream
+from cachecast.logs.usage import observed_usage
 from cachecast.tokenizers.base import (
     NON_TEXT_ID_BASE,
     NON_TEXT_ID_SPAN,
@@ -73,7 +89,6 @@ BATCH_SIZE = 256
 # Conversations whose latest request is kept for the next one to take its leading parts over
 # (least recently used dropped first): bounds memory on logs with many interleaved sessions.
 MAX_OPEN_CONVERSATIONS = 512
-READ_BUFFER_BYTES = 1 << 20
 SCOPE_FIELDS = (
     "org",
     "organization",
@@ -86,8 +101,7 @@ SCOPE_FIELDS = (
 WRAPPER_KEYS = ("request", "body")
 
 
-# A malformed log line: file, 1-based line number, the field at fault and why.
-LogError = LogRecordError
+__all__ = ["LogError", "count_lines", "read_log", "read_records"]
 
 
 @dataclass(slots=True)
@@ -104,7 +118,7 @@ class _Parsed:
 
 
 def read_log(
-    path: str | Path,
+    path: str | Path | LogStream,
     *,
     name: str | None = None,
     model: str | None = None,
@@ -113,35 +127,27 @@ def read_log(
     strict: bool = False,
     errors: list[LogError] | None = None,
     cache: SegmentCache | None = None,
+    format: str | None = None,
+    results: str | Path | None = None,
 ) -> Iterator[TokenizedRequest]:
-    """Stream a JSONL log; see the module docstring for the accepted shapes. ``name`` is
-    what errors and requests call the file (default: its path)."""
-    source = name or str(path)
-
-    def lines() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
-        # Bytes straight to orjson (strict RFC 8259 JSON, UTF-8 checked): no separate decode.
-        # A large buffer: agent-log lines are long (whole conversations), and iterating
-        # lines over the default 8 KiB buffer costs several times the JSON parsing.
-        with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
-            for number, text in enumerate(handle, start=1):
-                if text.isspace():  # (stops at the first other byte; no copy of the line)
-                    continue
-                try:
-                    record = orjson.loads(text)
-                except orjson.JSONDecodeError as exc:
-                    yield number, LogError(source, number, "<line>", f"invalid JSON: {exc}")
-                    continue
-                if not isinstance(record, dict):
-                    yield number, LogError(source, number, "<line>", "expected a JSON object")
-                    continue
-                yield number, record
-
+    """Stream a log of any format ``cachecast.logs`` reads (detected, or ``format``; a batch
+    file's ``results`` joined to it). A :class:`LogStream` already opened may be passed
+    instead of a path: its counts then tell the caller whether any record was readable.
+    ``name`` is what errors and requests call the file (default: its path)."""
+    stream = path if isinstance(path, LogStream) else open_log(path, format=format, results=results)
     # The parsed records are ours alone, so a conversation's earlier bodies stay as they were
     # and later requests may take their rendering over (see ``render.render_after``).
     reader = _Reader(
-        source, model, default_model, default_provider, strict, errors, cache, reuse=True
+        name or stream.source,
+        model,
+        default_model,
+        default_provider,
+        strict,
+        errors,
+        cache,
+        reuse=True,
     )
-    yield from reader.read(lines())
+    yield from reader.read(iter(stream))
 
 
 def count_lines(paths: Iterable[str | Path]) -> int:
@@ -273,7 +279,7 @@ class _Reader:
         timestamp = _timestamp(record, body)
         if "hash_ids" in body or "input_length" in body:
             return self._mooncake(number, record, body)
-        provider = _optional_str(record, "provider") or self.default_provider
+        provider = _provider(record) or self.default_provider
         logged_model = (
             _optional_str(record, "model") or _optional_str(body, "model") or self.default_model
         )
@@ -364,7 +370,7 @@ class _Reader:
             request_id=_request_id(record, self.source, number),
             timestamp=timestamp,
             scope=_scope(record, body),
-            provider=_optional_str(record, "provider") or self.default_provider,
+            provider=_provider(record) or self.default_provider,
             model=self.model or logged_model,
             logged_model=logged_model,
             input_tokens=input_length,
@@ -434,7 +440,8 @@ class _Reader:
     ) -> TokenizedRequest:
         rendered = item.rendered
         assert rendered is not None
-        observed = _observed_usage(item.record, rendered.api)
+        observed = observed_usage(item.record, rendered.api)
+        complete = _prompt_complete(item.record)
         output_tokens = _output_tokens(item.record, observed)
         timestamp = self.last_timestamp if item.timestamp is None else item.timestamp
         self.last_timestamp = timestamp
@@ -448,7 +455,7 @@ class _Reader:
         else:
             assert encoded is not None and tokenizer is not None
             tokens, segments, breakpoints = encoded
-            exact = tokenizer.exact and rendered.exact
+            exact = tokenizer.exact and rendered.exact and complete
             name = tokenizer.name
         if not exact and observed is not None and observed.input_tokens is not None:
             tokens, segments, breakpoints = _fit_to_observed(
@@ -474,6 +481,7 @@ class _Reader:
             exact=exact,
             tokenizer=name,
             session=_optional_str(item.record, "session"),
+            prompt_complete=complete,
         )
 
 
@@ -577,97 +585,16 @@ def _request_id(record: dict[str, Any], source: str, line: int) -> str:
     return f"{Path(source).name}:{line}"
 
 
-def _usage(record: dict[str, Any]) -> dict[str, Any] | None:
-    response = record.get("response")
-    usage = record.get("usage")
-    if usage is None and isinstance(response, dict):
-        usage = response.get("usage", response.get("usageMetadata"))
-        if usage is None and isinstance(response.get("body"), dict):
-            usage = response["body"].get("usage")
-    if usage is None:
-        usage = record.get("usageMetadata")
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        raise RecordFieldError("usage", f"expected an object, got {type(usage).__name__}")
-    return usage
+def _provider(record: dict[str, Any]) -> str | None:
+    name = _optional_str(record, "provider")
+    return None if name is None else normalize_provider_name(name)
 
 
-def _usage_int(usage: dict[str, Any], key: str, path: str = "usage") -> int | None:
-    value = usage.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise RecordFieldError(f"{path}.{key}", f"expected a non-negative integer, got {value!r}")
+def _prompt_complete(record: dict[str, Any]) -> bool:
+    value = record.get("prompt_complete", True)
+    if value is not True and value is not False:
+        raise RecordFieldError("prompt_complete", f"expected true or false, got {value!r}")
     return value
-
-
-def _observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
-    """Normalize the provider's usage; ``input_tokens`` always includes cached tokens."""
-    usage = _usage(record)
-    if usage is None:
-        return None
-    if "promptTokenCount" in usage:  # Gemini usageMetadata: prompt count includes cached
-        return ObservedUsage(
-            input_tokens=_usage_int(usage, "promptTokenCount"),
-            cache_read_tokens=_usage_int(usage, "cachedContentTokenCount") or 0,
-            output_tokens=_usage_int(usage, "candidatesTokenCount"),
-        )
-    if "prompt_cache_hit_tokens" in usage:  # DeepSeek: prompt_tokens = hit + miss
-        return ObservedUsage(
-            input_tokens=_usage_int(usage, "prompt_tokens"),
-            cache_read_tokens=_usage_int(usage, "prompt_cache_hit_tokens"),
-            output_tokens=_usage_int(usage, "completion_tokens"),
-        )
-    anthropic = (
-        api == "anthropic"
-        or "cache_creation_input_tokens" in usage
-        or ("cache_read_input_tokens" in usage)
-    )
-    if anthropic:  # Anthropic: input_tokens excludes cache reads and writes
-        uncached = _usage_int(usage, "input_tokens") or 0
-        written = _usage_int(usage, "cache_creation_input_tokens") or 0
-        read = _usage_int(usage, "cache_read_input_tokens") or 0
-        by_ttl: dict[str, int] = {}
-        split = usage.get("cache_creation")
-        if split is not None:
-            if not isinstance(split, dict):
-                raise RecordFieldError("usage.cache_creation", "expected an object")
-            for key, ttl in (
-                ("ephemeral_5m_input_tokens", "5m"),
-                ("ephemeral_1h_input_tokens", "1h"),
-            ):
-                value = _usage_int(split, key, "usage.cache_creation")
-                if value:
-                    by_ttl[ttl] = value
-        elif written:
-            by_ttl["5m"] = written  # without the split, writes are the default 5-minute TTL
-        return ObservedUsage(
-            input_tokens=uncached + written + read,
-            cache_read_tokens=read,
-            cache_write_tokens=written,
-            cache_write_by_ttl=by_ttl,
-            output_tokens=_usage_int(usage, "output_tokens"),
-        )
-    if "input_tokens" in usage:  # OpenAI Responses: input_tokens includes cached
-        details = usage.get("input_tokens_details") or {}
-        return ObservedUsage(
-            input_tokens=_usage_int(usage, "input_tokens"),
-            cache_read_tokens=_usage_int(details, "cached_tokens", "usage.input_tokens_details"),
-            cache_write_tokens=_usage_int(
-                details, "cache_write_tokens", "usage.input_tokens_details"
-            ),
-            output_tokens=_usage_int(usage, "output_tokens"),
-        )
-    details = usage.get("prompt_tokens_details") or {}  # OpenAI Chat Completions
-    if not isinstance(details, dict):
-        raise RecordFieldError("usage.prompt_tokens_details", "expected an object")
-    return ObservedUsage(
-        input_tokens=_usage_int(usage, "prompt_tokens"),
-        cache_read_tokens=_usage_int(details, "cached_tokens", "usage.prompt_tokens_details"),
-        cache_write_tokens=_usage_int(details, "cache_write_tokens", "usage.prompt_tokens_details"),
-        output_tokens=_usage_int(usage, "completion_tokens"),
-    )
 
 
 def _output_tokens(record: dict[str, Any], observed: ObservedUsage | None) -> int:

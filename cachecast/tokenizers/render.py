@@ -117,7 +117,8 @@ class Rendered:
 
 
 def detect_api(body: dict[str, Any], provider: str | None) -> str:
-    """Which API shape a body has: chat, responses, anthropic, gemini, prompt, tokens."""
+    """Which API shape a body has: chat, responses, anthropic, bedrock (Converse), gemini,
+    prompt, tokens."""
     if "tokens" in body:
         return "tokens"
     if "prompt" in body and "messages" not in body:
@@ -125,6 +126,8 @@ def detect_api(body: dict[str, Any], provider: str | None) -> str:
     if "contents" in body:
         return "gemini"
     if "messages" in body:
+        if _looks_converse(body):
+            return "bedrock"
         if provider == "anthropic" or _looks_anthropic(body):
             return "anthropic"
         return "chat"
@@ -326,7 +329,25 @@ def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:
 # --- helpers -----------------------------------------------------------------------------
 
 
+def _looks_converse(body: dict[str, Any]) -> bool:
+    """Bedrock Converse (and Nova's InvokeModel body): content blocks are keyed by kind
+    (``{"text": ...}``, ``{"toolUse": ...}``, ``{"cachePoint": ...}``) with no ``type``."""
+    if "toolConfig" in body or "inferenceConfig" in body:
+        return True
+    system = body.get("system")
+    if type(system) is list and system and type(system[0]) is dict and "type" not in system[0]:
+        return True
+    messages = body["messages"]
+    if type(messages) is list and messages and type(messages[0]) is dict:
+        content = messages[0].get("content")
+        if type(content) is list and content and type(content[0]) is dict:
+            return "type" not in content[0]
+    return False
+
+
 def _looks_anthropic(body: dict[str, Any]) -> bool:
+    if "anthropic_version" in body:  # Bedrock InvokeModel and Vertex AI Anthropic bodies
+        return True
     model = body.get("model")
     if isinstance(model, str) and model.lower().startswith("claude"):
         return True
@@ -600,7 +621,10 @@ def _gemini_header(body: dict[str, Any], rendered: Rendered) -> bool:
     if system is not None:
         system = _dict(system, "systemInstruction")
         items = _gemini_parts(system.get("parts", []), "systemInstruction.parts")
-        rendered.parts.append(Part("system", "systemInstruction", "system", items))
+        # cache_control is not Gemini's: cachecast marks the end of a cachedContent with it
+        # when it merges that content into the request using it (cachecast.logs.http).
+        ttl = _breakpoint_ttl(system, "systemInstruction")
+        rendered.parts.append(Part("system", "systemInstruction", "system", items, ttl))
     return False
 
 
@@ -608,7 +632,8 @@ def _gemini_content(content: Any, path: str, rendered: Rendered) -> bool:
     content = _dict(content, path)
     role = content.get("role", "user")
     items = _gemini_parts(_require(content, "parts", path), f"{path}.parts")
-    rendered.parts.append(Part("message", path, _str(role, f"{path}.role"), items))
+    ttl = _breakpoint_ttl(content, path)  # (see _gemini_header)
+    rendered.parts.append(Part("message", path, _str(role, f"{path}.role"), items, ttl))
     return False
 
 
@@ -628,6 +653,93 @@ def _gemini_parts(parts: Any, path: str) -> list[Item]:
                 part_path, "expected text, inlineData, fileData or a function part"
             )
     return items
+
+
+# --- Bedrock Converse ----------------------------------------------------------------------
+
+
+# Tools (toolConfig.tools), then system blocks, then messages: the order of Bedrock's cache
+# prefix for Claude models, as for Anthropic's own API. A {"cachePoint": {...}} block is a
+# cache breakpoint at the end of what comes before it: it becomes an empty, unframed part
+# carrying the breakpoint (so it needs no earlier part to be at hand).
+
+
+def _converse_header(body: dict[str, Any], rendered: Rendered) -> bool:
+    config = body.get("toolConfig")
+    if config is not None:
+        config = _dict(config, "toolConfig")
+        for index, tool in enumerate(_list(config.get("tools", []), "toolConfig.tools")):
+            path = f"toolConfig.tools[{index}]"
+            tool = _dict(tool, path)
+            if "cachePoint" in tool:
+                rendered.parts.append(_cache_point(tool, path))
+            else:
+                rendered.parts.append(Part("tool", path, "system", [_compact(tool)]))
+        rendered.chat_tools = list(config.get("tools", []))
+    system = body.get("system")
+    if system is not None:
+        for index, block in enumerate(_list(system, "system")):
+            path = f"system[{index}]"
+            block = _dict(block, path)
+            if "cachePoint" in block:
+                rendered.parts.append(_cache_point(block, path))
+            elif "text" in block:
+                text = _str(block["text"], f"{path}.text")
+                rendered.parts.append(Part("system", path, "system", [text]))
+            else:
+                rendered.parts.append(Part("system", path, "system", [_compact(block)]))
+    return False
+
+
+def _converse_message(message: Any, path: str, rendered: Rendered) -> bool:
+    message = _dict(message, path)
+    role = _str(_require(message, "role", path), f"{path}.role")
+    for index, block in enumerate(_list(_require(message, "content", path), f"{path}.content")):
+        block_path = f"{path}.content[{index}]"
+        block = _dict(block, block_path)
+        if "cachePoint" in block:
+            rendered.parts.append(_cache_point(block, block_path))
+            continue
+        rendered.parts.append(
+            Part("content", block_path, role, [_converse_block(block, block_path)])
+        )
+    return False
+
+
+def _cache_point(block: dict[str, Any], path: str) -> Part:
+    point = _dict(block["cachePoint"], f"{path}.cachePoint")
+    ttl = point.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError(f"{path}.cachePoint.ttl", "expected '5m' or '1h'")
+    return Part("content", path, "", [], ttl, framed=False)
+
+
+def _converse_block(block: dict[str, Any], path: str) -> Item:
+    if "text" in block:
+        return _str(block["text"], f"{path}.text")
+    if "toolUse" in block:
+        use = _dict(block["toolUse"], f"{path}.toolUse")
+        name = _require(use, "name", f"{path}.toolUse")
+        return _compact({"name": name, "input": use.get("input", {})})
+    if "toolResult" in block:
+        result = _dict(block["toolResult"], f"{path}.toolResult")
+        return _compact(result.get("content", []))
+    if "reasoningContent" in block:
+        reasoning = _dict(block["reasoningContent"], f"{path}.reasoningContent")
+        text = reasoning.get("reasoningText")
+        if isinstance(text, dict) and isinstance(text.get("text"), str):
+            return str(text["text"])
+        return ""  # redacted reasoning: no text to count
+    for kind in ("image", "document", "video"):
+        if kind in block:
+            return NonText(_digest(block[kind]), ANTHROPIC_IMAGE_ESTIMATE)
+    if "guardContent" in block:
+        return _compact(block["guardContent"])
+    raise RecordFieldError(
+        path,
+        "expected a text, image, document, toolUse, toolResult, reasoningContent or cachePoint"
+        " block",
+    )
 
 
 # --- plain prompt and pre-tokenized ------------------------------------------------------
@@ -654,4 +766,5 @@ _CONVERSATIONS: dict[str, _Conversation] = {
     "responses": _Conversation(True, "input", _responses_header, _responses_item),
     "anthropic": _Conversation(False, "messages", _anthropic_header, _anthropic_message),
     "gemini": _Conversation(False, "contents", _gemini_header, _gemini_content),
+    "bedrock": _Conversation(False, "messages", _converse_header, _converse_message),
 }

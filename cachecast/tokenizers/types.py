@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,10 @@ class ObservedUsage:
     """Usage the provider reported for this request, normalised; None where not reported.
 
     ``input_tokens`` is the *total* prompt length (cached tokens included), whatever the
-    provider's own convention was; ``cache_write_by_ttl`` maps TTL option names to tokens.
+    provider's own convention was; ``cache_write_by_ttl`` maps TTL option names to tokens;
+    ``output_tokens`` includes reasoning tokens the provider bills as output. ``cost`` is the
+    charge a gateway reported for the request (OpenRouter's ``usage.cost``, USD), never an
+    estimate from a price table.
     """
 
     input_tokens: int | None = None
@@ -49,6 +53,7 @@ class ObservedUsage:
     cache_write_tokens: int | None = None
     cache_write_by_ttl: dict[str, int] = field(default_factory=dict)
     output_tokens: int | None = None
+    cost: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,10 @@ class TokenizedRequest:
     Either ``tokens`` holds the prompt's token ids, or (for block-level traces such as
     Mooncake) ``block_keys`` holds one key per ``block_size`` tokens, equal keys meaning an
     equal prefix chain; ``input_tokens`` is always the prompt length.
+
+    ``prompt_complete`` is False where the log does not hold the whole prompt (agent
+    transcripts omit the system prompt and tool definitions; redacted logs keep only text
+    lengths): the observed usage is then exact but the prompt's tokens are not.
     """
 
     source: str  # file the record came from
@@ -79,3 +88,4 @@ class TokenizedRequest:
     tokenizer: str = ""
     session: str | None = None
     logged_model: str | None = None  # the model the log names for this request
+    prompt_complete: bool = True

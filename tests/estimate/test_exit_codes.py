@@ -83,7 +83,14 @@ def test_a_binary_file_is_bad_input_not_a_zero_bill(tmp_path: Path, migrated_db_
     binary.write_bytes(bytes(range(256)) * 40)
     code, err = run(str(binary), "-t", "openai:gpt-4o", "--database-url", migrated_db_url)
     assert code == 2
-    assert f"{binary}: no readable record" in err and "Traceback" not in err
+    (line,) = error_lines(err)
+    assert line.startswith(f"error: {binary}: not a log format cachecast reads")
+    # A file of our own format whose every record is bad is bad input too.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"timestamp": 0, "request": {"tokens": "x"}}\n' * 2)
+    code, err = run(str(bad), "-t", "openai:gpt-4o", "--database-url", migrated_db_url)
+    assert code == 2
+    assert f"error: {bad}: no readable record; {bad}:1: " in err and "Traceback" not in err
 
 
 def test_strict_stops_at_the_first_bad_line_with_exit_2(

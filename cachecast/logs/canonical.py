@@ -1,0 +1,110 @@
+"""Building canonical wrapper records: what every format adapter hands to the reader.
+
+A record (see ``cachecast.tokenizers.records``) is ``{"timestamp", "scope", "session",
+"provider", "model", "request_id", "request": <a provider body the renderer reads>,
+"observed": <normalized usage>, "prompt_complete": false}``; keys with no value are left out.
+Provider and model are normalized here (``cachecast.logs.providers``) so that every format
+names providers as the contract store does.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from cachecast.errors import RecordFieldError
+from cachecast.logs.providers import resolve_provider
+from cachecast.logs.usage import to_canonical
+from cachecast.tokenizers.types import ObservedUsage
+
+
+def make_record(
+    *,
+    request: dict[str, Any],
+    model: str | None,
+    provider: str | None = None,
+    timestamp: float | str | None = None,
+    request_id: str | None = None,
+    session: str | None = None,
+    scope: str | None = None,
+    observed: ObservedUsage | None = None,
+    prompt_complete: bool = True,
+) -> dict[str, Any]:
+    provider, model = resolve_provider(provider, model)
+    record: dict[str, Any] = {"request": request}
+    if model is not None:
+        record["model"] = model
+    if provider is not None:
+        record["provider"] = provider
+    if timestamp is not None:
+        record["timestamp"] = timestamp
+    if request_id is not None:
+        record["request_id"] = request_id
+    if session is not None:
+        record["session"] = session
+    if scope is not None:
+        record["scope"] = scope
+    if observed is not None:
+        record["observed"] = to_canonical(observed)
+    if not prompt_complete:
+        record["prompt_complete"] = False
+    return record
+
+
+def unrecorded_prompt(source: str, line: int, what: str = "prompt") -> dict[str, Any]:
+    """A stand-in body for a request whose log keeps usage but no prompt text. It names the
+    record, so that its tokens (padded to the observed input count by the reader) share no
+    prefix with any other request's: no cache hit is predicted from text nobody saw."""
+    return {"prompt": f"[{what} not recorded in the log: {source}:{line}]"}
+
+
+def epoch_nanos(value: Any, field: str) -> float:
+    """OTLP's ``startTimeUnixNano`` (a decimal string or an integer) as epoch seconds."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RecordFieldError(field, f"expected nanoseconds since the epoch, got {value!r}")
+    return value / 1e9
+
+
+def iso_seconds(value: Any, field: str) -> float:
+    """An ISO 8601 string (naive = UTC) or epoch number (seconds, or ms above 1e11)."""
+    if isinstance(value, bool):
+        raise RecordFieldError(field, "expected ISO 8601 or epoch seconds, got a boolean")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise RecordFieldError(field, f"expected a non-negative epoch, got {value!r}")
+        return value / 1000.0 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise RecordFieldError(field, f"not ISO 8601: {value!r}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    raise RecordFieldError(field, f"expected ISO 8601 or epoch, got {type(value).__name__}")
+
+
+def optional_str(obj: dict[str, Any], key: str, path: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RecordFieldError(
+            f"{path}.{key}" if path else key, f"expected a string, got {value!r}"
+        )
+    return value
+
+
+def require_dict(obj: Any, path: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise RecordFieldError(path, f"expected an object, got {type(obj).__name__}")
+    return obj
+
+
+def require_list(obj: Any, path: str) -> list[Any]:
+    if not isinstance(obj, list):
+        raise RecordFieldError(path, f"expected a list, got {type(obj).__name__}")
+    return obj

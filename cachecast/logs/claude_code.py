@@ -1,0 +1,267 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl``, their
+subagents in ``<session>/subagents/agent-*.jsonl``).
+
+Each line is one event (``type`` user / assistant / system / progress / summary /
+file-history-snapshot / queue-operation). One API response is written as several assistant
+lines, one per content block, which repeat its ``message.id`` and usage; newer versions
+interleave them with the tool results of the same turn. So:
+
+* a request is counted once per ``message.id``, with the usage of its last line (the
+  final output count: the earlier lines carry the count so far);
+* its prompt is the conversation before the response's first line, rebuilt in file order:
+  the blocks of one response form one assistant message, the user lines after it (tool
+  results, prompts) one user message. The system prompt and tool definitions are not in
+  transcripts, so every request is ``prompt_complete`` false: its usage is exact, its prompt
+  tokens are approximate;
+* a subagent file (lines with ``agentId``) and each sidechain inside a session file
+  (``isSidechain`` lines, one per root) are cache lineages of their own: their requests get
+  their own ``session`` (``<sessionId>/agent-<agentId>``, ``<sessionId>/sidechain-<root>``);
+* a compaction (``system`` line of subtype ``compact_boundary``) or a main-chain user line
+  without a parent starts the conversation again;
+* assistant lines of model ``<synthetic>`` (errors Claude Code writes itself, no API call)
+  are not requests.
+
+A response is handed on when the next response of its lineage starts (its lines are then
+complete), or at the end of the file.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cachecast.errors import RecordFieldError
+from cachecast.logs.canonical import iso_seconds, make_record, require_dict
+from cachecast.logs.errors import LogError
+from cachecast.logs.stream import Item, LogStream, json_lines
+from cachecast.logs.usage import normalize_usage, to_canonical
+
+EVENT_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "progress",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+    }
+)
+SYNTHETIC_MODEL = "<synthetic>"
+# Content blocks the renderer reads as they are; others become their JSON as text.
+RENDERED_BLOCKS = frozenset(
+    {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
+)
+
+
+def fits(record: dict[str, Any]) -> bool:
+    kind = record.get("type")
+    if kind not in EVENT_TYPES:
+        return False
+    if kind == "summary":
+        return "leafUuid" in record
+    if kind in ("file-history-snapshot", "queue-operation"):
+        return True
+    return "sessionId" in record and ("uuid" in record or "message" in record)
+
+
+@dataclass(slots=True)
+class _Slot:
+    """A place in the output, in line order; ``item`` is None while its response is open."""
+
+    item: Item | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A response whose lines are still coming: its prompt and latest usage."""
+
+    line: int
+    message_id: str
+    record: dict[str, Any]
+    usage: dict[str, Any]
+    usage_line: int
+    slot: _Slot
+
+
+@dataclass(slots=True)
+class _Lineage:
+    session: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    pending: _Pending | None = None
+    current_id: str | None = None  # the message id the last assistant message holds
+
+
+def read(stream: LogStream) -> Iterator[Item]:
+    lineages: dict[str, _Lineage] = {}
+    lineage_of: dict[str, str] = {}  # line uuid -> lineage key
+    # Items leave in line order: a response still open (its lineage's next one has not
+    # started) holds back what came after it, which is at most one response per lineage.
+    queue: deque[_Slot] = deque()
+    for line, event in json_lines(stream.path, stream.source):
+        if isinstance(event, LogError):
+            queue.append(_Slot((line, event)))
+        else:
+            try:
+                lineage = _lineage(event, lineages, lineage_of)
+                if lineage is None:
+                    stream.skip("Claude Code event that is not a message (progress, summary, ...)")
+                else:
+                    _event(stream, line, event, lineage, queue)
+            except RecordFieldError as exc:
+                queue.append(_Slot((line, stream.error(line, exc.field, exc.reason))))
+        while queue and (ready := queue[0].item) is not None:
+            queue.popleft()
+            yield ready
+    for lineage in lineages.values():
+        if lineage.pending is not None:
+            _finish(stream, lineage.pending, lineage)
+    for slot in queue:
+        assert slot.item is not None
+        yield slot.item
+
+
+def _lineage(
+    event: dict[str, Any], lineages: dict[str, _Lineage], lineage_of: dict[str, str]
+) -> _Lineage | None:
+    """The lineage a message line belongs to (None for lines that are not messages; a
+    compaction boundary resets its lineage's conversation)."""
+    kind = event.get("type")
+    uuid = event.get("uuid")
+    parent = event.get("parentUuid")
+    boundary = kind == "system" and event.get("subtype") == "compact_boundary"
+    if kind not in ("user", "assistant") and not boundary:
+        if isinstance(uuid, str) and isinstance(parent, str) and parent in lineage_of:
+            lineage_of[uuid] = lineage_of[parent]
+        return None
+    session = event.get("sessionId")
+    if not isinstance(session, str):
+        raise RecordFieldError("sessionId", f"expected a string, got {session!r}")
+    agent = event.get("agentId")
+    if isinstance(agent, str) and agent:
+        key = f"{session}/agent-{agent}"
+    elif event.get("isSidechain") is True:
+        if isinstance(parent, str) and parent in lineage_of:
+            key = lineage_of[parent]
+        else:
+            key = f"{session}/sidechain-{str(uuid)[:8]}"
+    else:
+        key = session
+    if isinstance(uuid, str):
+        lineage_of[uuid] = key
+    lineage = lineages.get(key)
+    if lineage is None:
+        lineage = lineages[key] = _Lineage(key)
+    elif boundary or (parent is None and kind == "user" and key == session):
+        lineage.messages = []
+        lineage.current_id = None
+    return None if boundary else lineage
+
+
+def _event(
+    stream: LogStream, line: int, event: dict[str, Any], lineage: _Lineage, queue: deque[_Slot]
+) -> None:
+    message = require_dict(event.get("message"), "message")
+    content = message.get("content")
+    if event["type"] == "user":
+        _add_user(lineage, content)
+        return
+    message_id = message.get("id")
+    if not isinstance(message_id, str):
+        raise RecordFieldError("message.id", f"expected a string, got {message_id!r}")
+    model = message.get("model")
+    if model == SYNTHETIC_MODEL:
+        stream.skip("Claude Code's own <synthetic> message (no API call)")
+        return
+    usage = message.get("usage")
+    pending = lineage.pending
+    if pending is not None and pending.message_id == message_id:
+        if usage is not None:
+            pending.usage = require_dict(usage, "message.usage")
+            pending.usage_line = line
+        stream.skip("Claude Code line repeating a response (counted once per message.id)")
+    else:
+        if pending is not None:
+            _finish(stream, pending, lineage)
+        if usage is None:
+            raise RecordFieldError(
+                "message.usage", "missing: the response's usage is not in the line"
+            )
+        if not isinstance(model, str):
+            raise RecordFieldError("message.model", f"expected a string, got {model!r}")
+        timestamp = event.get("timestamp")
+        record = make_record(
+            request={"model": model, "messages": list(lineage.messages)},
+            model=model,
+            provider="anthropic",
+            timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+            request_id=message_id,
+            session=lineage.session,
+            prompt_complete=False,
+        )
+        usage = require_dict(usage, "message.usage")
+        slot = _Slot()
+        queue.append(slot)
+        lineage.pending = _Pending(line, message_id, record, usage, line, slot)
+    _add_assistant(lineage, message_id, content)
+
+
+def _finish(stream: LogStream, pending: _Pending, lineage: _Lineage) -> None:
+    lineage.pending = None
+    record = pending.record
+    try:
+        observed = normalize_usage(pending.usage, convention="anthropic", path="message.usage")
+    except RecordFieldError as exc:
+        error = stream.error(pending.usage_line, exc.field, exc.reason)
+        pending.slot.item = (pending.usage_line, error)
+        return
+    record["observed"] = to_canonical(observed)
+    pending.slot.item = (pending.line, record)
+
+
+def _blocks(content: Any, path: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise RecordFieldError(
+            path, f"expected a string or a list of blocks, got {type(content).__name__}"
+        )
+    blocks = []
+    for index, block in enumerate(content):
+        block = require_dict(block, f"{path}[{index}]")
+        if block.get("type") not in RENDERED_BLOCKS:
+            # A block the renderer does not know (server tool results, ...): its JSON text
+            # stands for it; the prompt is approximate anyway (no system prompt, no tools).
+            block = {"type": "text", "text": orjson.dumps(block).decode()}
+        blocks.append(block)
+    return blocks
+
+
+def _add_user(lineage: _Lineage, content: Any) -> None:
+    blocks = _blocks(content, "message.content")
+    messages = lineage.messages
+    if messages and messages[-1]["role"] == "user":
+        # Copy on write: earlier requests' prompts hold the message as it was.
+        last = messages[-1]
+        messages[-1] = {"role": "user", "content": [*last["content"], *blocks]}
+    else:
+        messages.append({"role": "user", "content": blocks})
+
+
+def _add_assistant(lineage: _Lineage, message_id: str, content: Any) -> None:
+    blocks = _blocks(content, "message.content")
+    messages = lineage.messages
+    if lineage.current_id == message_id:
+        # A later block of the response already begun: into its assistant message, which
+        # may sit before the tool results the same turn wrote in between.
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index]["role"] == "assistant":
+                old = messages[index]
+                messages[index] = {"role": "assistant", "content": [*old["content"], *blocks]}
+                return
+    lineage.current_id = message_id
+    messages.append({"role": "assistant", "content": blocks})

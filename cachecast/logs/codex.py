@@ -1,0 +1,284 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Each line is ``{"timestamp", "type", "payload"}``: ``session_meta`` (session id, the base
+instructions, provider), ``turn_context`` (the model of the turn), ``response_item`` (one
+item of the conversation, in the Responses API's shapes), ``event_msg`` (user and agent
+messages, and ``token_count``), ``compacted`` (the history replaced by a summary).
+
+Requests: a ``token_count`` event's ``info.last_token_usage`` is one request's usage, but
+Codex writes the same event twice (once after the response, again before the next turn),
+so a request is counted only where the running ``info.total_token_usage`` moved; an event
+with ``info: null`` carries rate limits only. The model is the latest ``turn_context``'s
+(or ``info.model`` where the event names one).
+
+Prompts: the request's input is the conversation before its first output item (reasoning,
+assistant message, tool call), with ``session_meta``'s base instructions as
+``instructions``. Tool definitions are not in rollouts, so requests are ``prompt_complete``
+false. Published rollouts are often redacted: free text replaced by
+``[REDACTED_TEXT len=N sha=H]``. Such a placeholder is rebuilt as N characters of filler
+text seeded by H, so equal texts stay equal (their cache prefix is shared) and lengths are
+kept; the token counts are then approximate, and fitted to the observed input count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from cachecast.errors import RecordFieldError
+from cachecast.logs.canonical import iso_seconds, make_record, require_dict
+from cachecast.logs.errors import LogError
+from cachecast.logs.stream import Item, LogStream, json_lines
+from cachecast.logs.usage import normalize_usage, to_canonical
+
+EVENT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+# Items the model produced: the first of them after a request's input starts its output.
+OUTPUT_ITEMS = frozenset(
+    {
+        "reasoning",
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "web_search_call",
+        "image_generation_call",
+    }
+)
+REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+) sha=([0-9a-f]+)\]")
+_FILLER_WORDS = (
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "with",
+    "was",
+    "on",
+    "be",
+    "by",
+    "this",
+    "are",
+    "or",
+    "at",
+    "from",
+    "an",
+    "not",
+    "have",
+    "but",
+    "which",
+    "they",
+    "you",
+    "were",
+    "all",
+    "one",
+    "their",
+    "there",
+    "can",
+    "has",
+    "more",
+    "will",
+    "been",
+    "if",
+    "would",
+    "when",
+    "what",
+    "code",
+    "file",
+    "line",
+    "value",
+    "test",
+    "data",
+    "run",
+    "type",
+    "error",
+    "name",
+    "list",
+    "call",
+    "return",
+    "path",
+    "read",
+    "make",
+    "new",
+)
+
+
+def fits(record: dict[str, Any]) -> bool:
+    return record.get("type") in EVENT_TYPES and isinstance(record.get("payload"), dict)
+
+
+def read(stream: LogStream) -> Iterator[Item]:
+    session: str | None = None
+    instructions: str | None = None
+    provider: str | None = "openai"
+    model: str | None = None
+    history: list[dict[str, Any]] = []
+    snapshot: list[dict[str, Any]] | None = None  # the input of the request under way
+    started: str | None = None  # timestamp of its first output item
+    total: dict[str, Any] | None = None
+    count = 0
+    for line, event in json_lines(stream.path, stream.source):
+        if isinstance(event, LogError):
+            yield line, event
+            continue
+        try:
+            kind = event.get("type")
+            payload = require_dict(event.get("payload"), "payload")
+            if kind == "session_meta":
+                session = payload.get("id") if isinstance(payload.get("id"), str) else session
+                base = payload.get("base_instructions")
+                text = base.get("text") if isinstance(base, dict) else base
+                instructions = unredact(text) if isinstance(text, str) else instructions
+                named = payload.get("model_provider")
+                provider = named if isinstance(named, str) else provider
+                continue
+            if kind == "turn_context":
+                named = payload.get("model")
+                model = named if isinstance(named, str) else model
+                continue
+            if kind == "compacted":
+                replacement = payload.get("replacement_history")
+                if isinstance(replacement, list):
+                    history = [
+                        _item(item, f"payload.replacement_history[{i}]")
+                        for i, item in enumerate(replacement)
+                    ]
+                else:
+                    history = []
+                snapshot = None
+                continue
+            if kind == "response_item":
+                item = _item(payload, "payload")
+                if snapshot is None and _is_output(payload):
+                    snapshot = list(history)
+                    started = (
+                        event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
+                    )
+                history.append(item)
+                continue
+            if kind != "event_msg" or payload.get("type") != "token_count":
+                continue
+            info = payload.get("info")
+            if info is None:
+                stream.skip("Codex token_count without usage (rate limits only)")
+                continue
+            info = require_dict(info, "payload.info")
+            running = require_dict(info.get("total_token_usage"), "payload.info.total_token_usage")
+            if running == total:
+                stream.skip("Codex token_count repeating the previous one (counted once)")
+                continue
+            total = running
+            last = require_dict(info.get("last_token_usage"), "payload.info.last_token_usage")
+            observed = normalize_usage(
+                last, convention="codex", path="payload.info.last_token_usage"
+            )
+            named = info.get("model")
+            request_model = named if isinstance(named, str) else model
+            if request_model is None:
+                raise RecordFieldError(
+                    "model", "no turn_context names the model before this request"
+                )
+            count += 1
+            body: dict[str, Any] = {
+                "model": request_model,
+                "input": snapshot if snapshot is not None else list(history),
+            }
+            if instructions is not None:
+                body["instructions"] = instructions
+            timestamp = started or event.get("timestamp")
+            record = make_record(
+                request=body,
+                model=request_model,
+                provider=provider,
+                timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+                request_id=f"{session or stream.path.stem}:{count}",
+                session=session,
+                prompt_complete=False,
+            )
+            record["observed"] = to_canonical(observed)
+            snapshot, started = None, None
+        except RecordFieldError as exc:
+            yield line, stream.error(line, exc.field, exc.reason)
+            continue
+        yield line, record
+
+
+def _is_output(payload: dict[str, Any]) -> bool:
+    kind = payload.get("type", "message")
+    if kind == "message":
+        return payload.get("role") == "assistant"
+    return kind in OUTPUT_ITEMS
+
+
+def _item(payload: Any, path: str) -> dict[str, Any]:
+    """A rollout item as an input item the renderer reads (redacted text rebuilt)."""
+    payload = require_dict(payload, path)
+    kind = payload.get("type", "message")
+    if kind == "message":
+        role = payload.get("role")
+        if not isinstance(role, str):
+            raise RecordFieldError(f"{path}.role", f"expected a string, got {role!r}")
+        content = payload.get("content")
+        parts = []
+        if isinstance(content, list):
+            for index, part in enumerate(content):
+                part = require_dict(part, f"{path}.content[{index}]")
+                text = part.get("text")
+                if isinstance(text, str):
+                    parts.append({"type": part.get("type", "input_text"), "text": unredact(text)})
+                else:  # images and files: their JSON as text (approximate anyway)
+                    parts.append({"type": "input_text", "text": orjson.dumps(part).decode()})
+        elif isinstance(content, str):
+            parts.append({"type": "input_text", "text": unredact(content)})
+        return {"type": "message", "role": role, "content": parts}
+    if kind == "reasoning":
+        return {"type": "reasoning"}
+    if kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        name = payload.get("name") if isinstance(payload.get("name"), str) else kind
+        arguments = payload.get("arguments", payload.get("input", payload.get("action", "")))
+        if not isinstance(arguments, str):
+            arguments = orjson.dumps(arguments).decode()
+        return {"type": "function_call", "name": name, "arguments": unredact(arguments)}
+    if kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
+        output = payload.get("output", "")
+        if not isinstance(output, str):
+            output = orjson.dumps(output).decode()
+        return {"type": "function_call_output", "output": unredact(output)}
+    # Web search calls and other tool items: their JSON as the model's own text.
+    text = unredact(orjson.dumps(payload).decode())
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+
+
+def unredact(text: str) -> str:
+    """Each ``[REDACTED_... len=N sha=H]`` placeholder replaced by N characters of filler."""
+    if "[REDACTED_" not in text:
+        return text
+    return REDACTED.sub(lambda m: filler(int(m.group(1)), m.group(2)), text)
+
+
+def filler(length: int, seed: str) -> str:
+    """``length`` characters of words chosen by ``seed``: equal seeds, equal text."""
+    words: list[str] = []
+    size = 0
+    counter = 0
+    while size <= length:  # size - 1: the joined length (no space after the last word)
+        digest = hashlib.blake2b(f"{seed}:{counter}".encode(), digest_size=32).digest()
+        counter += 1
+        for byte in digest:
+            word = _FILLER_WORDS[byte % len(_FILLER_WORDS)]
+            words.append(word)
+            size += len(word) + 1
+            if size > length:
+                break
+    return " ".join(words)[:length]

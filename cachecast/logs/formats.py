@@ -1,0 +1,369 @@
+"""The formats cachecast reads, how a file's format is told, and :func:`open_log`.
+
+Detection sniffs the start of the file (:data:`SNIFF_BYTES`, at least its first whole line,
+:data:`SNIFF_RECORDS` records): JSON lines are tried against each line-based format in
+:data:`FORMATS` order (the most specific shapes first, cachecast's own last), a file that is
+one JSON document against the document formats, a YAML file against VCR. The first format
+that fits is used; if none does, one :class:`UnknownLogFormatError` lists every format tried
+and why it did not fit. ``format=`` skips detection.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cachecast.logs import (
+    batch,
+    claude_code,
+    codex,
+    har,
+    helicone,
+    jsonl,
+    langfuse,
+    langsmith,
+    litellm,
+    otel,
+    vcr,
+)
+from cachecast.logs.errors import LogFileError, UnknownLogFormatError
+from cachecast.logs.stream import Item, LogStream, load_document
+
+SNIFF_BYTES = 1 << 20
+SNIFF_RECORDS = 32
+# A first line longer than this is not looked for further (no JSON lines format writes one).
+SNIFF_MAX_LINE_BYTES = 64 << 20
+
+_UNSET: Any = object()
+
+
+@dataclass
+class Sample:
+    """What detection looks at: the head of the file, its first JSON-lines records, and
+    (parsed on demand, under the size bound) the file as one JSON document."""
+
+    path: Path
+    text: str
+    records: list[dict[str, Any]]
+    line_error: str | None  # why the first non-blank line is not a JSON object
+    _document: Any = field(default=_UNSET)
+    document_error: str | None = None
+
+    def document(self) -> Any:
+        if self._document is _UNSET:
+            self._document = None
+            stripped = self.text.lstrip()
+            if self.records or not stripped.startswith(("{", "[")):
+                self.document_error = "not one JSON document"
+            else:
+                try:
+                    self._document = load_document(self.path)
+                except LogFileError as exc:
+                    self.document_error = exc.reason
+        return self._document
+
+    def parsed_document(self) -> Any:
+        """The document if detection parsed the file as one, else None (not parsed twice)."""
+        return None if self._document is _UNSET else self._document
+
+    def objects(self) -> list[Any]:
+        """The JSON values to judge: the JSON-lines records, or the one document."""
+        if self.records:
+            return list(self.records)
+        document = self.document()
+        return [] if document is None else [document]
+
+    def why_not_json(self) -> str:
+        self.document()
+        if (
+            self.line_error
+            and self.document_error
+            and self.document_error != "not one JSON document"
+        ):
+            return f"not JSON lines (line 1: {self.line_error}) nor {self.document_error}"
+        if self.line_error:
+            return f"neither JSON lines nor one JSON document (line 1: {self.line_error})"
+        return self.document_error or "no JSON object in the file"
+
+
+Fit = Callable[[Sample], str | None]
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    name: str
+    summary: str
+    fits: Fit
+    read: Callable[[LogStream], Iterator[Item]]
+    counts_itself: bool = False
+    batch: str | None = None  # "requests" or "results": the halves of a batch pair
+    pair: str | None = None  # the format of the other half
+
+
+def _lines_fit(check: Callable[[dict[str, Any]], bool], wanted: str) -> Fit:
+    def fits(sample: Sample) -> str | None:
+        if not sample.records:
+            return sample.why_not_json()
+        if any(check(record) for record in sample.records):
+            return None
+        return f"no line has {wanted}"
+
+    return fits
+
+
+def _objects_fit(check: Callable[[Any], bool], wanted: str) -> Fit:
+    def fits(sample: Sample) -> str | None:
+        objects = sample.objects()
+        if not objects:
+            return sample.why_not_json()
+        if any(check(value) for value in objects):
+            return None
+        return f"no {wanted}"
+
+    return fits
+
+
+def _cachecast_fits(sample: Sample) -> str | None:
+    if not sample.records:
+        return sample.why_not_json()
+    reasons = [jsonl.fits(record) for record in sample.records]
+    if any(reason is None for reason in reasons):
+        return None
+    return f"line 1: {reasons[0]}"
+
+
+_YAML_INTERACTIONS = re.compile(r"^interactions:\s*$", re.MULTILINE)
+
+
+def _vcr_fits(sample: Sample) -> str | None:
+    if _YAML_INTERACTIONS.search(sample.text, 0, 1 << 16):  # the key opens a cassette
+        return None
+    return "no 'interactions:' key at the top of a YAML document"
+
+
+def _anthropic_requests_fit(sample: Sample) -> str | None:
+    if sample.records and any(batch.is_anthropic_request(r) for r in sample.records):
+        return None
+    if not sample.records:
+        document = sample.document()
+        if batch.is_anthropic_requests_document(document):
+            return None
+        if document is None:
+            return sample.why_not_json()
+    return 'no {custom_id, params} request (JSON lines or a {"requests": [...]} document)'
+
+
+def _langsmith_value(value: Any) -> bool:
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, dict) and langsmith.fits(v) for v in value[:8])
+    return isinstance(value, dict) and langsmith.fits(value)
+
+
+FORMATS: tuple[LogFormat, ...] = (
+    LogFormat(
+        "otel",
+        "OpenTelemetry GenAI / OpenInference spans, OTLP/JSON (a document or JSON lines)",
+        _objects_fit(otel.fits, "resourceSpans (an OTLP/JSON traces document)"),
+        otel.read,
+    ),
+    LogFormat(
+        "har",
+        "HAR 1.2 recorded HTTP traffic (browser dev tools, mitmproxy, proxies)",
+        _objects_fit(har.fits, "log.entries (a HAR 1.2 document)"),
+        har.read,
+    ),
+    LogFormat(
+        "langfuse",
+        "Langfuse trace export ({trace, observations}) or observations",
+        _objects_fit(langfuse.fits, "Langfuse trace export or observation"),
+        langfuse.read,
+    ),
+    LogFormat(
+        "vcr",
+        "VCR / pytest-recording cassette (YAML interactions)",
+        _vcr_fits,
+        vcr.read,
+    ),
+    LogFormat(
+        "claude-code",
+        "Claude Code session transcript (~/.claude/projects/...)",
+        _lines_fit(
+            claude_code.fits, "a Claude Code event (type user/assistant/... with sessionId)"
+        ),
+        claude_code.read,
+    ),
+    LogFormat(
+        "codex",
+        "Codex CLI rollout (~/.codex/sessions/.../rollout-*.jsonl)",
+        _lines_fit(codex.fits, "a Codex rollout event {timestamp, type, payload}"),
+        codex.read,
+    ),
+    LogFormat(
+        "openai-batch-output",
+        "OpenAI Batch output file (its usage; the prompts are in the input file)",
+        _lines_fit(batch.is_openai_output, "{custom_id, response, error} (a Batch output line)"),
+        batch.read_openai_output,
+        batch="results",
+        pair="openai-batch",
+    ),
+    LogFormat(
+        "anthropic-batch-results",
+        "Anthropic Message Batches results (their usage; the prompts are in the requests)",
+        _lines_fit(batch.is_anthropic_result, "{custom_id, result} (a batch results line)"),
+        batch.read_anthropic_results,
+        batch="results",
+        pair="anthropic-batch",
+    ),
+    LogFormat(
+        "anthropic-batch",
+        "Anthropic Message Batches requests ({custom_id, params})",
+        _anthropic_requests_fit,
+        batch.read_anthropic,
+        batch="requests",
+        pair="anthropic-batch-results",
+    ),
+    LogFormat(
+        "openai-batch",
+        "OpenAI Batch input file ({custom_id, method, url, body})",
+        _lines_fit(batch.is_openai_input, "{custom_id, url, body} (a Batch input line)"),
+        batch.read_openai,
+        batch="requests",
+        pair="openai-batch-output",
+    ),
+    LogFormat(
+        "langsmith",
+        "LangSmith runs (run_type, inputs, outputs, extra.metadata)",
+        _objects_fit(_langsmith_value, "LangSmith run {run_type, inputs}"),
+        langsmith.read,
+    ),
+    LogFormat(
+        "litellm",
+        "LiteLLM StandardLoggingPayload (messages, model, metadata.usage_object)",
+        _objects_fit(litellm.fits, "StandardLoggingPayload {call_type, model, messages}"),
+        litellm.read,
+    ),
+    LogFormat(
+        "helicone",
+        "Helicone export (request_body, response_body, provider)",
+        _objects_fit(helicone.fits, "Helicone request {request_id, request_body}"),
+        helicone.read,
+    ),
+    LogFormat(
+        "cachecast",
+        "cachecast JSON lines: wrapper records, provider bodies, prompt/tokens, Mooncake",
+        _cachecast_fits,
+        jsonl.read,
+        counts_itself=True,
+    ),
+)
+
+BY_NAME: dict[str, LogFormat] = {fmt.name: fmt for fmt in FORMATS}
+
+
+def format_names() -> list[str]:
+    return [fmt.name for fmt in FORMATS]
+
+
+def sample(path: Path) -> Sample:
+    """The head of ``path`` for detection (at least its first whole line)."""
+    with open(path, "rb") as handle:
+        head = handle.read(SNIFF_BYTES)
+        if not head.strip():
+            if not head:
+                raise LogFileError(str(path), "the file is empty")
+            raise LogFileError(str(path), "the file holds only whitespace")
+        while b"\n" not in head.lstrip() and len(head) < SNIFF_MAX_LINE_BYTES:
+            more = handle.read(SNIFF_BYTES)
+            if not more:
+                break
+            head += more
+        at_end = not handle.read(1)
+    lines = head.split(b"\n")
+    if not at_end:
+        lines = lines[:-1]  # the last one may be cut
+    records: list[dict[str, Any]] = []
+    line_error: str | None = None
+    first = True
+    for text in lines:
+        if not text.strip():
+            continue
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            if first:
+                line_error = str(exc)
+            value = None
+        if first and value is not None and not isinstance(value, dict):
+            line_error = f"a JSON {type(value).__name__}"
+        first = False
+        if isinstance(value, dict):
+            records.append(value)
+            if len(records) >= SNIFF_RECORDS:
+                break
+    return Sample(path, head[:SNIFF_BYTES].decode("utf-8", "replace"), records, line_error)
+
+
+def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, Sample]:
+    """The first format that fits ``path``; UnknownLogFormatError naming each one tried."""
+    found = found or sample(path)
+    tried: list[tuple[str, str]] = []
+    for fmt in FORMATS:
+        why = fmt.fits(found)
+        if why is None:
+            return fmt, found
+        tried.append((fmt.name, why))
+    raise UnknownLogFormatError(str(path), tried)
+
+
+def open_log(
+    path: str | Path, *, format: str | None = None, results: str | Path | None = None
+) -> LogStream:
+    """Open a log of any supported format as a :class:`LogStream` of canonical records.
+
+    ``format`` forces a format (a name from :func:`format_names`); ``results`` gives a batch
+    requests file its results file (either may be given first: they are told apart)."""
+    log = Path(path)
+    found: Sample | None = None
+    if format is not None:
+        fmt = BY_NAME.get(format)
+        if fmt is None:
+            raise LogFileError(
+                str(log), f"unknown format {format!r}; known: {', '.join(format_names())}"
+            )
+    else:
+        fmt, found = detect_format(log)
+    results_path = Path(results) if results is not None else None
+    if results_path is not None:
+        log, fmt, results_path = _pair(log, fmt, results_path)
+    preloaded = found.parsed_document() if found is not None else None
+    return LogStream(
+        log,
+        fmt.name,
+        fmt.read,
+        results=results_path,
+        counts_itself=fmt.counts_itself,
+        preloaded=preloaded,
+    )
+
+
+def _pair(log: Path, fmt: LogFormat, results: Path) -> tuple[Path, LogFormat, Path]:
+    """(requests file, its format, results file) from the two files of a batch."""
+    if fmt.batch is None:
+        raise LogFileError(
+            str(log),
+            f"a results file was given, but this is a {fmt.name} log: results pair with "
+            "batch requests (openai-batch, anthropic-batch)",
+        )
+    other, _ = detect_format(results)
+    if fmt.batch == "results":
+        log, results, fmt, other = results, log, other, fmt
+    if other.name != fmt.pair:
+        raise LogFileError(
+            str(results), f"is {other.name}, not the {fmt.pair} file that pairs with {fmt.name}"
+        )
+    return log, fmt, results

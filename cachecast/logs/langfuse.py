@@ -1,0 +1,212 @@
+"""Langfuse exports: a trace with its observations (``{"trace": {...}, "observations":
+[...]}``, as the UI and the public API export it), a JSON list of observations, or
+observations as JSON lines.
+
+Each ``GENERATION`` observation is one model call (spans, tools, agents are not):
+
+* model ``model``; provider from ``metadata`` (LangChain's ``ls_provider``, or the OTel
+  attributes Langfuse keeps: ``gen_ai.provider.name`` / ``gen_ai.system`` / ``llm.system``),
+  else from the model name;
+* prompt ``input`` (a JSON string or value): chat messages in any of the shapes
+  cachecast.logs.messages reads, or Responses items (with ``modelParameters.instructions``
+  where the integration put the instructions there). An input that is no message list is
+  kept as an unrecorded prompt; messages that call tools without ``toolDefinitions`` make
+  the request ``prompt_complete`` false;
+* usage ``usageDetails`` (Langfuse's free-form usage types: ``input`` counts uncached input
+  only, the other keys add to it; cachecast.logs.usage, "langfuse"). ``costDetails`` are
+  Langfuse's own price-table estimates and are not taken as an observed cost;
+* timestamp ``startTime``; session the trace's ``sessionId``, else its trace id.
+
+Observations of one document are handed on in start-time order; ``line`` is the
+observation's position in the document (or its JSON line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from cachecast.errors import RecordFieldError
+from cachecast.logs.canonical import iso_seconds, make_record, require_dict, unrecorded_prompt
+from cachecast.logs.errors import LogError
+from cachecast.logs.messages import (
+    body_for,
+    chat_messages,
+    chat_tools,
+    has_tool_calls,
+    is_responses_input,
+    maybe_json,
+)
+from cachecast.logs.providers import resolve_provider
+from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
+from cachecast.logs.usage import normalize_usage
+
+OBSERVATION_TYPES = frozenset(
+    {
+        "GENERATION",
+        "SPAN",
+        "EVENT",
+        "AGENT",
+        "TOOL",
+        "CHAIN",
+        "RETRIEVER",
+        "EMBEDDING",
+        "EVALUATOR",
+        "GUARDRAIL",
+    }
+)
+
+
+def is_observation(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("type") in OBSERVATION_TYPES
+        and ("traceId" in value or "usageDetails" in value)
+    )
+
+
+def fits(value: Any) -> bool:
+    if isinstance(value, dict):
+        return (
+            isinstance(value.get("observations"), list) and isinstance(value.get("trace"), dict)
+        ) or is_observation(value)
+    if isinstance(value, list):
+        return bool(value) and all(is_observation(v) for v in value[:8])
+    return False
+
+
+def read(stream: LogStream) -> Iterator[Item]:
+    for line, document in documents(stream):
+        if isinstance(document, LogError):
+            yield line, document
+            continue
+        if isinstance(document, dict) and "observations" in document:
+            found = document.get("trace")
+            trace: dict[str, Any] = found if isinstance(found, dict) else {}
+            observations = document["observations"]
+            prefix = "observations"
+        elif isinstance(document, list):
+            trace, observations, prefix = {}, document, ""
+        elif is_observation(document):
+            trace, observations, prefix = {}, [document], None
+        else:
+            yield line, stream.error(line, "observations", "missing: not a Langfuse export")
+            continue
+        if not isinstance(observations, list):
+            yield line, stream.error(line, "observations", "expected a list")
+            continue
+        yield from _observations(stream, line, trace, observations, prefix)
+
+
+def _observations(
+    stream: LogStream,
+    line: int,
+    trace: dict[str, Any],
+    observations: list[Any],
+    prefix: str | None,
+) -> Iterator[Item]:
+    ordered = TimeOrdered(stream, "Langfuse observation that is not a generation (span, tool, ...)")
+    for index, observation in enumerate(observations):
+        at = index + 1 if stream.whole_document and prefix is not None else line
+        where = f"{prefix}[{index}]" if prefix is not None else ""
+        ordered.add(at, lambda: _generation(stream, at, trace, observation, where))  # noqa: B023
+    yield from ordered
+
+
+def _field(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _generation(
+    stream: LogStream, line: int, trace: dict[str, Any], value: Any, where: str
+) -> dict[str, Any] | None:
+    obs = require_dict(value, where or "<record>")
+    if obs.get("type") != "GENERATION":
+        return None
+    model = obs.get("model")
+    if model is not None and not isinstance(model, str):
+        raise RecordFieldError(_field(where, "model"), f"expected a string, got {model!r}")
+    metadata = maybe_json(obs.get("metadata"))
+    provider = _provider(metadata if isinstance(metadata, dict) else {})
+    provider, model = resolve_provider(provider, model)
+    parameters = maybe_json(obs.get("modelParameters"))
+    parameters = parameters if isinstance(parameters, dict) else {}
+    body, complete = _body(
+        maybe_json(obs.get("input")), provider, model, parameters, obs, _field(where, "input")
+    )
+    if body is None:
+        body, complete = unrecorded_prompt(stream.source, line), False
+    observed = None
+    usage = obs.get("usageDetails")
+    if usage is None and isinstance(obs.get("usage"), dict):
+        usage = {k: v for k, v in obs["usage"].items() if k in ("input", "output", "total")}
+    if usage:
+        observed = normalize_usage(
+            require_dict(usage, _field(where, "usageDetails")),
+            convention="langfuse",
+            path=_field(where, "usageDetails"),
+        )
+    start = obs.get("startTime")
+    session = trace.get("sessionId") or obs.get("traceId") or trace.get("id")
+    return make_record(
+        request=body,
+        model=model,
+        provider=provider,
+        timestamp=None if start is None else iso_seconds(start, _field(where, "startTime")),
+        request_id=obs.get("id") if isinstance(obs.get("id"), str) else None,
+        session=session if isinstance(session, str) else None,
+        observed=observed,
+        prompt_complete=complete,
+    )
+
+
+def _provider(metadata: dict[str, Any]) -> str | None:
+    for key in ("ls_provider", "provider"):
+        if isinstance(metadata.get(key), str):
+            return str(metadata[key])
+    attributes = maybe_json(metadata.get("attributes"))
+    if isinstance(attributes, dict):
+        for key in ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"):
+            if isinstance(attributes.get(key), str):
+                return str(attributes[key])
+    return None
+
+
+def _body(
+    recorded: Any,
+    provider: str | None,
+    model: str | None,
+    parameters: dict[str, Any],
+    obs: dict[str, Any],
+    path: str,
+) -> tuple[dict[str, Any] | None, bool]:
+    if isinstance(recorded, dict) and isinstance(recorded.get("messages"), list):
+        recorded = recorded["messages"]
+    if not isinstance(recorded, list) or not recorded:
+        return None, False
+    if not all(isinstance(m, dict | list | str) for m in recorded):
+        return None, False
+    definitions = maybe_json(obs.get("toolDefinitions"))
+    if isinstance(definitions, dict):
+        definitions = list(definitions.values())
+    tools = chat_tools(definitions)
+    instructions = parameters.get("instructions")
+    if is_responses_input(recorded):
+        body: dict[str, Any] = {"input": recorded}
+        if model is not None:
+            body["model"] = model
+        if isinstance(instructions, str):
+            body["instructions"] = instructions
+        if tools:
+            body["tools"] = tools
+        calls = any(isinstance(i, dict) and i.get("type") == "function_call" for i in recorded)
+        return body, tools is not None or not calls
+    if not all(isinstance(m, dict | list) for m in recorded):
+        return None, False
+    if not any(isinstance(m, dict) and ("role" in m or "type" in m or "lc" in m) for m in recorded):
+        return None, False
+    messages = chat_messages(recorded, path)
+    if isinstance(instructions, str):
+        messages.insert(0, {"role": "system", "content": instructions})
+    complete = tools is not None or not has_tool_calls(messages)
+    return body_for(provider, model, messages, tools), complete

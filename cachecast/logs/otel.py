@@ -1,0 +1,299 @@
+"""OpenTelemetry GenAI spans as OTLP/JSON (``{"resourceSpans": [{"scopeSpans": [{"spans":
+[...]}]}]}``), one document per file (the file exporter, a collector's dump) or per line.
+
+A span is a model call when its ``gen_ai.operation.name`` is chat / text_completion /
+generate_content (agent, tool and embedding spans are not, even when they sum usage), when
+OpenInference marks it ``openinference.span.kind = LLM``, or, for older instrumentations
+that name no operation, when it has a model and token counts. Per span:
+
+* prompt: OpenInference's ``input.value`` when it is the JSON request itself; else the
+  current conventions' ``gen_ai.input.messages`` (+ ``gen_ai.system_instructions``,
+  ``gen_ai.tool.definitions``); else the deprecated ``gen_ai.prompt.N.role/content/...``
+  (+ ``llm.request.functions.N.*``); else OpenInference's ``llm.input_messages.N.message.*``
+  (+ ``llm.tools.N.tool.json_schema``). A span without any (content capture off) keeps its
+  usage with an unrecorded prompt; one whose messages call tools it has no definitions for
+  is ``prompt_complete`` false;
+* usage: ``gen_ai.usage.*`` (current names, then deprecated ones) or ``llm.token_count.*``
+  (cachecast.logs.usage, "otel" and "openinference");
+* provider ``gen_ai.provider.name`` / ``gen_ai.system`` / ``llm.provider`` / ``llm.system``;
+  model ``gen_ai.request.model`` / ``gen_ai.response.model`` / ``llm.model_name``;
+* the span's start time is the timestamp; its conversation id (``gen_ai.conversation.id``,
+  OpenInference ``session.id``) or else its trace id is the session.
+
+Within a document the model-call spans are handed on in start-time order; ``line`` is the
+span's position among the document's spans (or the JSON line of its document).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from cachecast.errors import RecordFieldError
+from cachecast.logs.canonical import epoch_nanos, make_record, unrecorded_prompt
+from cachecast.logs.errors import LogError
+from cachecast.logs.messages import (
+    body_for,
+    chat_messages,
+    chat_tools,
+    has_tool_calls,
+    maybe_json,
+)
+from cachecast.logs.providers import resolve_provider
+from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
+from cachecast.logs.usage import normalize_usage
+
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+
+
+def fits(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("resourceSpans"), list)
+
+
+def read(stream: LogStream) -> Iterator[Item]:
+    missing = ("resourceSpans", "missing: not an OTLP/JSON traces document")
+    for line, document in documents(stream, fits, missing):
+        if isinstance(document, LogError):
+            yield line, document
+            continue
+        yield from _document(stream, line, document)
+
+
+def _document(stream: LogStream, line: int, document: dict[str, Any]) -> Iterator[Item]:
+    ordered = TimeOrdered(stream, "OTel span that is not a model call (workflow, agent, tool, ...)")
+    position = 0
+    for r, resource_spans in enumerate(document["resourceSpans"]):
+        scope_spans = None
+        if isinstance(resource_spans, dict):
+            scope_spans = resource_spans.get(
+                "scopeSpans", resource_spans.get("instrumentationLibrarySpans", [])
+            )
+        if not isinstance(scope_spans, list):
+            yield line, stream.error(line, f"resourceSpans[{r}].scopeSpans", "expected a list")
+            continue
+        for s, scope in enumerate(scope_spans):
+            spans = scope.get("spans") if isinstance(scope, dict) else None
+            where = f"resourceSpans[{r}].scopeSpans[{s}].spans"
+            if not isinstance(spans, list):
+                yield line, stream.error(line, where, "expected a list")
+                continue
+            for k, span in enumerate(spans):
+                position += 1
+                at = position if stream.whole_document else line
+                path = f"{where}[{k}]"
+                ordered.add(at, lambda: _span(stream, at, span, path), path)  # noqa: B023
+    yield from ordered
+
+
+def attributes(values: Any, path: str) -> dict[str, Any]:
+    """OTLP/JSON ``[{"key", "value": {"stringValue"|"intValue"|...}}]`` as a plain dict."""
+    if values is None:
+        return {}
+    if not isinstance(values, list):
+        raise RecordFieldError(path, "expected a list of {key, value}")
+    out: dict[str, Any] = {}
+    for index, entry in enumerate(values):
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+            raise RecordFieldError(f"{path}[{index}]", "expected {key, value}")
+        out[entry["key"]] = any_value(entry.get("value"), f"{path}[{entry['key']}]")
+    return out
+
+
+def any_value(value: Any, path: str) -> Any:
+    if not isinstance(value, dict) or not value:
+        return None
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        raw = value["intValue"]
+        try:
+            return int(raw)  # OTLP/JSON writes 64-bit integers as decimal strings
+        except (TypeError, ValueError):
+            raise RecordFieldError(path, f"intValue {raw!r} is not an integer") from None
+    if "doubleValue" in value:
+        return value["doubleValue"]
+    if "boolValue" in value:
+        return value["boolValue"]
+    if "arrayValue" in value:
+        items = (value["arrayValue"] or {}).get("values", [])
+        return [any_value(item, path) for item in items]
+    if "kvlistValue" in value:
+        return attributes((value["kvlistValue"] or {}).get("values", []), path)
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def is_model_call(attrs: dict[str, Any]) -> bool:
+    operation = attrs.get("gen_ai.operation.name")
+    if isinstance(operation, str):
+        return operation in MODEL_OPERATIONS
+    if attrs.get("openinference.span.kind") is not None:
+        return attrs.get("openinference.span.kind") == "LLM"
+    if attrs.get("llm.request.type") in ("chat", "completion"):
+        return True
+    has_model = any(k in attrs for k in ("gen_ai.request.model", "llm.model_name"))
+    has_usage = any(k.startswith(("gen_ai.usage.", "llm.token_count.")) for k in attrs)
+    return has_model and has_usage
+
+
+def _span(stream: LogStream, line: int, span: Any, where: str) -> dict[str, Any] | None:
+    if not isinstance(span, dict):
+        raise RecordFieldError(where, "expected a span object")
+    attrs = attributes(span.get("attributes"), f"{where}.attributes")
+    if not is_model_call(attrs):
+        return None
+    provider = _first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+    model = _first(
+        attrs,
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "llm.model_name",
+        "llm.request.model",
+    )
+    provider, model = resolve_provider(provider, model)
+    body, complete = _body(attrs, provider, model, f"{where}.attributes")
+    if body is None:
+        body, complete = unrecorded_prompt(stream.source, line), False
+    observed = None
+    usage = {k: v for k, v in attrs.items() if k.startswith("gen_ai.usage.")}
+    convention = "otel"
+    if not usage:
+        usage = {k: v for k, v in attrs.items() if k.startswith("llm.token_count.")}
+        convention = "openinference"
+    if usage:
+        observed = normalize_usage(usage, convention=convention, path=f"{where}.attributes")
+    start = span.get("startTimeUnixNano")
+    request_id = _first(attrs, "gen_ai.response.id") or span.get("spanId")
+    session = _first(attrs, "gen_ai.conversation.id", "session.id") or span.get("traceId")
+    return make_record(
+        request=body,
+        model=model,
+        provider=provider,
+        timestamp=None if start is None else epoch_nanos(start, f"{where}.startTimeUnixNano"),
+        request_id=request_id if isinstance(request_id, str) else None,
+        session=session if isinstance(session, str) else None,
+        observed=observed,
+        prompt_complete=complete,
+    )
+
+
+def _first(attrs: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _body(
+    attrs: dict[str, Any], provider: str | None, model: str | None, path: str
+) -> tuple[dict[str, Any] | None, bool]:
+    """The request body a span records, and whether it is the whole prompt."""
+    # OpenInference: input.value is often the request body as the client sent it.
+    if attrs.get("input.mime_type") == "application/json":
+        sent = maybe_json(attrs.get("input.value"))
+        if isinstance(sent, dict) and any(k in sent for k in ("messages", "input", "contents")):
+            body = dict(sent)
+            if model is not None and "model" not in body:
+                body["model"] = model
+            return body, True
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    if "gen_ai.input.messages" in attrs:
+        recorded = maybe_json(attrs["gen_ai.input.messages"])
+        if not isinstance(recorded, list):
+            raise RecordFieldError(
+                f"{path}[gen_ai.input.messages]", "expected a JSON list of messages"
+            )
+        messages = chat_messages(recorded, f"{path}[gen_ai.input.messages]")
+        system = maybe_json(attrs.get("gen_ai.system_instructions"))
+        if system is not None:
+            parts = system if isinstance(system, list) else [{"type": "text", "content": system}]
+            messages.insert(0, chat_messages([{"role": "system", "parts": parts}], path)[0])
+        tools = chat_tools(attrs.get("gen_ai.tool.definitions"))
+    elif any(k.startswith("gen_ai.prompt.") for k in attrs):
+        messages = _indexed_messages(attrs, "gen_ai.prompt.", "", path)
+        tools = _indexed_functions(attrs, "llm.request.functions.")
+    elif any(k.startswith("llm.input_messages.") for k in attrs):
+        messages = _indexed_messages(attrs, "llm.input_messages.", "message.", path)
+        tools = chat_tools(
+            [
+                maybe_json(v)
+                for k, v in sorted(attrs.items())
+                if k.startswith("llm.tools.") and k.endswith(".tool.json_schema")
+            ]
+        )
+    if messages is None:
+        return None, False
+    complete = tools is not None or not has_tool_calls(messages)
+    return body_for(provider, model, messages, tools), complete
+
+
+def _indexed_messages(
+    attrs: dict[str, Any], prefix: str, inner: str, path: str
+) -> list[dict[str, Any]]:
+    """``prefix N . inner field`` attributes (``gen_ai.prompt.0.role``,
+    ``llm.input_messages.0.message.content``) as chat messages, in index order."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        rest = key[len(prefix) :]
+        number, _, field = rest.partition(".")
+        if not number.isdigit():
+            continue
+        if inner and field.startswith(inner):
+            field = field[len(inner) :]
+        by_index.setdefault(int(number), {})[field] = value
+    messages = []
+    for index in sorted(by_index):
+        fields = by_index[index]
+        message: dict[str, Any] = {"role": fields.get("role", "user")}
+        content = fields.get("content")
+        if content is None and any(k.startswith("contents.") for k in fields):
+            content = "".join(
+                str(v)
+                for k, v in sorted(fields.items())
+                if k.startswith("contents.") and k.endswith("text")
+            )
+        message["content"] = (
+            maybe_json(content) if isinstance(content, str) and content[:1] == "[" else content
+        )
+        calls = _indexed_calls(fields)
+        if calls:
+            message["tool_calls"] = calls
+        if isinstance(fields.get("tool_call_id"), str):
+            message["tool_call_id"] = fields["tool_call_id"]
+        messages.append(message)
+    return chat_messages(messages, f"{path}[{prefix}*]")
+
+
+def _indexed_calls(fields: dict[str, Any]) -> list[dict[str, Any]]:
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in fields.items():
+        if not key.startswith("tool_calls."):
+            continue
+        number, _, rest = key[len("tool_calls.") :].partition(".")
+        if not number.isdigit():
+            continue
+        rest = rest.removeprefix("tool_call.")
+        entry = calls.setdefault(int(number), {})
+        if rest in ("name", "function.name"):
+            entry["name"] = value
+        elif rest in ("arguments", "function.arguments"):
+            entry["arguments"] = value
+        elif rest == "id":
+            entry["id"] = value
+    return [calls[i] for i in sorted(calls)]
+
+
+def _indexed_functions(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    functions: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        number, _, field = key[len(prefix) :].partition(".")
+        if number.isdigit():
+            functions.setdefault(int(number), {})[field] = maybe_json(value)
+    return chat_tools([functions[i] for i in sorted(functions)]) if functions else None

@@ -1,0 +1,166 @@
+"""Provider names as logs write them -> the provider ids the contract store uses.
+
+Logs spell providers many ways: OpenTelemetry's ``gen_ai.provider.name`` values
+(``gcp.vertex_ai``, ``aws.bedrock``, ``azure.ai.openai``), LiteLLM's model prefixes
+(``vertex_ai/gemini-2.5-pro``, ``bedrock/anthropic.claude-...``), Helicone's upper-case
+enum, gateways whose model slug names the upstream provider (OpenRouter's
+``anthropic/claude-sonnet-4.5``). :func:`normalize_provider_name` maps a name onto the store's
+ids (its own alias table first, then the store's, ``cachecast.provider_names``);
+:func:`split_model` takes a ``provider/model`` string apart; :func:`infer_provider` names the
+provider a bare model name belongs to where the log says nothing else (docs/log-formats.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from cachecast.provider_names import PROVIDER_ALIASES, normalize_provider
+
+# Names logs use beyond the store's own aliases (docs/log-formats.md, "Provider names").
+LOG_PROVIDER_ALIASES: dict[str, str] = {
+    # Google: the Gemini API and Vertex AI bill Gemini models under one contract.
+    "google_genai": "google",
+    "google-genai": "google",
+    "google_ai_studio": "google",
+    "vertex": "google",
+    "vertexai": "google",
+    "vertex_ai": "google",
+    "vertex_ai_beta": "google",
+    "vertex-ai": "google",
+    "google-vertex": "google",
+    "google_vertex": "google",
+    "gcp.gen_ai": "google",
+    "gcp.gemini": "google",
+    "gcp.vertex_ai": "google",
+    # AWS
+    "aws.bedrock": "bedrock",
+    "amazon_bedrock": "bedrock",
+    "bedrock-runtime": "bedrock",
+    # Azure
+    "azure.ai.openai": "azure",
+    "azure.ai.inference": "azure",
+    "azure_ai": "azure",
+    "azureopenai": "azure",
+    # Others spelled their own way
+    "x_ai": "xai",
+    "mistral_ai": "mistral",
+    "mistralai": "mistral",
+    "anthropic_messages": "anthropic",
+    "text-completion-openai": "openai",
+    "openai_responses": "openai",
+    "moonshot_ai": "moonshot",
+    "moonshotai-cn": "moonshot",
+    "deepseek-ai": "deepseek",
+}
+
+# Gateways: the upstream provider is the first segment of the model slug.
+GATEWAYS = frozenset({"openrouter", "litellm_proxy", "litellm"})
+
+# Every name taken as a provider prefix in ``provider/model`` strings.
+_KNOWN = (
+    frozenset(PROVIDER_ALIASES)
+    | frozenset(PROVIDER_ALIASES.values())
+    | frozenset(LOG_PROVIDER_ALIASES)
+    | frozenset(LOG_PROVIDER_ALIASES.values())
+    | GATEWAYS
+    | frozenset(
+        {
+            "openai",
+            "anthropic",
+            "google",
+            "bedrock",
+            "azure",
+            "deepseek",
+            "xai",
+            "moonshot",
+            "alibaba",
+            "mistral",
+            "groq",
+            "cohere",
+            "together_ai",
+            "fireworks_ai",
+            "perplexity",
+            "cerebras",
+        }
+    )
+)
+
+# Bare model names -> provider, where a log names no provider (first match wins).
+_MODEL_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"^(?:[a-z-]{2,8}\.)?(?:anthropic|amazon|meta|cohere|mistral|ai21)\.[a-z]"),
+        "bedrock",
+    ),
+    (re.compile(r"^claude"), "anthropic"),
+    (re.compile(r"^(?:gpt-|chatgpt|o[1-9](?:-|$)|text-embedding|codex)"), "openai"),
+    (re.compile(r"^gemini"), "google"),
+    (re.compile(r"^deepseek"), "deepseek"),
+    (re.compile(r"^grok"), "xai"),
+    (re.compile(r"^(?:kimi|moonshot)"), "moonshot"),
+    (re.compile(r"^qwen"), "alibaba"),
+)
+
+
+@functools.lru_cache(maxsize=256)
+def normalize_provider_name(name: str) -> str:
+    """The store's provider id for a provider name as a log writes it."""
+    lowered = name.strip().lower()
+    return normalize_provider(LOG_PROVIDER_ALIASES.get(lowered, lowered))
+
+
+def is_gateway(provider: str | None) -> bool:
+    return provider is not None and normalize_provider_name(provider) in GATEWAYS
+
+
+def split_model(model: str, provider: str | None = None) -> tuple[str | None, str]:
+    """``(provider, model)`` from a model string that may carry its provider.
+
+    ``vertex_ai/gemini-2.5-pro`` -> ``("google", "gemini-2.5-pro")``;
+    ``openrouter/anthropic/claude-3.5-sonnet`` and, with ``provider="openrouter"``,
+    ``anthropic/claude-3.5-sonnet`` -> ``("anthropic", "claude-3.5-sonnet")``;
+    Gemini resource names (``models/gemini-2.5-flash``,
+    ``projects/p/locations/l/publishers/google/models/gemini-2.5-flash``) -> the model id.
+    A first segment that names no provider (``meta-llama/Llama-3-8B``) is kept as it is.
+    """
+    normalized = normalize_provider_name(provider) if provider else None
+    name = model.strip()
+    if "/publishers/" in name and "/models/" in name:  # a Vertex AI resource name
+        publisher = name.split("/publishers/", 1)[1].split("/", 1)[0]
+        return normalize_provider_name(publisher), name.rsplit("/models/", 1)[1]
+    if name.startswith("models/"):
+        name = name[len("models/") :]
+    while "/" in name:
+        head, rest = name.split("/", 1)
+        candidate = normalize_provider_name(head)
+        if candidate not in _KNOWN:
+            break
+        if normalized is None or normalized in GATEWAYS or normalized == candidate:
+            normalized = candidate
+        name = rest
+        if candidate not in GATEWAYS:
+            break
+    if normalized in GATEWAYS:
+        # A gateway slug without a provider segment: infer from the model family.
+        normalized = infer_provider(name)
+    return normalized, name
+
+
+def infer_provider(model: str) -> str | None:
+    """The provider a bare model name belongs to, or None where the name does not say."""
+    name = model.strip().lower()
+    for pattern, provider in _MODEL_FAMILIES:
+        if pattern.search(name):
+            return provider
+    return None
+
+
+def resolve_provider(provider: str | None, model: str | None) -> tuple[str | None, str | None]:
+    """Normalize a (provider, model) pair as a log gives it: the model's own prefix wins
+    over a gateway, an absent provider is inferred from the model family."""
+    if model is None:
+        return (normalize_provider_name(provider) if provider else None), None
+    resolved, name = split_model(model, provider)
+    if resolved is None:
+        resolved = infer_provider(name)
+    return resolved, name

@@ -1,0 +1,236 @@
+"""A log file as a stream of canonical records: ``(line, record | LogError)`` pairs.
+
+A record is a dict in the wrapper shape ``cachecast.tokenizers.records`` reads (timestamp,
+scope, session, provider, model, request_id, request = a provider body, usage or the
+normalized ``observed``, ``prompt_complete``); a line the reader could not turn into one is a
+:class:`LogError` in its place, so errors stay in line order between the records.
+
+Reading helpers shared by the format adapters live here: JSON lines (streamed; bytes go
+straight to orjson) and whole documents (one JSON document per file, or one per line),
+which are loaded whole under :data:`MAX_DOCUMENT_BYTES`, checked before parsing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cachecast.errors import RecordFieldError
+from cachecast.logs.errors import LogError, LogFileError
+
+Record = dict[str, Any] | LogError
+Item = tuple[int, Record]
+
+# Whole-document formats (one OTLP/JSON document, a Langfuse export, a HAR file) are parsed
+# at once; a file above this size is refused before it is read, so that an oversized export
+# cannot take the machine's memory (orjson needs a few times the text's size). Export such
+# logs as JSON lines (one document per line), which are streamed, or split them.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+# YAML (VCR cassettes) costs far more memory and time per byte than JSON.
+MAX_YAML_BYTES = 64 * 1024 * 1024
+# A large buffer: agent-log lines are long (whole conversations), and iterating lines over
+# the default 8 KiB buffer costs several times the JSON parsing.
+READ_BUFFER_BYTES = 1 << 20
+
+
+class LogStream:
+    """One log file read as canonical records, once.
+
+    ``format`` names the detected (or forced) format and ``source`` the file. Iterating
+    yields ``(line, record | LogError)``; afterwards ``records`` and ``errors`` count what
+    came out and ``skipped`` counts, by reason, the entries the format holds that are not
+    billed requests (a failed batch request, a Claude Code line repeating a response, a
+    recorded call to an endpoint that is not a model call). A stream with ``records == 0``
+    after reading holds no readable request: callers stop there instead of billing nothing.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        format: str,
+        reader: Callable[[LogStream], Iterator[Item]],
+        *,
+        results: Path | None = None,
+        counts_itself: bool = False,
+        preloaded: Any = None,
+    ) -> None:
+        self.path = path
+        self.source = str(path)
+        self.format = format
+        self.results = results
+        self.records = 0
+        self.errors = 0
+        self.skipped: Counter[str] = Counter()
+        self.preloaded = preloaded  # a document parsed while detecting the format
+        # Set by documents(): the file is one document, so records are numbered by their
+        # position in it rather than by line.
+        self.whole_document = False
+        self._reader = reader
+        self._counts_itself = counts_itself
+        self._started = False
+
+    def __iter__(self) -> Iterator[Item]:
+        if self._started:
+            raise RuntimeError(f"{self.source}: a log stream is read once")
+        self._started = True
+        items = self._reader(self)
+        return items if self._counts_itself else self._counted(items)
+
+    def _counted(self, items: Iterator[Item]) -> Iterator[Item]:
+        for item in items:
+            if isinstance(item[1], LogError):
+                self.errors += 1
+            else:
+                self.records += 1
+            yield item
+
+    def error(self, line: int, field: str, reason: str, file: str | None = None) -> LogError:
+        return LogError(file or self.source, line, field, reason)
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] += count
+
+    def take_preloaded(self) -> Any:
+        document, self.preloaded = self.preloaded, None
+        return document
+
+
+def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
+    """The JSON objects of a JSONL file with their 1-based line numbers (blank lines
+    skipped; a line that is not a JSON object comes as its LogError)."""
+    name = source or str(path)
+    with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
+        for number, text in enumerate(handle, start=1):
+            if text.isspace():
+                continue
+            try:
+                record = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                yield number, LogError(name, number, "<line>", f"invalid JSON: {exc}")
+                continue
+            if not isinstance(record, dict):
+                yield number, LogError(name, number, "<line>", "expected a JSON object")
+                continue
+            yield number, record
+
+
+def check_size(path: Path, bound: int, what: str) -> None:
+    size = os.path.getsize(path)
+    if size > bound:
+        raise LogFileError(
+            str(path),
+            f"{size:,} bytes, over the {bound // (1024 * 1024)} MiB bound for {what} read "
+            "whole; export it as JSON lines (one document per line, streamed) or split it",
+        )
+
+
+def load_document(path: Path) -> Any:
+    """One whole JSON document, refused above MAX_DOCUMENT_BYTES before it is read."""
+    check_size(path, MAX_DOCUMENT_BYTES, "a JSON document")
+    data = path.read_bytes()
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise LogFileError(str(path), f"one JSON document ({exc})") from None
+
+
+def documents(
+    stream: LogStream,
+    check: Callable[[Any], bool] | None = None,
+    missing: tuple[str, str] = ("<document>", ""),
+) -> Iterator[tuple[int, Any]]:
+    """The documents of a whole-document format: the file as one document (line 1), or
+    one document per line (JSON lines). A line that is not JSON, or (given ``check``) a
+    document ``check`` refuses, comes as its LogError (``missing``: field and reason)."""
+    for line, document in _documents(stream):
+        if check is not None and not isinstance(document, LogError) and not check(document):
+            document = stream.error(line, *missing)
+        yield line, document
+
+
+def each_record(
+    stream: LogStream,
+    parse: Callable[[int, Any], dict[str, Any] | None],
+    unwrap: Callable[[Any], Any] = lambda document: document,
+) -> Iterator[Item]:
+    """Formats of one record per JSON line or a JSON list of records: ``parse(line,
+    value)`` builds each record (None: not a request, counted by ``parse`` itself); its
+    RecordFieldError becomes the record's LogError. ``line`` is the JSON line, or the record's
+    position in a whole document."""
+    for line, document in documents(stream):
+        if isinstance(document, LogError):
+            yield line, document
+            continue
+        document = unwrap(document)
+        values = document if isinstance(document, list) else [document]
+        for index, value in enumerate(values):
+            at = index + 1 if stream.whole_document else line
+            try:
+                built = parse(at, value)
+            except RecordFieldError as exc:
+                yield at, stream.error(at, exc.field, exc.reason)
+                continue
+            if built is not None:
+                yield at, built
+
+
+class TimeOrdered:
+    """The requests of one document, handed on in start-time order (the order the replay
+    wants; exports list observations and spans grouped otherwise). Errors come first."""
+
+    def __init__(self, stream: LogStream, not_a_request: str) -> None:
+        self.stream = stream
+        self.not_a_request = not_a_request
+        self.found: list[tuple[float, int, Item]] = []
+
+    def add(self, at: int, build: Callable[[], dict[str, Any] | None], prefix: str = "") -> None:
+        position = len(self.found)
+        try:
+            built = build()
+        except RecordFieldError as exc:
+            field = exc.field
+            if prefix and not field.startswith(prefix):
+                field = f"{prefix}.{field}"
+            error = self.stream.error(at, field, exc.reason)
+            self.found.append((float("-inf"), position, (at, error)))
+            return
+        if built is None:
+            self.stream.skip(self.not_a_request)
+            return
+        timestamp = built.get("timestamp")
+        key = timestamp if isinstance(timestamp, float) else 0.0
+        self.found.append((key, position, (at, built)))
+
+    def __iter__(self) -> Iterator[Item]:
+        self.found.sort(key=lambda entry: (entry[0], entry[1]))
+        return (item for _, _, item in self.found)
+
+
+def _documents(stream: LogStream) -> Iterator[tuple[int, Any]]:
+    preloaded = stream.take_preloaded()
+    if preloaded is not None:
+        stream.whole_document = True
+        yield 1, preloaded
+        return
+    if _first_line_is_json(stream.path):
+        yield from json_lines(stream.path, stream.source)
+        return
+    stream.whole_document = True
+    yield 1, load_document(stream.path)
+
+
+def _first_line_is_json(path: Path) -> bool:
+    with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
+        for text in handle:
+            if text.isspace():
+                continue
+            try:
+                return isinstance(orjson.loads(text), dict)
+            except orjson.JSONDecodeError:
+                return False
+    return False

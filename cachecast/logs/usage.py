@@ -1,0 +1,512 @@
+"""Every usage report a log carries -> one :class:`ObservedUsage`.
+
+The normalized form: ``input_tokens`` is the whole prompt (cached tokens included),
+``cache_read_tokens`` / ``cache_write_tokens`` are parts of it, ``cache_write_by_ttl`` splits
+the writes by TTL option (``5m``, ``1h``), ``output_tokens`` includes reasoning / thinking
+tokens wherever the provider bills them as output, and ``cost`` is a gateway's reported
+charge (OpenRouter's ``usage.cost``), never a price-table estimate.
+
+Each provider or tool reports differently (docs/log-formats.md, "Usage conventions", gives
+each rule with its source): whether input includes cached tokens (OpenAI, Gemini, DeepSeek,
+OpenTelemetry, OpenInference, LangChain/LangSmith, Codex: yes; Anthropic, Bedrock, Langfuse's
+``input`` key: no), and whether output includes reasoning (Gemini's ``thoughtsTokenCount``
+and Langfuse's ``output_reasoning`` are separate and added here). :func:`normalize_usage`
+picks the convention from the keys present unless the caller names it.
+
+A wrapper record may instead carry the normalized form itself under ``observed``
+(:func:`canonical_observed`); the format adapters in ``cachecast.logs`` write that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from cachecast.errors import RecordFieldError
+from cachecast.tokenizers.types import ObservedUsage
+
+CANONICAL_KEYS = (
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_by_ttl",
+    "output_tokens",
+    "cost",
+)
+
+
+def observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
+    """The usage a log record reports, normalized; None where it reports none."""
+    canonical = record.get("observed")
+    if canonical is not None:
+        return canonical_observed(canonical)
+    found = find_usage(record)
+    if found is None:
+        return None
+    usage, path = found
+    return normalize_usage(usage, api=api, path=path)
+
+
+def find_usage(record: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The usage object of a wrapper record and its path: ``usage``, ``response.usage``,
+    ``response.usageMetadata``, ``response.body.usage`` (OpenAI batch output lines) or
+    ``usageMetadata``; None where there is none (an empty object counts as none)."""
+    usage: Any = record.get("usage")
+    path = "usage"
+    response = record.get("response")
+    if usage is None and isinstance(response, dict):
+        if "usage" in response:
+            usage, path = response["usage"], "response.usage"
+        elif "usageMetadata" in response:
+            usage, path = response["usageMetadata"], "response.usageMetadata"
+        elif isinstance(response.get("body"), dict):
+            usage, path = response["body"].get("usage"), "response.body.usage"
+    if usage is None and "usageMetadata" in record:
+        usage, path = record["usageMetadata"], "usageMetadata"
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise RecordFieldError(path, f"expected an object, got {type(usage).__name__}")
+    if not usage:
+        return None
+    return usage, path
+
+
+# --- the canonical form ------------------------------------------------------------------
+
+
+def canonical_observed(value: Any, path: str = "observed") -> ObservedUsage:
+    """An ``observed`` object (the normalized form, as adapters write it) as ObservedUsage."""
+    if not isinstance(value, dict):
+        raise RecordFieldError(path, f"expected an object, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(CANONICAL_KEYS))
+    if unknown:
+        raise RecordFieldError(
+            f"{path}.{unknown[0]}", f"unknown key; expected one of {', '.join(CANONICAL_KEYS)}"
+        )
+    by_ttl: dict[str, int] = {}
+    split = value.get("cache_write_by_ttl")
+    if split is not None:
+        if not isinstance(split, dict):
+            raise RecordFieldError(f"{path}.cache_write_by_ttl", "expected an object")
+        for ttl, tokens in split.items():
+            count = _int(tokens, f"{path}.cache_write_by_ttl.{ttl}")
+            if count:
+                by_ttl[str(ttl)] = count
+    observed = ObservedUsage(
+        input_tokens=_count(value, "input_tokens", path),
+        cache_read_tokens=_count(value, "cache_read_tokens", path),
+        cache_write_tokens=_count(value, "cache_write_tokens", path),
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_count(value, "output_tokens", path),
+        cost=_cost(value.get("cost"), f"{path}.cost"),
+    )
+    _check_parts(observed, path)
+    return observed
+
+
+def to_canonical(observed: ObservedUsage) -> dict[str, Any]:
+    """The ``observed`` object for a wrapper record (the inverse of canonical_observed)."""
+    out: dict[str, Any] = {}
+    for key in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"):
+        value = getattr(observed, key)
+        if value is not None:
+            out[key] = value
+    if observed.cache_write_by_ttl:
+        out["cache_write_by_ttl"] = dict(observed.cache_write_by_ttl)
+    if observed.cost is not None:
+        out["cost"] = str(observed.cost)
+    return out
+
+
+# --- provider and tool conventions ---------------------------------------------------------
+
+
+def normalize_usage(
+    usage: Mapping[str, Any],
+    *,
+    convention: str | None = None,
+    api: str | None = None,
+    path: str = "usage",
+) -> ObservedUsage:
+    """Normalize one usage object. ``convention`` names its convention (a key of
+    :data:`CONVENTIONS`); None picks it from the keys present (``api`` decides between
+    Anthropic's and OpenAI Responses' ``input_tokens``, which mean different things)."""
+    name = convention or detect_convention(usage, api, path)
+    try:
+        normalizer = CONVENTIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown usage convention {name!r}") from None
+    observed = normalizer(usage, path)
+    _check_parts(observed, path)
+    return observed
+
+
+def detect_convention(usage: Mapping[str, Any], api: str | None, path: str = "usage") -> str:
+    """Which convention a usage object follows, from its keys."""
+    keys = usage.keys()
+    for key in keys:
+        if key.startswith("gen_ai.usage."):
+            return "otel"
+        if key.startswith("llm.token_count."):
+            return "openinference"
+    if {"promptTokenCount", "candidatesTokenCount", "cachedContentTokenCount"} & keys or {
+        "prompt_token_count",
+        "candidates_token_count",
+    } & keys:
+        return "gemini"
+    if {"inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"} & keys:
+        return "bedrock"
+    if {"prompt_cache_hit_tokens", "prompt_cache_miss_tokens"} & keys:
+        return "deepseek"
+    if {"input_token_details", "output_token_details"} & keys:
+        return "langchain"
+    if "cached_input_tokens" in keys:
+        return "codex"
+    if {"prompt_tokens", "completion_tokens"} & keys:
+        return "openai-chat"
+    if api == "anthropic" or {"cache_creation_input_tokens", "cache_read_input_tokens"} & keys:
+        return "anthropic"
+    if {"input_tokens", "output_tokens"} & keys:
+        return "openai-responses"
+    if {"input", "output"} & keys:
+        return "langfuse"
+    if "total_tokens" in keys or "totalTokenCount" in keys:
+        return "openai-chat"  # only a total: nothing to split, every count stays unknown
+    raise RecordFieldError(
+        path,
+        "no usage counts found (keys: "
+        + ", ".join(sorted(keys)[:8])
+        + "); expected one provider's usage object (docs/log-formats.md)",
+    )
+
+
+def _gemini(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # promptTokenCount includes cachedContentTokenCount; thoughtsTokenCount is billed as
+    # output but reported apart from candidatesTokenCount; tool-use prompt tokens are
+    # input the service added (search results, code output) and billed as input.
+    def get(camel: str, snake: str) -> int | None:
+        value = _count(usage, camel, path)
+        return value if value is not None else _count(usage, snake, path)
+
+    prompt = get("promptTokenCount", "prompt_token_count")
+    tool_prompt = get("toolUsePromptTokenCount", "tool_use_prompt_token_count")
+    candidates = get("candidatesTokenCount", "candidates_token_count")
+    thoughts = get("thoughtsTokenCount", "thoughts_token_count")
+    return ObservedUsage(
+        input_tokens=_sum(prompt, tool_prompt),
+        cache_read_tokens=get("cachedContentTokenCount", "cached_content_token_count") or 0,
+        output_tokens=_sum(candidates, thoughts),
+    )
+
+
+def _bedrock(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # Converse: inputTokens excludes cache reads and writes (TokenUsage, Bedrock API
+    # reference); cacheDetails splits the writes by TTL.
+    uncached = _count(usage, "inputTokens", path)
+    read = _count(usage, "cacheReadInputTokens", path)
+    written = _count(usage, "cacheWriteInputTokens", path)
+    by_ttl: dict[str, int] = {}
+    details = usage.get("cacheDetails")
+    if details is not None:
+        if not isinstance(details, list):
+            raise RecordFieldError(f"{path}.cacheDetails", "expected a list")
+        for index, detail in enumerate(details):
+            where = f"{path}.cacheDetails[{index}]"
+            if not isinstance(detail, dict):
+                raise RecordFieldError(where, "expected an object")
+            ttl = detail.get("ttl")
+            if not isinstance(ttl, str):
+                raise RecordFieldError(f"{where}.ttl", "expected '5m' or '1h'")
+            tokens = _count(detail, "inputTokens", where) or 0
+            if tokens:
+                by_ttl[ttl] = by_ttl.get(ttl, 0) + tokens
+    elif written:
+        by_ttl["5m"] = written  # without the split, writes are the default 5-minute TTL
+    if written is None and by_ttl:
+        written = sum(by_ttl.values())
+    return ObservedUsage(
+        input_tokens=None if uncached is None else uncached + (read or 0) + (written or 0),
+        cache_read_tokens=read or 0,
+        cache_write_tokens=written or 0,
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_count(usage, "outputTokens", path),
+    )
+
+
+def _deepseek(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens
+    hit = _count(usage, "prompt_cache_hit_tokens", path)
+    miss = _count(usage, "prompt_cache_miss_tokens", path)
+    prompt = _count(usage, "prompt_tokens", path)
+    return ObservedUsage(
+        input_tokens=prompt if prompt is not None else _sum(hit, miss),
+        cache_read_tokens=hit,
+        output_tokens=_count(usage, "completion_tokens", path),
+    )
+
+
+def _otel(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # OpenTelemetry GenAI: gen_ai.usage.input_tokens includes cached tokens; the deprecated
+    # names (prompt_tokens, cache_read_input_tokens, ...) are read as their successors.
+    def first(*keys: str) -> int | None:
+        for key in keys:
+            value = _count(usage, key, path)
+            if value is not None:
+                return value
+        return None
+
+    return ObservedUsage(
+        input_tokens=first("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+        cache_read_tokens=first(
+            "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"
+        ),
+        cache_write_tokens=first(
+            "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens"
+        ),
+        output_tokens=first("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    )
+
+
+def _openinference(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # llm.token_count.prompt includes the cache_read / cache_write details.
+    return ObservedUsage(
+        input_tokens=_count(usage, "llm.token_count.prompt", path),
+        cache_read_tokens=_count(usage, "llm.token_count.prompt_details.cache_read", path),
+        cache_write_tokens=_count(usage, "llm.token_count.prompt_details.cache_write", path),
+        output_tokens=_count(usage, "llm.token_count.completion", path),
+    )
+
+
+def _langchain(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # LangChain / LangSmith usage_metadata: input_tokens is the sum of every input type
+    # (cache reads and creation included); output_tokens includes reasoning.
+    details = _object(usage, "input_token_details", path)
+    where = f"{path}.input_token_details"
+    by_ttl = _ttl_split(details, where)
+    written = _count(details, "cache_creation", where)
+    if written is None and by_ttl:
+        written = sum(by_ttl.values())
+    elif written and not by_ttl:
+        by_ttl["5m"] = written
+    return ObservedUsage(
+        input_tokens=_count(usage, "input_tokens", path),
+        cache_read_tokens=_count(details, "cache_read", where),
+        cache_write_tokens=written,
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_count(usage, "output_tokens", path),
+    )
+
+
+def _codex(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # Codex CLI token_count: cached_input_tokens is a subset of input_tokens and
+    # reasoning_output_tokens a subset of output_tokens (total = input + output).
+    return ObservedUsage(
+        input_tokens=_count(usage, "input_tokens", path),
+        cache_read_tokens=_count(usage, "cached_input_tokens", path),
+        output_tokens=_count(usage, "output_tokens", path),
+    )
+
+
+def _openai_chat(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # OpenAI Chat Completions and the many APIs that copy it (xAI, Moonshot, OpenRouter,
+    # LiteLLM): prompt_tokens includes cached tokens, completion_tokens includes reasoning.
+    # LiteLLM adds Anthropic's cache_read/cache_creation_input_tokens at the top level and
+    # counts both inside prompt_tokens; Moonshot reports cached_tokens at the top level.
+    details = _object(usage, "prompt_tokens_details", path)
+    where = f"{path}.prompt_tokens_details"
+    read = _count(details, "cached_tokens", where)
+    if read is None:
+        read = _count(usage, "cache_read_input_tokens", path)
+    if read is None:
+        read = _count(usage, "cached_tokens", path)
+    written = _count(details, "cache_write_tokens", where)
+    if written is None:
+        written = _count(details, "cache_creation_tokens", where)
+    if written is None:
+        written = _count(usage, "cache_creation_input_tokens", path)
+    split = _object(details, "cache_creation_token_details", where)
+    by_ttl = _ttl_split(split, f"{where}.cache_creation_token_details")
+    return ObservedUsage(
+        input_tokens=_count(usage, "prompt_tokens", path),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_count(usage, "completion_tokens", path),
+        cost=_cost(usage.get("cost"), f"{path}.cost"),
+    )
+
+
+def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # Anthropic Messages: input_tokens excludes cache reads and writes; cache_creation
+    # splits the writes by TTL (ephemeral_5m / ephemeral_1h).
+    uncached = _count(usage, "input_tokens", path)
+    written = _count(usage, "cache_creation_input_tokens", path) or 0
+    read = _count(usage, "cache_read_input_tokens", path) or 0
+    by_ttl: dict[str, int] = {}
+    if usage.get("cache_creation") is not None:
+        by_ttl = _ttl_split(_object(usage, "cache_creation", path), f"{path}.cache_creation")
+    elif written:
+        by_ttl["5m"] = written  # without the split, writes are the default 5-minute TTL
+    return ObservedUsage(
+        input_tokens=None if uncached is None else uncached + written + read,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_count(usage, "output_tokens", path),
+    )
+
+
+def _openai_responses(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # OpenAI Responses: input_tokens includes cached; output_tokens includes reasoning.
+    details = _object(usage, "input_tokens_details", path)
+    where = f"{path}.input_tokens_details"
+    return ObservedUsage(
+        input_tokens=_count(usage, "input_tokens", path),
+        cache_read_tokens=_count(details, "cached_tokens", where),
+        cache_write_tokens=_count(details, "cache_write_tokens", where),
+        output_tokens=_count(usage, "output_tokens", path),
+    )
+
+
+def _langfuse(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # Langfuse usageDetails: free-form usage types that Langfuse sums to the total, so they
+    # are disjoint: ``input`` is uncached input only, ``input_cache_read`` etc. are added to
+    # it, ``output_reasoning`` to ``output``. Where a ``total`` is given and equals
+    # input + output alone, the other keys are details inside them instead (OpenInference's
+    # prompt_details / completion_details, as some integrations map them).
+    counts: dict[str, int] = {}
+    for key in usage:
+        value = _count(usage, key, path)
+        if value is not None:
+            counts[key] = value
+    total = counts.pop("total", None)
+    inputs = {k: v for k, v in counts.items() if _is_input_key(k)}
+    outputs = {k: v for k, v in counts.items() if k not in inputs}
+    read = sum(v for k, v in inputs.items() if "cache_read" in k or "cached" in k)
+    written = sum(v for k, v in inputs.items() if "cache_creation" in k or "cache_write" in k)
+    base_input = counts.get("input")
+    base_output = counts.get("output")
+    disjoint = sum(counts.values())
+    if total is None or total == disjoint:
+        input_tokens = sum(inputs.values()) if inputs else None
+        output_tokens = sum(outputs.values()) if outputs else None
+    elif total == (base_input or 0) + (base_output or 0):
+        input_tokens, output_tokens = base_input, base_output
+    else:
+        raise RecordFieldError(
+            f"{path}.total",
+            f"{total} is neither the sum of the usage types ({disjoint}) nor input + output "
+            f"({(base_input or 0) + (base_output or 0)}): the keys' meaning is ambiguous",
+        )
+    return ObservedUsage(
+        input_tokens=input_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        output_tokens=output_tokens,
+    )
+
+
+def _ttl_split(split: Mapping[str, Any], path: str) -> dict[str, int]:
+    """Anthropic's cache writes by TTL (``ephemeral_5m/1h_input_tokens``), as the API, LiteLLM
+    and LangChain pass them on (the LangSmith JS SDK spells the second ``1hr``)."""
+    by_ttl: dict[str, int] = {}
+    for key, ttl in (
+        ("ephemeral_5m_input_tokens", "5m"),
+        ("ephemeral_1h_input_tokens", "1h"),
+        ("ephemeral_1hr_input_tokens", "1h"),
+    ):
+        value = _count(split, key, path)
+        if value:
+            by_ttl[ttl] = by_ttl.get(ttl, 0) + value
+    return by_ttl
+
+
+def _is_input_key(key: str) -> bool:
+    return key.startswith(("input", "prompt")) or any(
+        part in key for part in ("cache_read", "cache_creation", "cache_write", "cached")
+    )
+
+
+CONVENTIONS: dict[str, Callable[[Mapping[str, Any], str], ObservedUsage]] = {
+    "gemini": _gemini,
+    "bedrock": _bedrock,
+    "deepseek": _deepseek,
+    "otel": _otel,
+    "openinference": _openinference,
+    "langchain": _langchain,
+    "codex": _codex,
+    "openai-chat": _openai_chat,
+    "anthropic": _anthropic,
+    "openai-responses": _openai_responses,
+    "langfuse": _langfuse,
+}
+
+
+# --- field helpers -----------------------------------------------------------------------
+
+
+def _int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
+    count = int(value)
+    if count < 0:
+        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
+    return count
+
+
+def _count(usage: Mapping[str, Any], key: str, path: str) -> int | None:
+    value = usage.get(key)
+    if value is None:
+        return None
+    return _int(value, f"{path}.{key}")
+
+
+def _object(usage: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    value = usage.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RecordFieldError(f"{path}.{key}", f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _sum(*values: int | None) -> int | None:
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
+
+
+def _cost(value: Any, path: str) -> Decimal | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise RecordFieldError(path, f"expected a number, got {value!r}")
+    try:
+        # str() of a float is its shortest round-trip text, so 0.0012 stays 0.0012.
+        cost = Decimal(str(value))
+    except InvalidOperation:
+        raise RecordFieldError(path, f"expected a number, got {value!r}") from None
+    if not cost.is_finite() or cost < 0:
+        raise RecordFieldError(path, f"expected a non-negative amount, got {value!r}")
+    return cost
+
+
+def _check_parts(observed: ObservedUsage, path: str) -> None:
+    """Reads and writes are parts of the prompt: more of them than prompt is a log whose
+    convention is not the one assumed (docs/log-formats.md); say so here, with the field,
+    rather than bill a negative uncached count later."""
+    total = observed.input_tokens
+    if total is None:
+        return
+    parts = (observed.cache_read_tokens or 0) + (observed.cache_write_tokens or 0)
+    if parts > total:
+        raise RecordFieldError(
+            path,
+            f"cache read {observed.cache_read_tokens or 0} + write "
+            f"{observed.cache_write_tokens or 0} exceed the input of {total} tokens: this "
+            "usage does not follow the convention its keys name (docs/log-formats.md)",
+        )

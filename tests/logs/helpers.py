@@ -1,0 +1,53 @@
+"""Shared helpers of the log-format tests: reading a file the way commands do, and the
+sums a test compares with what it computed itself from the file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cachecast.logs import LogError, open_log
+from cachecast.tokenizers import TokenizedRequest, read_log
+
+
+@dataclass
+class Read:
+    format: str
+    requests: list[TokenizedRequest]
+    errors: list[LogError]
+    skipped: dict[str, int]
+
+
+def read(path: Path, **options: Any) -> Read:
+    stream = open_log(
+        path, format=options.pop("format", None), results=options.pop("results", None)
+    )
+    errors: list[LogError] = []
+    requests = list(read_log(stream, errors=errors, **options))
+    return Read(stream.format, requests, errors, dict(stream.skipped))
+
+
+def totals(requests: list[TokenizedRequest]) -> dict[str, int]:
+    """Observed usage summed over the requests (None counts as 0)."""
+    out = {"input": 0, "read": 0, "write": 0, "output": 0}
+    for request in requests:
+        observed = request.observed
+        assert observed is not None, f"{request.source}:{request.line} carries no usage"
+        out["input"] += observed.input_tokens or 0
+        out["read"] += observed.cache_read_tokens or 0
+        out["write"] += observed.cache_write_tokens or 0
+        out["output"] += observed.output_tokens or 0
+    return out
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def json_lines(path: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]

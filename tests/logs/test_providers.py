@@ -1,0 +1,88 @@
+"""Provider names as logs write them -> the contract store's provider ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cachecast.logs.providers import infer_provider, normalize_provider_name, resolve_provider
+from cachecast.tokenizers import read_records
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("google", "google"),
+        ("gemini", "google"),
+        ("vertex_ai", "google"),
+        ("gcp.vertex_ai", "google"),  # OpenTelemetry's gen_ai.provider.name
+        ("google_genai", "google"),  # LangChain's ls_provider
+        ("bedrock", "bedrock"),
+        ("aws", "bedrock"),
+        ("aws.bedrock", "bedrock"),
+        ("azure", "azure"),
+        ("azure_openai", "azure"),
+        ("azure.ai.openai", "azure"),
+        ("ANTHROPIC", "anthropic"),  # Helicone's enum
+        ("x_ai", "xai"),
+        ("OpenAI", "openai"),
+    ],
+)
+def test_names_as_users_write_them(written: str, stored: str) -> None:
+    assert normalize_provider_name(written) == stored
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        (None, "vertex_ai/gemini-2.5-pro", ("google", "gemini-2.5-pro")),  # LiteLLM
+        (
+            None,
+            "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0",
+            ("bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0"),
+        ),
+        (None, "openrouter/anthropic/claude-3.5-sonnet", ("anthropic", "claude-3.5-sonnet")),
+        ("openrouter", "google/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # its slug
+        ("openrouter", "gpt-4o", ("openai", "gpt-4o")),  # a slug without provider: the family
+        (None, "models/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # Gemini's name
+        (
+            None,
+            "projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro",
+            ("google", "gemini-2.5-pro"),
+        ),
+        (None, "meta-llama/Llama-3.1-8B-Instruct", (None, "meta-llama/Llama-3.1-8B-Instruct")),
+        ("azure", "gpt-4o", ("azure", "gpt-4o")),
+        (None, "claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5")),
+        (
+            None,
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            ("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ),
+    ],
+)
+def test_provider_and_model_strings(
+    provider: str | None, model: str, expected: tuple[str | None, str]
+) -> None:
+    assert resolve_provider(provider, model) == expected
+
+
+def test_unknown_families_stay_unknown() -> None:
+    assert infer_provider("my-finetune-7b") is None
+
+
+def test_the_reader_normalizes_record_providers(tmp_path: Path) -> None:
+    records = [
+        {
+            "provider": "gemini",
+            "model": "gemini-2.5-flash",
+            "request": {"contents": [{"parts": [{"text": "hi"}]}]},
+        },
+        {
+            "provider": "claude",
+            "model": "claude-sonnet-4-5",
+            "request": {"messages": [{"role": "user", "content": "hi"}]},
+        },
+    ]
+    requests = list(read_records(records, "mem.jsonl"))
+    assert [r.provider for r in requests] == ["google", "anthropic"]
