@@ -31,7 +31,7 @@ Messages never contain secrets: an error about a setting names the setting, not 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 EXIT_OK = 0
@@ -115,6 +115,13 @@ class CachecastError(Exception):
     @property
     def problem_type(self) -> str:
         return PROBLEM_TYPE_BASE + self.problem_slug
+
+    def named(self, source: str) -> CachecastError:
+        """The same error with its source called ``source`` (a file known to the user by
+        another name than its path: an upload, a temporary copy)."""
+        self.location = replace(self.location, source=source)
+        self.args = (self.one_line(),)
+        return self
 
 
 class BadInputError(CachecastError):

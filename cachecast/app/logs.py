@@ -34,6 +34,7 @@ from cachecast.errors import (
     LogRecordError,
     input_errors,
 )
+from cachecast.logs import pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
 from cachecast.tokenizers.records import count_lines
@@ -54,6 +55,7 @@ class LogFile(BaseModel):
     results: Path | None = Field(
         default=None, description="a batch's results file, joined to its requests"
     )
+    results_name: str | None = None
 
     @property
     def display_name(self) -> str:
@@ -82,8 +84,32 @@ class LogInput(BaseModel):
     on_bad_record: OnBadRecord = "skip"
 
     @classmethod
-    def of_paths(cls, paths: Sequence[Path | str], **options: Any) -> LogInput:
-        return cls(files=[LogFile(path=Path(path)) for path in paths], **options)
+    def of_paths(
+        cls,
+        paths: Sequence[Path | str],
+        *,
+        format: str | None = None,
+        results: Path | None = None,
+        **options: Any,
+    ) -> LogInput:
+        """The files at ``paths``. ``format`` forces one format for all; ``results`` is the
+        results file of a batch requests file among them. Without either, a batch requests
+        file and its results file given side by side are paired (``logs.pair_batch_files``)
+        and read as one log."""
+        files = [Path(path) for path in paths]
+        if format is not None or results is not None:
+            return cls(
+                files=[LogFile(path=path, format=format, results=results) for path in files],
+                **options,
+            )
+        readable = [path for path in files if path.is_file()]
+        paired = dict(pair_batch_files(readable))
+        chosen = [
+            LogFile(path=path, results=paired.get(path))
+            for path in files
+            if path in paired or path not in readable
+        ]
+        return cls(files=chosen, **options)
 
     @property
     def source_names(self) -> list[str]:

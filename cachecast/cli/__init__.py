@@ -15,6 +15,7 @@ from cachecast import __version__, db
 from cachecast.cli import contracts as contracts_cli
 from cachecast.cli import economics as economics_cli
 from cachecast.cli import estimate as estimate_cli
+from cachecast.cli import inspect as inspect_cli
 from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
 from cachecast.cli import serve as serve_cli
@@ -84,6 +85,7 @@ install_engine_measurer(measure_records_on_engine)
 
 for _module in (
     contracts_cli,
+    inspect_cli,
     tokenize_cli,
     simulate_cli,
     estimate_cli,

@@ -45,6 +45,16 @@ def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
 
 
 DatabaseUrlOption = Annotated[str | None, database_url_option()]
+FormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="Read every log as this format (default: detected per file)."),
+]
+ResultsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--results", help="The results file of a batch requests file (OpenAI or Anthropic)."
+    ),
+]
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 

@@ -20,6 +20,8 @@ from rich.table import Table
 
 from cachecast.cli.common import (
     DatabaseUrlOption,
+    FormatOption,
+    ResultsOption,
     command,
     contract_store,
     expand_globs,
@@ -74,6 +76,8 @@ def estimate_command(
     provider: Annotated[
         str | None, typer.Option("--provider", help="Provider of the records that name none.")
     ] = None,
+    log_format: FormatOption = None,
+    results: ResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV row per target.")] = False,
     as_markdown: Annotated[
@@ -121,6 +125,8 @@ def estimate_command(
     request = EstimateRequest(
         log=LogInput.of_paths(
             expand_globs(logs),
+            format=log_format,
+            results=results,
             default_model=model,
             default_provider=provider,
             on_bad_record="stop" if strict else "skip",

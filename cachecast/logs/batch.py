@@ -28,8 +28,8 @@ from cachecast.errors import RecordFieldError
 from cachecast.logs.canonical import make_record, require_dict, unrecorded_prompt
 from cachecast.logs.errors import LogError, LogFileError
 from cachecast.logs.stream import Item, LogStream, documents, json_lines
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage, to_canonical
-from cachecast.tokenizers.types import ObservedUsage
 
 OPENAI_BATCH_APIS = {
     "/v1/chat/completions": "chat",

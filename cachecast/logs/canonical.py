@@ -15,8 +15,8 @@ from typing import Any
 
 from cachecast.errors import RecordFieldError
 from cachecast.logs.providers import resolve_provider
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import to_canonical
-from cachecast.tokenizers.types import ObservedUsage
 
 
 def make_record(

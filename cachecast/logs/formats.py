@@ -11,7 +11,7 @@ and why it did not fit. ``format=`` skips detection.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,13 +321,27 @@ def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, S
 
 
 def open_log(
-    path: str | Path, *, format: str | None = None, results: str | Path | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    results: str | Path | None = None,
+    name: str | None = None,
 ) -> LogStream:
     """Open a log of any supported format as a :class:`LogStream` of canonical records.
 
     ``format`` forces a format (a name from :func:`format_names`); ``results`` gives a batch
-    requests file its results file (either may be given first: they are told apart)."""
-    log = Path(path)
+    requests file its results file (either may be given first: they are told apart);
+    ``name`` is what errors call the file (default: its path)."""
+    try:
+        stream = _open(Path(path), format, results)
+    except LogFileError as error:
+        raise (error.named(name) if name is not None else error) from None
+    if name is not None:
+        stream.source = name
+    return stream
+
+
+def _open(log: Path, format: str | None, results: str | Path | None) -> LogStream:
     found: Sample | None = None
     if format is not None:
         fmt = BY_NAME.get(format)
@@ -367,3 +381,44 @@ def _pair(log: Path, fmt: LogFormat, results: Path) -> tuple[Path, LogFormat, Pa
             str(results), f"is {other.name}, not the {fmt.pair} file that pairs with {fmt.name}"
         )
     return log, fmt, results
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Characters two file names share at their start (``run.jsonl`` / ``run_results.jsonl``)."""
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def pair_batch_files(paths: Sequence[str | Path]) -> list[tuple[Path, Path | None]]:
+    """Each path with the results file it pairs with (None for the others): a batch
+    requests file (openai-batch, anthropic-batch) and a results file of its kind among
+    ``paths`` are paired; with several of a kind, by the longest common file-name prefix.
+    A results file left without requests is inspected alone."""
+    files = [Path(path) for path in paths]
+    kinds: dict[Path, LogFormat] = {}
+    for path in files:
+        try:
+            kinds[path] = detect_format(path)[0]
+        except LogFileError:
+            continue  # not a batch file: reading it later reports why, naming it
+    requests = [p for p in kinds if kinds[p].batch == "requests"]
+    results = [p for p in kinds if kinds[p].batch == "results"]
+    paired: dict[Path, Path] = {}
+    taken: set[Path] = set()
+    for request in requests:
+        candidates = [r for r in results if r not in taken and kinds[r].name == kinds[request].pair]
+        if not candidates:
+            continue
+        best = max(candidates, key=lambda r: _common_prefix(r.name, request.name))
+        paired[request] = best
+        taken.add(best)
+    out: list[tuple[Path, Path | None]] = []
+    for path in files:
+        if path in taken:
+            continue
+        out.append((path, paired.get(path)))
+    return out

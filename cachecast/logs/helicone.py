@@ -25,8 +25,8 @@ from cachecast.logs.http import classify
 from cachecast.logs.messages import maybe_json
 from cachecast.logs.providers import resolve_provider
 from cachecast.logs.stream import Item, LogStream, each_record
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
-from cachecast.tokenizers.types import ObservedUsage
 
 NO_CACHE_REFERENCE = "00000000-0000-0000-0000-000000000000"
 

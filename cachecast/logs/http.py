@@ -51,8 +51,8 @@ from cachecast.errors import RecordFieldError
 from cachecast.logs.canonical import make_record
 from cachecast.logs.errors import LogError
 from cachecast.logs.stream import Item, LogStream
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
-from cachecast.tokenizers.types import ObservedUsage
 
 _HOST_PROVIDERS = (
     ("api.openai.com", "openai"),

@@ -28,8 +28,8 @@ from cachecast.logs.canonical import iso_seconds, make_record, unrecorded_prompt
 from cachecast.logs.messages import body_for, chat_messages, chat_tools, has_tool_calls, maybe_json
 from cachecast.logs.providers import resolve_provider
 from cachecast.logs.stream import Item, LogStream, each_record
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
-from cachecast.tokenizers.types import ObservedUsage
 
 RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "embedding", "prompt", "parser"})
 

@@ -25,7 +25,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cachecast.errors import RecordFieldError
-from cachecast.tokenizers.types import ObservedUsage
+from cachecast.logs.types import ObservedUsage
 
 CANONICAL_KEYS = (
     "input_tokens",

@@ -21,6 +21,7 @@ from cachecast.service.routers import (
     contracts,
     estimates,
     health,
+    inspections,
     jobs,
     layout_checks,
     simulations,
@@ -84,7 +85,16 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         return problem_response(error.to_problem(request.url.path))
 
     app.add_exception_handler(DatabaseNotMigratedError, on_not_migrated)
-    for module in (health, contracts, estimates, simulations, jobs, layout_checks, comparisons):
+    for module in (
+        health,
+        contracts,
+        estimates,
+        inspections,
+        simulations,
+        jobs,
+        layout_checks,
+        comparisons,
+    ):
         app.include_router(module.router)
     # Outermost first: count every request (413s included), then enforce the body limit.
     app.add_middleware(NoLocalTokenizersMiddleware)

@@ -134,7 +134,10 @@ def read_log(
     file's ``results`` joined to it). A :class:`LogStream` already opened may be passed
     instead of a path: its counts then tell the caller whether any record was readable.
     ``name`` is what errors and requests call the file (default: its path)."""
-    stream = path if isinstance(path, LogStream) else open_log(path, format=format, results=results)
+    if isinstance(path, LogStream):
+        stream = path
+    else:
+        stream = open_log(path, format=format, results=results, name=name)
     # The parsed records are ours alone, so a conversation's earlier bodies stay as they were
     # and later requests may take their rendering over (see ``render.render_after``).
     reader = _Reader(

@@ -7,8 +7,9 @@ These types are the contract between ``cachecast.tokenizers`` (producer) and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal
+from dataclasses import dataclass
+
+from cachecast.logs.types import ObservedUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +36,6 @@ class Breakpoint:
 
     offset: int
     ttl: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedUsage:
-    """Usage the provider reported for this request, normalised; None where not reported.
-
-    ``input_tokens`` is the *total* prompt length (cached tokens included), whatever the
-    provider's own convention was; ``cache_write_by_ttl`` maps TTL option names to tokens;
-    ``output_tokens`` includes reasoning tokens the provider bills as output. ``cost`` is the
-    charge a gateway reported for the request (OpenRouter's ``usage.cost``, USD), never an
-    estimate from a price table.
-    """
-
-    input_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    cache_write_by_ttl: dict[str, int] = field(default_factory=dict)
-    output_tokens: int | None = None
-    cost: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +71,6 @@ class TokenizedRequest:
     session: str | None = None
     logged_model: str | None = None  # the model the log names for this request
     prompt_complete: bool = True
+
+
+__all__ = ["Breakpoint", "ObservedUsage", "Segment", "TokenizedRequest"]

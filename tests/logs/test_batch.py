@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.logs import LogFileError
-from cachecast.logs.inspect import pair_batch_files
+from cachecast.logs import LogFileError, pair_batch_files
 from tests.conftest import shared_data
 from tests.logs.helpers import json_lines, read, write_jsonl
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cachecast.app.estimate import EstimateRequest, estimate
+from cachecast.app.inspect import inspect_logs
 from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
-from cachecast.logs import inspect_logs
 from cachecast.simulator.billing import bill_request, usage_from_observed
 from tests.conftest import shared_data
 from tests.logs.helpers import read

@@ -1,4 +1,4 @@
-"""What a log holds, per file: the report a user reads first on a new file.
+"""``inspect``: what a log holds, per file: the report a user reads first on a new file.
 
 :func:`inspect_logs` reads each file the way every command does (format detection, then the
 tokenizer's reader), so what it reports is what an estimate will see: the billed requests,
@@ -7,7 +7,7 @@ carried usage, whether the prompts are complete, what the format holds that is n
 request (``skipped``, by reason), and every line that could not be read
 (``file:line: field: reason``; the first :data:`MAX_REPORTED_ERRORS` are listed, all are
 counted). Batch requests and results files given together are paired
-(:func:`pair_batch_files`).
+(``logs.pair_batch_files``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from cachecast.logs.errors import LogError
-from cachecast.logs.formats import detect_format, open_log
+from cachecast.app.logs import LogFile, LogInput
+from cachecast.app.reports import Report
+from cachecast.logs import LogError, open_log, pair_batch_files
+from cachecast.tokenizers.records import read_log
 
 # A file with a million bad lines lists this many; error_count says how many there were.
 MAX_REPORTED_ERRORS = 100
@@ -37,7 +39,7 @@ class ObservedTotals(BaseModel):
     cost: Decimal | None = Field(None, description="cost a gateway reported (OpenRouter)")
 
 
-class FileInspection(BaseModel):
+class FileInspection(Report):
     path: str
     format: str
     results_path: str | None = None
@@ -59,30 +61,69 @@ class FileInspection(BaseModel):
     error_count: int = 0
 
 
-class InspectReport(BaseModel):
+class InspectReport(Report):
     files: list[FileInspection]
+
+
+class InspectRequest(BaseModel):
+    """The files to inspect. A file given without ``format`` and ``results`` is paired with
+    a batch results file among the others (``logs.pair_batch_files``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    files: list[LogFile] = Field(min_length=1)
+
+
+def inspect(request: InspectRequest) -> InspectReport:
+    """What each file holds (see the module docstring)."""
+    LogInput(files=request.files).check_sources()
+    plain = [file for file in request.files if file.format is None and file.results is None]
+    names = {file.path: file.display_name for file in request.files}
+    paired = dict(pair_batch_files([file.path for file in plain]))
+    inspections = []
+    for file in request.files:
+        if file in plain:
+            if file.path not in paired:
+                continue  # a results file paired with its requests
+            results = paired[file.path]
+        else:
+            results = file.results
+        inspection = inspect_file(
+            file.path, format=file.format, results=results, name=names[file.path]
+        )
+        shown = names.get(results) if results is not None else None
+        if file.results_name is not None:
+            shown = file.results_name
+        if shown is not None:
+            inspection = inspection.model_copy(update={"results_path": shown})
+        inspections.append(inspection)
+    return InspectReport(files=inspections)
 
 
 def inspect_logs(
     paths: Sequence[str | Path], *, format: str | None = None, results: str | Path | None = None
 ) -> InspectReport:
-    """Inspect each log. ``format`` forces one format for every file; ``results`` is the
-    results file of the (one) batch requests file among ``paths``. Without ``results``,
-    batch requests and results files among ``paths`` are paired by
-    :func:`pair_batch_files`."""
-    if results is not None or format is not None:
-        pairs = [(Path(path), Path(results) if results is not None else None) for path in paths]
-    else:
-        pairs = pair_batch_files(paths)
-    return InspectReport(files=[inspect_file(path, format=format, results=r) for path, r in pairs])
+    """:func:`inspect` on paths: ``format`` forces one format for every file; ``results`` is
+    the results file of the (one) batch requests file among ``paths``."""
+    files = [
+        LogFile(
+            path=Path(path),
+            format=format,
+            results=Path(results) if results is not None else None,
+        )
+        for path in paths
+    ]
+    return inspect(InspectRequest(files=files))
 
 
 def inspect_file(
-    path: str | Path, *, format: str | None = None, results: str | Path | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    results: str | Path | None = None,
+    name: str | None = None,
 ) -> FileInspection:
-    from cachecast.tokenizers.records import read_log  # (that module imports this package)
-
-    stream = open_log(path, format=format, results=results)
+    stream = open_log(path, format=format, results=results, name=name)
     errors: list[LogError] = []
     models: Counter[str] = Counter()
     providers: Counter[str] = Counter()
@@ -114,7 +155,7 @@ def inspect_file(
             cost = observed.cost if cost is None else cost + observed.cost
     totals.cost = cost
     return FileInspection(
-        path=str(stream.path),
+        path=stream.source,
         format=stream.format,
         results_path=None if stream.results is None else str(stream.results),
         requests=count,
@@ -134,50 +175,3 @@ def inspect_file(
 
 def _moment(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Characters two file names share at their start (``run.jsonl`` / ``run_results.jsonl``)."""
-    count = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        count += 1
-    return count
-
-
-def pair_batch_files(paths: Sequence[str | Path]) -> list[tuple[Path, Path | None]]:
-    """Each path with the results file it pairs with (None for the others): a batch
-    requests file (openai-batch, anthropic-batch) and a results file of its kind among
-    ``paths`` are paired; with several of a kind, by the longest common file-name prefix.
-    A results file left without requests is inspected alone."""
-    files = [Path(path) for path in paths]
-    kinds = {path: detect_format(path)[0] for path in files}
-    requests = [p for p in files if kinds[p].batch == "requests"]
-    results = [p for p in files if kinds[p].batch == "results"]
-    paired: dict[Path, Path] = {}
-    taken: set[Path] = set()
-    for request in requests:
-        candidates = [r for r in results if r not in taken and kinds[r].name == kinds[request].pair]
-        if not candidates:
-            continue
-        best = max(candidates, key=lambda r: _common_prefix(r.name, request.name))
-        paired[request] = best
-        taken.add(best)
-    out: list[tuple[Path, Path | None]] = []
-    for path in files:
-        if path in taken:
-            continue
-        out.append((path, paired.get(path)))
-    return out
-
-
-__all__ = [
-    "MAX_REPORTED_ERRORS",
-    "FileInspection",
-    "InspectReport",
-    "ObservedTotals",
-    "inspect_file",
-    "inspect_logs",
-    "pair_batch_files",
-]

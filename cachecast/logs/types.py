@@ -1,0 +1,25 @@
+"""What the log stage hands on besides the request body: the usage the provider reported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedUsage:
+    """Usage the provider reported for this request, normalised; None where not reported.
+
+    ``input_tokens`` is the *total* prompt length (cached tokens included), whatever the
+    provider's own convention was; ``cache_write_by_ttl`` maps TTL option names to tokens;
+    ``output_tokens`` includes reasoning tokens the provider bills as output. ``cost`` is the
+    charge a gateway reported for the request (OpenRouter's ``usage.cost``, USD), never an
+    estimate from a price table.
+    """
+
+    input_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_by_ttl: dict[str, int] = field(default_factory=dict)
+    output_tokens: int | None = None
+    cost: Decimal | None = None

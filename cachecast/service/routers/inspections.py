@@ -1,0 +1,119 @@
+"""``POST /v1/inspections``: what uploaded log files hold (``inspect``'s report).
+
+Files of any format cachecast reads are uploaded as ``log`` (repeatable, multipart); a batch
+requests file and its results file uploaded together are paired, or ``results`` names the
+results file explicitly. The files are kept in a temporary folder for the request only and are
+named in the report by their upload names.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from cachecast.app.inspect import InspectReport, InspectRequest, inspect
+from cachecast.app.logs import LogInput
+from cachecast.errors import BadInputError, Location
+from cachecast.service.problems import ProblemError, problem_responses
+from cachecast.service.state import ServiceState, service_state
+
+router = APIRouter(prefix="/v1", tags=["inspections"])
+
+MAX_FILES = 16
+
+
+@router.post(
+    "/inspections",
+    summary="Inspect log files: format, requests, models, time span, observed usage",
+    response_model=InspectReport,
+    responses=problem_responses(413, 415, 422),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["log"],
+                        "properties": {
+                            "log": {
+                                "type": "array",
+                                "items": {"type": "string", "format": "binary"},
+                                "description": "log files of any supported format",
+                            },
+                            "results": {
+                                "type": "string",
+                                "format": "binary",
+                                "description": "the results file of an uploaded batch file",
+                            },
+                            "format": {"type": "string", "description": "force one format"},
+                        },
+                    }
+                }
+            },
+        }
+    },
+)
+async def create_inspection(
+    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+) -> InspectReport:
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "multipart/form-data":
+        raise ProblemError(
+            415,
+            "Unsupported media type",
+            f"upload the files as multipart/form-data, not {media_type or 'nothing'}",
+            slug="unsupported-media-type",
+        )
+    form = await request.form(max_files=MAX_FILES + 1, max_fields=8)
+    try:
+        uploads = [value for value in form.getlist("log") if isinstance(value, UploadFile)]
+        if not uploads:
+            raise BadInputError("upload at least one file as 'log'", location=Location(field="log"))
+        results = form.get("results")
+        format_field = form.get("format")
+        log_format = format_field if isinstance(format_field, str) and format_field else None
+        with tempfile.TemporaryDirectory(prefix="cachecast-inspect-") as directory:
+            folder = Path(directory)
+            paths = [await _keep(upload, folder, index) for index, upload in enumerate(uploads)]
+            names = {
+                path: upload.filename or f"log-{index}"
+                for index, (path, upload) in enumerate(zip(paths, uploads, strict=True))
+            }
+            results_path = None
+            results_name = None
+            if isinstance(results, UploadFile):
+                results_path = await _keep(results, folder, len(uploads))
+                results_name = results.filename or "results"
+            files = [
+                file.model_copy(
+                    update={
+                        "name": names[file.path],
+                        "results_name": (
+                            results_name
+                            if results_path is not None
+                            else names.get(file.results)
+                            if file.results
+                            else None
+                        ),
+                    }
+                )
+                for file in LogInput.of_paths(paths, format=log_format, results=results_path).files
+            ]
+            return await run_in_threadpool(inspect, InspectRequest(files=files))
+    finally:
+        await form.close()
+
+
+async def _keep(upload: UploadFile, folder: Path, index: int) -> Path:
+    """The upload as a file of its own (its name's suffix kept: detection does not need it,
+    people reading errors do)."""
+    suffix = Path(upload.filename or "").suffix[:16]
+    path = folder / f"upload-{index}{suffix}"
+    path.write_bytes(await upload.read())
+    return path
