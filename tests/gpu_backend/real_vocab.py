@@ -26,7 +26,8 @@ QWEN_KV_HEADS = 2
 QWEN_HEAD_DIM = 64
 # K and V, 4 layers, 2 KV heads of 64 dims, bf16 (2 bytes), 32 tokens per block.
 QWEN_BLOCK_BYTES = 2 * QWEN_LAYERS * QWEN_KV_HEADS * QWEN_HEAD_DIM * 2 * QWEN_BLOCK_SIZE
-QWEN_NUM_BLOCKS = 600  # 599 usable (block 0 is vLLM's null block): 19,168 tokens
+QWEN_NUM_BLOCKS = 1500  # 1,499 usable (block 0 is vLLM's null block): 47,968 tokens, so the
+# example log (21,960 prompt tokens) and every test log fit without an eviction
 QWEN_MAX_MODEL_LEN = 8192
 QWEN_SERVER_TEST_FILE = "test_real_vocab_server.py"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,52 @@ def test_chat_log_replay_warm_requests_start_faster(chat_report: MeasurementRepo
     assert summary["ttft"]["count"] == 12
     assert summary["ttft_warm"]["p50_s"] < summary["ttft_cold"]["p50_s"]
     assert summary["ttft"]["p50_s"] <= summary["ttft"]["p95_s"]
+
+
+EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "faulty-agent-log.jsonl"
+
+
+def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
+    backend: OfflineBackend, tmp_path: Path
+) -> None:
+    """The example log's faults (timestamp on top, shuffled tools) and suggest's top change,
+    each replayed after a reset, twice in alternation: the engine's cached tokens equal the
+    simulated ones request by request and in total, and the change lowers the median TTFT
+    (pooled over both rounds, so that a burst of load on the host hits both sides)."""
+    import json
+
+    from cachecast.simulator.layouts.evaluate import parse_target
+    from cachecast.simulator.layouts.sources import load_prompt_set
+    from cachecast.simulator.layouts.suggest import suggest
+
+    prompt_set = load_prompt_set(EXAMPLE_LOG, tmp_path, values=None, model=None, name="input")
+    (top, *_) = suggest(prompt_set, [parse_target("vllm:32")], at=date(2026, 12, 2), store=None)
+    simulated = top.outcomes[0]
+    logs = {
+        "faulty": json.loads(json.dumps(prompt_set.records)),
+        "fixed": json.loads(json.dumps(list(top.transformed_records))),
+    }
+    expected = {
+        name: vllm_hit_rule(
+            [list(r.tokens or ()) for r in read_records(records, name, model=QWEN_MODEL)],
+            QWEN_BLOCK_SIZE,
+        )
+        for name, records in logs.items()
+    }
+    ttft: dict[str, list[float]] = {"faulty": [], "fixed": []}
+    for _ in range(2):
+        for name, records in logs.items():
+            report = measure_chat_records(
+                records, backend, model=QWEN_MODEL, options=ReplayOptions(warmup_requests=1)
+            )
+            measured = [r.measured_cached_tokens for r in report.requests]
+            assert measured == expected[name]
+            assert measured == [r.predicted_cached_tokens for r in report.requests]
+            side = simulated.before if name == "faulty" else simulated.after
+            assert report.measured_cached_tokens == side.cache_read_tokens
+            assert report.prompt_tokens == side.input_tokens
+            ttft[name].extend(r.ttft_s for r in report.requests)
+    # The timestamp leaves no block shared (every request differs within its first 32
+    # tokens); the top change makes the stable system prompt a shared prefix.
+    assert simulated.before.cache_read_tokens == 0 < simulated.after.cache_read_tokens
+    assert statistics.median(ttft["fixed"]) < statistics.median(ttft["faulty"])
