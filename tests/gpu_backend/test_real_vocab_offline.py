@@ -5,6 +5,7 @@ cached requests starting faster. One engine serves the whole module."""
 
 from __future__ import annotations
 
+import copy
 import statistics
 from collections.abc import Iterator
 from datetime import date
@@ -61,9 +62,9 @@ def test_engine_chat_prompt_equals_cachecast_tokenization(
     from vllm import SamplingParams
 
     params = SamplingParams(max_tokens=1, temperature=0.0)
-    (output,) = backend.llm.chat(
-        [dict(m) for m in body["messages"]], params, tools=body.get("tools"), use_tqdm=False
-    )
+    # A deep copy: vLLM parses tool-call arguments in the messages it is given, in place.
+    messages, tools = copy.deepcopy(body["messages"]), copy.deepcopy(body.get("tools"))
+    (output,) = backend.llm.chat(messages, params, tools=tools, use_tqdm=False)
     assert list(output.prompt_token_ids) == ours(body)
 
 
