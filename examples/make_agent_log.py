@@ -26,6 +26,7 @@ import argparse
 import datetime as dt
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,26 @@ def tool_result(rng: random.Random, tool: str, module: str) -> tuple[dict[str, A
     return {"path": path, "start_line": start, "content": content}, f"wrote {path}"
 
 
+def append_tool_turn(
+    messages: list[dict[str, Any]], call_id: str, tool: str, arguments_text: str, result: str
+) -> None:
+    """The assistant's tool call and the tool's result, as the agent re-sends them."""
+    messages.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": tool, "arguments": arguments_text},
+                }
+            ],
+        }
+    )
+    messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+
+
 def session_calls(
     rng: random.Random, index: int, start: dt.datetime, scope: str, agent: str
 ) -> list[dict[str, Any]]:
@@ -283,20 +304,7 @@ def session_calls(
         call_id = f"call_{index:02d}_{step:02d}"
         arguments_text = json.dumps(arguments)
         calls[-1]["output_tokens"] = len(tokenizer.encode(tool + arguments_text))
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": tool, "arguments": arguments_text},
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+        append_tool_turn(messages, call_id, tool, arguments_text, result)
         # Model time plus tool time; a person sometimes steps away mid-session.
         seconds = rng.uniform(2.0, 25.0) + 60 * pauses.get(step + 1, 0)
         now += dt.timedelta(seconds=round(seconds, 3))
@@ -317,17 +325,33 @@ def generate(sessions: int = 26, seed: int = SEED) -> list[dict[str, Any]]:
     return calls
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
-    parser.add_argument("--sessions", type=int, default=26)
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    calls = generate(args.sessions, args.seed)
-    with open(args.output, "w", encoding="utf-8") as handle:
+def write_calls(calls: list[dict[str, Any]], path: Path) -> None:
+    """One compact JSON object a line (the bytes the committed logs hold)."""
+    with open(path, "w", encoding="utf-8") as handle:
         for call in calls:
             handle.write(json.dumps(call, separators=(",", ":")) + "\n")
+
+
+def run(
+    doc: str,
+    make: Callable[[int, int], list[dict[str, Any]]],
+    output: Path,
+    sessions: int,
+    seed: int,
+) -> None:
+    """The command line of a log generator: ``--output``, ``--sessions``, ``--seed``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, default=output)
+    parser.add_argument("--sessions", type=int, default=sessions)
+    parser.add_argument("--seed", type=int, default=seed)
+    args = parser.parse_args()
+    calls = make(args.sessions, args.seed)
+    write_calls(calls, args.output)
     print(f"wrote {len(calls)} calls to {args.output}")
+
+
+def main() -> None:
+    run(__doc__ or "", generate, DEFAULT_OUTPUT, 26, SEED)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ from cachecast.tokenizers.base import (
     TiktokenTokenizer,
     Tokenizer,
 )
+from cachecast.tokenizers.chat_messages import template_input
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
@@ -425,7 +426,7 @@ class _Reader:
                     and rendered is not None
                     and rendered.tokens is None
                 ):
-                    result = _encode_hf(item.tokenizer, rendered)
+                    result = _encode_hf(item.tokenizer, rendered, item.body)
                 done.append(self._request(item, result))
             except RecordFieldError as exc:
                 done.append(LogError(self.source, item.line, exc.field, exc.reason))
@@ -489,12 +490,21 @@ class _Reader:
 
 
 def _encode_hf(
-    tokenizer: HFTokenizer, rendered: Rendered
+    tokenizer: HFTokenizer, rendered: Rendered, body: dict[str, Any]
 ) -> tuple[Any, tuple[Segment, ...], tuple[Any, ...]]:
     if rendered.api == "prompt":
-        ids = tokenizer.encode(rendered.parts[0].text())
+        ids = tokenizer.encode_prompt(rendered.parts[0].text())
         return ids, (Segment("prompt", "prompt", 0, len(ids)),), ()
     parts = [part for part in rendered.parts if part.kind != "tool"]
+    if rendered.api == "chat":
+        # The template gets the messages and tools as an engine hands them over (tool calls
+        # as objects, tool definitions normalized), so it renders exactly the engine's prompt.
+        given = template_input(body)
+        rendered.exact = given.exact
+        ids, segments = tokenizer.encode_chat(
+            given.messages, [p.label for p in parts], [p.kind for p in parts], given.tools
+        )
+        return ids, tuple(segments), ()
     messages: list[dict[str, Any]] = [{"role": p.role, "content": p.text()} for p in parts]
     labels = [part.label for part in parts]
     kinds = [part.kind for part in parts]

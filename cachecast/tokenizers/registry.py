@@ -11,8 +11,9 @@ Tokenizer kinds:
 * ``approx:o200k_base``: providers without a public tokenizer (Anthropic, Gemini, DeepSeek,
   Kimi): o200k_base ids as a documented approximation, ``exact=False``; exact counts come
   from the usage a record carries (see ``records``);
-* Hugging Face: ``llama3`` and ``qwen`` vocabularies shipped by quicktok-v1, Mistral Tekken
-  shipped by mistral-common, or a local tokenizer directory (see ``hf``).
+* Hugging Face: ``llama3``, ``qwen`` (Qwen3) and ``qwen2.5`` vocabularies shipped by
+  quicktok-v1, Mistral Tekken shipped by mistral-common, or a local tokenizer directory
+  (see ``hf``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("llama-3*", "hf:llama3"),
     ("meta-llama-3*", "hf:llama3"),
     ("llama3*", "hf:llama3"),
-    ("qwen2.5-*", "hf:qwen"),
+    ("qwen2.5-*", "hf:qwen2.5"),
     ("qwen3-*", "hf:qwen"),
     ("mistral-nemo*", "hf:tekken_240718"),
     ("open-mistral-nemo*", "hf:tekken_240718"),

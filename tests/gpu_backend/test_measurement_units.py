@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cachecast.gpu_backend.engine.chat_replay import chat_payload
+from cachecast.gpu_backend.engine.http_backend import check_same_prompt
 from cachecast.gpu_backend.engine.metrics import (
     cache_geometry,
     parse_prometheus_text,
@@ -26,6 +28,7 @@ from cachecast.gpu_backend.engine.types import (
     EngineInfo,
     MetricsSnapshot,
     ReplayOptions,
+    ReplayRequest,
 )
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -182,10 +185,13 @@ def test_report_arithmetic() -> None:
     assert report.hit_rate == pytest.approx(128 / 250)
     assert report.ttft(warm=True)["count"] == 2  # b and c hit (measured)
     assert report.ttft(warm=False)["p50_s"] == 0.30
+    # all three TTFTs sorted 0.04 0.05 0.30: p50 rank ceil(1.5)=2 -> 0.05, p95 rank 3 -> 0.30
+    assert (report.ttft()["p50_s"], report.ttft()["p95_s"]) == (0.05, 0.30)
     assert report.input_tokens_per_s == pytest.approx(500.0)  # 250 tokens in 0.5 s
     assert report.counters_agree
     assert [r.request_id for r in report.mismatches] == ["c"]
     document = report.to_json()
+    assert document["ttft"]["count"] == 3 and document["ttft_warm"]["p95_s"] == 0.05
     assert document["passport"]["block_size"] == 32
     assert document["per_request"][2]["predicted_cached_tokens"] == 0
 
@@ -207,3 +213,35 @@ def test_engine_measurements_migration_goes_down_and_up(migrated_db_url: str) ->
     db.upgrade(migrated_db_url)
     assert "engine_measurements" in tables()
     assert db.current_revision(migrated_db_url) == db.head_revision()
+
+
+def test_chat_mode_refuses_a_server_prompt_that_differs() -> None:
+    request = ReplayRequest("r-7", 7, (5, 6, 7, 8), chat={"messages": []})
+    check_same_prompt(request, [5, 6, 7, 8])  # equal: accepted
+    with pytest.raises(EngineError, match=r"4 against 4 tokens.*at token 2 \(server 9, ca"):
+        check_same_prompt(request, [5, 6, 9, 8])
+    with pytest.raises(EngineError, match=r"3 against 4 tokens.*at token 3 \(server \(end\)"):
+        check_same_prompt(request, [5, 6, 7])
+    with pytest.raises(EngineError, match="did not report"):
+        check_same_prompt(request, None)
+
+
+def test_chat_payload_keeps_messages_and_tools_and_refuses_template_fields() -> None:
+    record = {
+        "model": "m",
+        "request": {
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "temperature": 1,
+        },
+    }
+    assert chat_payload(record, "log.jsonl", 3) == {
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+    }
+    with pytest.raises(LogFormatError) as raised:
+        chat_payload({"messages": [], "chat_template_kwargs": {}}, "log.jsonl", 4)
+    assert (raised.value.line, raised.value.field) == (4, "chat_template_kwargs")
+    with pytest.raises(LogFormatError) as raised:
+        chat_payload({"prompt": "x"}, "log.jsonl", 5)
+    assert (raised.value.line, raised.value.field) == (5, "messages")

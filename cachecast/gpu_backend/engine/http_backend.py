@@ -4,6 +4,12 @@ Each request is a streaming ``/v1/completions`` call with a token-id prompt; TTF
 when the first chunk carrying a choice arrives, the per-request hit from
 ``usage.prompt_tokens_details.cached_tokens`` (present only when the server runs with
 ``--enable-prompt-tokens-details``). Counters and cache geometry come from ``/metrics``.
+
+In ``chat`` mode each request is instead sent as logged (messages and tools) to
+``/v1/chat/completions``, so the server applies its own chat template, exactly as the
+application's traffic would reach it; the prompt ids the server reports
+(``return_token_ids``) must equal cachecast's tokenization, or the replay stops and says
+where they differ (a measured hit is only comparable with the prediction for equal ids).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from cachecast.gpu_backend.engine.types import (
 )
 
 REMOTE_DEVICE = "unknown (remote server)"
+PROMPT_MODES = ("tokens", "chat")  # token-id prompts, or chat payloads the server templates
 
 
 class HttpBackend:
@@ -46,7 +53,11 @@ class HttpBackend:
         api_key: str | None = None,
         device: str = REMOTE_DEVICE,
         timeout_s: float = 600.0,
+        prompt_mode: str = "tokens",
     ) -> None:
+        if prompt_mode not in PROMPT_MODES:
+            raise ValueError(f"prompt_mode must be one of {', '.join(PROMPT_MODES)}")
+        self._prompt_mode = prompt_mode
         self._url = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = httpx.Timeout(timeout_s, connect=10.0)
@@ -172,19 +183,30 @@ class HttpBackend:
     ) -> RequestResult:
         body: dict[str, Any] = {
             "model": model,
-            "prompt": list(request.prompt_token_ids),
             "max_tokens": options.max_tokens,
             "temperature": 0.0,
             "ignore_eos": True,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if self._prompt_mode == "chat":
+            if request.chat is None:
+                raise EngineError(
+                    f"request {request.request_id} (line {request.line}): no chat payload to"
+                    " send (chat mode replays chat requests only)"
+                )
+            body.update(request.chat)
+            body["return_token_ids"] = True  # the first chunk then carries the prompt's ids
+            url = f"{self._url}/v1/chat/completions"
+        else:
+            body["prompt"] = list(request.prompt_token_ids)
+            url = f"{self._url}/v1/completions"
         salt = self._salt(request)
         if salt is not None:
             body["cache_salt"] = salt
-        url = f"{self._url}/v1/completions"
         first_token: float | None = None
         usage: dict[str, Any] | None = None
+        server_prompt: list[int] | None = None
         submitted = time.perf_counter()
         try:
             async with client.stream("POST", url, json=body) as response:
@@ -203,6 +225,8 @@ class HttpBackend:
                     chunk = json.loads(payload)
                     if first_token is None and chunk.get("choices"):
                         first_token = time.perf_counter()
+                    if server_prompt is None and chunk.get("prompt_token_ids") is not None:
+                        server_prompt = list(chunk["prompt_token_ids"])
                     if chunk.get("usage"):
                         usage = chunk["usage"]
         except httpx.HTTPError as error:
@@ -216,6 +240,8 @@ class HttpBackend:
                 " a token or without usage (stream_options.include_usage unsupported?)"
             )
         prompt_tokens = int(usage.get("prompt_tokens", -1))
+        if self._prompt_mode == "chat":
+            check_same_prompt(request, server_prompt)
         if prompt_tokens != len(request.prompt_token_ids):
             raise EngineError(
                 f"request {request.request_id} (line {request.line}): the server counted"
@@ -233,3 +259,28 @@ class HttpBackend:
             ttft_s=first_token - submitted,
             latency_s=finished - submitted,
         )
+
+
+def check_same_prompt(request: ReplayRequest, server_prompt: list[int] | None) -> None:
+    """Refuse a chat request whose server-side prompt ids differ from cachecast's."""
+    ours = list(request.prompt_token_ids)
+    where = f"request {request.request_id} (line {request.line})"
+    if server_prompt is None:
+        raise EngineError(
+            f"{where}: the server did not report the prompt's token ids (return_token_ids"
+            " is a vLLM extension; an older server cannot be checked in chat mode)"
+        )
+    if server_prompt == ours:
+        return
+    position = next(
+        (i for i, (a, b) in enumerate(zip(server_prompt, ours, strict=False)) if a != b),
+        min(len(server_prompt), len(ours)),
+    )
+    server_id = server_prompt[position] if position < len(server_prompt) else "(end)"
+    our_id = ours[position] if position < len(ours) else "(end)"
+    raise EngineError(
+        f"{where}: the server's chat template gives a different prompt than cachecast's"
+        f" tokenization: {len(server_prompt)} against {len(ours)} tokens, first difference"
+        f" at token {position} (server {server_id}, cachecast {our_id}); measured hits"
+        " would not be comparable with the prediction"
+    )

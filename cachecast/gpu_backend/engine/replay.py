@@ -13,7 +13,7 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -154,14 +154,19 @@ def with_token_ids(requests: Iterable[TokenizedRequest]) -> list[TokenizedReques
     return ready
 
 
-def to_replay_requests(requests: Sequence[TokenizedRequest]) -> list[ReplayRequest]:
+def to_replay_requests(
+    requests: Sequence[TokenizedRequest], chats: Sequence[Mapping[str, Any]] | None = None
+) -> list[ReplayRequest]:
     """Engine requests in log order. Caches are separated by (model, scope), as the
-    simulator separates them: where a log mixes several, each gets its own cache salt."""
+    simulator separates them: where a log mixes several, each gets its own cache salt.
+    ``chats`` (one per request) are the chat payloads for a backend in chat mode."""
+    if chats is not None and len(chats) != len(requests):
+        raise ValueError(f"{len(chats)} chat payloads for {len(requests)} requests")
     namespaces = {(request.model, request.scope) for request in requests}
     salted = len(namespaces) > 1
     start = requests[0].timestamp if requests else 0.0
     replay: list[ReplayRequest] = []
-    for request in requests:
+    for index, request in enumerate(requests):
         assert request.tokens is not None
         replay.append(
             ReplayRequest(
@@ -170,6 +175,7 @@ def to_replay_requests(requests: Sequence[TokenizedRequest]) -> list[ReplayReque
                 prompt_token_ids=tuple(request.tokens),
                 arrival_s=max(0.0, request.timestamp - start),
                 cache_salt=f"{request.model or ''}\x1f{request.scope}" if salted else None,
+                chat=None if chats is None else chats[index],
             )
         )
     return replay
@@ -242,11 +248,13 @@ def measure_layout(
     compare_simulator: bool = True,
     source: str = "",
     progress: Progress | None = None,
+    chats: Sequence[Mapping[str, Any]] | None = None,
 ) -> MeasurementReport:
     """Replay ``requests`` (log order) on ``backend`` and report measured against predicted.
 
     This is the hook for ``suggest --validate-on-engine``: call it once with the original
-    layout and once with the suggested one, on the same backend.
+    layout and once with the suggested one, on the same backend. ``chats`` gives each
+    request's chat payload, for a backend that lets the engine apply its chat template.
     """
     options = options or ReplayOptions()
     if options.concurrency < 1:
@@ -256,7 +264,7 @@ def measure_layout(
         raise EngineError("nothing to replay: the log has no requests")
     info = backend.info()
     check_fits_engine(prepared, info)
-    replay = to_replay_requests(prepared)
+    replay = to_replay_requests(prepared, chats)
     if options.warmup_requests > 0:
         sequential = replace(options, concurrency=1, arrival_scale=None)
         backend.run(warmup_requests(replay, options.warmup_requests), sequential)

@@ -67,6 +67,7 @@ def ttft_summary(values: Sequence[float]) -> dict[str, float | int | None]:
         "count": len(values),
         "p50_s": percentile(values, 0.50),
         "p90_s": percentile(values, 0.90),
+        "p95_s": percentile(values, 0.95),
         "p99_s": percentile(values, 0.99),
     }
 
@@ -127,8 +128,9 @@ class MeasurementReport:
     def mismatches(self) -> list[RequestComparison]:
         return [request for request in self.requests if request.matches is False]
 
-    def ttft(self, warm: bool) -> dict[str, float | int | None]:
-        return ttft_summary([r.ttft_s for r in self.requests if r.warm is warm])
+    def ttft(self, warm: bool | None = None) -> dict[str, float | int | None]:
+        """TTFT percentiles of the warm or the cold requests, or of all (``warm`` None)."""
+        return ttft_summary([r.ttft_s for r in self.requests if warm is None or r.warm is warm])
 
     @property
     def input_tokens_per_s(self) -> float:
@@ -178,6 +180,7 @@ class MeasurementReport:
             "predicted_cached_tokens": self.predicted_cached_tokens,
             "exact_match_share": self.exact_match_share,
             "hit_rate": self.hit_rate,
+            "ttft": self.ttft(),
             "ttft_cold": self.ttft(warm=False),
             "ttft_warm": self.ttft(warm=True),
             "wall_s": self.wall_s,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class EngineError(RuntimeError):
@@ -17,6 +18,9 @@ class ReplayRequest:
     ``arrival_s`` is the offset from the log's first request (used only when the replay
     follows the log's inter-arrival times). ``cache_salt`` isolates cache scopes: two
     requests share KV only when their salts are equal, as with separate API keys.
+    ``chat`` is the request's chat payload (``messages`` and ``tools`` as logged) for a
+    backend that lets the engine apply its own chat template; ``prompt_token_ids`` is then
+    cachecast's tokenization of it, which the engine's prompt must equal.
     """
 
     request_id: str
@@ -24,6 +28,7 @@ class ReplayRequest:
     prompt_token_ids: Sequence[int]
     arrival_s: float = 0.0
     cache_salt: str | None = None
+    chat: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
