@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.tokenizers.render import FieldError
+from cachecast.errors import RecordFieldError
 
 BILLING_HEADER = "x-anthropic-billing-header"  # a system text line vLLM drops (volatile)
 
@@ -33,7 +33,7 @@ def template_input(body: dict[str, Any]) -> TemplateInput:
     """The chat template's input for an OpenAI Chat Completions ``body``."""
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list):
-        raise FieldError("messages", "expected a list")
+        raise RecordFieldError("messages", "expected a list")
     exact = True
     messages: list[dict[str, Any]] = []
     for index, raw in enumerate(raw_messages):
@@ -52,17 +52,17 @@ def template_input(body: dict[str, Any]) -> TemplateInput:
 
 def _message(raw: Any, path: str) -> tuple[dict[str, Any], bool]:
     if not isinstance(raw, dict):
-        raise FieldError(path, f"expected an object, got {type(raw).__name__}")
+        raise RecordFieldError(path, f"expected an object, got {type(raw).__name__}")
     role = raw.get("role")
     if not isinstance(role, str):
-        raise FieldError(f"{path}.role", "missing or not a string")
+        raise RecordFieldError(f"{path}.role", "missing or not a string")
     content, exact = _content(raw.get("content"), f"{path}.content", system=role == "system")
     message: dict[str, Any] = {"role": "system" if role == "developer" else role}
     message["content"] = content
     if role == "assistant" and raw.get("tool_calls") is not None:
         calls = raw["tool_calls"]
         if not isinstance(calls, list):
-            raise FieldError(f"{path}.tool_calls", "expected a list")
+            raise RecordFieldError(f"{path}.tool_calls", "expected a list")
         if calls:  # an empty list is dropped, so the template takes the plain path
             message["tool_calls"] = [
                 _tool_call(call, f"{path}.tool_calls[{number}]")
@@ -85,7 +85,7 @@ def _content(value: Any, path: str, *, system: bool) -> tuple[str, bool]:
     elif isinstance(value, list):
         parts = value
     else:
-        raise FieldError(path, f"expected a string or a list, got {type(value).__name__}")
+        raise RecordFieldError(path, f"expected a string or a list, got {type(value).__name__}")
     texts: list[str] = []
     exact = True
     for number, part in enumerate(parts):
@@ -93,7 +93,7 @@ def _content(value: Any, path: str, *, system: bool) -> tuple[str, bool]:
             text = part
         elif isinstance(part, dict) and part.get("type") == "text":
             if not isinstance(part.get("text"), str):
-                raise FieldError(f"{path}[{number}].text", "missing or not a string")
+                raise RecordFieldError(f"{path}[{number}].text", "missing or not a string")
             text = part["text"]
         else:
             exact = False
@@ -108,10 +108,10 @@ def _content(value: Any, path: str, *, system: bool) -> tuple[str, bool]:
 
 def _tool_call(call: Any, path: str) -> dict[str, Any]:
     if not isinstance(call, dict):
-        raise FieldError(path, "expected an object")
+        raise RecordFieldError(path, "expected an object")
     function = call.get("function")
     if call.get("type", "function") != "function" or not isinstance(function, dict):
-        raise FieldError(path, "only tool calls of type 'function' with a function object")
+        raise RecordFieldError(path, "only tool calls of type 'function' with a function object")
     arguments = function.get("arguments")
     parsed: Any = {}
     if isinstance(arguments, dict):
@@ -131,20 +131,20 @@ def _tool_call(call: Any, path: str) -> dict[str, Any]:
 def _tools(value: Any) -> list[dict[str, Any]]:
     """Tool definitions as vLLM's request model dumps them: fixed keys in a fixed order."""
     if not isinstance(value, list):
-        raise FieldError("tools", "expected a list")
+        raise RecordFieldError("tools", "expected a list")
     tools = []
     for number, tool in enumerate(value):
         path = f"tools[{number}]"
         if not isinstance(tool, dict):
-            raise FieldError(path, "expected an object")
+            raise RecordFieldError(path, "expected an object")
         if tool.get("type", "function") != "function":
-            raise FieldError(f"{path}.type", "only tools of type 'function' are supported")
+            raise RecordFieldError(f"{path}.type", "only tools of type 'function' are supported")
         function = tool.get("function")
         if not isinstance(function, dict):
-            raise FieldError(f"{path}.function", "missing or not an object")
+            raise RecordFieldError(f"{path}.function", "missing or not an object")
         name = function.get("name")
         if not isinstance(name, str):
-            raise FieldError(f"{path}.function.name", "missing or not a string")
+            raise RecordFieldError(f"{path}.function.name", "missing or not a string")
         dumped: dict[str, Any] = {
             "name": name,
             "description": function.get("description"),

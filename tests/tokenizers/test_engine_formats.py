@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import quicktok
 
+from cachecast.errors import RecordFieldError
 from cachecast.tokenizers import get_tokenizer, read_records
 from cachecast.tokenizers.chat_messages import template_input
 from cachecast.tokenizers.hf import HFTokenizer, write_tokenizer_directory
-from cachecast.tokenizers.render import FieldError
 
 # Qwen2.5's added tokens are ids 151643..151664 (22); quicktok's qwen3 list has four more.
 IM_START, IM_END, TOOL_CALL, TOOL_CALL_END = 151644, 151645, 151657, 151658
@@ -186,7 +186,7 @@ def test_image_parts_make_the_chat_inexact() -> None:
 
 
 def test_bad_tool_is_reported_with_its_field() -> None:
-    with pytest.raises(FieldError) as raised:
+    with pytest.raises(RecordFieldError) as raised:
         template_input({"messages": [], "tools": [{"type": "function", "function": {}}]})
     assert raised.value.field == "tools[0].function.name"
 
