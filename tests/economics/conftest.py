@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 
+from cachecast.app.capacity import ModelReference
 from cachecast.cli import economics as economics_cli
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -37,23 +39,30 @@ def shared_prefix_log() -> list[TokenizedRequest]:
     return requests
 
 
-def shared_prefix_file(folder: Path) -> Path:
-    """:func:`shared_prefix_log` as a JSONL log of pre-tokenized records."""
-    path = folder / "shared-prefix.jsonl"
-    lines = [
-        json.dumps(
-            {
-                "timestamp": request.timestamp,
-                "scope": request.scope,
-                "request_id": request.request_id,
-                "request": {"tokens": list(request.tokens or [])},
-                "output_tokens": request.output_tokens,
-            }
-        )
+def shared_prefix_records() -> list[dict[str, Any]]:
+    """:func:`shared_prefix_log` as log records (pre-tokenized: the same tokens)."""
+    return [
+        {
+            "timestamp": request.timestamp,
+            "scope": request.scope,
+            "request_id": request.request_id,
+            "request": {"tokens": list(request.tokens or [])},
+            "output_tokens": request.output_tokens,
+        }
         for request in shared_prefix_log()
     ]
-    path.write_text("\n".join(lines) + "\n")
+
+
+def shared_prefix_file(folder: Path) -> Path:
+    """:func:`shared_prefix_records` as a JSONL log."""
+    path = folder / "shared-prefix.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in shared_prefix_records()))
     return path
+
+
+def deployment(model: str = "llama-3.1-8b", gpu: str = "h100", **extra: Any) -> dict[str, Any]:
+    """The deployment fields of a use case's request: a preset on an accelerator."""
+    return {"model": ModelReference(preset=model), "gpu": gpu, **extra}
 
 
 @pytest.fixture
