@@ -60,6 +60,25 @@ def shared_prefix_file(folder: Path) -> Path:
     return path
 
 
+def tiny_gqa_config(**changes: Any) -> dict[str, Any]:
+    """A small GQA model's config.json: 4 layers, 8 query and 2 KV heads of 64 dims, bf16:
+    2 x 4 x 2 x 64 x 2 = 2,048 KV bytes per token."""
+    config = {
+        "_name_or_path": "tiny-gqa",
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 512,
+        "intermediate_size": 1024,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "vocab_size": 32000,
+        "torch_dtype": "bfloat16",
+    }
+    return config | changes
+
+
 def deployment(model: str = "llama-3.1-8b", gpu: str = "h100", **extra: Any) -> dict[str, Any]:
     """The deployment fields of a use case's request: a preset on an accelerator."""
     return {"model": ModelReference(preset=model), "gpu": gpu, **extra}

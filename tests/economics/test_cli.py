@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cachecast.cli import app
-from tests.economics.conftest import shared_prefix_file
+from tests.economics.conftest import shared_prefix_file, tiny_gqa_config
 
 TINY = ["--model", "llama-3.1-8b", "--gpu", "h100"]
 
@@ -74,17 +74,7 @@ def test_capacity_json_carries_no_absolute_path(tmp_path: Path) -> None:
     # folder outside the working directory: neither path reaches the report.
     folder = tmp_path / "checkpoints" / "tiny-gqa"
     folder.mkdir(parents=True)
-    config = {
-        "_name_or_path": str(tmp_path / "home" / "me" / "tiny-gqa"),
-        "model_type": "llama",
-        "hidden_size": 512,
-        "intermediate_size": 1024,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 2,
-        "head_dim": 64,
-        "vocab_size": 32000,
-    }
+    config = tiny_gqa_config(_name_or_path=str(tmp_path / "home" / "me" / "tiny-gqa"))
     (folder / "config.json").write_text(json.dumps(config))
     code, out, err = run("capacity", "--model", str(folder), "--gpu", "l40s", "--json")
     assert code == 0, err

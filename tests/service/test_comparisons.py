@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cachecast.cli import app as cli_app
+from tests.economics.conftest import tiny_gqa_config
 from tests.service.logs import GPT4O_DAY, shared_prefix_records
 from tests.service.test_api import assert_problem
 
@@ -103,20 +104,7 @@ async def test_equals_the_cli_json(
 async def test_inline_config_without_targets(client: httpx.AsyncClient) -> None:
     # A small GQA model as a config.json object: 4 layers, 2 KV heads of 64 dims, bf16:
     # 2 x 4 x 2 x 64 x 2 = 2,048 bytes per token.
-    config = {
-        "_name_or_path": "tiny-gqa",
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": 512,
-        "intermediate_size": 1024,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 2,
-        "head_dim": 64,
-        "vocab_size": 32000,
-        "torch_dtype": "bfloat16",
-    }
-    body = comparison_body(model=config, gpus=1, targets=[])
+    body = comparison_body(model=tiny_gqa_config(), gpus=1, targets=[])
     del body["gpu_price"]
     response = await client.post("/v1/comparisons", json=body)
     assert response.status_code == 200, response.text
