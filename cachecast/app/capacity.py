@@ -110,7 +110,8 @@ class DeploymentRequest(BaseModel):
     kv_dtype: str = Field(default="bf16", description="bf16, fp8 or int4")
     weight_dtype: str | None = Field(default=None, description="default: the model's own")
     gpu_memory_utilization: float = Field(
-        default=0.9, description="share of GPU memory the engine may use (vLLM's default)"
+        default=0.9,
+        description="share of GPU memory the engine may use (vLLM 0.32's own default: 0.92)",
     )
     block_size: int | None = Field(
         default=None, description="KV block in tokens (default 16, or a block-key trace's own)"

@@ -81,7 +81,7 @@ UtilizationOption = Annotated[
     float,
     typer.Option(
         "--gpu-memory-utilization",
-        help="Share of GPU memory the engine may use (vLLM's default 0.9).",
+        help="Share of GPU memory the engine may use (vLLM 0.32's own default is 0.92).",
     ),
 ]
 

@@ -1,12 +1,12 @@
 """How much KV fits on a deployment, and how many requests run at once.
 
 Memory model (vLLM's): the engine may use ``gpu_memory_utilization`` of each GPU's memory
-(default 0.9, vLLM's own default); the weights come out of that first; what is left holds
-the KV cache in blocks of ``block_size`` tokens. vLLM also takes the peak activation memory
-of a profiling forward pass and the CUDA graphs out of the same budget; those depend on
-``max_num_batched_tokens`` and the kernels, so they are not modelled here: the KV figures
-below are an upper bound, about a few GB per GPU too high. ``reserve_bytes_per_gpu`` lets a
-user take a measured amount off.
+(default 0.9; vLLM 0.32's own default is 0.92, docs/economics.md); the weights come out of
+that first; what is left holds the KV cache in blocks of ``block_size`` tokens. vLLM also
+takes the peak activation memory of a profiling forward pass and the CUDA graphs out of the
+same budget; those depend on ``max_num_batched_tokens`` and the kernels, so they are not
+modelled here: the KV figures below are an upper bound, about a few GB per GPU too high.
+``reserve_bytes_per_gpu`` lets a user take a measured amount off.
 
 Blocks are sized at every attention layer's per-token KV (``kv_bytes_per_token``), so for a
 sliding-window model ``num_blocks`` counts tokens as if no window applied (what a prefix
@@ -25,7 +25,8 @@ from cachecast.economics.geometry import ModelGeometry, dtype_bytes
 from cachecast.economics.hardware import Accelerator
 from cachecast.errors import BadInputError, Location
 
-DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)  # vLLM's --gpu-memory-utilization default
+# vLLM's long-standing --gpu-memory-utilization default; vLLM 0.32 defaults to 0.92.
+DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV block size (tokens)
 
 

@@ -49,7 +49,9 @@ from cachecast.tokenizers.types import TokenizedRequest
 
 HOURS_PER_MONTH = Decimal(730)  # 365 * 24 / 12
 SECONDS_PER_MONTH = 730 * 3600
-DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default --max-num-seqs (most devices)
+# vLLM 0.32's --max-num-seqs default on GPUs under 70 GB and on A100; on H100, H200, B200
+# (70 GB and more) it is 1024 (docs/economics.md).
+DEFAULT_MAX_NUM_SEQS = 256
 # Replicas are added at the arrival rate until each is at most this busy: an M/G/1 queue's
 # wait grows as 1/(1 - utilization), so a fleet run at 98% would give minutes of TTFT.
 DEFAULT_MAX_UTILIZATION = 0.8
