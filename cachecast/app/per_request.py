@@ -46,12 +46,19 @@ _COLUMN_TYPES: dict[str, str] = {
 def check_table_path(path: Path, field: str = "per_request") -> None:
     """A table can be written at ``path``: a known suffix, an existing writable folder, and
     not a folder itself."""
-    where = Location(source=str(path), field=field)
     suffix = path.suffix.lower()
     if suffix not in PER_REQUEST_FORMATS:
         raise ConfigurationError(
-            f"use a .csv or .parquet file name, not {suffix or 'no suffix'!r}", location=where
+            f"use a .csv or .parquet file name, not {suffix or 'no suffix'!r}",
+            location=Location(source=str(path), field=field),
         )
+    check_output_path(path, field)
+
+
+def check_output_path(path: Path, field: str) -> None:
+    """A file can be written at ``path`` (an output the user named with ``field``): an
+    existing writable folder, and not a folder itself. Checked before the work starts."""
+    where = Location(source=str(path), field=field)
     if path.is_dir():
         raise ConfigurationError("is a directory", location=where)
     folder = path.parent if str(path.parent) else Path(".")
@@ -59,6 +66,8 @@ def check_table_path(path: Path, field: str = "per_request") -> None:
         raise ConfigurationError(f"the folder {folder} does not exist", location=where)
     if not os.access(folder, os.W_OK):
         raise ConfigurationError(f"the folder {folder} is not writable", location=where)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigurationError("the file exists and is not writable", location=where)
 
 
 class PerRequestTable:

@@ -1,12 +1,19 @@
-"""``cachecast capacity``, ``compare`` and ``fleet``: self-hosted sizing and its economics."""
+"""``cachecast capacity``, ``compare`` and ``fleet``: self-hosted sizing and its economics.
+
+Thin adapters over :mod:`cachecast.app.capacity`, :mod:`cachecast.app.compare` and
+:mod:`cachecast.app.fleet`: options in, report out (a rich table, or ``--json`` = the
+report's model dump; ``compare`` also ``--plot``/``--html``, whose paths are checked before
+the work starts). The use cases name their request's fields in errors; here they are shown
+as the options that set them (``kv_dtype`` is ``--kv-dtype``).
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
+import re
 import sys
-from decimal import Decimal, InvalidOperation
-from fractions import Fraction
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,16 +21,23 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cachecast import db
-from cachecast.cli.common import DatabaseUrlOption, command, progress_bar
+from cachecast.cli.common import (
+    DatabaseUrlOption,
+    command,
+    contract_store,
+    expand_globs,
+    parse_day,
+    progress_bar,
+    stderr,
+)
+from cachecast.errors import CachecastError
 
 if TYPE_CHECKING:
-    from cachecast.economics.capacity import Deployment
-    from cachecast.economics.compare import ComparisonReport
-    from cachecast.tokenizers import LogError
-
-EXIT_BAD_INPUT = 1
-EXIT_USAGE = 2
+    from cachecast.app.capacity import CapacityReport
+    from cachecast.app.compare import CompareReport
+    from cachecast.app.fleet import FleetReport
+    from cachecast.app.logs import LogInput
+    from cachecast.app.reports import InputIssue
 
 ModelOption = Annotated[
     str,
@@ -50,7 +64,8 @@ ParamsOption = Annotated[
     typer.Option("--params", help="Total parameter count, for configs it cannot be counted from."),
 ]
 LogsArgument = Annotated[
-    list[Path], typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace).")
+    list[Path],
+    typer.Argument(help="Prompt log(s), JSONL (or a Mooncake trace); quoted globs expand."),
 ]
 GpuPriceOption = Annotated[
     str | None,
@@ -60,14 +75,41 @@ BlockSizeOption = Annotated[
     int | None,
     typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
+StrictOption = Annotated[bool, typer.Option(help="Stop at the first bad log line.")]
 UtilizationOption = Annotated[
     float,
     typer.Option(
         "--gpu-memory-utilization",
-        help="Share of GPU memory the engine may use (vLLM's default 0.9).",
+        help="Share of GPU memory the engine may use (vLLM 0.32's own default is 0.92).",
     ),
 ]
+
+# The request field each option sets, where the names differ beyond - and _.
+OPTIONS = {
+    "targets": "--target",
+    "routings": "--routing",
+    "window_seconds": "--window",
+    "log": "LOG",
+}
+
+
+@contextmanager
+def named_as_options() -> Iterator[None]:
+    """Errors of the use cases name their request's fields (``kv_dtype``, ``targets[1]``);
+    on the command line those are options (``--kv-dtype``, ``--target``: a repeated option's
+    index is dropped, its value is in the message). Errors located in a file keep their
+    fields, which are the file's."""
+    try:
+        yield
+    except CachecastError as error:
+        where = error.location
+        named = re.fullmatch(r"([a-z_]+)(\[\d+\])?(.*)", where.field or "")
+        if where.source is None and named is not None:
+            name, _index, rest = named.groups()
+            option = OPTIONS.get(name, "--" + name.replace("_", "-"))
+            error.location = replace(where, field=option + rest)
+        raise
 
 
 def register(app: typer.Typer) -> None:
@@ -77,40 +119,7 @@ def register(app: typer.Typer) -> None:
     app.command("fleet")(command(fleet_command))
 
 
-def _fail(console: Console, message: str, code: int = EXIT_USAGE) -> Any:
-    console.print(f"[red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
-def _gpu_price(console: Console, text: str | None) -> Decimal | None:
-    """``--gpu-price`` as a non-negative Decimal (None when not given)."""
-    if text is None:
-        return None
-    try:
-        price = Decimal(text)
-    except InvalidOperation:
-        return _fail(console, f"--gpu-price {text!r} is not a number")  # type: ignore[no-any-return]
-    if not price.is_finite() or price < 0:
-        _fail(console, f"--gpu-price must be a non-negative number, got {text}")
-    return price
-
-
-def _check_files(console: Console, logs: list[Path]) -> None:
-    for log in logs:
-        if not log.is_file():
-            _fail(console, f"{log}: no such file")
-
-
-def _print_log_errors(console: Console, errors: list[LogError]) -> None:
-    """Every skipped log line, on stderr, naming file, line and field."""
-    for problem in errors:
-        console.print(
-            f"{problem.file}:{problem.line}: {problem.field}: {problem.reason}", highlight=False
-        )
-
-
-def _deployment(
-    console: Console,
+def _deployment_fields(
     model: str,
     gpu: str,
     gpus: int,
@@ -119,29 +128,42 @@ def _deployment(
     params: int | None,
     utilization: float,
     block_size: int | None,
-) -> Deployment:
-    """The deployment the options describe (``block_size`` None: vLLM's default), or exit 2
-    naming the bad option."""
-    from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Deployment
-    from cachecast.economics.geometry import KV_DTYPES, GeometryError, load_model
-    from cachecast.economics.hardware import UnknownAcceleratorError, get_accelerator
+) -> dict[str, Any]:
+    """The deployment's fields of a request (``DeploymentRequest``)."""
+    from cachecast.app.capacity import ModelReference
 
-    if kv_dtype not in KV_DTYPES:
-        _fail(console, f"--kv-dtype {kv_dtype!r}: choose one of {', '.join(KV_DTYPES)}")
-    try:
-        geometry = load_model(model, params_total=params, weight_dtype=weight_dtype)
-        accelerator = get_accelerator(gpu)
-        return Deployment(
-            model=geometry,
-            accelerator=accelerator,
-            gpus=gpus,
-            kv_dtype=kv_dtype,
-            weight_dtype=weight_dtype,
-            gpu_memory_utilization=Fraction(str(utilization)),
-            block_size=block_size or DEFAULT_BLOCK_SIZE,
-        )
-    except (GeometryError, UnknownAcceleratorError, ValueError) as error:
-        return _fail(console, str(error))  # type: ignore[no-any-return]
+    return {
+        "model": ModelReference.of_text(model),
+        "gpu": gpu,
+        "gpus": gpus,
+        "kv_dtype": kv_dtype,
+        "weight_dtype": weight_dtype,
+        "params": params,
+        "gpu_memory_utilization": utilization,
+        "block_size": block_size,
+    }
+
+
+def _log(logs: list[Path], strict: bool, provider: str | None = None) -> LogInput:
+    from cachecast.app.logs import LogInput
+
+    return LogInput.of_paths(
+        expand_globs(logs),
+        default_provider=provider,
+        on_bad_record="stop" if strict else "skip",
+    )
+
+
+def _print_skipped(errors: list[InputIssue], skipped: int) -> None:
+    """Every skipped log line, on stderr, naming file, line and field."""
+    for issue in errors:
+        stderr.print(issue.one_line())
+    if skipped:
+        stderr.print(f"[yellow]skipped {skipped} bad line(s)[/]", markup=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# capacity
 
 
 def capacity_command(
@@ -167,72 +189,76 @@ def capacity_command(
 ) -> None:
     """KV bytes per token, KV capacity, concurrency, decode ceiling, B* and prefill time.
 
-    Prefill of a CONTEXT-token prompt whose first CACHED tokens are cached. Exits 1 when the
-    model does not fit (the output says by how much).
+    Prefill of a CONTEXT-token prompt whose first CACHED tokens are cached. Exits 2 when the
+    model does not fit (the report, printed first, says by how much).
     """
-    from cachecast.economics.sizing import capacity_report
+    from cachecast.app.capacity import CapacityRequest, capacity, require_fit
 
-    err = Console(stderr=True)
-    deployment = _deployment(
-        err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
-    )
-    try:
-        data = capacity_report(deployment, context=context, batch=batch, cached=cached)
-    except ValueError as error:
-        _fail(err, str(error))
+    with named_as_options():
+        request = CapacityRequest(
+            **_deployment_fields(
+                model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
+            ),
+            context=context,
+            batch=batch,
+            cached=cached,
+        )
+        report = capacity(request)
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(report.model_dump_json(indent=2))
     else:
-        _capacity_table(data)
-    if not data["fits"]:
-        err.print(f"[red]error:[/] {data['error']}", highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        _capacity_table(report)
+    require_fit(report)
 
 
-def _capacity_table(data: dict[str, Any]) -> None:
-    inputs = data["inputs"]
+def _capacity_table(report: CapacityReport) -> None:
+    inputs = report.inputs
     table = Table(
-        title=f"{inputs['model']['name']} on {inputs['gpus']} x {inputs['accelerator']['label']}",
-        caption="ceilings from the roofline model (MISSION.md formulas); see --json for sources",
+        title=f"{inputs.model.name} on {inputs.gpus} x {inputs.accelerator.label}",
+        caption="ceilings from the roofline model (docs/economics.md); see --json for sources",
     )
     table.add_column("quantity", justify="left")
     table.add_column("value", justify="right")
 
-    def gb(value: float | int | None) -> str:
+    def gb(value: float | None) -> str:
         return "-" if value is None else f"{value / 1e9:,.2f} GB"
 
     rows = [
-        ("KV bytes per token", f"{data['kv_bytes_per_token']:,}"),
-        ("recurrent state per request", f"{data['recurrent_state_bytes_per_request']:,} B"),
-        ("weights", gb(data["weight_bytes"])),
-        ("usable memory", gb(data["usable_bytes"])),
-        ("KV budget", gb(data["kv_budget_bytes"])),
-        ("KV blocks", f"{data['num_blocks']:,} x {inputs['block_size']} tokens"),
-        ("KV capacity (tokens)", f"{data['kv_capacity_tokens']:,}"),
+        ("KV bytes per token", f"{report.kv_bytes_per_token:,}"),
+        ("recurrent state per request", f"{report.recurrent_state_bytes_per_request:,} B"),
+        ("weights", gb(report.weight_bytes)),
+        ("usable memory", gb(report.usable_bytes)),
+        ("KV budget", gb(report.kv_budget_bytes)),
+        ("KV blocks", f"{report.num_blocks:,} x {inputs.block_size} tokens"),
+        ("KV capacity (tokens)", f"{report.kv_capacity_tokens:,}"),
         (
-            f"concurrent requests at {inputs['context_tokens']:,} tokens",
-            f"{data['max_concurrent_requests']:,}",
+            f"concurrent requests at {inputs.context_tokens:,} tokens",
+            f"{report.max_concurrent_requests:,}",
         ),
     ]
-    if data["decode_ceiling_tokens_per_s"] is not None:
+    if report.decode_ceiling_tokens_per_s is not None and report.prefill is not None:
         rows += [
             (
-                f"decode ceiling at batch {data['decode_batch']}",
-                f"{data['decode_ceiling_tokens_per_s']:,.0f} tok/s",
+                f"decode ceiling at batch {report.decode_batch}",
+                f"{report.decode_ceiling_tokens_per_s:,.0f} tok/s",
             ),
             (
                 "B* (KV traffic = weights)",
-                "-" if data["b_star"] is None else f"{data['b_star']:,.1f}",
+                "-" if report.b_star is None else f"{report.b_star:,.1f}",
             ),
             (
-                f"prefill of {inputs['context_tokens'] - inputs['cached_tokens']:,} new after"
-                f" {inputs['cached_tokens']:,} cached",
-                f"{data['prefill_ms']:,.1f} ms ({data['prefill']['bound']}-bound)",
+                f"prefill of {inputs.context_tokens - inputs.cached_tokens:,} new after"
+                f" {inputs.cached_tokens:,} cached",
+                f"{report.prefill.prefill_ms:,.1f} ms ({report.prefill.bound}-bound)",
             ),
         ]
     for name, value in rows:
         table.add_row(name, value)
     Console(file=sys.stdout).print(table)
+
+
+# ---------------------------------------------------------------------------------------------
+# compare
 
 
 def compare_command(
@@ -284,6 +310,10 @@ def compare_command(
         str | None,
         typer.Option("--tokenizer", help="Model whose tokenizer counts the self-hosted tokens."),
     ] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="Provider of the records that name none.")
+    ] = None,
+    strict: StrictOption = False,
     as_json: JsonOption = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the charts as PNG.")] = None,
     html_file: Annotated[
@@ -298,140 +328,105 @@ def compare_command(
     hit rate at several KV capacities. Figures are roofline ceilings unless a vLLM
     measurement is used (the report's timing_source says which).
     """
-    from cachecast.economics.compare import ComparisonError, compare
-    from cachecast.economics.plots import write_html, write_png
+    from cachecast.app.compare import CompareRequest, compare, parse_price
+    from cachecast.app.per_request import check_output_path
 
-    err = Console(stderr=True)
-    price = _gpu_price(err, gpu_price)
-    day = None
-    if at is not None:
-        try:
-            day = dt.date.fromisoformat(at)
-        except ValueError:
-            _fail(err, f"--at {at!r} is not a date (YYYY-MM-DD)")
-    _check_files(err, logs)
-    deployment = _deployment(
-        err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
-    )
-    measurement = None
-    if measurement_id is not None:
-        from cachecast.economics.measured import MeasurementError, load_measurement
-
-        try:
-            measurement = load_measurement(db.resolve_database_url(database_url), measurement_id)
-        except MeasurementError as error:
-            _fail(err, str(error), EXIT_BAD_INPUT)
-    store = None
-    targets = []
-    if target:
-        from cachecast.app.targets import parse_target
-        from cachecast.contracts import ContractStore
-        from cachecast.errors import BadInputError as TargetError
-
-        try:
-            targets = [parse_target(text) for text in target]
-        except TargetError as error:
-            _fail(err, str(error))
-        url = db.resolve_database_url(database_url)
-        if not db.is_current(url):
-            _fail(
-                err, f"the contract database at {url} is not migrated: run `cachecast db upgrade`"
-            )
-        store = ContractStore(url)
-    host_bytes = None if host_memory_gib is None else int(host_memory_gib * 2**30)
-    try:
-        with progress_bar(err) as progress:
-            progress.start("simulating", None)
-            report = compare(
-                logs,
-                model=deployment.model,
-                accelerator=deployment.accelerator,
-                gpus=gpus,
-                gpu_price=price,
-                targets=targets,
-                at=day,
-                store=store,
-                kv_dtype=kv_dtype,
-                weight_dtype=weight_dtype,
-                block_size=block_size,
-                gpu_memory_utilization=deployment.gpu_memory_utilization,
-                host_tier_bytes=host_bytes,
-                max_utilization=max_utilization,
-                state_checkpoint_tokens=state_checkpoint,
-                measurement=measurement,
-                tokenizer_model=tokenizer,
-                progress=progress.advance,
-            )
-    except (ComparisonError, ValueError) as error:  # also log errors of the tokenizer
-        _fail(err, str(error), EXIT_BAD_INPUT)
-    _print_log_errors(err, report.errors)
-    rows = comparison_rows(report)
     if plot is not None:
-        write_png(report, plot)
-        err.print(f"wrote {plot}")
+        check_output_path(plot, "--plot")
     if html_file is not None:
-        write_html(report, html_file, rows)
-        err.print(f"wrote {html_file}")
+        check_output_path(html_file, "--html")
+    with named_as_options():
+        request = CompareRequest(
+            **_deployment_fields(
+                model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
+            ),
+            log=_log(logs, strict, provider),
+            gpu_price=parse_price(gpu_price),
+            targets=target or [],
+            at=parse_day(at),
+            tokenizer=tokenizer,
+            host_memory_gib=host_memory_gib,
+            state_checkpoint=state_checkpoint,
+            measurement_id=measurement_id,
+            max_utilization=max_utilization,
+        )
+        needs_store = bool(target) or measurement_id is not None
+        store = contract_store(database_url) if needs_store else None
+        with progress_bar() as progress:
+            report = compare(request, store, progress=progress)
+    _print_skipped(report.errors, report.skipped_lines)
+    rows = comparison_rows(report)
+    if plot is not None or html_file is not None:
+        from cachecast.cli.plots import write_html, write_png
+
+        if plot is not None:
+            write_png(report, plot)
+            stderr.print(f"wrote {plot}")
+        if html_file is not None:
+            write_html(report, html_file, rows)
+            stderr.print(f"wrote {html_file}")
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        typer.echo(report.model_dump_json(indent=2))
     else:
         _comparison_table(report, rows)
 
 
-def comparison_rows(report: ComparisonReport) -> list[list[str]]:
+def comparison_rows(report: CompareReport) -> list[list[str]]:
     """The summary table (header first): self-hosted lines, then every hosted target."""
+    from cachecast.app.compare import BreakEvenVolume
+
     header = ["option", "hit rate", "GPU-h", "cost of log", "$/M input", "break-even req/month"]
     rows = [header]
-    cost = report.self_hosted["cost"]
-    full = report.self_hosted["full_utilization"]
+    shown = report.self_hosted
+    cost = shown.cost
     rows.append(
         [
             "self-hosted, fully used",
-            f"{report.self_hosted['hit_rate']:.1%}",
-            full["gpu_hours"],
-            "-" if cost is None else f"${cost['full_utilization']}",
-            "-" if cost is None else f"${cost['per_million_input_tokens_full_utilization']}",
+            f"{shown.hit_rate:.1%}",
+            str(shown.full_utilization.gpu_hours),
+            "-" if cost is None else f"${cost.full_utilization}",
+            "-" if cost is None else f"${cost.per_million_input_tokens_full_utilization}",
             "",
         ]
     )
-    at_rate = report.self_hosted["at_arrival_rate"]
+    at_rate = shown.at_arrival_rate
     if at_rate is not None:
-        priced = cost is not None and cost["at_arrival_rate"] is not None
+        priced = cost is not None and cost.at_arrival_rate is not None
         rows.append(
             [
-                f"self-hosted at the log's rate ({at_rate['replicas']} replica(s),"
-                f" {at_rate['utilization']:.0%} busy)",
-                f"{report.self_hosted['hit_rate']:.1%}",
-                at_rate["gpu_hours"],
-                f"${cost['at_arrival_rate']}" if priced and cost else "-",
-                f"${cost['per_million_input_tokens_at_arrival_rate']}" if priced and cost else "-",
+                f"self-hosted at the log's rate ({at_rate.replicas} replica(s),"
+                f" {at_rate.utilization:.0%} busy)",
+                f"{shown.hit_rate:.1%}",
+                str(at_rate.gpu_hours),
+                f"${cost.at_arrival_rate}" if priced and cost else "-",
+                f"${cost.per_million_input_tokens_at_arrival_rate}" if priced and cost else "-",
                 "",
             ]
         )
     for line, versus in zip(report.hosted, report.versus, strict=True):
-        even = versus.get("break_even_monthly") or {}
-        requests = even.get("requests")
+        even = versus.break_even_monthly
         rows.append(
             [
-                f"{line.provider}:{line.model} @{line.contract.get('effective_from')}",
+                f"{line.provider}:{line.model} @{line.contract.effective_from}",
                 f"{line.hit_rate:.1%}",
                 "",
-                f"${line.total}",
-                f"${versus['hosted_per_million_input_tokens']}",
-                "never"
-                if even and requests is None
-                else ("-" if requests is None else f"{requests:,.0f}"),
+                f"${line.cost.total}",
+                f"${versus.hosted_per_million_input_tokens}",
+                "-"
+                if even is None
+                else (f"{even.requests:,.0f}" if isinstance(even, BreakEvenVolume) else "never"),
             ]
         )
     return rows
 
 
-def _comparison_table(report: ComparisonReport, rows: list[list[str]]) -> None:
+def _comparison_table(report: CompareReport, rows: list[list[str]]) -> None:
     out = Console(file=sys.stdout)
     header, *body = rows
+    deployment = report.deployment
     table = Table(
-        title=f"{report.deployment.model.name} on {report.deployment.gpus} x"
-        f" {report.deployment.accelerator.label}: {report.log['requests']:,} requests,"
+        title=f"{deployment.model.name} on {deployment.gpus} x"
+        f" {deployment.accelerator.label}: {report.log.requests:,} requests,"
         f" KV {report.capacity.kv_capacity_tokens:,} tokens",
         caption=report.timing_source,
     )
@@ -442,15 +437,16 @@ def _comparison_table(report: ComparisonReport, rows: list[list[str]]) -> None:
     out.print(table)
     tier = report.host_tier
     out.print(
-        f"host-memory tier ({'unbounded' if tier['unbounded'] else tier['host_bytes']}):"
-        f" hit rate {tier['hit_rate_with_tier']:.1%}, fetch pays for"
-        f" {tier['requests_where_fetch_pays']:,} requests, saves {tier['gpu_hours_saved']} GPU-h"
+        f"host-memory tier ({'unbounded' if tier.unbounded else tier.host_bytes}):"
+        f" hit rate {tier.hit_rate_with_tier:.1%}, fetch pays for"
+        f" {tier.requests_where_fetch_pays:,} requests, saves {tier.gpu_hours_saved} GPU-h"
     )
-    if report.gpu_price is None:
+    if report.gpu_price_per_hour is None:
         out.print("no --gpu-price: self-hosted costs are given in GPU-hours only")
 
 
-ROUTING_CHOICES = "round-robin, least-loaded, session-sticky, prefix-hash, cache-aware or all"
+# ---------------------------------------------------------------------------------------------
+# fleet
 
 
 def fleet_command(
@@ -462,7 +458,11 @@ def fleet_command(
     ],
     routing: Annotated[
         list[str] | None,
-        typer.Option("--routing", help=f"Routing policy (repeatable): {ROUTING_CHOICES}."),
+        typer.Option(
+            "--routing",
+            help="Routing policy (repeatable): round-robin, least-loaded, session-sticky,"
+            " prefix-hash, cache-aware or all.",
+        ),
     ] = None,
     gpus: GpusOption = 1,
     gpu_price: GpuPriceOption = None,
@@ -479,6 +479,7 @@ def fleet_command(
         str | None,
         typer.Option("--tokenizer", help="Model whose tokenizer counts the tokens."),
     ] = None,
+    strict: StrictOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """K self-hosted vLLM replicas under each routing policy: hit rate, load, TTFT, cost.
@@ -488,67 +489,54 @@ def fleet_command(
     roofline prefill, mean and p90), GPU-hours of the fleet (the busiest replica bounds the
     makespan) and, with --gpu-price, their cost. Default routing: all.
     """
-    from cachecast.economics.compare import ComparisonError
-    from cachecast.economics.fleet import fleet, format_table_rows
-    from cachecast.simulator.routing import Routing
+    from cachecast.app.compare import parse_price
+    from cachecast.app.fleet import FleetRequest, fleet
 
-    err = Console(stderr=True)
-    names = routing or ["all"]
-    routings: list[Routing] = []
-    for name in names:
-        if name == "all":
-            routings.extend(r for r in Routing if r not in routings)
-            continue
-        try:
-            chosen = Routing(name)
-        except ValueError:
-            _fail(err, f"--routing {name!r} is not one of {ROUTING_CHOICES}")
-        if chosen not in routings:
-            routings.append(chosen)
-    if window <= 0:
-        _fail(err, f"--window must be positive, got {window}")
-    price = _gpu_price(err, gpu_price)
-    _check_files(err, logs)
-    deployment = _deployment(
-        err, model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
-    )
-    try:
-        with progress_bar(err) as progress:
-            progress.start("routing", None)
-            result = fleet(
-                logs,
-                model=deployment.model,
-                accelerator=deployment.accelerator,
-                replicas=replicas,
-                routings=routings,
-                gpus=gpus,
-                gpu_price=price,
-                kv_dtype=kv_dtype,
-                weight_dtype=weight_dtype,
-                block_size=block_size,
-                gpu_memory_utilization=deployment.gpu_memory_utilization,
-                window_seconds=window,
-                tokenizer_model=tokenizer,
-                progress=progress.advance,
-            )
-    except (ComparisonError, ValueError) as error:  # also log errors of the tokenizer
-        _fail(err, str(error), EXIT_BAD_INPUT)
-    _print_log_errors(err, result.errors)
+    with named_as_options():
+        request = FleetRequest(
+            **_deployment_fields(
+                model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
+            ),
+            log=_log(logs, strict),
+            replicas=replicas,
+            routings=routing or ["all"],
+            gpu_price=parse_price(gpu_price),
+            tokenizer=tokenizer,
+            window_seconds=window,
+        )
+        with progress_bar() as progress:
+            report = fleet(request, progress=progress)
+    _print_skipped(report.errors, report.skipped_lines)
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        typer.echo(report.model_dump_json(indent=2))
         return
-    out = Console(file=sys.stdout)
-    header, *body = format_table_rows(result)
+    _fleet_table(report)
+
+
+def _fleet_table(report: FleetReport) -> None:
+    inputs = report.inputs
     table = Table(
-        title=f"{replicas} x {deployment.model.name} on {gpus} x {deployment.accelerator.label}:"
-        f" {result.log['requests']:,} requests, KV {result.capacity.kv_capacity_tokens:,}"
-        " tokens per replica",
+        title=f"{inputs.replicas} x {inputs.model} on {inputs.gpus_per_replica} x"
+        f" {inputs.accelerator}: {report.log.requests:,} requests, KV"
+        f" {inputs.kv_capacity_tokens_per_replica:,} tokens per replica",
         caption="roofline ceilings; TTFT = M/G/1 mean wait + prefill; see --json for definitions",
     )
-    for column in header:
+    header = ["routing", "hit rate", "imbalance", "busiest util.", "TTFT mean ms", "TTFT p90 ms"]
+    for column in [*header, "GPU-h", "cost"]:
         table.add_column(column, justify="left" if column == "routing" else "right")
-    for row in body:
-        table.add_row(*row)
-    out.print(table)
-    if price is None:
-        out.print("no --gpu-price: costs are given in GPU-hours only")
+    for policy in report.policies:
+        busiest = max((replica.utilization or 0.0) for replica in policy.replicas)
+        mean, p90 = policy.ttft_ms.mean, policy.ttft_ms.p90
+        table.add_row(
+            str(policy.routing),
+            f"{policy.hit_rate:.1%}",
+            f"{policy.imbalance:.3f}",
+            f"{busiest:.1%}",
+            "saturated" if mean is None else f"{mean:,.1f}",
+            "saturated" if p90 is None else f"{p90:,.1f}",
+            str(policy.gpu_hours),
+            "-" if policy.cost is None else f"${policy.cost}",
+        )
+    Console(file=sys.stdout).print(table)
+    if inputs.gpu_price_per_hour is None:
+        Console(file=sys.stdout).print("no --gpu-price: costs are given in GPU-hours only")

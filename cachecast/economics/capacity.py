@@ -1,12 +1,12 @@
 """How much KV fits on a deployment, and how many requests run at once.
 
 Memory model (vLLM's): the engine may use ``gpu_memory_utilization`` of each GPU's memory
-(default 0.9, vLLM's own default); the weights come out of that first; what is left holds
-the KV cache in blocks of ``block_size`` tokens. vLLM also takes the peak activation memory
-of a profiling forward pass and the CUDA graphs out of the same budget; those depend on
-``max_num_batched_tokens`` and the kernels, so they are not modelled here: the KV figures
-below are an upper bound, about a few GB per GPU too high. ``reserve_bytes_per_gpu`` lets a
-user take a measured amount off.
+(default 0.9; vLLM 0.32's own default is 0.92, docs/economics.md); the weights come out of
+that first; what is left holds the KV cache in blocks of ``block_size`` tokens. vLLM also
+takes the peak activation memory of a profiling forward pass and the CUDA graphs out of the
+same budget; those depend on ``max_num_batched_tokens`` and the kernels, so they are not
+modelled here: the KV figures below are an upper bound, about a few GB per GPU too high.
+``reserve_bytes_per_gpu`` lets a user take a measured amount off.
 
 Blocks are sized at every attention layer's per-token KV (``kv_bytes_per_token``), so for a
 sliding-window model ``num_blocks`` counts tokens as if no window applied (what a prefix
@@ -20,16 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
-from cachecast.economics.geometry import (
-    ModelGeometry,
-    dtype_bytes,
-    fraction_to_json,
-)
+from cachecast.economics.geometry import ModelGeometry, dtype_bytes
 from cachecast.economics.hardware import Accelerator
+from cachecast.errors import BadInputError, Location
 
-DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)  # vLLM's --gpu-memory-utilization default
+# vLLM's long-standing --gpu-memory-utilization default; vLLM 0.32 defaults to 0.92.
+DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV block size (tokens)
 
 
@@ -49,17 +46,25 @@ class Deployment:
 
     def __post_init__(self) -> None:
         if self.gpus < 1:
-            raise ValueError(f"gpus must be >= 1, got {self.gpus}")
+            raise BadInputError(f"must be >= 1, got {self.gpus}", location=Location(field="gpus"))
         if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(
-                f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"
+            raise BadInputError(
+                f"must be in (0, 1], got {float(self.gpu_memory_utilization)}",
+                location=Location(field="gpu_memory_utilization"),
             )
         if self.block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
-        dtype_bytes(self.kv_dtype)
-        dtype_bytes(self.state_dtype)
+            raise BadInputError(
+                f"must be >= 1, got {self.block_size}", location=Location(field="block_size")
+            )
+        if self.reserve_bytes_per_gpu < 0:
+            raise BadInputError(
+                f"must be >= 0, got {self.reserve_bytes_per_gpu}",
+                location=Location(field="reserve_bytes_per_gpu"),
+            )
+        dtype_bytes(self.kv_dtype, "kv_dtype")
+        dtype_bytes(self.state_dtype, "state_dtype")
         if self.weight_dtype is not None:
-            dtype_bytes(self.weight_dtype)
+            dtype_bytes(self.weight_dtype, "weight_dtype")
 
     @property
     def weight_bytes(self) -> Fraction:
@@ -80,19 +85,6 @@ class Deployment:
     def request_bytes(self, tokens: int) -> Fraction:
         return self.model.request_bytes(tokens, self.kv_dtype, self.state_dtype)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "model": self.model.describe(),
-            "accelerator": self.accelerator.describe(),
-            "gpus": self.gpus,
-            "kv_dtype": self.kv_dtype,
-            "weight_dtype": self.weight_dtype or self.model.weight_dtype,
-            "state_dtype": self.state_dtype,
-            "gpu_memory_utilization": float(self.gpu_memory_utilization),
-            "reserve_bytes_per_gpu": self.reserve_bytes_per_gpu,
-            "block_size": self.block_size,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
@@ -111,22 +103,6 @@ class Capacity:
     fits: bool
     error: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "fits": self.fits,
-            "error": self.error,
-            "usable_bytes": self.usable_bytes,
-            "weight_bytes": fraction_to_json(self.weight_bytes),
-            "kv_budget_bytes": fraction_to_json(max(self.kv_budget_bytes, Fraction(0))),
-            "kv_bytes_per_token": fraction_to_json(self.kv_bytes_per_token),
-            "block_bytes": fraction_to_json(self.block_bytes),
-            "num_blocks": self.num_blocks,
-            "kv_capacity_tokens": self.kv_capacity_tokens,
-            "context_tokens": self.context_tokens,
-            "request_bytes": fraction_to_json(self.request_bytes),
-            "max_concurrent_requests": self.max_concurrent_requests,
-        }
-
 
 def capacity(deployment: Deployment, context_tokens: int) -> Capacity:
     """KV blocks after weights and reserve; requests of ``context_tokens`` that fit at once.
@@ -137,7 +113,10 @@ def capacity(deployment: Deployment, context_tokens: int) -> Capacity:
     usable memory gets ``fits=False``, zero capacity and an error saying by how much.
     """
     if context_tokens < 1:
-        raise ValueError(f"context length must be >= 1 token, got {context_tokens}")
+        raise BadInputError(
+            f"a context must be >= 1 token, got {context_tokens}",
+            location=Location(field="context"),
+        )
     accelerator = deployment.accelerator
     per_gpu = accelerator.memory_bytes * deployment.gpu_memory_utilization
     usable = int(deployment.gpus * (per_gpu - deployment.reserve_bytes_per_gpu))

@@ -3,7 +3,7 @@
 Everything here is exact rational arithmetic (:class:`fractions.Fraction`): int4 stores half
 a byte per element, and a KV size must stay exact however many tokens it is multiplied by.
 
-Formulas (``/work/shared/MISSION.md``):
+Formulas (derived, with their sources, in docs/economics.md):
 
 * MHA/GQA: ``2 * layers * kv_heads * head_dim * bytes`` per token (K and V per KV head);
 * MLA (DeepSeek-V2/V3): ``layers * (kv_lora_rank + qk_rope_head_dim) * bytes`` per token;
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
+
+from cachecast.errors import BadInputError, Location
 
 # Bytes per element. int4 is half a byte: kept as a Fraction so that sizes stay exact.
 DTYPE_BYTES: dict[str, Fraction] = {
@@ -37,16 +39,35 @@ KV_DTYPES = ("bf16", "fp8", "int4")
 _HF_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
 
 
-class GeometryError(ValueError):
-    """A config that does not describe a model we can size (names the missing field)."""
+class GeometryError(BadInputError):
+    """A model we cannot size: an unknown preset, a config missing a field, a bad dtype. Its
+    location names the config file (if any) and the config field or option at fault."""
+
+    title = "Invalid model"
 
 
-def dtype_bytes(dtype: str) -> Fraction:
+@dataclass(frozen=True, slots=True)
+class ConfigOrigin:
+    """Where a ``config.json`` came from, for its errors: the file (None: inline in a
+    request) and the path its fields sit under (``model.`` for a request's ``model`` field)."""
+
+    source: str | None = None
+    prefix: str = ""
+
+    def error(self, key: str | None, message: str) -> GeometryError:
+        field = f"{self.prefix}{key}" if key else (self.prefix.rstrip(".") or None)
+        return GeometryError(message, location=Location(source=self.source, field=field))
+
+
+def dtype_bytes(dtype: str, field: str | None = None) -> Fraction:
+    """Bytes per element of ``dtype``; an unknown one is bad input naming ``field``."""
     try:
         return DTYPE_BYTES[dtype]
     except KeyError:
         known = ", ".join(DTYPE_BYTES)
-        raise GeometryError(f"unknown dtype {dtype!r}; known: {known}") from None
+        raise GeometryError(
+            f"unknown dtype {dtype!r}; known: {known}", location=Location(field=field)
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +114,9 @@ class ModelGeometry:
     def kv_bytes_for_context(self, tokens: int, kv_dtype: str = "bf16") -> Fraction:
         """KV bytes one request of ``tokens`` tokens holds: sliding layers capped at the window."""
         if tokens < 0:
-            raise GeometryError(f"context length must be >= 0, got {tokens}")
+            raise GeometryError(
+                f"context length must be >= 0, got {tokens}", location=Location(field="context")
+            )
         per_layer = self.kv_elements_per_token_per_layer * dtype_bytes(kv_dtype)
         windowed = tokens if self.sliding_window is None else min(tokens, self.sliding_window)
         return per_layer * (
@@ -118,47 +141,28 @@ class ModelGeometry:
         """All parameters (every expert of a MoE) at ``weight_dtype`` (default: the model's)."""
         return self.params_total * dtype_bytes(weight_dtype or self.weight_dtype)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "source": self.source,
-            "attention_kind": self.attention_kind,
-            "num_layers": self.num_layers,
-            "full_attention_layers": self.full_attention_layers,
-            "sliding_attention_layers": self.sliding_attention_layers,
-            "recurrent_layers": self.recurrent_layers,
-            "sliding_window": self.sliding_window,
-            "num_query_heads": self.num_query_heads,
-            "kv_elements_per_token_per_layer": self.kv_elements_per_token_per_layer,
-            "attention_flops_dim": fraction_to_json(self.attention_flops_dim),
-            "recurrent_state_elements_per_layer": self.recurrent_state_elements_per_layer,
-            "params_total": self.params_total,
-            "params_active": self.params_active,
-            "params_source": self.params_source,
-            "weight_dtype": self.weight_dtype,
-        }
-
-
-def fraction_to_json(value: Fraction) -> int | float:
-    """An int when whole; otherwise a float. Our denominators are powers of two (from int4's
-    half byte) or come from ratios already reported as approximations, so a binary float
-    represents the byte counts exactly."""
-    if value.denominator == 1:
-        return int(value)
-    return float(value)
-
 
 # --------------------------------------------------------------------------- config parsing
 
 
-def _required(config: Mapping[str, Any], key: str, where: str) -> int:
+def _required(config: Mapping[str, Any], key: str, where: ConfigOrigin) -> int:
     value = config.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise GeometryError(f"{where}: field {key!r} must be a positive integer, got {value!r}")
+        raise where.error(key, f"must be a positive integer, got {value!r}")
     return value
 
 
-def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: str) -> list[str]:
+def _optional(config: Mapping[str, Any], key: str, where: ConfigOrigin, default: int) -> int:
+    """A count the config may leave out (absent, null or 0: ``default``)."""
+    value = config.get(key)
+    if not value:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise where.error(key, f"must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: ConfigOrigin) -> list[str]:
     """One of "full", "sliding", "recurrent" or "none" (an MLP-only layer) per layer."""
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
@@ -175,7 +179,7 @@ def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: str) -> list
         kinds = []
         for index, kind in enumerate(layer_types):
             if kind not in mapping:
-                raise GeometryError(f"{where}: layer_types[{index}] {kind!r} is not understood")
+                raise where.error(f"layer_types[{index}]", f"{kind!r} is not understood")
             kinds.append(mapping[kind])
         return kinds
     pattern = config.get("hybrid_override_pattern")
@@ -185,13 +189,13 @@ def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: str) -> list
         try:
             return [symbols[symbol] for symbol in pattern]
         except KeyError as error:
-            raise GeometryError(
-                f"{where}: hybrid_override_pattern symbol {error.args[0]!r}"
+            raise where.error(
+                "hybrid_override_pattern", f"symbol {error.args[0]!r} is not understood"
             ) from None
     if "attn_layer_period" in config:
         # Jamba: attention on layers i with i % period == offset, Mamba elsewhere.
         period = _required(config, "attn_layer_period", where)
-        offset = int(config.get("attn_layer_offset", 0))
+        offset = _optional(config, "attn_layer_offset", where, 0)
         return ["full" if i % period == offset else "recurrent" for i in range(num_layers)]
     if "full_attention_interval" in config:
         # Qwen3-Next: every interval-th layer is full attention, the rest Gated DeltaNet.
@@ -211,12 +215,12 @@ def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: str) -> list
     return ["full"] * num_layers
 
 
-def _recurrent_state_elements(config: Mapping[str, Any], hidden: int, where: str) -> int:
+def _recurrent_state_elements(config: Mapping[str, Any], hidden: int, where: ConfigOrigin) -> int:
     """Elements of one recurrent layer's per-request state (SSM/recurrent plus conv state)."""
     if "mamba_d_state" in config and "mamba_num_heads" not in config:
         # Mamba-1 (Jamba): d_inner = expand * hidden; SSM state d_inner x d_state and a
         # causal-conv state of d_inner x (d_conv - 1).
-        d_inner = int(config.get("mamba_expand", 2)) * hidden
+        d_inner = _optional(config, "mamba_expand", where, 2) * hidden
         d_state = _required(config, "mamba_d_state", where)
         d_conv = _required(config, "mamba_d_conv", where)
         return d_inner * d_state + d_inner * (d_conv - 1)
@@ -225,7 +229,7 @@ def _recurrent_state_elements(config: Mapping[str, Any], hidden: int, where: str
         heads = _required(config, "mamba_num_heads", where)
         head_dim = _required(config, "mamba_head_dim", where)
         d_state = _required(config, "ssm_state_size", where)
-        groups = int(config.get("n_groups", 1))
+        groups = _optional(config, "n_groups", where, 1)
         kernel = _required(config, "conv_kernel", where)
         d_inner = heads * head_dim
         return d_inner * d_state + (d_inner + 2 * groups * d_state) * (kernel - 1)
@@ -238,12 +242,12 @@ def _recurrent_state_elements(config: Mapping[str, Any], hidden: int, where: str
         v_dim = _required(config, "linear_value_head_dim", where)
         kernel = _required(config, "linear_conv_kernel_dim", where)
         return v_heads * k_dim * v_dim + (2 * k_heads * k_dim + v_heads * v_dim) * (kernel - 1)
-    raise GeometryError(
-        f"{where}: recurrent layers present but no Mamba/Mamba-2/Gated DeltaNet state fields"
+    raise where.error(
+        None, "recurrent layers present but no Mamba/Mamba-2/Gated DeltaNet state fields"
     )
 
 
-def _dense_param_count(config: Mapping[str, Any], where: str) -> int:
+def _dense_param_count(config: Mapping[str, Any], where: ConfigOrigin) -> int:
     """Parameters of a Llama-style decoder (GQA attention, gated MLP, RMSNorm), optionally MoE.
 
     Counted: embeddings (twice when untied), q/k/v/o projections (+ biases when
@@ -254,8 +258,8 @@ def _dense_param_count(config: Mapping[str, Any], where: str) -> int:
     hidden = _required(config, "hidden_size", where)
     layers = _required(config, "num_hidden_layers", where)
     heads = _required(config, "num_attention_heads", where)
-    kv_heads = int(config.get("num_key_value_heads") or heads)
-    head_dim = int(config.get("head_dim") or hidden // heads)
+    kv_heads = _optional(config, "num_key_value_heads", where, heads)
+    head_dim = _optional(config, "head_dim", where, hidden // heads)
     vocab = _required(config, "vocab_size", where)
     intermediate = _required(config, "intermediate_size", where)
     qkv_bias = bool(config.get("attention_bias")) or config.get("model_type") == "qwen2"
@@ -263,9 +267,11 @@ def _dense_param_count(config: Mapping[str, Any], where: str) -> int:
     attention += heads * head_dim * hidden
     if qkv_bias:
         attention += heads * head_dim + 2 * kv_heads * head_dim
-    experts = int(config.get("num_local_experts") or config.get("num_experts") or 0)
+    experts = _optional(config, "num_local_experts", where, 0) or _optional(
+        config, "num_experts", where, 0
+    )
     if experts:
-        expert_width = int(config.get("moe_intermediate_size") or intermediate)
+        expert_width = _optional(config, "moe_intermediate_size", where, intermediate)
         mlp = experts * 3 * hidden * expert_width + hidden * experts
     else:
         mlp = 3 * hidden * intermediate
@@ -274,14 +280,18 @@ def _dense_param_count(config: Mapping[str, Any], where: str) -> int:
     return layers * per_layer + embeddings + hidden
 
 
-def _active_param_count(config: Mapping[str, Any], total: int, where: str) -> int:
-    experts = int(config.get("num_local_experts") or config.get("num_experts") or 0)
+def _active_param_count(config: Mapping[str, Any], total: int, where: ConfigOrigin) -> int:
+    experts = _optional(config, "num_local_experts", where, 0) or _optional(
+        config, "num_experts", where, 0
+    )
     if not experts:
         return total
     hidden = _required(config, "hidden_size", where)
     layers = _required(config, "num_hidden_layers", where)
     per_token = _required(config, "num_experts_per_tok", where)
-    width = int(config.get("moe_intermediate_size") or config["intermediate_size"])
+    width = _optional(config, "moe_intermediate_size", where, 0) or _required(
+        config, "intermediate_size", where
+    )
     return total - layers * (experts - per_token) * 3 * hidden * width
 
 
@@ -294,17 +304,21 @@ def from_hf_config(
     params_active: int | None = None,
     params_source: str | None = None,
     weight_dtype: str | None = None,
+    origin: ConfigOrigin | None = None,
 ) -> ModelGeometry:
     """Geometry from a Hugging Face ``config.json`` mapping.
 
-    Parameter counts: given ones win; otherwise counted from the config for Llama-style
-    dense and MoE decoders; MLA and hybrid architectures need them given (presets do).
+    ``source`` says in reports where the config came from; ``origin`` locates its errors
+    (default: the file ``source``). Parameter counts: given ones win; otherwise counted from
+    the config for Llama-style dense and MoE decoders; MLA and hybrid architectures need
+    them given (presets do).
     """
-    where = source
+    where = origin or ConfigOrigin(source=source)
     if isinstance(config.get("text_config"), Mapping):
         # Multimodal wrappers (Gemma-3, Llama-4...) keep the language model here.
         outer_dtype = config.get("torch_dtype") or config.get("dtype")
         config = {"torch_dtype": outer_dtype, **config["text_config"]}
+        where = replace(where, prefix=f"{where.prefix}text_config.")
     hidden = _required(config, "hidden_size", where)
     heads = _required(config, "num_attention_heads", where)
     pattern = config.get("hybrid_override_pattern")
@@ -315,7 +329,9 @@ def from_hf_config(
     )
     kinds = _layer_kinds(config, num_layers, where)
     if len(kinds) != num_layers:
-        raise GeometryError(f"{where}: {len(kinds)} layer types for num_hidden_layers={num_layers}")
+        raise where.error(
+            "layer_types", f"{len(kinds)} layer types for num_hidden_layers={num_layers}"
+        )
     if config.get("kv_lora_rank"):
         kind = "mla"
         latent = _required(config, "kv_lora_rank", where)
@@ -325,8 +341,8 @@ def from_hf_config(
         elements = latent + rope
         flops_dim = Fraction(nope + rope + v_dim, 2)
     else:
-        kv_heads = int(config.get("num_key_value_heads") or heads)
-        head_dim = int(config.get("head_dim") or hidden // heads)
+        kv_heads = _optional(config, "num_key_value_heads", where, heads)
+        head_dim = _optional(config, "head_dim", where, hidden // heads)
         kind = "mha" if kv_heads == heads else "gqa"
         elements = 2 * kv_heads * head_dim
         flops_dim = Fraction(head_dim)
@@ -336,15 +352,16 @@ def from_hf_config(
     if params_total is None:
         if kind == "mla" or recurrent:
             raise GeometryError(
-                f"{where}: cannot count parameters of this architecture from its config; "
-                "give the parameter count (--params) or use a preset"
+                "cannot count the parameters of this architecture from its config: give the"
+                " parameter count (params; --params on the command line) or use a preset",
+                location=Location(field="params"),
             )
         params_total = _dense_param_count(config, where)
         params_active = _active_param_count(config, params_total, where)
         params_source = "counted from config.json (Llama-style decoder formula)"
     hf_dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     resolved_dtype = weight_dtype or _HF_DTYPES.get(hf_dtype, "bf16")
-    dtype_bytes(resolved_dtype)
+    dtype_bytes(resolved_dtype, "weight_dtype")
     return ModelGeometry(
         name=name,
         source=source,
@@ -379,6 +396,102 @@ def preset_names() -> list[str]:
     return sorted(_preset_table())
 
 
+def load_preset(
+    name: str,
+    *,
+    params_total: int | None = None,
+    params_active: int | None = None,
+    weight_dtype: str | None = None,
+    field: str = "model",
+) -> ModelGeometry:
+    """A preset by name (see :func:`preset_names`); an unknown name is bad input at
+    ``field``."""
+    presets = _preset_table()
+    if name not in presets:
+        raise GeometryError(
+            f"unknown preset {name!r}; one of {', '.join(sorted(presets))}",
+            location=Location(field=field),
+        )
+    entry = presets[name]
+    return from_hf_config(
+        entry["config"],
+        name=name,
+        source=f"preset {name}: {entry['source']}",
+        params_total=params_total or entry.get("params_total"),
+        params_active=params_active or entry.get("params_active"),
+        params_source=entry.get("params_source") if params_total is None else None,
+        weight_dtype=weight_dtype or entry.get("weight_dtype"),
+    )
+
+
+def display_path(path: Path) -> str:
+    """How reports name a file the user gave: as given when relative, relative to the
+    working directory when inside it, else its folder and name only (a report must not
+    carry the machine's absolute paths)."""
+    if not path.is_absolute():
+        return str(path)
+    here = Path.cwd()
+    if path.is_relative_to(here):
+        return str(path.relative_to(here))
+    return str(PurePath(*path.parts[-2:]))
+
+
+def model_name(config: Mapping[str, Any], fallback: str) -> str:
+    """The name a config gives itself (``_name_or_path``); a saved checkpoint often records
+    the absolute folder it was saved from there, of which only the last part is kept."""
+    name = config.get("_name_or_path")
+    if not isinstance(name, str) or not name.strip():
+        return fallback
+    if PurePath(name).is_absolute() or name.startswith(("~", ".")):
+        return PurePath(name).name or fallback
+    return name
+
+
+def load_config_file(
+    path: Path,
+    *,
+    params_total: int | None = None,
+    params_active: int | None = None,
+    weight_dtype: str | None = None,
+) -> ModelGeometry:
+    """A Hugging Face ``config.json`` file (or the folder holding one)."""
+    if path.is_dir():
+        path = path / "config.json"
+    shown = display_path(path)
+    if path.exists() and not path.is_file():
+        raise GeometryError(
+            "is not a regular file (a device, pipe or socket), not a config.json",
+            location=Location(source=shown, field="model"),
+        )
+    if not path.is_file():
+        raise GeometryError(
+            f"{shown!r} is neither a preset ({', '.join(preset_names())}) nor a config.json"
+            " file or its folder",
+            location=Location(field="model"),
+        )
+    try:
+        config = json.loads(path.read_bytes())
+    except OSError as error:
+        raise GeometryError(
+            f"cannot read config.json: {error.strerror}", location=Location(source=shown)
+        ) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise GeometryError(
+            f"config.json is not JSON: {error}", location=Location(source=shown)
+        ) from None
+    if not isinstance(config, dict):
+        raise GeometryError("config.json must hold a JSON object", location=Location(source=shown))
+    return from_hf_config(
+        config,
+        name=model_name(config, path.parent.name or path.name),
+        source=f"config.json file {shown}",
+        params_total=params_total,
+        params_active=params_active,
+        weight_dtype=weight_dtype,
+        origin=ConfigOrigin(source=shown),
+    )
+
+
 def load_model(
     spec: str,
     *,
@@ -388,35 +501,12 @@ def load_model(
 ) -> ModelGeometry:
     """A preset name (see :func:`preset_names`) or a path to a Hugging Face ``config.json``
     (or the directory holding one)."""
-    presets = _preset_table()
-    if spec in presets:
-        entry = presets[spec]
-        return from_hf_config(
-            entry["config"],
-            name=spec,
-            source=f"preset {spec}: {entry['source']}",
-            params_total=params_total or entry.get("params_total"),
-            params_active=params_active or entry.get("params_active"),
-            params_source=entry.get("params_source") if params_total is None else None,
-            weight_dtype=weight_dtype or entry.get("weight_dtype"),
+    if spec in _preset_table():
+        return load_preset(
+            spec, params_total=params_total, params_active=params_active, weight_dtype=weight_dtype
         )
-    path = Path(spec)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
-        raise GeometryError(
-            f"{spec!r} is neither a preset ({', '.join(sorted(presets))}) nor a config.json file"
-        )
-    try:
-        config = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise GeometryError(f"{path}: cannot read config.json: {error}") from error
-    if not isinstance(config, dict):
-        raise GeometryError(f"{path}: config.json must hold a JSON object")
-    return from_hf_config(
-        config,
-        name=str(config.get("_name_or_path") or path.parent.name or path.name),
-        source=str(path),
+    return load_config_file(
+        Path(spec),
         params_total=params_total,
         params_active=params_active,
         weight_dtype=weight_dtype,

@@ -6,6 +6,7 @@ Fraction of FLOP/s (the vendors print decimals such as 989.4 TFLOPS).
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from decimal import Decimal
@@ -14,12 +15,16 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from cachecast.errors import Location, NotFoundError
+
 GIGA = 10**9
 TERA = 10**12
 
 
-class UnknownAcceleratorError(ValueError):
-    """Raised for a name that is not in the table; the message lists the known names."""
+class UnknownAcceleratorError(NotFoundError):
+    """A name that is not in the table; the message lists the known names."""
+
+    title = "Unknown accelerator"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,21 +40,6 @@ class Accelerator:
     source: str
     checked_on: str
     check: str
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "label": self.label,
-            "vendor": self.vendor,
-            "memory_bytes": self.memory_bytes,
-            "memory_bandwidth_bytes_s": self.memory_bandwidth_bytes_s,
-            "bf16_dense_flops": float(self.bf16_dense_flops),
-            "host_link_bytes_s": self.host_link_bytes_s,
-            "host_link": self.host_link,
-            "source": self.source,
-            "checked_on": self.checked_on,
-            "check": self.check,
-        }
 
 
 def _exact(value: Any) -> Fraction:
@@ -87,12 +77,16 @@ def accelerator_names() -> list[str]:
     return sorted(_table()[0])
 
 
-def get_accelerator(name: str) -> Accelerator:
+def get_accelerator(name: str, field: str = "gpu") -> Accelerator:
+    """The accelerator called ``name`` (or one of its aliases, any case); an unknown name is
+    not found at ``field``, with the close matches."""
     by_name, aliases = _table()
     key = name.strip().lower()
     key = aliases.get(key, key)
     if key not in by_name:
         raise UnknownAcceleratorError(
-            f"unknown accelerator {name!r}; known: {', '.join(accelerator_names())}"
+            f"unknown accelerator {name!r}; known: {', '.join(accelerator_names())}",
+            location=Location(field=field),
+            close_matches=difflib.get_close_matches(key, [*by_name, *aliases], n=3, cutoff=0.5),
         )
     return by_name[key]

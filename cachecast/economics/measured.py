@@ -15,18 +15,26 @@ includes queueing and the first decode step: replay measurements at concurrency 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from cachecast.economics.timing import attention_pairs
+from cachecast.errors import BadInputError, Location, NotFoundError
 
 
-class MeasurementError(ValueError):
+class MeasurementError(BadInputError):
     """A measurement that cannot be fitted (too few rows, no engine cached counts...)."""
+
+    title = "Unusable measurement"
+
+
+class UnknownMeasurementError(NotFoundError):
+    """No stored measurement has the id asked for."""
+
+    title = "Unknown measurement"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +52,15 @@ class FittedPrefill:
         return self.fixed_s + self.per_token_s * new_tokens + self.per_pair_s * pairs
 
     @classmethod
-    def fit(cls, rows: Iterable[tuple[int, int, float]], source: str) -> FittedPrefill:
+    def fit(
+        cls, rows: Iterable[tuple[int, int, float]], source: str, where: Location | None = None
+    ) -> FittedPrefill:
         """Least squares over (cached, new, seconds) rows; coefficients kept >= 0."""
         data = [(c, s, t) for c, s, t in rows]
         if len(data) < 3:
-            raise MeasurementError(f"{source}: {len(data)} usable rows; at least 3 are needed")
+            raise MeasurementError(
+                f"{source}: {len(data)} usable rows; at least 3 are needed", location=where
+            )
         design = np.array(
             [[1.0, float(s), float(attention_pairs(c, s))] for c, s, _ in data], dtype=np.float64
         )
@@ -58,8 +70,16 @@ class FittedPrefill:
         return cls(source, fixed, per_token, per_pair, len(data))
 
 
-def fit_from_report(report: Mapping[str, Any]) -> FittedPrefill:
-    """Fit from a stored measurement report (``EngineMeasurement.report_json`` parsed)."""
+def _count(row: Mapping[str, Any], key: str, where: Location) -> int:
+    value = row.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise MeasurementError(f"expected a token count, got {value!r}", location=where)
+    return value
+
+
+def fit_from_report(report: Mapping[str, Any], name: str = "measurement") -> FittedPrefill:
+    """Fit from a stored measurement report (``EngineMeasurement.report_json`` parsed);
+    ``name`` is what its errors call it."""
     passport = report.get("passport") or {}
     source = (
         f"{passport.get('engine_kind', '?')} vLLM {passport.get('engine_version', '?')},"
@@ -67,28 +87,25 @@ def fit_from_report(report: Mapping[str, Any]) -> FittedPrefill:
         f" measured {passport.get('measured_at', '?')}"
     )
     rows = []
-    for row in report.get("per_request") or []:
+    for index, row in enumerate(report.get("per_request") or []):
         cached = row.get("measured_cached_tokens")
         if cached is None:
             continue  # only the engine's own hit counts say what was really recomputed
-        prompt = int(row["prompt_tokens"])
-        rows.append((int(cached), prompt - int(cached), float(row["ttft_s"])))
+        field = f"per_request[{index}]"
+        cached = _count(
+            row, "measured_cached_tokens", Location(name, field=f"{field}.measured_cached_tokens")
+        )
+        prompt = _count(row, "prompt_tokens", Location(name, field=f"{field}.prompt_tokens"))
+        ttft = row.get("ttft_s")
+        if not isinstance(ttft, (int, float)) or isinstance(ttft, bool) or cached > prompt:
+            raise MeasurementError(
+                f"expected a time to first token and cached <= prompt tokens, got {row!r}",
+                location=Location(name, field=field),
+            )
+        rows.append((cached, prompt - cached, float(ttft)))
     if not rows:
-        raise MeasurementError(f"{source}: no request carries the engine's cached-token count")
-    return FittedPrefill.fit(rows, source)
-
-
-def load_measurement(url: str, measurement_id: int) -> FittedPrefill:
-    """The fit of measurement ``measurement_id`` stored by the vLLM backend at ``url``."""
-    from sqlmodel import Session
-
-    from cachecast import db
-    from cachecast.gpu_backend.tables import EngineMeasurement
-
-    with Session(db.get_engine(url)) as session:
-        stored = session.get(EngineMeasurement, measurement_id)
-        if stored is None:
-            raise MeasurementError(f"no engine measurement with id {measurement_id} at {url}")
-        report = json.loads(stored.report_json)
-    fitted = fit_from_report(report)
-    return replace(fitted, source=f"measurement #{measurement_id}: {fitted.source}")
+        raise MeasurementError(
+            f"{source}: no request carries the engine's cached-token count",
+            location=Location(name, field="per_request"),
+        )
+    return FittedPrefill.fit(rows, source, Location(name, field="per_request"))

@@ -5,7 +5,7 @@ with perfect overlap and peak throughput (real kernels reach perhaps 40-70% of p
 Where the vLLM backend has measured the deployment, :class:`PrefillMeasurement` replaces the
 prefill model (see ``compare``).
 
-Prefill of a new suffix of S tokens after a cached prefix of C tokens (MISSION.md)::
+Prefill of a new suffix of S tokens after a cached prefix of C tokens (docs/economics.md)::
 
     FLOPs = 2*P_active*S + 2*L*H_q*d_h*((C+S)*(C+S+1) - C*(C+1))
 
@@ -39,8 +39,8 @@ FloatArray = npt.NDArray[np.float64]
 
 class PrefillMeasurement(Protocol):
     """A measured prefill time for this deployment, replacing the roofline model in
-    ``compare``: :class:`cachecast.economics.measured.FittedPrefill`, fitted from
-    a stored ``cachecast measure`` run."""
+    ``compare``: :class:`cachecast.economics.measured.FittedPrefill`, fitted from a stored
+    ``cachecast measure`` run."""
 
     @property
     def source(self) -> str:
@@ -69,9 +69,9 @@ def attention_pairs(cached: int, new: int, window: int | None = None) -> int:
 
 
 def prefill_flops(model: ModelGeometry, cached: int, new: int) -> Fraction:
-    """FLOPs to prefill ``new`` tokens after ``cached`` ones (MISSION.md formula, per layer
+    """FLOPs to prefill ``new`` tokens after ``cached`` ones (docs/economics.md, per layer
     kind). Each pair costs 2*d_h for QK^T and 2*d_h for AV per query head; with no window
-    4 * pairs = 2*((C+S)(C+S+1) - C(C+1)), the MISSION form."""
+    4 * pairs = 2*((C+S)(C+S+1) - C(C+1)), the closed form given there."""
     linear = 2 * model.params_active * new
     pairs = model.full_attention_layers * attention_pairs(cached, new) + (
         model.sliding_attention_layers * attention_pairs(cached, new, model.sliding_window)

@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 
+from cachecast.app.capacity import CapacityFacts
 from cachecast.economics.capacity import Deployment, capacity
 from cachecast.economics.geometry import from_hf_config, load_model
 from cachecast.economics.hardware import (
@@ -102,7 +103,7 @@ def test_model_that_does_not_fit() -> None:
     )
     assert result.error is not None
     assert "short by 69.1 GB" in result.error  # 141.107 - 72.0
-    assert result.to_json()["kv_budget_bytes"] == 0
+    assert CapacityFacts.of(result).kv_budget_bytes == 0  # reported as 0, not negative
     # With two GPUs the weights fit (144 GB usable) but a 131,072-token request needs
     # 131,072 * 327,680 = 42.9 GB of KV against a 2.9 GB budget: fits, zero concurrency.
     two = capacity(

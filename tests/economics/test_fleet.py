@@ -31,13 +31,16 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cachecast.app.compare import CompareRequest, compare
+from cachecast.app.fleet import FleetRequest, fleet
+from cachecast.app.logs import LogInput
 from cachecast.economics.capacity import Deployment
-from cachecast.economics.compare import compare
-from cachecast.economics.fleet import FleetComparison, PolicyResult, fleet
+from cachecast.economics.fleet import PolicyResult
 from cachecast.economics.geometry import load_model
 from cachecast.economics.hardware import get_accelerator
 from cachecast.economics.timing import pollaczek_khinchine_wait, prefill_time
 from cachecast.simulator.routing import Routing
+from tests.economics.conftest import deployment as deployment_fields
 
 ORDER = "aabbab"
 PREFIX_IDS = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8]}
@@ -67,20 +70,20 @@ def deployment() -> Deployment:
     )
 
 
-def run(log: Path) -> FleetComparison:
-    return fleet(
-        [log],
-        model=load_model("llama-3.1-8b"),
-        accelerator=get_accelerator("l40s"),
+def run(log: Path) -> list[PolicyResult]:
+    request = FleetRequest(
+        **deployment_fields(gpu="l40s"),
+        log=LogInput.of_paths([log]),
         replicas=2,
         gpu_price=Decimal(2),
     )
+    return fleet(request).policies
 
 
 @pytest.fixture(scope="module")
 def spaced(tmp_path_factory: pytest.TempPathFactory) -> dict[Routing, PolicyResult]:
     log = write_log(tmp_path_factory.mktemp("fleet") / "log.jsonl", spacing_ms=1000)
-    return {result.routing: result for result in run(log).policies}
+    return {result.routing: result for result in run(log)}
 
 
 def computed(result: PolicyResult) -> list[int]:
@@ -97,13 +100,13 @@ def test_hits_per_policy_match_the_hand_placements(spaced: dict[Routing, PolicyR
         Routing.prefix_hash: 4 * HIT,
     }
     for routing, hits in expected_hits.items():
-        assert spaced[routing].simulation.hit_tokens == hits, routing
-        assert spaced[routing].simulation.input_tokens == INPUT_TOTAL
+        assert spaced[routing].hit_tokens == hits, routing
+        assert spaced[routing].input_tokens == INPUT_TOTAL
     # Round-robin: each replica computes two whole prompts and one new token.
     assert computed(spaced[Routing.round_robin]) == [2 * PROMPT + 1] * 2
     # Sticky: each replica computes one whole prompt and two new tokens.
     assert computed(spaced[Routing.session_sticky]) == [PROMPT + 2] * 2
-    assert spaced[Routing.session_sticky].simulation.imbalance == 1.0
+    assert spaced[Routing.session_sticky].imbalance == 1.0
     # Prefix-hash: the sessions share a replica or not, as the hash falls.
     assert sorted(computed(spaced[Routing.prefix_hash])) in (
         [PROMPT + 2, PROMPT + 2],
@@ -130,13 +133,13 @@ def test_ttft_follows_the_computed_tokens(spaced: dict[Routing, PolicyResult]) -
     round_robin = spaced[Routing.round_robin]
     sticky = spaced[Routing.session_sticky]
     mean, p90 = _expected_ttft([whole, whole, after_hit])
-    assert round_robin.ttft_mean_s == pytest.approx(mean, rel=1e-9)
-    assert round_robin.ttft_p90_s == pytest.approx(p90, rel=1e-9)
+    assert round_robin.ttft_ms.mean == pytest.approx(mean * 1000, rel=1e-9)
+    assert round_robin.ttft_ms.p90 == pytest.approx(p90 * 1000, rel=1e-9)
     mean, p90 = _expected_ttft([whole, after_hit, after_hit])
-    assert sticky.ttft_mean_s == pytest.approx(mean, rel=1e-9)
-    assert sticky.ttft_p90_s == pytest.approx(p90, rel=1e-9)
-    assert sticky.ttft_mean_s is not None and round_robin.ttft_mean_s is not None
-    assert sticky.ttft_mean_s < round_robin.ttft_mean_s
+    assert sticky.ttft_ms.mean == pytest.approx(mean * 1000, rel=1e-9)
+    assert sticky.ttft_ms.p90 == pytest.approx(p90 * 1000, rel=1e-9)
+    assert sticky.ttft_ms.mean is not None and round_robin.ttft_ms.mean is not None
+    assert sticky.ttft_ms.mean < round_robin.ttft_ms.mean
 
 
 def test_unsaturated_fleet_is_held_for_the_log_span(spaced: dict[Routing, PolicyResult]) -> None:
@@ -157,9 +160,9 @@ def test_saturated_replica_bounds_the_makespan(tmp_path: Path) -> None:
     # 10 ms apart: the 0.05 s span is far shorter than two 2,049-token prefills on an L40S
     # (each over 80 ms of compute at peak), so every replica is past 100% busy.
     log = write_log(tmp_path / "log.jsonl", spacing_ms=10)
-    result = next(r for r in run(log).policies if r.routing is Routing.round_robin)
+    result = next(r for r in run(log) if r.routing is Routing.round_robin)
     assert result.saturated_replicas == [0, 1]
-    assert result.ttft_mean_s is None and result.ttft_p90_s is None
+    assert result.ttft_ms.mean is None and result.ttft_ms.p90 is None
     busiest = float(
         2 * prefill_time(deployment(), 0, PROMPT).seconds
         + prefill_time(deployment(), HIT, 1).seconds
@@ -227,23 +230,17 @@ def test_fleet_cli_json(economics_app: typer.Typer, tmp_path: Path) -> None:
 
     bad = CliRunner().invoke(economics_app, [*command, "--routing", "random"])
     assert bad.exit_code == 2
-    assert "--routing 'random' is not one of" in bad.output
+    assert bad.stderr.startswith("error: --routing: 'random' is not one of round-robin,")
 
 
 def test_one_replica_agrees_with_compare(tmp_path: Path) -> None:
     # K = 1: every policy sends everything to the single replica, which is exactly the one
     # replica compare replays; its hits are a1-a2-a3 and b1-b2-b3 chains (4 hits), and its
     # busy GPU time is compare's full-utilization GPU time.
-    log = write_log(tmp_path / "log.jsonl", spacing_ms=1000)
-    one = fleet(
-        [log],
-        model=load_model("llama-3.1-8b"),
-        accelerator=get_accelerator("l40s"),
-        replicas=1,
-        routings=[Routing.round_robin],
-    ).policies[0]
-    reference = compare(
-        [log], model=load_model("llama-3.1-8b"), accelerator=get_accelerator("l40s")
-    )
-    assert one.simulation.hit_tokens == reference.self_hosted["hit_tokens"] == 4 * HIT
-    assert str(one.busy_gpu_hours) == reference.self_hosted["full_utilization"]["gpu_hours"]
+    log = LogInput.of_paths([write_log(tmp_path / "log.jsonl", spacing_ms=1000)])
+    (one,) = fleet(
+        FleetRequest(**deployment_fields(gpu="l40s"), log=log, replicas=1, routings=["round-robin"])
+    ).policies
+    reference = compare(CompareRequest(**deployment_fields(gpu="l40s"), log=log))
+    assert one.hit_tokens == reference.self_hosted.hit_tokens == 4 * HIT
+    assert str(one.busy_gpu_hours) == str(reference.self_hosted.full_utilization.gpu_hours)

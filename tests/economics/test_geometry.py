@@ -16,8 +16,8 @@ from cachecast.economics.geometry import (
 )
 
 
-def test_mission_worked_figure_llama_3_3_70b() -> None:
-    # MISSION.md: 2 * 80 layers * 8 KV heads * 128 head_dim * 2 bytes = 327,680 B = 320 KiB.
+def test_worked_figure_llama_3_3_70b() -> None:
+    # docs/economics.md: 2 * 80 layers * 8 KV heads * 128 head_dim * 2 bytes = 327,680 B = 320 KiB.
     model = load_model("llama-3.3-70b")
     assert model.kv_bytes_per_token("bf16") == 327_680
     assert model.kv_bytes_per_token("bf16") == 320 * 1024

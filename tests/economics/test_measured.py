@@ -9,15 +9,18 @@ import pytest
 from sqlmodel import Session
 
 from cachecast import db
-from cachecast.economics.compare import compare
+from cachecast.app.compare import load_measurement
+from cachecast.economics.capacity import Deployment
+from cachecast.economics.compare import compare_self_hosted
 from cachecast.economics.geometry import load_model
 from cachecast.economics.hardware import get_accelerator
 from cachecast.economics.measured import (
     FittedPrefill,
     MeasurementError,
+    UnknownMeasurementError,
     fit_from_report,
-    load_measurement,
 )
+from cachecast.errors import NotFoundError
 from cachecast.gpu_backend.tables import EngineMeasurement
 from tests.economics.conftest import shared_prefix_log
 
@@ -73,18 +76,17 @@ def test_rows_without_engine_hit_counts_are_not_used() -> None:
 
 def test_compare_uses_the_measurement_and_says_so() -> None:
     measurement = FittedPrefill("toy run", FIXED, PER_TOKEN, PER_PAIR, rows=4)
-    report = compare(
+    report = compare_self_hosted(
         shared_prefix_log(),
-        model=load_model("llama-3.1-8b"),
-        accelerator=get_accelerator("h100"),
+        Deployment(load_model("llama-3.1-8b"), get_accelerator("h100")),
         measurement=measurement,
         capacity_factors=(),
     )
     assert report.timing_source == "vLLM measurement: toy run"
     # Request 1: C=0, S=80, pairs 80*81/2 = 3,240 -> 0.01 + 0.008 + 0.0000324 = 18.0324 ms.
     # Requests 2, 3: C=64, S=16, pairs (80*81 - 64*65)/2 = 1,160 -> 11.6116 ms.
-    assert report.self_hosted["prefill_ms"]["max"] == pytest.approx(18.0324)
-    assert report.self_hosted["prefill_ms"]["mean"] == pytest.approx((18.0324 + 2 * 11.6116) / 3)
+    assert report.self_hosted.prefill_ms.max == pytest.approx(18.0324)
+    assert report.self_hosted.prefill_ms.mean == pytest.approx((18.0324 + 2 * 11.6116) / 3)
 
 
 def test_load_a_stored_measurement(migrated_db_url: str) -> None:
@@ -113,5 +115,8 @@ def test_load_a_stored_measurement(migrated_db_url: str) -> None:
     fitted = load_measurement(migrated_db_url, identifier)
     assert fitted.source.startswith(f"measurement #{identifier}:")
     assert fitted.per_token_s == pytest.approx(PER_TOKEN, rel=1e-6)
-    with pytest.raises(MeasurementError, match="no engine measurement with id 999"):
+    # An id nothing was stored under is not found (exit 2, HTTP 404), naming the option.
+    with pytest.raises(UnknownMeasurementError, match="no engine measurement with id 999") as e:
         load_measurement(migrated_db_url, 999)
+    assert isinstance(e.value, NotFoundError)
+    assert e.value.location.field == "measurement_id"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cachecast.cli import app as cli_app
+from tests.economics.conftest import tiny_gqa_config
 from tests.service.logs import GPT4O_DAY, shared_prefix_records
 from tests.service.test_api import assert_problem
 
@@ -38,7 +40,7 @@ async def test_small_log_against_gpt_4o(client: httpx.AsyncClient) -> None:
     for key in ("deployment", "capacity", "log", "self_hosted", "hosted", "versus", "host_tier"):
         assert key in report, key
     capacity = report["capacity"]
-    # Llama-3.3-70B (MISSION.md): K and V x 80 layers x 8 KV heads x 128 dims x 2 bytes (bf16).
+    # Llama-3.3-70B (docs/economics.md): K and V x 80 layers x 8 KV heads x 128 dims x 2 B.
     assert capacity["kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 2 == 327_680
     # 70,553,706,496 parameters x 2 bytes; 0.9 x 2 x 80 GB usable; the rest is KV, in blocks
     # of 16 tokens x 327,680 B = 5,242,880 B: 2,892,587,008 // 5,242,880 = 551 blocks.
@@ -102,20 +104,7 @@ async def test_equals_the_cli_json(
 async def test_inline_config_without_targets(client: httpx.AsyncClient) -> None:
     # A small GQA model as a config.json object: 4 layers, 2 KV heads of 64 dims, bf16:
     # 2 x 4 x 2 x 64 x 2 = 2,048 bytes per token.
-    config = {
-        "_name_or_path": "tiny-gqa",
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": 512,
-        "intermediate_size": 1024,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 2,
-        "head_dim": 64,
-        "vocab_size": 32000,
-        "torch_dtype": "bfloat16",
-    }
-    body = comparison_body(model=config, gpus=1, targets=[])
+    body = comparison_body(model=tiny_gqa_config(), gpus=1, targets=[])
     del body["gpu_price"]
     response = await client.post("/v1/comparisons", json=body)
     assert response.status_code == 200, response.text
@@ -140,7 +129,6 @@ async def test_jsonl_upload(client: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"gpu": "h999"}, "body.gpu"),
         ({"model": "/etc/hostname"}, "body.model"),  # a name, never a server path
         ({"model": {"num_hidden_layers": 2}}, "body.model"),
         ({"gpu_price": "two dollars"}, "body.gpu_price"),
@@ -176,3 +164,106 @@ async def test_unknown_target_is_404_with_close_matches(client: httpx.AsyncClien
     body = comparison_body(targets=["openai:gpt-4oo"])
     problem = assert_problem(await client.post("/v1/comparisons", json=body), 404)
     assert "gpt-4o" in problem["close_matches"]
+
+
+async def test_unknown_accelerator_is_404_naming_the_field(client: httpx.AsyncClient) -> None:
+    # An accelerator the table does not hold is something named that does not exist (as an
+    # unknown target is): 404, the field named, close matches from the table's names.
+    problem = assert_problem(
+        await client.post("/v1/comparisons", json=comparison_body(gpu="h20")), 404
+    )
+    assert [error["field"] for error in problem["errors"]] == ["body.gpu"]
+    assert "h200" in problem["close_matches"]
+
+
+def mixed_records() -> list[dict[str, Any]]:
+    """Two OpenAI chats and two Anthropic ones sharing their system prompts, and two
+    records naming a model but no provider (the request's default provider applies)."""
+    system = "You are a careful assistant who checks every figure twice. " * 60
+    records: list[dict[str, Any]] = []
+    for turn in range(2):
+        question = {"role": "user", "content": f"Question {turn}: what changed?"}
+        records.append(
+            {
+                "timestamp": 10 * turn,
+                "provider": "openai",
+                "model": "gpt-4o",
+                "request": {
+                    "model": "gpt-4o",
+                    "messages": [{"role": "system", "content": system}, question],
+                },
+                "output_tokens": 20,
+            }
+        )
+        records.append(
+            {
+                "timestamp": 10 * turn + 1,
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "request": {
+                    "model": "claude-sonnet-4-5",
+                    "system": [
+                        {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
+                    ],
+                    "messages": [question],
+                    "max_tokens": 100,
+                },
+                "output_tokens": 30,
+            }
+        )
+        records.append(
+            {"timestamp": 10 * turn + 2, "model": "gpt-4o", "prompt": system, "output_tokens": 5}
+        )
+    return records
+
+
+async def test_library_cli_and_api_give_the_same_report(
+    client: httpx.AsyncClient, service_db_url: str, tmp_path: Path
+) -> None:
+    # One use case behind three front ends: for the same log (mixed models and providers,
+    # a default provider for the records naming none) and options, the library's report, the
+    # CLI's --json and the API's response are the same JSON; only the log's name differs
+    # between a file and inline records.
+    from cachecast.app.capacity import ModelReference
+    from cachecast.app.compare import CompareRequest, compare
+    from cachecast.app.logs import LogInput
+    from cachecast.contracts import ContractStore
+
+    records = mixed_records()
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("".join(json.dumps(record) + "\n" for record in records))
+    day, targets = "2026-11-01", ["openai:gpt-4o", "anthropic:claude-sonnet-4-5"]
+    arguments = ["compare", str(log), "--model", "llama-3.1-8b", "--gpu", "h200", "--json"]
+    arguments += ["--gpu-price", "3.10", "--at", day, "--provider", "openai"]
+    arguments += ["--target", targets[0], "--target", targets[1]]
+    result = CliRunner().invoke(cli_app, [*arguments, "--database-url", service_db_url])
+    assert result.exit_code == 0, result.output
+    from_cli = json.loads(result.stdout)
+    body = comparison_body(
+        records=records, model="llama-3.1-8b", gpu="h200", gpus=1, provider="openai"
+    )
+    body |= {"gpu_price": "3.10", "targets": targets, "at": day}
+    response = await client.post("/v1/comparisons", json=body)
+    assert response.status_code == 200, response.text
+    from_api = response.json()
+
+    options: dict[str, Any] = {
+        "model": ModelReference(preset="llama-3.1-8b"),
+        "gpu": "h200",
+        "gpu_price": Decimal("3.10"),
+        "targets": targets,
+        "at": dt.date.fromisoformat(day),
+    }
+    store = ContractStore(service_db_url)
+    on_file = LogInput.of_paths([log], default_provider="openai")
+    inline = LogInput(records=records, default_provider="openai", on_bad_record="reject")
+    assert (
+        compare(CompareRequest(log=on_file, **options), store).model_dump(mode="json") == from_cli
+    )
+    assert compare(CompareRequest(log=inline, **options), store).model_dump(mode="json") == from_api
+    assert from_cli["log"].pop("sources") == [str(log)]
+    assert from_api["log"].pop("sources") == ["request"]
+    assert from_api == from_cli
+    # The hosted bills are estimate's own, target by target.
+    assert [line["model"] for line in from_api["hosted"]] == ["gpt-4o", "claude-sonnet-4-5"]
+    assert from_api["log"]["requests"] == 6

@@ -1,4 +1,5 @@
-"""Charts of a comparison (matplotlib, Agg backend: no display needed).
+"""Charts of a comparison for ``cachecast compare --plot/--html`` (matplotlib, Agg backend:
+no display needed), drawn from the report's attributes.
 
 * cost against monthly volume: every hosted target is a straight line (k logs cost k times the
   log's bill); self-hosting is a staircase of whole replicas paid by the month;
@@ -24,15 +25,15 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from cachecast.economics.compare import ComparisonReport
+    from cachecast.app.compare import CompareReport
 
 
-def _cost_panel(report: ComparisonReport, axes: Axes) -> None:
-    requests = report.log["requests"]
+def _cost_panel(report: CompareReport, axes: Axes) -> None:
+    requests = report.log.requests
     axes.set_title("Monthly cost against volume")
     axes.set_xlabel("requests per month")
     axes.set_ylabel("US$ per month")
-    if report.gpu_price is None and not report.hosted:
+    if report.gpu_price_per_hour is None and not report.hosted:
         axes.text(0.5, 0.5, "no --gpu-price and no --target", ha="center", transform=axes.transAxes)
         return
     logs = np.logspace(-2, 6, 200)  # multiples of the log per month
@@ -40,20 +41,20 @@ def _cost_panel(report: ComparisonReport, axes: Axes) -> None:
     for index, line in enumerate(report.hosted):
         axes.plot(
             volume,
-            logs * float(line.total),
+            logs * float(line.cost.total),
             color=f"C{index}",
             label=f"{line.provider}:{line.model}",
         )
-    if report.gpu_price is not None:
+    if report.gpu_price_per_hour is not None:
         self_cost = [float(report.monthly_self_hosted_cost(float(k)) or 0) for k in logs]
         label = (
             f"self-hosted {report.deployment.gpus} x {report.deployment.accelerator.label}"
-            f" @ ${report.gpu_price}/GPU-h"
+            f" @ ${report.gpu_price_per_hour}/GPU-h"
         )
         axes.step(volume, self_cost, where="post", color="black", linewidth=2, label=label)
     else:
         axes.text(0.02, 0.02, "self-hosted line needs --gpu-price", transform=axes.transAxes)
-    rate = report.log.get("arrival_rate_per_s")
+    rate = report.log.arrival_rate_per_s
     if rate:
         axes.axvline(rate * 730 * 3600, color="grey", linestyle=":", label="this log's rate")
     axes.set_xscale("log")
@@ -62,8 +63,12 @@ def _cost_panel(report: ComparisonReport, axes: Axes) -> None:
     axes.legend(fontsize=7)
 
 
-def _hit_rate_panel(report: ComparisonReport, axes: Axes) -> None:
-    bounded = [(p.kv_tokens, p.hit_rate) for p in report.capacity_curve if p.kv_tokens is not None]
+def _hit_rate_panel(report: CompareReport, axes: Axes) -> None:
+    bounded = [
+        (p.kv_capacity_tokens, p.hit_rate)
+        for p in report.capacity_curve
+        if p.kv_capacity_tokens is not None
+    ]
     axes.set_title("Self-hosted hit rate against KV capacity (vLLM policy)")
     axes.set_xlabel("KV capacity (tokens)")
     axes.set_ylabel("hit rate (cached / input tokens)")
@@ -74,7 +79,7 @@ def _hit_rate_panel(report: ComparisonReport, axes: Axes) -> None:
         color="black",
         label="re-simulated",
     )
-    unbounded = [p for p in report.capacity_curve if p.kv_tokens is None]
+    unbounded = [p for p in report.capacity_curve if p.kv_capacity_tokens is None]
     if unbounded:
         axes.axhline(unbounded[0].hit_rate, color="grey", linestyle="--", label="unbounded cache")
     axes.axvline(
@@ -94,7 +99,7 @@ def _hit_rate_panel(report: ComparisonReport, axes: Axes) -> None:
     axes.legend(fontsize=7)
 
 
-def render_png(report: ComparisonReport) -> bytes:
+def render_png(report: CompareReport) -> bytes:
     """Both panels side by side as PNG bytes."""
     figure, (cost_axes, hit_axes) = plt.subplots(1, 2, figsize=(13, 5), dpi=100)
     try:
@@ -102,7 +107,7 @@ def render_png(report: ComparisonReport) -> bytes:
         _hit_rate_panel(report, hit_axes)
         figure.suptitle(
             f"{report.deployment.model.name} on {report.deployment.gpus} x"
-            f" {report.deployment.accelerator.label}: {report.log['requests']} requests"
+            f" {report.deployment.accelerator.label}: {report.log.requests} requests"
         )
         figure.tight_layout()
         buffer = io.BytesIO()
@@ -112,11 +117,11 @@ def render_png(report: ComparisonReport) -> bytes:
     return buffer.getvalue()
 
 
-def write_png(report: ComparisonReport, path: Path) -> None:
+def write_png(report: CompareReport, path: Path) -> None:
     path.write_bytes(render_png(report))
 
 
-def write_html(report: ComparisonReport, path: Path, table_rows: list[list[str]]) -> None:
+def write_html(report: CompareReport, path: Path, table_rows: list[list[str]]) -> None:
     """A self-contained page: the table (first row is the header) and the chart inline."""
     image = base64.b64encode(render_png(report)).decode("ascii")
     header, *rows = table_rows

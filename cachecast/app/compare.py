@@ -1,0 +1,364 @@
+"""``compare``: hosted caching bills against a self-hosted vLLM deployment, for one log.
+
+The self-hosted side is :func:`cachecast.economics.compare.compare_self_hosted` on the log's
+requests (read once through :class:`~cachecast.app.logs.LogReading`, tokenized as
+``tokenizer`` or each record's own model); every hosted target is priced by
+:func:`cachecast.app.estimate.estimate` on the same :class:`~cachecast.app.logs.LogInput`
+(each target counts the log with its own tokenizer), and its
+:class:`~cachecast.app.estimate.TargetEstimate` is set against the self-hosted cost
+(:func:`~cachecast.economics.compare.versus`). The CLI and ``POST /v1/comparisons`` both
+call :func:`compare`.
+
+Checked before any log is read: the deployment (model, accelerator, dtypes), the options,
+every target's contract, the measurement. A stored vLLM measurement (``measurement_id``)
+replaces the roofline prefill model; ``timing_source`` says which was used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import replace
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from cachecast import db
+from cachecast.app.capacity import (
+    CapacityFacts,
+    DeploymentFacts,
+    DeploymentRequest,
+    resolve_deployment,
+)
+from cachecast.app.estimate import EstimateRequest, TargetEstimate, estimate, plan_estimate
+from cachecast.app.logs import LogInput, LogReading
+from cachecast.app.progress import NoProgress, Progress
+from cachecast.app.reports import (
+    ContractReference,
+    CostBreakdown,
+    InputIssue,
+    Money,
+    Report,
+    issues_of,
+)
+from cachecast.economics.compare import (
+    DEFAULT_CAPACITY_FACTORS,
+    DEFAULT_MAX_NUM_SEQS,
+    DEFAULT_MAX_UTILIZATION,
+    HIT_RATE_DEFINITION,
+    CapacityPoint,
+    HostTier,
+    SelfHosted,
+    SizedLog,
+    Versus,
+    check_options,
+    compare_self_hosted,
+    monthly_self_hosted_cost,
+    replays,
+    versus,
+)
+from cachecast.economics.compare import BreakEvenVolume as BreakEvenVolume
+from cachecast.economics.measured import FittedPrefill, UnknownMeasurementError, fit_from_report
+from cachecast.errors import (
+    BadInputError,
+    ConfigurationError,
+    Location,
+    LogRecordError,
+    UnknownModelError,
+)
+from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
+from cachecast.tokenizers.registry import tokenizer_key_for
+from cachecast.tokenizers.types import TokenizedRequest
+
+if TYPE_CHECKING:
+    from cachecast.contracts import ContractStore
+
+GIB = 2**30
+
+
+class CompareRequest(DeploymentRequest):
+    """Self-host ``model`` on ``gpus`` x ``gpu`` for ``log``, against every hosted target."""
+
+    log: LogInput
+    gpu_price: Decimal | None = Field(
+        default=None, description="US$ per GPU-hour; without it only GPU-hours"
+    )
+    targets: list[str] = Field(
+        default_factory=list, description="hosted PROVIDER:MODEL pairs to compare with"
+    )
+    at: dt.date | None = Field(default=None, description="contracts in force on this day")
+    tokenizer: str | None = Field(
+        default=None, description="model whose tokenizer counts the self-hosted tokens"
+    )
+    host_memory_gib: float | None = Field(
+        default=None, description="host DRAM KV tier per replica (default: unbounded)"
+    )
+    state_checkpoint: int | None = Field(
+        default=None, description="hybrid models: recurrent-state checkpoint interval (tokens)"
+    )
+    measurement_id: int | None = Field(
+        default=None, description="a stored vLLM measurement whose prefill fit replaces the model"
+    )
+    max_utilization: float = Field(
+        default=DEFAULT_MAX_UTILIZATION, description="busiest a replica may be at the log's rate"
+    )
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    capacity_factors: list[Fraction] = Field(
+        default_factory=lambda: list(DEFAULT_CAPACITY_FACTORS),
+        description="KV capacities (as multiples of the deployment's) to re-simulate at",
+    )
+
+    @property
+    def host_tier_bytes(self) -> int | None:
+        return None if self.host_memory_gib is None else int(self.host_memory_gib * GIB)
+
+
+class LogSummary(Report):
+    """The log as the self-hosted side counts it."""
+
+    sources: list[str]
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    duration_s: float
+    arrival_rate_per_s: float | None
+    mean_decode_context_tokens: int
+    block_size: int
+
+    @classmethod
+    def figures(cls, sources: list[str], sized: SizedLog) -> dict[str, Any]:
+        """The fields of the summary (for reports that add their own)."""
+        return {
+            "sources": sources,
+            "requests": sized.count,
+            "input_tokens": sized.input_tokens,
+            "output_tokens": sized.output_tokens,
+            "duration_s": sized.duration,
+            "arrival_rate_per_s": sized.arrival_rate_per_s,
+            "mean_decode_context_tokens": sized.decode_context,
+            "block_size": sized.block_size,
+        }
+
+
+class CompareLog(LogSummary):
+    mean_input_tokens: float
+    p95_input_tokens: float
+    max_input_tokens: int
+    state_checkpoint_tokens: int | None
+    tokenizer: str | None
+    exact_tokens: bool
+
+
+class HostedBill(Report):
+    """One hosted target's bill for the log, as ``estimate`` priced it."""
+
+    provider: str
+    model: str
+    contract: ContractReference
+    hit_rate: float
+    cost: CostBreakdown
+    cost_without_cache: Money
+
+    @classmethod
+    def of(cls, result: TargetEstimate) -> HostedBill:
+        """The target's estimate, these fields of it (the very values ``estimate`` gave)."""
+        return cls.model_validate({name: getattr(result, name) for name in cls.model_fields})
+
+
+class CompareReport(Report):
+    """Everything ``compare`` answers."""
+
+    deployment: DeploymentFacts
+    capacity: CapacityFacts
+    log: CompareLog
+    hit_rate_definition: str = HIT_RATE_DEFINITION
+    timing_source: str
+    gpu_price_per_hour: Decimal | None
+    self_hosted: SelfHosted
+    hosted: list[HostedBill]
+    versus: list[Versus]
+    host_tier: HostTier
+    capacity_curve: list[CapacityPoint]
+    at: dt.date | None
+    skipped_lines: int
+    errors: list[InputIssue]
+    assumptions: list[str]
+
+    @property
+    def busy_seconds_full(self) -> float:
+        """One log's GPU time on one replica at full utilization."""
+        shown = self.self_hosted
+        return (shown.prefill_gpu_seconds + shown.decode_gpu_seconds) / self.deployment.gpus
+
+    def monthly_self_hosted_cost(self, logs_per_month: float) -> Decimal | None:
+        """The self-hosted bill of a month serving the log ``logs_per_month`` times (whole
+        replicas paid for whole months); None without a GPU price."""
+        if self.gpu_price_per_hour is None:
+            return None
+        return monthly_self_hosted_cost(
+            self.busy_seconds_full, self.deployment.gpus, self.gpu_price_per_hour, logs_per_month
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_price(text: str | None, field: str = "gpu_price") -> Decimal | None:
+    """A $/GPU-hour given as text (an option, a body field) as an exact Decimal, >= 0."""
+    if text is None:
+        return None
+    try:
+        price = Decimal(text.strip())
+    except InvalidOperation:
+        raise BadInputError(
+            f"{text!r} is not a decimal number", location=Location(field=field)
+        ) from None
+    if not price.is_finite() or price < 0:
+        raise BadInputError(
+            f"must be a non-negative number, got {text!r}", location=Location(field=field)
+        )
+    return price
+
+
+def check_tokenizer(model: str | None, field: str = "tokenizer") -> None:
+    """A model to tokenize the log as must have a known tokenizer: checked before reading,
+    so that an unknown one is named once, as the option or field that gave it."""
+    if model is None:
+        return
+    try:
+        tokenizer_key_for(model)
+    except TokenizerUnknownModel as error:
+        raise UnknownModelError(error.message, location=Location(field=field)) from None
+
+
+def load_measurement(url: str, measurement_id: int) -> FittedPrefill:
+    """The prefill fit of measurement ``measurement_id`` stored by ``cachecast measure`` in
+    the database at ``url``; an unknown id is not found."""
+    from sqlmodel import Session
+
+    from cachecast.gpu_backend.tables import EngineMeasurement
+
+    with Session(db.get_engine(url)) as session:
+        stored = session.get(EngineMeasurement, measurement_id)
+        report = None if stored is None else json.loads(stored.report_json)
+    if report is None:
+        raise UnknownMeasurementError(
+            f"no engine measurement with id {measurement_id} in the database at"
+            f" {db.display_url(url)}",
+            location=Location(field="measurement_id"),
+        )
+    fitted = fit_from_report(report, f"measurement #{measurement_id}")
+    return replace(fitted, source=f"measurement #{measurement_id}: {fitted.source}")
+
+
+def read_requests(
+    log: LogInput, tokenize_as: str | None
+) -> tuple[list[TokenizedRequest], list[LogRecordError]]:
+    """Every readable request of ``log`` (file after file, each in its order) and the lines
+    that could not be read. The whole log is held, and sorted by timestamp by the sizing, so
+    no reorder window applies."""
+    check_tokenizer(tokenize_as)
+    log.check_sources()
+    reading = LogReading(log, tokenize_as)
+    requests: list[TokenizedRequest] = []
+    for index in range(len(log.source_names)):
+        requests.extend(reading.source_requests(index))
+    reading.finish()
+    return requests, reading.errors
+
+
+def skipped_lines(errors: list[LogRecordError]) -> int:
+    return len({(e.location.source, e.location.line, e.location.record) for e in errors})
+
+
+def compare(
+    request: CompareRequest,
+    store: ContractStore | None = None,
+    *,
+    progress: Progress | None = None,
+) -> CompareReport:
+    """Compare self-hosting with every hosted target; see the module docstring. ``store``
+    holds the contracts (and the measurement): needed with targets or a measurement."""
+    deployment = resolve_deployment(request)
+    check_options(
+        request.gpu_price,
+        request.max_utilization,
+        request.host_tier_bytes,
+        request.state_checkpoint,
+    )
+    needs_store = bool(request.targets) or request.measurement_id is not None
+    if needs_store and store is None:
+        raise ConfigurationError(
+            "hosted targets and measurements need the database",
+            location=Location(field="database_url"),
+        )
+    pricing = None
+    if request.targets:
+        assert store is not None
+        pricing = EstimateRequest(log=request.log, targets=request.targets, at=request.at)
+        plan_estimate(pricing, store)  # an unknown target fails here, before any work
+    measurement = None
+    if request.measurement_id is not None:
+        assert store is not None
+        measurement = load_measurement(store.url, request.measurement_id)
+    request.log.check_sources()
+    progress = progress or NoProgress()
+    progress.start("simulating", request.log.count_records() * replays(request.capacity_factors))
+    requests, errors = read_requests(request.log, request.tokenizer)
+    result = compare_self_hosted(
+        requests,
+        deployment,
+        block_size=request.block_size,
+        gpu_price=request.gpu_price,
+        max_num_seqs=request.max_num_seqs,
+        max_utilization=request.max_utilization,
+        host_tier_bytes=request.host_tier_bytes,
+        state_checkpoint_tokens=request.state_checkpoint,
+        measurement=measurement,
+        capacity_factors=request.capacity_factors,
+        progress=progress.advance,
+    )
+    hosted: list[HostedBill] = []
+    at = request.at
+    if pricing is not None:
+        assert store is not None
+        priced = estimate(pricing, store, progress=progress)
+        at = priced.at
+        hosted = [HostedBill.of(target) for target in priced.targets]
+    sized = result.sized
+    return CompareReport(
+        deployment=DeploymentFacts.of(sized.deployment),
+        capacity=CapacityFacts.of(sized.capacity),
+        log=CompareLog(
+            **LogSummary.figures(request.log.source_names, sized),
+            mean_input_tokens=sized.mean_input_tokens,
+            p95_input_tokens=sized.p95_input_tokens,
+            max_input_tokens=sized.max_input_tokens,
+            state_checkpoint_tokens=request.state_checkpoint,
+            tokenizer=sized.tokenizer,
+            exact_tokens=sized.exact_tokens,
+        ),
+        timing_source=result.timing_source,
+        gpu_price_per_hour=request.gpu_price,
+        self_hosted=result.self_hosted,
+        hosted=hosted,
+        versus=[
+            versus(
+                result,
+                provider=line.provider,
+                model=line.model,
+                contract_version=line.contract.version,
+                hosted_total=line.cost.total,
+                hosted_hit_rate=line.hit_rate,
+            )
+            for line in hosted
+        ],
+        host_tier=result.host_tier,
+        capacity_curve=result.capacity_curve,
+        at=at,
+        skipped_lines=skipped_lines(errors),
+        errors=issues_of(errors),
+        assumptions=result.assumptions,
+    )
