@@ -134,9 +134,9 @@ def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
     (pooled over both rounds, so that a burst of load on the host hits both sides)."""
     import json
 
-    from cachecast.simulator.layouts.evaluate import parse_target
-    from cachecast.simulator.layouts.sources import load_prompt_set
-    from cachecast.simulator.layouts.suggest import suggest
+    from cachecast.layouts.evaluate import parse_target
+    from cachecast.layouts.sources import load_prompt_set
+    from cachecast.layouts.suggest import suggest
 
     prompt_set = load_prompt_set(EXAMPLE_LOG, tmp_path, values=None, model=None, name="input")
     (top, *_) = suggest(prompt_set, [parse_target("vllm:32")], at=date(2026, 12, 2), store=None)
