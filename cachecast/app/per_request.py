@@ -46,12 +46,19 @@ _COLUMN_TYPES: dict[str, str] = {
 def check_table_path(path: Path, field: str = "per_request") -> None:
     """A table can be written at ``path``: a known suffix, an existing writable folder, and
     not a folder itself."""
-    where = Location(source=str(path), field=field)
     suffix = path.suffix.lower()
     if suffix not in PER_REQUEST_FORMATS:
         raise ConfigurationError(
-            f"use a .csv or .parquet file name, not {suffix or 'no suffix'!r}", location=where
+            f"use a .csv or .parquet file name, not {suffix or 'no suffix'!r}",
+            location=Location(source=str(path), field=field),
         )
+    check_output_path(path, field)
+
+
+def check_output_path(path: Path, field: str) -> None:
+    """A file can be written at ``path`` (an output option such as ``--json FILE``): its
+    folder exists and is writable, and it is not a folder itself. Checked before the work."""
+    where = Location(source=str(path), field=field)
     if path.is_dir():
         raise ConfigurationError("is a directory", location=where)
     folder = path.parent if str(path.parent) else Path(".")
