@@ -1,88 +1,196 @@
-"""``cachecast check``: compare a candidate prompt layout (or log) against a baseline.
+"""``check``: does a candidate prompt layout (or log) regress against a baseline?
 
-Both sides are replayed under every target; the candidate regresses when, for any target,
-its cost per 1,000 requests rises more than ``max_cost_increase``, its hit rate falls more
-than ``max_hit_rate_drop``, or its hit rate is under ``min_hit_rate``. The report also names
-where the candidate's prompts first stop sharing a prefix with the baseline's.
+Both sides are replayed under every target (``app.evaluation``); the candidate regresses
+when, for any target, its cost per 1,000 requests rises more than ``max_cost_increase``, its
+hit rate falls more than ``max_hit_rate_drop``, or its hit rate is under ``min_hit_rate``
+(docs/layouts.md). The report also names where the candidate's prompts first stop sharing a
+prefix with the baseline's. A regression is an answer, not an error: ``passed`` is False
+(the CLI exits 1, the API answers 200).
+
+:func:`check` compares two sides; :func:`check_each` compares each of several files with
+itself at a git revision (what a pre-commit hook or a CI job passes), skipping files that are
+not layouts and files the revision does not have yet.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from pathlib import Path
+from typing import Literal
 
+from pydantic import Field
+
+from cachecast.app.evaluation import (
+    PER_REQUESTS,
+    DecimalNumber,
+    LayoutTarget,
+    SideMetrics,
+    TargetPlan,
+    TargetSettings,
+    evaluate,
+    plan_targets,
+)
+from cachecast.app.prompt_sets import (
+    MissingAtRevisionError,
+    PromptSet,
+    PromptSource,
+    load_prompt_set,
+)
+from cachecast.app.reports import Money, Ratio, Report
+from cachecast.app.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from cachecast.contracts import ContractStore
 from cachecast.layouts.divergence import Divergence, find_divergence
-from cachecast.layouts.evaluate import (
-    PER_REQUESTS,
-    SideMetrics,
-    TargetSpec,
-    evaluate,
-    tokenize,
-)
-from cachecast.layouts.sources import PromptSet
-from cachecast.layouts.thresholds import Thresholds
+from cachecast.layouts.spec import NotALayoutError
+from cachecast.tokenizers.types import TokenizedRequest
 
-# Used when neither the command line nor pyproject.toml sets any threshold: a check that
-# can never fail would be worse than an opinionated default.
-DEFAULT_THRESHOLDS = Thresholds(
-    max_cost_increase=Decimal("0.05"), max_hit_rate_drop=Decimal("0.02"), min_hit_rate=None
-)
-
-EXIT_PASS = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
+RATIO_PLACES = Decimal("0.000001")
 
 
-@dataclass(frozen=True, slots=True)
-class TargetComparison:
-    target: TargetSpec
+class CheckSettings(TargetSettings):
+    """What every check shares: the targets, the day, the tokenization, the limits."""
+
+    thresholds: Thresholds | None = Field(
+        default=None, description="None, or no limit set: the defaults (+5% cost, -2pp)"
+    )
+    max_layout_requests: int | None = Field(
+        default=None, gt=0, description="the most requests a layout may expand to"
+    )
+    on_bad_record: Literal["stop", "reject"] = Field(
+        default="stop",
+        description="a bad record is bad input either way: the first stops the check, or all"
+        " are read and listed",
+    )
+
+
+class CheckRequest(CheckSettings):
+    """Compare ``candidate`` with ``baseline``."""
+
+    baseline: PromptSource
+    candidate: PromptSource
+
+
+class CheckEachRequest(CheckSettings):
+    """Compare each of ``paths`` (at ``candidate_ref``, default the working tree) with the
+    same path at ``baseline_ref``."""
+
+    paths: list[Path] = Field(min_length=1)
+    baseline_ref: str
+    candidate_ref: str | None = None
+    values_path: Path | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The report.
+
+
+class TargetCheck(Report):
+    """Both sides under one target, and the limits the candidate breaks there."""
+
+    target: str = Field(examples=["openai:gpt-4o"])
+    kind: Literal["contract", "vllm"]
+    passed: bool
+    violations: list[str]
     baseline: SideMetrics
     candidate: SideMetrics
-    violations: tuple[str, ...]
+    hit_rate_change_pp: DecimalNumber
+    cost_change_per_1k_requests: Money | None
+    cost_change_ratio: Ratio | None
 
-    @property
-    def hit_rate_change(self) -> Decimal:
-        return self.candidate.hit_rate - self.baseline.hit_rate
-
-    @property
-    def cost_change_per_1k(self) -> Decimal | None:
-        before, after = self.baseline.cost_per_1k, self.candidate.cost_per_1k
-        return None if before is None or after is None else after - before
-
-    @property
-    def cost_change_ratio(self) -> Decimal | None:
-        before, after = self.baseline.cost_per_1k, self.candidate.cost_per_1k
-        if before is None or after is None or before == 0:
-            return None
-        return (after - before) / before
-
-    def to_json(self) -> dict[str, Any]:
-        change = self.cost_change_per_1k
-        ratio = self.cost_change_ratio
-        return {
-            "target": self.target.name,
-            "kind": self.target.kind,
-            "passed": not self.violations,
-            "violations": list(self.violations),
-            "baseline": self.baseline.to_json(),
-            "candidate": self.candidate.to_json(),
-            "hit_rate_change_pp": float(self.hit_rate_change * 100),
-            "cost_change_per_1k_requests": None if change is None else str(change),
-            "cost_change_ratio": None
-            if ratio is None
-            else str(ratio.quantize(Decimal("0.000001"))),
-        }
+    @classmethod
+    def of(
+        cls,
+        target: LayoutTarget,
+        baseline: SideMetrics,
+        candidate: SideMetrics,
+        thresholds: Thresholds,
+    ) -> TargetCheck:
+        before, after = baseline.cost_per_1k_requests, candidate.cost_per_1k_requests
+        change = None if before is None or after is None else after - before
+        ratio = None
+        if change is not None and before:
+            ratio = (change / before).quantize(RATIO_PLACES)
+        violations = judge(baseline, candidate, thresholds)
+        return cls(
+            target=target.name,
+            kind=target.kind,
+            passed=not violations,
+            violations=violations,
+            baseline=baseline,
+            candidate=candidate,
+            hit_rate_change_pp=(candidate.hit_rate - baseline.hit_rate) * 100,
+            cost_change_per_1k_requests=change,
+            cost_change_ratio=ratio,
+        )
 
 
-def judge(baseline: SideMetrics, candidate: SideMetrics, thresholds: Thresholds) -> tuple[str, ...]:
-    """Every threshold the candidate breaks, in words."""
+class SegmentReference(Report):
+    kind: str | None = Field(examples=["system"])
+    label: str | None = Field(examples=["messages[0]"])
+
+
+class DivergenceReport(Report):
+    """The earliest token where a candidate prompt stops sharing the baseline's prefix."""
+
+    request_id: str
+    token_position: int | None = Field(description="None where a side has no token ids")
+    segment: SegmentReference
+    baseline_text: str
+    candidate_text: str
+    differing_requests: int
+    compared_requests: int
+
+    @classmethod
+    def of(cls, divergence: Divergence) -> DivergenceReport:
+        return cls(
+            request_id=divergence.request_id,
+            token_position=divergence.token_position,
+            segment=SegmentReference(kind=divergence.segment_kind, label=divergence.segment_label),
+            baseline_text=divergence.baseline_excerpt,
+            candidate_text=divergence.candidate_excerpt,
+            differing_requests=divergence.differing_requests,
+            compared_requests=divergence.compared_requests,
+        )
+
+
+class CheckReport(Report):
+    """The verdict on one candidate: ``passed`` is False when any target regresses."""
+
+    passed: bool
+    baseline: str = Field(examples=["prompts/agent.yaml@origin/main"])
+    candidate: str = Field(examples=["prompts/agent.yaml"])
+    at: dt.date
+    thresholds: Thresholds
+    targets: list[TargetCheck]
+    divergence: DivergenceReport | None = Field(
+        description="first token position where the prefixes differ, its segment and text"
+    )
+    notes: list[str]
+
+
+class SkippedFile(Report):
+    path: str
+    reason: Literal["not_a_layout", "new_file"]
+    message: str
+
+
+class CheckRunReport(Report):
+    """Several files checked: every check, and the files passed over."""
+
+    passed: bool
+    checks: list[CheckReport]
+    skipped: list[SkippedFile]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def judge(baseline: SideMetrics, candidate: SideMetrics, thresholds: Thresholds) -> list[str]:
+    """Every limit the candidate breaks, in words (docs/layouts.md has the rules)."""
     violations: list[str] = []
     limit = thresholds.max_cost_increase
-    before, after = baseline.cost_per_1k, candidate.cost_per_1k
+    before, after = baseline.cost_per_1k_requests, candidate.cost_per_1k_requests
     if limit is not None and before is not None and after is not None:
         if before == 0:
             if after > 0:
@@ -103,181 +211,120 @@ def judge(baseline: SideMetrics, candidate: SideMetrics, thresholds: Thresholds)
         violations.append(
             f"hit rate {candidate.hit_rate:.2%} is under the minimum {thresholds.min_hit_rate:.2%}"
         )
-    return tuple(violations)
+    return violations
 
 
-@dataclass(slots=True)
-class CheckReport:
-    baseline_label: str
-    candidate_label: str
-    at: dt.date
-    thresholds: Thresholds
-    comparisons: list[TargetComparison]
-    divergence: Divergence | None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return all(not comparison.violations for comparison in self.comparisons)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_PASS if self.passed else EXIT_REGRESSION
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "baseline": self.baseline_label,
-            "candidate": self.candidate_label,
-            "at": self.at.isoformat(),
-            "thresholds": self.thresholds.to_json(),
-            "targets": [comparison.to_json() for comparison in self.comparisons],
-            "divergence": None if self.divergence is None else self.divergence.to_json(),
-            "notes": self.notes,
-        }
-
-    def summary_lines(self) -> list[str]:
-        verdict = "PASS" if self.passed else "REGRESSION"
-        lines = [f"cachecast check: {verdict}  ({self.baseline_label} -> {self.candidate_label})"]
-        for comparison in self.comparisons:
-            base, cand = comparison.baseline, comparison.candidate
-            line = (
-                f"  {comparison.target.name}: hit rate {base.hit_rate:.2%} -> {cand.hit_rate:.2%}"
-                f" ({comparison.hit_rate_change * 100:+.2f}pp)"
-            )
-            change = comparison.cost_change_per_1k
-            if change is not None and base.cost_per_1k is not None:
-                line += (
-                    f"; per {PER_REQUESTS:,} requests ${base.cost_per_1k:.4f} ->"
-                    f" ${cand.cost_per_1k:.4f} ({'+' if change >= 0 else '-'}${abs(change):.4f})"
-                )
-            lines.append(line)
-            lines.extend(f"    ✗ {violation}" for violation in comparison.violations)
-        lines.append(_divergence_sentence(self.divergence))
-        lines.extend(f"  note: {note}" for note in self.notes)
-        return lines
-
-    def to_markdown(self) -> str:
-        verdict = "✅ passed" if self.passed else "❌ regression"
-        out = [
-            f"### cachecast check: {verdict}",
-            "",
-            f"Baseline `{self.baseline_label}` → candidate `{self.candidate_label}`;"
-            f" contracts as of {self.at.isoformat()}.",
-            "",
-            "| target | hit rate (baseline → candidate) | change | cost / 1k requests"
-            " (baseline → candidate) | change | result |",
-            "|---|---|---|---|---|---|",
-        ]
-        for comparison in self.comparisons:
-            base, cand = comparison.baseline, comparison.candidate
-            change = comparison.cost_change_per_1k
-            cost = (
-                "n/a (self-hosted)"
-                if base.cost_per_1k is None or cand.cost_per_1k is None
-                else f"${base.cost_per_1k:.4f} → ${cand.cost_per_1k:.4f}"
-            )
-            cost_change = (
-                "" if change is None else f"{'+' if change >= 0 else '-'}${abs(change):.4f}"
-            )
-            result = "ok" if not comparison.violations else "<br>".join(comparison.violations)
-            out.append(
-                f"| `{comparison.target.name}` | {base.hit_rate:.2%} → {cand.hit_rate:.2%} |"
-                f" {comparison.hit_rate_change * 100:+.2f}pp | {cost} | {cost_change} | {result} |"
-            )
-        out += ["", _divergence_sentence(self.divergence).strip()]
-        if self.divergence is not None:
-            out += ["", "```diff"]
-            out += [f"- {line}" for line in self.divergence.baseline_excerpt.splitlines()]
-            out += [f"+ {line}" for line in self.divergence.candidate_excerpt.splitlines()]
-            out += ["```"]
-        for comparison in self.comparisons:
-            if comparison.candidate.contract:
-                contract = comparison.candidate.contract
-                out.append(
-                    f"\n`{comparison.target.name}`: contract {contract.get('version')},"
-                    f" verified {contract.get('verified_on')}, source {contract.get('source')}"
-                )
-        out.extend(f"\n_{note}_" for note in self.notes)
-        return "\n".join(out) + "\n"
+def _thresholds(settings: CheckSettings) -> Thresholds:
+    thresholds = settings.thresholds
+    return DEFAULT_THRESHOLDS if thresholds is None or thresholds.is_empty else thresholds
 
 
-def _divergence_sentence(divergence: Divergence | None) -> str:
-    if divergence is None:
-        return "  prompts are identical: no divergence"
-    where = (
-        f"token {divergence.token_position}"
-        if divergence.token_position is not None
-        else "the text"
-    )
-    if divergence.segment_label is not None:
-        where += f" in {divergence.segment_kind} `{divergence.segment_label}`"
-    return (
-        f"  first divergence at {where}"
-        f" of request {divergence.request_id} ({divergence.differing_requests} of"
-        f" {divergence.compared_requests} requests differ): {divergence.candidate_excerpt!r}"
+def _load(source: PromptSource, role: str, settings: CheckSettings) -> PromptSet:
+    return load_prompt_set(
+        source, role, model=settings.model, max_layout_requests=settings.max_layout_requests
     )
 
 
-def run_check(
-    baseline: PromptSet,
-    candidate: PromptSet,
-    targets: Sequence[TargetSpec],
-    thresholds: Thresholds,
-    *,
-    at: dt.date,
-    store: ContractStore | None,
-    model: str | None = None,
+def check(request: CheckRequest, store: ContractStore | None) -> CheckReport:
+    """Replay both sides under every target and judge the candidate. ``store`` may be None
+    when every target is self-hosted. Checked before any side is read: the targets (format,
+    contract in force, tokenizer)."""
+    plan = plan_targets(request, store)
+    baseline = _load(request.baseline, "baseline", request)
+    candidate = _load(request.candidate, "candidate", request)
+    return _compare(plan, baseline, candidate, request)
+
+
+def check_each(request: CheckEachRequest, store: ContractStore | None) -> CheckRunReport:
+    """Each path against itself at the baseline revision. With several paths, a YAML file
+    that is not a layout is skipped (a hook passes every staged YAML file); a file the
+    baseline revision does not have has nothing to regress from and is skipped too."""
+    plan = plan_targets(request, store)
+    checks: list[CheckReport] = []
+    skipped: list[SkippedFile] = []
+    for path in request.paths:
+
+        def side(ref: str | None, role: str, path: Path = path) -> PromptSet:
+            source = PromptSource(path=path, ref=ref, values_path=request.values_path)
+            return _load(source, role, request)
+
+        try:
+            candidate = side(request.candidate_ref, "candidate")
+        except NotALayoutError:
+            if len(request.paths) == 1:
+                raise
+            skipped.append(
+                SkippedFile(
+                    path=str(path), reason="not_a_layout", message=f"{path}: not a layout, skipped"
+                )
+            )
+            continue
+        try:
+            baseline = side(request.baseline_ref, "baseline")
+        except MissingAtRevisionError:
+            skipped.append(
+                SkippedFile(
+                    path=str(path),
+                    reason="new_file",
+                    message=f"{path} does not exist at {request.baseline_ref}: new file,"
+                    " nothing to compare",
+                )
+            )
+            continue
+        checks.append(_compare(plan, baseline, candidate, request))
+    return CheckRunReport(
+        passed=all(report.passed for report in checks), checks=checks, skipped=skipped
+    )
+
+
+def _compare(
+    plan: TargetPlan, baseline: PromptSet, candidate: PromptSet, settings: CheckSettings
 ) -> CheckReport:
-    """Replay both sides under every target and judge the candidate.
-
-    ``model`` tokenizes self-hosted targets and the divergence finder (default: the first
-    PROVIDER:MODEL target's model, else each record's own model).
-    """
-    contract_models = [t.model for t in targets if t.kind == "contract"]
-    token_model = model or (contract_models[0] if contract_models else None)
-    baseline_tokens = tokenize(baseline.log_path, token_model, None)
-    candidate_tokens = tokenize(candidate.log_path, token_model, None)
-    baseline_cache = {token_model: baseline_tokens}
-    candidate_cache = {token_model: candidate_tokens}
-    before = evaluate(
-        baseline.log_path,
-        targets,
-        at=at,
-        store=store,
-        vllm_model=token_model,
-        requests_by_model=baseline_cache,
+    before, after = (
+        evaluate(
+            side,
+            plan.targets,
+            day=plan.day,
+            store=plan.store,
+            token_model=plan.token_model,
+            on_bad_record=settings.on_bad_record,
+            keep_requests=True,
+        )
+        for side in (baseline, candidate)
     )
-    after = evaluate(
-        candidate.log_path,
-        targets,
-        at=at,
-        store=store,
-        vllm_model=token_model,
-        requests_by_model=candidate_cache,
-    )
+    thresholds = _thresholds(settings)
     comparisons = [
-        TargetComparison(target, base, cand, judge(base, cand, thresholds))
-        for target, base, cand in zip(targets, before, after, strict=True)
+        TargetCheck.of(target, base, cand, thresholds)
+        for target, base, cand in zip(plan.targets, before.metrics, after.metrics, strict=True)
     ]
     divergence = find_divergence(
         baseline.records,
         candidate.records,
-        _in_record_order(baseline, baseline_tokens),
-        _in_record_order(candidate, candidate_tokens),
+        _in_record_order(baseline, before.requests),
+        _in_record_order(candidate, after.requests),
     )
-    notes: list[str] = []
-    for side in (baseline, candidate):
-        if side.layout is not None:
-            notes.append(f"{side.label} expanded as {side.layout.arrival.describe()}")
+    notes = [
+        f"{side.label} expanded as {side.layout.arrival.describe()}"
+        for side in (baseline, candidate)
+        if side.layout is not None
+    ]
     return CheckReport(
-        baseline.label, candidate.label, at, thresholds, comparisons, divergence, notes
+        passed=all(comparison.passed for comparison in comparisons),
+        baseline=baseline.label,
+        candidate=candidate.label,
+        at=plan.day,
+        thresholds=thresholds,
+        targets=comparisons,
+        divergence=None if divergence is None else DivergenceReport.of(divergence),
+        notes=notes,
     )
 
 
-def _in_record_order(side: PromptSet, requests: list[Any]) -> list[Any] | None:
+def _in_record_order(
+    side: PromptSet, requests: Sequence[TokenizedRequest] | None
+) -> list[TokenizedRequest] | None:
     """Tokenized requests aligned with ``side.records`` (the log's line order), or None when
     the counts differ (a record the tokenizer refused would misalign every later pair)."""
-    if len(requests) != len(side.records):
+    if requests is None or len(requests) != len(side.records):
         return None
     return sorted(requests, key=lambda request: request.line)

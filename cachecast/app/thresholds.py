@@ -1,19 +1,30 @@
-"""What counts as a regression: thresholds from the command line or ``[tool.cachecast]``.
+"""What counts as a regression: thresholds from the command line, a body or ``[tool.cachecast]``.
 
 ``max-cost-increase`` is relative (``5%`` or ``0.05``) and compares cost per 1,000
 requests, so a candidate log with more requests is not a regression by itself.
 ``max-hit-rate-drop`` is absolute, in percentage points (``2pp``; a bare number is points).
 ``min-hit-rate`` is the candidate's floor (``0.6`` or ``60%``). A command-line value wins
-over pyproject.toml; a threshold set nowhere is not checked.
+over pyproject.toml; a threshold set nowhere is not checked; none set anywhere means the
+defaults (docs/layouts.md has the formulas).
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+
+from cachecast.app.reports import Ratio, Report
+from cachecast.errors import (
+    BadInputError,
+    CachecastError,
+    ConfigurationError,
+    Location,
+    input_errors,
+)
 
 PYPROJECT_TABLE = ("tool", "cachecast")
 _KNOWN_KEYS = {
@@ -26,75 +37,126 @@ _KNOWN_KEYS = {
 }
 
 
-class ConfigError(ValueError):
-    """A threshold or setting that cannot be understood (exit code 2)."""
+class ThresholdError(BadInputError):
+    """A threshold that cannot be understood; names the option, body field or setting."""
+
+    title = "Invalid threshold"
 
 
-def _decimal(text: str, what: str) -> Decimal:
+def _decimal(text: str, where: Location) -> Decimal:
     try:
         value = Decimal(text.strip())
-    except InvalidOperation as error:
-        raise ConfigError(f"{what}: {text!r} is not a number") from error
+    except InvalidOperation:
+        raise ThresholdError(f"{text!r} is not a number", location=where) from None
     if not value.is_finite():
-        raise ConfigError(f"{what}: {text!r} is not a finite number")
+        raise ThresholdError(f"{text!r} is not a finite number", location=where)
     return value
 
 
-def parse_relative(value: str | float | int, what: str = "max-cost-increase") -> Decimal:
+def _where(what: str | Location) -> Location:
+    return what if isinstance(what, Location) else Location(field=what)
+
+
+def _percent_or_fraction(text: str, where: Location) -> Decimal:
+    """'5%' -> 0.05, '0.05' -> 0.05."""
+    return _decimal(text[:-1], where) / 100 if text.endswith("%") else _decimal(text, where)
+
+
+def parse_relative(
+    value: str | float | int | Decimal, what: str | Location = "max_cost_increase"
+) -> Decimal:
     """'5%' -> 0.05; '0.05' -> 0.05. Negative values are refused (a required saving is not a
-    threshold we know how to explain)."""
-    text = str(value).strip()
-    number = _decimal(text[:-1], what) / 100 if text.endswith("%") else _decimal(text, what)
+    threshold we know how to explain). ``what`` names the option or field in errors."""
+    where = _where(what)
+    number = _percent_or_fraction(str(value).strip(), where)
     if number < 0:
-        raise ConfigError(f"{what}: must not be negative, got {value!r}")
+        raise ThresholdError(f"must not be negative, got {value!r}", location=where)
     return number
 
 
-def parse_points(value: str | float | int, what: str = "max-hit-rate-drop") -> Decimal:
+def parse_points(
+    value: str | float | int | Decimal, what: str | Location = "max_hit_rate_drop"
+) -> Decimal:
     """'2pp' -> 0.02 (a fraction of 1); a bare number is percentage points too."""
+    where = _where(what)
     text = str(value).strip().lower()
     if text.endswith("pp"):
         text = text[:-2]
     elif text.endswith("%"):
-        raise ConfigError(f"{what}: write percentage points as '2pp', not {value!r}")
-    number = _decimal(text, what) / 100
+        raise ThresholdError(f"write percentage points as '2pp', not {value!r}", location=where)
+    number = _decimal(text, where) / 100
     if not 0 <= number <= 1:
-        raise ConfigError(f"{what}: must be between 0pp and 100pp, got {value!r}")
+        raise ThresholdError(f"must be between 0pp and 100pp, got {value!r}", location=where)
     return number
 
 
-def parse_rate(value: str | float | int, what: str = "min-hit-rate") -> Decimal:
+def parse_rate(
+    value: str | float | int | Decimal, what: str | Location = "min_hit_rate"
+) -> Decimal:
     """'0.6' or '60%' -> 0.6."""
-    text = str(value).strip()
-    number = _decimal(text[:-1], what) / 100 if text.endswith("%") else _decimal(text, what)
+    where = _where(what)
+    number = _percent_or_fraction(str(value).strip(), where)
     if not 0 <= number <= 1:
-        raise ConfigError(f"{what}: must be a rate between 0 and 1, got {value!r}")
+        raise ThresholdError(f"must be a rate between 0 and 1, got {value!r}", location=where)
     return number
 
 
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    max_cost_increase: Decimal | None = None
-    max_hit_rate_drop: Decimal | None = None
-    min_hit_rate: Decimal | None = None
+class Thresholds(Report):
+    """The limits a candidate must keep, as fractions (0.05 is 5%, 0.02 is 2pp); a limit
+    that is None is not checked. :func:`parse_thresholds` reads them as people write them."""
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
-            "max_cost_increase": _str(self.max_cost_increase),
-            "max_hit_rate_drop": _str(self.max_hit_rate_drop),
-            "min_hit_rate": _str(self.min_hit_rate),
-        }
+    max_cost_increase: Ratio | None = None
+    max_hit_rate_drop: Ratio | None = None
+    min_hit_rate: Ratio | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self == Thresholds()
 
 
-def _str(value: Decimal | None) -> str | None:
-    return None if value is None else str(value)
+_PARSERS: dict[str, Callable[[str | float | int | Decimal, str | Location], Decimal]] = {
+    "max_cost_increase": parse_relative,
+    "max_hit_rate_drop": parse_points,
+    "min_hit_rate": parse_rate,
+}
+
+
+def parse_thresholds(
+    texts: Mapping[str, str | None], name_of: Callable[[str], str] = lambda name: name
+) -> Thresholds:
+    """Thresholds written as on the command line ('5%', '2pp', '60%'; None: not set), keyed
+    by :class:`Thresholds`' field names; ``name_of(name)`` names each in errors, and every bad
+    one is listed."""
+    values: dict[str, Decimal] = {}
+    errors: list[CachecastError] = []
+    for name, parse in _PARSERS.items():
+        text = texts.get(name)
+        if text is None:
+            continue
+        try:
+            values[name] = parse(text, name_of(name))
+        except ThresholdError as error:
+            errors.append(error)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise input_errors(errors, "invalid thresholds")
+    return Thresholds(**values)
+
+
+# Used when neither the command line nor pyproject.toml nor a body sets any threshold: a
+# check that can never fail would be worse than an opinionated default.
+DEFAULT_THRESHOLDS = Thresholds(
+    max_cost_increase=Decimal("0.05"), max_hit_rate_drop=Decimal("0.02"), min_hit_rate=None
+)
 
 
 @dataclass(frozen=True, slots=True)
 class CheckConfig:
-    """Settings of ``cachecast check`` after merging pyproject.toml under the command line."""
+    """Settings of ``check`` and ``suggest`` after merging pyproject.toml under the command
+    line."""
 
-    thresholds: Thresholds = field(default_factory=Thresholds)
+    thresholds: Thresholds = field(default_factory=lambda: Thresholds())
     targets: tuple[str, ...] = ()
     at: str | None = None
     block_size: int | None = None
@@ -111,24 +173,39 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def load_config(pyproject: Path | None) -> CheckConfig:
+    """The ``[tool.cachecast]`` settings of ``pyproject`` (None: nothing set)."""
     if pyproject is None:
         return CheckConfig()
+    file = str(pyproject)
     try:
         document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{pyproject}: cannot read: {error}") from error
+    except OSError as error:
+        raise ConfigurationError(
+            f"cannot read: {error.strerror or error}", location=Location(source=file)
+        ) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigurationError(
+            f"not valid TOML: {error}", location=Location(source=file)
+        ) from None
     table: Any = document
     for key in PYPROJECT_TABLE:
         table = table.get(key, {}) if isinstance(table, dict) else {}
     if not isinstance(table, dict):
-        raise ConfigError(f"{pyproject}: [tool.cachecast] must be a table")
+        raise ConfigurationError(
+            "must be a table", location=Location(source=file, field="tool.cachecast")
+        )
     # Other cachecast commands may keep their own keys here; only ours are read, and only
     # a misspelling of ours (underscore for dash) is refused.
     settings = {key.replace("_", "-"): value for key, value in table.items()}
-    where = f"{pyproject} [tool.cachecast]"
     misspelled = [k for k in table if k.replace("_", "-") in _KNOWN_KEYS and "_" in k]
     if misspelled:
-        raise ConfigError(f"{where}: write {misspelled[0]!r} with dashes")
+        raise ConfigurationError(
+            f"write {misspelled[0]!r} with dashes",
+            location=Location(source=file, field=f"tool.cachecast.{misspelled[0]}"),
+        )
+
+    def where(key: str) -> Location:
+        return Location(source=file, field=f"tool.cachecast.{key}")
 
     thresholds = Thresholds(
         max_cost_increase=_maybe(settings, "max-cost-increase", parse_relative, where),
@@ -139,33 +216,49 @@ def load_config(pyproject: Path | None) -> CheckConfig:
     if isinstance(targets, str):
         targets = [targets]
     if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-        raise ConfigError(f"{where}: targets must be a list of strings")
+        raise ConfigurationError("must be a list of strings", location=where("targets"))
     at = settings.get("at")
     if at is not None:
         at = str(at)
     block_size = settings.get("block-size")
-    if block_size is not None and (not isinstance(block_size, int) or block_size < 1):
-        raise ConfigError(f"{where}: block-size must be a positive integer")
-    return CheckConfig(thresholds, tuple(targets), at, block_size, str(pyproject))
+    if block_size is not None and (
+        isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1
+    ):
+        raise ConfigurationError("must be a positive integer", location=where("block-size"))
+    return CheckConfig(thresholds, tuple(targets), at, block_size, file)
 
 
-def _maybe(settings: dict[str, Any], key: str, parse: Any, where: str) -> Decimal | None:
+def _maybe(
+    settings: dict[str, Any],
+    key: str,
+    parse: Callable[[Any, Location], Decimal],
+    where: Callable[[str], Location],
+) -> Decimal | None:
     if key not in settings:
         return None
     value = settings[key]
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ConfigError(f"{where}: {key} must be a string or a number")
-    result: Decimal = parse(value, f"{where} {key}")
-    return result
+        raise ThresholdError("must be a string or a number", location=where(key))
+    return parse(value, where(key))
 
 
-def merge(config: CheckConfig, **command_line: Any) -> CheckConfig:
-    """Command-line values (not None) replace the file's."""
-    thresholds = config.thresholds
-    for name in ("max_cost_increase", "max_hit_rate_drop", "min_hit_rate"):
-        if command_line.get(name) is not None:
-            thresholds = replace(thresholds, **{name: command_line[name]})
-    targets = tuple(command_line.get("targets") or ()) or config.targets
-    at = command_line.get("at") or config.at
-    block_size = command_line.get("block_size") or config.block_size
-    return CheckConfig(thresholds, targets, at, block_size, config.source)
+def merge(
+    config: CheckConfig,
+    *,
+    thresholds: Thresholds | None = None,
+    targets: list[str] | None = None,
+    at: str | None = None,
+    block_size: int | None = None,
+) -> CheckConfig:
+    """Command-line values (those not None) replace the file's."""
+    merged = config.thresholds
+    if thresholds is not None:
+        given = {name: value for name, value in thresholds if value is not None}
+        merged = merged.model_copy(update=given)
+    return CheckConfig(
+        merged,
+        tuple(targets or ()) or config.targets,
+        at or config.at,
+        block_size or config.block_size,
+        config.source,
+    )

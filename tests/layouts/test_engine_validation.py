@@ -1,14 +1,21 @@
-"""`suggest --validate-on-engine` reaches the engine only through the installed seam."""
+"""`suggest --validate-on-engine`: the use case reaches the engine itself, from any front end.
+
+No engine listens in these tests (a real vLLM server is exercised in tests/gpu_backend); what
+is checked is that the library, with no CLI imported, and the CLI both reach the engine
+client and fail the one way an unreachable engine fails.
+"""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
-from cachecast.layouts import engine_hook
 from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _closed_port() -> int:
@@ -19,30 +26,63 @@ def _closed_port() -> int:
     return port
 
 
-def test_without_an_installed_measurer_validation_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(engine_hook, "_measurer", None)
-    target = engine_hook.EngineTarget(url="http://127.0.0.1:9", model="m")
-    with pytest.raises(engine_hook.EngineValidationUnavailable, match="no engine backend"):
-        engine_hook.measure_on_engine(target, [], "original")
-
-
-def test_the_cli_installs_the_gpu_backend_measurer() -> None:
-    import cachecast.cli  # noqa: F401  (importing the app installs the measurer)
-    from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
-
-    assert engine_hook._measurer is measure_records_on_engine
-
-
-def test_unreachable_engine_exits_2_naming_the_url(invoke: Invoke, tmp_path: Path) -> None:
-    layout = write_yaml(
+def _layout(tmp_path: Path) -> Path:
+    return write_yaml(
         tmp_path / "agent.yaml",
         agent_layout(system_top="Current time: {{ now }}\n", sessions=2, turns=1, rules=40),
     )
+
+
+def test_unreachable_engine_exits_2_naming_the_url(invoke: Invoke, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_closed_port()}"
     result = invoke(
-        "suggest", layout, "--target", OPENAI, "--validate-on-engine", url, "--model", "gpt-4o"
-    )
+        "suggest", _layout(tmp_path), "--target", OPENAI, "--validate-on-engine", url,
+        "--model", "gpt-4o",
+    )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert url in result.output
+    assert "Traceback" not in result.output
+
+
+def test_validation_without_the_served_model_exits_2(invoke: Invoke, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    result = invoke("suggest", _layout(tmp_path), "--target", OPENAI, "--validate-on-engine", url)
+    assert result.exit_code == 2, result.output
+    assert "model" in result.output and "served model" in result.output
+
+
+def test_the_library_reaches_the_engine_without_the_cli(tmp_path: Path) -> None:
+    # A fresh interpreter that never imports cachecast.cli: no hook can have been installed,
+    # yet the engine is tried (and found unreachable, naming its address).
+    url = f"http://127.0.0.1:{_closed_port()}"
+    script = f"""
+import json, sys
+from pathlib import Path
+from cachecast.app.prompt_sets import PromptSource
+from cachecast.app.suggest import EngineValidation, SuggestRequest, suggest
+from cachecast.errors import UnavailableError
+request = SuggestRequest(
+    source=PromptSource(path=Path({str(_layout(tmp_path))!r})),
+    targets=["vllm:16"],
+    model="gpt-4o",
+    validate_on_engine=EngineValidation(url={url!r}),
+)
+try:
+    suggest(request, None)
+except UnavailableError as error:
+    print(json.dumps({{"error": error.one_line(), "exit": error.exit_code,
+                       "cli": "cachecast.cli" in sys.modules}}))
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert completed.returncode == 0, completed.stderr
+    outcome = json.loads(completed.stdout)
+    assert url in outcome["error"]
+    assert outcome["exit"] == 2
+    assert outcome["cli"] is False
