@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.layouts.conftest import (
+    OPENAI,
+    REPO_ROOT,
+    Invoke,
+    agent_layout,
+    run_python,
+    write_yaml,
+)
 
 
 def _closed_port() -> int:
@@ -73,14 +76,7 @@ except UnavailableError as error:
     print(json.dumps({{"error": error.one_line(), "exit": error.exit_code,
                        "cli": "cachecast.cli" in sys.modules}}))
 """
-    completed = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
-    )
+    completed = run_python("-c", script, cwd=REPO_ROOT)
     assert completed.returncode == 0, completed.stderr
     outcome = json.loads(completed.stdout)
     assert url in outcome["error"]
