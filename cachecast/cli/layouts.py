@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from cachecast.app.thresholds import CheckConfig, Thresholds
     from cachecast.contracts import ContractStore
 
-PER_REQUESTS = 1000  # the reports compare costs per this many requests
-
 TargetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -227,6 +225,8 @@ def _change(amount: Decimal) -> str:
 
 
 def summary_lines(report: CheckReport) -> list[str]:
+    from cachecast.app.evaluation import PER_REQUESTS
+
     verdict = "PASS" if report.passed else "REGRESSION"
     lines = [f"cachecast check: {verdict}  ({report.baseline} -> {report.candidate})"]
     for comparison in report.targets:
