@@ -14,7 +14,7 @@ Hit rate is token-weighted over the whole log from a cold cache (:data:`HIT_RATE
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -48,6 +48,7 @@ from cachecast.simulator.pricing import (
     replay_targets,
 )
 from cachecast.simulator.reconcile import ReconciliationSummary, fraction_text
+from cachecast.tokenizers.types import TokenizedRequest
 
 HIT_RATE_DEFINITION = (
     "cache_read_tokens / input_tokens (prompt tokens read from cache, all targets)"
@@ -204,7 +205,7 @@ class LocalExecutor:
         reading = LogReading(work.log, work.tokenizer_pass.tokenize_as)
         totals = work.empty_totals()
         replay_targets(
-            reading.requests(),
+            self.stream(reading.requests(), work),
             totals,
             ObservedModelMatcher(work.store, work.day),
             work.progress,
@@ -212,6 +213,13 @@ class LocalExecutor:
             work.auto_cache_control,
         )
         return PassOutcome(totals, reading.errors, reading.requests_by_source)
+
+    def stream(
+        self, requests: Iterator[TokenizedRequest], work: PassWork
+    ) -> Iterator[TokenizedRequest]:
+        """The pass's requests on their way to the replay; a subclass may look at them
+        (``check`` keeps one pass's tokenized requests instead of tokenizing the log again)."""
+        return requests
 
 
 # ---------------------------------------------------------------------------------------------

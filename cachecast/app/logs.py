@@ -127,19 +127,23 @@ class LogInput(BaseModel):
         if not self.files and self.records is None:
             raise BadInputError("no log given", location=Location(field="log"))
         for file in self.files:
-            where = Location(source=file.display_name)
-            try:
-                mode = file.path.stat().st_mode
-            except FileNotFoundError:
-                raise BadInputError("no such file", location=where) from None
-            except OSError as error:
-                raise BadInputError(f"cannot read: {error.strerror}", location=where) from None
-            if stat.S_ISDIR(mode):
-                raise BadInputError("is a directory, not a log file", location=where)
-            if not stat.S_ISREG(mode):
-                raise BadInputError(
-                    "is not a regular file (a device, pipe or socket)", location=where
-                )
+            check_regular_file(file.path, file.display_name)
+
+
+def check_regular_file(path: Path, name: str, what: str = "a log file") -> None:
+    """``path`` (called ``name``) exists and is a regular file: not a directory, device, pipe
+    or socket, each named as such (``what`` says what it should have been)."""
+    where = Location(source=name)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise BadInputError("no such file", location=where) from None
+    except OSError as error:
+        raise BadInputError(f"cannot read: {error.strerror}", location=where) from None
+    if stat.S_ISDIR(mode):
+        raise BadInputError(f"is a directory, not {what}", location=where)
+    if not stat.S_ISREG(mode):
+        raise BadInputError("is not a regular file (a device, pipe or socket)", location=where)
 
 
 class LogReading:
@@ -197,6 +201,7 @@ class LogReading:
                 default_provider=log.default_provider,
                 strict=strict,
                 errors=found,
+                settled=True,  # a LogInput's records are complete and frozen with it
             ):
                 self.requests_by_source[name] += 1
                 yield request

@@ -64,22 +64,28 @@ def resolve_targets(
     targets: Sequence[Target], store: ContractStore, day: dt.date, field: str = "targets"
 ) -> list[ResolvedTarget]:
     """The contract in force on ``day`` and the tokenizer of every target, before any work."""
-    resolved = []
-    for index, target in enumerate(targets):
-        where = Location(field=f"{field}[{index}]")
-        try:
-            contract = store.as_of(target.provider, target.model, day)
-        except StoreUnknownContract as error:
-            close = list(error.close_matches)
-            if not close:
-                known = [f"{p}:{m}" for p, m in store.known_models()]
-                close = difflib.get_close_matches(str(target), known, n=5, cutoff=0.4)
-            raise UnknownContractError(
-                f"{target}: {error.message}", location=where, close_matches=close
-            ) from None
-        tokenize_as, tokenizer = _tokenizer_for(target, contract, where)
-        resolved.append(ResolvedTarget(target, contract, tokenize_as, tokenizer))
-    return resolved
+    return [
+        resolve_target(target, store, day, Location(field=f"{field}[{index}]"))
+        for index, target in enumerate(targets)
+    ]
+
+
+def resolve_target(
+    target: Target, store: ContractStore, day: dt.date, where: Location
+) -> ResolvedTarget:
+    """One target's contract in force on ``day`` and its tokenizer; errors are at ``where``."""
+    try:
+        contract = store.as_of(target.provider, target.model, day)
+    except StoreUnknownContract as error:
+        close = list(error.close_matches)
+        if not close:
+            known = [f"{p}:{m}" for p, m in store.known_models()]
+            close = difflib.get_close_matches(str(target), known, n=5, cutoff=0.4)
+        raise UnknownContractError(
+            f"{target}: {error.message}", location=where, close_matches=close
+        ) from None
+    tokenize_as, tokenizer = _tokenizer_for(target, contract, where)
+    return ResolvedTarget(target, contract, tokenize_as, tokenizer)
 
 
 def _tokenizer_for(target: Target, contract: ContractTerms, where: Location) -> tuple[str, str]:

@@ -22,8 +22,6 @@ from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
 from cachecast.cli.common import DatabaseUrlOption, command
-from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
-from cachecast.layouts.engine_hook import install_engine_measurer
 
 app = typer.Typer(
     name="cachecast",
@@ -79,9 +77,6 @@ def db_current(database_url: DatabaseUrlOption = None) -> None:
     state = "current" if current == head else f"behind (head is {head})"
     typer.echo(f"{current or 'empty'} {state}")
 
-
-# The simulator's `suggest --validate-on-engine` reaches the engine only through this seam.
-install_engine_measurer(measure_records_on_engine)
 
 for _module in (
     contracts_cli,

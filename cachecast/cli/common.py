@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import TaskID
 from typer.exceptions import TyperException
 
@@ -61,7 +62,8 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def print_error(error: CachecastError) -> None:
     """One line on stderr, and the close matches on a second where there are some."""
-    stderr.print(f"[red]error:[/] {error.one_line()}", markup=True)
+    # Escaped: a message may quote user text that reads as rich markup ("[/x]" would raise).
+    stderr.print(f"[red]error:[/] {escape(error.one_line())}", markup=True)
     if error.close_matches and "close matches" not in error.message:
         stderr.print("close matches: " + ", ".join(error.close_matches))
 
@@ -85,7 +87,8 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
             if os.environ.get(DEBUG_ENV) == "1":
                 traceback.print_exc()
             stderr.print(
-                f"[red]internal error:[/] {type(error).__name__}: {' '.join(str(error).split())}"
+                f"[red]internal error:[/] {type(error).__name__}:"
+                f" {escape(' '.join(str(error).split()))}"
                 f" (a bug in cachecast; set {DEBUG_ENV}=1 for the traceback)",
                 markup=True,
             )

@@ -1,46 +1,34 @@
-"""``cachecast check`` (prompt-layout regressions in CI) and ``cachecast suggest``."""
+"""``cachecast check`` (prompt-layout regressions in CI) and ``cachecast suggest``.
+
+Thin adapters over :func:`cachecast.app.check.check` / :func:`~cachecast.app.check.check_each`
+and :func:`cachecast.app.suggest.suggest`: options and ``[tool.cachecast]`` in pyproject.toml
+(the command line wins) -> request -> report -> text, Markdown, JSON. ``check`` exits 0 when
+the candidate passes, 1 on a regression, 2 on bad input or configuration, 3 on a bug.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress, TaskID
 
-from cachecast import db
-from cachecast.cli.common import command, database_url_option
-from cachecast.layouts.check import (
-    DEFAULT_THRESHOLDS,
-    EXIT_BAD_INPUT,
-    EXIT_PASS,
-    CheckReport,
-    run_check,
+from cachecast.cli.common import (
+    command,
+    contract_store,
+    database_url_option,
+    parse_day,
+    progress_bar,
 )
-from cachecast.layouts.evaluate import TargetSpec, parse_target
-from cachecast.layouts.sources import InputError, MissingAtRevision, load_prompt_set
-from cachecast.layouts.spec import LayoutError, NotALayoutError
-from cachecast.layouts.thresholds import (
-    CheckConfig,
-    ConfigError,
-    Thresholds,
-    find_pyproject,
-    load_config,
-    merge,
-    parse_points,
-    parse_rate,
-    parse_relative,
-)
+from cachecast.errors import EXIT_OK, EXIT_REGRESSION, BadInputError, Location
 
-console = Console(stderr=True)
+if TYPE_CHECKING:
+    from cachecast.app.check import CheckReport, DivergenceReport
+    from cachecast.app.suggest import SuggestReport
+    from cachecast.app.thresholds import CheckConfig, Thresholds
+    from cachecast.contracts import ContractStore
 
 TargetOption = Annotated[
     list[str] | None,
@@ -67,75 +55,42 @@ BlockSizeOption = Annotated[
 ]
 
 
-class BadInput(Exception):
-    """Raised inside a command for anything that must end with exit code 2."""
+def register(app: typer.Typer) -> None:
+    """Add ``check`` and ``suggest`` to the root app."""
+    app.command("check")(command(check_command))
+    app.command("suggest")(command(suggest_command))
 
 
-def _bad_input_errors() -> tuple[type[BaseException], ...]:
-    # Imported here: the contracts and tokenizers packages define these; all are user errors.
-    from cachecast.contracts import UnknownContractError
-    from cachecast.errors import BadInputError as TargetError
-    from cachecast.tokenizers import LogError, UnknownModelError
+def _settings(
+    config: Path | None,
+    *,
+    thresholds: Thresholds | None = None,
+    targets: list[str] | None,
+    at: str | None,
+    block_size: int | None,
+) -> CheckConfig:
+    """``[tool.cachecast]`` of ``--config`` (default: the nearest pyproject.toml) under the
+    command line's values."""
+    from cachecast.app.thresholds import find_pyproject, load_config, merge
 
-    errors: list[type[BaseException]] = [
-        BadInput,
-        InputError,
-        LayoutError,
-        ConfigError,
-        TargetError,
-        UnknownContractError,
-        UnknownModelError,
-    ]
-    if isinstance(LogError, type) and issubclass(LogError, BaseException):
-        errors.append(LogError)
-    return tuple(errors)
-
-
-@contextmanager
-def _exit_2_on_bad_input() -> Iterator[None]:
-    try:
-        yield
-    except _bad_input_errors() as error:
-        console.print("[red]error:[/red]", escape(str(error)), highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from error
+    if config is not None and not config.is_file():
+        raise BadInputError("no such file", location=Location(source=str(config), field="--config"))
+    pyproject = config if config is not None else find_pyproject(Path.cwd())
+    return merge(
+        load_config(pyproject),
+        thresholds=thresholds,
+        targets=targets,
+        at=at,
+        block_size=block_size,
+    )
 
 
-def _parse_day(text: str | None) -> dt.date:
-    if text is None:
-        return dt.datetime.now(dt.UTC).date()
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError as error:
-        raise BadInput(f"--at: {text!r} is not a date YYYY-MM-DD") from error
+def _store(
+    targets: tuple[str, ...], block_size: int | None, url: str | None
+) -> ContractStore | None:
+    from cachecast.app.evaluation import needs_contract_store
 
-
-def _store(database_url: str | None) -> Any:
-    from cachecast.contracts import ContractStore
-
-    url = db.resolve_database_url(database_url)
-    if not db.is_current(url):
-        raise BadInput(
-            f"the contract database at {url} is not migrated to the newest revision;"
-            " run `cachecast db upgrade` first"
-        )
-    return ContractStore(url)
-
-
-def _targets(config: CheckConfig) -> list[TargetSpec]:
-    if not config.targets:
-        raise BadInput(
-            "no target: give --target PROVIDER:MODEL or vllm, or set targets in"
-            " [tool.cachecast] of pyproject.toml"
-        )
-    return [parse_target(text, default_block_size=config.block_size) for text in config.targets]
-
-
-def _write_markdown(path: Path, text: str) -> None:
-    # GitHub's step summary is shared by every step of the job: add to it, never replace it.
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    mode = "a" if summary and Path(summary).resolve() == path.resolve() else "w"
-    with path.open(mode, encoding="utf-8") as handle:
-        handle.write(text)
+    return contract_store(url) if needs_contract_store(targets, block_size=block_size) else None
 
 
 def check_command(
@@ -182,124 +137,175 @@ def check_command(
 ) -> None:
     """Fail (exit 1) when CANDIDATE's prompt layout regresses hit rate or cost against
     BASELINE; exit 2 on bad input or configuration."""
-    with _exit_2_on_bad_input():
-        if len(paths) == 2 and not baseline_ref:
-            pairs = [(paths[0], paths[1])]
-        elif paths and baseline_ref:
-            # Each path against itself at the baseline revision: what a pre-commit hook passes.
-            pairs = [(path, path) for path in paths]
-        else:
-            raise BadInput("give BASELINE CANDIDATE, or CANDIDATE... with --baseline-ref REF")
-        pyproject = config if config is not None else find_pyproject(Path.cwd())
-        if config is not None and not config.is_file():
-            raise BadInput(f"--config {config}: no such file")
-        settings = merge(
-            load_config(pyproject),
-            max_cost_increase=None
-            if max_cost_increase is None
-            else parse_relative(max_cost_increase),
-            max_hit_rate_drop=None
-            if max_hit_rate_drop is None
-            else parse_points(max_hit_rate_drop),
-            min_hit_rate=None if min_hit_rate is None else parse_rate(min_hit_rate),
-            targets=target,
-            at=at,
-            block_size=block_size,
+    from cachecast.app.check import CheckEachRequest, CheckRequest, check, check_each
+    from cachecast.app.per_request import check_output_path
+    from cachecast.app.prompt_sets import PromptSource
+    from cachecast.app.thresholds import parse_thresholds
+
+    if len(paths) == 2 and not baseline_ref:
+        pair = (paths[0], paths[1])
+    elif paths and baseline_ref:
+        pair = None  # each path against itself at the baseline revision (a pre-commit hook)
+    else:
+        raise BadInputError(
+            "give BASELINE CANDIDATE, or CANDIDATE... with --baseline-ref REF",
+            location=Location(field="PATHS"),
         )
-        thresholds = settings.thresholds
-        if thresholds == Thresholds():
-            thresholds = DEFAULT_THRESHOLDS
-        specs = _targets(settings)
-        day = _parse_day(settings.at)
-        store = _store(database_url) if any(s.kind == "contract" for s in specs) else None
-        reports: list[CheckReport] = []
-        for baseline_path, candidate_path in pairs:
-            with tempfile.TemporaryDirectory(prefix="cachecast-check-") as workdir:
-                try:
-                    candidate = load_prompt_set(
-                        candidate_path,
-                        Path(workdir),
-                        ref=candidate_ref,
-                        values=values,
-                        model=model,
-                        name="candidate",
-                    )
-                except NotALayoutError:
-                    if len(pairs) == 1:
-                        raise
-                    # A hook passes every staged YAML file; only layouts are ours to check.
-                    typer.echo(f"cachecast check: {candidate_path}: not a layout, skipped")
-                    continue
-                try:
-                    baseline = load_prompt_set(
-                        baseline_path,
-                        Path(workdir),
-                        ref=baseline_ref,
-                        values=values,
-                        model=model,
-                        name="baseline",
-                    )
-                except MissingAtRevision as missing:
-                    # A file the base revision does not have yet has nothing to regress from.
-                    typer.echo(f"cachecast check: {missing}: new file, nothing to compare")
-                    continue
-                reports.append(
-                    run_check(
-                        baseline, candidate, specs, thresholds, at=day, store=store, model=model
-                    )
-                )
-        _emit(reports, markdown, json_out)
-    raise typer.Exit(max((report.exit_code for report in reports), default=EXIT_PASS))
-
-
-def _emit(reports: list[CheckReport], markdown: Path | None, json_out: Path | None) -> None:
+    for path, option in ((markdown, "--markdown"), (json_out, "--json")):
+        if path is not None:
+            check_output_path(path, option)
+    options = {
+        "max_cost_increase": max_cost_increase,
+        "max_hit_rate_drop": max_hit_rate_drop,
+        "min_hit_rate": min_hit_rate,
+    }
+    settings = _settings(
+        config,
+        thresholds=parse_thresholds(options, lambda name: "--" + name.replace("_", "-")),
+        targets=target,
+        at=at,
+        block_size=block_size,
+    )
+    common = {
+        "targets": list(settings.targets),
+        "thresholds": settings.thresholds,
+        "at": parse_day(settings.at),
+        "model": model,
+        "block_size": settings.block_size,
+    }
+    store = _store(settings.targets, settings.block_size, database_url)
+    reports: list[CheckReport]
+    if pair is not None:
+        baseline, candidate = pair
+        request = CheckRequest(
+            baseline=PromptSource(path=baseline, values_path=values),
+            candidate=PromptSource(path=candidate, ref=candidate_ref, values_path=values),
+            **common,
+        )
+        reports = [check(request, store)]
+        document = reports[0].model_dump_json(indent=2)
+    else:
+        assert baseline_ref is not None
+        run = check_each(
+            CheckEachRequest(
+                paths=paths,
+                baseline_ref=baseline_ref,
+                candidate_ref=candidate_ref,
+                values_path=values,
+                **common,
+            ),
+            store,
+        )
+        for skipped in run.skipped:
+            typer.echo(f"cachecast check: {skipped.message}")
+        reports = run.checks
+        # One file checked: its report; several (or none): the run, every check under "checks".
+        document = (reports[0] if len(reports) == 1 else run).model_dump_json(indent=2)
     for report in reports:
-        for line in report.summary_lines():
+        for line in summary_lines(report):
             typer.echo(line)
     if markdown is not None:
-        text = "".join(report.to_markdown() for report in reports)
+        text = "".join(markdown_text(report) for report in reports)
         _write_markdown(markdown, text or "### cachecast check: no layout to compare\n")
     if json_out is not None:
-        # One file checked: its report; several: all of them under "checks".
-        document: dict[str, Any] = (
-            reports[0].to_json()
-            if len(reports) == 1
-            else {
-                "passed": all(report.passed for report in reports),
-                "checks": [report.to_json() for report in reports],
-            }
+        json_out.write_text(document + "\n", encoding="utf-8")
+    raise typer.Exit(EXIT_OK if all(report.passed for report in reports) else EXIT_REGRESSION)
+
+
+def _write_markdown(path: Path, text: str) -> None:
+    # GitHub's step summary is shared by every step of the job: add to it, never replace it.
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    mode = "a" if summary and Path(summary).resolve() == path.resolve() else "w"
+    with path.open(mode, encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _change(amount: Decimal) -> str:
+    return f"{'+' if amount >= 0 else '-'}${abs(amount):.4f}"
+
+
+def summary_lines(report: CheckReport) -> list[str]:
+    from cachecast.app.evaluation import PER_REQUESTS
+
+    verdict = "PASS" if report.passed else "REGRESSION"
+    lines = [f"cachecast check: {verdict}  ({report.baseline} -> {report.candidate})"]
+    for comparison in report.targets:
+        base, cand = comparison.baseline, comparison.candidate
+        line = (
+            f"  {comparison.target}: hit rate {base.hit_rate:.2%} -> {cand.hit_rate:.2%}"
+            f" ({comparison.hit_rate_change_pp:+.2f}pp)"
         )
-        json_out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        change = comparison.cost_change_per_1k_requests
+        if change is not None and base.cost_per_1k_requests is not None:
+            line += (
+                f"; per {PER_REQUESTS:,} requests ${base.cost_per_1k_requests:.4f} ->"
+                f" ${cand.cost_per_1k_requests:.4f} ({_change(change)})"
+            )
+        lines.append(line)
+        lines.extend(f"    ✗ {violation}" for violation in comparison.violations)
+    lines.append(_divergence_sentence(report.divergence))
+    lines.extend(f"  note: {note}" for note in report.notes)
+    return lines
 
 
-class _Progress:
-    """A rich progress bar on a terminal (stderr), nothing otherwise."""
+def markdown_text(report: CheckReport) -> str:
+    verdict = "✅ passed" if report.passed else "❌ regression"
+    out = [
+        f"### cachecast check: {verdict}",
+        "",
+        f"Baseline `{report.baseline}` → candidate `{report.candidate}`;"
+        f" contracts as of {report.at.isoformat()}.",
+        "",
+        "| target | hit rate (baseline → candidate) | change | cost / 1k requests"
+        " (baseline → candidate) | change | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    for comparison in report.targets:
+        base, cand = comparison.baseline, comparison.candidate
+        change = comparison.cost_change_per_1k_requests
+        cost = (
+            "n/a (self-hosted)"
+            if base.cost_per_1k_requests is None or cand.cost_per_1k_requests is None
+            else f"${base.cost_per_1k_requests:.4f} → ${cand.cost_per_1k_requests:.4f}"
+        )
+        result = "ok" if comparison.passed else "<br>".join(comparison.violations)
+        out.append(
+            f"| `{comparison.target}` | {base.hit_rate:.2%} → {cand.hit_rate:.2%} |"
+            f" {comparison.hit_rate_change_pp:+.2f}pp | {cost} |"
+            f" {'' if change is None else _change(change)} | {result} |"
+        )
+    out += ["", _divergence_sentence(report.divergence).strip()]
+    if report.divergence is not None:
+        out += ["", "```diff"]
+        out += [f"- {line}" for line in report.divergence.baseline_text.splitlines()]
+        out += [f"+ {line}" for line in report.divergence.candidate_text.splitlines()]
+        out += ["```"]
+    for comparison in report.targets:
+        contract = comparison.candidate.contract
+        if contract is not None:
+            out.append(
+                f"\n`{comparison.target}`: contract {contract.version},"
+                f" verified {contract.verified_on.isoformat()}, source {contract.source}"
+            )
+    out.extend(f"\n_{note}_" for note in report.notes)
+    return "\n".join(out) + "\n"
 
-    def __init__(self, description: str) -> None:
-        self._description = description
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
 
-    def __enter__(self) -> Callable[[int, int], None]:
-        if console.is_terminal:
-            self._bar = Progress(console=console, transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(self._description, total=None)
-        return self._advance
-
-    def _advance(self, done: int, total: int) -> None:
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=done, total=total)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``check`` and ``suggest`` to the root app."""
-    app.command("check")(command(check_command))
-    app.command("suggest")(command(suggest_command))
+def _divergence_sentence(divergence: DivergenceReport | None) -> str:
+    if divergence is None:
+        return "  prompts are identical: no divergence"
+    where = (
+        f"token {divergence.token_position}"
+        if divergence.token_position is not None
+        else "the text"
+    )
+    if divergence.segment.label is not None:
+        where += f" in {divergence.segment.kind} `{divergence.segment.label}`"
+    return (
+        f"  first divergence at {where}"
+        f" of request {divergence.request_id} ({divergence.differing_requests} of"
+        f" {divergence.compared_requests} requests differ): {divergence.candidate_text!r}"
+    )
 
 
 def suggest_command(
@@ -326,113 +332,60 @@ def suggest_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Find volatile spans and propose layout changes, each re-simulated and ranked."""
-    from cachecast.layouts.suggest import suggest
-    from cachecast.layouts.volatile import analyze
+    from pydantic import SecretStr
 
-    with _exit_2_on_bad_input():
-        settings = merge(
-            load_config(find_pyproject(Path.cwd())), targets=target, at=at, block_size=block_size
-        )
-        specs = _targets(settings)
-        day = _parse_day(settings.at)
-        store = _store(database_url) if any(s.kind == "contract" for s in specs) else None
-        with tempfile.TemporaryDirectory(prefix="cachecast-suggest-") as workdir:
-            prompt_set = load_prompt_set(
-                path, Path(workdir), values=values, model=model, name="input"
-            )
-            analysis = analyze(prompt_set.records)
-            with _Progress("re-simulating changes") as advance:
-                suggestions = suggest(
-                    prompt_set,
-                    specs,
-                    at=day,
-                    store=store,
-                    model=model,
-                    analysis=analysis,
-                    progress=advance,
-                )
-            shown = suggestions[: max(top, 0)]
-            measured: dict[str, Any] = {}
-            if validate_on_engine is not None:
-                if model is None:
-                    raise BadInput("--validate-on-engine needs --model (the served model)")
-                measured = _validate_on_engine(
-                    validate_on_engine, engine_api_key, model, prompt_set.records, shown
-                )
+    from cachecast.app.prompt_sets import PromptSource
+    from cachecast.app.suggest import EngineValidation, SuggestRequest, suggest
+
+    settings = _settings(None, targets=target, at=at, block_size=block_size)
+    engine = None
+    if validate_on_engine is not None:
+        key = SecretStr(engine_api_key) if engine_api_key is not None else None
+        engine = EngineValidation(url=validate_on_engine, api_key=key)
+    request = SuggestRequest(
+        source=PromptSource(path=path, values_path=values),
+        targets=list(settings.targets),
+        at=parse_day(settings.at),
+        model=model,
+        block_size=settings.block_size,
+        top=top,
+        validate_on_engine=engine,
+    )
+    store = _store(settings.targets, settings.block_size, database_url)
+    with progress_bar() as progress:
+        report = suggest(request, store, progress=progress)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "input": prompt_set.label,
-                    "at": day.isoformat(),
-                    "targets": [spec.name for spec in specs],
-                    "analysis": analysis.to_json(),
-                    "suggestions": [
-                        {**suggestion.to_json(), "engine": measured.get(f"#{rank}")}
-                        for rank, suggestion in enumerate(shown, start=1)
-                    ],
-                    "engine_original": measured.get("original"),
-                },
-                indent=2,
-            )
-        )
-        return
-    typer.echo(f"{len(analysis.spans)} volatile span(s) in {prompt_set.label}:")
-    for span in analysis.spans:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        print_suggestions(report)
+
+
+def print_suggestions(report: SuggestReport) -> None:
+    spans = report.analysis.volatile_spans
+    typer.echo(f"{len(spans)} volatile span(s) in {report.input}:")
+    for span in spans:
         typer.echo(f"  - {span.describe()}; e.g. {span.examples[0]!r}")
-    if not shown:
+    if not report.suggestions:
         typer.echo("no change to suggest")
-    for rank, suggestion in enumerate(shown, start=1):
+    original = report.engine_original
+    for rank, suggestion in enumerate(report.suggestions, start=1):
         review = "  [needs review]" if suggestion.needs_review else ""
         typer.echo(f"\n{rank}. {suggestion.title}{review}")
         typer.echo(f"   {suggestion.rationale}")
-        for outcome in suggestion.outcomes:
+        for outcome in suggestion.targets:
             line = (
-                f"   {outcome.target}: hit rate {outcome.before.hit_rate:.2%} ->"
-                f" {outcome.after.hit_rate:.2%}"
+                f"   {outcome.target}: hit rate {outcome.hit_rate_before:.2%} ->"
+                f" {outcome.hit_rate_after:.2%}"
             )
-            if outcome.saving_per_1k is not None:
-                line += f"; saves ${outcome.saving_per_1k:.4f} per 1,000 requests"
+            if outcome.saving_per_1k_requests is not None:
+                line += f"; saves ${outcome.saving_per_1k_requests:.4f} per 1,000 requests"
             typer.echo(line)
-        if f"#{rank}" in measured:
-            engine = measured[f"#{rank}"]
+        engine = suggestion.engine
+        if engine is not None and original is not None:
             typer.echo(
-                f"   measured on the engine: hit rate {measured['original']['hit_rate']:.2%} ->"
-                f" {engine['hit_rate']:.2%} (simulator predicted"
-                f" {engine['predicted_cached_tokens']} cached tokens, engine"
-                f" {engine['measured_cached_tokens']})"
+                f"   measured on the engine: hit rate {original.hit_rate:.2%} ->"
+                f" {engine.hit_rate:.2%} (simulator predicted"
+                f" {engine.predicted_cached_tokens} cached tokens, engine"
+                f" {engine.measured_cached_tokens})"
             )
         typer.echo("   " + suggestion.diff.replace("\n", "\n   ").rstrip())
-
-
-def _validate_on_engine(
-    url: str,
-    api_key: str | None,
-    model: str,
-    original: list[dict[str, Any]],
-    suggestions: list[Any],
-) -> dict[str, Any]:
-    """Replay the original requests and each suggestion's on a vLLM server.
-
-    The engine side lives in ``cachecast.gpu_backend``, which builds on the simulator; it is
-    reached through the measurer that ``cachecast.cli`` installs in ``engine_hook``, so the
-    simulator never imports it.
-    """
-    from cachecast.layouts.engine_hook import (
-        EngineTarget,
-        EngineValidationUnavailable,
-        measure_on_engine,
-    )
-
-    target = EngineTarget(url=url, model=model, api_key=api_key)
-
-    def measure(records: list[dict[str, Any]], label: str) -> dict[str, Any]:
-        try:
-            return measure_on_engine(target, records, label)
-        except EngineValidationUnavailable as error:  # unreachable or misconfigured: exit 2
-            raise BadInput(f"--validate-on-engine {url}: {error}") from error
-
-    results = {"original": measure(original, "original")}
-    for rank, suggestion in enumerate(suggestions, start=1):
-        results[f"#{rank}"] = measure(list(suggestion.transformed_records), suggestion.kind)
-    return results

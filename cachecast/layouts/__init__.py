@@ -1,1 +1,3 @@
-"""Prompt-layout regression checks and prefix-friendly reordering suggestions."""
+"""Prompt layouts: the layout format and its expansion, volatile spans, where two prompt sets
+part (divergence), and the candidate changes with their diffs. ``cachecast.app.check`` and
+``cachecast.app.suggest`` replay them under targets."""

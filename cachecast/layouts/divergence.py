@@ -30,17 +30,6 @@ class Divergence:
     differing_requests: int
     compared_requests: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "request_id": self.request_id,
-            "token_position": self.token_position,
-            "segment": {"kind": self.segment_kind, "label": self.segment_label},
-            "baseline_text": self.baseline_excerpt,
-            "candidate_text": self.candidate_excerpt,
-            "differing_requests": self.differing_requests,
-            "compared_requests": self.compared_requests,
-        }
-
 
 def first_difference(left: Sequence[int], right: Sequence[int]) -> int | None:
     """Index of the first differing token; the shorter length when one is a prefix of the

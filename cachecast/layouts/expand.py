@@ -14,11 +14,9 @@ Variables visible to every placeholder: the session's and the turn's sample valu
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cachecast.layouts.spec import Layout, render_value
@@ -167,10 +165,3 @@ def iter_records(
 ) -> Iterator[dict[str, Any]]:
     for request in requests:
         yield to_record(request, provider=provider)
-
-
-def write_log(requests: list[SyntheticRequest], path: Path, *, provider: str | None) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for record in iter_records(requests, provider=provider):
-            handle.write(json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n")
-    return path

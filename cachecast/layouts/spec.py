@@ -44,6 +44,8 @@ import jinja2
 import yaml
 from jinja2.sandbox import SandboxedEnvironment
 
+from cachecast.errors import BadInputError, Location
+
 LAYOUT_FORMAT_KEY = "cachecast_layout"
 JINJA_SUFFIXES = (".j2", ".jinja", ".jinja2")
 _TOP_LEVEL_KEYS = {
@@ -71,14 +73,23 @@ _ARRIVAL_KEYS = {
 }
 
 
-class LayoutError(ValueError):
-    """A layout that cannot be read; names the file and the field."""
+class LayoutError(BadInputError):
+    """A layout that cannot be read: the file (or inline document) and the field at fault
+    (None for the document as a whole, e.g. YAML that does not parse)."""
 
-    def __init__(self, file: str, field: str, reason: str) -> None:
-        super().__init__(f"{file}: {field}: {reason}")
-        self.file = file
-        self.field = field
+    title = "Invalid layout"
+
+    def __init__(self, file: str, field: str | None, reason: str) -> None:
         self.reason = reason
+        super().__init__(reason, location=Location(source=file, field=field))
+
+    @property
+    def file(self) -> str:
+        return self.location.source or ""
+
+    @property
+    def field(self) -> str | None:
+        return self.location.field
 
 
 class NotALayoutError(LayoutError):
@@ -143,7 +154,9 @@ def _compiled(template: str) -> jinja2.Template:
     return _ENVIRONMENT.from_string(template)
 
 
-def render_string(template: str, variables: Mapping[str, Any], *, where: str, file: str) -> str:
+def render_string(
+    template: str, variables: Mapping[str, Any], *, where: str | None, file: str
+) -> str:
     """Render one placeholder string; an undefined variable is a LayoutError naming ``where``."""
     if not any(marker in template for marker in _JINJA_MARKERS):
         return template
@@ -170,25 +183,39 @@ def render_value(value: Any, variables: Mapping[str, Any], *, where: str, file: 
     return value
 
 
-def load_layout_text(
-    text: str, name: str, *, values_text: str | None = None, read_relative: Any = None
-) -> Layout:
-    """Parse a layout from its text. ``name`` decides Jinja2 (by suffix) and names errors.
+def is_jinja_name(name: str) -> bool:
+    """Whether a file name says it is a whole-file Jinja2 template."""
+    return PurePosixPath(name).suffix in JINJA_SUFFIXES
 
-    A whole-file Jinja2 layout is rendered once, with no variables except those in the values
-    file passed as ``values_text``, into the YAML format; per-request placeholders survive
-    when written as ``{% raw %}{{ now }}{% endraw %}``. ``read_relative(path) -> str`` reads a
-    ``values_file`` named relative to the layout (from the same git revision when needed).
+
+def load_layout_text(
+    text: str,
+    name: str,
+    *,
+    values_text: str | None = None,
+    values_name: str | None = None,
+    read_relative: Any = None,
+    jinja: bool | None = None,
+) -> Layout:
+    """Parse a layout from its text; ``name`` names it in errors (``values_name`` the values,
+    default ``NAME (values)``).
+
+    A whole-file Jinja2 layout (``jinja``; None: decided by the suffix of ``name``) is
+    rendered once, with no variables except those in the values passed as ``values_text``,
+    into the YAML format; per-request placeholders survive when written as
+    ``{% raw %}{{ now }}{% endraw %}``. ``read_relative(path) -> str`` reads a
+    ``values_file`` named relative to the layout (from the same git revision when needed);
+    without it (an inline document) a ``values_file`` is refused.
     """
     sample: dict[str, Any] = {}
     if values_text is not None:
-        sample = _parse_values(values_text, f"{name} (values)")
-    if PurePosixPath(name).suffix in JINJA_SUFFIXES:
-        text = render_string(text, _flat_sample(sample), where="(whole file)", file=name)
+        sample = _parse_values(values_text, values_name or f"{name} (values)")
+    if is_jinja_name(name) if jinja is None else jinja:
+        text = render_string(text, _flat_sample(sample), where=None, file=name)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise LayoutError(name, "(document)", f"not valid YAML: {error}") from error
+        raise LayoutError(name, None, f"not valid YAML: {error}") from error
     if not is_layout_document(document):
         raise NotALayoutError(name, LAYOUT_FORMAT_KEY, "missing: not a cachecast layout")
     assert isinstance(document, dict)
@@ -207,11 +234,11 @@ def _parse_values(text: str, name: str) -> dict[str, Any]:
     try:
         values = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise LayoutError(name, "(document)", f"not valid YAML/JSON: {error}") from error
+        raise LayoutError(name, None, f"not valid YAML/JSON: {error}") from error
     if values is None:
         return {}
     if not isinstance(values, dict):
-        raise LayoutError(name, "(document)", "must be a mapping with 'sessions' and/or 'turns'")
+        raise LayoutError(name, None, "must be a mapping with 'sessions' and/or 'turns'")
     return values
 
 
@@ -253,7 +280,11 @@ def parse_layout(
     values: dict[str, Any] = {}
     if "values_file" in document:
         if read_relative is None:
-            raise LayoutError(name, "values_file", "cannot be read here (no base path)")
+            raise LayoutError(
+                name,
+                "values_file",
+                "an inline layout has no folder to read a values file from: give the values inline",
+            )
         values = _parse_values(read_relative(str(document["values_file"])), document["values_file"])
     if "values" in document:
         inline = document["values"]

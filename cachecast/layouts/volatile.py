@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cachecast.layouts.textview import (
     Part,
@@ -60,33 +60,36 @@ class VolatileSpan:
     data_only: bool  # the moved lines only label values (no instructions)
 
     def describe(self) -> str:
-        where = "top" if self.first_line == 0 else f"line {self.first_line + 1}"
-        return (
-            f"{self.kind} at the {where} of {self.part_kind} `{self.label}`"
-            f" ({self.distinct_values} distinct values in {self.requests} requests), followed by"
-            f" {self.prompt_chars_after:,} characters of prompt"
-        )
+        return describe_span(self)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "template": self.template,
-            "label": self.label,
-            "part_kind": self.part_kind,
-            "role": self.role,
-            "part_index": self.part_index,
-            "first_line": self.first_line,
-            "line_count": self.line_count,
-            "lines_after": self.lines_after,
-            "part_lines": self.part_lines,
-            "kind": self.kind,
-            "examples": list(self.examples),
-            "distinct_values": self.distinct_values,
-            "requests": self.requests,
-            "stable_chars_after_in_part": self.stable_chars_after_in_part,
-            "prompt_chars_after": self.prompt_chars_after,
-            "movable": self.movable,
-            "data_only": self.data_only,
-        }
+
+class SpanFacts(Protocol):
+    """What a sentence about a span needs (a :class:`VolatileSpan`, or a report of one)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def first_line(self) -> int: ...
+    @property
+    def part_kind(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def distinct_values(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def prompt_chars_after(self) -> int: ...
+
+
+def describe_span(span: SpanFacts) -> str:
+    """One sentence: what varies, where, how often, and how much prompt follows it."""
+    where = "top" if span.first_line == 0 else f"line {span.first_line + 1}"
+    return (
+        f"{span.kind} at the {where} of {span.part_kind} `{span.label}`"
+        f" ({span.distinct_values} distinct values in {span.requests} requests), followed by"
+        f" {span.prompt_chars_after:,} characters of prompt"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +98,6 @@ class ToolOrderIssue:
     orders: int  # distinct tool orders seen
     requests: int
     canonical: tuple[str, ...]  # tool names sorted
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "template": self.template,
-            "distinct_orders": self.orders,
-            "requests": self.requests,
-            "canonical_order": list(self.canonical),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +108,6 @@ class ScopeSplit:
     scopes: int
     requests: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"template": self.template, "scopes": self.scopes, "requests": self.requests}
-
 
 @dataclass(frozen=True, slots=True)
 class Analysis:
@@ -123,14 +115,6 @@ class Analysis:
     spans: tuple[VolatileSpan, ...]
     tool_order: tuple[ToolOrderIssue, ...]
     scope_splits: tuple[ScopeSplit, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "templates": [len(group) for group in self.groups],
-            "volatile_spans": [span.to_json() for span in self.spans],
-            "tool_order": [issue.to_json() for issue in self.tool_order],
-            "scope_splits": [split.to_json() for split in self.scope_splits],
-        }
 
 
 def classify(value: str) -> str:

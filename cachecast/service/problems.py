@@ -159,11 +159,16 @@ _TITLES = {
 
 def error_field_path(error: CachecastError, records_name: str = "request") -> str:
     """Where an error is, as the API names it: ``records[3].messages[0].content`` for an
-    inline record, ``body.targets[0]`` for a body field, else the source and field."""
+    inline record, ``body.targets[0]`` for a body field, ``body.candidate.records[3].model``
+    for a document of the body named by its path (``body.candidate.records``), else the
+    source and field."""
     where = error.location
     field = where.field or ""
     if where.source == records_name and where.record is not None:
         return f"records[{where.record}].{field}" if field else f"records[{where.record}]"
+    if where.source is not None and where.source.startswith("body."):
+        path = where.source + (f"[{where.record}]" if where.record is not None else "")
+        return f"{path}.{field}" if field else path
     if where.source is None:
         return f"body.{field}" if field else "body"
     return f"{where.source}: {field}" if field else where.source

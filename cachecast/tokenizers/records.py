@@ -174,8 +174,12 @@ def read_records(
     strict: bool = False,
     errors: list[LogError] | None = None,
     cache: SegmentCache | None = None,
+    settled: bool = False,
 ) -> Iterator[TokenizedRequest]:
-    """Like :func:`read_log` for records already in memory (line = 1-based position)."""
+    """Like :func:`read_log` for records already in memory (line = 1-based position).
+    ``settled``: the records are all built and nobody changes them while they are read (a
+    list held for the whole read), so later requests may take a conversation's earlier
+    rendering over, as for a file."""
 
     def numbered() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
         for number, record in enumerate(records, start=1):
@@ -184,10 +188,11 @@ def read_records(
             else:
                 yield number, LogError(source, number, "<record>", "expected a JSON object")
 
-    # No reuse across records here: the caller owns them and may change one after handing it
-    # over (a history list appended to in place), which would make an earlier body unreliable.
+    # No reuse across records unless settled: the caller owns them and may change one after
+    # handing it over (a history list appended to in place), which would make an earlier body
+    # unreliable.
     reader = _Reader(
-        source, model, default_model, default_provider, strict, errors, cache, reuse=False
+        source, model, default_model, default_provider, strict, errors, cache, reuse=settled
     )
     yield from reader.read(numbered())
 

@@ -133,17 +133,27 @@ def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
     simulated ones request by request and in total, and the change lowers the median TTFT
     (pooled over both rounds, so that a burst of load on the host hits both sides)."""
     import json
+    from decimal import Decimal
 
-    from cachecast.layouts.evaluate import parse_target
-    from cachecast.layouts.sources import load_prompt_set
-    from cachecast.layouts.suggest import suggest
+    from cachecast.app.prompt_sets import PromptSource, load_prompt_set
+    from cachecast.app.suggest import SuggestRequest, suggest
+    from cachecast.layouts.changes import candidate_changes
+    from cachecast.layouts.volatile import analyze
 
-    prompt_set = load_prompt_set(EXAMPLE_LOG, tmp_path, values=None, model=None, name="input")
-    (top, *_) = suggest(prompt_set, [parse_target("vllm:32")], at=date(2026, 12, 2), store=None)
-    simulated = top.outcomes[0]
+    source = PromptSource(path=EXAMPLE_LOG)
+    report = suggest(SuggestRequest(source=source, targets=["vllm:32"], at=date(2026, 12, 2)), None)
+    (top, *_) = report.suggestions
+    simulated = top.targets[0]
+    # The top suggestion's records: its change applied to the log, as suggest applies it.
+    prompt_set = load_prompt_set(source, "input", model=None)
+    (change,) = [
+        c
+        for c in candidate_changes(analyze(prompt_set.records), explicit_targets=[])
+        if c.kind == top.kind
+    ]
     logs = {
         "faulty": json.loads(json.dumps(prompt_set.records)),
-        "fixed": json.loads(json.dumps(list(top.transformed_records))),
+        "fixed": json.loads(json.dumps(change.transform(list(prompt_set.records)))),
     }
     expected = {
         name: vllm_hit_rule(
@@ -161,11 +171,11 @@ def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
             measured = [r.measured_cached_tokens for r in report.requests]
             assert measured == expected[name]
             assert measured == [r.predicted_cached_tokens for r in report.requests]
-            side = simulated.before if name == "faulty" else simulated.after
-            assert report.measured_cached_tokens == side.cache_read_tokens
-            assert report.prompt_tokens == side.input_tokens
+            rate = simulated.hit_rate_before if name == "faulty" else simulated.hit_rate_after
+            measured_rate = Decimal(report.measured_cached_tokens) / report.prompt_tokens
+            assert measured_rate.quantize(Decimal("0.000001")) == rate
             ttft[name].extend(r.ttft_s for r in report.requests)
     # The timestamp leaves no block shared (every request differs within its first 32
     # tokens); the top change makes the stable system prompt a shared prefix.
-    assert simulated.before.cache_read_tokens == 0 < simulated.after.cache_read_tokens
+    assert simulated.hit_rate_before == 0 < simulated.hit_rate_after
     assert statistics.median(ttft["fixed"]) < statistics.median(ttft["faulty"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,8 @@ from typer.testing import CliRunner
 
 from cachecast.cli import app
 
-EXAMPLE_LAYOUT = (
-    Path(__file__).resolve().parents[2]
-    / "cachecast"
-    / "layouts"
-    / "examples"
-    / "support-agent.yaml"
-)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_LAYOUT = REPO_ROOT / "cachecast" / "layouts" / "examples" / "support-agent.yaml"
 # OpenAI gpt-4o as seeded (contracts-reference.md): automatic caching, 1,024-token minimum,
 # 128-token increments, reads at 0.5x of $2.50/MTok input; writes cost plain input.
 OPENAI = "openai:gpt-4o"
@@ -125,6 +121,19 @@ def invoke(migrated_db_url: str) -> Invoke:
         )
 
     return run
+
+
+def run_python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in a fresh interpreter importing this checkout's cachecast, and no
+    CACHECAST_* settings of the test run."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def git(repo: Path, *args: str) -> str:

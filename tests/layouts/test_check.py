@@ -167,3 +167,65 @@ def test_bad_layouts_exit_2_naming_the_field(
     result = invoke("check", good, bad, "--target", OPENAI)
     assert result.exit_code == 2
     assert "bad.yaml" in result.output and field in result.output
+
+
+def test_jinja_layout_at_a_git_revision(invoke: Invoke, tmp_path: Path, monkeypatch) -> None:
+    # The baseline is the template as committed: read at the revision, it is still a Jinja2
+    # file (its name at the revision is 'agent.yaml.j2@HEAD', which must not hide the suffix).
+    repo = make_repo(tmp_path / "repo")
+    template = repo / "agent.yaml.j2"
+    text = (
+        "cachecast_layout: 1\nmodel: gpt-4o\nsystem: |\n"
+        "{% for n in range(150) %}  Rule {{ n }}: be precise and polite with customers.\n"
+        "{% endfor %}"
+        "turn:\n  - {role: user, content: '{% raw %}{{ question }}{% endraw %}'}\n"
+        "  - {role: assistant, content: ok}\n"
+        "arrival: {sessions: 2, turns_per_session: 2}\n"
+        "values: {turns: [{question: hi}, {question: bye}]}\n"
+    )
+    template.write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    monkeypatch.chdir(repo)
+    result = invoke("check", "agent.yaml.j2", "--baseline-ref", "HEAD", "--target", OPENAI)
+    assert result.exit_code == 0, result.output
+    assert "agent.yaml.j2@HEAD -> agent.yaml.j2" in result.output
+    assert "no divergence" in result.output
+
+
+def test_log_lines_split_only_at_newlines(invoke: Invoke, tmp_path: Path) -> None:
+    # JSON strings may hold U+2028 (LINE SEPARATOR) unescaped; it does not end a log line.
+    record = {"request_id": "r0", "timestamp": 1, "model": "gpt-4o", "prompt": "a\u2028b " * 50}
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert "\u2028" in log.read_text(encoding="utf-8")
+    result = invoke("check", log, log, "--target", OPENAI)
+    assert result.exit_code == 0, result.output
+
+
+def test_each_side_is_tokenized_once_per_tokenizer(
+    invoke: Invoke, tmp_path: Path, monkeypatch
+) -> None:
+    # A spy around the real reader (it still reads): one read of the inline records is one
+    # tokenization of a side.
+    import cachecast.app.logs as logs
+
+    reads: list[str | None] = []
+    real = logs.read_records
+
+    def counted(*args, **kwargs):
+        reads.append(kwargs.get("model"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(logs, "read_records", counted)
+    baseline = write_yaml(tmp_path / "base.yaml", agent_layout(sessions=2, turns=2))
+    candidate = write_yaml(tmp_path / "cand.yaml", agent_layout(sessions=2, turns=2, rules=90))
+    # gpt-4o and gpt-4.1 share o200k_base; vllm and the divergence tokenize as gpt-4o (the
+    # first hosted target): one read per side.
+    args = ("check", baseline, candidate, "-t", OPENAI, "-t", "openai:gpt-4.1", "-t", "vllm")
+    assert invoke(*args).exit_code in (0, 1)
+    assert reads == ["gpt-4o", "gpt-4o"]
+    # A second tokenizer (cl100k_base, for --model gpt-4) is one more read per side.
+    reads.clear()
+    assert invoke(*args, "--model", "gpt-4").exit_code in (0, 1)
+    assert sorted(reads) == ["gpt-4", "gpt-4", "gpt-4o", "gpt-4o"]

@@ -123,34 +123,40 @@ def test_explicit_target_needs_breakpoints(invoke: Invoke, tmp_path) -> None:
     assert "+cache_breakpoints:" in top["diff"]
 
 
-def test_check_documents_in_memory(migrated_db_url: str) -> None:
-    """The service's entry point: layout text on one side, log records on the other."""
+def test_check_inline_documents(migrated_db_url: str) -> None:
+    """Sides given inline (as the service gives them): layout text on one side, log records
+    on the other; errors name the side's document and the field, never a file."""
     import yaml
 
+    from cachecast.app.check import CheckRequest, check
+    from cachecast.app.prompt_sets import PromptSource
     from cachecast.contracts import ContractStore
-    from cachecast.layouts.api import SideDocument, check_documents
 
     document = agent_layout(sessions=2, turns=2)
     text = yaml.safe_dump(document, sort_keys=False)  # key order is prompt text too
     records = list(iter_records(expand(parse_layout(document, "x")), provider="openai"))
     store = ContractStore(migrated_db_url)
     # The same requests as a layout and as records: nothing differs, the check passes.
-    report = check_documents(
-        SideDocument("baseline", layout=text),
-        SideDocument("candidate", records=records),
-        ["openai:gpt-4o"],
+    report = check(
+        CheckRequest(
+            baseline=PromptSource(layout=text),
+            candidate=PromptSource(records=records),
+            targets=["openai:gpt-4o"],
+        ),
         store,
     )
     assert report.passed and report.divergence is None
-    assert report.to_json()["baseline"] == "baseline"
+    assert report.model_dump(mode="json")["baseline"] == "baseline"
     with pytest.raises(LayoutError) as error:
-        check_documents(
-            SideDocument("baseline", layout=text),
-            SideDocument("candidate", layout="cachecast_layout: 1\nturn: []\n"),
-            ["openai:gpt-4o"],
+        check(
+            CheckRequest(
+                baseline=PromptSource(layout=text),
+                candidate=PromptSource(layout="cachecast_layout: 1\nturn: []\n"),
+                targets=["openai:gpt-4o"],
+            ),
             store,
         )
-    assert error.value.file == "candidate" and error.value.field == "turn"
+    assert error.value.file == "candidate.layout" and error.value.field == "turn"
 
 
 def test_block_key_trace_divergence(invoke: Invoke, tmp_path, mooncake_trace) -> None:

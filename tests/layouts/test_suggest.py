@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from cachecast.app.evaluation import evaluate, parse_layout_targets
+from cachecast.app.prompt_sets import PromptSource, load_prompt_set
+from cachecast.app.suggest import SuggestReport, SuggestRequest, suggest
 from cachecast.contracts import ContractStore
-from cachecast.layouts.evaluate import evaluate, parse_target
-from cachecast.layouts.expand import expand, iter_records, write_log
-from cachecast.layouts.sources import load_prompt_set
+from cachecast.layouts.expand import expand, iter_records
 from cachecast.layouts.spec import parse_layout
-from cachecast.layouts.suggest import suggest
 from cachecast.layouts.volatile import analyze, classify
 from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
 
@@ -23,25 +23,43 @@ DAY = dt.date(2026, 12, 1)
 
 
 def _log(tmp_path: Path, name: str, **options) -> Path:
+    """The layout's requests as a JSONL log, as a user would have logged them."""
     layout = parse_layout(agent_layout(**options), name)
-    return write_log(expand(layout), tmp_path / name, provider="openai")
+    records = iter_records(expand(layout), provider="openai")
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def _suggest(store: ContractStore, log: Path, targets: list[str]) -> SuggestReport:
+    """Every suggestion (not only the first five), best first."""
+    request = SuggestRequest(source=PromptSource(path=log), targets=targets, at=DAY, top=100)
+    return suggest(request, store)
 
 
 def test_top_suggestion_recovers_the_hit_rate_a_timestamp_prefix_destroyed(
     migrated_db_url: str, tmp_path: Path
 ) -> None:
     store = ContractStore(migrated_db_url)
-    targets = [parse_target(OPENAI), parse_target("vllm:16")]
+    targets = [OPENAI, "vllm:16"]
     clean = _log(tmp_path, "clean.jsonl")
     volatile = _log(tmp_path, "volatile.jsonl", system_top="Current time: {{ now }}\n")
-    clean_rate = evaluate(clean, targets, at=DAY, store=store, vllm_model="gpt-4o")[0].hit_rate
+    clean_rate = (
+        evaluate(
+            load_prompt_set(PromptSource(path=clean), "input"),
+            parse_layout_targets(targets),
+            day=DAY,
+            store=store,
+            token_model="gpt-4o",
+        )
+        .metrics[0]
+        .hit_rate
+    )
 
     # The log as a user would have it (JSONL), not the layout that generated it.
-    suggestions = suggest(
-        load_prompt_set(volatile, tmp_path / "work"), targets, at=DAY, store=store
-    )
+    suggestions = _suggest(store, volatile, targets).suggestions
     top = suggestions[0]
-    before, after = top.outcomes[0].before.hit_rate, top.outcomes[0].after.hit_rate
+    before, after = top.targets[0].hit_rate_before, top.targets[0].hit_rate_after
     # The timestamp leaves only the tool schemas (~250 tokens) in common, under OpenAI's
     # 1,024-token minimum: nothing is read.
     assert before == 0
@@ -52,9 +70,9 @@ def test_top_suggestion_recovers_the_hit_rate_a_timestamp_prefix_destroyed(
     assert top.kind == "move_to_last_user_message"
     assert top.needs_review is False  # 'Current time: <value>' only labels a value
     assert after - before >= Decimal("0.9") * (clean_rate - before)
-    assert top.saving_per_1k > 0
+    assert top.saving_per_1k_requests > 0
     # Ranked by savings, best first.
-    savings = [suggestion.saving_per_1k for suggestion in suggestions]
+    savings = [suggestion.saving_per_1k_requests for suggestion in suggestions]
     assert savings == sorted(savings, reverse=True)
     # The safe same-role moves are offered too.
     assert {"move_to_end_of_system", "split_system"} <= {s.kind for s in suggestions}
@@ -72,10 +90,7 @@ def test_instruction_moved_after_the_user_turn_needs_review(
         sessions=4,
         turns=2,
     )
-    suggestions = suggest(
-        load_prompt_set(log, tmp_path / "work"), [parse_target(OPENAI)], at=DAY, store=store
-    )
-    by_kind = {s.kind: s for s in suggestions}
+    by_kind = {s.kind: s for s in _suggest(store, log, [OPENAI]).suggestions}
     # An instruction after the user's message may change how it is followed.
     assert by_kind["move_to_last_user_message"].needs_review is True
     assert by_kind["split_system"].needs_review is False

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.layouts.thresholds import (
-    ConfigError,
+from cachecast.app.thresholds import (
+    ThresholdError,
     parse_points,
     parse_rate,
     parse_relative,
 )
+from cachecast.errors import ConfigurationError
 from tests.layouts.conftest import OPENAI, Invoke, token_log
 
 PREFIX = list(range(1000, 3048))  # 2,048 distinct token ids
@@ -176,11 +177,11 @@ def test_unmigrated_database_exits_2(sqlite_url: str, tmp_path: Path, logs) -> N
 
 
 def test_pyproject_misspelling_is_refused(tmp_path: Path) -> None:
-    from cachecast.layouts.thresholds import load_config
+    from cachecast.app.thresholds import load_config
 
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.cachecast]\nmax_cost_increase = "5%"\n')
-    with pytest.raises(ConfigError, match="dashes"):
+    with pytest.raises(ConfigurationError, match="dashes"):
         load_config(path)
 
 
@@ -192,9 +193,9 @@ def test_threshold_parsing() -> None:
     assert parse_rate("0.6") == Decimal("0.6")
     assert parse_rate("60%") == Decimal("0.6")
     for bad in ("-1%", "five", "nan"):
-        with pytest.raises(ConfigError):
+        with pytest.raises(ThresholdError):
             parse_relative(bad)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ThresholdError):
         parse_points("2%")  # a relative drop is not what the threshold means
-    with pytest.raises(ConfigError):
+    with pytest.raises(ThresholdError):
         parse_rate("1.2")

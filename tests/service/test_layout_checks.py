@@ -229,3 +229,55 @@ async def test_unknown_target_is_404_with_close_matches(client: httpx.AsyncClien
     body = check_body(layout(), layout(), targets=["openai:gpt-4oo"])
     problem = assert_problem(await client.post("/v1/layout-checks", json=body), 404)
     assert "gpt-4o" in " ".join(problem["close_matches"])
+
+
+async def test_the_api_answers_the_library_report(
+    client: httpx.AsyncClient, service_db_url: str
+) -> None:
+    # The route calls app.check.check: the same request built by hand (sides inline, named
+    # as the API names them) gives the very JSON the API answers.
+    import datetime as dt
+
+    from cachecast.app.check import CheckRequest, check
+    from cachecast.app.prompt_sets import PromptSource
+    from cachecast.app.thresholds import Thresholds
+    from cachecast.contracts import ContractStore
+
+    base, cand = layout(), layout(system_top=TIMESTAMP)
+    body = check_body(base, cand, targets=["openai:gpt-4o", "vllm:32"])
+    response = await client.post("/v1/layout-checks", json=body)
+    assert response.status_code == 200, response.text
+    request = CheckRequest(
+        baseline=PromptSource(
+            layout=json.dumps(base), values=json.dumps(VALUES), name="baseline",
+            inline_name="body.baseline",
+        ),
+        candidate=PromptSource(
+            layout=json.dumps(cand), values=json.dumps(VALUES), name="candidate",
+            inline_name="body.candidate",
+        ),
+        targets=["openai:gpt-4o", "vllm:32"],
+        thresholds=Thresholds(max_hit_rate_drop="0.02"),
+        at=dt.date.fromisoformat(DAY),
+    )  # fmt: skip
+    assert response.json() == check(request, ContractStore(service_db_url)).model_dump(mode="json")
+
+
+async def test_every_bad_record_of_a_side_is_named(client: httpx.AsyncClient) -> None:
+    # A side's records are read whole before anything is judged: each bad one is listed with
+    # its side, index and field (records 0 and 2 name no model, and nothing gives one).
+    records = [
+        {"timestamp": 1, "prompt": "hello"},
+        {"timestamp": 2, "model": "gpt-4o", "prompt": "hello there"},
+        {"timestamp": 3, "prompt": "bye"},
+    ]
+    body = check_body(layout(), layout()) | {
+        "candidate": {"records": records},
+        "targets": ["vllm"],
+    }
+    problem = assert_problem(await client.post("/v1/layout-checks", json=body), 422)
+    assert [(e["field"], e["record"]) for e in problem["errors"]] == [
+        ("body.candidate.records[0].model", 0),
+        ("body.candidate.records[2].model", 2),
+    ]
+    assert problem["total_errors"] == 2

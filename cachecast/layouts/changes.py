@@ -1,8 +1,9 @@
-"""``suggest``: concrete layout changes that make prompts share longer prefixes, re-simulated.
+"""Candidate layout changes that make prompts share longer prefixes, and their diffs.
 
-From the volatile-span analysis each candidate change is applied to every request of the
-log (or of the expanded layout), replayed under the targets, and ranked by savings (cost
-per 1,000 requests summed over priced targets; hit-rate gain where no target is priced).
+From the volatile-span analysis (``volatile.analyze``) each applicable change is a record
+transform (applied to every request of a log or of an expanded layout) plus the diff that
+shows it: on the layout file itself where the change maps onto it, else on the first request
+it changes. Replaying the changed requests and ranking the changes is ``cachecast.app.suggest``.
 
 Changes:
 - ``move_to_end_of_system``: the volatile lines go to the end of the same system prompt
@@ -24,29 +25,22 @@ Changes:
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import difflib
-import json
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from cachecast.contracts import ContractStore
-from cachecast.layouts.evaluate import SideMetrics, TargetSpec, evaluate
 from cachecast.layouts.expand import add_breakpoints
-from cachecast.layouts.sources import PromptSet
+from cachecast.layouts.spec import Layout
 from cachecast.layouts.textview import (
     part_by_label,
     prompt_parts,
     request_body,
     tool_name,
 )
-from cachecast.layouts.volatile import Analysis, VolatileSpan, analyze
+from cachecast.layouts.volatile import Analysis, VolatileSpan
 
 # The system prompt (covering the tools before it) and the newest message: the stable
 # prefix every session shares, and the growing history within a session.
@@ -54,70 +48,10 @@ SUGGESTED_BREAKPOINTS: tuple[tuple[str, str | None], ...] = (
     ("system", None),
     ("last_message", None),
 )
+# Contract modes that read the cache only at explicit breakpoints.
 EXPLICIT_MODES = ("explicit", "both")
 
 RecordTransform = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-
-
-@dataclass(frozen=True, slots=True)
-class TargetOutcome:
-    target: str
-    before: SideMetrics
-    after: SideMetrics
-
-    @property
-    def saving_per_1k(self) -> Decimal | None:
-        if self.before.cost_per_1k is None or self.after.cost_per_1k is None:
-            return None
-        return self.before.cost_per_1k - self.after.cost_per_1k
-
-    def to_json(self) -> dict[str, Any]:
-        saving = self.saving_per_1k
-        return {
-            "target": self.target,
-            "hit_rate_before": float(self.before.hit_rate),
-            "hit_rate_after": float(self.after.hit_rate),
-            "cost_per_1k_before": _money(self.before.cost_per_1k),
-            "cost_per_1k_after": _money(self.after.cost_per_1k),
-            "saving_per_1k_requests": _money(saving),
-        }
-
-
-def _money(value: Decimal | None) -> str | None:
-    return None if value is None else str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class Suggestion:
-    kind: str
-    title: str
-    rationale: str
-    needs_review: bool
-    outcomes: tuple[TargetOutcome, ...]
-    diff: str
-    transformed_records: tuple[dict[str, Any], ...]  # the requests after the change
-
-    @property
-    def saving_per_1k(self) -> Decimal:
-        return sum(
-            (o.saving_per_1k for o in self.outcomes if o.saving_per_1k is not None), Decimal(0)
-        )
-
-    @property
-    def hit_rate_gain(self) -> Decimal:
-        return sum((o.after.hit_rate - o.before.hit_rate for o in self.outcomes), Decimal(0))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "title": self.title,
-            "rationale": self.rationale,
-            "needs_review": self.needs_review,
-            "saving_per_1k_requests": str(self.saving_per_1k),
-            "hit_rate_gain_pp": float(self.hit_rate_gain * 100),
-            "targets": [outcome.to_json() for outcome in self.outcomes],
-            "diff": self.diff,
-        }
 
 
 # --- record transforms -----------------------------------------------------------------
@@ -310,14 +244,18 @@ def _layout_text(document: dict[str, Any]) -> list[str]:
 
 
 def _changed_layout(
-    prompt_set: PromptSet, document: dict[str, Any], kind: str, spans: Sequence[VolatileSpan]
+    first_record: dict[str, Any],
+    document: dict[str, Any],
+    kind: str,
+    spans: Sequence[VolatileSpan],
 ) -> dict[str, Any] | None:
     """``document`` (a copy of the layout) with the change applied, or None where the change
-    does not map onto the layout's own text."""
+    does not map onto the layout's own text. ``first_record`` is the layout's first request,
+    as expanded (its text says whether the layout's lines map line for line)."""
     base, _, also = kind.partition("+")
     if also:
-        changed = _changed_layout(prompt_set, document, base, spans)
-        return None if changed is None else _changed_layout(prompt_set, changed, also, spans)
+        changed = _changed_layout(first_record, document, base, spans)
+        return None if changed is None else _changed_layout(first_record, changed, also, spans)
     if kind == "add_breakpoints":
         document["cache_breakpoints"] = [place for place, _ in SUGGESTED_BREAKPOINTS]
         return document
@@ -330,7 +268,7 @@ def _changed_layout(
         return document
     template = document.get("system")
     label = spans[0].label if spans else None
-    rendered = part_by_label(prompt_set.records[0], label) if label is not None else None
+    rendered = part_by_label(first_record, label) if label is not None else None
     if label != "messages[0]" or not isinstance(template, str):
         return None
     if rendered is None or len(template.splitlines()) != len(rendered.text.splitlines()):
@@ -360,15 +298,17 @@ def _changed_layout(
     return document
 
 
-def layout_diff(prompt_set: PromptSet, kind: str, spans: Sequence[VolatileSpan]) -> str | None:
-    """The same change written on the layout file itself, when it maps onto it."""
-    layout = prompt_set.layout
-    if layout is None:
-        return None
-    document = _changed_layout(prompt_set, copy.deepcopy(layout.raw), kind, spans)
+def layout_diff(
+    layout: Layout,
+    first_record: dict[str, Any],
+    name: str,
+    kind: str,
+    spans: Sequence[VolatileSpan],
+) -> str | None:
+    """The change written on the layout file itself (named ``name``), when it maps onto it."""
+    document = _changed_layout(first_record, copy.deepcopy(layout.raw), kind, spans)
     if document is None:
         return None
-    name = prompt_set.label
     return "".join(
         difflib.unified_diff(
             _layout_text(layout.raw), _layout_text(document), f"a/{name}", f"b/{name}"
@@ -376,11 +316,33 @@ def layout_diff(prompt_set: PromptSet, kind: str, spans: Sequence[VolatileSpan])
     )
 
 
-# --- the search ------------------------------------------------------------------------
+def change_diff(
+    change: Change,
+    original: Sequence[dict[str, Any]],
+    changed: Sequence[dict[str, Any]],
+    *,
+    layout: Layout | None,
+    name: str,
+) -> str:
+    """The diff that shows ``change``: on the layout (named ``name``) where it maps onto it,
+    else on the first request it changes (``original`` and ``changed`` are the requests
+    before and after)."""
+    if layout is not None and original:
+        diff = layout_diff(layout, original[0], name, change.kind, change.spans)
+        if diff is not None:
+            return diff
+    index = next((i for i, (a, b) in enumerate(zip(original, changed, strict=True)) if a != b), 0)
+    return request_diff(original[index], changed[index], f"request-{index + 1}")
+
+
+# --- the candidates --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class _Candidate:
+class Change:
+    """One candidate change: what it is, why, whether a person must review it, and the
+    transform that applies it to every request."""
+
     kind: str
     title: str
     rationale: str
@@ -391,7 +353,7 @@ class _Candidate:
 
 def _move_candidates(
     spans: tuple[VolatileSpan, ...], groups: Sequence[Sequence[int]]
-) -> list[_Candidate]:
+) -> list[Change]:
     """The three moves of some volatile lines of one system prompt."""
     first, last = spans[0], spans[-1]
     if len(spans) == 1:
@@ -405,10 +367,10 @@ def _move_candidates(
         what = f"all {len(spans)} volatile line groups ({kinds}) of `{first.label}`"
         found = "; ".join(span.describe() for span in spans)
     data_only = all(span.data_only for span in spans)
-    candidates: list[_Candidate] = []
+    candidates: list[Change] = []
     if last.lines_after:  # something stable follows: moving to the end changes the prefix
         candidates.append(
-            _Candidate(
+            Change(
                 "move_to_end_of_system",
                 f"Move {what} to the end of the system prompt",
                 f"{found}; after the move the stable system prompt is a shared prefix.",
@@ -418,7 +380,7 @@ def _move_candidates(
             )
         )
         candidates.append(
-            _Candidate(
+            Change(
                 "split_system",
                 f"Split the system prompt: stable part first, {what} as a second system"
                 " message before the first user message",
@@ -429,7 +391,7 @@ def _move_candidates(
             )
         )
     candidates.append(
-        _Candidate(
+        Change(
             "move_to_last_user_message",
             f"Move {what} to the end of the last user message",
             f"{found}; after the move everything up to the user's new message, history"
@@ -448,11 +410,13 @@ def _move_candidates(
     return candidates
 
 
-def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[_Candidate]:
-    candidates: list[_Candidate] = []
+def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[Change]:
+    """Every change that applies to the analysed requests; ``explicit_targets`` names the
+    targets that read only at explicit breakpoints when the requests carry none."""
+    candidates: list[Change] = []
     if explicit_targets:
         candidates.append(
-            _Candidate(
+            Change(
                 "add_breakpoints",
                 "Add cache breakpoints at the end of the system prompt and of the last message",
                 f"{', '.join(explicit_targets)} cache only at explicit cache_control"
@@ -478,7 +442,7 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
         # move is also tried with breakpoints added.
         for move in [c for c in candidates if c.spans]:
             candidates.append(
-                _Candidate(
+                Change(
                     f"{move.kind}+add_breakpoints",
                     f"{move.title}, and add cache breakpoints (system prompt, last message)",
                     move.rationale,
@@ -489,7 +453,7 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
             )
     for issue in analysis.tool_order:
         candidates.append(
-            _Candidate(
+            Change(
                 "pin_tool_order",
                 "Pin the tool order (sort tools by name)",
                 f"{issue.orders} different tool orders in {issue.requests} requests of one"
@@ -502,7 +466,7 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
     if analysis.scope_splits:
         split = analysis.scope_splits[0]
         candidates.append(
-            _Candidate(
+            Change(
                 "shared_prompt_cache_key",
                 "Set one prompt_cache_key (cache scope) per template",
                 f"requests of one template are spread over {split.scopes} cache scopes;"
@@ -514,77 +478,3 @@ def _candidates(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[
             )
         )
     return candidates
-
-
-def _write(records: Sequence[dict[str, Any]], path: Path) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return path
-
-
-def suggest(
-    prompt_set: PromptSet,
-    targets: Sequence[TargetSpec],
-    *,
-    at: dt.date,
-    store: ContractStore | None,
-    model: str | None = None,
-    analysis: Analysis | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[Suggestion]:
-    """Every applicable change, re-simulated under ``targets``, best first. A change that
-    saves nothing on any target is still listed (after the others) so that it is seen.
-    ``progress(done, total)`` is called after each change is replayed."""
-    analysis = analysis or analyze(prompt_set.records)
-    contract_models = [t.model for t in targets if t.kind == "contract"]
-    token_model = model or (contract_models[0] if contract_models else None)
-    before = evaluate(prompt_set.log_path, targets, at=at, store=store, vllm_model=token_model)
-    has_breakpoints = any(
-        part.breakpoint for record in prompt_set.records for part in prompt_parts(record)
-    )
-    explicit_targets = [
-        spec.name
-        for spec, metrics in zip(targets, before, strict=True)
-        if metrics.contract is not None and metrics.contract.get("mode") in EXPLICIT_MODES
-    ]
-    suggestions: list[Suggestion] = []
-    with tempfile.TemporaryDirectory(prefix="cachecast-suggest-") as workdir:
-        candidates = _candidates(
-            analysis, explicit_targets=[] if has_breakpoints else explicit_targets
-        )
-        for number, candidate in enumerate(candidates):
-            if progress is not None:
-                progress(number, len(candidates))
-            records = candidate.transform(list(prompt_set.records))
-            path = _write(records, Path(workdir) / f"suggestion-{number}.jsonl")
-            after = evaluate(path, targets, at=at, store=store, vllm_model=token_model)
-            diff = layout_diff(prompt_set, candidate.kind, candidate.spans)
-            if diff is None:
-                changed = next(
-                    (
-                        i
-                        for i, (a, b) in enumerate(zip(prompt_set.records, records, strict=True))
-                        if a != b
-                    ),
-                    0,
-                )
-                diff = request_diff(
-                    prompt_set.records[changed], records[changed], f"request-{changed + 1}"
-                )
-            suggestions.append(
-                Suggestion(
-                    kind=candidate.kind,
-                    title=candidate.title,
-                    rationale=candidate.rationale,
-                    needs_review=candidate.needs_review,
-                    outcomes=tuple(
-                        TargetOutcome(spec.name, b, a)
-                        for spec, b, a in zip(targets, before, after, strict=True)
-                    ),
-                    diff=diff,
-                    transformed_records=tuple(records),
-                )
-            )
-    suggestions.sort(key=lambda s: (-s.saving_per_1k, -s.hit_rate_gain, s.needs_review))
-    return suggestions

@@ -1,0 +1,308 @@
+"""A prompt set replayed under the targets of ``check`` and ``suggest``: hit rate and cost.
+
+A target is ``PROVIDER:MODEL`` (the contract in force on the day asked, priced by
+``app.estimate.estimate``: the same passes, bills and contract references as ``cachecast
+estimate``) or ``vllm`` / ``vllm:BLOCK_SIZE`` (self-hosted vLLM automatic prefix caching with
+an unbounded block pool, simulated; hit rate only: a self-hosted deployment has no per-token
+price, ``cachecast compare`` prices it).
+
+A prompt set is tokenized once per tokenizer: the requests the self-hosted targets and the
+divergence finder need (tokenized as the check's token model) are kept from the estimate's
+pass of that tokenizer where there is one, and read once more only where there is not.
+Formulas: docs/layouts.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+
+from cachecast.app.estimate import EstimateRequest, LocalExecutor, PassWork, estimate, today
+from cachecast.app.logs import LogReading, OnBadRecord
+from cachecast.app.prompt_sets import PromptSet
+from cachecast.app.reports import ContractReference, Money, Report
+from cachecast.app.targets import ResolvedTarget, parse_target, resolve_target
+from cachecast.contracts import ContractStore
+from cachecast.errors import BadInputError, ConfigurationError, Location, UnknownModelError
+from cachecast.simulator import build_policy, simulate
+from cachecast.simulator.pricing import Target
+from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
+from cachecast.tokenizers import get_tokenizer
+from cachecast.tokenizers.types import TokenizedRequest
+
+DEFAULT_VLLM_BLOCK_SIZE = 16
+PER_REQUESTS = 1000  # costs are compared per this many requests
+HIT_RATE_PLACES = Decimal("0.000001")
+
+# An exact decimal in Python, a JSON number in the report (as these reports always were).
+DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutTarget:
+    """A hosted target (its contract) or a self-hosted vLLM one (its block size)."""
+
+    kind: Literal["contract", "vllm"]
+    target: Target | None = None
+    block_size: int | None = None
+
+    @property
+    def name(self) -> str:
+        if self.target is None:
+            return f"vllm:{self.block_size}"
+        return str(self.target)
+
+
+def parse_layout_target(
+    text: str, field: str = "target", *, default_block_size: int | None = None
+) -> LayoutTarget:
+    """``vllm``, ``vllm:BLOCK_SIZE`` or ``PROVIDER:MODEL``; errors name ``field``."""
+    cleaned = text.strip()
+    head, _, tail = cleaned.partition(":")
+    if head.lower() == "vllm" and (not tail or tail.isdigit()):
+        block_size = int(tail) if tail else (default_block_size or DEFAULT_VLLM_BLOCK_SIZE)
+        if block_size < 1:
+            raise BadInputError(
+                f"{text!r}: the block size must be positive", location=Location(field=field)
+            )
+        return LayoutTarget("vllm", block_size=block_size)
+    return LayoutTarget("contract", target=parse_target(cleaned, field))
+
+
+def parse_layout_targets(
+    texts: Sequence[str], *, block_size: int | None = None, field: str = "targets"
+) -> list[LayoutTarget]:
+    if not texts:
+        raise BadInputError(
+            "no target: give PROVIDER:MODEL or vllm (on the command line: --target, or"
+            " targets in [tool.cachecast] of pyproject.toml)",
+            location=Location(field=field),
+        )
+    return [
+        parse_layout_target(text, f"{field}[{index}]", default_block_size=block_size)
+        for index, text in enumerate(texts)
+    ]
+
+
+def uses_contracts(targets: Sequence[LayoutTarget]) -> bool:
+    """Whether pricing these targets needs the contract store."""
+    return any(target.kind == "contract" for target in targets)
+
+
+def resolve_contracts(
+    targets: Sequence[LayoutTarget],
+    store: ContractStore | None,
+    day: dt.date,
+    field: str = "targets",
+) -> list[ResolvedTarget]:
+    """The contract in force of every hosted target, before any work (an unknown one fails
+    here, with close matches, named by its index among all targets)."""
+    if not uses_contracts(targets):
+        return []
+    store = _required(store, field)
+    return [
+        resolve_target(target.target, store, day, Location(field=f"{field}[{index}]"))
+        for index, target in enumerate(targets)
+        if target.target is not None
+    ]
+
+
+def _required(store: ContractStore | None, field: str = "targets") -> ContractStore:
+    if store is None:
+        raise ConfigurationError(
+            "PROVIDER:MODEL targets need the contract database", location=Location(field=field)
+        )
+    return store
+
+
+def token_model_of(model: str | None, resolved: Sequence[ResolvedTarget]) -> str | None:
+    """The model the self-hosted targets and the divergence tokenize as: ``model`` if given,
+    else the first hosted target's, else each record's own (None)."""
+    return model if model is not None else (resolved[0].tokenize_as if resolved else None)
+
+
+class TargetSettings(BaseModel):
+    """The targets a prompt set is replayed under, on which day, tokenized as what."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    targets: list[str] = Field(description="PROVIDER:MODEL (contract as of 'at'), or vllm[:BLOCK]")
+    at: dt.date | None = Field(default=None, description="default: today, UTC")
+    model: str | None = Field(
+        default=None,
+        description="tokenize the self-hosted targets (and check's divergence) as this model"
+        " (default: the first hosted target's); also the model a layout's requests name, and"
+        " the served model when validating on an engine",
+    )
+    block_size: int | None = Field(default=None, gt=0, description="of vllm targets (16)")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetPlan:
+    """What a use case settles before reading any prompt set."""
+
+    targets: list[LayoutTarget]
+    day: dt.date
+    token_model: str | None
+    store: ContractStore | None
+
+
+def plan_targets(settings: TargetSettings, store: ContractStore | None) -> TargetPlan:
+    """Every target parsed and every hosted one resolved (format, contract in force,
+    tokenizer), the day, and the token model: all checked before any work."""
+    targets = parse_layout_targets(settings.targets, block_size=settings.block_size)
+    day = settings.at or today()
+    resolved = resolve_contracts(targets, store, day)
+    return TargetPlan(targets, day, token_model_of(settings.model, resolved), store)
+
+
+class SideMetrics(Report):
+    """One prompt set under one target."""
+
+    requests: int
+    input_tokens: int
+    cache_read_tokens: int
+    hit_rate: DecimalNumber  # cache_read_tokens / input_tokens, 6 places (half-even)
+    cost: Money | None  # None for self-hosted targets
+    cost_per_1k_requests: Money | None
+    exact_tokens: bool
+    contract: ContractReference | None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        requests: int,
+        input_tokens: int,
+        cache_read_tokens: int,
+        cost: Decimal | None,
+        exact_tokens: bool,
+        contract: ContractReference | None,
+    ) -> SideMetrics:
+        hit_rate = (
+            (Decimal(cache_read_tokens) / Decimal(input_tokens)).quantize(HIT_RATE_PLACES)
+            if input_tokens
+            else Decimal(0)
+        )
+        per_1k = None if cost is None or requests == 0 else cost * PER_REQUESTS / requests
+        return cls(
+            requests=requests,
+            input_tokens=input_tokens,
+            cache_read_tokens=cache_read_tokens,
+            hit_rate=hit_rate,
+            cost=cost,
+            cost_per_1k_requests=per_1k,
+            exact_tokens=exact_tokens,
+            contract=contract,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A prompt set under every target (in target order), and the set tokenized as the token
+    model, in replay order, where it was asked for."""
+
+    metrics: list[SideMetrics]
+    requests: list[TokenizedRequest] | None
+
+
+class _KeepingExecutor(LocalExecutor):
+    """Runs the estimate's passes in this process and keeps the requests of the pass whose
+    tokenizer is ``tokenizer``, so that nobody tokenizes the log with it again."""
+
+    def __init__(self, tokenizer: str) -> None:
+        self.tokenizer = tokenizer
+        self.kept: list[TokenizedRequest] | None = None
+
+    def stream(
+        self, requests: Iterator[TokenizedRequest], work: PassWork
+    ) -> Iterator[TokenizedRequest]:
+        if work.tokenizer_pass.tokenizer != self.tokenizer or self.kept is not None:
+            return requests
+        kept: list[TokenizedRequest] = []
+        self.kept = kept
+
+        def keep() -> Iterator[TokenizedRequest]:
+            for request in requests:
+                kept.append(request)
+                yield request
+
+        return keep()
+
+
+def _tokenizer_name(model: str) -> str:
+    try:
+        return get_tokenizer(model).name
+    except TokenizerUnknownModel as error:
+        raise UnknownModelError(error.message, location=Location(field="model")) from None
+
+
+def evaluate(
+    prompt_set: PromptSet,
+    targets: Sequence[LayoutTarget],
+    *,
+    day: dt.date,
+    store: ContractStore | None,
+    token_model: str | None,
+    on_bad_record: OnBadRecord = "stop",
+    keep_requests: bool = False,
+) -> Evaluation:
+    """Metrics of ``prompt_set`` under each target, in target order; with ``keep_requests``
+    (or any self-hosted target) also the set tokenized as ``token_model`` (None: as each
+    record's own model)."""
+    log = prompt_set.log(on_bad_record)
+    hosted = [target for target in targets if target.kind == "contract"]
+    need_tokens = keep_requests or len(hosted) < len(targets)
+    executor: _KeepingExecutor | None = None
+    if need_tokens and token_model is not None:
+        executor = _KeepingExecutor(_tokenizer_name(token_model))
+    by_name: dict[str, SideMetrics] = {}
+    if hosted:
+        report = estimate(
+            EstimateRequest(log=log, targets=[target.name for target in hosted], at=day),
+            _required(store),
+            executor=executor,
+        )
+        for target, result in zip(hosted, report.targets, strict=True):
+            by_name[target.name] = SideMetrics.of(
+                requests=result.requests,
+                input_tokens=result.input_tokens,
+                cache_read_tokens=result.cache_read_tokens,
+                cost=result.cost.total,
+                exact_tokens=result.exact_tokens,
+                contract=result.contract,
+            )
+    requests = executor.kept if executor is not None else None
+    if need_tokens and requests is None:
+        reading = LogReading(log, token_model)
+        requests = list(reading.requests())
+        reading.finish()
+    for target in targets:
+        if target.kind != "vllm":
+            continue
+        assert requests is not None
+        policy = build_policy("vllm", block_size=target.block_size)
+        read = total = 0
+        for usage in simulate(requests, policy):
+            read += usage.cache_read_tokens
+            total += usage.input_tokens
+        by_name[target.name] = SideMetrics.of(
+            requests=len(requests),
+            input_tokens=total,
+            cache_read_tokens=read,
+            cost=None,
+            exact_tokens=all(request.exact for request in requests),
+            contract=None,
+        )
+    return Evaluation([by_name[target.name] for target in targets], requests)
+
+
+def needs_contract_store(texts: Sequence[str], *, block_size: int | None = None) -> bool:
+    """Whether these targets are priced from the contract store (a front end opens it only
+    then: a self-hosted-only check needs no database); a malformed target fails here."""
+    return uses_contracts(parse_layout_targets(texts, block_size=block_size))
