@@ -213,12 +213,36 @@ class LogReading:
     def _located(self, error: LogRecordError) -> LogRecordError:
         """An inline record named by its index (and the line of the upload it came from,
         where known) rather than by its position."""
-        position = error.line - 1
-        lines = self.log.record_lines
-        line = lines[position] if lines is not None and 0 <= position < len(lines) else None
+        line, position = self._record_place(error.line)
         return LogRecordError(
             self.log.records_name, line, error.field, error.reason, record=position
         )
+
+    def _record_place(self, position_line: int) -> tuple[int | None, int]:
+        """(upload line or None, 0-based index) of the inline record at 1-based position."""
+        position = position_line - 1
+        lines = self.log.record_lines
+        line = lines[position] if lines is not None and 0 <= position < len(lines) else None
+        return line, position
+
+    def relocated(self, error: CachecastError) -> CachecastError:
+        """``error``, raised about one request of this reading (its source and line), named
+        the way the reader names bad records: an inline record by its index. Errors about
+        files, or already located by record, are returned as they are."""
+        where = error.location
+        if (
+            self.log.records is None
+            or where.source != self.log.records_name
+            or where.line is None
+            or where.record is not None
+        ):
+            return error
+        line, position = self._record_place(where.line)
+        error.location = Location(
+            source=where.source, line=line, record=position, field=where.field
+        )
+        error.args = (error.one_line(),)
+        return error
 
     def finish(self) -> None:
         """After the pass: see :func:`check_reading`."""

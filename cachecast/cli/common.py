@@ -65,7 +65,7 @@ def print_error(error: CachecastError) -> None:
     # Escaped: a message may quote user text that reads as rich markup ("[/x]" would raise).
     stderr.print(f"[red]error:[/] {escape(error.one_line())}", markup=True)
     if error.close_matches and "close matches" not in error.message:
-        stderr.print("close matches: " + ", ".join(error.close_matches))
+        stderr.print("close matches: " + ", ".join(error.close_matches), markup=False)
 
 
 def command(function: Callable[P, R]) -> Callable[P, R]:

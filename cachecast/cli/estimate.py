@@ -142,7 +142,7 @@ def estimate_command(
         report = estimate(request, store, progress=progress, executor=executor)
 
     for issue in report.errors:
-        stderr.print(issue.one_line())
+        stderr.print(issue.one_line(), markup=False)
     if report.skipped_lines:
         stderr.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]", markup=True)
     if per_request is not None:

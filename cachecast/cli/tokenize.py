@@ -1,31 +1,31 @@
-"""Commands of ``cachecast.tokenizers``, registered on the root ``cachecast`` app."""
+"""``cachecast tokenize``: each request's token count, exactness, tokenizer and segment spans.
+
+A thin adapter over :func:`cachecast.app.tokenize.tokenize`: requests are printed as they
+are read (``--json``: one JSON object per line, the dump of ``RequestTokens``), skipped lines
+and the totals go to stderr.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import Progress
 
-from cachecast.cli.common import command
-from cachecast.tokenizers.records import LogError, count_lines, read_log
-from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
-from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.cli.common import command, progress_bar, stderr
 
-EXIT_BAD_INPUT = 2
+if TYPE_CHECKING:
+    from cachecast.app.tokenize import RequestTokens
 
 
 def register(app: typer.Typer) -> None:
-    """Add this subpackage's commands to the root app."""
+    """Add ``tokenize`` to the root app."""
     app.command("tokenize")(command(tokenize))
 
 
 def tokenize(
-    log: Annotated[Path, typer.Argument(help="JSONL prompt log.", exists=True, dir_okay=False)],
+    log: Annotated[Path, typer.Argument(help="JSONL prompt log.")],
     model: Annotated[
         str | None, typer.Option("--model", help="Tokenize as this model (overrides the log's).")
     ] = None,
@@ -33,72 +33,32 @@ def tokenize(
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line.")] = False,
 ) -> None:
     """Print each request's token total, exactness, tokenizer and segment spans."""
-    if model is not None:
-        try:
-            get_tokenizer(model)
-        except UnknownModelError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from exc
-    errors: list[LogError] = []
-    requests = 0
-    tokens = 0
-    progress = _progress(log)
-    try:
-        task = progress.add_task("tokenizing", total=count_lines([log])) if progress else None
-        for request in read_log(log, model=model, strict=strict, errors=errors):
-            requests += 1
-            tokens += request.input_tokens
-            if as_json:
-                sys.stdout.write(json.dumps(_as_json(request)) + "\n")
-            else:
-                _print_text(request)
-            if progress is not None and task is not None:
-                progress.update(task, completed=request.line)
-    except LogError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from exc
-    finally:
-        if progress is not None:
-            progress.stop()
-    for error in errors:
-        typer.echo(f"skipped: {error}", err=True)
-    typer.echo(
-        f"{requests} requests, {tokens} input tokens; {len(errors)} bad lines skipped", err=True
+    from cachecast.app.logs import LogInput
+    from cachecast.app.tokenize import TokenizeRequest
+    from cachecast.app.tokenize import tokenize as tokenize_log
+
+    request = TokenizeRequest(
+        log=LogInput.of_paths([log], on_bad_record="stop" if strict else "skip"),
+        model=model,
+    )
+    with progress_bar() as progress:
+        report = tokenize_log(
+            request, progress=progress, on_request=_print_json if as_json else _print_text
+        )
+    for issue in report.errors:
+        stderr.print(f"skipped: {issue.one_line()}", markup=False)
+    stderr.print(
+        f"{report.requests} requests, {report.input_tokens} input tokens;"
+        f" {report.skipped_lines} bad lines skipped",
+        markup=False,
     )
 
 
-def _progress(log: Path) -> Progress | None:
-    """A progress bar on stderr when it is a terminal (never in pipes or tests)."""
-    if not sys.stderr.isatty():
-        return None
-    progress = Progress(console=Console(stderr=True), transient=True)
-    progress.start()
-    return progress
+def _print_json(request: RequestTokens) -> None:
+    typer.echo(json.dumps(request.model_dump(mode="json")))
 
 
-def _as_json(request: TokenizedRequest) -> dict[str, object]:
-    return {
-        "request_id": request.request_id,
-        "line": request.line,
-        "timestamp": request.timestamp,
-        "scope": request.scope,
-        "provider": request.provider,
-        "model": request.model,
-        "input_tokens": request.input_tokens,
-        "output_tokens": request.output_tokens,
-        "exact": request.exact,
-        "tokenizer": request.tokenizer,
-        "segments": [
-            {"kind": s.kind, "label": s.label, "start": s.start, "end": s.end}
-            for s in request.segments
-        ],
-        "breakpoints": [{"offset": b.offset, "ttl": b.ttl} for b in request.breakpoints],
-        "block_size": request.block_size,
-        "blocks": len(request.block_keys) if request.block_keys is not None else None,
-    }
-
-
-def _print_text(request: TokenizedRequest) -> None:
+def _print_text(request: RequestTokens) -> None:
     exact = "exact" if request.exact else "approx"
     typer.echo(f"{request.request_id}\t{request.input_tokens} tokens\t{exact}\t{request.tokenizer}")
     for segment in request.segments:

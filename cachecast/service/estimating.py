@@ -19,9 +19,8 @@ from starlette.datastructures import FormData, UploadFile
 from cachecast.app.estimate import EstimateRequest as AppEstimateRequest
 from cachecast.app.estimate import estimate
 from cachecast.app.logs import LogInput
-from cachecast.app.targets import parse_target
-from cachecast.cli.simulate import HitStatistics
-from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.app.simulate import PolicyKind, SimulateRequest
+from cachecast.contracts import ContractStore
 from cachecast.errors import CachecastError, InternalError
 from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import (
@@ -29,11 +28,9 @@ from cachecast.service.problems import (
     ProblemError,
     from_pydantic,
     problem_of,
-    unknown_contract_problem,
     validation_problem,
 )
-from cachecast.simulator import POLICY_KINDS, OutOfOrderError, build_policy, simulate
-from cachecast.tokenizers import LogError, read_records
+from cachecast.simulator.routing import Routing
 
 SOURCE_NAME = "request"
 TARGET_PATTERN = r"^[^:\s]+:\S+$"
@@ -91,13 +88,12 @@ class EstimateRequest(LogPayload):
 
 
 class SimulationRequest(LogPayload):
-    policy: str = Field(
-        description="cache policy: automatic, explicit, gemini, vllm or radix", examples=["vllm"]
-    )
+    policy: PolicyKind = Field(description="cache policy", examples=["vllm"])
     target: str | None = Field(
         default=None,
         pattern=TARGET_PATTERN,
-        description="PROVIDER:MODEL whose contract parameterises automatic/explicit/gemini",
+        description="PROVIDER:MODEL whose contract parameterises automatic/explicit/gemini"
+        " (and whose model the records are tokenized as)",
         examples=["openai:gpt-4o"],
     )
     at: dt.date | None = None
@@ -106,6 +102,10 @@ class SimulationRequest(LogPayload):
     ttl_seconds: int | None = Field(default=None, gt=0, examples=[300])
     min_tokens: int | None = Field(default=None, ge=0, description="shortest cacheable prefix")
     increment: int | None = Field(default=None, gt=0, description="hit granularity")
+    replicas: int | None = Field(
+        default=None, gt=0, le=1024, description="vLLM replicas (with routing: a fleet)"
+    )
+    routing: Routing | None = Field(default=None, description="how requests reach the replicas")
 
 
 @dataclass(frozen=True)
@@ -209,14 +209,7 @@ def estimate_request(body: EstimateRequest, lines: Sequence[int] | None) -> AppE
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request (nothing is priced then)."""
     return AppEstimateRequest(
-        log=LogInput(
-            records=body.records,
-            record_lines=list(lines) if lines is not None else None,
-            records_name=SOURCE_NAME,
-            default_model=body.model,
-            default_provider=body.provider,
-            on_bad_record="reject",
-        ),
+        log=inline_log(body, lines),
         targets=body.targets,
         at=body.at,
         auto_cache_control=body.auto_cache_control,
@@ -248,59 +241,30 @@ def run_estimate_job(
     return report.model_dump(mode="json")
 
 
-def run_simulation(
-    store: ContractStore, request: SimulationRequest, lines: Sequence[int] | None
-) -> dict[str, Any]:
-    """The ``cachecast simulate --json`` object: hit statistics under one policy, no prices."""
-    contract = None
-    model, provider = request.model, request.provider
-    if request.target is not None:
-        target = parse_target(request.target, "target")
-        try:
-            contract = store.as_of(target.provider, target.model, request.at or _today())
-        except UnknownContractError as error:
-            raise unknown_contract_problem(str(error), error.close_matches) from error
-        model = model or target.model
-        provider = provider or target.provider
-    options = {
-        name: value
-        for name in ("block_size", "capacity_blocks", "ttl_seconds", "min_tokens", "increment")
-        if (value := getattr(request, name)) is not None
-    }
-    if request.policy not in POLICY_KINDS:
-        raise validation_problem(
-            [
-                FieldError(
-                    field="body.policy",
-                    message=f"unknown policy {request.policy!r}; one of {', '.join(POLICY_KINDS)}",
-                )
-            ]
-        )
-    try:
-        policy = build_policy(request.policy, contract, **options)
-    except ValueError as error:
-        raise validation_problem([FieldError(field="body", message=str(error))]) from error
-    errors: list[LogError] = []
-    requests = read_records(
-        request.records,
-        SOURCE_NAME,
-        model=model,
-        default_model=request.model,
-        default_provider=provider,
-        errors=errors,
+def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
+    """An API body's records as a use case's log: bad records reject the whole request."""
+    return LogInput(
+        records=body.records,
+        record_lines=list(lines) if lines is not None else None,
+        records_name=SOURCE_NAME,
+        default_model=body.model,
+        default_provider=body.provider,
+        on_bad_record="reject",
     )
-    statistics = HitStatistics()
-    try:
-        for usage in simulate(requests, policy):
-            statistics.add(usage)
-    except OutOfOrderError as error:
-        raise validation_problem(
-            [FieldError(field="records", message=str(error))], "Records out of order"
-        ) from error
-    if errors:
-        raise log_problem(errors, lines)
-    return statistics.to_json({"kind": request.policy, **options})
 
 
-def _today() -> dt.date:
-    return dt.datetime.now(dt.UTC).date()
+def simulation_request(body: SimulationRequest, lines: Sequence[int] | None) -> SimulateRequest:
+    """The use case's request for an API body (the same as ``cachecast simulate``'s)."""
+    return SimulateRequest(
+        log=inline_log(body, lines),
+        policy=body.policy,
+        target=body.target,
+        at=body.at,
+        block_size=body.block_size,
+        capacity_blocks=body.capacity_blocks,
+        ttl_seconds=body.ttl_seconds,
+        min_tokens=body.min_tokens,
+        increment=body.increment,
+        replicas=body.replicas,
+        routing=body.routing,
+    )

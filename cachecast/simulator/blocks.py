@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 from xxhash import xxh3_128_digest
 
+from cachecast.errors import BadInputError, Location
 from cachecast.tokenizers.types import TokenizedRequest
 
 KEY_BYTES = 16
@@ -138,14 +139,15 @@ class BlockKeyer:
         full_blocks = request.input_tokens // self.block_size
         if request.tokens is None:
             if request.block_keys is None:
-                raise ValueError(
-                    f"{request.source}:{request.line}: request {request.request_id} has"
-                    " neither tokens nor block_keys"
+                raise BadInputError(
+                    f"request {request.request_id} has neither tokens nor block keys",
+                    location=Location(source=request.source, line=request.line),
                 )
             if request.block_size != self.block_size:
-                raise ValueError(
-                    f"{request.source}:{request.line}: trace blocks are"
-                    f" {request.block_size} tokens, the policy uses {self.block_size}"
+                raise BadInputError(
+                    f"trace blocks are {request.block_size} tokens, the policy uses"
+                    f" {self.block_size} (give the trace's block size)",
+                    location=Location(source=request.source, line=request.line),
                 )
             return trace_keys(request.block_keys[:full_blocks], seed)
         data = token_bytes(request.tokens)

@@ -27,13 +27,11 @@ Routing policies (ties go to the lowest replica index):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from cachecast.simulator.distributed.partition import bucket_of, partition_key
-from cachecast.simulator.ordering import in_timestamp_order
 from cachecast.simulator.policies.vllm import VllmPrefixCache
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
@@ -68,15 +66,6 @@ class ReplicaStats:
     def hit_rate(self) -> float:
         return self.hit_tokens / self.input_tokens if self.input_tokens else 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "input_tokens": self.input_tokens,
-            "hit_tokens": self.hit_tokens,
-            "computed_tokens": self.computed_tokens,
-            "hit_rate": self.hit_rate,
-        }
-
 
 @dataclass(slots=True)
 class FleetReport:
@@ -84,7 +73,21 @@ class FleetReport:
 
     routing: Routing
     replicas: list[ReplicaStats]
-    options: dict[str, Any] = field(default_factory=dict)
+    window_seconds: float
+    overlap_weight: float | None = None  # cache-aware routing only
+    load_weight: float | None = None  # cache-aware routing only
+    prefix_tokens: int | None = None  # prefix-hash routing only
+
+    @property
+    def options(self) -> dict[str, float | int]:
+        """The router's parameters that apply to its policy, by name."""
+        named = {
+            "window_seconds": self.window_seconds,
+            "overlap_weight": self.overlap_weight,
+            "load_weight": self.load_weight,
+            "prefix_tokens": self.prefix_tokens,
+        }
+        return {name: value for name, value in named.items() if value is not None}
 
     @property
     def input_tokens(self) -> int:
@@ -105,21 +108,6 @@ class FleetReport:
         computed = [replica.computed_tokens for replica in self.replicas]
         mean = sum(computed) / len(computed)
         return max(computed) / mean if mean else 1.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "routing": str(self.routing),
-            "replica_count": len(self.replicas),
-            "options": self.options,
-            "requests": sum(replica.requests for replica in self.replicas),
-            "input_tokens": self.input_tokens,
-            "hit_tokens": self.hit_tokens,
-            "hit_rate": self.hit_rate,
-            "hit_rate_definition": "hit tokens / input tokens over the whole log, cold start",
-            "imbalance": self.imbalance,
-            "imbalance_definition": "max / mean of prompt tokens computed per replica",
-            "replicas": [replica.to_json() for replica in self.replicas],
-        }
 
 
 class _WindowLoad:
@@ -194,12 +182,15 @@ class Fleet:
         return replica, usage
 
     def report(self) -> FleetReport:
-        options: dict[str, Any] = {"window_seconds": self.load.window}
-        if self.routing is Routing.cache_aware:
-            options.update(overlap_weight=self.overlap_weight, load_weight=self.load_weight)
-        if self.routing is Routing.prefix_hash:
-            options["prefix_tokens"] = self.prefix_tokens
-        return FleetReport(self.routing, self.stats, options)
+        cache_aware = self.routing is Routing.cache_aware
+        return FleetReport(
+            self.routing,
+            self.stats,
+            window_seconds=self.load.window,
+            overlap_weight=self.overlap_weight if cache_aware else None,
+            load_weight=self.load_weight if cache_aware else None,
+            prefix_tokens=self.prefix_tokens if self.routing is Routing.prefix_hash else None,
+        )
 
     def _round_robin(self, request: TokenizedRequest, loads: list[int]) -> int:
         return self._count % len(self.replicas)
@@ -229,36 +220,3 @@ class Fleet:
 
         best = max(range(len(self.replicas)), key=lambda r: (score(r), -r))
         return best
-
-
-def simulate_fleet(
-    requests: Iterable[TokenizedRequest],
-    make_replica: Callable[[], VllmPrefixCache],
-    replica_count: int,
-    routing: Routing,
-    **options: Any,
-) -> FleetReport:
-    """Replay ``requests`` (sorted within the usual window) through a fresh fleet."""
-    fleet = Fleet([make_replica() for _ in range(replica_count)], routing, **options)
-    for request in in_timestamp_order(requests):
-        fleet.process(request)
-    return fleet.report()
-
-
-def format_report(report: FleetReport) -> str:
-    """A plain-text table: totals, then one line per replica."""
-    lines = [
-        f"routing           {report.routing} {report.options}",
-        f"replicas          {len(report.replicas)}",
-        f"input tokens      {report.input_tokens:,}",
-        f"hit tokens        {report.hit_tokens:,}",
-        f"hit rate          {report.hit_rate:.4f}  (hit / input tokens, whole log, cold start)",
-        f"imbalance         {report.imbalance:.3f}  (max / mean computed tokens per replica)",
-        "replica  requests  input tokens  hit tokens  computed tokens  hit rate",
-    ]
-    for index, replica in enumerate(report.replicas):
-        lines.append(
-            f"{index:>7}  {replica.requests:>8,}  {replica.input_tokens:>12,}"
-            f"  {replica.hit_tokens:>10,}  {replica.computed_tokens:>15,}  {replica.hit_rate:>8.4f}"
-        )
-    return "\n".join(lines)

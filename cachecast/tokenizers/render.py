@@ -754,9 +754,10 @@ def _render_prompt(body: dict[str, Any]) -> Rendered:
 def _render_tokens(body: dict[str, Any]) -> Rendered:
     tokens = _list(body["tokens"], "tokens")
     for index, token in enumerate(tokens):
-        if not isinstance(token, int) or isinstance(token, bool) or token < 0:
+        # Ids are hashed as uint32 (simulator.blocks), as every tokenizer's vocabulary fits.
+        if not isinstance(token, int) or isinstance(token, bool) or not 0 <= token <= 0xFFFFFFFF:
             raise RecordFieldError(
-                f"tokens[{index}]", f"expected a non-negative integer, got {token!r}"
+                f"tokens[{index}]", f"expected a token id (an integer 0..2**32-1), got {token!r}"
             )
     return Rendered("tokens", [], reply_priming=False, tokens=tokens)
 

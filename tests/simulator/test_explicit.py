@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from cachecast.contracts.model import TtlOption
+from cachecast.errors import BadInputError, Location
 from cachecast.simulator.policies.explicit import ExplicitBreakpointCache
 from cachecast.tokenizers.types import Breakpoint, Segment
 
@@ -133,7 +134,8 @@ def test_scope_isolation_and_bad_breakpoints() -> None:
     assert (
         policy.process(make_request(prompt, breakpoints=points, scope="b")).cache_read_tokens == 0
     )
-    with pytest.raises(ValueError, match=r"test.jsonl:1: field breakpoints.offset"):
+    with pytest.raises(BadInputError, match=r"test.jsonl:1: breakpoints.offset: 1501") as raised:
         policy.process(make_request(prompt, breakpoints=[Breakpoint(1501)]))
-    with pytest.raises(ValueError, match=r"unknown TTL '2h'"):
+    assert raised.value.location == Location("test.jsonl", 1, None, "breakpoints.offset")
+    with pytest.raises(BadInputError, match=r"breakpoints.ttl: unknown TTL '2h'"):
         policy.process(make_request(prompt, breakpoints=[Breakpoint(1200, "2h")]))

@@ -91,7 +91,9 @@ def test_simulate_command_rejects_a_block_size_the_trace_was_not_cut_in(
         app, ["simulate", str(mooncake_trace), "--policy", "vllm", "--block-size", "16"]
     )
     assert result.exit_code == 2
-    assert "synthetic_trace.jsonl:1: trace blocks are 512 tokens" in result.output
+    assert (
+        "synthetic_trace.jsonl:1: trace blocks are 512 tokens, the policy uses 16" in result.output
+    )
 
 
 def test_simulate_command_automatic_options(tmp_path: Path) -> None:

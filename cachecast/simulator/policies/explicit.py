@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cachecast.contracts.model import TtlOption
+from cachecast.errors import BadInputError, Location
 from cachecast.simulator.blocks import BlockKeyer, tail_key, token_bytes
 from cachecast.simulator.cache import TtlLruCache
 from cachecast.simulator.policies.base import CachePolicy, make_usage
@@ -51,9 +52,11 @@ class BreakpointTtls:
         option = self.by_name.get(breakpoint.ttl)
         if option is None:
             known = ", ".join(self.by_name)
-            raise ValueError(
-                f"{request.source}:{request.line}: field breakpoints.ttl: unknown TTL"
-                f" {breakpoint.ttl!r} (known: {known})"
+            raise BadInputError(
+                f"unknown TTL {breakpoint.ttl!r} (known: {known})",
+                location=Location(
+                    source=request.source, line=request.line, field="breakpoints.ttl"
+                ),
             )
         return option
 
@@ -61,9 +64,9 @@ class BreakpointTtls:
 def check_offset(request: TokenizedRequest, point: Breakpoint) -> None:
     """A breakpoint must fall inside the prompt (after its first token, at most at its end)."""
     if not 0 < point.offset <= request.input_tokens:
-        raise ValueError(
-            f"{request.source}:{request.line}: field breakpoints.offset: {point.offset}"
-            f" is outside the prompt (1..{request.input_tokens})"
+        raise BadInputError(
+            f"{point.offset} is outside the prompt (1..{request.input_tokens})",
+            location=Location(source=request.source, line=request.line, field="breakpoints.offset"),
         )
 
 
@@ -84,9 +87,10 @@ class PrefixKeys:
             return parent
         if self._data is None:
             request = self.request
-            raise ValueError(
-                f"{request.source}:{request.line}: breakpoint at token {offset} is not on a"
-                f" {self.block_size}-token block boundary of a block-level trace"
+            raise BadInputError(
+                f"breakpoint at token {offset} is not on a {self.block_size}-token block"
+                " boundary of a block-level trace",
+                location=Location(source=request.source, line=request.line, field="breakpoints"),
             )
         return tail_key(parent, self._data[whole * self.block_size * 4 : offset * 4], offset)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
+from cachecast.errors import BadInputError, Location
 from cachecast.simulator.blocks import common_prefix_length, namespace_seed, token_bytes
 from cachecast.simulator.policies.base import (
     SELF_HOSTED_WRITE,
@@ -108,9 +109,10 @@ class RadixPrefixCache(CachePolicy):
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
         if request.tokens is None:
-            raise ValueError(
-                f"{request.source}:{request.line}: the radix policy needs token ids;"
-                " block-level traces only work with --policy vllm"
+            raise BadInputError(
+                "the radix policy needs token ids; block-level traces only work with the"
+                " vllm policy",
+                location=Location(source=request.source, line=request.line),
             )
         length = request.input_tokens
         if length <= 0:
