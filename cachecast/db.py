@@ -7,6 +7,8 @@ file and on PostgreSQL. Tables are created by migrations only, never by ``create
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,12 +18,19 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlmodel import create_engine
 
-from cachecast.errors import ConfigurationError, Location, NotMigratedError, UnavailableError
+from cachecast.errors import (
+    BadInputError,
+    ConfigurationError,
+    Location,
+    NotMigratedError,
+    UnavailableError,
+)
 
 DATABASE_URL_ENV = "CACHECAST_DATABASE_URL"
 
@@ -32,13 +41,14 @@ def default_database_url() -> str:
     return f"sqlite:///{data_dir / 'cachecast.db'}"
 
 
-def resolve_database_url(explicit: str | None = None) -> str:
-    """``--database-url`` wins, then ``CACHECAST_DATABASE_URL``, then the embedded default.
+def resolve_database_url(explicit: str | None = None, *, origin: str = "--database-url") -> str:
+    """``explicit`` (``--database-url``, or a setting named by ``origin``) wins, then
+    ``CACHECAST_DATABASE_URL``, then the embedded default.
 
     A URL SQLAlchemy cannot parse is bad configuration; the error names where the URL came
     from but never repeats it (it may hold a password)."""
     if explicit:
-        url, origin = explicit, "--database-url"
+        url = explicit
     elif os.environ.get(DATABASE_URL_ENV):
         url, origin = os.environ[DATABASE_URL_ENV], DATABASE_URL_ENV
     else:
@@ -123,11 +133,46 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+    with _migrating(url, revision):
+        command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
-    command.downgrade(alembic_config(url), revision)
+    with _migrating(url, revision):
+        command.downgrade(alembic_config(url), revision)
+
+
+@contextmanager
+def _migrating(url: str, revision: str) -> Iterator[None]:
+    """Alembic's own errors (an unknown revision, a downgrade above the current one) are the
+    user's; a database that does not answer is unavailable."""
+    try:
+        yield
+    except CommandError as error:
+        raise BadInputError(
+            " ".join(str(error).split()), location=Location(field="revision")
+        ) from None
+    except OperationalError as error:
+        raise unreachable(url, error) from None
+    except OSError as error:  # the SQLite file or its folder cannot be created
+        raise ConfigurationError(
+            f"cannot create the database at {display_url(url)}: {error.strerror}",
+            location=Location(field="database_url"),
+        ) from None
+
+
+def unreachable(url: str, error: OperationalError) -> UnavailableError:
+    """The database at ``url`` did not answer (the password masked, the driver's reason)."""
+    return UnavailableError(
+        f"cannot reach the database at {display_url(url)}: {' '.join(str(error.orig).split())}",
+        location=Location(field="database_url"),
+    )
+
+
+def exists(url: str) -> bool:
+    """False only for a SQLite file that is not there (a server is asked when connected)."""
+    path = _sqlite_file(url)
+    return path is None or path.is_file()
 
 
 def current_revision(url: str) -> str | None:
@@ -135,10 +180,7 @@ def current_revision(url: str) -> str | None:
         with get_engine(url).connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
     except OperationalError as error:
-        raise UnavailableError(
-            f"cannot reach the database at {display_url(url)}: {' '.join(str(error.orig).split())}",
-            location=Location(field="database_url"),
-        ) from None
+        raise unreachable(url, error) from None
 
 
 def head_revision() -> str | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.app.logs import LogInput, LogReading
 from cachecast.app.progress import NoProgress, Progress
-from cachecast.app.reports import InputIssue, Report, issues_of
+from cachecast.app.reports import ContractReference, InputIssue, Report, issues_of
 from cachecast.app.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, ConfigurationError, Location
@@ -86,6 +86,9 @@ class PolicySettings(Report):
     contract's where a target is named)."""
 
     kind: PolicyKind
+    contract: ContractReference | None = Field(
+        description="the target's contract whose terms parameterise the policy, if any"
+    )
     block_size: int | None
     capacity_blocks: int | None
     ttl_seconds: int | None
@@ -224,9 +227,10 @@ class HitStatistics:
         )
 
 
-def policy_settings(request: SimulateRequest) -> PolicySettings:
+def policy_settings(request: SimulateRequest, resolved: ResolvedTarget | None) -> PolicySettings:
     return PolicySettings(
         kind=request.policy,
+        contract=ContractReference.of(resolved.contract) if resolved is not None else None,
         block_size=request.block_size,
         capacity_blocks=request.capacity_blocks,
         ttl_seconds=request.ttl_seconds,
@@ -286,7 +290,7 @@ def simulate(
     resolved = _resolve(request, store)
     log = request.log
     log.check_sources()
-    settings = policy_settings(request)
+    settings = policy_settings(request, resolved)
     make_policy = _policy_factory(request, resolved)
     progress = progress or NoProgress()
     progress.start(f"simulate {request.policy.value}", log.count_records())

@@ -72,7 +72,8 @@ def db_downgrade(
 def db_current(database_url: DatabaseUrlOption = None) -> None:
     """Print the database's current revision and whether it is the newest."""
     url = db.resolve_database_url(database_url)
-    current = db.current_revision(url)
+    # A read: a SQLite file that is not there is reported as empty, not created.
+    current = db.current_revision(url) if db.exists(url) else None
     head = db.head_revision()
     state = "current" if current == head else f"behind (head is {head})"
     typer.echo(f"{current or 'empty'} {state}")

@@ -33,7 +33,10 @@ if TYPE_CHECKING:
 
     from cachecast.contracts import ContractStore
 
-DATABASE_URL_HELP = "SQLAlchemy URL; default: a SQLite file in the user's data directory."
+DATABASE_URL_HELP = (
+    "SQLAlchemy URL; default: $CACHECAST_DATABASE_URL, else a SQLite file in the user's data"
+    " directory."
+)
 DEBUG_ENV = "CACHECAST_DEBUG"
 
 P = ParamSpec("P")
@@ -41,8 +44,10 @@ R = TypeVar("R")
 
 
 def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
-    """The ``--database-url`` option (also read from ``CACHECAST_DATABASE_URL``)."""
-    return typer.Option("--database-url", envvar=db.DATABASE_URL_ENV, help=help_text)
+    """The ``--database-url`` option. ``CACHECAST_DATABASE_URL`` is read by
+    ``db.resolve_database_url``, not by the option, so that an error names where the URL
+    came from."""
+    return typer.Option("--database-url", help=help_text)
 
 
 DatabaseUrlOption = Annotated[str | None, database_url_option()]

@@ -14,6 +14,8 @@ import typer
 from cachecast.app.simulate import PolicyKind
 from cachecast.cli.common import (
     DatabaseUrlOption,
+    FormatOption,
+    ResultsOption,
     command,
     contract_store,
     parse_day,
@@ -60,6 +62,9 @@ def simulate_command(
         int | None, typer.Option(help="hit granularity past the minimum", min=1)
     ] = None,
     model: Annotated[str | None, typer.Option(help="model of records that name none")] = None,
+    provider: Annotated[str | None, typer.Option(help="provider of records that name none")] = None,
+    log_format: FormatOption = None,
+    results: ResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
     replicas: Annotated[
@@ -76,7 +81,12 @@ def simulate_command(
 
     request = SimulateRequest(
         log=LogInput.of_paths(
-            [log], default_model=model, on_bad_record="stop" if strict else "skip"
+            [log],
+            format=log_format,
+            results=results,
+            default_model=model,
+            default_provider=provider,
+            on_bad_record="stop" if strict else "skip",
         ),
         policy=policy,
         target=target,
@@ -103,8 +113,12 @@ def simulate_command(
 
 
 def _options_text(report: SimulationReport | FleetSimulationReport) -> str:
-    given = report.policy.model_dump(exclude={"kind"}, exclude_none=True)
-    return f"{report.policy.kind.value} {given}" if given else report.policy.kind.value
+    policy = report.policy
+    given = policy.model_dump(exclude={"kind", "contract"}, exclude_none=True)
+    text = f"{policy.kind.value} {given}" if given else policy.kind.value
+    if policy.contract is not None:
+        text += f" under {policy.contract.version} ({policy.contract.source})"
+    return text
 
 
 def statistics_text(report: SimulationReport) -> str:

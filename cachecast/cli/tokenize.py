@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cachecast.cli.common import command, progress_bar, stderr
+from cachecast.cli.common import FormatOption, ResultsOption, command, progress_bar, stderr
 
 if TYPE_CHECKING:
     from cachecast.app.tokenize import RequestTokens
@@ -31,6 +31,8 @@ def tokenize(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per request.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad line.")] = False,
+    log_format: FormatOption = None,
+    results: ResultsOption = None,
 ) -> None:
     """Print each request's token total, exactness, tokenizer and segment spans."""
     from cachecast.app.logs import LogInput
@@ -38,7 +40,12 @@ def tokenize(
     from cachecast.app.tokenize import tokenize as tokenize_log
 
     request = TokenizeRequest(
-        log=LogInput.of_paths([log], on_bad_record="stop" if strict else "skip"),
+        log=LogInput.of_paths(
+            [log],
+            format=log_format,
+            results=results,
+            on_bad_record="stop" if strict else "skip",
+        ),
         model=model,
     )
     with progress_bar() as progress:

@@ -26,7 +26,7 @@ from cachecast.service.routers import (
     layout_checks,
     simulations,
 )
-from cachecast.service.settings import ServiceSettings
+from cachecast.service.settings import ServiceSettings, load_settings
 from cachecast.service.state import ServiceState
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ Errors are `application/problem+json` (RFC 9457). Contract changes need an admin
 
 
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
-    settings = settings or ServiceSettings()
+    settings = settings or load_settings()
     database_url = settings.resolved_database_url
     job_store = JobStore(database_url, lease_seconds=settings.job_lease_seconds)
     metrics = ServiceMetrics(job_store.counts)

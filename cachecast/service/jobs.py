@@ -320,8 +320,10 @@ class JobRunner:
     def start(self) -> None:
         try:
             self.store.fail_orphans()
-        except Exception:
+        except sa.exc.OperationalError as error:
             # Not migrated yet, or the database is down: /readyz says so; the loop retries.
+            logger.warning("could not check for interrupted jobs at start: %s", _reason(error))
+        except Exception:
             logger.exception("could not check for interrupted jobs at start")
         for index in range(self.thread_count):
             thread = threading.Thread(
@@ -346,6 +348,11 @@ class JobRunner:
         # instant ago is caught too.
         try:
             return self.store.fail_claimed_by(self.worker_id, _shutdown_problem())
+        except sa.exc.OperationalError as error:
+            logger.warning(
+                "could not mark this worker's running jobs failed at shutdown: %s", _reason(error)
+            )
+            return []
         except sa.exc.SQLAlchemyError:
             # Shutting down must not fail; the next start or a peer fails them instead.
             logger.exception("could not mark this worker's running jobs failed at shutdown")
@@ -366,6 +373,13 @@ class JobRunner:
                     self.store.fail_orphans()
                     last_sweep = now
                 claimed = self.store.claim_next(self.worker_id)
+            except sa.exc.OperationalError as error:
+                # Foreseeable (the database is down or not migrated): one line, no traceback.
+                logger.warning(
+                    "job runner could not reach the database (%s); retrying", _reason(error)
+                )
+                self.stopping.wait(max(self.poll_seconds, 2.0))
+                continue
             except Exception:
                 # The database may be briefly unreachable; keep the worker alive and retry.
                 logger.exception("job runner could not reach the database; retrying")
@@ -454,3 +468,8 @@ def _interrupted_problem(status: int, what_happened: str) -> dict[str, Any]:
 
 def _shutdown_problem() -> dict[str, Any]:
     return _interrupted_problem(503, "the server shut down before the job finished")
+
+
+def _reason(error: sa.exc.OperationalError) -> str:
+    """The driver's reason for a database error, on one line (no URL, no traceback)."""
+    return " ".join(str(error.orig).split())

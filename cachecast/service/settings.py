@@ -12,27 +12,31 @@ by ``CACHECAST_SETTINGS_FILE``, the defaults below. Example file::
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
 from cachecast import db
+from cachecast.errors import ConfigurationError, Location
 
+ENV_PREFIX = "CACHECAST_"
 SETTINGS_FILE_ENV = "CACHECAST_SETTINGS_FILE"
 
 
 class ServiceSettings(BaseSettings):
     """Everything the service reads from its environment; see the module docstring."""
 
-    model_config = SettingsConfigDict(env_prefix="CACHECAST_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
     database_url: str | None = Field(
         default=None,
@@ -92,18 +96,70 @@ class ServiceSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        settings_file = os.environ.get(SETTINGS_FILE_ENV)
-        if settings_file:
-            path = Path(settings_file)
+        path = settings_file()
+        if path is not None:
             if not path.is_file():
-                raise FileNotFoundError(f"{SETTINGS_FILE_ENV} names {path}, which does not exist")
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+                raise ConfigurationError(
+                    f"names {path}, which is not a file", location=Location(field=SETTINGS_FILE_ENV)
+                )
+            try:
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+            except tomllib.TOMLDecodeError as error:
+                raise ConfigurationError(
+                    f"not TOML: {error}", location=Location(source=str(path))
+                ) from None
         return tuple(sources)
 
     @property
     def resolved_database_url(self) -> str:
-        return db.resolve_database_url(self.database_url)
+        return db.resolve_database_url(self.database_url, origin=setting_origin("database_url"))
 
     @property
     def writes_enabled(self) -> bool:
         return bool(self.admin_keys)
+
+
+def settings_file() -> Path | None:
+    """The TOML file ``CACHECAST_SETTINGS_FILE`` names, if any."""
+    named = os.environ.get(SETTINGS_FILE_ENV)
+    return Path(named) if named else None
+
+
+def setting_origin(name: str) -> str:
+    """Where the setting ``name`` was read from, as a user would look for it: its environment
+    variable, else the settings file's key, else the name itself (given in code)."""
+    variable = f"{ENV_PREFIX}{name.upper()}"
+    if any(key.upper() == variable for key in os.environ):
+        return variable
+    path = settings_file()
+    return f"{name} in {path}" if path is not None else name
+
+
+def load_settings() -> ServiceSettings:
+    """The service's settings; a bad one is a :class:`ConfigurationError` naming the setting
+    and what is wrong with it, never its value (an admin key must not reach a log)."""
+    try:
+        return ServiceSettings()
+    except ValidationError as error:
+        problems = [
+            ConfigurationError(
+                _reason(item["msg"]),
+                location=Location(
+                    field=setting_origin(str(item["loc"][0])) if item["loc"] else SETTINGS_FILE_ENV
+                ),
+            )
+            for item in error.errors(include_input=False, include_url=False)
+        ]
+        others = ", ".join(str(problem.location) for problem in problems[1:])
+        more = f" (and {len(problems) - 1} more: {others})" if len(problems) > 1 else ""
+        first = problems[0]
+        raise ConfigurationError(
+            first.message + more, location=first.location, problems=problems
+        ) from None
+    except SettingsError as error:  # a value the source could not decode; names the field
+        raise ConfigurationError(" ".join(str(error).split())) from None
+
+
+def _reason(message: str) -> str:
+    """pydantic's message without its "Value error, " prefix."""
+    return message.removeprefix("Value error, ")
