@@ -1,34 +1,38 @@
-"""``cachecast contracts``: list, show, history, import and export dated contracts."""
+"""``cachecast contracts``: list, show, history, import, export and audit dated contracts.
+
+Thin adapters over :mod:`cachecast.app.contracts`: options in, the use case's report out
+(a rich table, or ``--json``: the contract versions as the store's JSON format).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import sqlalchemy as sa
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli.common import DatabaseUrlOption
-from cachecast.contracts.errors import ContractStoreError
-from cachecast.contracts.importers import is_litellm_map, plan_litellm_import, read_json_file
+from cachecast.app.contracts import ImportFormat
+from cachecast.cli.common import DatabaseUrlOption, command, parse_day, stderr
 from cachecast.contracts.model import ContractTerms
-from cachecast.contracts.serialize import dumps_document, parse_document, terms_to_json
 from cachecast.contracts.sqltypes import decimal_text
-from cachecast.contracts.store import ContractStore
+from cachecast.errors import ConfigurationError, Location
+
+if TYPE_CHECKING:
+    from cachecast.contracts import ContractStore
+    from cachecast.contracts.audit import AuditReport
 
 contracts_app = typer.Typer(
-    help="Dated provider caching contracts: list, show, history, import, export.",
+    help="Dated provider caching contracts: list, show, history, import, export, audit.",
     no_args_is_help=True,
 )
-stderr = Console(stderr=True)
 
 
 def _stdout() -> Console:
@@ -43,16 +47,7 @@ AtOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ProviderArgument = Annotated[str, typer.Argument(help="Provider id, e.g. openai, anthropic.")]
 ModelArgument = Annotated[str, typer.Argument(help="Model id or alias, e.g. gpt-5.6.")]
-
-
-class ImportFormat(StrEnum):
-    AUTO = "auto"
-    CACHECAST = "cachecast"
-    LITELLM = "litellm"
-
-
-class CliError(Exception):
-    """A user error found by the CLI itself (bad date, wrong option for a format)."""
+ProviderOption = Annotated[str | None, typer.Option("--provider", help="Only this provider.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -60,37 +55,14 @@ def register(app: typer.Typer) -> None:
     app.add_typer(contracts_app, name="contracts")
 
 
-@contextmanager
-def _one_line_errors() -> Iterator[None]:
-    """Known failures end the command with one line on stderr and exit status 2."""
-    try:
-        yield
-    except (ContractStoreError, CliError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
-    except sa.exc.ArgumentError as error:
-        typer.echo(f"error: bad database URL: {error}", err=True)
-        raise typer.Exit(2) from error
-    except sa.exc.OperationalError as error:
-        typer.echo(f"error: database: {error.orig}", err=True)
-        raise typer.Exit(2) from error
-
-
 def _store(database_url: str | None) -> ContractStore:
-    return ContractStore(db.resolve_database_url(database_url))
+    """The store at ``--database-url`` (or the default). A SQLite file that is not there is
+    an error, never created; the store itself refuses a database without its tables."""
+    from cachecast.contracts import ContractStore
 
-
-def _date(value: str | None, option: str) -> dt.date | None:
-    if value is None:
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError as error:
-        raise CliError(f"{option} {value!r} is not a date (expected YYYY-MM-DD)") from error
-
-
-def _today() -> dt.date:
-    return dt.datetime.now(dt.UTC).date()
+    url = db.resolve_database_url(database_url)
+    db.require_existing(url)
+    return ContractStore(url)
 
 
 def _ttl_text(terms: ContractTerms) -> str:
@@ -143,7 +115,7 @@ def _versions_table(versions: list[ContractTerms], title: str) -> Table:
             storage = terms.storage_per_mtok_hour
             row.append("" if storage is None else decimal_text(storage))
         row.append(terms.verified_on.isoformat())
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))
     return table
 
 
@@ -151,27 +123,67 @@ def _print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _versions_json(versions: list[ContractTerms]) -> list[Any]:
+    return [terms.model_dump(mode="json") for terms in versions]
+
+
 @contracts_app.command("list")
+@command
 def list_command(
-    provider: Annotated[str | None, typer.Option("--provider", help="Only this provider.")] = None,
+    provider: ProviderOption = None,
     at: AtOption = None,
     as_json: JsonOption = False,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Contracts in force on a date (default today)."""
-    with _one_line_errors():
-        day = _date(at, "--at") or _today()
-        versions = _store(database_url).list(at=day, provider=provider)
+    from cachecast.app.contracts import ListRequest, list_contracts
+
+    report = list_contracts(ListRequest(at=parse_day(at), provider=provider), _store(database_url))
     if as_json:
-        _print_json([terms_to_json(terms) for terms in versions])
+        _print_json(_versions_json(report.contracts))
         return
-    if not versions:
-        stderr.print(f"no contracts in force on {day.isoformat()}")
+    day = report.at.isoformat()
+    if not report.contracts:
+        stderr.print(f"no contracts in force on {day}", markup=False)
         return
-    _stdout().print(_versions_table(versions, f"contracts in force on {day.isoformat()}"))
+    _stdout().print(_versions_table(report.contracts, f"contracts in force on {day}"))
+
+
+def _field_text(terms: ContractTerms, name: str) -> str:
+    """One field of a version as the detail view shows it."""
+    value = getattr(terms, name)
+    if name == "ttl_options":
+        return _ttl_text(terms)
+    if name == "long_context_tiers":
+        return "; ".join(
+            f"> {tier.above_input_tokens} tokens: in {decimal_text(tier.input_per_mtok)} "
+            f"out {decimal_text(tier.output_per_mtok)}"
+            for tier in terms.long_context_tiers
+        )
+    if name == "aliases":
+        return ", ".join(terms.aliases)
+    if name == "inferred_fields":
+        # Say plainly which rules no source states for this model.
+        inferred = terms.inferred_fields
+        return (
+            f"{', '.join(inferred)} (inherited from the model family, not documented "
+            "for this model)"
+            if inferred
+            else "none"
+        )
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, StrEnum):
+        return value.value
+    return str(value)
 
 
 @contracts_app.command("show")
+@command
 def show_command(
     provider: ProviderArgument,
     model: ModelArgument,
@@ -180,40 +192,27 @@ def show_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """The contract version in force for PROVIDER MODEL on a date (default today)."""
-    with _one_line_errors():
-        day = _date(at, "--at") or _today()
-        terms = _store(database_url).as_of(provider, model, day)
-    data = terms_to_json(terms)
+    from cachecast.app.contracts import ShowRequest, show_contract
+
+    report = show_contract(
+        ShowRequest(provider=provider, model=model, at=parse_day(at)), _store(database_url)
+    )
+    terms = report.contract
     if as_json:
-        _print_json(data)
+        _print_json(terms.model_dump(mode="json"))
         return
-    table = Table(title=f"{terms.provider}/{terms.model} on {day.isoformat()}", show_header=False)
+    table = Table(
+        title=f"{terms.provider}/{terms.model} on {report.at.isoformat()}", show_header=False
+    )
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    for key, value in data.items():
-        if key == "ttl_options":
-            value = _ttl_text(terms)
-        elif key == "long_context_tiers":
-            value = "; ".join(
-                f"> {tier['above_input_tokens']} tokens: in {tier['input_per_mtok']} "
-                f"out {tier['output_per_mtok']}"
-                for tier in value
-            )
-        elif key == "aliases":
-            value = ", ".join(value)
-        elif key == "inferred_fields":
-            # Say plainly which rules no source states for this model.
-            value = (
-                f"{', '.join(value)} (inherited from the model family, not documented "
-                "for this model)"
-                if value
-                else "none"
-            )
-        table.add_row(key, "" if value is None else str(value))
+    for name in ContractTerms.model_fields:
+        table.add_row(name, escape(_field_text(terms, name)))
     _stdout().print(table)
 
 
 @contracts_app.command("history")
+@command
 def history_command(
     provider: ProviderArgument,
     model: ModelArgument,
@@ -221,22 +220,24 @@ def history_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Every stored version of one contract, oldest first."""
-    with _one_line_errors():
-        versions = _store(database_url).history(provider, model)
+    from cachecast.app.contracts import HistoryRequest, contract_history
+
+    report = contract_history(HistoryRequest(provider=provider, model=model), _store(database_url))
     if as_json:
-        _print_json([terms_to_json(terms) for terms in versions])
+        _print_json(_versions_json(report.versions))
         return
     _stdout().print(
-        _versions_table(versions, f"history of {versions[0].provider}/{versions[0].model}")
+        _versions_table(report.versions, f"history of {report.provider}/{report.model}")
     )
 
 
 @contracts_app.command("import")
+@command
 def import_command(
     file: Annotated[Path, typer.Argument(help="Contracts JSON or LiteLLM price map.")],
     file_format: Annotated[
         ImportFormat, typer.Option("--format", help="File format (auto: detect).")
-    ] = ImportFormat.AUTO,
+    ] = ImportFormat.auto,
     effective_from: Annotated[
         str | None,
         typer.Option("--effective-from", help="LiteLLM: date the imported prices start."),
@@ -253,67 +254,127 @@ def import_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Add versions from FILE in one transaction: all of them, or none on any error."""
-    with _one_line_errors():
-        store = _store(database_url)
-        data = read_json_file(file)
-        kind = file_format
-        if kind is ImportFormat.AUTO:
-            kind = ImportFormat.LITELLM if is_litellm_map(data) else ImportFormat.CACHECAST
-        if kind is ImportFormat.CACHECAST:
-            if effective_from or source or verified_on:
-                raise CliError(
-                    "--effective-from, --source and --verified-on apply to LiteLLM files only"
-                )
-            versions = parse_document(data, str(file))
-            result = store.add_versions(versions, origin="import", skip_identical=True)
-            skipped: list[str] = []
-            unchanged = len(result.unchanged)
-        else:
-            start = _date(effective_from, "--effective-from")
-            if start is None:
-                raise CliError("a LiteLLM price map needs --effective-from YYYY-MM-DD")
-            plan = plan_litellm_import(
-                data,
-                file=str(file),
-                effective_from=start,
-                verified_on=_date(verified_on, "--verified-on") or start,
-                source=source or str(file),
-                lookup=store.as_of,
-            )
-            result = store.add_versions(plan.versions, origin="import:litellm")
-            skipped = plan.skipped
-            unchanged = len(plan.unchanged)
-    typer.echo(
-        f"imported {len(result.added)} version(s) from {file} ({kind.value} format); "
-        f"closed {len(result.closed)}, unchanged {unchanged}, skipped {len(skipped)}"
+    from cachecast.app.contracts import ImportRequest, import_contracts
+
+    request = ImportRequest(
+        file=file,
+        format=file_format,
+        effective_from=parse_day(effective_from, "--effective-from"),
+        source=source,
+        verified_on=parse_day(verified_on, "--verified-on"),
     )
-    for terms in result.added:
-        typer.echo(f"  + {terms.provider}/{terms.model} from {terms.effective_from.isoformat()}")
+    report = import_contracts(request, _store(database_url))
+    typer.echo(
+        f"imported {len(report.added)} version(s) from {report.file} ({report.format.value}"
+        f" format); closed {len(report.closed)}, unchanged {report.unchanged},"
+        f" skipped {len(report.skipped)}"
+    )
+    for added in report.added:
+        typer.echo(f"  + {added.provider}/{added.model} from {added.effective_from.isoformat()}")
     if verbose:
-        for line in skipped:
+        for line in report.skipped:
             typer.echo(f"  skipped {line}")
 
 
 @contracts_app.command("export")
+@command
 def export_command(
     at: Annotated[
         str | None, typer.Option("--at", help="Only versions in force on this date.")
     ] = None,
-    provider: Annotated[str | None, typer.Option("--provider", help="Only this provider.")] = None,
+    provider: ProviderOption = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Write contracts (every version, or those in force --at a date) in our JSON format."""
-    with _one_line_errors():
-        versions = _store(database_url).list(at=_date(at, "--at"), provider=provider)
-        text = dumps_document(versions)
-        if output is None:
-            typer.echo(text, nl=False)
-            return
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise CliError(f"cannot write {output}: {error.strerror}") from error
-    stderr.print(f"wrote {len(versions)} version(s) to {output}")
+    from cachecast.app.contracts import ExportRequest, export_contracts
+    from cachecast.app.per_request import check_output_path
+
+    if output is not None:
+        check_output_path(output, "--output")
+    document = export_contracts(
+        ExportRequest(at=parse_day(at), provider=provider), _store(database_url)
+    )
+    text = json.dumps(document.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:  # what no check foresees: a full disk
+        raise ConfigurationError(
+            f"cannot write: {error.strerror}",
+            location=Location(source=str(output), field="--output"),
+        ) from None
+    stderr.print(f"wrote {len(document.contracts)} version(s) to {output}", markup=False)
+
+
+@contracts_app.command("audit")
+@command
+def audit_command(
+    at: AtOption = None,
+    litellm: Annotated[
+        Path | None,
+        typer.Option("--litellm", help="A LiteLLM price map (default: the installed litellm's)."),
+    ] = None,
+    genai_prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--genai-prices", help="A genai-prices data.json (default: the package's bundled data)."
+        ),
+    ] = None,
+    provider: ProviderOption = None,
+    as_json: JsonOption = False,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Our contracts in force on a date held against LiteLLM's and genai-prices' price maps:
+    every disagreement with both values and both sources (needs the 'audit' extra)."""
+    from cachecast.app.contracts import AuditRequest, audit
+
+    request = AuditRequest(
+        at=parse_day(at), provider=provider, litellm_file=litellm, genai_prices_file=genai_prices
+    )
+    report = audit(request, _store(database_url))
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+        return
+    _print_audit(report)
+
+
+def _print_audit(report: AuditReport) -> None:
+    out = _stdout()
+    out.print(
+        f"{report.contracts_in_force} contract(s) in force on {report.at.isoformat()}",
+        markup=False,
+    )
+    for summary in report.maps:
+        left_out = ", ".join(f"{reason}: {n}" for reason, n in summary.entries_not_compared.items())
+        out.print(
+            f"{summary.map.value} {summary.version} ({summary.location}):"
+            f" {summary.entries_compared} compared"
+            + (f"; not compared: {left_out}" if left_out else ""),
+            markup=False,
+        )
+    if not report.disagreements:
+        out.print("no disagreement", markup=False)
+        return
+    table = Table(
+        title=f"{len(report.disagreements)} disagreement(s)",
+        caption="USD per million tokens; --json gives both sources of every row",
+    )
+    for header in ("kind", "map", "contract", "field", "ours", "theirs"):
+        table.add_column(header, overflow="fold")
+    for item in report.disagreements:
+        table.add_row(
+            item.kind.value,
+            item.map.value,
+            escape(f"{item.provider}/{item.model}"),
+            escape(item.field),
+            escape(item.ours or "-"),
+            escape(item.theirs or "-"),
+        )
+    out.print(table)
+    counts = ", ".join(f"{kind}: {count}" for kind, count in sorted(report.counts_by_kind.items()))
+    out.print(f"by kind: {counts}", markup=False)

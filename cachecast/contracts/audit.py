@@ -30,6 +30,7 @@ from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.serialize import loads_json
 from cachecast.contracts.sqltypes import canonical_decimal, decimal_text
 from cachecast.contracts.store import ContractStore, _best_alias_match, normalize_provider
+from cachecast.errors import MissingExtraError
 
 _MILLION = Decimal(1_000_000)
 LITELLM_DATA_FILE = "litellm/model_prices_and_context_window_backup.json"
@@ -167,10 +168,11 @@ def litellm_bundled_file() -> tuple[Path, str]:
     """The price map inside the installed litellm wheel (found without importing litellm)."""
     try:
         distribution = importlib.metadata.distribution("litellm")
-    except importlib.metadata.PackageNotFoundError as error:
-        raise AuditError(
-            "litellm", "", "", "not installed: pip install 'cachecast[audit]' or give a file"
-        ) from error
+    except importlib.metadata.PackageNotFoundError:
+        # A LiteLLM-format file given instead needs no package.
+        raise MissingExtraError(
+            "contracts audit without --litellm FILE", "audit", "litellm"
+        ) from None
     path = Path(str(distribution.locate_file(LITELLM_DATA_FILE)))
     return path, distribution.version
 
@@ -426,10 +428,8 @@ def read_genai_prices(path: Path | None = None) -> tuple[list[Any], str, str]:
     try:
         version = importlib.metadata.version("genai-prices")
         from genai_prices import types as genai_types
-    except (importlib.metadata.PackageNotFoundError, ImportError) as error:
-        raise AuditError(
-            "genai-prices", "", "", "not installed: pip install 'cachecast[audit]'"
-        ) from error
+    except (importlib.metadata.PackageNotFoundError, ImportError):
+        raise MissingExtraError("contracts audit", "audit", "genai-prices") from None
     if path is None:
         from genai_prices.data import providers
 

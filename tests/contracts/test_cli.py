@@ -87,7 +87,8 @@ def test_bad_date_exits_2(seeded_url: str) -> None:
         app, ["contracts", "list", "--at", "2026-13-01", "--database-url", seeded_url]
     )
     assert result.exit_code == 2
-    assert "--at '2026-13-01' is not a date" in result.output
+    assert "--at: '2026-13-01' is not a date" in result.output
+    assert result.output.count("\n") == 1
 
 
 def test_list_and_history_json(seeded_url: str) -> None:

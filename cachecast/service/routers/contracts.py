@@ -9,7 +9,18 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from cachecast.contracts import ContractConflictError, UnknownContractError
+from cachecast.app import contracts as app_contracts
+from cachecast.app.contracts import (
+    ContractHistory,
+    ContractList,
+    HistoryRequest,
+    ListRequest,
+    ShowRequest,
+)
+from cachecast.app.contracts import (
+    contract_history as history_of,
+)
+from cachecast.contracts import ContractConflictError
 from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.serialize import terms_to_json
 from cachecast.service.auth import AdminRequired
@@ -17,7 +28,6 @@ from cachecast.service.problems import (
     FieldError,
     ProblemError,
     problem_responses,
-    unknown_contract_problem,
 )
 from cachecast.service.state import ServiceState, service_state
 
@@ -59,16 +69,6 @@ _CONTRACT_EXAMPLE: dict[str, Any] = {
 }
 
 
-class ContractList(BaseModel):
-    contracts: list[ContractTerms]
-
-
-class ContractHistory(BaseModel):
-    provider: str
-    model: str
-    versions: list[ContractTerms] = Field(description="oldest first")
-
-
 class ContractChange(BaseModel):
     """A new version derived from the newest one: only the listed terms differ."""
 
@@ -83,19 +83,9 @@ class ContractChange(BaseModel):
     )
 
 
-def _today() -> dt.date:
-    return dt.datetime.now(dt.UTC).date()
-
-
 def _versions(state: ServiceState, provider: str, model: str) -> list[ContractTerms]:
     """Every stored version, oldest first; a 404 listing close matches when there is none."""
-    try:
-        versions = state.contracts.history(provider, model)
-    except UnknownContractError as error:
-        raise unknown_contract_problem(str(error), error.close_matches) from error
-    if not versions:
-        raise unknown_contract_problem(f"no contract versions for {provider}/{model}", [])
-    return versions
+    return history_of(HistoryRequest(provider=provider, model=model), state.contracts).versions
 
 
 @router.get(
@@ -110,9 +100,8 @@ def list_contracts(
         str | None, Query(description="only this provider", examples=["anthropic"])
     ] = None,
     at: AtQuery = None,
-) -> JSONResponse:
-    contracts = state.contracts.list(at=at or _today(), provider=provider)
-    return JSONResponse({"contracts": [terms_to_json(terms) for terms in contracts]})
+) -> ContractList:
+    return app_contracts.list_contracts(ListRequest(at=at, provider=provider), state.contracts)
 
 
 @router.get(
@@ -123,12 +112,9 @@ def list_contracts(
 )
 def show_contract(
     state: State, provider: ProviderPath, model: ModelPath, at: AtQuery = None
-) -> JSONResponse:
-    try:
-        terms = state.contracts.as_of(provider, model, at or _today())
-    except UnknownContractError as error:
-        raise unknown_contract_problem(str(error), error.close_matches) from error
-    return JSONResponse(terms_to_json(terms))
+) -> ContractTerms:
+    request = ShowRequest(provider=provider, model=model, at=at)
+    return app_contracts.show_contract(request, state.contracts).contract
 
 
 @router.get(
@@ -137,15 +123,8 @@ def show_contract(
     response_model=ContractHistory,
     responses=problem_responses(404, 422),
 )
-def contract_history(state: State, provider: ProviderPath, model: ModelPath) -> JSONResponse:
-    versions = _versions(state, provider, model)
-    return JSONResponse(
-        {
-            "provider": versions[-1].provider,
-            "model": versions[-1].model,
-            "versions": [terms_to_json(terms) for terms in versions],
-        }
-    )
+def contract_history(state: State, provider: ProviderPath, model: ModelPath) -> ContractHistory:
+    return history_of(HistoryRequest(provider=provider, model=model), state.contracts)
 
 
 def _append(state: ServiceState, terms: ContractTerms, request: Request) -> JSONResponse:
