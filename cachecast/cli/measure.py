@@ -1,43 +1,37 @@
-"""``cachecast measure``: replay a log on a real vLLM engine and report hits and TTFT."""
+"""``cachecast measure``: replay a log on a real vLLM engine and report hits and TTFT.
+
+A thin adapter over :func:`cachecast.app.measure.measure`: options in, report out (a rich
+table, or ``--json``: the report's model dump).
+"""
 
 from __future__ import annotations
 
-import json
-import os
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cachecast import db
-from cachecast.cli.common import command, database_url_option, progress_bar
-from cachecast.gpu_backend.engine.backend import EngineBackend
-from cachecast.gpu_backend.engine.report import MeasurementReport
-from cachecast.gpu_backend.engine.types import EngineError, ReplayOptions
+from cachecast.app.measure import EngineKind
+from cachecast.cli.common import DatabaseUrlOption, command, progress_bar, stderr
 
-console = Console(stderr=True)
-
-
-class EngineKind(StrEnum):
-    offline = "offline"
-    http = "http"
+if TYPE_CHECKING:
+    from cachecast.app.measure import MeasureReport
 
 
 def register(app: typer.Typer) -> None:
     """Add ``measure`` to the root app."""
-    app.command("measure")(command(measure))
+    app.command("measure")(command(measure_command))
 
 
-def measure(
+def measure_command(
     log: Annotated[
         Path,
         typer.Argument(
             help="Token-id log ({'tokens': [...]} per line) or any log cachecast reads.",
-            exists=True,
-            dir_okay=False,
         ),
     ],
     engine: Annotated[
@@ -119,118 +113,57 @@ def measure(
     store: Annotated[
         bool, typer.Option("--store/--no-store", help="Store the passport row in the database.")
     ] = True,
-    database_url: Annotated[str | None, database_url_option("SQLAlchemy URL.")] = None,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG on a real vLLM engine; measure cached tokens, hit rate, TTFT and tokens/s."""
-    from cachecast.gpu_backend.engine.passport import DatabaseNotMigratedError, store_report
-    from cachecast.gpu_backend.engine.replay import LogFormatError, load_log, measure_layout
+    from pydantic import SecretStr
 
-    try:
-        requests = load_log(log, model=model)[:limit]
-    except ValueError as error:  # LogFormatError, or the general log reader's LogError
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from error
-    options = ReplayOptions(
-        concurrency=concurrency,
-        arrival_scale=arrival_scale,
-        warmup_requests=warmup,
-        max_tokens=max_tokens,
-    )
-    try:
-        backend = _backend(
-            engine,
-            model,
-            url,
-            block_size,
-            kv_cache_bytes,
-            num_blocks,
-            max_model_len,
-            dtype,
-            enforce_eager,
-            device,
-            api_key,
-        )
-        with progress_bar(console) as progress:
-            progress.start("replaying", len(requests))
-            report = measure_layout(
-                requests,
-                backend,
-                options=options,
-                compare_simulator=compare_simulator,
-                source=str(log),
-                progress=progress.advance,
-            )
-    except LogFormatError as error:  # a prompt the engine cannot take; nothing was sent
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from error
-    except EngineError as error:
-        console.print(f"[red]engine error:[/red] {error}")
-        raise typer.Exit(1) from error
-    if store:
-        url_db = db.resolve_database_url(database_url)
-        try:
-            store_report(report, url_db)
-        except DatabaseNotMigratedError as error:
-            console.print(f"[red]error:[/red] {error}")
-            raise typer.Exit(1) from error
-    if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
-    else:
-        _render(report)
+    from cachecast.app.logs import LogInput
+    from cachecast.app.measure import MeasureRequest, measure
 
-
-def _backend(
-    engine: EngineKind,
-    model: str | None,
-    url: str | None,
-    block_size: int | None,
-    kv_cache_bytes: int | None,
-    num_blocks: int | None,
-    max_model_len: int | None,
-    dtype: str,
-    enforce_eager: bool,
-    device: str | None,
-    api_key: str | None,
-) -> EngineBackend:
-    if engine is EngineKind.http:
-        if url is None:
-            raise typer.BadParameter("--engine http needs --url", param_hint="--url")
-        from cachecast.gpu_backend.engine.http_backend import REMOTE_DEVICE, HttpBackend
-
-        return HttpBackend(url, model=model, api_key=api_key, device=device or REMOTE_DEVICE)
-    if model is None:
-        raise typer.BadParameter("--engine offline needs --model", param_hint="--model")
-    # One process is enough to drive the engine step by step and starts much faster; a
-    # user who exported the variable keeps their choice.
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    # vLLM logs to stdout by default, which would corrupt the --json report printed there.
-    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-    from cachecast.gpu_backend.engine.offline import OfflineBackend
-
-    return OfflineBackend.create(
-        model,
+    request = MeasureRequest(
+        log=LogInput.of_paths([log]),
+        engine=engine,
+        model=model,
+        url=url,
+        api_key=SecretStr(api_key) if api_key is not None else None,
+        device=device,
         block_size=block_size,
         kv_cache_bytes=kv_cache_bytes,
         num_blocks=num_blocks,
         max_model_len=max_model_len,
         dtype=dtype,
         enforce_eager=enforce_eager,
+        concurrency=concurrency,
+        arrival_scale=arrival_scale,
+        warmup=warmup,
+        max_tokens=max_tokens,
+        limit=limit,
+        compare_simulator=compare_simulator,
     )
+    store_url = db.resolve_database_url(database_url) if store else None
+    with progress_bar(stderr) as progress:
+        report = measure(request, store_url=store_url, progress=progress)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _render(report)
 
 
-def _ms(value: float | int | None) -> str:
-    return "-" if value is None else f"{float(value) * 1000:.1f}"
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.1f}"
 
 
-def _render(report: MeasurementReport) -> None:
+def _render(report: MeasureReport) -> None:
     out = Console()
-    engine = report.engine
+    passport = report.passport
     out.print(
-        f"[bold]{engine.kind} vLLM {engine.engine_version}[/bold]  model {engine.model}"
-        f"  device {engine.device}  block {engine.block_size} x {engine.num_blocks} blocks"
+        f"[bold]{escape(passport.engine_kind)} vLLM {escape(passport.engine_version)}[/bold]"
+        f"  model {escape(passport.model)}  device {escape(passport.device)}"
+        f"  block {passport.block_size} x {passport.num_blocks} blocks"
     )
     summary = Table(show_header=False)
-    summary.add_row("requests", str(len(report.requests)))
+    summary.add_row("requests", str(report.requests))
     summary.add_row("prompt tokens", str(report.prompt_tokens))
     summary.add_row("measured cached tokens", str(report.measured_cached_tokens))
     if report.simulator_policy is not None:
@@ -238,21 +171,24 @@ def _render(report: MeasurementReport) -> None:
         share = report.exact_match_share
         summary.add_row("exact-match share", "-" if share is None else f"{share:.1%}")
     summary.add_row("hit rate", f"{report.hit_rate:.2%}")
-    for label, warm in (("cold", False), ("warm", True)):
-        ttft = report.ttft(warm=warm)
+    for label, ttft in (
+        ("all", report.ttft),
+        ("cold", report.ttft_cold),
+        ("warm", report.ttft_warm),
+    ):
         summary.add_row(
-            f"TTFT {label} p50/p90/p99 ms (n={ttft['count']})",
-            f"{_ms(ttft['p50_s'])} / {_ms(ttft['p90_s'])} / {_ms(ttft['p99_s'])}",
+            f"TTFT {label} p50/p90/p95/p99 ms (n={ttft.count})",
+            f"{_ms(ttft.p50_s)} / {_ms(ttft.p90_s)} / {_ms(ttft.p95_s)} / {_ms(ttft.p99_s)}",
         )
     summary.add_row("input tokens/s", f"{report.input_tokens_per_s:.0f}")
     summary.add_row("output tokens/s", f"{report.output_tokens_per_s:.1f}")
-    delta = report.metrics_delta
+    delta = report.engine_counters_delta
     summary.add_row(
         "engine counters (queries/hits)",
         f"{delta.prefix_cache_queries} / {delta.prefix_cache_hits}"
         + (
             ""
-            if report.counters_agree
+            if delta.agree_with_requests
             else "  [yellow](disagree with per-request figures)[/yellow]"
         ),
     )
@@ -265,7 +201,7 @@ def _render(report: MeasurementReport) -> None:
         for row in mismatches[:20]:
             table.add_row(
                 str(row.line),
-                row.request_id,
+                escape(row.request_id),
                 str(row.prompt_tokens),
                 str(row.measured_cached_tokens),
                 str(row.predicted_cached_tokens),

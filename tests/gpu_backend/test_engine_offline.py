@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
+from cachecast.app.measure import MeasureReport
 from cachecast.db import get_engine
 from cachecast.gpu_backend.engine.offline import OfflineBackend
 from cachecast.gpu_backend.engine.passport import list_measurements, store_report
@@ -103,7 +104,7 @@ def test_passport_row_is_stored(
     ttft_report: tuple[MeasurementReport, list[bool]], migrated_db_url: str
 ) -> None:
     report, warm = ttft_report
-    row_id = store_report(report, migrated_db_url)
+    row_id = store_report(report, migrated_db_url, MeasureReport.of(report).document())
     with Session(get_engine(migrated_db_url)) as session:
         row = session.exec(select(EngineMeasurement).where(EngineMeasurement.id == row_id)).one()
     assert row.engine_kind == "offline"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cachecast.app.measure import MeasureReport
 from cachecast.gpu_backend.engine.chat_replay import chat_payload
 from cachecast.gpu_backend.engine.http_backend import check_same_prompt
 from cachecast.gpu_backend.engine.metrics import (
@@ -190,7 +191,7 @@ def test_report_arithmetic() -> None:
     assert report.input_tokens_per_s == pytest.approx(500.0)  # 250 tokens in 0.5 s
     assert report.counters_agree
     assert [r.request_id for r in report.mismatches] == ["c"]
-    document = report.to_json()
+    document = MeasureReport.of(report).model_dump(mode="json")
     assert document["ttft"]["count"] == 3 and document["ttft_warm"]["p95_s"] == 0.05
     assert document["passport"]["block_size"] == 32
     assert document["per_request"][2]["predicted_cached_tokens"] == 0

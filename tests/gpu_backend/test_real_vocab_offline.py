@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cachecast.app.measure import MeasureReport
 from cachecast.gpu_backend.engine.chat_replay import measure_chat_records
 from cachecast.gpu_backend.engine.offline import OfflineBackend
 from cachecast.gpu_backend.engine.report import MeasurementReport
@@ -116,7 +117,7 @@ def test_chat_log_replay_warm_requests_start_faster(chat_report: MeasurementRepo
     warm = [r.ttft_s for r in report.requests if r.warm is True]
     assert (len(cold), len(warm)) == (4, 8)
     assert statistics.median(warm) < statistics.median(cold)
-    summary = report.to_json()
+    summary = MeasureReport.of(report).model_dump(mode="json")
     assert summary["ttft"]["count"] == 12
     assert summary["ttft_warm"]["p50_s"] < summary["ttft_cold"]["p50_s"]
     assert summary["ttft"]["p50_s"] <= summary["ttft"]["p95_s"]

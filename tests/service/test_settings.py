@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from cachecast.service.auth import key_is_valid
 from cachecast.errors import ConfigurationError
+from cachecast.service.auth import key_is_valid
 from cachecast.service.settings import ServiceSettings, load_settings
 
 LONG_A = "a" * 20

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, col, select
 
@@ -24,8 +22,9 @@ def _require_current(url: str) -> None:
         )
 
 
-def store_report(report: MeasurementReport, url: str) -> int:
-    """Insert one passport row for ``report``; returns its id (also set on the report)."""
+def store_report(report: MeasurementReport, url: str, document: str) -> int:
+    """Insert one passport row for ``report`` with ``document`` (the report's JSON, as the
+    measure use case writes it); returns the row's id (also set on the report)."""
     _require_current(url)
     cold = report.ttft(warm=False)
     warm = report.ttft(warm=True)
@@ -55,7 +54,7 @@ def store_report(report: MeasurementReport, url: str) -> int:
         ttft_warm_p99_s=_float(warm["p99_s"]),
         input_tokens_per_s=report.input_tokens_per_s,
         output_tokens_per_s=report.output_tokens_per_s,
-        report_json=json.dumps(report.to_json(), sort_keys=True),
+        report_json=document,
     )
     with Session(get_engine(url)) as session:
         session.add(row)

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cachecast.errors import LogRecordError
 from cachecast.gpu_backend.engine.backend import EngineBackend, Progress
 from cachecast.gpu_backend.engine.report import MeasurementReport, RequestComparison
 from cachecast.gpu_backend.engine.types import (
@@ -38,15 +39,8 @@ METRICS_SETTLE_S = 10.0
 published asynchronously, after the response)."""
 
 
-class LogFormatError(ValueError):
-    """A bad record in a token log; the message names file, line and field."""
-
-    def __init__(self, file: str, line: int, field: str, reason: str) -> None:
-        super().__init__(f"{file}:{line}: field {field!r}: {reason}")
-        self.file = file
-        self.line = line
-        self.field = field
-        self.reason = reason
+class LogFormatError(LogRecordError):
+    """A bad record in a token log, or a prompt the engine cannot take: file, line, field."""
 
 
 def read_token_log(path: Path) -> Iterator[TokenizedRequest]:

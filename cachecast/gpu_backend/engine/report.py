@@ -10,7 +10,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from cachecast.gpu_backend.engine.types import EngineInfo, MetricsSnapshot, ReplayOptions
 
@@ -149,62 +148,3 @@ class MeasurementReport:
             and self.measured_cached_tokens in (None, delta.prefix_cache_hits)
             and delta.ttft_count == len(self.requests)
         )
-
-    def to_json(self) -> dict[str, Any]:
-        engine = self.engine
-        delta = self.metrics_delta
-        return {
-            "passport": {
-                "engine_kind": engine.kind,
-                "engine_version": engine.engine_version,
-                "model": engine.model,
-                "device": engine.device,
-                "block_size": engine.block_size,
-                "num_blocks": engine.num_blocks,
-                "endpoint": engine.endpoint,
-                "measured_at": self.measured_at.isoformat(),
-            },
-            "source": self.source,
-            "options": {
-                "concurrency": self.options.concurrency,
-                "arrival_scale": self.options.arrival_scale,
-                "warmup_requests": self.options.warmup_requests,
-                "max_tokens": self.options.max_tokens,
-                "cache_isolation": self.cache_isolation,
-            },
-            "simulator_policy": self.simulator_policy,
-            "requests": len(self.requests),
-            "prompt_tokens": self.prompt_tokens,
-            "output_tokens": self.output_tokens,
-            "measured_cached_tokens": self.measured_cached_tokens,
-            "predicted_cached_tokens": self.predicted_cached_tokens,
-            "exact_match_share": self.exact_match_share,
-            "hit_rate": self.hit_rate,
-            "ttft": self.ttft(),
-            "ttft_cold": self.ttft(warm=False),
-            "ttft_warm": self.ttft(warm=True),
-            "wall_s": self.wall_s,
-            "input_tokens_per_s": self.input_tokens_per_s,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "engine_counters_delta": {
-                "prefix_cache_queries": delta.prefix_cache_queries,
-                "prefix_cache_hits": delta.prefix_cache_hits,
-                "ttft_count": delta.ttft_count,
-                "ttft_sum_s": delta.ttft_sum_s,
-                "ttft_buckets": [[str(bound), count] for bound, count in delta.ttft_buckets],
-                "agree_with_requests": self.counters_agree,
-            },
-            "per_request": [
-                {
-                    "request_id": r.request_id,
-                    "line": r.line,
-                    "prompt_tokens": r.prompt_tokens,
-                    "measured_cached_tokens": r.measured_cached_tokens,
-                    "predicted_cached_tokens": r.predicted_cached_tokens,
-                    "output_tokens": r.output_tokens,
-                    "ttft_s": r.ttft_s,
-                    "latency_s": r.latency_s,
-                }
-                for r in self.requests
-            ],
-        }

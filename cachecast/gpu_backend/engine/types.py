@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cachecast.errors import UnavailableError
 
-class EngineError(RuntimeError):
+
+class EngineError(UnavailableError):
     """The engine could not be started, reached or read; the message says which and why."""
 
 
