@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -185,6 +186,26 @@ def current_revision(url: str) -> str | None:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def readiness(url: str) -> tuple[str | None, str | None]:
+    """(current revision, why the database cannot serve this code or None when it can):
+    it must answer and be migrated to this code's newest revision."""
+    try:
+        with get_engine(url).connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+        revision = current_revision(url)
+    except UnavailableError as error:
+        return None, error.message
+    except sa.exc.SQLAlchemyError as error:
+        return None, f"database unreachable: {type(error).__name__}: {error}".strip()
+    head = head_revision()
+    if revision != head:
+        return revision, (
+            f"database at revision {revision or 'none'}, this code needs {head};"
+            " run 'cachecast db upgrade'"
+        )
+    return revision, None
 
 
 def is_current(url: str) -> bool:

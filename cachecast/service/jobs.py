@@ -107,6 +107,19 @@ class JobView:
     result: dict[str, Any] | None
     error: dict[str, Any] | None
 
+    @property
+    def processed(self) -> int:
+        """Records processed, never more than the total (a pass may count past its bound)."""
+        total = self.total_records
+        return min(self.processed_records, total) if total else self.processed_records
+
+    @property
+    def fraction(self) -> float:
+        """Share of the work done: processed / total, 1 for a finished job with no total."""
+        if self.total_records:
+            return self.processed / self.total_records
+        return 1.0 if self.status == "done" else 0.0
+
 
 class JobStore:
     def __init__(self, database_url: str, lease_seconds: float = 60.0) -> None:

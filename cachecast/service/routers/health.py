@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -39,19 +38,12 @@ def healthz() -> Health:
     responses=problem_responses(503),
 )
 def readyz(state: Annotated[ServiceState, Depends(service_state)]) -> Readiness | JSONResponse:
-    head = db.head_revision()
-    try:
-        with db.get_engine(state.database_url).connect() as connection:
-            connection.execute(sa.text("SELECT 1"))
-        revision = db.current_revision(state.database_url)
-    except sa.exc.SQLAlchemyError as error:
-        return _not_ready(f"database unreachable: {type(error).__name__}: {error}".strip())
-    if revision != head:
-        return _not_ready(
-            f"database at revision {revision or 'none'}, this code needs {head}; "
-            "run 'cachecast db upgrade'"
-        )
-    return Readiness(status="ready", database="reachable", revision=revision, head_revision=head)
+    revision, problem = db.readiness(state.database_url)
+    if problem is not None:
+        return _not_ready(problem)
+    return Readiness(
+        status="ready", database="reachable", revision=revision, head_revision=db.head_revision()
+    )
 
 
 def _not_ready(detail: str) -> JSONResponse:

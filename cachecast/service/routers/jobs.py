@@ -50,16 +50,12 @@ async def get_job(
     job = await run_in_threadpool(state.jobs.get, job_id)
     if job is None:
         raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
-    total = job.total_records
-    processed = min(job.processed_records, total) if total else job.processed_records
     return JobStatusResponse(
         id=job.id,
         kind=job.kind,
         status=job.status,
         progress=JobProgress(
-            processed_records=processed,
-            total_records=total,
-            fraction=(processed / total) if total else (1.0 if job.status == "done" else 0.0),
+            processed_records=job.processed, total_records=job.total_records, fraction=job.fraction
         ),
         created_at=job.created_at,
         started_at=job.started_at,
