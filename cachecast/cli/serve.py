@@ -56,6 +56,7 @@ def serve(
     settings = load_settings()  # fail here, once, on bad settings rather than in each worker
     worker_count = workers if workers is not None else settings.workers
     url = settings.resolved_database_url
+    check_can_listen(host, port)
     try:
         current = db.is_current(url)
     except UnavailableError as error:  # the service starts; /readyz says why it is not ready
@@ -68,7 +69,6 @@ def serve(
                 " ready)",
                 markup=False,
             )
-    check_can_listen(host, port)
     metrics_dir: str | None = None
     if worker_count > 1 and not os.environ.get(MULTIPROC_ENV):
         # Let /metrics in any worker sum every worker's counters.
