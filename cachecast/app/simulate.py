@@ -8,7 +8,7 @@ With ``replicas`` and ``routing``, the log goes to a fleet of vLLM replicas, eac
 own pool, behind a router (``simulator.routing`` defines the policies and the load).
 
 Hit rate is token-weighted over the whole log from a cold cache
-(:data:`HIT_RATE_DEFINITION`).
+(:data:`HIT_RATE_DEFINITION`); docs/simulate.md defines every figure of the reports.
 """
 
 from __future__ import annotations
