@@ -8,5 +8,6 @@ contracts, economics, layouts, gpu_backend) and are the only place that does.
 
 Use cases: ``estimate`` (bills of a log under dated contracts), ``simulate``, ``tokenize``,
 ``check`` and ``suggest`` (prompt layouts), ``capacity``, ``compare`` and ``fleet``
-(self-hosted economics), ``measure`` (a real engine), ``inspect``, ``reconcile``.
+(self-hosted economics), ``measure`` (a real engine), ``inspect``, ``reconcile``, and the
+contract store's list, show, history, import, export and audit (``contracts``).
 """
