@@ -68,10 +68,8 @@ def test_stored_bedrock_minimum_disagrees_only_on_its_one_day(migrated_db_url: s
     assert minimums(NOV) == set()
 
 
-def test_a_given_litellm_file_and_models_missing_on_either_side(
-    migrated_db_url: str, tmp_path: Path
-) -> None:
-    # A hand-made map in LiteLLM's format: gpt-4o-mini at other prices, one unknown model.
+def hand_made_litellm_map(tmp_path: Path) -> Path:
+    """A map in LiteLLM's format: gpt-4o-mini at other prices, one model we do not store."""
     made = {
         "gpt-4o-mini": {
             "litellm_provider": "openai",
@@ -90,6 +88,13 @@ def test_a_given_litellm_file_and_models_missing_on_either_side(
     }
     path = tmp_path / "map.json"
     path.write_text(json.dumps(made))
+    return path
+
+
+def test_a_given_litellm_file_and_models_missing_on_either_side(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    path = hand_made_litellm_map(tmp_path)
     report = audit_contracts(
         ContractStore(migrated_db_url),
         NOV,

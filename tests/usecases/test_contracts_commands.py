@@ -25,6 +25,7 @@ from cachecast.app.contracts import (
 )
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
+from tests.contracts.test_audit import hand_made_litellm_map
 
 NOV = dt.date(2026, 11, 1)
 
@@ -38,30 +39,6 @@ def cli_json(url: str, *args: str) -> Any:
     code, out, err = run(*args, "--json", "--database-url", url)
     assert code == 0, err
     return json.loads(out)
-
-
-def made_map(tmp_path: Path) -> Path:
-    # A hand-made map in LiteLLM's format (as tests/contracts/test_audit.py): gpt-4o-mini at
-    # other prices than OpenAI's ($0.15 in, $0.075 cached), one model we do not store.
-    made = {
-        "gpt-4o-mini": {
-            "litellm_provider": "openai",
-            "mode": "chat",
-            "input_cost_per_token": 2e-07,
-            "output_cost_per_token": 6e-07,
-            "cache_read_input_token_cost": 1e-07,
-        },
-        "gpt-unknown-9": {
-            "litellm_provider": "openai",
-            "mode": "chat",
-            "input_cost_per_token": 1e-06,
-            "output_cost_per_token": 2e-06,
-            "cache_read_input_token_cost": 1e-07,
-        },
-    }
-    path = tmp_path / "map.json"
-    path.write_text(json.dumps(made))
-    return path
 
 
 def test_json_of_the_read_commands_is_the_use_cases_report(migrated_db_url: str) -> None:
@@ -101,7 +78,8 @@ def test_export_is_the_document_import_reads(migrated_db_url: str, tmp_path: Pat
 
 
 def test_audit_json_is_the_library_report(migrated_db_url: str, tmp_path: Path) -> None:
-    path = made_map(tmp_path)
+    # tests/contracts/test_audit.py's map: OpenAI prices gpt-4o-mini $0.15 in, $0.075 cached.
+    path = hand_made_litellm_map(tmp_path)
     # genai-prices' bundled data is read too: the report holds both maps.
     request = AuditRequest(at=NOV, provider="openai", litellm_file=path)
     expected = audit(request, ContractStore(migrated_db_url)).model_dump(mode="json")
