@@ -205,6 +205,9 @@ class CompareReport(Report):
 # ---------------------------------------------------------------------------------------------
 
 
+MAX_GPU_PRICE = Decimal(1_000_000)
+
+
 def parse_price(text: str | None, field: str = "gpu_price") -> Decimal | None:
     """A $/GPU-hour given as text (an option, a body field) as an exact Decimal, >= 0."""
     if text is None:
@@ -218,6 +221,15 @@ def parse_price(text: str | None, field: str = "gpu_price") -> Decimal | None:
     if not price.is_finite() or price < 0:
         raise BadInputError(
             f"must be a non-negative number, got {text!r}", location=Location(field=field)
+        )
+    # Exact money arithmetic needs bounded operands: a price past any GPU's (1e400) would
+    # overflow the decimal context where the bill is rounded.
+    exponent = price.as_tuple().exponent
+    if price > MAX_GPU_PRICE or (isinstance(exponent, int) and exponent < -10):
+        raise BadInputError(
+            f"must be at most {MAX_GPU_PRICE} US$ per GPU-hour with at most 10 decimal places,"
+            f" got {text!r}",
+            location=Location(field=field),
         )
     return price
 

@@ -30,10 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from cachecast.errors import (
     BadInputError,
     CachecastError,
+    LimitExceededError,
     Location,
     LogRecordError,
     input_errors,
 )
+from cachecast.limits import check_count, exceeded
+from cachecast.limits import current as current_limits
 from cachecast.logs import pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
@@ -126,6 +129,8 @@ class LogInput(BaseModel):
         device or pipe; no source at all."""
         if not self.files and self.records is None:
             raise BadInputError("no log given", location=Location(field="log"))
+        if self.records is not None:
+            check_count("max_log_records", len(self.records), "records", what="a log of records")
         for file in self.files:
             check_regular_file(file.path, file.display_name)
 
@@ -155,6 +160,37 @@ class LogReading:
         self.tokenize_as = tokenize_as
         self.errors: list[LogRecordError] = []
         self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
+        # Running totals for the per-log limits (docs/limits.md), over every source.
+        self.records_read = 0
+        self.tokens_read = 0
+
+    def _count(self, request: TokenizedRequest, bad_lines: int) -> None:
+        """Count one request (and the bad lines met so far) against the per-log limits,
+        before the next request is read."""
+        self.records_read += 1
+        self.tokens_read += request.input_tokens + request.output_tokens
+        limits = current_limits()
+        where = Location(source=request.source, line=request.line)
+        if self.records_read + bad_lines > limits.max_log_records:
+            raise self.relocated(
+                exceeded(
+                    "max_log_records",
+                    self.records_read + bad_lines,
+                    field=None,
+                    what="a log of records",
+                    location=where,
+                )
+            )
+        if self.tokens_read > limits.max_log_tokens:
+            raise self.relocated(
+                exceeded(
+                    "max_log_tokens",
+                    self.tokens_read,
+                    field=None,
+                    what="a log of tokens",
+                    location=where,
+                )
+            )
 
     def requests(self) -> Iterator[TokenizedRequest]:
         """Every readable request of every source, in replay order."""
@@ -186,6 +222,7 @@ class LogReading:
             try:
                 for request in stream:
                     self.requests_by_source[name] += 1
+                    self._count(request, len(found))
                     yield request
             finally:
                 self.errors.extend(found)
@@ -204,9 +241,12 @@ class LogReading:
                 settled=True,  # a LogInput's records are complete and frozen with it
             ):
                 self.requests_by_source[name] += 1
+                self._count(request, len(found))
                 yield request
         except LogRecordError as error:
             raise self._located(error) from None
+        except LimitExceededError as error:
+            raise self.relocated(error) from None
         finally:
             self.errors.extend(self._located(error) for error in found)
 

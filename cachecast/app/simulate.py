@@ -27,6 +27,7 @@ from cachecast.app.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, ConfigurationError, Location
 from cachecast.simulator.policies import CachePolicy, VllmPrefixCache, build_policy
+from cachecast.simulator.policies.vllm import UNBOUNDED_BLOCKS
 from cachecast.simulator.routing import Fleet, FleetReport, Routing
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
@@ -40,6 +41,8 @@ IMBALANCE_DEFINITION = "max / mean of prompt tokens computed per replica"
 PROGRESS_STEP = 256  # requests per progress update
 # Options only the provider policies read; the engine policies have no TTL or minimum.
 PROVIDER_ONLY_OPTIONS = ("ttl_seconds", "min_tokens", "increment")
+# The policies count blocks in machine integers; 2**62 is what "unbounded" means to them.
+MAX_CAPACITY_BLOCKS = UNBOUNDED_BLOCKS
 
 
 class PolicyKind(StrEnum):
@@ -70,7 +73,10 @@ class SimulateRequest(BaseModel):
     )
     block_size: int | None = Field(default=None, gt=0, le=1_000_000, examples=[16])
     capacity_blocks: int | None = Field(
-        default=None, gt=0, description="cache size in blocks (default: unbounded)"
+        default=None,
+        gt=0,
+        le=MAX_CAPACITY_BLOCKS,
+        description="cache size in blocks (default: unbounded)",
     )
     ttl_seconds: int | None = Field(default=None, gt=0, description="entry lifetime")
     min_tokens: int | None = Field(default=None, ge=0, description="shortest cacheable prefix")

@@ -23,6 +23,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from cachecast.errors import BadInputError, Location
+from cachecast.limits import check_count
 
 # Bytes per element. int4 is half a byte: kept as a Fraction so that sizes stay exact.
 DTYPE_BYTES: dict[str, Fraction] = {
@@ -55,8 +56,39 @@ class ConfigOrigin:
     prefix: str = ""
 
     def error(self, key: str | None, message: str) -> GeometryError:
+        return GeometryError(message, location=self.location(key))
+
+    def location(self, key: str | None) -> Location:
         field = f"{self.prefix}{key}" if key else (self.prefix.rstrip(".") or None)
-        return GeometryError(message, location=Location(source=self.source, field=field))
+        return Location(source=self.source, field=field)
+
+    def bounded(self, key: str, value: int) -> int:
+        """``value`` of ``key`` within its geometry limit (docs/limits.md), checked before
+        anything is sized by it: a config claiming a billion layers is refused at once."""
+        name = _LIMIT_OF.get(key, "max_model_dimension")
+        check_count(name, value, None, f"{key} of", location=self.location(key))
+        return value
+
+
+# Which limit bounds which config count (any other count is a width or size).
+_LIMIT_OF = {
+    "num_hidden_layers": "max_model_layers",
+    "layer_types": "max_model_layers",
+    "hybrid_override_pattern": "max_model_layers",
+    "attn_layer_period": "max_model_layers",
+    "attn_layer_offset": "max_model_layers",
+    "full_attention_interval": "max_model_layers",
+    "sliding_window_pattern": "max_model_layers",
+    "num_attention_heads": "max_model_heads",
+    "num_key_value_heads": "max_model_heads",
+    "mamba_num_heads": "max_model_heads",
+    "linear_num_value_heads": "max_model_heads",
+    "linear_num_key_heads": "max_model_heads",
+    "num_local_experts": "max_model_heads",
+    "num_experts": "max_model_heads",
+    "num_experts_per_tok": "max_model_heads",
+    "n_groups": "max_model_heads",
+}
 
 
 def dtype_bytes(dtype: str, field: str | None = None) -> Fraction:
@@ -149,7 +181,7 @@ def _required(config: Mapping[str, Any], key: str, where: ConfigOrigin) -> int:
     value = config.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise where.error(key, f"must be a positive integer, got {value!r}")
-    return value
+    return where.bounded(key, value)
 
 
 def _optional(config: Mapping[str, Any], key: str, where: ConfigOrigin, default: int) -> int:
@@ -159,13 +191,14 @@ def _optional(config: Mapping[str, Any], key: str, where: ConfigOrigin, default:
         return default
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise where.error(key, f"must be a non-negative integer, got {value!r}")
-    return value
+    return where.bounded(key, value)
 
 
 def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: ConfigOrigin) -> list[str]:
     """One of "full", "sliding", "recurrent" or "none" (an MLP-only layer) per layer."""
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
+        where.bounded("layer_types", len(layer_types))
         mapping = {
             "full_attention": "full",
             "attention": "full",
@@ -201,7 +234,7 @@ def _layer_kinds(config: Mapping[str, Any], num_layers: int, where: ConfigOrigin
         # Qwen3-Next: every interval-th layer is full attention, the rest Gated DeltaNet.
         interval = _required(config, "full_attention_interval", where)
         return ["full" if (i + 1) % interval == 0 else "recurrent" for i in range(num_layers)]
-    window = config.get("sliding_window")
+    window = _optional(config, "sliding_window", where, 0)
     if window and config.get("use_sliding_window", True) is not False:
         pattern_every = config.get("sliding_window_pattern")
         if isinstance(pattern_every, int) and pattern_every > 1:
@@ -323,7 +356,7 @@ def from_hf_config(
     heads = _required(config, "num_attention_heads", where)
     pattern = config.get("hybrid_override_pattern")
     num_layers = (
-        len(pattern)
+        where.bounded("hybrid_override_pattern", len(pattern))
         if isinstance(pattern, str) and pattern
         else _required(config, "num_hidden_layers", where)
     )
@@ -348,7 +381,7 @@ def from_hf_config(
         flops_dim = Fraction(head_dim)
     recurrent = kinds.count("recurrent")
     state = _recurrent_state_elements(config, hidden, where) if recurrent else 0
-    window = config.get("sliding_window") if "sliding" in kinds else None
+    window = _optional(config, "sliding_window", where, 0) if "sliding" in kinds else None
     if params_total is None:
         if kind == "mla" or recurrent:
             raise GeometryError(

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cachecast.layouts.sandbox import render_budget
 from cachecast.layouts.spec import Layout, render_value
 
 
@@ -35,7 +36,13 @@ class SyntheticRequest:
 def expand(
     layout: Layout, *, model: str | None = None, provider: str | None = None
 ) -> list[SyntheticRequest]:
-    """Every request the layout's arrival pattern produces, in arrival order."""
+    """Every request the layout's arrival pattern produces, in arrival order. All its
+    templates share one budget of output and time (layouts.sandbox, docs/limits.md)."""
+    with render_budget():
+        return _expand(layout, model=model, provider=provider)
+
+
+def _expand(layout: Layout, *, model: str | None, provider: str | None) -> list[SyntheticRequest]:
     arrival = layout.arrival
     anthropic = (provider or layout.provider or "").lower() == "anthropic"
     requests: list[SyntheticRequest] = []

@@ -42,9 +42,9 @@ from typing import Any
 
 import jinja2
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 
-from cachecast.errors import BadInputError, Location
+from cachecast.errors import BadInputError, LimitExceededError, Location
+from cachecast.layouts.sandbox import BoundedSandbox, render_bounded
 
 LAYOUT_FORMAT_KEY = "cachecast_layout"
 JINJA_SUFFIXES = (".j2", ".jinja", ".jinja2")
@@ -144,7 +144,8 @@ def is_layout_document(document: object) -> bool:
     return isinstance(document, dict) and LAYOUT_FORMAT_KEY in document
 
 
-_ENVIRONMENT = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+# Bounded: output and time (layouts.sandbox; docs/limits.md).
+_ENVIRONMENT = BoundedSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 _JINJA_MARKERS = ("{{", "{%", "{#")
 
 
@@ -161,9 +162,19 @@ def render_string(
     if not any(marker in template for marker in _JINJA_MARKERS):
         return template
     try:
-        return _compiled(template).render(**variables)
+        return render_bounded(_compiled(template), variables)
     except jinja2.TemplateError as error:
         raise LayoutError(file, where, f"template error: {error}") from error
+    except LimitExceededError as error:
+        error.location = Location(source=file, field=where)
+        error.args = (error.one_line(),)
+        raise
+    except Exception as error:
+        # The template is the user's code: whatever it raises (1/0, a recursive macro, a
+        # method on the wrong type) is an error in the layout, never in cachecast.
+        raise LayoutError(
+            file, where, f"template error: {type(error).__name__}: {error}"
+        ) from error
 
 
 def render_value(value: Any, variables: Mapping[str, Any], *, where: str, file: str) -> Any:

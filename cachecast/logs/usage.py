@@ -25,6 +25,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cachecast.errors import RecordFieldError
+from cachecast.limits import check_tokens
 from cachecast.logs.types import ObservedUsage
 
 CANONICAL_KEYS = (
@@ -453,10 +454,12 @@ def _int(value: Any, path: str) -> int:
         raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
     if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
         raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
-    count = int(value)
-    if count < 0:
+    if value < 0:
         raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
-    return count
+    # Every count here is a token count the record claims: bounded before anything is sized
+    # by it (a claimed 1e40 must not become 1e40 of anything; docs/limits.md).
+    check_tokens(value, path)
+    return int(value)
 
 
 def _count(usage: Mapping[str, Any], key: str, path: str) -> int | None:
@@ -502,6 +505,7 @@ def _check_parts(observed: ObservedUsage, path: str) -> None:
     total = observed.input_tokens
     if total is None:
         return
+    check_tokens(total, path)  # the whole prompt, where it is the sum of parts
     parts = (observed.cache_read_tokens or 0) + (observed.cache_write_tokens or 0)
     if parts > total:
         raise RecordFieldError(

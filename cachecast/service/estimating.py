@@ -19,7 +19,7 @@ from starlette.datastructures import FormData, UploadFile
 from cachecast.app.estimate import EstimateRequest as AppEstimateRequest
 from cachecast.app.estimate import estimate
 from cachecast.app.logs import LogInput
-from cachecast.app.simulate import PolicyKind, SimulateRequest
+from cachecast.app.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 from cachecast.contracts import ContractStore
 from cachecast.errors import CachecastError, InternalError
 from cachecast.service.jobs import JobInputError
@@ -98,7 +98,9 @@ class SimulationRequest(LogPayload):
     )
     at: dt.date | None = None
     block_size: int | None = Field(default=None, gt=0, le=1_000_000, examples=[16])
-    capacity_blocks: int | None = Field(default=None, gt=0, examples=[100_000])
+    capacity_blocks: int | None = Field(
+        default=None, gt=0, le=MAX_CAPACITY_BLOCKS, examples=[100_000]
+    )
     ttl_seconds: int | None = Field(default=None, gt=0, examples=[300])
     min_tokens: int | None = Field(default=None, ge=0, description="shortest cacheable prefix")
     increment: int | None = Field(default=None, gt=0, description="hit granularity")

@@ -60,7 +60,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cachecast.errors import RecordFieldError
+from cachecast.errors import LimitExceededError, Location, RecordFieldError
+from cachecast.limits import check_tokens
 from cachecast.logs.errors import LogError
 from cachecast.logs.formats import open_log
 from cachecast.logs.providers import normalize_provider_name
@@ -274,6 +275,8 @@ class _Reader:
             return LogError(self.source, number, exc.field, exc.reason)
         except UnknownModelError as exc:
             return LogError(self.source, number, "model", str(exc))
+        except LimitExceededError as exc:
+            raise self.at_line(exc, number) from None
 
     def _parse(self, number: int, record: dict[str, Any]) -> _Parsed | TokenizedRequest:
         body = record
@@ -435,7 +438,16 @@ class _Reader:
                 done.append(self._request(item, result))
             except RecordFieldError as exc:
                 done.append(LogError(self.source, item.line, exc.field, exc.reason))
+            except LimitExceededError as exc:
+                raise self.at_line(exc, item.line) from None
         return done
+
+    def at_line(self, error: LimitExceededError, line: int) -> LimitExceededError:
+        """A size over its limit is never a line to skip: the read stops there, the error
+        naming this log's line (docs/limits.md)."""
+        error.location = Location(source=self.source, line=line, field=error.location.field)
+        error.args = (error.one_line(),)
+        return error
 
     def emit(self, done: list[TokenizedRequest | LogError]) -> Iterator[TokenizedRequest]:
         for item in done:
@@ -557,6 +569,7 @@ def _count(record: dict[str, Any], key: str) -> int:
         raise RecordFieldError(key, f"expected an integer, got {value!r}")
     if value < 0:
         raise RecordFieldError(key, f"negative length {value}")
+    check_tokens(value, key)
     return value
 
 
