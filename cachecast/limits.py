@@ -41,8 +41,6 @@ class Limits:
     max_model_layers: int = 4096
     max_model_heads: int = 65_536
     max_model_dimension: int = 16_777_216
-    # Nesting of a JSON body the service reads (arrays and objects inside one another).
-    max_json_depth: int = 64
 
 
 DEFAULT_LIMITS = Limits()

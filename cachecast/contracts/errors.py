@@ -3,6 +3,8 @@ one line a user can act on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cachecast import errors
 
 # The database lacks the contract tables (one class for every table this version needs).
@@ -33,6 +35,23 @@ class ContractFormatError(errors.BadInputError):
         self.reason = reason
         where = f"{entry}: {field}" if entry and field else (entry or field or None)
         super().__init__(reason, location=errors.Location(source=file or None, field=where))
+
+
+class ContractKeyError(ContractFormatError):
+    """A version the store's rules refuse (``contracts.rules``, a decimal its columns cannot
+    hold): the field is named as the version's own (``model``, ``aliases[0]``), so the API
+    reports it as ``body.model``."""
+
+    def __init__(
+        self, message: str, *, field: str, problems: Sequence[errors.CachecastError] = ()
+    ) -> None:
+        self.file = ""
+        self.entry = ""
+        self.field = field
+        self.reason = message
+        errors.BadInputError.__init__(
+            self, message, location=errors.Location(field=field), problems=problems
+        )
 
 
 # Every error the store raises on purpose (for callers that catch them as one group).

@@ -13,6 +13,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cachecast.iso import IsoDate
+
 
 class CacheMode(StrEnum):
     """How cache entries come into being."""
@@ -74,9 +76,9 @@ class ContractTerms(BaseModel):
     aliases: tuple[str, ...] = Field(
         default=(), description="other ids or fnmatch patterns such as 'claude-sonnet-4-5*'"
     )
-    effective_from: dt.date
-    effective_to: dt.date | None = None
-    verified_on: dt.date
+    effective_from: IsoDate
+    effective_to: IsoDate | None = None
+    verified_on: IsoDate
     source: str = Field(min_length=1, description="address of the provider page")
     notes: str = ""
 

@@ -23,11 +23,17 @@ from sqlalchemy.engine import Connection, make_url
 from cachecast import db
 from cachecast.contracts.errors import (
     ContractConflictError,
-    ContractFormatError,
+    ContractKeyError,
     DatabaseNotMigratedError,
     UnknownContractError,
 )
 from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
+from cachecast.contracts.rules import (
+    coverage,
+    first_lost_span,
+    key_problems,
+    span_text,
+)
 from cachecast.contracts.sqltypes import check_storable
 from cachecast.contracts.tables import (
     ContractAliasRow,
@@ -150,12 +156,20 @@ class ContractStore:
         ``skip_identical`` lets an export be re-imported: a version equal to a stored one
         (same dates and terms) is counted as unchanged instead of rejected as an overlap.
         """
+        for terms in versions:  # every version's keys first: nothing is read or written
+            check_keys(terms)
         result = AddResult()
         with self._connect() as connection:
             self._begin_write(connection)
             try:
+                before: dict[tuple[str, str], builtins.list[ContractTerms]] = {}
                 for terms in versions:
+                    key = (terms.provider, terms.model)
+                    if key not in before:
+                        before[key] = self._versions_of(connection, *key)
                     self._add_one(connection, terms, origin, skip_identical, result)
+                for key, earlier in before.items():
+                    self._check_coverage(connection, key, earlier)
             except sa.exc.IntegrityError as error:
                 connection.rollback()
                 raise ContractConflictError(
@@ -200,13 +214,18 @@ class ContractStore:
         skip_identical: bool,
         result: AddResult,
     ) -> None:
-        existing = self._load(
-            connection,
-            sa.and_(VERSIONS.c.provider == terms.provider, VERSIONS.c.model == terms.model),
-        )
+        existing = self._versions_of(connection, terms.provider, terms.model)
         if skip_identical and terms in existing:
             result.unchanged.append(terms)
             return
+        if skip_identical and terms.effective_to is not None:
+            # An exported history read back: a version stored open whose export is the same
+            # version closed since (the next one follows in the same document).
+            still_open = terms.model_copy(update={"effective_to": None})
+            if still_open in existing:
+                self._close(connection, still_open, terms.effective_to)
+                result.closed.append(terms)
+                return
         to_close: ContractTerms | None = None
         conflicts: builtins.list[ContractTerms] = []
         for stored in existing:
@@ -221,21 +240,50 @@ class ContractStore:
                 f"version(s) {ranges}; nothing was written"
             )
         if to_close is not None:
-            connection.execute(
-                VERSIONS.update()
-                .where(
-                    VERSIONS.c.provider == to_close.provider,
-                    VERSIONS.c.model == to_close.model,
-                    VERSIONS.c.effective_from == to_close.effective_from,
-                )
-                .values(effective_to=terms.effective_from)
-            )
+            self._close(connection, to_close, terms.effective_from)
             result.closed.append(to_close.model_copy(update={"effective_to": terms.effective_from}))
         self._insert(connection, terms, origin)
         result.added.append(terms)
 
+    def _versions_of(
+        self, connection: Connection, provider: str, model: str
+    ) -> builtins.list[ContractTerms]:
+        return self._load(
+            connection, sa.and_(VERSIONS.c.provider == provider, VERSIONS.c.model == model)
+        )
+
+    @staticmethod
+    def _close(connection: Connection, version: ContractTerms, end: dt.date) -> None:
+        connection.execute(
+            VERSIONS.update()
+            .where(
+                VERSIONS.c.provider == version.provider,
+                VERSIONS.c.model == version.model,
+                VERSIONS.c.effective_from == version.effective_from,
+            )
+            .values(effective_to=end)
+        )
+
+    def _check_coverage(
+        self,
+        connection: Connection,
+        key: tuple[str, str],
+        earlier: builtins.list[ContractTerms],
+    ) -> None:
+        """Adding versions never takes a day from a contract (contracts.rules): a bounded
+        version that would end the open one is refused, nothing written."""
+        lost = first_lost_span(coverage(earlier), coverage(self._versions_of(connection, *key)))
+        if lost is None:
+            return
+        name = f"{key[0]}/{key[1]}"
+        raise ContractConflictError(
+            f"{name} would have no version in force on {span_text(lost)}: a bounded version"
+            " (with effective_to) cannot end the open one. Add it without effective_to, or"
+            " import it together with the version that follows it (docs/contracts.md);"
+            " nothing was written"
+        )
+
     def _insert(self, connection: Connection, terms: ContractTerms, origin: str) -> None:
-        _check_exact_columns(terms)
         inserted = connection.execute(VERSIONS.insert().values(**version_row_values(terms, origin)))
         primary_key = inserted.inserted_primary_key
         assert primary_key is not None  # an INSERT of one row always reports its key
@@ -388,6 +436,21 @@ def _children(
     return grouped
 
 
+def check_keys(terms: ContractTerms) -> None:
+    """Refuse, naming the field, a version the rules of ``contracts.rules`` do not allow;
+    then a decimal the money columns cannot hold exactly."""
+    problems = [
+        ContractKeyError(
+            f"{terms.provider}/{terms.model} from {terms.effective_from}: {why}", field=field
+        )
+        for field, why in key_problems(terms)
+    ]
+    if problems:
+        first = problems[0]
+        raise ContractKeyError(first.message, field=first.field, problems=problems)
+    _check_exact_columns(terms)
+
+
 def _check_exact_columns(terms: ContractTerms) -> None:
     """Refuse a decimal the money columns cannot hold exactly, naming the field."""
     values: list[tuple[str, Decimal | None]] = [
@@ -409,8 +472,8 @@ def _check_exact_columns(terms: ContractTerms) -> None:
         try:
             check_storable(value)
         except ValueError as error:
-            raise ContractFormatError(
-                "", f"{terms.provider}/{terms.model} from {terms.effective_from}", name, str(error)
+            raise ContractKeyError(
+                f"{terms.provider}/{terms.model} from {terms.effective_from}: {error}", field=name
             ) from error
 
 

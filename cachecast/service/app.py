@@ -11,11 +11,22 @@ from fastapi.responses import JSONResponse
 
 from cachecast import __version__
 from cachecast.contracts.errors import DatabaseNotMigratedError
+from cachecast.service import openapi
 from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobRunner, JobStore
-from cachecast.service.limits import BodyLimitMiddleware, NoLocalTokenizersMiddleware
+from cachecast.service.limits import (
+    BodyLimitMiddleware,
+    LimitsMiddleware,
+    NoLocalTokenizersMiddleware,
+)
 from cachecast.service.metrics import MetricsMiddleware, ServiceMetrics
-from cachecast.service.problems import ProblemError, install_problem_handlers, problem_response
+from cachecast.service.problems import (
+    ProblemError,
+    UnexpectedErrorMiddleware,
+    install_problem_handlers,
+    problem_response,
+)
+from cachecast.service.retention import RetentionSweeper
 from cachecast.service.routers import (
     comparisons,
     contracts,
@@ -50,12 +61,19 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        sweeper = RetentionSweeper(
+            job_store.engine,
+            every_seconds=settings.job_sweep_seconds,
+            max_age_seconds=settings.job_retention_seconds,
+            max_bytes=settings.job_retention_bytes,
+        )
+        sweeper.start()
         if settings.job_runners > 0:
             state.runner = JobRunner(
                 job_store,
                 {
                     estimates.ESTIMATE_JOB_KIND: lambda payload, progress: run_estimate_job(
-                        state.contracts, payload, progress
+                        state.contracts, payload, progress, limits=settings.limits
                     )
                 },
                 threads=settings.job_runners,
@@ -66,6 +84,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            sweeper.stop()
             if state.runner is not None:
                 state.runner.stop(settings.job_shutdown_grace_seconds)
                 state.runner = None
@@ -85,6 +104,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         return problem_response(error.to_problem(request.url.path))
 
     app.add_exception_handler(DatabaseNotMigratedError, on_not_migrated)
+    openapi.install(app)
     for module in (
         health,
         contracts,
@@ -97,6 +117,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     ):
         app.include_router(module.router)
     # Outermost first: count every request (413s included), then enforce the body limit.
+    app.add_middleware(UnexpectedErrorMiddleware)
+    app.add_middleware(LimitsMiddleware, limits=settings.limits)
     app.add_middleware(NoLocalTokenizersMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

@@ -7,13 +7,13 @@ priced by the same function as ``cachecast estimate``; its report is the respons
 
 from __future__ import annotations
 
-import datetime as dt
-import json
+import re
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from cachecast.app.estimate import EstimateRequest as AppEstimateRequest
@@ -21,7 +21,10 @@ from cachecast.app.estimate import estimate
 from cachecast.app.logs import LogInput
 from cachecast.app.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 from cachecast.contracts import ContractStore
-from cachecast.errors import CachecastError, InternalError
+from cachecast.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
+from cachecast.iso import IsoDate
+from cachecast.limits import Limits, limits_in_force
+from cachecast.limits import current as current_limits
 from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import (
     FieldError,
@@ -76,7 +79,7 @@ class EstimateRequest(LogPayload):
         description="PROVIDER:MODEL pairs to price the log against",
         examples=[["openai:gpt-4o", "anthropic:claude-sonnet-4-5"]],
     )
-    at: dt.date | None = Field(
+    at: IsoDate | None = Field(
         default=None, description="the day whose contracts apply (default: today, UTC)"
     )
     auto_cache_control: bool = Field(
@@ -96,7 +99,7 @@ class SimulationRequest(LogPayload):
         " (and whose model the records are tokenized as)",
         examples=["openai:gpt-4o"],
     )
-    at: dt.date | None = None
+    at: IsoDate | None = None
     block_size: int | None = Field(default=None, gt=0, le=1_000_000, examples=[16])
     capacity_blocks: int | None = Field(
         default=None, gt=0, le=MAX_CAPACITY_BLOCKS, examples=[100_000]
@@ -118,27 +121,38 @@ class JsonlLog:
     lines: list[int]
 
 
+# One record of an uploaded JSONL log, read as a JSON body is (pydantic's parser: UTF-8
+# checked, nesting bounded), so an upload and a body refuse the same lines.
+_RECORD = TypeAdapter(dict[str, Any])
+
+
 def parse_jsonl(data: bytes, field: str) -> JsonlLog:
+    """The records of an uploaded JSONL log. Every bad line is counted; the first
+    ``MAX_LISTED_PROBLEMS`` are listed (docs/errors.md)."""
     records: list[dict[str, Any]] = []
     lines: list[int] = []
     errors: list[FieldError] = []
+    bad = 0
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue  # blank lines (and the final newline) carry no request
         try:
-            value = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            errors.append(FieldError(field=field, line=number, message=f"not JSON: {error}"))
-            continue
-        if not isinstance(value, dict):
-            errors.append(
-                FieldError(field=field, line=number, message="a record must be a JSON object")
-            )
+            value = _RECORD.validate_json(raw, strict=True)
+        except ValidationError as error:
+            bad += 1
+            if len(errors) < MAX_LISTED_PROBLEMS:
+                first = error.errors(include_url=False)[0]
+                message = (
+                    "a record must be a JSON object"
+                    if first["type"] == "dict_type"
+                    else f"not JSON: {first['msg'].removeprefix('Invalid JSON: ')}"
+                )
+                errors.append(FieldError(field=field, line=number, message=message))
             continue
         records.append(value)
         lines.append(number)
     if errors:
-        raise validation_problem(errors, "Malformed log")
+        raise validation_problem(errors, "Malformed log", total=bad)
     if not records:
         raise validation_problem([FieldError(field=field, message="the log has no records")])
     return JsonlLog(records=records, lines=lines)
@@ -153,11 +167,30 @@ def _form_text(form: FormData, name: str) -> str | None:
     return value
 
 
+def _form_value(model: type[BaseModel], name: str, text: str) -> Any:
+    """A form field's text as the JSON value it stands for: booleans are ``true`` or
+    ``false``, integers digits, so that an upload is held to the JSON body's strict types
+    (pydantic's lax mode would read ``0`` as false and ``1e3`` as an integer)."""
+    field = model.model_fields.get(name)
+    annotation = field.annotation if field is not None else str
+    kinds = set(typing.get_args(annotation)) or {annotation}
+    kinds.discard(type(None))
+    if kinds == {bool}:
+        if text in ("true", "false"):
+            return text == "true"
+        raise validation_problem([FieldError(field=name, message="expected true or false")])
+    if kinds == {int}:
+        if re.fullmatch(r"[+-]?\d{1,30}", text):
+            return int(text)
+        raise validation_problem([FieldError(field=name, message="expected an integer")])
+    return text
+
+
 async def payload_from_form(
-    form: FormData, extra_fields: Sequence[str]
+    form: FormData, extra_fields: Sequence[str], model: type[BaseModel]
 ) -> tuple[dict[str, Any], list[int]]:
-    """A multipart upload (file field ``log``) as the JSON body it stands for, and the line
-    of the uploaded file each record came from."""
+    """A multipart upload (file field ``log``) as the JSON body it stands for (``model``'s
+    fields typed as in JSON), and the line of the uploaded file each record came from."""
     upload = form.get("log")
     if not isinstance(upload, UploadFile):
         raise validation_problem([FieldError(field="log", message="upload the JSONL log as 'log'")])
@@ -166,7 +199,7 @@ async def payload_from_form(
     for name in ("model", "provider", "at", *extra_fields):
         text = _form_text(form, name)
         if text is not None and text != "":
-            payload[name] = text
+            payload[name] = _form_value(model, name, text)
     if "targets" in extra_fields:
         targets: list[str] = []
         for value in form.getlist("targets"):
@@ -229,13 +262,19 @@ class _JobProgress:
 
 
 def run_estimate_job(
-    store: ContractStore, payload: Mapping[str, Any], progress: Callable[[int], None]
+    store: ContractStore,
+    payload: Mapping[str, Any],
+    progress: Callable[[int], None],
+    *,
+    limits: Limits | None = None,
 ) -> dict[str, Any]:
-    """A stored estimate job (the use case's request as JSON): the report as JSON. Bad input
-    fails the job with the problem a direct request would have had."""
+    """A stored estimate job (the use case's request as JSON): the report as JSON, under the
+    service's ``limits``. Bad input fails the job with the problem a direct request would
+    have had."""
     request = AppEstimateRequest.model_validate(payload)
     try:
-        report = estimate(request, store, progress=_JobProgress(progress))
+        with limits_in_force(limits or current_limits()):
+            report = estimate(request, store, progress=_JobProgress(progress))
     except CachecastError as error:
         if isinstance(error, InternalError):
             raise

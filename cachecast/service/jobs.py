@@ -51,6 +51,14 @@ class JobInputError(Exception):
         self.problem = problem
 
 
+class JobQueueFullError(Exception):
+    """As many jobs as the queue holds are queued or running; nothing was stored."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"{limit} jobs are queued or running already (setting job_queue_limit)")
+        self.limit = limit
+
+
 class JobAbandonedError(Exception):
     """Raised inside a handler's progress report when the server is stopping."""
 
@@ -126,20 +134,49 @@ class JobStore:
         self.engine: Engine = db.get_engine(database_url)
         self.lease = dt.timedelta(seconds=lease_seconds)
 
-    def submit(self, kind: str, request: Mapping[str, Any], total_records: int) -> str:
+    def submit(
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        total_records: int,
+        *,
+        queue_limit: int | None = None,
+    ) -> str:
+        """Queue a job; with ``queue_limit``, refuse it (:class:`JobQueueFullError`) when
+        that many jobs are already queued or running. The count and the insert are one
+        statement, so a full queue is never overfilled by one process (concurrent submits
+        from several processes may pass it by a few)."""
         job_id = str(uuid.uuid4())
+        values = {
+            "id": job_id,
+            "kind": kind,
+            "status": JobStatus.QUEUED.value,
+            "request_json": json.dumps(request, separators=(",", ":")),
+            "total_records": total_records,
+            "processed_records": 0,
+            "created_at": utcnow(),
+        }
         with self.engine.begin() as connection:
-            connection.execute(
-                jobs_table.insert().values(
-                    id=job_id,
-                    kind=kind,
-                    status=JobStatus.QUEUED.value,
-                    request_json=json.dumps(request, separators=(",", ":")),
-                    total_records=total_records,
-                    processed_records=0,
-                    created_at=utcnow(),
+            if queue_limit is None:
+                connection.execute(jobs_table.insert().values(**values))
+                return job_id
+            pending = (
+                sa.select(sa.func.count())
+                .select_from(jobs_table)
+                .where(jobs_table.c.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]))
+                .scalar_subquery()
+            )
+            row = sa.select(
+                *(
+                    sa.literal(value, type_=jobs_table.c[name].type).label(name)
+                    for name, value in values.items()
                 )
             )
+            inserted = connection.execute(
+                jobs_table.insert().from_select(list(values), row.where(pending < queue_limit))
+            ).rowcount
+        if inserted != 1:
+            raise JobQueueFullError(queue_limit)
         return job_id
 
     def get(self, job_id: str) -> JobView | None:

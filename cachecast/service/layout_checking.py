@@ -10,7 +10,6 @@ that would load a tokenizer from the server's disk, and expansions without bound
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import Any
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cachecast.app.check import CheckRequest
 from cachecast.app.prompt_sets import PromptSource
 from cachecast.app.thresholds import parse_thresholds
+from cachecast.iso import IsoDate
 from cachecast.service.server_paths import record_models, refuse_server_paths
 
 # A few hundred bytes of layout can ask for millions of synthetic requests; over HTTP the
@@ -85,7 +85,7 @@ class LayoutCheckRequest(BaseModel):
         examples=[["openai:gpt-4o", "vllm"]],
     )
     thresholds: ThresholdsBody | None = None
-    at: dt.date | None = Field(
+    at: IsoDate | None = Field(
         default=None, description="the day whose contracts apply (default: today, UTC)"
     )
     model: str | None = Field(

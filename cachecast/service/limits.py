@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cachecast.limits import Limits, limits_in_force
 from cachecast.service.problems import Problem, ProblemError, problem_response
 from cachecast.tokenizers import local_tokenizer_directories
 
@@ -84,6 +85,19 @@ class BodyLimitMiddleware:
             return {"type": "http.disconnect"}
 
         await problem_response(problem)(scope, no_body, send)
+
+
+class LimitsMiddleware:
+    """Run every request under the service's size limits (``cachecast.limits``; the settings
+    ``max_request_tokens`` ...): the context variable reaches the thread pool as below."""
+
+    def __init__(self, app: ASGIApp, limits: Limits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with limits_in_force(self.limits):
+            await self.app(scope, receive, send)
 
 
 class NoLocalTokenizersMiddleware:

@@ -16,8 +16,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cachecast.errors import CachecastError, InternalError
+from cachecast.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://cachecast.dev/problems/"
@@ -113,16 +114,32 @@ def validation_field_errors(
     errors: Sequence[Any], prefix: Sequence[int | str] = ()
 ) -> list[FieldError]:
     return [
-        FieldError(field=field_path([*prefix, *error.get("loc", ())]), message=error["msg"])
+        FieldError(
+            field=field_path([*prefix, *error.get("loc", ())]),
+            message=str(error["msg"]).removeprefix("Value error, "),
+        )
         for error in errors
     ]
 
 
-def validation_problem(errors: list[FieldError], title: str = "Invalid request") -> ProblemError:
+def validation_problem(
+    errors: list[FieldError], title: str = "Invalid request", *, total: int | None = None
+) -> ProblemError:
+    """422 for wrong fields: the first ``MAX_LISTED_PROBLEMS`` listed, ``total_errors``
+    counting all of them (``total``: more than were passed), so an answer never dwarfs its
+    request."""
+    count = len(errors) if total is None else total
     first = errors[0]
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    listed = errors[:MAX_LISTED_PROBLEMS]
+    extensions: dict[str, Any] = {"total_errors": count} if count > len(listed) else {}
     return ProblemError(
-        422, title, f"{first.field}: {first.message}{more}", slug="invalid-request", errors=errors
+        422,
+        title,
+        f"{first.field}: {first.message}{more}",
+        slug="invalid-request",
+        errors=listed,
+        **extensions,
     )
 
 
@@ -229,22 +246,48 @@ def install_problem_handlers(app: FastAPI) -> None:
         problem = validation_problem(validation_field_errors(exc.errors()))
         return problem_response(problem.to_problem(request.url.path))
 
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # Logged with its traceback; the client learns only that it was not its fault.
-        logger.exception("unhandled error on %s %s", request.method, request.url.path)
-        problem = Problem(
-            title=_TITLES[500],
-            status=500,
-            detail=f"{type(exc).__name__} while handling the request; see the server log",
-            instance=request.url.path,
-        )
-        return problem_response(problem)
-
     app.add_exception_handler(CachecastError, on_error)
     app.add_exception_handler(ProblemError, on_problem)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(Exception, on_unexpected)
+    # Any other exception is answered by UnexpectedErrorMiddleware, not by a handler for
+    # Exception: Starlette runs that one in its outermost middleware and re-raises after
+    # answering, and the server then resets the client's keep-alive connection.
+
+
+class UnexpectedErrorMiddleware:
+    """A bug answers 500 (problem+json, logged with its traceback) and the connection stays
+    usable: the exception ends here instead of reaching the server."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            path = scope.get("path", "")
+            logger.exception("unhandled error on %s %s", scope.get("method"), path)
+            if started:
+                raise  # half a response is out: only the server can end it
+            problem = Problem(
+                title=_TITLES[500],
+                status=500,
+                detail=f"{type(exc).__name__} while handling the request; see the server log",
+                instance=path,
+            )
+            await problem_response(problem)(scope, receive, send)
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -28,6 +28,7 @@ from pydantic_settings import (
 
 from cachecast import db
 from cachecast.errors import ConfigurationError, Location
+from cachecast.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
 
 ENV_PREFIX = "CACHECAST_"
 SETTINGS_FILE_ENV = "CACHECAST_SETTINGS_FILE"
@@ -69,6 +70,38 @@ class ServiceSettings(BaseSettings):
         gt=0,
         description="a running job whose heartbeat is older than this is taken as crashed",
     )
+    job_queue_limit: int = Field(
+        default=100,
+        gt=0,
+        description="jobs queued or running at most; a submit beyond answers 429 (Retry-After)",
+    )
+    job_retry_after_seconds: int = Field(
+        default=30, gt=0, description="the Retry-After of a 429 for a full job queue"
+    )
+    job_retention_seconds: float = Field(
+        default=7 * 24 * 3600.0,
+        gt=0,
+        description="a finished job (done or failed) is deleted this long after it finished",
+    )
+    job_retention_bytes: int = Field(
+        default=1_000_000_000,
+        gt=0,
+        description="finished jobs' stored results and errors together at most; the oldest go",
+    )
+    job_sweep_seconds: float = Field(
+        default=60.0, gt=0, description="how often finished jobs are swept (retention)"
+    )
+    # The bounds of cachecast.limits (docs/limits.md gives the defaults and their reasons).
+    max_request_tokens: int = Field(default=DEFAULT_LIMITS.max_request_tokens, gt=0)
+    max_log_tokens: int = Field(default=DEFAULT_LIMITS.max_log_tokens, gt=0)
+    max_log_records: int = Field(default=DEFAULT_LIMITS.max_log_records, gt=0)
+    max_template_output_chars: int = Field(default=DEFAULT_LIMITS.max_template_output_chars, gt=0)
+    max_template_render_seconds: float = Field(
+        default=DEFAULT_LIMITS.max_template_render_seconds, gt=0
+    )
+    max_model_layers: int = Field(default=DEFAULT_LIMITS.max_model_layers, gt=0)
+    max_model_heads: int = Field(default=DEFAULT_LIMITS.max_model_heads, gt=0)
+    max_model_dimension: int = Field(default=DEFAULT_LIMITS.max_model_dimension, gt=0)
 
     @field_validator("admin_keys", mode="before")
     @classmethod
@@ -117,6 +150,11 @@ class ServiceSettings(BaseSettings):
     @property
     def writes_enabled(self) -> bool:
         return bool(self.admin_keys)
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds every request and job of this service runs under."""
+        return Limits(**{name: getattr(self, name) for name in LIMIT_NAMES})
 
 
 def settings_file() -> Path | None:

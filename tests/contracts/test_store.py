@@ -133,12 +133,12 @@ def test_alias_and_pattern_resolution(seeded_url: str) -> None:
 
 def test_equally_specific_patterns_of_two_models_are_ambiguous(empty_url: str) -> None:
     store = ContractStore(empty_url)
-    store.add_version(terms("acme-a", aliases=("acme-*",)))
-    store.add_version(terms("acme-b", aliases=("acme-*",)))
+    store.add_version(terms("acme-a", aliases=("acme-z*",)))
+    store.add_version(terms("acme-b", aliases=("acme-z*",)))
     with pytest.raises(UnknownContractError, match="ambiguous"):
         store.as_of("acme", "acme-zeta", JAN)
     # A more specific pattern wins over a broader one.
-    store.add_version(terms("acme-c", aliases=("acme-z*",)))
+    store.add_version(terms("acme-c", aliases=("acme-ze*",)))
     assert store.as_of("acme", "acme-zeta", JAN).model == "acme-c"
 
 

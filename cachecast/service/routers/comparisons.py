@@ -9,7 +9,6 @@ request when any is bad (a 422 naming each; nothing is priced), and the response
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -21,14 +20,14 @@ from cachecast.app.capacity import ModelReference
 from cachecast.app.compare import CompareReport, CompareRequest, compare, parse_price
 from cachecast.app.logs import LogInput
 from cachecast.economics.geometry import KV_DTYPES
+from cachecast.iso import IsoDate
 from cachecast.service.estimating import (
     SOURCE_NAME,
     TARGET_PATTERN,
     records_field,
-    validate_payload,
 )
 from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_log_body, request_body_docs
+from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
 
@@ -85,7 +84,7 @@ class ComparisonRequest(BaseModel):
         description="hosted PROVIDER:MODEL pairs to compare with",
         examples=[["openai:gpt-4o"]],
     )
-    at: dt.date | None = Field(default=None, description="contracts in force on this day")
+    at: IsoDate | None = Field(default=None, description="contracts in force on this day")
     tokenizer: str | None = Field(
         default=None, description="model whose tokenizer counts the self-hosted tokens"
     )
@@ -148,8 +147,7 @@ async def create_comparison(
     """Self-hosted sizing, hit rate, GPU-hours and cost for the log, against each hosted
     target's bill. Figures are roofline ceilings (``timing_source`` says so). 422 names the
     wrong field or record; 404 an unknown target or accelerator, with close matches."""
-    payload, lines = await read_log_body(request, _FORM_FIELDS)
-    body = validate_payload(ComparisonRequest, payload)
+    body, lines = await read_body(request, ComparisonRequest, _FORM_FIELDS)
     refuse_server_paths(
         [("body.tokenizer", body.tokenizer), *record_models(body.records, "records")]
     )

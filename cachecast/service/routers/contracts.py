@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cachecast.app import contracts as app_contracts
 from cachecast.app.contracts import (
@@ -22,13 +23,18 @@ from cachecast.app.contracts import (
 )
 from cachecast.contracts import ContractConflictError
 from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.rules import KEY_SCHEMA_PATTERN
 from cachecast.contracts.serialize import terms_to_json
+from cachecast.contracts.store import check_keys
+from cachecast.iso import IsoDate
 from cachecast.service.auth import AdminRequired
 from cachecast.service.problems import (
     FieldError,
     ProblemError,
     problem_responses,
+    validation_problem,
 )
+from cachecast.service.routers._body import read_json_body
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
@@ -39,7 +45,7 @@ ModelPath = Annotated[
     str, Path(description="model id, alias or pattern match", examples=["gpt-5.6"])
 ]
 AtQuery = Annotated[
-    dt.date | None,
+    IsoDate | None,
     Query(description="the day whose terms apply (default: today, UTC)", examples=["2026-11-01"]),
 ]
 
@@ -70,10 +76,13 @@ _CONTRACT_EXAMPLE: dict[str, Any] = {
 
 
 class ContractChange(BaseModel):
-    """A new version derived from the newest one: only the listed terms differ."""
+    """A new version derived from the newest one: only the listed terms differ (each key of
+    ``changes`` must be a contract field)."""
 
-    effective_from: dt.date = Field(examples=["2026-12-01"])
-    verified_on: dt.date = Field(examples=["2026-11-20"])
+    model_config = ConfigDict(extra="forbid")
+
+    effective_from: IsoDate = Field(examples=["2026-12-01"])
+    verified_on: IsoDate = Field(examples=["2026-11-20"])
     source: str = Field(min_length=1, examples=["https://example.com/pricing"])
     notes: str | None = None
     changes: dict[str, Any] = Field(
@@ -128,18 +137,41 @@ def contract_history(state: State, provider: ProviderPath, model: ModelPath) -> 
 
 
 def _append(state: ServiceState, terms: ContractTerms, request: Request) -> JSONResponse:
+    """Write ``terms`` and answer 201. The whole response is built first, so nothing is
+    committed that the client cannot be told about (and read back: the key rules of
+    ``contracts.rules`` make every id a URL path segment as it is)."""
+    check_keys(terms)
+    path = request.url_for(
+        "show_contract", provider=quote(terms.provider, safe=""), model=quote(terms.model, safe="")
+    ).path
+    response = JSONResponse(
+        terms_to_json(terms),
+        status_code=201,
+        headers={"Location": f"{path}?at={terms.effective_from.isoformat()}"},
+    )
     try:
-        stored = state.contracts.add_version(terms)
+        state.contracts.add_version(terms)
     except ContractConflictError as error:
         raise ProblemError(
             409, "Conflicting contract version", str(error), slug="conflict"
         ) from error
-    location = request.url_for("show_contract", provider=stored.provider, model=stored.model)
-    return JSONResponse(
-        terms_to_json(stored),
-        status_code=201,
-        headers={"Location": f"{location.path}?at={stored.effective_from.isoformat()}"},
-    )
+    return response
+
+
+def _write_body_docs(schema: dict[str, Any], example: dict[str, Any] | None) -> dict[str, Any]:
+    """``openapi_extra`` for a write that reads its body after authentication."""
+    content: dict[str, Any] = {"schema": schema}
+    if example is not None:
+        content["examples"] = {"gpt-5.6": {"value": example}}
+    return {"requestBody": {"required": True, "content": {"application/json": content}}}
+
+
+def _terms_schema() -> dict[str, Any]:
+    """ContractTerms' schema with the key rules the write applies (contracts.rules)."""
+    schema = ContractTerms.model_json_schema()
+    for name in ("provider", "model"):
+        schema["properties"][name]["pattern"] = KEY_SCHEMA_PATTERN
+    return schema
 
 
 @router.post(
@@ -148,17 +180,15 @@ def _append(state: ServiceState, terms: ContractTerms, request: Request) -> JSON
     status_code=201,
     response_model=ContractTerms,
     dependencies=[AdminRequired],
-    responses=problem_responses(401, 403, 409, 413, 422),
-    openapi_extra={
-        "requestBody": {
-            "content": {"application/json": {"examples": {"gpt-5.6": {"value": _CONTRACT_EXAMPLE}}}}
-        }
-    },
+    responses=problem_responses(401, 403, 409, 413, 415, 422),
+    openapi_extra=_write_body_docs(_terms_schema(), _CONTRACT_EXAMPLE),
 )
-def add_contract(state: State, terms: ContractTerms, request: Request) -> JSONResponse:
+async def add_contract(state: State, request: Request) -> JSONResponse:
     """Append-only: a version that starts after the one in force closes it; an overlapping
-    one is refused with 409 and nothing is written."""
-    return _append(state, terms, request)
+    one, or a bounded one that would end the contract, is refused with 409 and nothing is
+    written (docs/contracts.md). The body is read only once the admin key is checked."""
+    terms = await read_json_body(request, ContractTerms)
+    return await run_in_threadpool(_append, state, terms, request)
 
 
 @router.post(
@@ -167,27 +197,33 @@ def add_contract(state: State, terms: ContractTerms, request: Request) -> JSONRe
     status_code=201,
     response_model=ContractTerms,
     dependencies=[AdminRequired],
-    responses=problem_responses(401, 403, 404, 409, 413, 422),
+    responses=problem_responses(401, 403, 404, 409, 413, 415, 422),
+    openapi_extra=_write_body_docs(ContractChange.model_json_schema(), None),
 )
-def change_contract(
-    state: State,
-    provider: ProviderPath,
-    model: ModelPath,
-    change: ContractChange,
-    request: Request,
+async def change_contract(
+    state: State, provider: ProviderPath, model: ModelPath, request: Request
 ) -> JSONResponse:
+    change = await read_json_body(request, ContractChange)
+    return await run_in_threadpool(_change, state, provider, model, change, request)
+
+
+def _change(
+    state: ServiceState, provider: str, model: str, change: ContractChange, request: Request
+) -> JSONResponse:
+    unknown = sorted(change.changes.keys() - ContractTerms.model_fields.keys())
     forbidden = sorted(_IDENTITY_FIELDS & change.changes.keys())
-    if forbidden:
-        raise ProblemError(
-            422,
-            "Invalid request",
-            f"body.changes.{forbidden[0]}: set it at the top level of the change, not in changes",
-            slug="invalid-request",
-            errors=[
-                FieldError(field=f"body.changes.{name}", message="not changeable here")
-                for name in forbidden
-            ],
-        )
+    if unknown or forbidden:
+        errors = [
+            FieldError(field=f"body.changes.{name}", message="not a contract field")
+            for name in unknown
+        ] + [
+            FieldError(
+                field=f"body.changes.{name}",
+                message="set it at the top level of the change, not in changes",
+            )
+            for name in forbidden
+        ]
+        raise validation_problem(errors, "Invalid contract change")
     versions = _versions(state, provider, model)
     newest = versions[-1]
     merged = {
@@ -211,11 +247,5 @@ def change_contract(
             )
             for item in error.errors()
         ]
-        raise ProblemError(
-            422,
-            "Invalid contract",
-            f"{errors[0].field}: {errors[0].message}",
-            slug="invalid-request",
-            errors=errors,
-        ) from error
+        raise validation_problem(errors, "Invalid contract") from error
     return _append(state, terms, request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -10,9 +11,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from cachecast.app.estimate import EstimateReport, estimate, plan_estimate
-from cachecast.service.estimating import EstimateRequest, estimate_request, validate_payload
-from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_log_body, request_body_docs
+from cachecast.service.estimating import EstimateRequest, estimate_request
+from cachecast.service.jobs import JobQueueFullError
+from cachecast.service.problems import ProblemError, problem_responses
+from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
@@ -33,7 +35,7 @@ class JobAccepted(BaseModel):
     response_model=EstimateReport,
     responses={
         202: {"model": JobAccepted, "description": "a large log: accepted as a background job"},
-        **problem_responses(404, 413, 415, 422),
+        **problem_responses(404, 413, 415, 422, 429),
     },
     openapi_extra=request_body_docs(
         EstimateRequest,
@@ -73,15 +75,27 @@ async def create_estimate(
     answered with 200. Larger ones are stored as a job and answered with 202 and the job's
     address; poll ``GET /v1/jobs/{id}``. Bad records are a 422 naming each record's index
     (and line, for an upload) and field; nothing is priced then."""
-    payload, lines = await read_log_body(request, ("targets", "at", "auto_cache_control"))
-    body = validate_payload(EstimateRequest, payload)
+    body, lines = await read_body(request, EstimateRequest, ("targets", "at", "auto_cache_control"))
     work = estimate_request(body, lines)
     _, _, passes = await run_in_threadpool(plan_estimate, work, state.contracts)
     if len(body.records) > state.settings.job_threshold_records:
         total = len(body.records) * len(passes)
-        job_id = await run_in_threadpool(
-            state.jobs.submit, ESTIMATE_JOB_KIND, work.model_dump(mode="json"), total
-        )
+        try:
+            job_id = await run_in_threadpool(
+                partial(state.jobs.submit, queue_limit=state.settings.job_queue_limit),
+                ESTIMATE_JOB_KIND,
+                work.model_dump(mode="json"),
+                total,
+            )
+        except JobQueueFullError as error:
+            retry = str(state.settings.job_retry_after_seconds)
+            raise ProblemError(
+                429,
+                "Job queue full",
+                f"{error}; try again later",
+                slug="queue-full",
+                headers={"Retry-After": retry},
+            ) from None
         if state.runner is not None:
             state.runner.notify()
         status_url = request.url_for("get_job", job_id=job_id).path

@@ -15,10 +15,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
 from cachecast.app.check import CheckReport, check
-from cachecast.service.estimating import validate_payload
 from cachecast.service.layout_checking import LayoutCheckRequest, check_request
-from cachecast.service.problems import ProblemError, problem_responses
-from cachecast.service.routers._body import read_log_body, request_body_docs
+from cachecast.service.problems import problem_responses
+from cachecast.service.routers._body import read_json_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["layout checks"])
@@ -69,20 +68,5 @@ async def create_layout_check(
     """``passed`` says whether the candidate stays within the thresholds (a regression is
     200 with ``passed: false``); ``divergence`` names the first token where the prefixes
     differ. 422 names the wrong field; 404 an unknown target, with close matches."""
-    body = await _json_body(request)
-    work = check_request(validate_payload(LayoutCheckRequest, body))
-    return await run_in_threadpool(check, work, state.contracts)
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", "")
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type == "multipart/form-data":
-        raise ProblemError(
-            415,
-            "Unsupported media type",
-            "send the check as application/json (layouts and records inline)",
-            slug="unsupported-media-type",
-        )
-    payload, _ = await read_log_body(request, ())
-    return payload
+    body = await read_json_body(request, LayoutCheckRequest)
+    return await run_in_threadpool(check, check_request(body), state.contracts)

@@ -14,9 +14,9 @@ from cachecast.app.simulate import (
     SimulationReport,
     simulate,
 )
-from cachecast.service.estimating import SimulationRequest, simulation_request, validate_payload
+from cachecast.service.estimating import SimulationRequest, simulation_request
 from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_log_body, request_body_docs
+from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
 from cachecast.simulator.routing import Routing
 
@@ -64,6 +64,5 @@ async def create_simulation(
     """A fleet report when ``replicas`` and ``routing`` are given, else one policy's
     statistics. Bad records are a 422 naming each record's index (and line, for an upload)
     and field; nothing is simulated then."""
-    payload, lines = await read_log_body(request, FORM_FIELDS)
-    body = validate_payload(SimulationRequest, payload)
+    body, lines = await read_body(request, SimulationRequest, FORM_FIELDS)
     return await run_in_threadpool(simulate, simulation_request(body, lines), state.contracts)

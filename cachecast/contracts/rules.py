@@ -1,0 +1,122 @@
+"""What a contract version must be to be stored, and what adding one may do to a history.
+
+Keys (docs/contracts.md, "Keys and aliases"):
+
+* a provider or model id is lower-case letters, digits and ``. _ - : @`` (starting with a
+  letter or digit, at most 128 characters): every such id is a valid URL path segment as it
+  is (RFC 3986 ``pchar``), so every stored contract can be read back at
+  ``/v1/contracts/{provider}/{model}`` without any encoding;
+* an alias is the same characters plus ``/`` (ARN-style ids) and the ``fnmatch`` wildcards
+  ``* ? [ ] !``; a pattern must keep at least :data:`MIN_ALIAS_LITERAL` literal characters
+  in a row (``claude-sonnet-4-5*``, ``*amazon.nova-pro-v1*``), so that no pattern (``*``,
+  ``?*``, ``gpt-*``, ``[a-z]*``) can capture every unknown model of a provider;
+* no text field holds a control character (NUL cannot even be stored by PostgreSQL).
+
+History (docs/contracts.md, "Adding a version"): adding versions never takes a day away from
+a contract: every day some version was in force before the write still has one after it. A
+version that starts inside the open version closes it at its start; when the new version is
+itself bounded, the contract would end at its ``effective_to``, so that write is refused
+unless the same import also adds the version that follows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Iterator
+
+from cachecast.contracts.model import ContractTerms
+
+MAX_KEY_LENGTH = 128
+MIN_ALIAS_LITERAL = 6
+KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9._:@-]*")
+ALIAS_PATTERN = re.compile(r"[a-z0-9._:@/*?\[\]!-]+")
+# For the OpenAPI document of a write: what the fields accept as sent (they are stripped and
+# lower-cased before the rule above applies).
+KEY_SCHEMA_PATTERN = r"^\s*[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\s*$"
+_WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def key_problems(terms: ContractTerms) -> Iterator[tuple[str, str]]:
+    """(field, why) for every rule of the module docstring that ``terms`` breaks."""
+    for name in ("provider", "model"):
+        value: str = getattr(terms, name)
+        if len(value) > MAX_KEY_LENGTH:
+            yield name, f"at most {MAX_KEY_LENGTH} characters, got {len(value)}"
+        elif not KEY_PATTERN.fullmatch(value):
+            yield (
+                name,
+                f"{value!r}: only lower-case letters, digits and . _ - : @ (starting with a"
+                " letter or digit), so that the contract is addressable as a URL path segment",
+            )
+    for index, alias in enumerate(terms.aliases):
+        problem = alias_problem(alias)
+        if problem is not None:
+            yield f"aliases[{index}]", problem
+    for name, text in _texts(terms):
+        if _CONTROL.search(text):
+            yield name, "must not contain control characters (NUL, newline ...)"
+
+
+def alias_problem(alias: str) -> str | None:
+    """Why ``alias`` may not be stored, or None."""
+    lowered = alias.strip().lower()
+    if not lowered or len(lowered) > MAX_KEY_LENGTH or not ALIAS_PATTERN.fullmatch(lowered):
+        return (
+            f"{alias!r}: an alias is a model id or an fnmatch pattern of lower-case letters,"
+            f" digits, . _ - : @ / and * ? [ ] ! (at most {MAX_KEY_LENGTH} characters)"
+        )
+    if _WILDCARDS.search(lowered):
+        longest = max((len(run) for run in _WILDCARDS.split(lowered)), default=0)
+        if longest < MIN_ALIAS_LITERAL:
+            return (
+                f"{alias!r} would match every model of the provider it is not meant for: a"
+                f" pattern needs at least {MIN_ALIAS_LITERAL} literal characters in a row"
+                " (e.g. 'claude-sonnet-4-5*')"
+            )
+    return None
+
+
+def _texts(terms: ContractTerms) -> Iterator[tuple[str, str]]:
+    yield "source", terms.source
+    for index, option in enumerate(terms.ttl_options):
+        yield f"ttl_options[{index}].name", option.name
+    yield "scope", terms.scope
+
+
+Span = tuple[dt.date, dt.date]  # [from, to), dt.date.max standing for "open"
+
+
+def coverage(versions: Iterable[ContractTerms]) -> list[Span]:
+    """The days some version is in force, as sorted, merged half-open spans."""
+    spans = sorted((v.effective_from, v.effective_to or dt.date.max) for v in versions)
+    merged: list[Span] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def first_lost_span(before: list[Span], after: list[Span]) -> Span | None:
+    """The first span of days covered ``before`` but not ``after`` (None: nothing lost)."""
+    for start, end in before:
+        cursor = start
+        for after_start, after_end in after:
+            if after_end <= cursor:
+                continue
+            if after_start > cursor:
+                return cursor, min(after_start, end)
+            cursor = after_end
+            if cursor >= end:
+                break
+        if cursor < end:
+            return cursor, end
+    return None
+
+
+def span_text(span: Span) -> str:
+    end = "open" if span[1] == dt.date.max else span[1].isoformat()
+    return f"[{span[0].isoformat()}, {end})"
