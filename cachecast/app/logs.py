@@ -171,6 +171,14 @@ class LogReading:
         self.tokens_read += request.input_tokens + request.output_tokens
         limits = current_limits()
         where = Location(source=request.source, line=request.line)
+        for what, count in (
+            ("a prompt of", request.input_tokens),
+            ("an output of", request.output_tokens),
+        ):
+            if count > limits.max_request_tokens:  # tokens a record carries, not claims
+                raise self.relocated(
+                    exceeded("max_request_tokens", count, field=None, what=what, location=where)
+                )
         if self.records_read + bad_lines > limits.max_log_records:
             raise self.relocated(
                 exceeded(

@@ -136,13 +136,20 @@ def contract_history(state: State, provider: ProviderPath, model: ModelPath) -> 
     return history_of(HistoryRequest(provider=provider, model=model), state.contracts)
 
 
+_PCHAR = "!$&'()*+,;=:@"
+
+
 def _append(state: ServiceState, terms: ContractTerms, request: Request) -> JSONResponse:
     """Write ``terms`` and answer 201. The whole response is built first, so nothing is
     committed that the client cannot be told about (and read back: the key rules of
     ``contracts.rules`` make every id a URL path segment as it is)."""
     check_keys(terms)
+    # Percent-encoded as a path segment (RFC 3986 pchar): a no-op for ids the key rule
+    # admits, and never a header that cannot be sent.
     path = request.url_for(
-        "show_contract", provider=quote(terms.provider, safe=""), model=quote(terms.model, safe="")
+        "show_contract",
+        provider=quote(terms.provider, safe=_PCHAR),
+        model=quote(terms.model, safe=_PCHAR),
     ).path
     response = JSONResponse(
         terms_to_json(terms),

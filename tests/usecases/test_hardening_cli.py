@@ -1,0 +1,162 @@
+"""The command line under hostile or broken input: a claimed size is exit 2 at once, a log
+nobody can read is exit 2, a read command creates nothing, close matches are printed once,
+an export reads back into a freshly migrated database, and no alias captures a provider.
+
+The real CLI: in a subprocess where its memory is measured, else through typer's runner.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cachecast import db
+from cachecast.cli import app
+from cachecast.contracts import ContractStore
+
+REPO = Path(__file__).resolve().parents[2]
+NOV = dt.date(2026, 11, 1)
+MAX_REQUEST_TOKENS = 10_000_000  # docs/limits.md: the default of max_request_tokens
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_1_a_claimed_prompt_of_1e8_tokens_is_exit_2_without_the_memory(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    """Before: 10 s and 554 MB padding 1e8 approximate tokens, then exit 0. The claim is over
+    max_request_tokens, so exit 2 naming the line and field, in the memory of a start-up."""
+    log = tmp_path / "claim.jsonl"
+    log.write_text(
+        json.dumps({"model": "claude-sonnet-4-5", "prompt": "hi", "usage": {"input_tokens": 1e8}})
+        + "\n"
+    )
+    env = {**os.environ, "CACHECAST_DATABASE_URL": migrated_db_url, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "cachecast", "estimate", str(log)]
+    command += ["--target", "anthropic:claude-sonnet-4-5", "--at", "2026-11-01"]
+    start = time.monotonic()
+    child = subprocess.Popen(
+        command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _, status, usage = os.wait4(child.pid, 0)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.stderr is not None
+    stderr = child.stderr.read()
+    assert os.waitstatus_to_exitcode(status) == 2, stderr
+    assert f"{log}:1: usage.input_tokens:" in stderr
+    assert str(MAX_REQUEST_TOKENS) in stderr
+    assert "Traceback" not in stderr
+    # ru_maxrss is in KiB on Linux: the interpreter with cachecast imported, no more.
+    assert usage.ru_maxrss < 400 * 1024, usage.ru_maxrss
+    assert time.monotonic() - start < 60
+
+
+def test_10_a_binary_log_is_exit_2(migrated_db_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "binary.jsonl"
+    log.write_bytes(bytes(range(256)) * 16)
+    code, out, err = run(
+        "estimate", str(log), "--target", "openai:gpt-4o", "--database-url", migrated_db_url
+    )
+    assert code == 2, out
+    assert str(log) in err and "$0" not in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("contracts", "list"),
+        ("contracts", "show", "openai", "gpt-4o"),
+        ("contracts", "history", "openai", "gpt-4o"),
+        ("contracts", "export"),
+        ("db", "current"),
+    ],
+)
+def test_10_a_read_command_creates_no_database(tmp_path: Path, command: tuple[str, ...]) -> None:
+    folder = tmp_path / "not" / "there"
+    run(*command, "--database-url", f"sqlite:///{folder / 'cachecast.db'}")
+    assert not (tmp_path / "not").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("contracts", "show", "openai", "gpt-4oo", "--at", "2026-11-01"),
+        ("contracts", "history", "openai", "gpt-4oo"),
+        ("estimate", "examples/agent-log.jsonl", "--target", "openai:gpt-4oo"),
+    ],
+)
+def test_10_close_matches_are_printed_once(
+    migrated_db_url: str, command: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, _, err = run(*command, "--database-url", migrated_db_url)
+    assert code == 2
+    assert err.count("close matches") == 1, err
+    assert "gpt-4o" in err.split("close matches", 1)[1]
+
+
+def test_10_an_export_imports_into_a_freshly_migrated_database(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    """A seeded version closed by a newer one: the export holds it closed, the fresh database
+    holds it open; reading the export back closes it there too, and exports then agree."""
+    store = ContractStore(migrated_db_url)
+    seeded = store.as_of("openai", "gpt-4o", NOV)
+    assert seeded.effective_to is None
+    store.add_version(
+        seeded.model_copy(
+            update={"effective_from": dt.date(2026, 12, 1), "verified_on": dt.date(2026, 11, 20)}
+        )
+    )
+    exported = tmp_path / "export.json"
+    code, _, err = run(
+        "contracts", "export", "-o", str(exported), "--database-url", migrated_db_url
+    )
+    assert code == 0, err
+
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    db.upgrade(fresh)
+    code, out, err = run("contracts", "import", str(exported), "--database-url", fresh)
+    assert code == 0, err
+    assert "imported 1 version(s)" in out and "closed 1" in out
+    again = tmp_path / "again.json"
+    code, _, err = run("contracts", "export", "-o", str(again), "--database-url", fresh)
+    assert code == 0, err
+    assert json.loads(again.read_text()) == json.loads(exported.read_text())
+
+
+@pytest.mark.parametrize("alias", ["*", "?*", "gpt-*", "[a-z]*"])
+def test_10_an_alias_capturing_a_provider_is_refused(
+    migrated_db_url: str, tmp_path: Path, alias: str
+) -> None:
+    store = ContractStore(migrated_db_url)
+    base = store.as_of("openai", "gpt-4o", NOV)
+    entry = base.model_copy(update={"model": "catch-all", "aliases": (alias,)})
+    document = {
+        "format": "cachecast-contracts",
+        "format_version": 1,
+        "contracts": [entry.model_dump(mode="json")],
+    }
+    path = tmp_path / "catch-all.json"
+    path.write_text(json.dumps(document))
+    code, _, err = run("contracts", "import", str(path), "--database-url", migrated_db_url)
+    assert code == 2, err
+    assert "aliases[0]" in err and "literal characters" in err
+    code, _, err = run(
+        "contracts", "show", "openai", "no-such-model-at-all", "--database-url", migrated_db_url
+    )
+    assert code == 2  # still unknown: nothing was written
