@@ -27,6 +27,7 @@ from cachecast.errors import MAX_LISTED_PROBLEMS
 from cachecast.service.jobs import JobStore, jobs_table
 from tests.service.conftest import ADMIN_KEY, make_settings, open_client
 from tests.service.server import Server
+from tests.service.test_api import _new_contract
 
 pytestmark = pytest.mark.anyio
 
@@ -51,23 +52,7 @@ def fields(body: dict[str, Any]) -> list[str]:
 
 
 def contract(model: str, effective_from: str, **changes: Any) -> dict[str, Any]:
-    return {
-        "provider": "testco",
-        "model": model,
-        "effective_from": effective_from,
-        "verified_on": "2026-11-01",
-        "source": "https://example.com/testco/pricing",
-        "mode": "automatic",
-        "min_cacheable_tokens": 1024,
-        "increment_tokens": 128,
-        "ttl_options": [
-            {"name": "5m", "ttl_seconds": 300, "refresh_on_hit": True, "write_multiplier": "1"}
-        ],
-        "read_multiplier": "0.1",
-        "input_per_mtok": "2.00",
-        "output_per_mtok": "8.00",
-        **changes,
-    }
+    return {**_new_contract(model, effective_from), **changes}
 
 
 def estimate(records: list[dict[str, Any]], target: str = "openai:gpt-4o") -> dict[str, Any]:
