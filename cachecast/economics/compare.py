@@ -437,6 +437,9 @@ def compare_self_hosted(
     inputs, outputs, duration = sized.inputs, sized.outputs, sized.duration
     decode_context, gpus = sized.decode_context, deployment.gpus
     count, total_input, total_output = sized.count, sized.input_tokens, sized.output_tokens
+    if total_input == 0:
+        # Every figure below is per prompt token (hit rate, throughput, cost per million).
+        raise ComparisonError("the log's requests have no prompt tokens: nothing to compare")
 
     # --- self-hosted hit rate at the deployment's capacity and around it
     cached = replay_cached(ordered, size, kv.num_blocks, progress, state_checkpoint_tokens)

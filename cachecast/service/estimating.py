@@ -11,9 +11,16 @@ import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
 from starlette.datastructures import FormData, UploadFile
 
 from cachecast.app.estimate import EstimateRequest as AppEstimateRequest
@@ -33,6 +40,7 @@ from cachecast.service.problems import (
     problem_of,
     validation_problem,
 )
+from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.simulator.routing import Routing
 
 SOURCE_NAME = "request"
@@ -57,6 +65,7 @@ def records_field(example: dict[str, Any]) -> Any:
         description="log records, one per request, in any format `cachecast` reads from a "
         "JSONL log (OpenAI, Anthropic, Gemini, prompt, tokens, Mooncake)",
         examples=[[example]],
+        json_schema_extra={"items": RECORD_SCHEMA},
     )
 
 
@@ -72,8 +81,12 @@ class LogPayload(BaseModel):
     provider: str | None = Field(default=None, examples=["openai"])
 
 
+# A target as the body names it: the API holds it to the pattern it documents.
+TargetText = Annotated[str, StringConstraints(pattern=TARGET_PATTERN)]
+
+
 class EstimateRequest(LogPayload):
-    targets: list[str] = Field(
+    targets: list[TargetText] = Field(
         min_length=1,
         max_length=64,
         description="PROVIDER:MODEL pairs to price the log against",

@@ -11,20 +11,27 @@ that would load a tokenizer from the server's disk, and expansions without bound
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from cachecast.app.check import CheckRequest
 from cachecast.app.prompt_sets import PromptSource
 from cachecast.app.thresholds import parse_thresholds
 from cachecast.iso import IsoDate
+from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.server_paths import record_models, refuse_server_paths
 
 # A few hundred bytes of layout can ask for millions of synthetic requests; over HTTP the
 # expansion is bounded so one request cannot hold a worker for hours.
 MAX_SYNTHETIC_REQUESTS = 20_000
+
+
+# vllm, vllm:BLOCK_SIZE (positive) or PROVIDER:MODEL, as app.evaluation reads them.
+LayoutTargetText = Annotated[
+    str, StringConstraints(pattern=r"^(?:[Vv][Ll][Ll][Mm](?::0*[1-9][0-9]{0,6})?|[^:\s]+:\S+)$")
+]
 
 
 class CheckSideBody(BaseModel):
@@ -46,6 +53,7 @@ class CheckSideBody(BaseModel):
         default=None,
         min_length=1,
         description="log records, one per request, in any format `cachecast` reads",
+        json_schema_extra={"anyOf": [{"type": "array", "items": RECORD_SCHEMA}, {"type": "null"}]},
     )
 
     @model_validator(mode="after")
@@ -78,7 +86,7 @@ class LayoutCheckRequest(BaseModel):
 
     baseline: CheckSideBody
     candidate: CheckSideBody
-    targets: list[str] = Field(
+    targets: list[LayoutTargetText] = Field(
         min_length=1,
         max_length=32,
         description="PROVIDER:MODEL (contract as of 'at') or vllm / vllm:BLOCK_SIZE",

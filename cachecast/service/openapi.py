@@ -20,8 +20,48 @@ _PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 _FASTAPI_ERROR_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 
+def _hoist_definitions(document: dict[str, Any]) -> None:
+    """Request bodies documented from ``model_json_schema()`` carry their own ``$defs`` with
+    ``#/$defs/...`` references, which resolve against the document's root, where there are
+    none: move them into ``components/schemas`` (renamed where a different schema has the
+    name already) and point the references there."""
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+
+    def rewrite(node: Any, names: dict[str, str]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return {**node, "$ref": "#/components/schemas/" + names[ref[len("#/$defs/") :]]}
+            return {key: rewrite(value, names) for key, value in node.items()}
+        if isinstance(node, list):
+            return [rewrite(item, names) for item in node]
+        return node
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, dict):
+            if isinstance(node.get("$defs"), dict):
+                definitions: dict[str, Any] = node.pop("$defs")
+                names = {}
+                for name, schema in definitions.items():
+                    chosen = name
+                    while chosen in schemas and schemas[chosen] != schema:
+                        chosen += "Input"
+                    names[name] = chosen
+                for name, schema in definitions.items():
+                    schemas[names[name]] = rewrite(schema, names)
+                node = rewrite(node, names)
+            return {key: visit(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [visit(item) for item in node]
+        return node
+
+    document["paths"] = visit(document.get("paths", {}))
+
+
 def truthful(document: dict[str, Any]) -> dict[str, Any]:
-    """``document`` with every error response as the problem documents actually sent."""
+    """``document`` with every error response as the problem documents actually sent, and
+    every request body's schema resolvable."""
+    _hoist_definitions(document)
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             for status, response in operation.get("responses", {}).items():

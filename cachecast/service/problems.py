@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachecast.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
@@ -239,7 +240,12 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail=str(exc.detail),
             instance=request.url.path,
         )
-        return problem_response(problem, exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route with this path only; the path
+            # may be served by several (GET and POST /v1/contracts).
+            headers["Allow"] = ", ".join(_allowed_methods(app, request))
+        return problem_response(problem, headers)
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -253,6 +259,15 @@ def install_problem_handlers(app: FastAPI) -> None:
     # Any other exception is answered by UnexpectedErrorMiddleware, not by a handler for
     # Exception: Starlette runs that one in its outermost middleware and re-raises after
     # answering, and the server then resets the client's keep-alive connection.
+
+
+def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 class UnexpectedErrorMiddleware:

@@ -597,7 +597,7 @@ def _timestamp(record: dict[str, Any], body: dict[str, Any]) -> float | None:
 def _scope(record: dict[str, Any], body: dict[str, Any]) -> str:
     explicit = record.get("scope")
     if explicit is not None:
-        if not isinstance(explicit, str | int):
+        if isinstance(explicit, bool) or not isinstance(explicit, str | int):
             raise RecordFieldError("scope", f"expected a string, got {type(explicit).__name__}")
         return str(explicit)
     pairs = []

@@ -1,6 +1,15 @@
-"""Schemathesis against the OpenAPI schema: whatever a client sends, never a 5xx, and every
-client error is a problem document. Every operation is fuzzed, layout checks and
-comparisons included.
+"""Schemathesis against the OpenAPI schema with every check (schemathesis' ``--checks all``):
+no 5xx, every status, content type, header and body as documented, schema-violating input
+refused, schema-valid input accepted, and every client error a problem document. Every
+operation is fuzzed, with a bounded number of examples (CI time: about a minute).
+
+One check is narrowed, where no schema can say what is valid: ``positive_data_acceptance``
+(schema-valid input must not be a 422) does not run on the operations that read a log or a
+layout. Their records follow the union of shapes the document gives, but whether a record's
+model has a tokenizer, a usage object follows its convention, a layout renders or a model fits
+the GPU is the reader's to say, and a 422 naming the field is then the right answer. Writes
+are fuzzed without the admin key (401); their bodies are covered by test_hardening and
+test_api.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import positive_data_acceptance
 
 from cachecast import db
 from cachecast.service.app import create_app
@@ -51,12 +60,26 @@ def client_errors_are_problems(ctx: Any, response: Any, case: Any) -> bool | Non
     return None
 
 
+# Operations whose input is a document to interpret (a log, a layout, a model to size).
+_INTERPRETED = {
+    "/v1/estimates",
+    "/v1/simulations",
+    "/v1/layout-checks",
+    "/v1/comparisons",
+    "/v1/inspections",
+}
+
+
 @schema.parametrize()
 @settings(
-    max_examples=6,
+    max_examples=60,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,
 )
-def test_no_server_errors(case: Any) -> None:
-    case.call_and_validate(checks=[not_a_server_error, client_errors_are_problems])
+def test_every_check_holds(case: Any) -> None:
+    interpreted = case.operation.path in _INTERPRETED
+    case.call_and_validate(
+        additional_checks=[client_errors_are_problems],
+        excluded_checks=[positive_data_acceptance] if interpreted else [],
+    )

@@ -1,4 +1,4 @@
-"""Reading a log-carrying body: JSON object or multipart JSONL upload, as one dict."""
+"""Reading a body: JSON (strictly, as the OpenAPI document says) or a multipart JSONL upload."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import FormData
 
 from cachecast.service.estimating import payload_from_form, validate_payload
 from cachecast.service.problems import FieldError, ProblemError, from_pydantic, validation_problem
@@ -60,21 +61,27 @@ async def read_body(
     if media_type == "application/json" or media_type.endswith("+json"):
         return parse_json_body(await request.body(), model), None
     if media_type == "multipart/form-data":
-        try:
-            form = await request.form(max_files=1, max_fields=200)
-        except ProblemError:
-            raise
-        except Exception as error:
-            # Starlette raises its own errors for a broken multipart body; the client's fault.
-            raise validation_problem(
-                [FieldError(field="body", message=f"malformed multipart body: {error}")]
-            ) from error
+        form = await read_form(request, max_files=1, max_fields=200)
         try:
             payload, lines = await payload_from_form(form, extra_fields, model)
         finally:
             await form.close()  # removes spooled upload files
         return validate_payload(model, payload), lines
     raise unsupported_media_type(media_type, "application/json or multipart/form-data")
+
+
+async def read_form(request: Request, *, max_files: int, max_fields: int) -> FormData:
+    """The multipart form; a broken one (or one with too many parts) is a 422 naming the
+    body, not Starlette's undocumented 400."""
+    try:
+        return await request.form(max_files=max_files, max_fields=max_fields)
+    except ProblemError:
+        raise  # the body limit, hit while the form streamed in
+    except Exception as error:
+        detail = getattr(error, "detail", None) or str(error)
+        raise validation_problem(
+            [FieldError(field="body", message=f"malformed multipart body: {detail}")]
+        ) from error
 
 
 def unsupported_media_type(media_type: str, wanted: str) -> ProblemError:

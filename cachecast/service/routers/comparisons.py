@@ -24,6 +24,7 @@ from cachecast.iso import IsoDate
 from cachecast.service.estimating import (
     SOURCE_NAME,
     TARGET_PATTERN,
+    TargetText,
     records_field,
 )
 from cachecast.service.problems import problem_responses
@@ -78,7 +79,7 @@ class ComparisonRequest(BaseModel):
         description="US$ per GPU-hour as a decimal string; without it only GPU-hours",
         examples=["2.50"],
     )
-    targets: list[str] = Field(
+    targets: list[TargetText] = Field(
         default_factory=list,
         max_length=64,
         description="hosted PROVIDER:MODEL pairs to compare with",

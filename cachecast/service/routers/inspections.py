@@ -20,6 +20,7 @@ from cachecast.app.inspect import InspectReport, InspectRequest, inspect
 from cachecast.app.logs import LogInput
 from cachecast.errors import BadInputError, Location
 from cachecast.service.problems import ProblemError, problem_responses
+from cachecast.service.routers._body import read_form
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["inspections"])
@@ -70,7 +71,7 @@ async def create_inspection(
             f"upload the files as multipart/form-data, not {media_type or 'nothing'}",
             slug="unsupported-media-type",
         )
-    form = await request.form(max_files=MAX_FILES + 1, max_fields=8)
+    form = await read_form(request, max_files=MAX_FILES + 1, max_fields=8)
     try:
         uploads = [value for value in form.getlist("log") if isinstance(value, UploadFile)]
         if not uploads:
