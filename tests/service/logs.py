@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 # OpenAI gpt-4o's 2025 terms: automatic caching from 1,024 tokens in 128-token steps, free
-# writes, reads at 0.5x (issue 2's acceptance facts).
+# writes, reads at 0.5x (the seeded 2024-10-01 version).
 GPT4O_DAY = "2025-06-01"
 PREFIX_TOKENS = 2048
 SUFFIX_TOKENS = 100
