@@ -29,7 +29,9 @@ with ``previous_response_id`` gets the earlier input and output in front of its 
 Gemini request naming ``cachedContent`` created earlier in the recording gets the cached
 system instruction, tools and contents in front, with a cache breakpoint at their end (the
 ``cache_control`` mark the renderer reads on a Gemini content). A reference to state the
-recording does not hold makes the request ``prompt_complete`` false.
+recording does not hold makes the request ``prompt_complete`` false, and so does a stored
+request body whose length differs from the ``Content-Length`` the request was sent with (a
+recording filter replaced it: the text in the file is not the prompt the provider counted).
 """
 
 from __future__ import annotations
@@ -183,12 +185,16 @@ def _record(
         _remember_cache(body, response, state)
         stream.skip("Gemini cachedContents creation (billed where a request uses it)")
         return None
-    complete = True
+    # A recording filter may replace the body it stores (secrets, long prompts): the stored
+    # body is then not what was sent, whose length the request's Content-Length still gives.
+    complete = not _body_rewritten(exchange)
     model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
     if endpoint.api == "responses":
-        body, complete = _chain_response(body, state)
+        body, chained = _chain_response(body, state)
+        complete = complete and chained
     elif endpoint.api == "gemini" and isinstance(body.get("cachedContent"), str):
-        body, complete = _with_cache(body, state)
+        body, merged = _with_cache(body, state)
+        complete = complete and merged
     final = _final_response(response, endpoint.api)
     if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
         model = final["model"]
@@ -208,6 +214,19 @@ def _record(
 
 
 # --- bodies ------------------------------------------------------------------------------
+
+
+def _body_rewritten(exchange: Exchange) -> bool:
+    """Whether the stored request body differs in length from the Content-Length sent."""
+    declared = exchange.request_headers.get("content-length", "").strip()
+    raw = exchange.request_body
+    if not declared.isdigit() or not isinstance(raw, str | bytes | bytearray):
+        return False
+    if isinstance(raw, str):
+        if exchange.request_headers.get("content-encoding"):
+            return False  # the stored text is the decoded body, the length the encoded one
+        raw = raw.encode("utf-8")
+    return len(raw) != int(declared)
 
 
 def decode_bytes(raw: Any, headers: dict[str, str], path: str) -> Any:

@@ -27,10 +27,12 @@ the tokenization (a pass that prices the log as gpt-4o tokenizes every record as
 ``TokenizedRequest.model``, the cache's model namespace, is then gpt-4o for every request):
 it never replaces the logged model, which observed usage is reconciled against.
 
-Providers without a public tokenizer (approximate tokenizers): when the record reports the
-prompt length, ``input_tokens`` is that exact count and ``exact`` is True; the approximate
-ids are then cut or padded at the end (pad ids derived from the request's last part) so that
-``len(tokens) == input_tokens`` holds while the earlier parts keep their content-addressed ids.
+Providers without a public tokenizer (approximate tokenizers): the approximate ids are
+calibrated (``calibration``): where the record reports its prompt length the text tokens are
+scaled so that the request has exactly that many (breakpoints move with them), and records
+without usage are scaled by the ratio the log's usage taught for their model; the request
+stays ``exact=False``. An exact tokenizer whose rendering guesses (OpenAI tools) takes the
+reported count as exact, the difference cut or padded at the end.
 
 Canonical keys (written by the format adapters in ``cachecast.logs``, honoured in any
 record): ``observed`` holds usage already normalized (``input_tokens`` including cached,
@@ -72,6 +74,7 @@ from cachecast.tokenizers.base import (
     TiktokenTokenizer,
     Tokenizer,
 )
+from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.chat_messages import template_input
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
@@ -130,6 +133,7 @@ def read_log(
     cache: SegmentCache | None = None,
     format: str | None = None,
     results: str | Path | None = None,
+    calibrator: Calibrator | None = None,
 ) -> Iterator[TokenizedRequest]:
     """Stream a log of any format ``cachecast.logs`` reads (detected, or ``format``; a batch
     file's ``results`` joined to it). A :class:`LogStream` already opened may be passed
@@ -150,6 +154,7 @@ def read_log(
         errors,
         cache,
         reuse=True,
+        calibrator=calibrator,
     )
     yield from reader.read(iter(stream))
 
@@ -174,6 +179,7 @@ def read_records(
     strict: bool = False,
     errors: list[LogError] | None = None,
     cache: SegmentCache | None = None,
+    calibrator: Calibrator | None = None,
 ) -> Iterator[TokenizedRequest]:
     """Like :func:`read_log` for records already in memory (line = 1-based position)."""
 
@@ -187,7 +193,15 @@ def read_records(
     # No reuse across records here: the caller owns them and may change one after handing it
     # over (a history list appended to in place), which would make an earlier body unreliable.
     reader = _Reader(
-        source, model, default_model, default_provider, strict, errors, cache, reuse=False
+        source,
+        model,
+        default_model,
+        default_provider,
+        strict,
+        errors,
+        cache,
+        reuse=False,
+        calibrator=calibrator,
     )
     yield from reader.read(numbered())
 
@@ -214,8 +228,10 @@ class _Reader:
         errors: list[LogError] | None,
         cache: SegmentCache | None,
         reuse: bool,
+        calibrator: Calibrator | None = None,
     ) -> None:
         self.source = source
+        self.calibrator = calibrator if calibrator is not None else Calibrator(model)
         self.model = model
         self.default_model = default_model
         self.default_provider = default_provider
@@ -406,31 +422,53 @@ class _Reader:
         return _Started(items, pending)
 
     def complete(self, started: _Started) -> list[TokenizedRequest | LogError]:
-        """Finish a started batch: its requests and bad lines, in line order."""
+        """Finish a started batch: its requests and bad lines, in line order.
+
+        Requests that report their prompt length are built first, so that the calibration
+        of approximate tokenizations has learned from the batch's usage before it sizes the
+        batch's requests without usage (``calibration``)."""
         encoded: dict[int, tuple[Any, tuple[Segment, ...], tuple[Any, ...]]] = {}
         for encoder, todo, pending in started.pending:
             for parsed, ids in zip(todo, encoder.end_batch(pending), strict=True):
                 encoded[parsed.line] = (ids.tokens, ids.segments, ids.breakpoints)
-        done: list[TokenizedRequest | LogError] = []
-        for item in started.items:
+        done: list[TokenizedRequest | LogError | None] = [None] * len(started.items)
+        later: list[tuple[int, _Parsed, ObservedUsage | None]] = []
+        for index, item in enumerate(started.items):
             if isinstance(item, TokenizedRequest | LogError):
-                done.append(item)
+                done[index] = item
                 continue
-            assert isinstance(item, _Parsed)
+            assert isinstance(item, _Parsed) and item.rendered is not None
             try:
-                result = encoded.get(item.line)
-                rendered = item.rendered
-                if (
-                    result is None
-                    and isinstance(item.tokenizer, HFTokenizer)
-                    and rendered is not None
-                    and rendered.tokens is None
-                ):
-                    result = _encode_hf(item.tokenizer, rendered, item.body)
-                done.append(self._request(item, result))
+                observed = observed_usage(item.record, item.rendered.api)
             except RecordFieldError as exc:
-                done.append(LogError(self.source, item.line, exc.field, exc.reason))
-        return done
+                done[index] = LogError(self.source, item.line, exc.field, exc.reason)
+                continue
+            if observed is not None and observed.input_tokens is not None:
+                done[index] = self._built(item, encoded.get(item.line), observed)
+            else:
+                later.append((index, item, observed))
+        for index, item, observed in later:
+            done[index] = self._built(item, encoded.get(item.line), observed)
+        return [item for item in done if item is not None]
+
+    def _built(
+        self,
+        item: _Parsed,
+        result: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None,
+        observed: ObservedUsage | None,
+    ) -> TokenizedRequest | LogError:
+        try:
+            rendered = item.rendered
+            if (
+                result is None
+                and isinstance(item.tokenizer, HFTokenizer)
+                and rendered is not None
+                and rendered.tokens is None
+            ):
+                result = _encode_hf(item.tokenizer, rendered, item.body)
+            return self._request(item, result, observed)
+        except RecordFieldError as exc:
+            return LogError(self.source, item.line, exc.field, exc.reason)
 
     def emit(self, done: list[TokenizedRequest | LogError]) -> Iterator[TokenizedRequest]:
         for item in done:
@@ -440,11 +478,13 @@ class _Reader:
                 yield item
 
     def _request(
-        self, item: _Parsed, encoded: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None
+        self,
+        item: _Parsed,
+        encoded: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None,
+        observed: ObservedUsage | None,
     ) -> TokenizedRequest:
         rendered = item.rendered
         assert rendered is not None
-        observed = observed_usage(item.record, rendered.api)
         complete = _prompt_complete(item.record)
         output_tokens = _output_tokens(item.record, observed)
         timestamp = self.last_timestamp if item.timestamp is None else item.timestamp
@@ -461,10 +501,31 @@ class _Reader:
             tokens, segments, breakpoints = encoded
             exact = tokenizer.exact and rendered.exact and complete
             name = tokenizer.name
-        if not exact and observed is not None and observed.input_tokens is not None:
-            tokens, segments, breakpoints = _fit_to_observed(
-                tokens, segments, breakpoints, observed.input_tokens
+        count = observed.input_tokens if observed is not None else None
+        if (
+            rendered.tokens is None
+            and isinstance(tokenizer, TiktokenTokenizer)
+            and not tokenizer.exact
+        ):
+            # No public tokenizer: scale the approximation to the provider's count.
+            if not self.calibrator.compatible(item.logged_model, item.model):
+                count = None
+            framing = tokenizer.framing
+            fitted = self.calibrator.fit(
+                tokens,
+                segments,
+                breakpoints,
+                model=item.logged_model or item.model,
+                observed_count=count,
+                complete=complete,
+                framing=(framing.start[1], framing.message[1], framing.end[1]),
             )
+            tokens, segments, breakpoints = fitted.tokens, fitted.segments, fitted.breakpoints
+            name += f", {fitted.how}"
+        elif not exact and count is not None:
+            # An exact tokenizer whose rendering guesses (tools) or whose prompt the log does
+            # not hold whole: the count is the provider's, the difference sits at the end.
+            tokens, segments, breakpoints = _fit_to_observed(tokens, segments, breakpoints, count)
             exact = True
             name += ", count from usage"
         return TokenizedRequest(
