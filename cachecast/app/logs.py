@@ -37,6 +37,7 @@ from cachecast.errors import (
 from cachecast.logs import pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
+from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.records import count_lines
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -151,14 +152,22 @@ class LogReading:
         self.tokenize_as = tokenize_as
         self.errors: list[LogRecordError] = []
         self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
+        # One calibration of approximate tokenizations for the whole pass, every source.
+        self.calibrator = Calibrator(tokenize_as)
 
-    def requests(self) -> Iterator[TokenizedRequest]:
-        """Every readable request of every source, in replay order."""
+    def requests(self, *, cache_objects: bool = False) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order. Records that only
+        create a cache object (Gemini ``cachedContents``: no inference call) come only with
+        ``cache_objects`` (priced replays bill them; hit statistics would count them)."""
         streams = [self.source_requests(index) for index in range(len(self.log.source_names))]
         if len(streams) == 1:
-            return in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
-        merged = heapq.merge(*streams, key=lambda request: request.timestamp)
-        return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+            ordered = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+        else:
+            merged = heapq.merge(*streams, key=lambda request: request.timestamp)
+            ordered = in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+        if cache_objects:
+            return ordered
+        return (request for request in ordered if request.controls.creates is None)
 
     def source_requests(self, index: int) -> Iterator[TokenizedRequest]:
         """The requests of one source (a file, or the inline records) in file order."""
@@ -178,6 +187,7 @@ class LogReading:
                 errors=found,
                 format=file.format,
                 results=file.results,
+                calibrator=self.calibrator,
             )
             try:
                 for request in stream:
@@ -197,6 +207,7 @@ class LogReading:
                 default_provider=log.default_provider,
                 strict=strict,
                 errors=found,
+                calibrator=self.calibrator,
             ):
                 self.requests_by_source[name] += 1
                 yield request

@@ -145,6 +145,7 @@ class Fitted:
     segments: tuple[Segment, ...]
     breakpoints: tuple[Breakpoint, ...]
     how: str
+    offsets: tuple[int, ...] = ()  # the caller's other offsets, calibrated
 
 
 @dataclass(slots=True)
@@ -215,6 +216,7 @@ class Calibrator:
         observed_count: int | None,
         complete: bool,
         framing: tuple[int, int, int],
+        offsets: Sequence[int] = (),
     ) -> Fitted:
         """Calibrate one approximately tokenized request (see the module docstring).
 
@@ -267,7 +269,8 @@ class Calibrator:
             offset = min(mapping(point.offset), length)
             if offset > 0:
                 new_breakpoints.append(Breakpoint(offset, point.ttl))
-        return Fitted(fitted, tuple(new_segments), tuple(new_breakpoints), how)
+        moved = tuple(min(mapping(offset), length) for offset in offsets)
+        return Fitted(fitted, tuple(new_segments), tuple(new_breakpoints), how, moved)
 
     def _known(self, piece: _Piece, usage: bool) -> int | None:
         remembered = self._sizes.get(piece.key)

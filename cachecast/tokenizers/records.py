@@ -86,7 +86,14 @@ from cachecast.tokenizers.render import (
     render,
     render_after,
 )
-from cachecast.tokenizers.types import ObservedUsage, Segment, TokenizedRequest
+from cachecast.tokenizers.types import (
+    NO_CONTROLS,
+    CacheControls,
+    CacheCreation,
+    ObservedUsage,
+    Segment,
+    TokenizedRequest,
+)
 
 MOONCAKE_BLOCK_SIZE = 512
 BATCH_SIZE = 256
@@ -427,10 +434,15 @@ class _Reader:
         Requests that report their prompt length are built first, so that the calibration
         of approximate tokenizations has learned from the batch's usage before it sizes the
         batch's requests without usage (``calibration``)."""
-        encoded: dict[int, tuple[Any, tuple[Segment, ...], tuple[Any, ...]]] = {}
+        encoded: dict[int, _Ids] = {}
         for encoder, todo, pending in started.pending:
             for parsed, ids in zip(todo, encoder.end_batch(pending), strict=True):
-                encoded[parsed.line] = (ids.tokens, ids.segments, ids.breakpoints)
+                encoded[parsed.line] = (
+                    ids.tokens,
+                    ids.segments,
+                    ids.breakpoints,
+                    ids.implicit_offset,
+                )
         done: list[TokenizedRequest | LogError | None] = [None] * len(started.items)
         later: list[tuple[int, _Parsed, ObservedUsage | None]] = []
         for index, item in enumerate(started.items):
@@ -454,7 +466,7 @@ class _Reader:
     def _built(
         self,
         item: _Parsed,
-        result: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None,
+        result: _Ids | None,
         observed: ObservedUsage | None,
     ) -> TokenizedRequest | LogError:
         try:
@@ -480,7 +492,7 @@ class _Reader:
     def _request(
         self,
         item: _Parsed,
-        encoded: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None,
+        encoded: _Ids | None,
         observed: ObservedUsage | None,
     ) -> TokenizedRequest:
         rendered = item.rendered
@@ -494,11 +506,12 @@ class _Reader:
             tokens: Any = rendered.tokens
             segments: tuple[Segment, ...] = (Segment("prompt", "tokens", 0, len(tokens)),)
             breakpoints: tuple[Any, ...] = ()
+            implicit: int | None = None
             exact = True
             name = "pre-tokenized"
         else:
             assert encoded is not None and tokenizer is not None
-            tokens, segments, breakpoints = encoded
+            tokens, segments, breakpoints, implicit = encoded
             exact = tokenizer.exact and rendered.exact and complete
             name = tokenizer.name
         count = observed.input_tokens if observed is not None else None
@@ -519,13 +532,18 @@ class _Reader:
                 observed_count=count,
                 complete=complete,
                 framing=(framing.start[1], framing.message[1], framing.end[1]),
+                offsets=() if implicit is None else (implicit,),
             )
             tokens, segments, breakpoints = fitted.tokens, fitted.segments, fitted.breakpoints
+            if implicit is not None:
+                implicit = fitted.offsets[0]
             name += f", {fitted.how}"
         elif not exact and count is not None:
             # An exact tokenizer whose rendering guesses (tools) or whose prompt the log does
             # not hold whole: the count is the provider's, the difference sits at the end.
             tokens, segments, breakpoints = _fit_to_observed(tokens, segments, breakpoints, count)
+            if implicit is not None:
+                implicit = min(implicit, count)
             exact = True
             name += ", count from usage"
         return TokenizedRequest(
@@ -547,15 +565,57 @@ class _Reader:
             tokenizer=name,
             session=_optional_str(item.record, "session"),
             prompt_complete=complete,
+            controls=_controls(item.record, rendered, implicit),
         )
 
 
-def _encode_hf(
-    tokenizer: HFTokenizer, rendered: Rendered, body: dict[str, Any]
-) -> tuple[Any, tuple[Segment, ...], tuple[Any, ...]]:
+def _controls(record: dict[str, Any], rendered: Rendered, implicit: int | None) -> CacheControls:
+    """The request-level caching controls of a record (see ``CacheControls``)."""
+    cached = _optional_str(record, "cached_content")
+    creates = _cache_creation(record)
+    if (
+        implicit is None
+        and rendered.implicit_breakpoint
+        and rendered.cache_ttl is None
+        and cached is None
+        and creates is None
+    ):
+        return NO_CONTROLS
+    return CacheControls(
+        implicit_breakpoint=rendered.implicit_breakpoint,
+        implicit_offset=implicit,
+        ttl=rendered.cache_ttl,
+        cached_content=cached,
+        creates=creates,
+    )
+
+
+def _cache_creation(record: dict[str, Any]) -> CacheCreation | None:
+    """The canonical ``cache_creation`` key: this record creates a named cache object."""
+    value = record.get("cache_creation")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RecordFieldError("cache_creation", "expected an object")
+    name = value.get("name")
+    lifetime = value.get("lifetime_seconds")
+    if not isinstance(name, str) or not name:
+        raise RecordFieldError("cache_creation.name", "expected the cache's name")
+    if not isinstance(lifetime, int) or isinstance(lifetime, bool) or lifetime < 0:
+        raise RecordFieldError("cache_creation.lifetime_seconds", "expected whole seconds >= 0")
+    ttl = value.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError("cache_creation.ttl", "expected a TTL name such as '1h'")
+    return CacheCreation(name, lifetime, ttl, value.get("deleted") is True)
+
+
+_Ids = tuple[Any, tuple[Segment, ...], tuple[Any, ...], int | None]
+
+
+def _encode_hf(tokenizer: HFTokenizer, rendered: Rendered, body: dict[str, Any]) -> _Ids:
     if rendered.api == "prompt":
         ids = tokenizer.encode_prompt(rendered.parts[0].text())
-        return ids, (Segment("prompt", "prompt", 0, len(ids)),), ()
+        return ids, (Segment("prompt", "prompt", 0, len(ids)),), (), None
     parts = [part for part in rendered.parts if part.kind != "tool"]
     if rendered.api == "chat":
         # The template gets the messages and tools as an engine hands them over (tool calls
@@ -565,12 +625,12 @@ def _encode_hf(
         ids, segments = tokenizer.encode_chat(
             given.messages, [p.label for p in parts], [p.kind for p in parts], given.tools
         )
-        return ids, tuple(segments), ()
+        return ids, tuple(segments), (), None
     messages: list[dict[str, Any]] = [{"role": p.role, "content": p.text()} for p in parts]
     labels = [part.label for part in parts]
     kinds = [part.kind for part in parts]
     ids, segments = tokenizer.encode_chat(messages, labels, kinds, rendered.chat_tools)
-    return ids, tuple(segments), ()
+    return ids, tuple(segments), (), None
 
 
 def _fit_to_observed(
