@@ -51,11 +51,17 @@ COLUMN_TYPES = _COLUMN_TYPES
 def check_table_path(path: Path, field: str = "per_request") -> None:
     """A table can be written at ``path``: a known suffix, an existing writable folder, and
     not a folder itself."""
+    check_output_path(path, PER_REQUEST_FORMATS, field, "a .csv or .parquet")
+
+
+def check_output_path(path: Path, suffixes: tuple[str, ...], field: str, kind: str) -> None:
+    """A file can be written at ``path``: one of ``suffixes`` (``kind`` names them), in an
+    existing writable folder, and not a folder itself; else a configuration error."""
     where = Location(source=str(path), field=field)
     suffix = path.suffix.lower()
-    if suffix not in PER_REQUEST_FORMATS:
+    if suffix not in suffixes:
         raise ConfigurationError(
-            f"use a .csv or .parquet file name, not {suffix or 'no suffix'!r}", location=where
+            f"use {kind} file name, not {suffix or 'no suffix'!r}", location=where
         )
     if path.is_dir():
         raise ConfigurationError("is a directory", location=where)
@@ -90,7 +96,7 @@ class PerRequestTable:
         self._writer: Any = None
         path.unlink(missing_ok=True)
 
-    def __call__(self, row: PerRequestRow) -> None:
+    def __call__(self, row: PerRequestRow | Any) -> None:
         self._buffer.append(self._record(row))
         if len(self._buffer) >= self._chunk_rows:
             self._flush()

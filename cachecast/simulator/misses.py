@@ -274,7 +274,17 @@ def after(spans: list[MissSpan], start: int) -> list[MissSpan]:
 
 
 def gap_detail(now: float, last_used: float, ttl_seconds: int) -> str:
-    return f"{now - last_used:g} s after its last use; TTL {ttl_seconds} s"
+    """'1,804 s (30.1 min) after its last use; TTL 300 s'."""
+    gap = now - last_used
+    if gap >= 2 * 86400:
+        human = f" ({gap / 86400:,.1f} days)"
+    elif gap >= 2 * 3600:
+        human = f" ({gap / 3600:.1f} h)"
+    elif gap >= 120:
+        human = f" ({gap / 60:.1f} min)"
+    else:
+        human = ""
+    return f"{gap:,.0f} s{human} after its last use; TTL {ttl_seconds} s"
 
 
 def add_span(

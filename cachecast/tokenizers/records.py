@@ -317,6 +317,8 @@ class _Reader:
         tokenizer = get_tokenizer(model) if model is not None else None
         api = detect_api(body, provider)
         rendered = self._render(body, api, model, tokenizer, record)
+        if "cache_creation" in record:
+            rendered.reply_priming = False  # a cache's content: no reply follows it
         return _Parsed(
             number,
             record,
