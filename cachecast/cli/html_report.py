@@ -402,7 +402,7 @@ def _scatter(points: Sequence[tuple[int, int, bool]]) -> str:
         color = PALETTE[2] if exact else PALETTE[1]
         shapes.append(
             f"<circle cx='{at(predicted):.1f}' cy='{size - at(observed):.1f}' r='4'"
-            f" fill='{color}' fill-opacity='0.7'/>"
+            f" fill='{color}' stroke='#ffffff' stroke-width='1'/>"
         )
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{size}' height='{size}'"

@@ -74,6 +74,7 @@ HISTORY_BLOCK_TOKENS = 64
 MAX_HISTORY_KEYS = 1 << 20  # 64 M tokens of distinct prefixes at 64-token blocks
 REMEMBERED_PROMPTS = 256  # whose ids are kept for token-exact divergence and excerpts
 EXCERPT_TOKENS = 12
+OPENING_PROMPTS = 8  # prompts kept per opening block to look for the same prefix elsewhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,8 @@ class PromptHistory:
         self._max_keys = max_keys
         self._prompts: OrderedDict[int, _Prompt] = OrderedDict()
         self._remembered = remembered_prompts
-        self._openings: dict[tuple[str | None, bytes], tuple[str, int]] = {}
+        # (model, first block) -> the latest prompts opening with it: (scope, serial)
+        self._openings: dict[tuple[str | None, bytes], list[tuple[str, int]]] = {}
         self._trace_keyers: dict[int, BlockKeyer] = {}
         self._serial = 0
 
@@ -161,14 +163,16 @@ class PromptHistory:
                 earlier_length = shared + 1  # forgotten: it went on, but not how
             sight = Sight(shared, earlier_length, 0, divergence)
         opening = (request.model, xxh3_128_digest(data[: HISTORY_BLOCK_TOKENS * 4]))
-        other = self._openings.get(opening)
-        if other is not None and other[0] != request.scope:
-            previous = self._prompts.get(other[1])
+        others = self._openings.setdefault(opening, [])
+        across = 0
+        for scope, earlier_serial in others:
+            previous = self._prompts.get(earlier_serial) if scope != request.scope else None
             if previous is not None:
-                across = common_prefix_length(previous.data, data) // 4
-                if across > sight.shared:
-                    sight = Sight(sight.shared, sight.earlier_length, across, sight.divergence)
-        self._openings[opening] = (request.scope, serial)
+                across = max(across, common_prefix_length(previous.data, data) // 4)
+        if across > sight.shared:
+            sight = Sight(sight.shared, sight.earlier_length, across, sight.divergence)
+        others.append((request.scope, serial))
+        del others[:-OPENING_PROMPTS]
         for key in keys[matched:]:
             seen[key] = serial
         for key in keys[max(0, matched - 1) : matched]:

@@ -436,10 +436,12 @@ class _Reader:
         Requests that report their prompt length are built first, so that the calibration
         of approximate tokenizations has learned from the batch's usage before it sizes the
         batch's requests without usage (``calibration``)."""
+        # By the parsed item itself: records of one line (a HAR or JSON document written on a
+        # single line) share their line number.
         encoded: dict[int, _Ids] = {}
         for encoder, todo, pending in started.pending:
             for parsed, ids in zip(todo, encoder.end_batch(pending), strict=True):
-                encoded[parsed.line] = (
+                encoded[id(parsed)] = (
                     ids.tokens,
                     ids.segments,
                     ids.breakpoints,
@@ -458,11 +460,11 @@ class _Reader:
                 done[index] = LogError(self.source, item.line, exc.field, exc.reason)
                 continue
             if observed is not None and observed.input_tokens is not None:
-                done[index] = self._built(item, encoded.get(item.line), observed)
+                done[index] = self._built(item, encoded.get(id(item)), observed)
             else:
                 later.append((index, item, observed))
         for index, item, observed in later:
-            done[index] = self._built(item, encoded.get(item.line), observed)
+            done[index] = self._built(item, encoded.get(id(item)), observed)
         return [item for item in done if item is not None]
 
     def _built(

@@ -131,6 +131,7 @@ class _Last:
     written: list[Breakpoint]
     dropped: list[Breakpoint]
     candidates: list[int]
+    stored: set[bytes] | None = None  # entries this request wrote itself
 
 
 class ExplicitBreakpointCache(CachePolicy):
@@ -268,6 +269,7 @@ class ExplicitBreakpointCache(CachePolicy):
             held.add(key)
             writes[option.name] = writes.get(option.name, 0) + point.offset - cached_up_to
             cached_up_to = point.offset
+        self._last.stored = held
         for point in dropped:
             if point.offset > read and point.offset >= self.min_tokens:
                 self._dropped[prefixes.at(point.offset)] = None
@@ -363,7 +365,8 @@ class ExplicitBreakpointCache(CachePolicy):
                 if gone.reason == EXPIRED:
                     return TTL_EXPIRED, gap_detail(now, gone.last_used, gone.ttl_seconds)
                 return EVICTED, None
-            if self.cache.lookup(key, now) is not None:
+            own = last.stored is not None and key in last.stored
+            if not own and self.cache.lookup(key, now) is not None:
                 reach = "latest breakpoints" if self.read_window else "lookback window"
                 return BEYOND_LOOKBACK, f"an entry at token {position} is outside the {reach}"
             if key in self._dropped:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from cachecast.contracts.model import TtlOption
 from cachecast.simulator.cache import TtlLruCache
-from cachecast.simulator.misses import MissSpan, Sight, after
+from cachecast.simulator.misses import MissSpan, Sight, after, novelty
 from cachecast.simulator.policies.automatic import AutomaticPrefixCache, round_hit
 from cachecast.simulator.policies.base import CachePolicy, make_usage
 from cachecast.simulator.policies.explicit import BreakpointTtls, PrefixKeys, check_offset
@@ -128,7 +128,7 @@ class ImplicitPlusCachedContent(CachePolicy):
         self, request: TokenizedRequest, usage: RequestUsage, sight: Sight
     ) -> list[MissSpan]:
         if request.controls.creates is not None:
-            return []  # a creation reads nothing by definition; its tokens are its content
+            return novelty(request, sight, 0)  # a creation reads nothing: its tokens are new
         implicit = make_usage(request, self.implicit_read(request), {})
         spans = self.implicit.explain(request, implicit, sight)
         return after(spans, usage.cache_read_tokens)
