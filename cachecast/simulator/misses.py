@@ -28,8 +28,8 @@ cause, and the spans add up to exactly that count. The causes:
 ==========================  =====================================================================
 
 :class:`PromptHistory` knows, for every request, the closest earlier prompt of the same
-namespace (model and scope) and how far they agree, token-exactly where that prompt is
-still remembered; it is computed once per request for all the targets of a pass. Each policy
+namespace (model and scope) among the recent ones and how far they agree, token-exactly;
+it is computed once per request for all the targets of a pass. Each policy
 then says, from its own state (what it matched, what expired or was evicted, which
 breakpoints it wrote), why the shared part was not read (``CachePolicy.explain``).
 """
@@ -38,11 +38,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from itertools import islice
 
-from xxhash import xxh3_128_digest
-
-from cachecast.simulator.blocks import BlockKeyer, common_prefix_length, token_bytes
+from cachecast.simulator.blocks import common_prefix_length, token_bytes
 from cachecast.tokenizers.types import TokenizedRequest
 
 FIRST_SIGHT = "first_sight"
@@ -70,11 +67,10 @@ CAUSES = (
     PREFIX_NOT_IN_LOG,
 )
 
-HISTORY_BLOCK_TOKENS = 64
-MAX_HISTORY_KEYS = 1 << 20  # 64 M tokens of distinct prefixes at 64-token blocks
-REMEMBERED_PROMPTS = 256  # whose ids are kept for token-exact divergence and excerpts
+HISTORY_BLOCK_TOKENS = 64  # the opening a candidate earlier prompt must share
+REMEMBERED_SESSIONS = 1024  # sessions and openings remembered (least recently used dropped)
+OPENING_PROMPTS = 8  # latest prompts kept per opening
 EXCERPT_TOKENS = 12
-OPENING_PROMPTS = 8  # prompts kept per opening block to look for the same prefix elsewhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,115 +109,98 @@ class Sight:
 NOTHING_SEEN = Sight()
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Prompt:
-    data: bytes
+    data: bytes | tuple[int, ...]  # token ids as uint32 bytes; a trace's block ids
+    scope: str
     source: str
     line: int
 
 
 class PromptHistory:
-    """The prompts seen so far, by chained 64-token block keys (bounded, oldest dropped)."""
+    """The recent prompts the closest earlier one is looked for among: each session's
+    latest prompt, and the latest :data:`OPENING_PROMPTS` prompts opening with the same
+    first 64 tokens (a prefix worth caching starts with them), per model. Agreement is
+    measured on the ids themselves (one C-level comparison per candidate, no hashing), so
+    it is token-exact; a prompt older than those candidates is not found (its tokens count
+    as new, unless the cache itself still holds them, which the policy knows)."""
 
-    def __init__(
-        self,
-        *,
-        max_keys: int = MAX_HISTORY_KEYS,
-        remembered_prompts: int = REMEMBERED_PROMPTS,
-    ) -> None:
-        self.keyer = BlockKeyer(HISTORY_BLOCK_TOKENS)
-        self._seen: dict[bytes, int] = {}  # block key -> serial of the latest prompt with it
-        self._max_keys = max_keys
-        self._prompts: OrderedDict[int, _Prompt] = OrderedDict()
-        self._remembered = remembered_prompts
-        # (model, first block) -> the latest prompts opening with it: (scope, serial)
-        self._openings: dict[tuple[str | None, bytes], list[tuple[str, int]]] = {}
-        self._trace_keyers: dict[int, BlockKeyer] = {}
-        self._serial = 0
+    def __init__(self, *, remembered_sessions: int = REMEMBERED_SESSIONS) -> None:
+        self._sessions: OrderedDict[tuple[str | None, str, str], _Prompt] = OrderedDict()
+        self._openings: OrderedDict[tuple[str | None, bytes], list[_Prompt]] = OrderedDict()
+        self._remembered = remembered_sessions
 
     def observe(self, request: TokenizedRequest) -> Sight:
         """How the log before ``request`` relates to it; then remember ``request``."""
-        if request.tokens is None:
-            return self._observe_trace(request)
-        data = token_bytes(request.tokens)
-        keys = self.keyer.keys(request)
-        seen = self._seen
-        matched = _leading_seen(keys, seen)
-        serial = self._serial = self._serial + 1
-        sight = NOTHING_SEEN
-        if matched:
-            earlier = self._prompts.get(seen[keys[matched - 1]])
-            shared = matched * HISTORY_BLOCK_TOKENS
-            earlier_length = None
-            divergence = None
-            if earlier is not None:
-                shared = common_prefix_length(earlier.data, data) // 4
-                earlier_length = len(earlier.data) // 4
-                if shared < min(earlier_length, len(data) // 4):
-                    divergence = _divergence(request, data, earlier, shared)
-            else:
-                earlier_length = shared + 1  # forgotten: it went on, but not how
-            sight = Sight(shared, earlier_length, 0, divergence)
-        opening = (request.model, xxh3_128_digest(data[: HISTORY_BLOCK_TOKENS * 4]))
-        others = self._openings.setdefault(opening, [])
-        across = 0
-        for scope, earlier_serial in others:
-            previous = self._prompts.get(earlier_serial) if scope != request.scope else None
-            if previous is not None:
-                across = max(across, common_prefix_length(previous.data, data) // 4)
-        if across > sight.shared:
-            sight = Sight(sight.shared, sight.earlier_length, across, sight.divergence)
-        others.append((request.scope, serial))
-        del others[:-OPENING_PROMPTS]
-        for key in keys[matched:]:
-            seen[key] = serial
-        for key in keys[max(0, matched - 1) : matched]:
-            seen[key] = serial  # the deepest shared block now points at the newest prompt
-        self._prompts[serial] = _Prompt(data, request.source, request.line)
-        if len(self._prompts) > self._remembered:
-            self._prompts.popitem(last=False)
-        if len(seen) > self._max_keys:
-            for key in list(islice(seen, len(seen) - self._max_keys * 7 // 8)):
-                del seen[key]
-            for opening_key in list(islice(self._openings, max(0, len(self._openings) - 65536))):
-                del self._openings[opening_key]
-        return sight
-
-    def _observe_trace(self, request: TokenizedRequest) -> Sight:
-        """Block-level traces (no ids): sharing in whole trace blocks, no divergence text."""
-        size = request.block_size or 1
-        keyer = self._trace_keyers.get(size)
-        if keyer is None:
-            keyer = self._trace_keyers[size] = BlockKeyer(size)
-        keys = keyer.keys(request)
-        matched = _leading_seen(keys, self._seen)
-        self._serial += 1
-        for key in keys[matched:]:
-            self._seen[key] = self._serial
-        if not matched:
-            return NOTHING_SEEN
-        shared = matched * (request.block_size or 1)
-        return Sight(shared, shared + 1 if matched < len(keys) else shared)
-
-
-def _leading_seen(keys: list[bytes], seen: dict[bytes, int]) -> int:
-    """How many leading keys are in ``seen``: a binary search (chained keys: a block is only
-    ever seen after its parent), checked by a step back where forgetting broke the chain."""
-    low, high = 0, len(keys)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if keys[middle - 1] in seen:
-            low = middle
+        unit = 1
+        data: bytes | tuple[int, ...]
+        if request.tokens is not None:
+            data = token_bytes(request.tokens)
+            width = 4
+            opening_key = data[: HISTORY_BLOCK_TOKENS * 4]
         else:
-            high = middle - 1
-    while low and keys[low - 1] not in seen:
-        low -= 1
-    return low
+            data = tuple(request.block_keys or ())
+            unit = request.block_size or 1
+            width = 1
+            opening_key = repr(data[:1]).encode()
+        prompt = _Prompt(data, request.scope, request.source, request.line)
+        opening = (request.model, bytes(opening_key))
+        session_key = None
+        previous = None
+        if request.session is not None:
+            session_key = (request.model, request.scope, request.session)
+            previous = self._sessions.get(session_key)
+        best: _Prompt | None = None
+        shared = across = 0
+        if previous is not None:
+            best, shared = previous, common_prefix_length(previous.data, data) // width
+        # A session's previous prompt that the request extends is the closest there is in
+        # agent traffic: the others are only compared when it is not.
+        extended = best is not None and shared * width == len(best.data)
+        for candidate in reversed(self._openings.get(opening, ())):
+            if candidate.scope != request.scope:
+                across = max(across, common_prefix_length(candidate.data, data) // width)
+            elif not extended and candidate is not previous:
+                common = common_prefix_length(candidate.data, data) // width
+                if best is None or common > shared:
+                    best, shared = candidate, common
+                    extended = shared * width == len(candidate.data)
+        self._remember(opening, session_key, prompt)
+        if best is None or shared == 0:
+            return Sight(0, None, across * unit) if across else NOTHING_SEEN
+        earlier_length = len(best.data) // width
+        divergence = None
+        if width == 4 and shared < min(earlier_length, len(data) // 4):
+            divergence = _divergence(request, data, best, shared)  # type: ignore[arg-type]
+        return Sight(shared * unit, earlier_length * unit, across * unit, divergence)
+
+    def _remember(
+        self,
+        opening: tuple[str | None, bytes],
+        session_key: tuple[str | None, str, str] | None,
+        prompt: _Prompt,
+    ) -> None:
+        openings = self._openings
+        kept = openings.get(opening)
+        if kept is None:
+            kept = openings[opening] = []
+        else:
+            openings.move_to_end(opening)
+        kept.append(prompt)
+        del kept[:-OPENING_PROMPTS]
+        if len(openings) > self._remembered:
+            openings.popitem(last=False)
+        if session_key is not None:
+            self._sessions[session_key] = prompt
+            self._sessions.move_to_end(session_key)
+            if len(self._sessions) > self._remembered:
+                self._sessions.popitem(last=False)
 
 
 def _divergence(
     request: TokenizedRequest, data: bytes, earlier: _Prompt, position: int
 ) -> Divergence:
+    assert isinstance(earlier.data, bytes)
     segment = next(
         (s.label for s in request.segments if s.start <= position < s.end),
         request.segments[-1].label if request.segments else "prompt",

@@ -122,9 +122,9 @@ class TargetTotals:
     # Set when an explicit-breakpoint contract was simulated as if every request ended its
     # latest message with a breakpoint (Anthropic's top-level automatic cache_control).
     assumed_breakpoint: str | None = None
-    # Prompt tokens not read from cache by cause, and what reading them would have saved.
-    miss_tokens: dict[str, int] = field(default_factory=dict)
-    miss_cost: dict[str, Decimal] = field(default_factory=dict)
+    # Prompt tokens not read from cache by (cause, long-context tier threshold or 0): what
+    # reading them would have saved is priced from these at the end (``miss_cost``).
+    miss_tokens_by_tier: dict[tuple[str, int], int] = field(default_factory=dict)
     # (bucket width in seconds, bucket index) -> sums over the requests in that bucket.
     timeline_requests: dict[tuple[int, int], int] = field(default_factory=dict)
     timeline_input: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -134,16 +134,41 @@ class TargetTotals:
     skipped_cache_objects: int = 0  # cache creations not billed under this contract
 
     def add_misses(self, spans: list[MissSpan], usage: RequestUsage) -> None:
-        """Count the spans; what they lost is what reading them would have saved: their
-        tokens at the input price in force for the request, less the read price."""
+        """Count the spans by cause and by the price tier of the request."""
+        tier = 0
+        for threshold in self._tier_thresholds:
+            if usage.input_tokens > threshold:
+                tier = threshold
+        counts = self.miss_tokens_by_tier
+        for span in spans:
+            key = (span.cause, tier)
+            counts[key] = counts.get(key, 0) + span.tokens
+
+    @property
+    def _tier_thresholds(self) -> tuple[int, ...]:
+        return tuple(tier.above_input_tokens for tier in self.contract.long_context_tiers)
+
+    @property
+    def miss_tokens(self) -> dict[str, int]:
+        """Prompt tokens not read from cache, by cause."""
+        found: dict[str, int] = {}
+        for (cause, _), tokens in self.miss_tokens_by_tier.items():
+            found[cause] = found.get(cause, 0) + tokens
+        return found
+
+    @property
+    def miss_cost(self) -> dict[str, Decimal]:
+        """What reading the tokens of each cause would have saved: their tokens at the input
+        price in force for their requests (long-context tiers included), less the read
+        price."""
         contract = self.contract
-        price = prices_for(contract, usage.input_tokens).input_per_mtok
+        found: dict[str, Decimal] = {}
         with localcontext(EXACT):
-            saved_per_token = price * (1 - contract.read_multiplier) / _MILLION
-            for span in spans:
-                self.miss_tokens[span.cause] = self.miss_tokens.get(span.cause, 0) + span.tokens
-                lost = saved_per_token * span.tokens
-                self.miss_cost[span.cause] = self.miss_cost.get(span.cause, Decimal(0)) + lost
+            for (cause, tier), tokens in self.miss_tokens_by_tier.items():
+                price = prices_for(contract, tier + 1 if tier else 0).input_per_mtok
+                lost = Decimal(tokens) * price * (1 - contract.read_multiplier) / _MILLION
+                found[cause] = found.get(cause, Decimal(0)) + lost
+        return found
 
     def add_timeline(self, usage: RequestUsage) -> None:
         """Add the request to its timeline bucket (buckets coarsen as the log spans more)."""
@@ -176,10 +201,13 @@ class TargetTotals:
             _add_fields(self.reconciliation, other.reconciliation)
         self.requests_with_breakpoints += other.requests_with_breakpoints
         self.assumed_breakpoint = self.assumed_breakpoint or other.assumed_breakpoint
-        with localcontext(EXACT):
-            for name in ("miss_tokens", "miss_cost", "notes"):
-                _add_dict(getattr(self, name), getattr(other, name))
-        for name in ("timeline_requests", "timeline_input", "timeline_read"):
+        for name in (
+            "miss_tokens_by_tier",
+            "notes",
+            "timeline_requests",
+            "timeline_input",
+            "timeline_read",
+        ):
             _add_dict(getattr(self, name), getattr(other, name))
         self.skipped_cache_objects += other.skipped_cache_objects
 
