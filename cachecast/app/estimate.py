@@ -235,9 +235,7 @@ class LocalExecutor:
             work.per_request,
             work.auto_cache_control,
         )
-        return PassOutcome(
-            totals, reading.errors, reading.requests_by_source, reading.calibrator.models
-        )
+        return PassOutcome(totals, reading.errors, reading.requests_by_source, reading.calibration)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from cachecast.errors import (
 from cachecast.logs import pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
-from cachecast.tokenizers.calibration import Calibrator
+from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
 from cachecast.tokenizers.records import count_lines
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -152,8 +152,20 @@ class LogReading:
         self.tokenize_as = tokenize_as
         self.errors: list[LogRecordError] = []
         self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
-        # One calibration of approximate tokenizations for the whole pass, every source.
-        self.calibrator = Calibrator(tokenize_as)
+        # Approximate tokenizations are calibrated per source (file, or the inline records):
+        # a file reads the same whether it is read here or by a distributed worker.
+        self.calibrators: dict[int, Calibrator] = {}
+
+    def calibrator(self, index: int) -> Calibrator:
+        found = self.calibrators.get(index)
+        if found is None:
+            found = self.calibrators[index] = Calibrator(self.tokenize_as)
+        return found
+
+    @property
+    def calibration(self) -> dict[str, RatioStats]:
+        """What the calibration of every source read so far learned, per logged model."""
+        return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
 
     def requests(self, *, cache_objects: bool = False) -> Iterator[TokenizedRequest]:
         """Every readable request of every source, in replay order. Records that only
@@ -187,7 +199,7 @@ class LogReading:
                 errors=found,
                 format=file.format,
                 results=file.results,
-                calibrator=self.calibrator,
+                calibrator=self.calibrator(index),
             )
             try:
                 for request in stream:
@@ -207,7 +219,7 @@ class LogReading:
                 default_provider=log.default_provider,
                 strict=strict,
                 errors=found,
-                calibrator=self.calibrator,
+                calibrator=self.calibrator(index),
             ):
                 self.requests_by_source[name] += 1
                 yield request

@@ -330,10 +330,14 @@ class _Replay:
         self, row: PerRequestRow, reconciled: ReconciledRequest, served: _Served
     ) -> ReconciledRow:
         request = row.request
-        stats = self.reading.calibrator.models.get((request.logged_model or "").lower())
         within = within_tolerance(reconciled, request.exact)
         verdict, why = (None, "predicted exactly")
         if not reconciled.exact_match:
+            # The calibration as learned so far (streaming), for approximated requests only.
+            stats = None
+            if not request.exact:
+                model = (request.logged_model or "").lower()
+                stats = self.reading.calibration.get(model)
             verdict, why = classify(request, reconciled, row.misses, served.totals.contract, stats)
         served.summary.add(reconciled)
         self.all.add(reconciled)
@@ -529,7 +533,7 @@ def reconcile(
             table.discard()
         raise
     errors = replay.reading.errors
-    calibration = replay.reading.calibrator.models
+    calibration = replay.reading.calibration
     targets = [_target_report(served, calibration) for served in replay.served.values()]
     _trim(replay.rows)
     return ReconcileReport(

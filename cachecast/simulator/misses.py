@@ -67,8 +67,8 @@ CAUSES = (
     PREFIX_NOT_IN_LOG,
 )
 
-HISTORY_BLOCK_TOKENS = 64  # the opening a candidate earlier prompt must share
-REMEMBERED_SESSIONS = 1024  # sessions and openings remembered (least recently used dropped)
+HISTORY_BLOCK_TOKENS = 64  # the opening a candidate earlier prompt must share, by default
+HISTORY_BYTES = 256 << 20  # ids of remembered prompts (least recently used dropped first)
 OPENING_PROMPTS = 8  # latest prompts kept per opening
 EXCERPT_TOKENS = 12
 
@@ -112,23 +112,39 @@ NOTHING_SEEN = Sight()
 @dataclass(frozen=True, slots=True)
 class _Prompt:
     data: bytes | tuple[int, ...]  # token ids as uint32 bytes; a trace's block ids
+    opening: tuple[str | None, bytes]
     scope: str
     source: str
     line: int
 
+    @property
+    def size(self) -> int:
+        return len(self.data) if isinstance(self.data, bytes) else 8 * len(self.data)
+
 
 class PromptHistory:
-    """The recent prompts the closest earlier one is looked for among: each session's
-    latest prompt, and the latest :data:`OPENING_PROMPTS` prompts opening with the same
-    first 64 tokens (a prefix worth caching starts with them), per model. Agreement is
-    measured on the ids themselves (one C-level comparison per candidate, no hashing), so
-    it is token-exact; a prompt older than those candidates is not found (its tokens count
-    as new, unless the cache itself still holds them, which the policy knows)."""
+    """The recent prompts the closest earlier one is looked for among: the latest
+    :data:`OPENING_PROMPTS` prompts of the model opening with the same first
+    ``opening_tokens`` tokens (any scope), and the session's previous prompt where it opens
+    the same way. Agreement is measured on the ids themselves (one C-level comparison per
+    candidate, no hashing), so it is token-exact.
 
-    def __init__(self, *, remembered_sessions: int = REMEMBERED_SESSIONS) -> None:
+    Only prompts sharing the opening are related, and ``opening_tokens`` is the replay's
+    partition unit (``simulator.distributed.partition``): prompts that share it always land
+    in one partition, so a partitioned replay explains every request as one process does
+    (scope is not part of the partition key, for this). What is remembered is bounded
+    (:data:`HISTORY_BYTES` of ids, least recently used openings and sessions dropped
+    first); a prompt older than the candidates kept is not found: its tokens count as new,
+    unless the cache itself still knows them (which the policy says)."""
+
+    def __init__(
+        self, *, opening_tokens: int = HISTORY_BLOCK_TOKENS, budget_bytes: int = HISTORY_BYTES
+    ) -> None:
+        self.opening_tokens = max(1, opening_tokens)
         self._sessions: OrderedDict[tuple[str | None, str, str], _Prompt] = OrderedDict()
         self._openings: OrderedDict[tuple[str | None, bytes], list[_Prompt]] = OrderedDict()
-        self._remembered = remembered_sessions
+        self._budget = budget_bytes
+        self._held = 0  # bytes of the prompts in the openings lists and the sessions
 
     def observe(self, request: TokenizedRequest) -> Sight:
         """How the log before ``request`` relates to it; then remember ``request``."""
@@ -137,19 +153,21 @@ class PromptHistory:
         if request.tokens is not None:
             data = token_bytes(request.tokens)
             width = 4
-            opening_key = data[: HISTORY_BLOCK_TOKENS * 4]
+            opening_key = data[: self.opening_tokens * 4]
         else:
             data = tuple(request.block_keys or ())
             unit = request.block_size or 1
             width = 1
             opening_key = repr(data[:1]).encode()
-        prompt = _Prompt(data, request.scope, request.source, request.line)
         opening = (request.model, bytes(opening_key))
+        prompt = _Prompt(data, opening, request.scope, request.source, request.line)
         session_key = None
         previous = None
         if request.session is not None:
             session_key = (request.model, request.scope, request.session)
             previous = self._sessions.get(session_key)
+            if previous is not None and previous.opening != opening:
+                previous = None  # another partition's: not comparable
         best: _Prompt | None = None
         shared = across = 0
         if previous is not None:
@@ -187,14 +205,22 @@ class PromptHistory:
         else:
             openings.move_to_end(opening)
         kept.append(prompt)
-        del kept[:-OPENING_PROMPTS]
-        if len(openings) > self._remembered:
-            openings.popitem(last=False)
+        self._held += prompt.size
+        if len(kept) > OPENING_PROMPTS:
+            self._held -= kept.pop(0).size
         if session_key is not None:
-            self._sessions[session_key] = prompt
-            self._sessions.move_to_end(session_key)
-            if len(self._sessions) > self._remembered:
-                self._sessions.popitem(last=False)
+            sessions = self._sessions
+            old = sessions.pop(session_key, None)
+            if old is not None:
+                self._held -= old.size
+            sessions[session_key] = prompt
+            self._held += prompt.size
+        while self._held > self._budget and (openings or self._sessions):
+            if openings:
+                _, dropped = openings.popitem(last=False)
+                self._held -= sum(item.size for item in dropped)
+            if self._held > self._budget and self._sessions:
+                self._held -= self._sessions.popitem(last=False)[1].size
 
 
 def _divergence(

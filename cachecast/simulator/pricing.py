@@ -31,7 +31,13 @@ from cachecast.simulator.billing import (
     money,
     prices_for,
 )
-from cachecast.simulator.misses import MissSpan, PromptHistory, Sight, spans_total
+from cachecast.simulator.misses import (
+    HISTORY_BLOCK_TOKENS,
+    MissSpan,
+    PromptHistory,
+    Sight,
+    spans_total,
+)
 from cachecast.simulator.policies import CachePolicy, policy_for_contract
 from cachecast.simulator.reconcile import (
     ReconciledRequest,
@@ -261,7 +267,7 @@ def replay_targets(
     :data:`PROGRESS_EVERY`, and once at the end). ``explain``: attribute every request's
     tokens not read from cache to their causes (``simulator.misses``)."""
     policies = [target_policy(result, auto_cache_control) for result in results]
-    history = PromptHistory() if explain else None
+    history = PromptHistory(opening_tokens=history_unit(policies)) if explain else None
     pending = 0
     for request in requests:
         sight = history.observe(request) if history is not None else None
@@ -276,6 +282,17 @@ def replay_targets(
     for result, policy in zip(results, policies, strict=True):
         for note, count in policy.notes.items():
             result.notes[note] = result.notes.get(note, 0) + count
+
+
+def history_unit(policies: list[CachePolicy]) -> int:
+    """The opening the prompt history relates prompts by: the replay's partition unit, so
+    that a partitioned replay explains misses as one process does (``PromptHistory``)."""
+    from cachecast.simulator.distributed.partition import CoupledCacheError, common_unit
+
+    try:
+        return common_unit(policies) if policies else HISTORY_BLOCK_TOKENS
+    except CoupledCacheError:
+        return HISTORY_BLOCK_TOKENS  # a shared capacity: no partitioning anyway
 
 
 def price_request(

@@ -12,7 +12,8 @@ whether anything is cached at all, so the approximation is calibrated against th
   ``<message>``, the reply priming) and placeholders of non-text inputs (documented fixed
   counts) are not text and keep their count.
 - **Equal content, equal length.** A segment whose content was already sized keeps that
-  size in every later request (:class:`Calibrator` remembers it by a hash of its ids), so
+  size in every later request of the file (:class:`Calibrator` remembers it by a hash of
+  its ids; one calibrator per file, so that a file reads the same wherever it is read), so
   prefixes shared across requests stay identical token for token and can be matched; only
   the segments a request brings first are scaled to meet its count. A repeat whose count
   differs from the sizes already fixed puts the difference in its last text segment (that
@@ -112,6 +113,26 @@ class RatioStats:
         self.ratio_min = ratio if self.ratio_min is None else min(self.ratio_min, ratio)
         self.ratio_max = ratio if self.ratio_max is None else max(self.ratio_max, ratio)
 
+    def merge(self, other: RatioStats) -> None:
+        """Add ``other``'s requests (another file's) to these."""
+        self.samples += other.samples
+        self.text_approximate += other.text_approximate
+        self.text_observed += other.text_observed
+        self.ratio_sum += other.ratio_sum
+        self.ratio_square_sum += other.ratio_square_sum
+        for bound, pick in (("ratio_min", min), ("ratio_max", max)):
+            mine, theirs = getattr(self, bound), getattr(other, bound)
+            setattr(
+                self,
+                bound,
+                theirs if mine is None else mine if theirs is None else pick(mine, theirs),
+            )
+        self.fitted += other.fitted
+        self.ratio_applied += other.ratio_applied
+        self.uncalibrated += other.uncalibrated
+        self.implausible += other.implausible
+        self.incomplete += other.incomplete
+
     @property
     def ratio(self) -> Fraction | None:
         """Text-weighted mean ratio (observed text tokens / approximate text tokens)."""
@@ -135,6 +156,15 @@ class RatioStats:
         if ratio is None or self.ratio_min is None or self.ratio_max is None:
             return 0.0
         return float((self.ratio_max - self.ratio_min) / 2 / ratio)
+
+
+def merged(groups: list[dict[str, RatioStats]]) -> dict[str, RatioStats]:
+    """Per-model statistics of several calibrators (one per file) added up."""
+    total: dict[str, RatioStats] = {}
+    for group in groups:
+        for model, stats in group.items():
+            total.setdefault(model, RatioStats()).merge(stats)
+    return total
 
 
 @dataclass(frozen=True, slots=True)
