@@ -39,6 +39,7 @@ provider's, the positions inside it are an estimate whose spread the report give
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from array import array
@@ -51,10 +52,14 @@ import numpy as np
 from xxhash import xxh3_128_digest
 
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE
+from cachecast.tokenizers.sequences import common_prefix_length
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 PLAUSIBLE_RATIO = (Fraction(1, 2), Fraction(2))
 MAX_REMEMBERED_SEGMENTS = 1 << 20
+MAX_BUILT_BYTES = 128 << 20  # calibrated segment ids kept for reuse (oldest dropped)
+OPENING_BYTES = 256  # a request is compared with the latest calibrated one opening alike
+REMEMBERED_REQUESTS = 256
 _FAMILIES = (
     "claude",
     "gemini",
@@ -191,6 +196,17 @@ class _Piece:
     sized: int | None = None  # calibrated text tokens
 
 
+@dataclass(frozen=True, slots=True)
+class _Recent:
+    """A calibrated request, for the next request of its conversation to take over."""
+
+    data: bytes  # the approximate ids
+    pieces: list[_Piece]
+    fitted: array[int]
+    segments: list[Segment]
+    anchors: list[tuple[int, int, int, int, int, int]]
+
+
 @dataclass(slots=True)
 class _Remembered:
     text: int
@@ -208,6 +224,10 @@ class Calibrator:
     max_remembered: int = MAX_REMEMBERED_SEGMENTS
     models: dict[str, RatioStats] = field(default_factory=dict)
     _sizes: OrderedDict[bytes, _Remembered] = field(default_factory=OrderedDict)
+    _shapes: dict[bytes, tuple[int, int, int, int]] = field(default_factory=dict)
+    _built: dict[tuple[bytes, int], bytes] = field(default_factory=dict)
+    _built_bytes: int = 0
+    _recent: OrderedDict[bytes, _Recent] = field(default_factory=OrderedDict)
 
     def compatible(self, logged_model: str | None, tokenized_as: str | None) -> bool:
         """Whether a record's observed count is a count of the tokenizer being estimated."""
@@ -253,8 +273,28 @@ class Calibrator:
         ``observed_count``: the provider's prompt length where the record reports one and
         the record's model is compatible (:meth:`compatible`), else None."""
         data = tokens if isinstance(tokens, array) else array("I", tokens)
-        ids = np.frombuffer(data, dtype=np.uint32) if len(data) else np.zeros(0, np.uint32)
-        pieces = [_piece(ids, segment, framing) for segment in segments]
+        raw = memoryview(data).cast("B") if len(data) else memoryview(b"")
+        whole = data.tobytes()
+        opening = whole[:OPENING_BYTES]
+        previous = self._recent.get(opening)
+        reused = 0
+        if previous is not None:
+            # A conversation's next request: the leading segments it shares with the previous
+            # one need no hashing, no analysis and, sized alike, no building.
+            common = common_prefix_length(previous.data, whole)
+            limit = min(len(segments), len(previous.pieces))
+            while (
+                reused < limit
+                and segments[reused] == previous.pieces[reused].segment
+                and segments[reused].end * 4 <= common
+            ):
+                reused += 1
+        pieces = (
+            [dataclasses.replace(previous.pieces[index], sized=None) for index in range(reused)]
+            if previous is not None
+            else []
+        )
+        pieces += [self._piece(data, raw, segment, framing) for segment in segments[reused:]]
         covered = segments[-1].end if segments else 0
         fixed = sum(p.prefix + p.suffix + p.placeholders for p in pieces) + (len(data) - covered)
         text = sum(p.text for p in pieces)
@@ -290,7 +330,11 @@ class Calibrator:
             if remembered is None or (firm and not remembered.firm):
                 assert piece.sized is not None
                 self._remember(piece.key, _Remembered(piece.sized, firm))
-        fitted, new_segments, mapping = _build(data, ids, pieces, covered)
+        fitted, new_segments, mapping = self._build(data, raw, pieces, covered, previous, reused)
+        self._recent[opening] = _Recent(whole, pieces, fitted, new_segments, mapping.anchors)
+        self._recent.move_to_end(opening)
+        if len(self._recent) > REMEMBERED_REQUESTS:
+            self._recent.popitem(last=False)
         if observed_count is not None and len(fitted) != observed_count:
             fitted, new_segments = _cut_or_pad(fitted, new_segments, observed_count)
         length = len(fitted)
@@ -301,6 +345,83 @@ class Calibrator:
                 new_breakpoints.append(Breakpoint(offset, point.ttl))
         moved = tuple(min(mapping(offset), length) for offset in offsets)
         return Fitted(fitted, tuple(new_segments), tuple(new_breakpoints), how, moved)
+
+    def _piece(
+        self, data: array[int], raw: memoryview, segment: Segment, framing: tuple[int, int, int]
+    ) -> _Piece:
+        """A segment's memo key and counts; the counts of content seen before are reused
+        (the analysis runs once per distinct segment)."""
+        key = xxh3_128_digest(raw[segment.start * 4 : segment.end * 4])
+        shape = self._shapes.get(key)
+        if shape is None:
+            ids = np.frombuffer(data, dtype=np.uint32)[segment.start : segment.end]
+            shape = self._shapes[key] = _shape(ids, framing)
+            if len(self._shapes) > self.max_remembered:
+                self._shapes.pop(next(iter(self._shapes)))
+        return _Piece(segment, key, *shape)
+
+    def _build(
+        self,
+        data: array[int],
+        raw: memoryview,
+        pieces: list[_Piece],
+        covered: int,
+        previous: _Recent | None = None,
+        reused: int = 0,
+    ) -> tuple[array[int], list[Segment], _Mapping]:
+        """The calibrated ids and segments, and the map from approximate offsets to
+        calibrated ones (exact at segment boundaries, linear inside a segment's text). A
+        segment's calibrated ids are a pure function of its ids and size, kept for reuse;
+        the leading ``reused`` pieces, where sized as in ``previous``, are its ids."""
+        chunks: list[bytes | memoryview] = []
+        segments: list[Segment] = []
+        anchors: list[tuple[int, int, int, int, int, int]] = []
+        position = 0
+        same = 0
+        if previous is not None:
+            while same < reused and pieces[same].sized == previous.pieces[same].sized:
+                same += 1
+            if same:
+                position = previous.segments[same - 1].end
+                chunks.append(memoryview(previous.fitted).cast("B")[: position * 4])
+                segments.extend(previous.segments[:same])
+                anchors.extend(previous.anchors[:same])
+        for piece in pieces[same:]:
+            segment = piece.segment
+            sized = piece.sized if piece.sized is not None else piece.text
+            length = piece.prefix + piece.suffix + piece.placeholders + sized
+            if sized == piece.text:
+                chunk: bytes | memoryview = raw[segment.start * 4 : segment.end * 4]
+            else:
+                cache_key = (piece.key, sized)
+                found = self._built.get(cache_key)
+                if found is None:
+                    ids = np.frombuffer(data, dtype=np.uint32)[segment.start : segment.end]
+                    found = _calibrated(ids, piece, sized).tobytes()
+                    self._built[cache_key] = found
+                    self._built_bytes += len(found)
+                    while self._built_bytes > MAX_BUILT_BYTES and self._built:
+                        self._built_bytes -= len(self._built.pop(next(iter(self._built))))
+                chunk = found
+            chunks.append(chunk)
+            anchors.append(
+                (
+                    segment.start,
+                    segment.end,
+                    position,
+                    position + length,
+                    piece.prefix,
+                    piece.suffix,
+                )
+            )
+            segments.append(Segment(segment.kind, segment.label, position, position + length))
+            position += length
+        tail = raw[covered * 4 :]
+        chunks.append(tail)
+        anchors.append((covered, len(data), position, position + len(data) - covered, 0, 0))
+        fitted = array("I")
+        fitted.frombytes(b"".join(chunks))
+        return fitted, segments, _Mapping(anchors)
 
     def _known(self, piece: _Piece, usage: bool) -> int | None:
         remembered = self._sizes.get(piece.key)
@@ -361,27 +482,20 @@ def _distribute(pieces: list[_Piece], total: int, weight_total: int) -> None:
         done = cumulative
 
 
-def _piece(ids: np.ndarray, segment: Segment, framing: tuple[int, int, int]) -> _Piece:
+def _shape(ids: np.ndarray, framing: tuple[int, int, int]) -> tuple[int, int, int, int]:
+    """(leading framing, trailing framing, placeholders, text) token counts of a segment."""
     start_id, message_id, end_id = framing
-    chunk = ids[segment.start : segment.end]
-    length = len(chunk)
+    length = len(ids)
     prefix = suffix = 0
-    if length and chunk[0] == start_id:
-        found = np.flatnonzero(chunk[: min(length, 32)] == message_id)
+    if length and ids[0] == start_id:
+        found = np.flatnonzero(ids[: min(length, 32)] == message_id)
         if len(found):
             prefix = int(found[0]) + 1
-    if length > prefix and chunk[-1] == end_id:
+    if length > prefix and ids[-1] == end_id:
         suffix = 1
-    body = chunk[prefix : length - suffix]
+    body = ids[prefix : length - suffix]
     placeholders = int(np.count_nonzero(body >= NON_TEXT_ID_BASE)) if len(body) else 0
-    return _Piece(
-        segment,
-        xxh3_128_digest(chunk.tobytes()),
-        prefix,
-        suffix,
-        placeholders,
-        len(body) - placeholders,
-    )
+    return prefix, suffix, placeholders, len(body) - placeholders
 
 
 def _runs(body: np.ndarray) -> list[tuple[bool, int, int]]:
@@ -408,72 +522,51 @@ def _resample(text: np.ndarray, size: int) -> np.ndarray:
     return text[(np.arange(size, dtype=np.int64) * len(text)) // size]
 
 
-def _build(
-    data: array[int], ids: np.ndarray, pieces: list[_Piece], covered: int
-) -> tuple[array[int], list[Segment], _Mapping]:
-    """The calibrated ids and segments, and the map from approximate to calibrated offsets."""
-    parts: list[np.ndarray] = []
-    segments: list[Segment] = []
-    anchors: list[tuple[int, int, int, int]] = []  # (old start, old end, new start, new end)
-    position = 0
-    for piece in pieces:
-        segment = piece.segment
-        chunk = ids[segment.start : segment.end]
-        start = position
-        prefix, suffix = piece.prefix, piece.suffix
-        body = chunk[prefix : len(chunk) - suffix]
-        sized = piece.sized if piece.sized is not None else piece.text
-        parts.append(chunk[:prefix])
-        anchors.append((segment.start, segment.start + prefix, position, position + prefix))
-        position += prefix
-        runs = _runs(body)
-        text_runs = [run for run in runs if run[0]]
-        weights = sum(end - begin for _, begin, end in text_runs)
-        done = weight = 0
-        for is_text, begin, end in runs:
-            old_start = segment.start + prefix + begin
-            if is_text:
-                weight += end - begin
-                cumulative = sized * weight // weights if weights else 0
-                size = cumulative - done
-                done = cumulative
-                parts.append(_resample(body[begin:end], size))
-            else:
-                size = end - begin
-                parts.append(body[begin:end])
-            anchors.append((old_start, old_start + end - begin, position, position + size))
-            position += size
-        if not text_runs and sized:  # a segment without text asked to grow: pad it here
-            parts.append(_filler(piece.key, sized))
-            position += sized
-        parts.append(chunk[len(chunk) - suffix :])
-        anchors.append((segment.end - suffix, segment.end, position, position + suffix))
-        position += suffix
-        segments.append(Segment(segment.kind, segment.label, start, position))
-    tail = ids[covered:]
-    parts.append(tail)
-    anchors.append((covered, covered + len(tail), position, position + len(tail)))
-    joined = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
-    fitted = array("I")
-    fitted.frombytes(joined.astype(np.uint32, copy=False).tobytes())
-    return fitted, segments, _Mapping(anchors)
+def _calibrated(ids: np.ndarray, piece: _Piece, sized: int) -> np.ndarray:
+    """A segment's ids with its text resized to ``sized`` tokens (framing and placeholders
+    kept; text runs share the size in proportion, by cumulative rounding)."""
+    prefix, suffix = piece.prefix, piece.suffix
+    body = ids[prefix : len(ids) - suffix]
+    parts = [ids[:prefix]]
+    runs = _runs(body)
+    weights = sum(end - begin for is_text, begin, end in runs if is_text)
+    done = weight = 0
+    for is_text, begin, end in runs:
+        if is_text:
+            weight += end - begin
+            cumulative = sized * weight // weights if weights else 0
+            parts.append(_resample(body[begin:end], cumulative - done))
+            done = cumulative
+        else:
+            parts.append(body[begin:end])
+    if not weights and sized:  # a segment without text asked to grow: pad it here
+        parts.append(_filler(piece.key, sized))
+    parts.append(ids[len(ids) - suffix :])
+    joined: np.ndarray = np.concatenate(parts).astype(np.uint32, copy=False)
+    return joined
 
 
 class _Mapping:
-    """Approximate offset -> calibrated offset (piecewise linear over the runs, exact at
-    every segment and run boundary)."""
+    """Approximate offset -> calibrated offset: exact at segment boundaries and inside the
+    framing, linear inside a segment's text."""
 
-    def __init__(self, anchors: list[tuple[int, int, int, int]]) -> None:
+    def __init__(self, anchors: list[tuple[int, int, int, int, int, int]]) -> None:
         self.anchors = anchors
 
     def __call__(self, offset: int) -> int:
         last_end = 0
-        for old_start, old_end, new_start, new_end in self.anchors:
-            if offset <= old_start:
-                return new_start if offset == old_start else last_end
+        for old_start, old_end, new_start, new_end, prefix, suffix in self.anchors:
+            if offset < old_start:
+                return last_end
             if offset <= old_end:
-                width = old_end - old_start
-                return new_start + (offset - old_start) * (new_end - new_start) // width
+                if offset - old_start <= prefix:
+                    return new_start + offset - old_start
+                if old_end - offset <= suffix:
+                    return new_end - (old_end - offset)
+                old_body = old_end - old_start - prefix - suffix
+                new_body = new_end - new_start - prefix - suffix
+                inside = offset - old_start - prefix
+                return new_start + prefix + inside * new_body // max(old_body, 1)
             last_end = new_end
         return last_end
 
