@@ -23,6 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.app.logs import LogInput, LogReading, check_reading
 from cachecast.app.per_request import PerRequestTable, check_table_path
+from cachecast.app.predictions import (
+    CalibrationReport,
+    MissCauseTotal,
+    TimelinePoint,
+    calibration_of,
+    miss_causes_of,
+    notes_of,
+    timeline_of,
+)
 from cachecast.app.progress import NoProgress, Progress
 from cachecast.app.reports import (
     ContractReference,
@@ -48,6 +57,7 @@ from cachecast.simulator.pricing import (
     replay_targets,
 )
 from cachecast.simulator.reconcile import ReconciliationSummary, fraction_text
+from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.types import TokenizedRequest
 
 HIT_RATE_DEFINITION = (
@@ -120,6 +130,16 @@ class TargetEstimate(Report):
     cost_without_cache: Money
     savings: Money
     reconciliation: ReconciliationReport | None
+    miss_causes: list[MissCauseTotal] = Field(
+        default_factory=list,
+        description="prompt tokens not read from cache by cause (they add up to input_tokens"
+        " - cache_read_tokens), and what reading them would have saved",
+    )
+    calibration: list[CalibrationReport] = Field(
+        default_factory=list, description="approximate tokenizers: how they were calibrated"
+    )
+    timeline: list[TimelinePoint] = Field(default_factory=list, description="hit rate over time")
+    notes: list[str] = Field(default_factory=list, description="assumptions made")
 
     @classmethod
     def of(cls, result: TargetTotals) -> TargetEstimate:
@@ -148,6 +168,9 @@ class TargetEstimate(Report):
                 if result.reconciliation.requests
                 else None
             ),
+            miss_causes=miss_causes_of(result),
+            timeline=timeline_of(result),
+            notes=notes_of(result),
         )
 
     @property
@@ -192,6 +215,7 @@ class PassOutcome:
     totals: list[TargetTotals]  # one per member, in order
     errors: list[LogRecordError]  # lines or records that could not be read
     requests_by_source: dict[str, int]
+    calibration: dict[str, RatioStats] | None = None  # approximate tokenizers' calibration
 
 
 class PassExecutor(Protocol):
@@ -205,14 +229,14 @@ class LocalExecutor:
         reading = LogReading(work.log, work.tokenizer_pass.tokenize_as)
         totals = work.empty_totals()
         replay_targets(
-            self.stream(reading.requests(), work),
+            self.stream(reading.requests(cache_objects=True), work),
             totals,
             ObservedModelMatcher(work.store, work.day),
             work.progress,
             work.per_request,
             work.auto_cache_control,
         )
-        return PassOutcome(totals, reading.errors, reading.requests_by_source)
+        return PassOutcome(totals, reading.errors, reading.requests_by_source, reading.calibration)
 
     def stream(
         self, requests: Iterator[TokenizedRequest], work: PassWork
@@ -265,6 +289,7 @@ def estimate(
     table = PerRequestTable(request.per_request) if request.per_request is not None else None
     sink = _rows_to(table, on_row)
     results: list[TargetTotals | None] = [None] * len(resolved)
+    calibrations: list[list[CalibrationReport]] = [[] for _ in resolved]
     errors: list[LogRecordError] = []
     try:
         for number, tokenizer_pass in enumerate(passes):
@@ -283,8 +308,10 @@ def estimate(
             if number == 0:  # every pass reads the same lines: check and keep them once
                 check_reading(request.log, outcome.errors, outcome.requests_by_source)
                 errors = outcome.errors
+            calibration = calibration_of(outcome.calibration or {})
             for index, totals in zip(tokenizer_pass.members, outcome.totals, strict=True):
                 results[index] = totals
+                calibrations[index] = calibration
         if table is not None:
             table.close()
     except BaseException:
@@ -298,7 +325,11 @@ def estimate(
             {(e.location.source, e.location.line, e.location.record) for e in errors}
         ),
         errors=issues_of(errors),
-        targets=[TargetEstimate.of(result) for result in results if result is not None],
+        targets=[
+            TargetEstimate.of(result).model_copy(update={"calibration": calibration})
+            for result, calibration in zip(results, calibrations, strict=True)
+            if result is not None
+        ],
     )
 
 

@@ -37,6 +37,7 @@ from cachecast.errors import (
 from cachecast.logs import pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
+from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
 from cachecast.tokenizers.records import count_lines
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -155,14 +156,34 @@ class LogReading:
         self.tokenize_as = tokenize_as
         self.errors: list[LogRecordError] = []
         self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
+        # Approximate tokenizations are calibrated per source (file, or the inline records):
+        # a file reads the same whether it is read here or by a distributed worker.
+        self.calibrators: dict[int, Calibrator] = {}
 
-    def requests(self) -> Iterator[TokenizedRequest]:
-        """Every readable request of every source, in replay order."""
+    def calibrator(self, index: int) -> Calibrator:
+        found = self.calibrators.get(index)
+        if found is None:
+            found = self.calibrators[index] = Calibrator(self.tokenize_as)
+        return found
+
+    @property
+    def calibration(self) -> dict[str, RatioStats]:
+        """What the calibration of every source read so far learned, per logged model."""
+        return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
+
+    def requests(self, *, cache_objects: bool = False) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order. Records that only
+        create a cache object (Gemini ``cachedContents``: no inference call) come only with
+        ``cache_objects`` (priced replays bill them; hit statistics would count them)."""
         streams = [self.source_requests(index) for index in range(len(self.log.source_names))]
         if len(streams) == 1:
-            return in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
-        merged = heapq.merge(*streams, key=lambda request: request.timestamp)
-        return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+            ordered = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+        else:
+            merged = heapq.merge(*streams, key=lambda request: request.timestamp)
+            ordered = in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+        if cache_objects:
+            return ordered
+        return (request for request in ordered if request.controls.creates is None)
 
     def source_requests(self, index: int) -> Iterator[TokenizedRequest]:
         """The requests of one source (a file, or the inline records) in file order."""
@@ -182,6 +203,7 @@ class LogReading:
                 errors=found,
                 format=file.format,
                 results=file.results,
+                calibrator=self.calibrator(index),
             )
             try:
                 for request in stream:
@@ -202,6 +224,7 @@ class LogReading:
                 strict=strict,
                 errors=found,
                 settled=True,  # a LogInput's records are complete and frozen with it
+                calibrator=self.calibrator(index),
             ):
                 self.requests_by_source[name] += 1
                 yield request

@@ -48,6 +48,8 @@ from cachecast.simulator.pricing import (
     replay_targets,
     target_policy,
 )
+from cachecast.tokenizers import calibration as calibrating
+from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.types import TokenizedRequest
 
 try:
@@ -76,6 +78,7 @@ class _FileOutcome:
 
     errors: list[LogRecordError]
     requests: int
+    calibration: dict[str, RatioStats] | None = None
 
 
 @dataclass(slots=True)
@@ -124,7 +127,7 @@ def _tokenize_and_shuffle(
     for bucket_items in chunk:
         yield bucket_items
     name = log.source_names[file_index]
-    yield _FileOutcome(reading.errors, reading.requests_by_source[name])
+    yield _FileOutcome(reading.errors, reading.requests_by_source[name], reading.calibration)
 
 
 @ray.remote
@@ -263,6 +266,7 @@ class RayExecutor:
             merged,
             [error for outcome in outcomes for error in outcome.errors],
             {names[index]: outcome.requests for index, outcome in enumerate(outcomes)},
+            calibrating.merged([outcome.calibration or {} for outcome in outcomes]),
         )
 
     def _shuffle(

@@ -29,6 +29,7 @@ from cachecast.cli.common import (
     progress_bar,
     stderr,
 )
+from cachecast.cli.html_report import HtmlOption, check_html_path, write_html
 from cachecast.errors import BadInputError, Location
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def estimate_command(
         Path | None,
         typer.Option(help="Also write every billed request to FILE (.csv or .parquet)."),
     ] = None,
+    html: HtmlOption = None,
     strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
     auto_cache_control: Annotated[
         bool,
@@ -122,6 +124,8 @@ def estimate_command(
         raise BadInputError(
             "choose at most one of --json, --csv, --markdown", location=Location(field="--json")
         )
+    if html is not None:
+        check_html_path(html)
     request = EstimateRequest(
         log=LogInput.of_paths(
             expand_globs(logs),
@@ -147,6 +151,9 @@ def estimate_command(
         stderr.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]", markup=True)
     if per_request is not None:
         stderr.print(f"wrote {sum(t.requests for t in report.targets)} rows to {per_request}")
+    if html is not None:
+        write_html(html, report)
+        stderr.print(f"wrote {html}")
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     elif as_csv:
@@ -262,6 +269,12 @@ def print_table(report: EstimateReport) -> None:
                     "  the log marks no cache breakpoints, so nothing is cached under this"
                     " explicit contract; --auto-cache-control assumes one per request"
                 )
+        if result.miss_causes:
+            lost = ", ".join(
+                f"{cause.cause} {_tokens(cause.tokens)} ({_dollars(cause.cost_lost)})"
+                for cause in result.miss_causes
+            )
+            out.print(f"  not read from cache: {lost}", highlight=False, soft_wrap=True)
         summary = result.reconciliation
         if summary is not None:
             out.print(

@@ -24,6 +24,7 @@ from cachecast.service.routers import (
     inspections,
     jobs,
     layout_checks,
+    reconciliations,
     simulations,
 )
 from cachecast.service.settings import ServiceSettings, load_settings
@@ -90,6 +91,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         contracts,
         estimates,
         inspections,
+        reconciliations,
         simulations,
         jobs,
         layout_checks,

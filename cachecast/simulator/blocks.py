@@ -42,7 +42,10 @@ from collections.abc import Sequence
 from xxhash import xxh3_128_digest
 
 from cachecast.errors import BadInputError, Location
+from cachecast.tokenizers.sequences import common_prefix_length
 from cachecast.tokenizers.types import TokenizedRequest
+
+__all__ = ["common_prefix_length"]  # re-exported: where callers have always found it
 
 KEY_BYTES = 16
 _TOKEN_BYTES = 4  # token ids are stored as uint32
@@ -198,22 +201,3 @@ def _common_whole_blocks(old: bytes, new: bytes, stride: int, old_blocks: int) -
         return limit
     size = limit * stride
     return common_prefix_length(old[:size], new[:size]) // stride
-
-
-def common_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
-    """How many leading items ``left`` and ``right`` share.
-
-    A binary search on slice equality: each probe is one C-level comparison of the part
-    not yet known to match, about log2(n) of them, instead of a Python-level step per item.
-    """
-    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; not at high+1
-    if left[:high] == right[:high]:
-        return high
-    high -= 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if left[low:middle] == right[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low

@@ -82,6 +82,7 @@ class Encoded:
     tokens: array[int]
     segments: tuple[Segment, ...]
     breakpoints: tuple[Breakpoint, ...]
+    implicit_offset: int | None = None  # OpenAI: end of the newest message a breakpoint fits
 
 
 @dataclass(slots=True)
@@ -228,6 +229,8 @@ class BatchEncoder:
             start = len(tokens)
             tokens.extend(found[part_key(namespace, part)])
             segments.append(Segment(part.kind, part.label, start, len(tokens)))
+            if part.inner_breakpoints:
+                breakpoints.extend(self._inner_breakpoints(part, start))
             if part.breakpoint_ttl != NO_BREAKPOINT:
                 breakpoints.append(Breakpoint(len(tokens), part.breakpoint_ttl))
         explicit = tuple(breakpoints)
@@ -241,12 +244,33 @@ class BatchEncoder:
             start = len(tokens)
             tokens.extend(self._priming)
             segments.append(Segment("template", "reply_priming", start, len(tokens)))
-        result = Encoded(tokens, tuple(segments), tuple(breakpoints))
+        implicit = None
+        if 0 <= rendered.implicit_part < len(segments):
+            implicit = segments[rendered.implicit_part].end
+        result = Encoded(tokens, tuple(segments), tuple(breakpoints), implicit)
         if rendered.body is not None:  # a conversation: later requests may take this over
             rendered.encoded_tokens = tokens
             rendered.encoded_segments = result.segments
             rendered.encoded_explicit_breakpoints = explicit
         return result
+
+    def _inner_breakpoints(self, part: Part, start: int) -> list[Breakpoint]:
+        """Breakpoints after some of a part's items (OpenAI content-part marks): the part's
+        framing before its text, then the items' own lengths (each item is encoded alone,
+        so the sum is exact). Rare, so the items are simply encoded again here."""
+        position = start
+        if part.framed:
+            position += 2 + (len(self.tokenizer.encode(part.role)) if part.role else 0)
+        lengths = [
+            item.count if isinstance(item, NonText) else len(self.tokenizer.encode(item))
+            for item in part.items
+        ]
+        found = []
+        for after, ttl in part.inner_breakpoints:
+            offset = position + sum(lengths[:after])
+            if offset > start:
+                found.append(Breakpoint(offset, ttl))
+        return found
 
     def _encode_parallel(self, texts: list[str]) -> list[array[int]]:
         # tiktoken releases the GIL while it encodes, so a batch's misses are split into

@@ -39,6 +39,41 @@ class Breakpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheCreation:
+    """This record creates a named cache object (Gemini ``cachedContents``) holding its whole
+    prompt: alive from ``timestamp`` for ``lifetime_seconds`` (until its TTL ran out, or it
+    was deleted or its TTL updated, as far as the log shows), under the TTL option
+    ``ttl``."""
+
+    name: str
+    lifetime_seconds: int
+    ttl: str | None = None
+    deleted: bool = False  # the log shows its deletion before its TTL ran out
+
+
+@dataclass(frozen=True, slots=True)
+class CacheControls:
+    """Request-level caching controls the request body sets (defaults: none set).
+
+    ``implicit_breakpoint``: False where OpenAI's ``prompt_cache_options.mode`` is
+    ``explicit`` (only marked blocks are cached). ``implicit_offset``: where OpenAI puts the
+    implicit breakpoint (the end of the newest message that may carry one). ``ttl``: the
+    request's TTL option name (``prompt_cache_options.ttl``, ``prompt_cache_retention``).
+    ``cached_content``: the Gemini cache object the request reads; ``creates``: the one this
+    record creates (the record is then no inference call, see :class:`CacheCreation`).
+    """
+
+    implicit_breakpoint: bool = True
+    implicit_offset: int | None = None
+    ttl: str | None = None
+    cached_content: str | None = None
+    creates: CacheCreation | None = None
+
+
+NO_CONTROLS = CacheControls()
+
+
+@dataclass(frozen=True, slots=True)
 class TokenizedRequest:
     """One logged request, tokenized exactly (or marked ``exact=False``).
 
@@ -71,6 +106,15 @@ class TokenizedRequest:
     session: str | None = None
     logged_model: str | None = None  # the model the log names for this request
     prompt_complete: bool = True
+    controls: CacheControls = NO_CONTROLS
 
 
-__all__ = ["Breakpoint", "ObservedUsage", "Segment", "TokenizedRequest"]
+__all__ = [
+    "NO_CONTROLS",
+    "Breakpoint",
+    "CacheControls",
+    "CacheCreation",
+    "ObservedUsage",
+    "Segment",
+    "TokenizedRequest",
+]

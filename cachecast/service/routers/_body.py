@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi import Request
 from pydantic import BaseModel
+from starlette.datastructures import UploadFile
 
 from cachecast.service.estimating import payload_from_form
 from cachecast.service.problems import FieldError, ProblemError, validation_problem
@@ -84,3 +86,12 @@ async def read_log_body(
         f"send application/json or multipart/form-data, not {media_type or 'nothing'}",
         slug="unsupported-media-type",
     )
+
+
+async def keep_upload(upload: UploadFile, folder: Path, index: int) -> Path:
+    """The upload as a file of its own (its name's suffix kept: detection does not need it,
+    people reading errors do)."""
+    suffix = Path(upload.filename or "").suffix[:16]
+    path = folder / f"upload-{index}{suffix}"
+    path.write_bytes(await upload.read())
+    return path
