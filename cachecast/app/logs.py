@@ -34,7 +34,7 @@ from cachecast.errors import (
     LogRecordError,
     input_errors,
 )
-from cachecast.logs import pair_batch_files
+from cachecast.logs import LogStream, pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
 from cachecast.tokenizers.records import count_lines
@@ -160,8 +160,13 @@ class LogReading:
         merged = heapq.merge(*streams, key=lambda request: request.timestamp)
         return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
 
-    def source_requests(self, index: int) -> Iterator[TokenizedRequest]:
-        """The requests of one source (a file, or the inline records) in file order."""
+    def source_requests(
+        self, index: int, opened: LogStream | None = None, first_timestamp: float = 0.0
+    ) -> Iterator[TokenizedRequest]:
+        """The requests of one source (a file, or the inline records) in file order.
+
+        ``opened``: the file's records from a stream opened by the caller (a part of the
+        file: ``logs.ranges``); ``first_timestamp``: see ``tokenizers.read_log``."""
         log = self.log
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"
@@ -169,7 +174,7 @@ class LogReading:
             file = log.files[index]
             found: list[LogRecordError] = []
             stream = read_log(
-                file.path,
+                opened if opened is not None else file.path,
                 name=name,
                 model=self.tokenize_as,
                 default_model=log.default_model,
@@ -178,6 +183,7 @@ class LogReading:
                 errors=found,
                 format=file.format,
                 results=file.results,
+                first_timestamp=first_timestamp,
             )
             try:
                 for request in stream:

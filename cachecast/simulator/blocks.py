@@ -134,6 +134,8 @@ class BlockKeyer:
         A trace with ``block_keys`` must have been recorded with this block size; its last
         id is dropped when it stands for a partial block.
         """
+        if request.prompt_keys is not None:
+            return given_block_keys(request, self.block_size)
         seed = self.seed(request)
         full_blocks = request.input_tokens // self.block_size
         if request.tokens is None:
@@ -175,6 +177,18 @@ class BlockKeyer:
         memory.move_to_end(key)
         if len(memory) > self._remembered:
             memory.popitem(last=False)
+
+
+def given_block_keys(request: TokenizedRequest, block_size: int) -> list[BlockKey]:
+    """The full-block keys a compact request carries for ``block_size`` (a new list)."""
+    assert request.prompt_keys is not None
+    keys = request.prompt_keys.blocks.get(block_size)
+    if keys is None:
+        raise ValueError(
+            f"{request.source}:{request.line}: request {request.request_id} carries no"
+            f" {block_size}-token block keys (its keys were computed for another policy)"
+        )
+    return list(keys)
 
 
 def _reusable_keys(

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from cachecast.errors import ConfigurationError, Location
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN, TiktokenTokenizer
 from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rendered
 from cachecast.tokenizers.types import Breakpoint, Segment
@@ -272,9 +273,23 @@ class BatchEncoder:
         return [array("I", encode(text)) for text in texts]
 
 
+THREADS_ENV = "CACHECAST_TOKENIZER_THREADS"
+
+
 def _default_workers() -> int:
     """2 (the encoding thread) when a core is idle now, else 1: on a host whose cores are
-    all busy the thread only adds hand-offs (measured: 5-15% slower at load 2-5 on 2 cores)."""
+    all busy the thread only adds hand-offs (measured: 5-15% slower at load 2-5 on 2 cores).
+
+    ``CACHECAST_TOKENIZER_THREADS`` fixes the number instead (1: encode in the caller's
+    thread; what a process sharing its cores with others, or a benchmark, may want)."""
+    fixed = os.environ.get(THREADS_ENV, "").strip()
+    if fixed:
+        try:
+            return max(int(fixed), 1)
+        except ValueError:
+            raise ConfigurationError(
+                f"must be a whole number, got {fixed!r}", location=Location(source=THREADS_ENV)
+            ) from None
     cores = os.cpu_count() or 1
     if cores < 2:
         return 1

@@ -130,11 +130,14 @@ def read_log(
     cache: SegmentCache | None = None,
     format: str | None = None,
     results: str | Path | None = None,
+    first_timestamp: float = 0.0,
 ) -> Iterator[TokenizedRequest]:
     """Stream a log of any format ``cachecast.logs`` reads (detected, or ``format``; a batch
     file's ``results`` joined to it). A :class:`LogStream` already opened may be passed
     instead of a path: its counts then tell the caller whether any record was readable.
-    ``name`` is what errors and requests call the file (default: its path)."""
+    ``name`` is what errors and requests call the file (default: its path).
+    ``first_timestamp`` is what records without a timestamp get before any record with one
+    (a part of a file read on its own passes NaN, to learn which inherit it from before)."""
     if isinstance(path, LogStream):
         stream = path
     else:
@@ -151,6 +154,7 @@ def read_log(
         cache,
         reuse=True,
     )
+    reader.last_timestamp = first_timestamp
     yield from reader.read(iter(stream))
 
 
