@@ -45,8 +45,6 @@ import datetime as dt
 import heapq
 import math
 import os
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -54,6 +52,7 @@ from typing import Any
 
 from cachecast.app.estimate import PassOutcome, PassWork
 from cachecast.app.logs import LogInput, LogReading
+from cachecast.app.progress import progress_events
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, Location, LogRecordError, MissingExtraError
 from cachecast.logs import LogStream, detect_format, open_log
@@ -253,37 +252,13 @@ def _replay_bucket(
     setup: _ReplaySetup,
 ) -> Iterator[int | _BucketResult]:
     """Replay one bucket (see :func:`replay_bucket`), yielding the number of requests
-    replayed about every ``PROGRESS_POLL_SECONDS``, then the result.
-
-    The replay runs on a thread of its own while this generator waits for its progress: a
-    generator cannot yield from inside the replay's progress callback. (A counter actor
-    would do, but starting its process cost seconds on a busy host.)"""
-    events: queue.SimpleQueue[int | _BucketResult | BaseException] = queue.SimpleQueue()
-
-    def run() -> None:
-        try:
-            events.put(replay_bucket(ray.get(chunk_refs), setup, events.put))
-        except BaseException as error:  # handed to the generator, which raises it
-            events.put(error)
-
-    worker = threading.Thread(target=run, name="cachecast-replay", daemon=True)
-    worker.start()
-    replayed, reported_at = 0, time.monotonic()
-    while True:
-        event = events.get()
-        if isinstance(event, int):
-            replayed += event
-            if time.monotonic() - reported_at >= PROGRESS_POLL_SECONDS:
-                yield replayed
-                replayed, reported_at = 0, time.monotonic()
-            continue
-        worker.join()
-        if isinstance(event, BaseException):
-            raise event
-        if replayed:
-            yield replayed
-        yield event
-        return
+    replayed about every ``PROGRESS_POLL_SECONDS``, then the result. (Progress streams back
+    from the task itself: a counter actor would do, but starting its process cost seconds
+    on a busy host.)"""
+    yield from progress_events(
+        lambda progress: replay_bucket(ray.get(chunk_refs), setup, progress),
+        PROGRESS_POLL_SECONDS,
+    )
 
 
 def replay_bucket(

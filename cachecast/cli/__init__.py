@@ -21,6 +21,7 @@ from cachecast.cli import measure as measure_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
+from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
 from cachecast.gpu_backend.engine.layout_validation import measure_records_on_engine
 from cachecast.layouts.engine_hook import install_engine_measurer
@@ -91,6 +92,7 @@ for _module in (
     estimate_cli,
     layouts_cli,
     serve_cli,
+    worker_cli,
     economics_cli,
     measure_cli,
 ):
