@@ -41,11 +41,13 @@ from cachecast.app.targets import (
 )
 from cachecast.contracts import ContractStore
 from cachecast.errors import LogRecordError
+from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.pricing import (
     ObservedModelMatcher,
     PerRequestRow,
     TargetTotals,
     replay_targets,
+    target_policy,
 )
 from cachecast.simulator.reconcile import ReconciliationSummary, fraction_text
 
@@ -203,8 +205,10 @@ class LocalExecutor:
     def run_pass(self, work: PassWork) -> PassOutcome:
         reading = LogReading(work.log, work.tokenizer_pass.tokenize_as)
         totals = work.empty_totals()
+        # The reorder window holds the keys the targets' policies read, not token ids.
+        needs = key_needs(target_policy(each, work.auto_cache_control) for each in totals)
         replay_targets(
-            reading.requests(),
+            reading.requests(Compactor(needs).compact),
             totals,
             ObservedModelMatcher(work.store, work.day),
             work.progress,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -152,9 +152,17 @@ class LogReading:
         self.errors: list[LogRecordError] = []
         self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
 
-    def requests(self) -> Iterator[TokenizedRequest]:
-        """Every readable request of every source, in replay order."""
-        streams = [self.source_requests(index) for index in range(len(self.log.source_names))]
+    def requests(
+        self, prepare: Callable[[TokenizedRequest], TokenizedRequest] | None = None
+    ) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order. ``prepare`` is applied
+        to each request before the reorder window holds it (``simulator.compact``: keys
+        instead of token ids, so that the window costs little memory)."""
+        streams: list[Iterator[TokenizedRequest]] = [
+            self.source_requests(index) for index in range(len(self.log.source_names))
+        ]
+        if prepare is not None:
+            streams = [map(prepare, stream) for stream in streams]
         if len(streams) == 1:
             return in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
         merged = heapq.merge(*streams, key=lambda request: request.timestamp)

@@ -9,7 +9,7 @@ resolution to the report, is the same code as in one process). One pass, in thre
    ``1 / (PARTS_PER_CPU * CPUs)`` of the log. A task reads and tokenizes its part exactly
    as one process does (``LogReading.source_requests``), computes each request's partition
    key (``partition.partition_key``) and replaces its token ids by the keys the replay's
-   policies will look up (``distributed.compact``: 16 bytes per block instead of 4 bytes per
+   policies will look up (``simulator.compact``: 16 bytes per block instead of 4 bytes per
    token). Every ``chunk_requests`` requests it yields one list per shuffle bucket; a worker
    holds one chunk at a time, the chunks wait in Ray's object store.
 2. **Replay** (one Ray task per bucket): sort the bucket into the single-process order
@@ -59,7 +59,7 @@ from cachecast.logs import LogStream, detect_format, open_log
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.ranges import SPLITTABLE_FORMATS, LineRange, open_range, split_lines
 from cachecast.logs.stream import Item as LogItem
-from cachecast.simulator.distributed.compact import Compactor, KeyNeeds, key_needs
+from cachecast.simulator.compact import Compactor, KeyNeeds, key_needs
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
 from cachecast.simulator.pricing import (

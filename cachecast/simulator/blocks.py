@@ -47,6 +47,9 @@ KEY_BYTES = 16
 _TOKEN_BYTES = 4  # token ids are stored as uint32
 
 BlockKey = bytes
+# A remembered prompt unused for this long (in the log's time) is forgotten: the memory then
+# follows the sessions still going on, not every session of a long log.
+REMEMBERED_IDLE_SECONDS = 3600.0
 _MemoryKey = tuple[bytes, str] | tuple[bytes, bytes]  # (seed, session) or (seed, opening)
 
 
@@ -119,6 +122,8 @@ class BlockKeyer:
         self._recent: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]] = OrderedDict()
         self._by_opening: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]] = OrderedDict()
         self._remembered = remembered_sessions
+        self._newest = 0.0  # the latest request time seen
+        self._used: dict[_MemoryKey, float] = {}  # when each remembered entry was last kept
 
     def seed(self, request: TokenizedRequest) -> bytes:
         namespace = (request.model, request.scope)
@@ -161,6 +166,8 @@ class BlockKeyer:
             keys = _reusable_keys(self._by_opening.get(opening), data, stride)
         parent = keys[-1] if keys else None
         keys += chain_keys_from_bytes(data, self.block_size, seed, len(keys), parent)
+        if request.timestamp > self._newest:
+            self._newest = request.timestamp
         self._remember(self._recent, session, (data, keys))
         if keys:
             self._remember(self._by_opening, opening, (data, keys))
@@ -172,11 +179,17 @@ class BlockKeyer:
         key: _MemoryKey,
         prompt: tuple[bytes, list[BlockKey]],
     ) -> None:
-        """Keep ``prompt`` under ``key`` as the most recent entry, dropping the oldest."""
+        """Keep ``prompt`` under ``key`` as the most recent entry, dropping the oldest and
+        those idle for ``REMEMBERED_IDLE_SECONDS``."""
         memory[key] = prompt
         memory.move_to_end(key)
+        used = self._used
+        used[key] = self._newest
         if len(memory) > self._remembered:
-            memory.popitem(last=False)
+            del used[memory.popitem(last=False)[0]]
+        idle_before = self._newest - REMEMBERED_IDLE_SECONDS
+        while used[next(iter(memory))] < idle_before:  # stops at ``key`` at the latest
+            del used[memory.popitem(last=False)[0]]
 
 
 def given_block_keys(request: TokenizedRequest, block_size: int) -> list[BlockKey]:

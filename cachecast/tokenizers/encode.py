@@ -36,6 +36,10 @@ from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rend
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
+# A part unused for this long in the log's time (``SegmentCache.now``) is dropped as well: the
+# cache then holds what the traffic still sends (system prompts, tools, live conversations),
+# not every part of a long log, whose texts and ids would fill the token budget.
+IDLE_SECONDS = 3600.0
 
 
 PartKey = tuple[str, str | None, tuple[Item, ...]]
@@ -52,11 +56,18 @@ def part_key(namespace: str, part: Part) -> PartKey:
 
 
 class SegmentCache:
-    """Content-addressed token ids, bounded by the total number of cached tokens (LRU)."""
+    """Content-addressed token ids, bounded by the total number of cached tokens (LRU) and
+    by idleness in the log's time: the reader sets :attr:`now` to the latest timestamp it
+    has read, and a part unused for :data:`IDLE_SECONDS` of it is dropped."""
 
-    def __init__(self, max_tokens: int = DEFAULT_CACHE_TOKENS) -> None:
+    def __init__(
+        self, max_tokens: int = DEFAULT_CACHE_TOKENS, idle_seconds: float = IDLE_SECONDS
+    ) -> None:
         self.max_tokens = max_tokens
+        self.idle_seconds = idle_seconds
+        self.now = 0.0
         self._entries: OrderedDict[PartKey, array[int]] = OrderedDict()
+        self._used: dict[PartKey, float] = {}  # last use, in the log's time
         self._tokens = 0
         self.hits = 0
         self.misses = 0
@@ -65,16 +76,21 @@ class SegmentCache:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
+            self._used[key] = self.now
             self.hits += 1
         return found
 
     def put(self, key: PartKey, ids: array[int]) -> None:
         if key in self._entries or len(ids) > self.max_tokens:
             return
-        self._entries[key] = ids
+        entries = self._entries
+        entries[key] = ids
+        self._used[key] = self.now
         self._tokens += len(ids)
-        while self._tokens > self.max_tokens:
-            _, evicted = self._entries.popitem(last=False)
+        idle_before = self.now - self.idle_seconds
+        while self._tokens > self.max_tokens or self._used[next(iter(entries))] < idle_before:
+            evicted_key, evicted = entries.popitem(last=False)  # never the one just put
+            del self._used[evicted_key]
             self._tokens -= len(evicted)
 
 

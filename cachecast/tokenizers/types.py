@@ -47,7 +47,7 @@ class PromptKeys:
     prefix ending at each token offset a policy may ask for (segment ends, breakpoints, the
     prompt's end: ``simulator.policies.explicit.PrefixKeys.at``). Keys are 16 bytes per
     block, a few percent of the ids they stand for: what a distributed tokenizer ships to
-    the replay (``simulator.distributed.compact``).
+    the replay, or a reorder window holds (``simulator.compact``).
     """
 
     blocks: Mapping[int, Sequence[bytes]]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from cachecast.contracts import ContractStore
-from cachecast.simulator.distributed.compact import Compactor, key_needs
+from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies import CachePolicy, build_policy, policy_for_contract
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers import read_log

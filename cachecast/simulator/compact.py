@@ -1,8 +1,10 @@
 """Compact requests: a prompt's token ids replaced by the keys the replay will look up.
 
-A distributed replay tokenizes on one worker and replays on another. Token ids are 4 bytes
-per token (an agent call of 30,000 tokens is 120 kB, several times its JSON text); what a
-cache policy reads from them is far smaller:
+Token ids are 4 bytes per token (an agent call of 30,000 tokens is 120 kB, several times its
+JSON text). Two places hold many requests between tokenizing and replaying them: a
+distributed replay ships them from the tokenizing worker to the replaying one, and the
+reorder window (``ordering.in_timestamp_order``) keeps thousands of them to sort a log's
+slightly out-of-order requests. What a cache policy reads from a prompt is far smaller:
 
 - the chained key of every full block, at the policy's block size
   (``BlockKeyer.keys``: automatic prefix caching, the Gemini implicit cache, vLLM);
