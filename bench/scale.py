@@ -1,6 +1,6 @@
 """Throughput of ``estimate`` on Ray against one process, on a text agent log, in one run.
 
-    .venv/bin/python -m bench.scale [--sessions 300] [--files 1] [--workers 1 2]
+    .venv/bin/python -m bench.scale [--sessions 600] [--files 1] [--workers 1 2]
                                     [--repeats 3] [--modes one-thread defaults]
 
 (``-m``: run as ``bench/scale.py``, the sibling ``bench/tokenize.py`` would shadow the
@@ -17,7 +17,9 @@ mode runs in its own process, so that its environment holds from the start:
 * ``one-thread``: every side held to one thread: the tokenizer's encoding thread off
   (``CACHECAST_TOKENIZER_THREADS=1``), BLAS/OpenMP/Rayon pools at 1, in the baseline and in
   every Ray worker (they inherit the environment; Ray's own gRPC threads cannot be set);
-* ``defaults``: nothing set (the tokenizer starts its thread when a core is idle).
+* ``defaults``: nothing set (the single process starts the tokenizer's encoding thread
+  when a core is idle; a Ray tokenizing task, which holds one CPU, encodes in its own
+  thread unless ``CACHECAST_TOKENIZER_THREADS`` says otherwise).
 
 For each worker count, a fresh local Ray cluster (``num_cpus`` = workers); cluster start-up,
 worker start-up and one warm-up estimate (imports, tokenizer files) are not timed. Then
@@ -56,7 +58,7 @@ MODES = ("one-thread", "defaults")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=300)
+    parser.add_argument("--sessions", type=int, default=600)
     parser.add_argument("--files", type=int, default=1)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
@@ -120,10 +122,17 @@ def run_mode(args: argparse.Namespace) -> None:
     single = estimate(request, store, on_row=single_rows.append).model_dump(mode="json")
     expected_rows = [row.as_record() for row in single_rows]
     del single_rows
-    requests = sum(target["requests"] for target in single["targets"][:1])
+    requests = single["targets"][0]["requests"]
+    tokens = single["targets"][0]["input_tokens"]
+    size = sum(path.stat().st_size for path in paths)
     tokenize_as = plan_estimate(request, store)[2][0].tokenize_as
     reading = best_of(args.repeats, lambda: read_all(LogReading(request.log, tokenize_as)), None)
-    print(f"single process, reading and tokenizing alone: {reading:.2f} s", flush=True)
+    print(
+        f"{tokens:,} prompt tokens ({tokens / requests:,.0f} a request);"
+        f" single process, reading and tokenizing alone: {reading:.2f} s"
+        f" ({size / reading / 1e6:.1f} MB/s, {tokens / reading / 1e6:.1f} M tokens/s)",
+        flush=True,
+    )
 
     @ray.remote
     def worker_setting() -> str:
@@ -139,9 +148,10 @@ def run_mode(args: argparse.Namespace) -> None:
         )
         try:
             wait_for_cluster(workers)
-            settings = set(ray.get([worker_setting.remote() for _ in range(workers)]))
             warm_rows: list[PerRequestRow] = []
             warm = estimate(request, store, executor=RayExecutor(), on_row=warm_rows.append)
+            # After the warm-up: what the tokenizing tasks run with.
+            settings = set(ray.get([worker_setting.remote() for _ in range(workers)]))
             rows_equal = [row.as_record() for row in warm_rows] == expected_rows
             if warm.model_dump(mode="json") != single or not rows_equal:
                 raise SystemExit(f"ray {workers}: the warm-up report or rows DIFFER")
@@ -151,6 +161,7 @@ def run_mode(args: argparse.Namespace) -> None:
             single_times: list[float] = []
             ray_times: list[float] = []
             on_ray = ray_run(request, store, executors)
+            load_before = os.getloadavg()[0]
             for _ in range(args.repeats):
                 best_of(
                     1,
@@ -162,20 +173,24 @@ def run_mode(args: argparse.Namespace) -> None:
         finally:
             ray.shutdown()
         baseline, seconds = min(single_times), min(ray_times)
+        # Other programs on a shared host take CPUs from both sides: say how busy it was.
+        busy = f"host load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
         stats = executors[ray_times.index(seconds)].stats[0]
         stages = stats.stages
         print(
-            f"single process    {requests / baseline:9.1f} req/s   1.00x   ({baseline:.2f} s)\n"
+            f"single process    {requests / baseline:9.1f} req/s   1.00x   ({baseline:.2f} s,"
+            f" {tokens / baseline / 1e6:.1f} M tokens/s)\n"
             f"ray {workers:>2} worker(s)  {requests / seconds:9.1f} req/s"
             f"   {baseline / seconds:.2f}x"
             f"   ({seconds:.2f} s; report and per-request rows equal to the single process;"
             f" worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))})\n"
             f"    stages, task seconds over all workers: read {stages.read:.2f}"
             f"  tokenize {stages.tokenize:.2f}  shuffle {stages.shuffle:.2f}"
-            f"  replay {stages.replay:.2f}  merge {stages.merge:.3f}\n"
+            f"  replay {stages.replay:.2f}  merge {stages.merge:.3f}"
+            f"  (replay {tokens / max(stages.replay, 1e-9) / 1e6:.0f} M tokens/s a CPU)\n"
             f"    driver wall seconds: read+tokenize+shuffle {stats.tokenize_wall:.2f}"
             f"  replay {stats.replay_wall:.2f}  merge {stats.merge_wall:.3f}"
-            f"  ({stats.parts} parts, {stats.buckets} buckets)",
+            f"  ({stats.parts} parts, {stats.buckets} buckets; {busy})",
             flush=True,
         )
 

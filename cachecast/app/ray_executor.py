@@ -69,6 +69,7 @@ from cachecast.simulator.pricing import (
     replay_targets,
     target_policy,
 )
+from cachecast.tokenizers.encode import THREADS_ENV
 from cachecast.tokenizers.types import TokenizedRequest
 
 try:
@@ -190,6 +191,9 @@ def _tokenize_and_shuffle(
     needs: KeyNeeds,
 ) -> Iterator[list[_Item] | _PartOutcome]:
     """Yield ``buckets`` lists per chunk of compact requests, then the part's outcome."""
+    # A task holds one CPU: the tokenizer's encoding thread would only contend with the
+    # other tasks on the node (unless the environment says otherwise).
+    os.environ.setdefault(THREADS_ENV, "1")
     clock = time.perf_counter
     began = clock()
     stages = StageSeconds()
