@@ -22,7 +22,7 @@ from cachecast.service.estimating import (
 )
 from cachecast.service.jobs import JobRunner, JobStore, JobView
 from cachecast.service.worker import job_handlers
-from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
+from tests.service.logs import big_job_body, estimate_body, shared_prefix_records
 
 pytestmark = pytest.mark.ray
 
@@ -82,7 +82,7 @@ def test_bad_input_fails_the_job_with_the_problem_a_request_would_get(
 
 def test_cancelling_a_job_running_on_the_cluster_stops_it(runner: JobRunner) -> None:
     store = runner.store
-    job_id = store.submit("estimate", payload(slow_job_body()), 5000 * 15)
+    job_id = store.submit("estimate", payload(big_job_body()), 25_000 * 15)
     wait(store, job_id, lambda job: job.status == "running" and job.processed_records > 0)
     cancelled = store.cancel(job_id)
     assert cancelled is not None and cancelled.status == "failed"

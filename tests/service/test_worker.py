@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cachecast import db
 from cachecast.service.jobs import JobStore, jobs_table
 from tests.service.conftest import make_settings, open_client
-from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
+from tests.service.logs import big_job_body, estimate_body, shared_prefix_records
 from tests.service.server import Server, Worker, poll_job
 
 CANCELLED = "https://cachecast.dev/problems/job-cancelled"
@@ -47,7 +47,7 @@ def test_a_worker_process_runs_the_jobs_while_the_api_answers(
     try:
         server.wait_ready()
         base = server.base_url
-        accepted = httpx.post(f"{base}/v1/estimates", json=slow_job_body(), timeout=60)
+        accepted = httpx.post(f"{base}/v1/estimates", json=big_job_body(), timeout=60)
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
         poll_job(base, job_id, running)
@@ -69,7 +69,7 @@ def test_a_worker_process_runs_the_jobs_while_the_api_answers(
         assert during["status"] == "running"  # answered while the job ran
         assert done["status"] == "done", done
         assert len(done["result"]["targets"]) == 15
-        assert all(target["requests"] == 5000 for target in done["result"]["targets"])
+        assert all(target["requests"] == 25_000 for target in done["result"]["targets"])
         with db.get_engine(migrated_db_url).connect() as connection:
             claimed_by = connection.execute(
                 sa.select(jobs_table.c.claimed_by).where(jobs_table.c.id == job_id)
@@ -79,7 +79,7 @@ def test_a_worker_process_runs_the_jobs_while_the_api_answers(
         assert api_spent * 5 < worker_spent
 
         # Cancelled while running: the worker stops it and goes on with the next job.
-        accepted = httpx.post(f"{base}/v1/estimates", json=slow_job_body(), timeout=60)
+        accepted = httpx.post(f"{base}/v1/estimates", json=big_job_body(), timeout=60)
         cancelled_id = accepted.json()["job_id"]
         poll_job(base, cancelled_id, running)
         cancelled = httpx.delete(f"{base}/v1/jobs/{cancelled_id}", timeout=30)
