@@ -50,11 +50,13 @@ from cachecast.app.targets import (
 )
 from cachecast.contracts import ContractStore
 from cachecast.errors import LogRecordError
+from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.pricing import (
     ObservedModelMatcher,
     PerRequestRow,
     TargetTotals,
     replay_targets,
+    target_policy,
 )
 from cachecast.simulator.reconcile import ReconciliationSummary, fraction_text
 from cachecast.tokenizers.calibration import RatioStats
@@ -80,6 +82,12 @@ class EstimateRequest(BaseModel):
     )
     per_request: Path | None = Field(
         default=None, description="also write every billed request to this .csv/.parquet file"
+    )
+    explain_misses: bool = Field(
+        default=True,
+        description="attribute every request's uncached tokens to their causes (miss_causes)."
+        " The replay then reads every prompt's token ids; without it a distributed run ships"
+        " only block keys (docs/capacity-plan.md)",
     )
 
 
@@ -205,6 +213,7 @@ class PassWork:
     auto_cache_control: bool
     progress: Callable[[int], None]
     per_request: Callable[[PerRequestRow], None] | None
+    explain_misses: bool = True
 
     def empty_totals(self) -> list[TargetTotals]:
         return [TargetTotals(item.target, item.contract, item.tokenizer) for item in self.targets]
@@ -228,13 +237,20 @@ class LocalExecutor:
     def run_pass(self, work: PassWork) -> PassOutcome:
         reading = LogReading(work.log, work.tokenizer_pass.tokenize_as)
         totals = work.empty_totals()
+        # The reorder window holds the keys the targets' policies read, not token ids (the
+        # ids too where misses are explained).
+        needs = key_needs(
+            (target_policy(each, work.auto_cache_control) for each in totals),
+            tokens=work.explain_misses,
+        )
         replay_targets(
-            self.stream(reading.requests(cache_objects=True), work),
+            self.stream(reading.requests(Compactor(needs).compact, cache_objects=True), work),
             totals,
             ObservedModelMatcher(work.store, work.day),
             work.progress,
             work.per_request,
             work.auto_cache_control,
+            explain=work.explain_misses,
         )
         return PassOutcome(totals, reading.errors, reading.requests_by_source, reading.calibration)
 
@@ -303,6 +319,7 @@ def estimate(
                     auto_cache_control=request.auto_cache_control,
                     progress=progress.advance,
                     per_request=sink,
+                    explain_misses=request.explain_misses,
                 )
             )
             if number == 0:  # every pass reads the same lines: check and keep them once

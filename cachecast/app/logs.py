@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,7 +34,7 @@ from cachecast.errors import (
     LogRecordError,
     input_errors,
 )
-from cachecast.logs import pair_batch_files
+from cachecast.logs import LogStream, pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
 from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
@@ -171,11 +171,22 @@ class LogReading:
         """What the calibration of every source read so far learned, per logged model."""
         return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
 
-    def requests(self, *, cache_objects: bool = False) -> Iterator[TokenizedRequest]:
-        """Every readable request of every source, in replay order. Records that only
+    def requests(
+        self,
+        prepare: Callable[[TokenizedRequest], TokenizedRequest] | None = None,
+        *,
+        cache_objects: bool = False,
+    ) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order. ``prepare`` is applied
+        to each request before the reorder window holds it (``simulator.compact``: keys
+        instead of token ids, so that the window costs little memory). Records that only
         create a cache object (Gemini ``cachedContents``: no inference call) come only with
         ``cache_objects`` (priced replays bill them; hit statistics would count them)."""
-        streams = [self.source_requests(index) for index in range(len(self.log.source_names))]
+        streams: list[Iterator[TokenizedRequest]] = [
+            self.source_requests(index) for index in range(len(self.log.source_names))
+        ]
+        if prepare is not None:
+            streams = [map(prepare, stream) for stream in streams]
         if len(streams) == 1:
             ordered = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
         else:
@@ -185,8 +196,13 @@ class LogReading:
             return ordered
         return (request for request in ordered if request.controls.creates is None)
 
-    def source_requests(self, index: int) -> Iterator[TokenizedRequest]:
-        """The requests of one source (a file, or the inline records) in file order."""
+    def source_requests(
+        self, index: int, opened: LogStream | None = None, first_timestamp: float = 0.0
+    ) -> Iterator[TokenizedRequest]:
+        """The requests of one source (a file, or the inline records) in file order.
+
+        ``opened``: the file's records from a stream opened by the caller (a part of the
+        file: ``logs.ranges``); ``first_timestamp``: see ``tokenizers.read_log``."""
         log = self.log
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"
@@ -194,7 +210,7 @@ class LogReading:
             file = log.files[index]
             found: list[LogRecordError] = []
             stream = read_log(
-                file.path,
+                opened if opened is not None else file.path,
                 name=name,
                 model=self.tokenize_as,
                 default_model=log.default_model,
@@ -204,6 +220,7 @@ class LogReading:
                 format=file.format,
                 results=file.results,
                 calibrator=self.calibrator(index),
+                first_timestamp=first_timestamp,
             )
             try:
                 for request in stream:

@@ -22,6 +22,7 @@ from cachecast.cli import reconcile as reconcile_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
+from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
 
 app = typer.Typer(
@@ -89,6 +90,7 @@ for _module in (
     reconcile_cli,
     layouts_cli,
     serve_cli,
+    worker_cli,
     economics_cli,
     measure_cli,
 ):

@@ -97,6 +97,14 @@ def estimate_command(
             " latest message with a breakpoint, as top-level automatic cache_control does."
         ),
     ] = False,
+    miss_causes: Annotated[
+        bool,
+        typer.Option(
+            "--miss-causes/--no-miss-causes",
+            help="Attribute every request's uncached tokens to their causes (default). Off, a"
+            " --ray run ships only block keys between workers: faster, no causes.",
+        ),
+    ] = True,
     ray: Annotated[
         bool,
         typer.Option(
@@ -139,6 +147,7 @@ def estimate_command(
         at=parse_day(at),
         auto_cache_control=auto_cache_control,
         per_request=per_request,
+        explain_misses=miss_causes,
     )
     store = contract_store(database_url)
     executor = ray_executor(ray_address) if ray or ray_address is not None else None

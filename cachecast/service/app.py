@@ -11,7 +11,6 @@ from fastapi.responses import JSONResponse
 
 from cachecast import __version__
 from cachecast.contracts.errors import DatabaseNotMigratedError
-from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import BodyLimitMiddleware, NoLocalTokenizersMiddleware
 from cachecast.service.metrics import MetricsMiddleware, ServiceMetrics
@@ -29,6 +28,7 @@ from cachecast.service.routers import (
 )
 from cachecast.service.settings import ServiceSettings, load_settings
 from cachecast.service.state import ServiceState
+from cachecast.service.worker import job_handlers
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +54,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         if settings.job_runners > 0:
             state.runner = JobRunner(
                 job_store,
-                {
-                    estimates.ESTIMATE_JOB_KIND: lambda payload, progress: run_estimate_job(
-                        state.contracts, payload, progress
-                    )
-                },
+                job_handlers(state.contracts, settings.ray_address),
                 threads=settings.job_runners,
                 poll_seconds=settings.job_poll_seconds,
                 on_finished=lambda kind, outcome: metrics.jobs_finished.labels(kind, outcome).inc(),

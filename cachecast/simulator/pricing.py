@@ -111,7 +111,9 @@ class PerRequestRow:
     def slim(self) -> PerRequestRow:
         """The row without the prompt's tokens (the table needs only the request's identity):
         what a distributed worker ships back."""
-        request = dataclasses.replace(self.request, tokens=None, block_keys=None, segments=())
+        request = dataclasses.replace(
+            self.request, tokens=None, block_keys=None, segments=(), prompt_keys=None
+        )
         return dataclasses.replace(self, request=request)
 
 

@@ -30,11 +30,16 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from cachecast.errors import ConfigurationError, Location
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN, TiktokenTokenizer
 from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rendered
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
+# A part unused for this long in the log's time (``SegmentCache.now``) is dropped as well: the
+# cache then holds what the traffic still sends (system prompts, tools, live conversations),
+# not every part of a long log, whose texts and ids would fill the token budget.
+IDLE_SECONDS = 3600.0
 
 
 PartKey = tuple[str, str | None, tuple[Item, ...]]
@@ -51,11 +56,18 @@ def part_key(namespace: str, part: Part) -> PartKey:
 
 
 class SegmentCache:
-    """Content-addressed token ids, bounded by the total number of cached tokens (LRU)."""
+    """Content-addressed token ids, bounded by the total number of cached tokens (LRU) and
+    by idleness in the log's time: the reader sets :attr:`now` to the latest timestamp it
+    has read, and a part unused for :data:`IDLE_SECONDS` of it is dropped."""
 
-    def __init__(self, max_tokens: int = DEFAULT_CACHE_TOKENS) -> None:
+    def __init__(
+        self, max_tokens: int = DEFAULT_CACHE_TOKENS, idle_seconds: float = IDLE_SECONDS
+    ) -> None:
         self.max_tokens = max_tokens
+        self.idle_seconds = idle_seconds
+        self.now = 0.0
         self._entries: OrderedDict[PartKey, array[int]] = OrderedDict()
+        self._used: dict[PartKey, float] = {}  # last use, in the log's time
         self._tokens = 0
         self.hits = 0
         self.misses = 0
@@ -64,16 +76,21 @@ class SegmentCache:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
+            self._used[key] = self.now
             self.hits += 1
         return found
 
     def put(self, key: PartKey, ids: array[int]) -> None:
         if key in self._entries or len(ids) > self.max_tokens:
             return
-        self._entries[key] = ids
+        entries = self._entries
+        entries[key] = ids
+        self._used[key] = self.now
         self._tokens += len(ids)
-        while self._tokens > self.max_tokens:
-            _, evicted = self._entries.popitem(last=False)
+        idle_before = self.now - self.idle_seconds
+        while self._tokens > self.max_tokens or self._used[next(iter(entries))] < idle_before:
+            evicted_key, evicted = entries.popitem(last=False)  # never the one just put
+            del self._used[evicted_key]
             self._tokens -= len(evicted)
 
 
@@ -296,9 +313,23 @@ class BatchEncoder:
         return [array("I", encode(text)) for text in texts]
 
 
+THREADS_ENV = "CACHECAST_TOKENIZER_THREADS"
+
+
 def _default_workers() -> int:
     """2 (the encoding thread) when a core is idle now, else 1: on a host whose cores are
-    all busy the thread only adds hand-offs (measured: 5-15% slower at load 2-5 on 2 cores)."""
+    all busy the thread only adds hand-offs (measured: 5-15% slower at load 2-5 on 2 cores).
+
+    ``CACHECAST_TOKENIZER_THREADS`` fixes the number instead (1: encode in the caller's
+    thread; what a process sharing its cores with others, or a benchmark, may want)."""
+    fixed = os.environ.get(THREADS_ENV, "").strip()
+    if fixed:
+        try:
+            return max(int(fixed), 1)
+        except ValueError:
+            raise ConfigurationError(
+                f"must be a whole number, got {fixed!r}", location=Location(source=THREADS_ENV)
+            ) from None
     cores = os.cpu_count() or 1
     if cores < 2:
         return 1

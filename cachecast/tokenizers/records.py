@@ -100,6 +100,9 @@ BATCH_SIZE = 256
 # Conversations whose latest request is kept for the next one to take its leading parts over
 # (least recently used dropped first): bounds memory on logs with many interleaved sessions.
 MAX_OPEN_CONVERSATIONS = 512
+# A conversation whose latest request is older than this (in the log's time) is dropped too,
+# so that memory follows the conversations still going on, not every one the log has held.
+CONVERSATION_IDLE_SECONDS = 3600.0
 SCOPE_FIELDS = (
     "org",
     "organization",
@@ -141,11 +144,14 @@ def read_log(
     format: str | None = None,
     results: str | Path | None = None,
     calibrator: Calibrator | None = None,
+    first_timestamp: float = 0.0,
 ) -> Iterator[TokenizedRequest]:
     """Stream a log of any format ``cachecast.logs`` reads (detected, or ``format``; a batch
     file's ``results`` joined to it). A :class:`LogStream` already opened may be passed
     instead of a path: its counts then tell the caller whether any record was readable.
-    ``name`` is what errors and requests call the file (default: its path)."""
+    ``name`` is what errors and requests call the file (default: its path).
+    ``first_timestamp`` is what records without a timestamp get before any record with one
+    (a part of a file read on its own passes NaN, to learn which inherit it from before)."""
     if isinstance(path, LogStream):
         stream = path
     else:
@@ -163,6 +169,7 @@ def read_log(
         reuse=True,
         calibrator=calibrator,
     )
+    reader.last_timestamp = first_timestamp
     yield from reader.read(iter(stream))
 
 
@@ -254,7 +261,8 @@ class _Reader:
         self.last_timestamp = 0.0
         self.reuse = reuse
         # Latest rendered request per conversation key (see ``_render``).
-        self.conversations: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+        self.conversations: OrderedDict[tuple[Any, ...], tuple[Rendered, float]] = OrderedDict()
+        self.newest = 0.0  # the latest timestamp read: the log's "now"
 
     def read(
         self, numbered: Iterator[tuple[int, dict[str, Any] | LogError]]
@@ -321,6 +329,8 @@ class _Reader:
         # Raises UnknownModelError early, with this line's number.
         tokenizer = get_tokenizer(model) if model is not None else None
         api = detect_api(body, provider)
+        if timestamp is not None and timestamp > self.newest:
+            self.newest = timestamp
         rendered = self._render(body, api, model, tokenizer, record)
         if "cache_creation" in record:
             rendered.reply_priming = False  # a cache's content: no reply follows it
@@ -360,15 +370,19 @@ class _Reader:
         key = (model, api, record.get("session"), opening)
         if not isinstance(key[2], str | int | None):
             return render(body, api)
-        previous = self.conversations.get(key)
-        rendered = render_after(body, api, previous) if previous is not None else None
+        conversations = self.conversations
+        previous = conversations.get(key)
+        rendered = render_after(body, api, previous[0]) if previous is not None else None
         if rendered is None:
             rendered = render(body, api)
         if rendered.body is not None:
-            self.conversations[key] = rendered
-            self.conversations.move_to_end(key)
-            if len(self.conversations) > MAX_OPEN_CONVERSATIONS:
-                self.conversations.popitem(last=False)
+            conversations[key] = (rendered, self.newest)
+            conversations.move_to_end(key)
+            if len(conversations) > MAX_OPEN_CONVERSATIONS:
+                conversations.popitem(last=False)
+            idle_before = self.newest - CONVERSATION_IDLE_SECONDS
+            while conversations[next(iter(conversations))][1] < idle_before:
+                conversations.popitem(last=False)  # stops at this one, the newest
         return rendered
 
     def _mooncake(
@@ -418,6 +432,7 @@ class _Reader:
 
     def start(self, items: list[_Item]) -> _Started:
         """Begin encoding a batch's tiktoken requests (their new texts on a thread)."""
+        self.cache.now = self.newest  # the segment cache forgets parts idle in log time
         by_model: dict[str, list[_Parsed]] = {}
         for item in items:
             if isinstance(item, _Parsed) and item.model is not None:

@@ -6,7 +6,7 @@ These types are the contract between ``cachecast.tokenizers`` (producer) and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cachecast.logs.types import ObservedUsage
@@ -74,6 +74,22 @@ NO_CONTROLS = CacheControls()
 
 
 @dataclass(frozen=True, slots=True)
+class PromptKeys:
+    """A prompt reduced to the keys cache policies look up, in place of its token ids.
+
+    ``blocks`` maps a block size to the chained key of every full block
+    (``simulator.blocks.BlockKeyer.keys``); ``prefixes`` maps a block size to the key of the
+    prefix ending at each token offset a policy may ask for (segment ends, breakpoints, the
+    prompt's end: ``simulator.policies.explicit.PrefixKeys.at``). Keys are 16 bytes per
+    block, a few percent of the ids they stand for: what a distributed tokenizer ships to
+    the replay, or a reorder window holds (``simulator.compact``).
+    """
+
+    blocks: Mapping[int, Sequence[bytes]]
+    prefixes: Mapping[int, Mapping[int, bytes]]
+
+
+@dataclass(frozen=True, slots=True)
 class TokenizedRequest:
     """One logged request, tokenized exactly (or marked ``exact=False``).
 
@@ -84,6 +100,9 @@ class TokenizedRequest:
     ``prompt_complete`` is False where the log does not hold the whole prompt (agent
     transcripts omit the system prompt and tool definitions; redacted logs keep only text
     lengths): the observed usage is then exact but the prompt's tokens are not.
+
+    ``prompt_keys`` (with ``tokens`` None) stands for the tokens where only their keys
+    travelled (a distributed replay); the policies read the keys instead.
     """
 
     source: str  # file the record came from
@@ -107,6 +126,7 @@ class TokenizedRequest:
     logged_model: str | None = None  # the model the log names for this request
     prompt_complete: bool = True
     controls: CacheControls = NO_CONTROLS
+    prompt_keys: PromptKeys | None = None
 
 
 __all__ = [
@@ -115,6 +135,7 @@ __all__ = [
     "CacheControls",
     "CacheCreation",
     "ObservedUsage",
+    "PromptKeys",
     "Segment",
     "TokenizedRequest",
 ]

@@ -102,10 +102,22 @@ class PrefixKeys:
         self.request = request
         self.block_size = keyer.block_size
         self.seed = keyer.seed(request)
-        self.keys = keyer.keys(request)
+        # A compact request carries its prefix keys (``TokenizedRequest.prompt_keys``).
+        given = request.prompt_keys
+        self._given = None if given is None else given.prefixes.get(keyer.block_size, {})
+        self.keys = [] if given is not None else keyer.keys(request)
         self._data = None if request.tokens is None else token_bytes(request.tokens)
 
     def at(self, offset: int) -> bytes:
+        if self._given is not None:
+            key = self._given.get(offset)
+            if key is None:
+                request = self.request
+                raise ValueError(
+                    f"{request.source}:{request.line}: request {request.request_id} carries"
+                    f" no key for its prefix of {offset} tokens"
+                )
+            return key
         whole, rest = divmod(offset, self.block_size)
         parent = self.keys[whole - 1] if whole else self.seed
         if rest == 0:
