@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cachecast.errors import LogRecordError
 from cachecast.gpu_backend.engine.backend import EngineBackend, Progress
 from cachecast.gpu_backend.engine.report import MeasurementReport, RequestComparison
 from cachecast.gpu_backend.engine.types import (
@@ -38,15 +39,10 @@ METRICS_SETTLE_S = 10.0
 published asynchronously, after the response)."""
 
 
-class LogFormatError(ValueError):
-    """A bad record in a token log; the message names file, line and field."""
-
-    def __init__(self, file: str, line: int, field: str, reason: str) -> None:
-        super().__init__(f"{file}:{line}: field {field!r}: {reason}")
-        self.file = file
-        self.line = line
-        self.field = field
-        self.reason = reason
+class LogFormatError(LogRecordError, ValueError):
+    """A bad record in a token log, or a prompt the engine cannot take: bad input naming file,
+    line and field (``file``, ``line``, ``field`` and ``reason`` as before). Still a
+    ValueError for callers that catch one."""
 
 
 def read_token_log(path: Path) -> Iterator[TokenizedRequest]:
@@ -182,7 +178,9 @@ def to_replay_requests(
 
 
 def check_fits_engine(requests: Sequence[TokenizedRequest], info: EngineInfo) -> None:
-    """Reject, before anything is sent, a prompt the engine would refuse mid-run."""
+    """Reject, before anything is sent, a prompt the engine would refuse mid-run (bad input:
+    the request names its file, line and field, the message the engine)."""
+    engine = info.endpoint or f"the {info.kind} engine"
     for request in requests:
         assert request.tokens is not None
         if info.max_model_len is not None and len(request.tokens) >= info.max_model_len:
@@ -191,7 +189,7 @@ def check_fits_engine(requests: Sequence[TokenizedRequest], info: EngineInfo) ->
                 request.line,
                 "tokens",
                 f"{len(request.tokens)} tokens leave no room for one generated token within"
-                f" the engine's max_model_len of {info.max_model_len}",
+                f" the max_model_len of {info.max_model_len} of {engine}",
             )
         if info.vocab_size is not None:
             for position, token in enumerate(request.tokens):
@@ -200,7 +198,7 @@ def check_fits_engine(requests: Sequence[TokenizedRequest], info: EngineInfo) ->
                         request.source,
                         request.line,
                         f"tokens[{position}]",
-                        f"token id {token} is outside the model's vocabulary"
+                        f"token id {token} is outside the vocabulary of {engine}'s model"
                         f" (size {info.vocab_size})",
                     )
 

@@ -161,6 +161,8 @@ class MeasurementReport:
                 "device": engine.device,
                 "block_size": engine.block_size,
                 "num_blocks": engine.num_blocks,
+                "dtype": engine.dtype,
+                "kv_cache_dtype": engine.kv_cache_dtype,
                 "endpoint": engine.endpoint,
                 "measured_at": self.measured_at.isoformat(),
             },
