@@ -295,6 +295,19 @@ def load_measurement(url: str, measurement_id: int) -> FittedPrefill:
     return _fitted(measurement_id, stored_report(url, measurement_id))
 
 
+PASSPORT_COLUMNS = (
+    "engine_kind",
+    "engine_version",
+    "model",
+    "device",
+    "block_size",
+    "num_blocks",
+    "dtype",
+    "kv_cache_dtype",
+    "endpoint",
+)
+
+
 def stored_report(url: str, measurement_id: int) -> dict[str, Any]:
     """The stored report of measurement ``measurement_id`` (its passport, every request),
     with the passport's columns as stored; an unknown id is not found."""
@@ -311,11 +324,13 @@ def stored_report(url: str, measurement_id: int) -> dict[str, Any]:
                 location=Location(field="measurement_id"),
             )
         report: dict[str, Any] = json.loads(stored.report_json)
+        # The row's columns are the passport (older reports lack the dtypes in their JSON).
         report["passport"] = {
             **(report.get("passport") or {}),
-            "dtype": stored.dtype,
-            "kv_cache_dtype": stored.kv_cache_dtype,
+            **{name: getattr(stored, name) for name in PASSPORT_COLUMNS},
+            "measured_at": stored.measured_at.isoformat(),
         }
+        report.setdefault("source", stored.source)
     return report
 
 

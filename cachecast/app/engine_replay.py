@@ -231,8 +231,8 @@ def replay_on_engine(
         engine = "(end of prompt)" if error.engine_token is None else str(error.engine_token)
         ours = "(end of prompt)" if error.our_token is None else str(error.our_token)
         raise BadInputError(
-            f"the engine at {url} tokenizes request {error.request_id} differently from"
-            f" cachecast's tokenization as {tokenize_as!r}: the first differing token is at"
+            f"the engine at {url} tokenizes this request differently from cachecast's"
+            f" tokenization as {tokenize_as!r}: the first differing token is at"
             f" position {error.position} (engine {engine}, cachecast {ours}); measured hits"
             " would not be comparable with the simulator's. Give the model the engine serves"
             " (--model) or serve one with the same tokenizer and chat template",

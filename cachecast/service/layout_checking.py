@@ -134,7 +134,7 @@ def refuse_engine_targets(targets: list[str]) -> None:
             raise BadInputError(
                 f"{ENGINE_TARGET} targets are not available over HTTP: the service does not"
                 " call URLs given in a request (run cachecast check on the command line)",
-                location=Location(field=f"body.targets[{index}]"),
+                location=Location(field=f"targets[{index}]"),
             )
 
 
