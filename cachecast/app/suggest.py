@@ -18,14 +18,23 @@ on a real vLLM server (``app.engine_replay``: chat requests as logged, the engin
 template, a cache reset before each replay), and each suggestion's measured hit-rate gain is
 set beside the simulated one (the simulator run with the engine's own geometry); a gain that
 differs by more than ``gain_tolerance_pp`` is flagged.
+
+With ``write_requests_to`` (a folder) every suggestion listed is also written there as
+``NN-KIND.jsonl``, the requests after the change one per line, so that the change can be
+checked, measured or estimated with any other command (``check BASELINE CANDIDATE`` with the
+file as either side).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -43,6 +52,7 @@ from cachecast.app.progress import NoProgress, Progress
 from cachecast.app.prompt_sets import PromptSet, PromptSource, load_prompt_set
 from cachecast.app.reports import Money, Report
 from cachecast.contracts import ContractStore
+from cachecast.errors import ConfigurationError, Location
 from cachecast.layouts.changes import (
     EXPLICIT_MODES,
     Change,
@@ -90,6 +100,11 @@ class SuggestRequest(TargetSettings):
         default=True, description="also try the best combination of compatible changes"
     )
     validate_on_engine: EngineValidation | None = None
+    write_requests_to: Path | None = Field(
+        default=None,
+        description="a folder to write each listed suggestion's requests to, NN-KIND.jsonl"
+        " (CLI only: the service never writes where a client names)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +240,9 @@ class SuggestionReport(Report):
     targets: list[TargetOutcome]
     diff: str
     engine: SuggestionOnEngine | None = None
+    requests_file: str | None = Field(
+        default=None, description="where the requests after the change were written"
+    )
 
 
 class SuggestReport(Report):
@@ -273,6 +291,8 @@ def suggest(
     """Every applicable change, re-simulated under the targets, best first; see the module
     docstring. ``store`` may be None when every target is self-hosted. ``progress`` counts
     the changes replayed."""
+    if request.write_requests_to is not None:
+        check_output_folder(request.write_requests_to, "write_requests_to (--write-requests)")
     plan = plan_targets(request, store)
     targets, day = plan.targets, plan.day
     prompt_set = load_prompt_set(request.source, "input", model=request.model)
@@ -352,6 +372,20 @@ def suggest(
         engine_original, suggestions = _validate(
             request.validate_on_engine, prompt_set, shown, request, plan.engine.store_url
         )
+    if request.write_requests_to is not None:
+        suggestions = [
+            suggestion.model_copy(
+                update={
+                    "requests_file": str(
+                        _write_requests(
+                            request.write_requests_to / f"{rank:02d}-{suggestion.kind}.jsonl",
+                            item.records,
+                        )
+                    )
+                }
+            )
+            for rank, (suggestion, item) in enumerate(zip(suggestions, shown, strict=True), 1)
+        ]
     return SuggestReport(
         input=prompt_set.label,
         at=day,
@@ -362,6 +396,33 @@ def suggest(
         other_changes=[item.report for item in unhelpful] if request.include_all else [],
         engine_original=engine_original,
     )
+
+
+def check_output_folder(folder: Path, field: str) -> None:
+    """``folder`` exists and files can be written in it: checked before any work."""
+    where = Location(source=str(folder), field=field)
+    if not folder.is_dir():
+        raise ConfigurationError("is not an existing folder", location=where)
+    if not os.access(folder, os.W_OK):
+        raise ConfigurationError("the folder is not writable", location=where)
+
+
+def _write_requests(path: Path, records: Sequence[dict[str, Any]]) -> Path:
+    """``records`` as JSON lines at ``path``, whole or not at all (a temporary file in the
+    same folder, renamed over ``path`` once written)."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", text=True)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as open() would have made it
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def _best_combination(

@@ -441,6 +441,14 @@ def suggest_command(
     ] = "0pp",
     engine_api_key: EngineApiKeyOption = None,
     store_measurements: StoreMeasurementsOption = False,
+    write_requests: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-requests",
+            help="An existing folder: write each suggestion listed there as NN-KIND.jsonl"
+            " (the requests after the change), to check, measure or estimate it.",
+        ),
+    ] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Find volatile spans and propose layout changes that help, each re-simulated and
@@ -469,6 +477,7 @@ def suggest_command(
         include_all=show_all,
         combine=combine,
         validate_on_engine=engine,
+        write_requests_to=write_requests,
         **engine_fields,
     )
     store = _store(settings.targets, settings.block_size, database_url)
@@ -507,6 +516,8 @@ def print_suggestions(report: SuggestReport) -> None:
             )
             if engine.flag is not None:
                 typer.echo(f"     ⚠ {engine.flag}")
+        if suggestion.requests_file is not None:
+            typer.echo(f"   requests after the change: {suggestion.requests_file}")
         typer.echo("   " + suggestion.diff.replace("\n", "\n   ").rstrip())
     if report.hidden_changes:
         typer.echo(

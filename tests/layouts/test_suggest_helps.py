@@ -118,3 +118,56 @@ def test_a_change_that_costs_more_on_a_priced_target_is_not_suggested(
                   "--database-url", migrated_db_url)  # fmt: skip
     assert "do not help (--all lists them" in text.stdout
     assert "saves $-" not in text.stdout
+
+
+def test_write_requests_gives_each_suggestion_as_a_log_other_commands_read(
+    invoke: Invoke, migrated_db_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "suggested"
+    out.mkdir()
+    result = invoke("suggest", FAULTY, "-t", "vllm:32", "--json", "--write-requests", out)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    top = document["suggestions"][0]
+    assert top["kind"] == COMBINED
+    written = Path(top["requests_file"])
+    assert written == out / f"01-{COMBINED}.jsonl"
+    assert sorted(p.name for p in out.iterdir()) == [
+        f"{rank:02d}-{s['kind']}.jsonl" for rank, s in enumerate(document["suggestions"], 1)
+    ]
+    lines = [json.loads(line) for line in written.read_text().splitlines()]
+    faulty = [json.loads(line) for line in FAULTY.read_text().splitlines()]
+    assert len(lines) == len(faulty) == 14
+    for after, before in zip(lines, faulty, strict=True):
+        # The change as the suggestion describes it, read off the file: the tools sorted by
+        # name, the system prompt without its first line, which follows as a system message.
+        names = [tool["function"]["name"] for tool in after["request"]["tools"]]
+        assert names == sorted(names)
+        old_system = before["request"]["messages"][0]["content"]
+        stamp, _, stable = old_system.partition("\n")
+        assert stamp.startswith("Current time: ")
+        messages = after["request"]["messages"]
+        assert messages[0]["content"].strip() == stable.strip()
+        assert messages[1] == {"role": "system", "content": stamp}
+    # The written file is a log like any other: check on it sees the simulated hit rate,
+    # and vLLM's documented rule on its tokens gives the same.
+    report = tmp_path / "check.json"
+    checked = invoke("check", FAULTY, written, "-t", "vllm:32", "--json", report)
+    assert checked.exit_code == 0, checked.output
+    (target,) = json.loads(report.read_text())["targets"]
+    simulated = Decimal(str(top["targets"][0]["hit_rate_after"]))
+    assert Decimal(str(target["candidate"]["hit_rate"])) == simulated == _rate(lines)
+    # 15,488 of the 22,016 prompt tokens (the figures vLLM measured for this change).
+    assert target["candidate"]["cache_read_tokens"] == 15_488
+
+
+def test_write_requests_into_a_missing_folder_is_refused_before_any_work(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nowhere"
+    result = invoke("suggest", FAULTY, "-t", "vllm:32", "--write-requests", missing)
+    assert result.exit_code == 2
+    assert f"{missing}: write_requests_to (--write-requests): is not an existing folder" in (
+        result.stderr
+    )
+    assert not missing.exists()
