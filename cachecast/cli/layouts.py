@@ -298,6 +298,11 @@ def summary_lines(report: CheckReport) -> list[str]:
             )
         if base.engine is not None and cand.engine is not None:
             line += f"; TTFT {_ttft_change(base.engine, cand.engine)} (measured)"
+            if base.engine.measurement_id is not None and cand.engine.measurement_id is not None:
+                line += (
+                    f"; stored as measurements #{base.engine.measurement_id} (baseline) and"
+                    f" #{cand.engine.measurement_id} (candidate)"
+                )
         lines.append(line)
         lines.extend(f"    ✗ {violation}" for violation in comparison.violations)
     lines.append(_divergence_sentence(report.divergence))

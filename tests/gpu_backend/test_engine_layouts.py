@@ -123,12 +123,12 @@ def test_suggestions_validated_on_the_engine_measure_as_simulated(
     assert top.engine.ttft_p50_change is not None and top.engine.ttft_p50_change < 0
 
 
-def _check(url: str, baseline: Path, candidate: Path) -> Any:
+def _check(url: str, baseline: Path, candidate: Path, *options: str) -> Any:
     return CliRunner().invoke(
         app,
         [
             "check", str(baseline), str(candidate), "--target", f"vllm-engine:{url}",
-            "--max-hit-rate-drop", "2pp", "--max-ttft-increase", "25%",
+            "--max-hit-rate-drop", "2pp", "--max-ttft-increase", "25%", *options,
         ],
         catch_exceptions=False,
     )  # fmt: skip
@@ -146,9 +146,15 @@ def test_check_on_the_engine_fails_the_faulty_candidate_and_passes_the_fixed_one
     # Every request recomputed from scratch: the median TTFT rises well over 25%.
     assert "median TTFT +" in regression.output and "exceeds +25.00%" in regression.output
     assert "(measured)" in regression.output
-    improvement = _check(server_url, FAULTY, fixed)
+    database = f"sqlite:///{tmp_path / 'measurements.db'}"
+    db.upgrade(database)
+    improvement = _check(
+        server_url, FAULTY, fixed, "--store-measurements", "--database-url", database
+    )
     assert improvement.exit_code == 0, improvement.output
     assert "PASS" in improvement.output and "(+70.35pp)" in improvement.output
+    # The two replays are the first rows of a fresh database, and the output names them.
+    assert "stored as measurements #1 (baseline) and #2 (candidate)" in improvement.output
 
 
 def test_suggest_cli_validates_stores_and_compare_reads_the_measurement(
