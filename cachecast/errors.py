@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1  # ``check`` only: the candidate regresses; not an error
@@ -122,6 +122,21 @@ class CachecastError(Exception):
         self.location = replace(self.location, source=source)
         self.args = (self.one_line(),)
         return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Subclasses take constructor arguments of their own, so the default (calling the
+        # class with ``args``) fails; rebuild from the state instead, so that an error
+        # crosses a process boundary whole (a distributed worker's bad lines).
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(
+    kind: type[CachecastError], args: tuple[Any, ...], state: dict[str, Any]
+) -> CachecastError:
+    error = kind.__new__(kind)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class BadInputError(CachecastError):

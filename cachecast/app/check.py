@@ -3,9 +3,11 @@
 Both sides are replayed under every target (``app.evaluation``); the candidate regresses
 when, for any target, its cost per 1,000 requests rises more than ``max_cost_increase``, its
 hit rate falls more than ``max_hit_rate_drop``, or its hit rate is under ``min_hit_rate``
-(docs/layouts.md). The report also names where the candidate's prompts first stop sharing a
-prefix with the baseline's. A regression is an answer, not an error: ``passed`` is False
-(the CLI exits 1, the API answers 200).
+(docs/layouts.md). On a ``vllm-engine:URL`` target both sides are replayed on the engine: the
+hit rates are measured, and the candidate also regresses when its median time to first token
+rises more than ``max_ttft_increase``. The report also names where the candidate's prompts
+first stop sharing a prefix with the baseline's. A regression is an answer, not an error:
+``passed`` is False (the CLI exits 1, the API answers 200).
 
 :func:`check` compares two sides; :func:`check_each` compares each of several files with
 itself at a git revision (what a pre-commit hook or a CI job passes), skipping files that are
@@ -89,7 +91,7 @@ class TargetCheck(Report):
     """Both sides under one target, and the limits the candidate breaks there."""
 
     target: str = Field(examples=["openai:gpt-4o"])
-    kind: Literal["contract", "vllm"]
+    kind: Literal["contract", "vllm", "vllm-engine"]
     passed: bool
     violations: list[str]
     baseline: SideMetrics
@@ -211,7 +213,27 @@ def judge(baseline: SideMetrics, candidate: SideMetrics, thresholds: Thresholds)
         violations.append(
             f"hit rate {candidate.hit_rate:.2%} is under the minimum {thresholds.min_hit_rate:.2%}"
         )
+    violations.extend(_ttft_violations(baseline, candidate, thresholds.max_ttft_increase))
     return violations
+
+
+def _ttft_violations(
+    baseline: SideMetrics, candidate: SideMetrics, limit: Decimal | None
+) -> list[str]:
+    """The median TTFT measured on an engine (both sides replayed on it) rising more than
+    ``limit``, relative."""
+    if limit is None or baseline.engine is None or candidate.engine is None:
+        return []
+    before, after = baseline.engine.ttft.p50_s, candidate.engine.ttft.p50_s
+    if before is None or after is None or before <= 0:
+        return []
+    change = Decimal(str(after)) / Decimal(str(before)) - 1
+    if change <= limit:
+        return []
+    return [
+        f"median TTFT +{change:.2%} ({before * 1000:.1f} ms -> {after * 1000:.1f} ms)"
+        f" exceeds +{limit:.2%}"
+    ]
 
 
 def _thresholds(settings: CheckSettings) -> Thresholds:
@@ -289,6 +311,7 @@ def _compare(
             token_model=plan.token_model,
             on_bad_record=settings.on_bad_record,
             keep_requests=True,
+            engine=plan.engine,
         )
         for side in (baseline, candidate)
     )

@@ -11,7 +11,11 @@ call :func:`compare`.
 
 Checked before any log is read: the deployment (model, accelerator, dtypes), the options,
 every target's contract, the measurement. A stored vLLM measurement (``measurement_id``)
-replaces the roofline prefill model; ``timing_source`` says which was used.
+replaces the roofline prefill model; ``timing_source`` says which was used, and
+``measurement`` shows the measurement's passport, its fit, and the roofline model set against
+it: on the measured requests themselves (measured TTFT against the roofline prefill of the
+same cached and new tokens) and on this log (the fitted prefill against the roofline's), with
+a warning for every way the measured engine differs from the deployment compared.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import Field
 
 from cachecast import db
@@ -34,6 +39,7 @@ from cachecast.app.capacity import (
 )
 from cachecast.app.estimate import EstimateRequest, TargetEstimate, estimate, plan_estimate
 from cachecast.app.logs import LogInput, LogReading
+from cachecast.app.measure import Passport
 from cachecast.app.progress import NoProgress, Progress
 from cachecast.app.reports import (
     ContractReference,
@@ -43,6 +49,7 @@ from cachecast.app.reports import (
     Report,
     issues_of,
 )
+from cachecast.economics.capacity import Deployment
 from cachecast.economics.compare import (
     DEFAULT_CAPACITY_FACTORS,
     DEFAULT_MAX_NUM_SEQS,
@@ -50,7 +57,9 @@ from cachecast.economics.compare import (
     HIT_RATE_DEFINITION,
     CapacityPoint,
     HostTier,
+    PrefillSpread,
     SelfHosted,
+    SelfHostedComparison,
     SizedLog,
     Versus,
     check_options,
@@ -61,6 +70,7 @@ from cachecast.economics.compare import (
 )
 from cachecast.economics.compare import BreakEvenVolume as BreakEvenVolume
 from cachecast.economics.measured import FittedPrefill, UnknownMeasurementError, fit_from_report
+from cachecast.economics.timing import prefill_seconds_many
 from cachecast.errors import (
     BadInputError,
     ConfigurationError,
@@ -167,6 +177,51 @@ class HostedBill(Report):
         return cls.model_validate({name: getattr(result, name) for name in cls.model_fields})
 
 
+class MeasuredPassport(Passport):
+    """What produced a stored measurement (``cachecast measure``, or a replay of ``suggest
+    --validate-on-engine`` / ``check --target vllm-engine:URL`` with --store-measurements);
+    ``dtype`` is None where it was not recorded."""
+
+    id: int
+    source: str = Field(description="what was replayed")
+    requests: int
+
+
+class MeasurementFit(Report):
+    """``ttft(C, S) = fixed + per_token * S + per_pair * pairs(C, S)`` (docs/economics.md)."""
+
+    fixed_s: float
+    per_token_s: float
+    per_pair_s: float
+    rows: int
+
+
+class RooflineAgainstMeasurement(Report):
+    """The roofline prefill model of the deployment compared, set against the measurement."""
+
+    measured_requests: int = Field(description="requests with the engine's cached-token count")
+    measured_ttft_mean_ms: float
+    roofline_mean_ms: float = Field(
+        description="the roofline prefill of the same (cached, new) tokens on this deployment"
+    )
+    measured_over_roofline: float = Field(description="sum of measured / sum of roofline")
+    log_prefill_ms: PrefillSpread = Field(description="this log, timed by the measurement's fit")
+    log_roofline_prefill_ms: PrefillSpread = Field(description="this log, by the roofline model")
+    log_prefill_seconds: float
+    log_roofline_prefill_seconds: float
+    log_difference_seconds: float = Field(description="measured fit - roofline, whole log")
+    log_measured_over_roofline: float
+
+
+class MeasurementFacts(Report):
+    passport: MeasuredPassport
+    fit: MeasurementFit
+    against_roofline: RooflineAgainstMeasurement
+    warnings: list[str] = Field(
+        description="how the measured engine differs from the deployment compared"
+    )
+
+
 class CompareReport(Report):
     """Everything ``compare`` answers."""
 
@@ -181,6 +236,7 @@ class CompareReport(Report):
     versus: list[Versus]
     host_tier: HostTier
     capacity_curve: list[CapacityPoint]
+    measurement: MeasurementFacts | None = None
     at: dt.date | None
     skipped_lines: int
     errors: list[InputIssue]
@@ -248,21 +304,138 @@ def check_tokenizer(model: str | None, field: str = "tokenizer") -> None:
 def load_measurement(url: str, measurement_id: int) -> FittedPrefill:
     """The prefill fit of measurement ``measurement_id`` stored by ``cachecast measure`` in
     the database at ``url``; an unknown id is not found."""
+    return _fitted(measurement_id, stored_report(url, measurement_id))
+
+
+PASSPORT_COLUMNS = (
+    "engine_kind",
+    "engine_version",
+    "model",
+    "device",
+    "block_size",
+    "num_blocks",
+    "dtype",
+    "kv_cache_dtype",
+    "endpoint",
+)
+
+
+def stored_report(url: str, measurement_id: int) -> dict[str, Any]:
+    """The stored report of measurement ``measurement_id`` (its passport, every request),
+    with the passport's columns as stored; an unknown id is not found."""
     from sqlmodel import Session
 
     from cachecast.gpu_backend.tables import EngineMeasurement
 
     with Session(db.get_engine(url)) as session:
         stored = session.get(EngineMeasurement, measurement_id)
-        report = None if stored is None else json.loads(stored.report_json)
-    if report is None:
-        raise UnknownMeasurementError(
-            f"no engine measurement with id {measurement_id} in the database at"
-            f" {db.display_url(url)}",
-            location=Location(field="measurement_id"),
-        )
+        if stored is None:
+            raise UnknownMeasurementError(
+                f"no engine measurement with id {measurement_id} in the database at"
+                f" {db.display_url(url)}",
+                location=Location(field="measurement_id"),
+            )
+        report: dict[str, Any] = json.loads(stored.report_json)
+        # The row's columns are the passport (older reports lack the dtypes in their JSON).
+        report["passport"] = {
+            **(report.get("passport") or {}),
+            **{name: getattr(stored, name) for name in PASSPORT_COLUMNS},
+            "measured_at": stored.measured_at.isoformat(),
+        }
+        report.setdefault("source", stored.source)
+    return report
+
+
+def _fitted(measurement_id: int, report: dict[str, Any]) -> FittedPrefill:
     fitted = fit_from_report(report, f"measurement #{measurement_id}")
     return replace(fitted, source=f"measurement #{measurement_id}: {fitted.source}")
+
+
+def measurement_facts(
+    measurement_id: int,
+    report: dict[str, Any],
+    fitted: FittedPrefill,
+    deployment: Deployment,
+    comparison: SelfHostedComparison,
+) -> MeasurementFacts:
+    """The measurement, and the roofline model of ``deployment`` set against it."""
+    passport = report.get("passport") or {}
+    rows = [
+        (int(row["measured_cached_tokens"]), int(row["prompt_tokens"]), float(row["ttft_s"]))
+        for row in report.get("per_request") or []
+        if row.get("measured_cached_tokens") is not None
+    ]
+    cached = np.array([c for c, _, _ in rows], dtype=np.float64)
+    prompt = np.array([p for _, p, _ in rows], dtype=np.float64)
+    measured = np.array([t for _, _, t in rows], dtype=np.float64)
+    roofline = prefill_seconds_many(deployment, cached, prompt - cached)
+    shown = comparison.self_hosted.prefill_ms
+    model_ms = comparison.roofline_prefill_ms
+    log_seconds = comparison.self_hosted.prefill_gpu_seconds / deployment.gpus
+    log_roofline = comparison.roofline_prefill_seconds
+    assert model_ms is not None and log_roofline is not None  # set whenever measured
+    passport_facts = MeasuredPassport(
+        **{name: passport.get(name) for name in Passport.model_fields},
+        id=measurement_id,
+        source=str(report.get("source", "")),
+        requests=len(report.get("per_request") or []),
+    )
+    return MeasurementFacts(
+        passport=passport_facts,
+        fit=MeasurementFit(
+            fixed_s=fitted.fixed_s,
+            per_token_s=fitted.per_token_s,
+            per_pair_s=fitted.per_pair_s,
+            rows=fitted.rows,
+        ),
+        against_roofline=RooflineAgainstMeasurement(
+            measured_requests=len(rows),
+            measured_ttft_mean_ms=float(measured.mean()) * 1000,
+            roofline_mean_ms=float(roofline.mean()) * 1000,
+            measured_over_roofline=float(measured.sum() / roofline.sum()),
+            log_prefill_ms=shown,
+            log_roofline_prefill_ms=model_ms,
+            log_prefill_seconds=log_seconds,
+            log_roofline_prefill_seconds=log_roofline,
+            log_difference_seconds=log_seconds - log_roofline,
+            log_measured_over_roofline=log_seconds / log_roofline,
+        ),
+        warnings=passport_warnings(passport_facts, deployment, comparison.sized.block_size),
+    )
+
+
+def passport_warnings(
+    passport: MeasuredPassport, deployment: Deployment, block_size: int
+) -> list[str]:
+    """Every way the measured engine is not the deployment compared (the fit then describes
+    another engine, and the difference from the roofline is partly that)."""
+    warnings: list[str] = []
+    accelerator = deployment.accelerator.name
+    if passport.device.lower() not in (accelerator.lower(), deployment.accelerator.label.lower()):
+        warnings.append(
+            f"measured on {passport.device!r}, compared on {accelerator}: the fit times another"
+            " device"
+        )
+    if passport.model != deployment.model.name:
+        warnings.append(
+            f"measured model {passport.model!r} is not the compared model {deployment.model.name!r}"
+        )
+    weight_dtype = deployment.weight_dtype or deployment.model.weight_dtype
+    if passport.dtype is None:
+        warnings.append("the measurement does not record the engine's dtype")
+    elif _dtype(passport.dtype) != _dtype(weight_dtype):
+        warnings.append(f"measured in {passport.dtype}, compared in {weight_dtype}")
+    if passport.block_size and passport.block_size != block_size:
+        warnings.append(
+            f"measured with block size {passport.block_size}, compared with {block_size}"
+        )
+    return warnings
+
+
+def _dtype(name: str) -> str:
+    """'bfloat16' and 'bf16' alike."""
+    short = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
+    return short.get(name.lower(), name.lower())
 
 
 def read_requests(
@@ -312,9 +485,11 @@ def compare(
         pricing = EstimateRequest(log=request.log, targets=request.targets, at=request.at)
         plan_estimate(pricing, store)  # an unknown target fails here, before any work
     measurement = None
+    stored: dict[str, Any] | None = None
     if request.measurement_id is not None:
         assert store is not None
-        measurement = load_measurement(store.url, request.measurement_id)
+        stored = stored_report(store.url, request.measurement_id)
+        measurement = _fitted(request.measurement_id, stored)
     request.log.check_sources()
     progress = progress or NoProgress()
     progress.start("simulating", request.log.count_records() * replays(request.capacity_factors))
@@ -369,6 +544,13 @@ def compare(
         ],
         host_tier=result.host_tier,
         capacity_curve=result.capacity_curve,
+        measurement=(
+            None
+            if measurement is None or stored is None or request.measurement_id is None
+            else measurement_facts(
+                request.measurement_id, stored, measurement, sized.deployment, result
+            )
+        ),
         at=at,
         skipped_lines=skipped_lines(errors),
         errors=issues_of(errors),

@@ -23,6 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.app.logs import LogInput, LogReading, check_reading
 from cachecast.app.per_request import PerRequestTable, check_table_path
+from cachecast.app.predictions import (
+    CalibrationReport,
+    MissCauseTotal,
+    TimelinePoint,
+    calibration_of,
+    miss_causes_of,
+    notes_of,
+    timeline_of,
+)
 from cachecast.app.progress import NoProgress, Progress
 from cachecast.app.reports import (
     ContractReference,
@@ -41,13 +50,16 @@ from cachecast.app.targets import (
 )
 from cachecast.contracts import ContractStore
 from cachecast.errors import LogRecordError
+from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.pricing import (
     ObservedModelMatcher,
     PerRequestRow,
     TargetTotals,
     replay_targets,
+    target_policy,
 )
 from cachecast.simulator.reconcile import ReconciliationSummary, fraction_text
+from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.types import TokenizedRequest
 
 HIT_RATE_DEFINITION = (
@@ -70,6 +82,12 @@ class EstimateRequest(BaseModel):
     )
     per_request: Path | None = Field(
         default=None, description="also write every billed request to this .csv/.parquet file"
+    )
+    explain_misses: bool = Field(
+        default=True,
+        description="attribute every request's uncached tokens to their causes (miss_causes)."
+        " The replay then reads every prompt's token ids; without it a distributed run ships"
+        " only block keys (docs/capacity-plan.md)",
     )
 
 
@@ -120,6 +138,16 @@ class TargetEstimate(Report):
     cost_without_cache: Money
     savings: Money
     reconciliation: ReconciliationReport | None
+    miss_causes: list[MissCauseTotal] = Field(
+        default_factory=list,
+        description="prompt tokens not read from cache by cause (they add up to input_tokens"
+        " - cache_read_tokens), and what reading them would have saved",
+    )
+    calibration: list[CalibrationReport] = Field(
+        default_factory=list, description="approximate tokenizers: how they were calibrated"
+    )
+    timeline: list[TimelinePoint] = Field(default_factory=list, description="hit rate over time")
+    notes: list[str] = Field(default_factory=list, description="assumptions made")
 
     @classmethod
     def of(cls, result: TargetTotals) -> TargetEstimate:
@@ -148,6 +176,9 @@ class TargetEstimate(Report):
                 if result.reconciliation.requests
                 else None
             ),
+            miss_causes=miss_causes_of(result),
+            timeline=timeline_of(result),
+            notes=notes_of(result),
         )
 
     @property
@@ -182,6 +213,7 @@ class PassWork:
     auto_cache_control: bool
     progress: Callable[[int], None]
     per_request: Callable[[PerRequestRow], None] | None
+    explain_misses: bool = True
 
     def empty_totals(self) -> list[TargetTotals]:
         return [TargetTotals(item.target, item.contract, item.tokenizer) for item in self.targets]
@@ -192,6 +224,7 @@ class PassOutcome:
     totals: list[TargetTotals]  # one per member, in order
     errors: list[LogRecordError]  # lines or records that could not be read
     requests_by_source: dict[str, int]
+    calibration: dict[str, RatioStats] | None = None  # approximate tokenizers' calibration
 
 
 class PassExecutor(Protocol):
@@ -204,15 +237,22 @@ class LocalExecutor:
     def run_pass(self, work: PassWork) -> PassOutcome:
         reading = LogReading(work.log, work.tokenizer_pass.tokenize_as)
         totals = work.empty_totals()
+        # The reorder window holds the keys the targets' policies read, not token ids (the
+        # ids too where misses are explained).
+        needs = key_needs(
+            (target_policy(each, work.auto_cache_control) for each in totals),
+            tokens=work.explain_misses,
+        )
         replay_targets(
-            self.stream(reading.requests(), work),
+            self.stream(reading.requests(Compactor(needs).compact, cache_objects=True), work),
             totals,
             ObservedModelMatcher(work.store, work.day),
             work.progress,
             work.per_request,
             work.auto_cache_control,
+            explain=work.explain_misses,
         )
-        return PassOutcome(totals, reading.errors, reading.requests_by_source)
+        return PassOutcome(totals, reading.errors, reading.requests_by_source, reading.calibration)
 
     def stream(
         self, requests: Iterator[TokenizedRequest], work: PassWork
@@ -265,6 +305,7 @@ def estimate(
     table = PerRequestTable(request.per_request) if request.per_request is not None else None
     sink = _rows_to(table, on_row)
     results: list[TargetTotals | None] = [None] * len(resolved)
+    calibrations: list[list[CalibrationReport]] = [[] for _ in resolved]
     errors: list[LogRecordError] = []
     try:
         for number, tokenizer_pass in enumerate(passes):
@@ -278,13 +319,16 @@ def estimate(
                     auto_cache_control=request.auto_cache_control,
                     progress=progress.advance,
                     per_request=sink,
+                    explain_misses=request.explain_misses,
                 )
             )
             if number == 0:  # every pass reads the same lines: check and keep them once
                 check_reading(request.log, outcome.errors, outcome.requests_by_source)
                 errors = outcome.errors
+            calibration = calibration_of(outcome.calibration or {})
             for index, totals in zip(tokenizer_pass.members, outcome.totals, strict=True):
                 results[index] = totals
+                calibrations[index] = calibration
         if table is not None:
             table.close()
     except BaseException:
@@ -298,7 +342,11 @@ def estimate(
             {(e.location.source, e.location.line, e.location.record) for e in errors}
         ),
         errors=issues_of(errors),
-        targets=[TargetEstimate.of(result) for result in results if result is not None],
+        targets=[
+            TargetEstimate.of(result).model_copy(update={"calibration": calibration})
+            for result, calibration in zip(results, calibrations, strict=True)
+            if result is not None
+        ],
     )
 
 

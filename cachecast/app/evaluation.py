@@ -4,7 +4,8 @@ A target is ``PROVIDER:MODEL`` (the contract in force on the day asked, priced b
 ``app.estimate.estimate``: the same passes, bills and contract references as ``cachecast
 estimate``) or ``vllm`` / ``vllm:BLOCK_SIZE`` (self-hosted vLLM automatic prefix caching with
 an unbounded block pool, simulated; hit rate only: a self-hosted deployment has no per-token
-price, ``cachecast compare`` prices it).
+price, ``cachecast compare`` prices it) or ``vllm-engine:URL`` (a real vLLM server the prompt
+set is replayed on, ``app.engine_replay``: the measured hit rate and TTFT).
 
 A prompt set is tokenized once per tokenizer: the requests the self-hosted targets and the
 divergence finder need (tokenized as the check's token model) are kept from the estimate's
@@ -18,14 +19,16 @@ import datetime as dt
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from cachecast.app.engine_replay import EngineEndpoint, EngineRun, replay_on_engine
 from cachecast.app.estimate import EstimateRequest, LocalExecutor, PassWork, estimate, today
 from cachecast.app.logs import LogReading, OnBadRecord
 from cachecast.app.prompt_sets import PromptSet
-from cachecast.app.reports import ContractReference, Money, Report
+from cachecast.app.reports import ContractReference, Money, Report, hit_rate_of
+from cachecast.app.reports import DecimalNumber as DecimalNumber  # re-exported for check, suggest
 from cachecast.app.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, ConfigurationError, Location, UnknownModelError
@@ -37,22 +40,25 @@ from cachecast.tokenizers.types import TokenizedRequest
 
 DEFAULT_VLLM_BLOCK_SIZE = 16
 PER_REQUESTS = 1000  # costs are compared per this many requests
-HIT_RATE_PLACES = Decimal("0.000001")
 
-# An exact decimal in Python, a JSON number in the report (as these reports always were).
-DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
+
+ENGINE_TARGET = "vllm-engine"
 
 
 @dataclass(frozen=True, slots=True)
 class LayoutTarget:
-    """A hosted target (its contract) or a self-hosted vLLM one (its block size)."""
+    """A hosted target (its contract), a simulated self-hosted vLLM one (its block size) or a
+    real vLLM server (its URL)."""
 
-    kind: Literal["contract", "vllm"]
+    kind: Literal["contract", "vllm", "vllm-engine"]
     target: Target | None = None
     block_size: int | None = None
+    url: str | None = None
 
     @property
     def name(self) -> str:
+        if self.url is not None:
+            return f"{ENGINE_TARGET}:{self.url}"
         if self.target is None:
             return f"vllm:{self.block_size}"
         return str(self.target)
@@ -61,9 +67,19 @@ class LayoutTarget:
 def parse_layout_target(
     text: str, field: str = "target", *, default_block_size: int | None = None
 ) -> LayoutTarget:
-    """``vllm``, ``vllm:BLOCK_SIZE`` or ``PROVIDER:MODEL``; errors name ``field``."""
+    """``vllm``, ``vllm:BLOCK_SIZE``, ``vllm-engine:URL`` or ``PROVIDER:MODEL``; errors name
+    ``field``."""
     cleaned = text.strip()
     head, _, tail = cleaned.partition(":")
+    if head.lower() == ENGINE_TARGET:
+        url = tail.strip().rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise BadInputError(
+                f"{text!r}: write {ENGINE_TARGET}:URL with the server's base URL"
+                f" (e.g. {ENGINE_TARGET}:http://127.0.0.1:8000)",
+                location=Location(field=field),
+            )
+        return LayoutTarget("vllm-engine", url=url)
     if head.lower() == "vllm" and (not tail or tail.isdigit()):
         block_size = int(tail) if tail else (default_block_size or DEFAULT_VLLM_BLOCK_SIZE)
         if block_size < 1:
@@ -140,6 +156,25 @@ class TargetSettings(BaseModel):
         " the served model when validating on an engine",
     )
     block_size: int | None = Field(default=None, gt=0, description="of vllm targets (16)")
+    engine_api_key: SecretStr | None = Field(
+        default=None, description="bearer token for vllm-engine targets and validation"
+    )
+    store_measurements: str | None = Field(
+        default=None,
+        description="database URL: every replay on an engine is stored there with its"
+        " passport (for cachecast compare --measurement-id); None: not stored",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """How ``vllm-engine`` targets are replayed: the model to tokenize as (None: the served
+    model), the bearer token, the database their measurements are stored in (None: not
+    stored)."""
+
+    model: str | None = None
+    api_key: SecretStr | None = None
+    store_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +185,7 @@ class TargetPlan:
     day: dt.date
     token_model: str | None
     store: ContractStore | None
+    engine: EngineSettings = EngineSettings()
 
 
 def plan_targets(settings: TargetSettings, store: ContractStore | None) -> TargetPlan:
@@ -158,7 +194,8 @@ def plan_targets(settings: TargetSettings, store: ContractStore | None) -> Targe
     targets = parse_layout_targets(settings.targets, block_size=settings.block_size)
     day = settings.at or today()
     resolved = resolve_contracts(targets, store, day)
-    return TargetPlan(targets, day, token_model_of(settings.model, resolved), store)
+    engine = EngineSettings(settings.model, settings.engine_api_key, settings.store_measurements)
+    return TargetPlan(targets, day, token_model_of(settings.model, resolved), store, engine)
 
 
 class SideMetrics(Report):
@@ -172,6 +209,9 @@ class SideMetrics(Report):
     cost_per_1k_requests: Money | None
     exact_tokens: bool
     contract: ContractReference | None
+    engine: EngineRun | None = Field(
+        default=None, description="vllm-engine targets: the replay measured on the engine"
+    )
 
     @classmethod
     def of(
@@ -184,11 +224,7 @@ class SideMetrics(Report):
         exact_tokens: bool,
         contract: ContractReference | None,
     ) -> SideMetrics:
-        hit_rate = (
-            (Decimal(cache_read_tokens) / Decimal(input_tokens)).quantize(HIT_RATE_PLACES)
-            if input_tokens
-            else Decimal(0)
-        )
+        hit_rate = hit_rate_of(cache_read_tokens, input_tokens)
         per_1k = None if cost is None or requests == 0 else cost * PER_REQUESTS / requests
         return cls(
             requests=requests,
@@ -251,13 +287,16 @@ def evaluate(
     token_model: str | None,
     on_bad_record: OnBadRecord = "stop",
     keep_requests: bool = False,
+    engine: EngineSettings | None = None,
 ) -> Evaluation:
     """Metrics of ``prompt_set`` under each target, in target order; with ``keep_requests``
-    (or any self-hosted target) also the set tokenized as ``token_model`` (None: as each
-    record's own model)."""
+    (or any simulated self-hosted target) also the set tokenized as ``token_model`` (None: as
+    each record's own model). ``vllm-engine`` targets are replayed on their engine as
+    ``engine`` says."""
     log = prompt_set.log(on_bad_record)
     hosted = [target for target in targets if target.kind == "contract"]
-    need_tokens = keep_requests or len(hosted) < len(targets)
+    simulated = [target for target in targets if target.kind == "vllm"]
+    need_tokens = keep_requests or bool(simulated)
     executor: _KeepingExecutor | None = None
     if need_tokens and token_model is not None:
         executor = _KeepingExecutor(_tokenizer_name(token_model))
@@ -299,7 +338,34 @@ def evaluate(
             exact_tokens=all(request.exact for request in requests),
             contract=None,
         )
+    for index, target in enumerate(targets):
+        if target.url is not None:
+            by_name[target.name] = _on_engine(
+                prompt_set, target.url, engine or EngineSettings(), f"targets[{index}]"
+            )
     return Evaluation([by_name[target.name] for target in targets], requests)
+
+
+def _on_engine(prompt_set: PromptSet, url: str, engine: EngineSettings, field: str) -> SideMetrics:
+    """The side replayed on the engine at ``url``: the measured cached tokens (exact: the
+    engine's prompt ids were checked against cachecast's)."""
+    run = replay_on_engine(
+        EngineEndpoint(url=url, api_key=engine.api_key),
+        prompt_set.records,
+        prompt_set.label,
+        model=engine.model,
+        store_url=engine.store_url,
+        field=field,
+    )
+    metrics = SideMetrics.of(
+        requests=run.requests,
+        input_tokens=run.prompt_tokens,
+        cache_read_tokens=run.measured_cached_tokens,
+        cost=None,
+        exact_tokens=True,
+        contract=None,
+    )
+    return metrics.model_copy(update={"engine": run})
 
 
 def needs_contract_store(texts: Sequence[str], *, block_size: int | None = None) -> bool:

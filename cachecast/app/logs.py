@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,9 +37,10 @@ from cachecast.errors import (
 )
 from cachecast.limits import check_count, exceeded
 from cachecast.limits import current as current_limits
-from cachecast.logs import pair_batch_files
+from cachecast.logs import LogStream, pair_batch_files
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
 from cachecast.tokenizers import read_log, read_records
+from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
 from cachecast.tokenizers.records import count_lines
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -163,6 +164,9 @@ class LogReading:
         # Running totals for the per-log limits (docs/limits.md), over every source.
         self.records_read = 0
         self.tokens_read = 0
+        # Approximate tokenizations are calibrated per source (file, or the inline records):
+        # a file reads the same whether it is read here or by a distributed worker.
+        self.calibrators: dict[int, Calibrator] = {}
 
     def _count(self, request: TokenizedRequest, bad_lines: int) -> None:
         """Count one request (and the bad lines met so far) against the per-log limits,
@@ -200,16 +204,49 @@ class LogReading:
                 )
             )
 
-    def requests(self) -> Iterator[TokenizedRequest]:
-        """Every readable request of every source, in replay order."""
-        streams = [self.source_requests(index) for index in range(len(self.log.source_names))]
-        if len(streams) == 1:
-            return in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
-        merged = heapq.merge(*streams, key=lambda request: request.timestamp)
-        return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+    def calibrator(self, index: int) -> Calibrator:
+        found = self.calibrators.get(index)
+        if found is None:
+            found = self.calibrators[index] = Calibrator(self.tokenize_as)
+        return found
 
-    def source_requests(self, index: int) -> Iterator[TokenizedRequest]:
-        """The requests of one source (a file, or the inline records) in file order."""
+    @property
+    def calibration(self) -> dict[str, RatioStats]:
+        """What the calibration of every source read so far learned, per logged model."""
+        return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
+
+    def requests(
+        self,
+        prepare: Callable[[TokenizedRequest], TokenizedRequest] | None = None,
+        *,
+        cache_objects: bool = False,
+    ) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order. ``prepare`` is applied
+        to each request before the reorder window holds it (``simulator.compact``: keys
+        instead of token ids, so that the window costs little memory). Records that only
+        create a cache object (Gemini ``cachedContents``: no inference call) come only with
+        ``cache_objects`` (priced replays bill them; hit statistics would count them)."""
+        streams: list[Iterator[TokenizedRequest]] = [
+            self.source_requests(index) for index in range(len(self.log.source_names))
+        ]
+        if prepare is not None:
+            streams = [map(prepare, stream) for stream in streams]
+        if len(streams) == 1:
+            ordered = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+        else:
+            merged = heapq.merge(*streams, key=lambda request: request.timestamp)
+            ordered = in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+        if cache_objects:
+            return ordered
+        return (request for request in ordered if request.controls.creates is None)
+
+    def source_requests(
+        self, index: int, opened: LogStream | None = None, first_timestamp: float = 0.0
+    ) -> Iterator[TokenizedRequest]:
+        """The requests of one source (a file, or the inline records) in file order.
+
+        ``opened``: the file's records from a stream opened by the caller (a part of the
+        file: ``logs.ranges``); ``first_timestamp``: see ``tokenizers.read_log``."""
         log = self.log
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"
@@ -217,7 +254,7 @@ class LogReading:
             file = log.files[index]
             found: list[LogRecordError] = []
             stream = read_log(
-                file.path,
+                opened if opened is not None else file.path,
                 name=name,
                 model=self.tokenize_as,
                 default_model=log.default_model,
@@ -226,6 +263,8 @@ class LogReading:
                 errors=found,
                 format=file.format,
                 results=file.results,
+                calibrator=self.calibrator(index),
+                first_timestamp=first_timestamp,
             )
             try:
                 for request in stream:
@@ -247,6 +286,7 @@ class LogReading:
                 strict=strict,
                 errors=found,
                 settled=True,  # a LogInput's records are complete and frozen with it
+                calibrator=self.calibrator(index),
             ):
                 self.requests_by_source[name] += 1
                 self._count(request, len(found))

@@ -26,7 +26,7 @@ from cachecast.app.reports import Report
 from cachecast.errors import BadInputError, Location, NotMigratedError
 from cachecast.gpu_backend.engine.backend import EngineBackend
 from cachecast.gpu_backend.engine.report import MeasurementReport
-from cachecast.gpu_backend.engine.types import ReplayOptions
+from cachecast.gpu_backend.engine.types import EngineInfo, ReplayOptions
 
 
 class EngineKind(StrEnum):
@@ -76,8 +76,25 @@ class Passport(Report):
     device: str
     block_size: int
     num_blocks: int
+    dtype: str | None = Field(description="the weights' dtype (None: the engine does not say)")
+    kv_cache_dtype: str | None = Field(description="'auto': the weights' dtype")
     endpoint: str | None
     measured_at: dt.datetime
+
+    @classmethod
+    def of(cls, info: EngineInfo, measured_at: dt.datetime) -> Passport:
+        return cls(
+            engine_kind=info.kind,
+            engine_version=info.engine_version,
+            model=info.model,
+            device=info.device,
+            block_size=info.block_size,
+            num_blocks=info.num_blocks,
+            dtype=info.dtype,
+            kv_cache_dtype=info.kv_cache_dtype,
+            endpoint=info.endpoint,
+            measured_at=measured_at,
+        )
 
 
 class ReplaySettings(Report):
@@ -155,16 +172,7 @@ class MeasureReport(Report):
         delta = measurement.metrics_delta
         options = measurement.options
         return cls(
-            passport=Passport(
-                engine_kind=engine.kind,
-                engine_version=engine.engine_version,
-                model=engine.model,
-                device=engine.device,
-                block_size=engine.block_size,
-                num_blocks=engine.num_blocks,
-                endpoint=engine.endpoint,
-                measured_at=measurement.measured_at,
-            ),
+            passport=Passport.of(engine, measurement.measured_at),
             source=measurement.source,
             options=ReplaySettings(
                 concurrency=options.concurrency,

@@ -9,6 +9,7 @@ a run that fails leaves no half-written table behind.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from cachecast.errors import ConfigurationError, Location
 from cachecast.simulator.pricing import PerRequestRow
 
 PER_REQUEST_FORMATS = (".csv", ".parquet")
+COLUMN_TYPES: dict[str, str]
 _COLUMN_TYPES: dict[str, str] = {
     "target": "string",
     "source": "string",
@@ -40,16 +42,25 @@ _COLUMN_TYPES: dict[str, str] = {
     "observed_cache_read_tokens": "Int64",
     "observed_cache_write_tokens": "Int64",
     "observed_cost": "string",
+    "miss_causes": "string",
+    "miss_details": "string",
 }
+COLUMN_TYPES = _COLUMN_TYPES
 
 
 def check_table_path(path: Path, field: str = "per_request") -> None:
     """A table can be written at ``path``: a known suffix, an existing writable folder, and
     not a folder itself."""
+    check_suffixed_path(path, PER_REQUEST_FORMATS, field, "a .csv or .parquet")
+
+
+def check_suffixed_path(path: Path, suffixes: tuple[str, ...], field: str, kind: str) -> None:
+    """:func:`check_output_path`, and the name ends in one of ``suffixes`` (``kind`` names
+    them)."""
     suffix = path.suffix.lower()
-    if suffix not in PER_REQUEST_FORMATS:
+    if suffix not in suffixes:
         raise ConfigurationError(
-            f"use a .csv or .parquet file name, not {suffix or 'no suffix'!r}",
+            f"use {kind} file name, not {suffix or 'no suffix'!r}",
             location=Location(source=str(path), field=field),
         )
     check_output_path(path, field)
@@ -71,11 +82,22 @@ def check_output_path(path: Path, field: str) -> None:
 
 
 class PerRequestTable:
-    """Writes billed requests with pandas in chunks, so memory stays bounded."""
+    """Writes billed requests with pandas in chunks, so memory stays bounded. ``columns``:
+    the column types (default: estimate's columns); a row is what ``record`` makes of it
+    (default: ``PerRequestRow.as_record``)."""
 
-    def __init__(self, path: Path, chunk_rows: int = 20_000) -> None:
+    def __init__(
+        self,
+        path: Path,
+        chunk_rows: int = 20_000,
+        *,
+        columns: dict[str, str] | None = None,
+        record: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> None:
         check_table_path(path)
         self.path = path
+        self._columns = columns or _COLUMN_TYPES
+        self._record = record or (lambda row: row.as_record())
         self.rows_written = 0
         self._parquet = path.suffix.lower() == ".parquet"
         self._chunk_rows = chunk_rows
@@ -83,15 +105,15 @@ class PerRequestTable:
         self._writer: Any = None
         path.unlink(missing_ok=True)
 
-    def __call__(self, row: PerRequestRow) -> None:
-        self._buffer.append(row.as_record())
+    def __call__(self, row: PerRequestRow | Any) -> None:
+        self._buffer.append(self._record(row))
         if len(self._buffer) >= self._chunk_rows:
             self._flush()
 
     def _flush(self) -> None:
         import pandas as pd
 
-        frame = pd.DataFrame(self._buffer, columns=list(_COLUMN_TYPES)).astype(_COLUMN_TYPES)
+        frame = pd.DataFrame(self._buffer, columns=list(self._columns)).astype(self._columns)
         self._buffer = []
         if self._parquet:
             import pyarrow as pa

@@ -30,6 +30,16 @@ Ratio = Annotated[
     PlainSerializer(str, return_type=str, when_used="json"),
     Field(description="an exact decimal, as a string in JSON"),
 ]
+# An exact decimal in Python, a JSON number in the report (hit rates and percentage points).
+DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
+HIT_RATE_PLACES = Decimal("0.000001")
+
+
+def hit_rate_of(cached_tokens: int, input_tokens: int) -> Decimal:
+    """``cached / input`` rounded half-even to 6 places (docs/layouts.md); 0 without input."""
+    if not input_tokens:
+        return Decimal(0)
+    return (Decimal(cached_tokens) / Decimal(input_tokens)).quantize(HIT_RATE_PLACES)
 
 
 class Report(BaseModel):

@@ -18,9 +18,11 @@ from cachecast.cli import estimate as estimate_cli
 from cachecast.cli import inspect as inspect_cli
 from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
+from cachecast.cli import reconcile as reconcile_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
+from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
 
 app = typer.Typer(
@@ -85,8 +87,10 @@ for _module in (
     tokenize_cli,
     simulate_cli,
     estimate_cli,
+    reconcile_cli,
     layouts_cli,
     serve_cli,
+    worker_cli,
     economics_cli,
     measure_cli,
 ):

@@ -34,7 +34,7 @@ from cachecast.errors import CachecastError
 
 if TYPE_CHECKING:
     from cachecast.app.capacity import CapacityReport
-    from cachecast.app.compare import CompareReport
+    from cachecast.app.compare import CompareReport, MeasurementFacts
     from cachecast.app.fleet import FleetReport
     from cachecast.app.logs import LogInput
     from cachecast.app.reports import InputIssue
@@ -443,6 +443,34 @@ def _comparison_table(report: CompareReport, rows: list[list[str]]) -> None:
     )
     if report.gpu_price_per_hour is None:
         out.print("no --gpu-price: self-hosted costs are given in GPU-hours only")
+    if report.measurement is not None:
+        _print_measurement(out, report.measurement)
+
+
+def _print_measurement(out: Console, facts: MeasurementFacts) -> None:
+    """The measurement used for prefill time, and the roofline model set against it."""
+    passport, versus = facts.passport, facts.against_roofline
+    out.print(
+        f"measurement #{passport.id}: vLLM {passport.engine_version} ({passport.engine_kind}),"
+        f" model {passport.model} on {passport.device}, block {passport.block_size} x"
+        f" {passport.num_blocks}, dtype {passport.dtype or 'unknown'}, measured"
+        f" {passport.measured_at} ({passport.requests} requests of {passport.source})"
+    )
+    out.print(
+        f"  measured TTFT mean {versus.measured_ttft_mean_ms:.2f} ms over"
+        f" {versus.measured_requests} requests; the roofline model of this deployment gives"
+        f" {versus.roofline_mean_ms:.4f} ms for the same tokens (measured / model"
+        f" {versus.measured_over_roofline:,.1f}x)"
+    )
+    out.print(
+        f"  this log's prefill: {versus.log_prefill_seconds:.4f} s by the measurement,"
+        f" {versus.log_roofline_prefill_seconds:.6f} s by the roofline model (difference"
+        f" {versus.log_difference_seconds:+.4f} s, {versus.log_measured_over_roofline:,.1f}x);"
+        f" p50 {versus.log_prefill_ms.p50:.3f} ms against {versus.log_roofline_prefill_ms.p50:.5f}"
+        " ms"
+    )
+    for warning in facts.warnings:
+        out.print(f"  warning: {warning}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from cachecast.cli.common import (
     progress_bar,
     stderr,
 )
+from cachecast.cli.html_report import HtmlOption, check_html_path, write_html
 from cachecast.errors import BadInputError, Location
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def estimate_command(
         Path | None,
         typer.Option(help="Also write every billed request to FILE (.csv or .parquet)."),
     ] = None,
+    html: HtmlOption = None,
     strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
     auto_cache_control: Annotated[
         bool,
@@ -95,6 +97,14 @@ def estimate_command(
             " latest message with a breakpoint, as top-level automatic cache_control does."
         ),
     ] = False,
+    miss_causes: Annotated[
+        bool,
+        typer.Option(
+            "--miss-causes/--no-miss-causes",
+            help="Attribute every request's uncached tokens to their causes (default). Off, a"
+            " --ray run ships only block keys between workers: faster, no causes.",
+        ),
+    ] = True,
     ray: Annotated[
         bool,
         typer.Option(
@@ -122,6 +132,8 @@ def estimate_command(
         raise BadInputError(
             "choose at most one of --json, --csv, --markdown", location=Location(field="--json")
         )
+    if html is not None:
+        check_html_path(html)
     request = EstimateRequest(
         log=LogInput.of_paths(
             expand_globs(logs),
@@ -135,6 +147,7 @@ def estimate_command(
         at=parse_day(at),
         auto_cache_control=auto_cache_control,
         per_request=per_request,
+        explain_misses=miss_causes,
     )
     store = contract_store(database_url)
     executor = ray_executor(ray_address) if ray or ray_address is not None else None
@@ -147,6 +160,9 @@ def estimate_command(
         stderr.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]", markup=True)
     if per_request is not None:
         stderr.print(f"wrote {sum(t.requests for t in report.targets)} rows to {per_request}")
+    if html is not None:
+        write_html(html, report)
+        stderr.print(f"wrote {html}")
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     elif as_csv:
@@ -262,6 +278,12 @@ def print_table(report: EstimateReport) -> None:
                     "  the log marks no cache breakpoints, so nothing is cached under this"
                     " explicit contract; --auto-cache-control assumes one per request"
                 )
+        if result.miss_causes:
+            lost = ", ".join(
+                f"{cause.cause} {_tokens(cause.tokens)} ({_dollars(cause.cost_lost)})"
+                for cause in result.miss_causes
+            )
+            out.print(f"  not read from cache: {lost}", highlight=False, soft_wrap=True)
         summary = result.reconciliation
         if summary is not None:
             out.print(

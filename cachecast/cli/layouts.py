@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,7 +26,8 @@ from cachecast.errors import EXIT_OK, EXIT_REGRESSION, BadInputError, Location
 
 if TYPE_CHECKING:
     from cachecast.app.check import CheckReport, DivergenceReport
-    from cachecast.app.suggest import SuggestReport
+    from cachecast.app.engine_replay import EngineRun
+    from cachecast.app.suggest import SuggestionReport, SuggestReport
     from cachecast.app.thresholds import CheckConfig, Thresholds
     from cachecast.contracts import ContractStore
 
@@ -35,7 +36,8 @@ TargetOption = Annotated[
     typer.Option(
         "--target",
         "-t",
-        help="PROVIDER:MODEL (contract as of --at), or vllm / vllm:BLOCK_SIZE. Repeatable.",
+        help="PROVIDER:MODEL (contract as of --at), vllm / vllm:BLOCK_SIZE (simulated), or"
+        " vllm-engine:URL (replayed on that vLLM server, measured). Repeatable.",
     ),
 ]
 AtOption = Annotated[
@@ -53,12 +55,53 @@ ValuesOption = Annotated[
 BlockSizeOption = Annotated[
     int | None, typer.Option("--block-size", help="Block size of the vllm target (default 16).")
 ]
+EngineApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine-api-key",
+        envvar="CACHECAST_ENGINE_API_KEY",
+        help="Bearer token for the vLLM server (vllm-engine targets, --validate-on-engine).",
+    ),
+]
+StoreMeasurementsOption = Annotated[
+    bool,
+    typer.Option(
+        "--store-measurements",
+        help="Store every replay on an engine, with its passport, in the database"
+        " (--database-url; for cachecast compare --measurement-id).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
     """Add ``check`` and ``suggest`` to the root app."""
     app.command("check")(command(check_command))
     app.command("suggest")(command(suggest_command))
+
+
+def _engine_settings(
+    api_key: str | None, store_measurements: bool, database_url: str | None
+) -> dict[str, Any]:
+    """The request fields of the engine options (a measurement database only when asked)."""
+    from pydantic import SecretStr
+
+    from cachecast import db
+
+    store = None
+    if store_measurements:
+        store = db.resolve_database_url(database_url)
+        if not db.is_current(store):
+            from cachecast.errors import NotMigratedError
+
+            raise NotMigratedError(
+                f"the database at {db.display_url(store)} is not migrated: run"
+                " `cachecast db upgrade`",
+                location=Location(field="--store-measurements"),
+            )
+    return {
+        "engine_api_key": SecretStr(api_key) if api_key is not None else None,
+        "store_measurements": store,
+    }
 
 
 def _settings(
@@ -120,6 +163,13 @@ def check_command(
     min_hit_rate: Annotated[
         str | None, typer.Option("--min-hit-rate", help="e.g. 0.6 or 60% (candidate's floor).")
     ] = None,
+    max_ttft_increase: Annotated[
+        str | None,
+        typer.Option(
+            "--max-ttft-increase",
+            help="e.g. 25% (median TTFT measured on vllm-engine targets).",
+        ),
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option("--config", help="pyproject.toml with [tool.cachecast] (default: nearest)."),
@@ -133,10 +183,13 @@ def check_command(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the JSON report to this file.")
     ] = None,
+    engine_api_key: EngineApiKeyOption = None,
+    store_measurements: StoreMeasurementsOption = False,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Fail (exit 1) when CANDIDATE's prompt layout regresses hit rate or cost against
-    BASELINE; exit 2 on bad input or configuration."""
+    """Fail (exit 1) when CANDIDATE's prompt layout regresses hit rate or cost (or, on a
+    vllm-engine target, the measured TTFT) against BASELINE; exit 2 on bad input or
+    configuration."""
     from cachecast.app.check import CheckEachRequest, CheckRequest, check, check_each
     from cachecast.app.per_request import check_output_path
     from cachecast.app.prompt_sets import PromptSource
@@ -158,6 +211,7 @@ def check_command(
         "max_cost_increase": max_cost_increase,
         "max_hit_rate_drop": max_hit_rate_drop,
         "min_hit_rate": min_hit_rate,
+        "max_ttft_increase": max_ttft_increase,
     }
     settings = _settings(
         config,
@@ -172,6 +226,7 @@ def check_command(
         "at": parse_day(settings.at),
         "model": model,
         "block_size": settings.block_size,
+        **_engine_settings(engine_api_key, store_measurements, database_url),
     }
     store = _store(settings.targets, settings.block_size, database_url)
     reports: list[CheckReport]
@@ -241,6 +296,13 @@ def summary_lines(report: CheckReport) -> list[str]:
                 f"; per {PER_REQUESTS:,} requests ${base.cost_per_1k_requests:.4f} ->"
                 f" ${cand.cost_per_1k_requests:.4f} ({_change(change)})"
             )
+        if base.engine is not None and cand.engine is not None:
+            line += f"; TTFT {_ttft_change(base.engine, cand.engine)} (measured)"
+            if base.engine.measurement_id is not None and cand.engine.measurement_id is not None:
+                line += (
+                    f"; stored as measurements #{base.engine.measurement_id} (baseline) and"
+                    f" #{cand.engine.measurement_id} (candidate)"
+                )
         lines.append(line)
         lines.extend(f"    ✗ {violation}" for violation in comparison.violations)
     lines.append(_divergence_sentence(report.divergence))
@@ -281,6 +343,12 @@ def markdown_text(report: CheckReport) -> str:
         out += [f"+ {line}" for line in report.divergence.candidate_text.splitlines()]
         out += ["```"]
     for comparison in report.targets:
+        base, cand = comparison.baseline, comparison.candidate
+        if base.engine is not None and cand.engine is not None:
+            out.append(
+                f"\n`{comparison.target}`: {_passport(cand.engine)}; TTFT"
+                f" {_ttft_change(base.engine, cand.engine)}"
+            )
         contract = comparison.candidate.contract
         if contract is not None:
             out.append(
@@ -289,6 +357,33 @@ def markdown_text(report: CheckReport) -> str:
             )
     out.extend(f"\n_{note}_" for note in report.notes)
     return "\n".join(out) + "\n"
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def _ttft_change(before: EngineRun, after: EngineRun) -> str:
+    """'p50 449.0 ms -> 198.0 ms (-55.9%), p95 670.0 ms -> 352.0 ms (-47.5%)'."""
+    parts = []
+    for name, old, new in (
+        ("p50", before.ttft.p50_s, after.ttft.p50_s),
+        ("p95", before.ttft.p95_s, after.ttft.p95_s),
+    ):
+        text = f"{name} {_ms(old)} -> {_ms(new)}"
+        if old and new is not None:
+            text += f" ({new / old - 1:+.1%})"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def _passport(run: EngineRun) -> str:
+    passport = run.passport
+    return (
+        f"vLLM {passport.engine_version} at {passport.endpoint}, model {passport.model},"
+        f" block {passport.block_size} x {passport.num_blocks},"
+        f" dtype {passport.dtype or 'unknown'}, device {passport.device}"
+    )
 
 
 def _divergence_sentence(divergence: DivergenceReport | None) -> str:
@@ -316,32 +411,67 @@ def suggest_command(
     model: ModelOption = None,
     values: ValuesOption = None,
     top: Annotated[int, typer.Option("--top", help="Show this many suggestions.")] = 5,
+    show_all: Annotated[
+        bool,
+        typer.Option("--all", help="Also list the changes that do not help, each with why."),
+    ] = False,
+    combine: Annotated[
+        bool,
+        typer.Option(
+            "--combine/--no-combine", help="Also try the best combination of compatible changes."
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
     validate_on_engine: Annotated[
         str | None,
         typer.Option(
             "--validate-on-engine",
-            help="Base URL of a vLLM server: replay the original and each shown suggestion"
-            " there (tokenized with --model, the served model) and report measured hit rates.",
+            help="Base URL of a vLLM server: replay the original and each suggestion shown"
+            " there (chat requests, the server's template, a cache reset before each) and"
+            " report measured hit rates and TTFT beside the simulated ones.",
         ),
     ] = None,
-    engine_api_key: Annotated[
+    engine_model: Annotated[
         str | None,
-        typer.Option("--engine-api-key", envvar="CACHECAST_ENGINE_API_KEY", help="Bearer token."),
+        typer.Option("--engine-model", help="The served model to send to (default: the first)."),
+    ] = None,
+    gain_tolerance: Annotated[
+        str,
+        typer.Option(
+            "--gain-tolerance",
+            help="Flag a suggestion whose measured hit-rate gain is further than this from"
+            " the simulated one (percentage points; default 0pp: the engine is deterministic"
+            " when replayed alone after a reset).",
+        ),
+    ] = "0pp",
+    engine_api_key: EngineApiKeyOption = None,
+    store_measurements: StoreMeasurementsOption = False,
+    write_requests: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-requests",
+            help="An existing folder: write each suggestion listed there as NN-KIND.jsonl"
+            " (the requests after the change), to check, measure or estimate it.",
+        ),
     ] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Find volatile spans and propose layout changes, each re-simulated and ranked."""
-    from pydantic import SecretStr
-
+    """Find volatile spans and propose layout changes that help, each re-simulated and
+    ranked (and with --validate-on-engine, measured on a real vLLM server)."""
     from cachecast.app.prompt_sets import PromptSource
     from cachecast.app.suggest import EngineValidation, SuggestRequest, suggest
+    from cachecast.app.thresholds import parse_points
 
     settings = _settings(None, targets=target, at=at, block_size=block_size)
+    engine_fields = _engine_settings(engine_api_key, store_measurements, database_url)
     engine = None
     if validate_on_engine is not None:
-        key = SecretStr(engine_api_key) if engine_api_key is not None else None
-        engine = EngineValidation(url=validate_on_engine, api_key=key)
+        engine = EngineValidation(
+            url=validate_on_engine,
+            api_key=engine_fields["engine_api_key"],
+            served_model=engine_model,
+            gain_tolerance_pp=parse_points(gain_tolerance, "--gain-tolerance") * 100,
+        )
     request = SuggestRequest(
         source=PromptSource(path=path, values_path=values),
         targets=list(settings.targets),
@@ -349,7 +479,11 @@ def suggest_command(
         model=model,
         block_size=settings.block_size,
         top=top,
+        include_all=show_all,
+        combine=combine,
         validate_on_engine=engine,
+        write_requests_to=write_requests,
+        **engine_fields,
     )
     store = _store(settings.targets, settings.block_size, database_url)
     with progress_bar() as progress:
@@ -365,27 +499,72 @@ def print_suggestions(report: SuggestReport) -> None:
     typer.echo(f"{len(spans)} volatile span(s) in {report.input}:")
     for span in spans:
         typer.echo(f"  - {span.describe()}; e.g. {span.examples[0]!r}")
-    if not report.suggestions:
-        typer.echo("no change to suggest")
     original = report.engine_original
+    if original is not None:
+        typer.echo(f"\nEngine: {_passport(original)}")
+        typer.echo(f"  original: {_engine_line(original)}")
+    if not report.suggestions:
+        typer.echo(
+            "\nno change to suggest: none helps"
+            if report.other_changes or report.hidden_changes
+            else "\nno change to suggest"
+        )
     for rank, suggestion in enumerate(report.suggestions, start=1):
-        review = "  [needs review]" if suggestion.needs_review else ""
-        typer.echo(f"\n{rank}. {suggestion.title}{review}")
-        typer.echo(f"   {suggestion.rationale}")
-        for outcome in suggestion.targets:
-            line = (
-                f"   {outcome.target}: hit rate {outcome.hit_rate_before:.2%} ->"
-                f" {outcome.hit_rate_after:.2%}"
-            )
-            if outcome.saving_per_1k_requests is not None:
-                line += f"; saves ${outcome.saving_per_1k_requests:.4f} per 1,000 requests"
-            typer.echo(line)
+        _print_suggestion(f"{rank}.", suggestion)
         engine = suggestion.engine
         if engine is not None and original is not None:
+            run = engine.run
+            typer.echo(f"   on the engine: {_engine_line(run)}")
             typer.echo(
-                f"   measured on the engine: hit rate {original.hit_rate:.2%} ->"
-                f" {engine.hit_rate:.2%} (simulator predicted"
-                f" {engine.predicted_cached_tokens} cached tokens, engine"
-                f" {engine.measured_cached_tokens})"
+                f"     gain measured {engine.measured_gain_pp:+.2f}pp, simulated"
+                f" {engine.simulated_gain_pp:+.2f}pp; TTFT {_ttft_change(original, run)}"
             )
+            if engine.flag is not None:
+                typer.echo(f"     ⚠ {engine.flag}")
+        if suggestion.requests_file is not None:
+            typer.echo(f"   requests after the change: {suggestion.requests_file}")
         typer.echo("   " + suggestion.diff.replace("\n", "\n   ").rstrip())
+    if report.hidden_changes:
+        typer.echo(
+            f"\n{report.hidden_changes} other change(s) do not help (--all lists them, each"
+            " with why)"
+        )
+    if report.other_changes:
+        typer.echo("\nChanges that do not help:")
+        for change in report.other_changes:
+            _print_suggestion("-", change)
+            typer.echo(f"   why not: {change.why_not}")
+
+
+def _print_suggestion(mark: str, suggestion: SuggestionReport) -> None:
+    review = "  [needs review]" if suggestion.needs_review else ""
+    typer.echo(f"\n{mark} {suggestion.title}{review}")
+    typer.echo(f"   {suggestion.rationale}")
+    for outcome in suggestion.targets:
+        line = (
+            f"   {outcome.target}: hit rate {outcome.hit_rate_before:.2%} ->"
+            f" {outcome.hit_rate_after:.2%}"
+        )
+        saving = outcome.saving_per_1k_requests
+        if saving is not None:
+            line += (
+                f"; saves ${saving:.4f} per 1,000 requests"
+                if saving >= 0
+                else f"; costs ${-saving:.4f} more per 1,000 requests"
+            )
+        typer.echo(line)
+
+
+def _engine_line(run: EngineRun) -> str:
+    """'hit rate measured 70.35% (simulated 70.35%), 15,488 of 22,016 tokens; 14 requests'."""
+    mismatched = (
+        ""
+        if not run.mismatched_requests
+        else f"; {run.mismatched_requests} request(s) differ from the simulator"
+    )
+    stored = "" if run.measurement_id is None else f"; measurement #{run.measurement_id}"
+    return (
+        f"hit rate measured {run.measured_hit_rate:.2%} (simulated {run.simulated_hit_rate:.2%}),"
+        f" {run.measured_cached_tokens:,} of {run.prompt_tokens:,} prompt tokens cached;"
+        f" TTFT p50 {_ms(run.ttft.p50_s)}, p95 {_ms(run.ttft.p95_s)}{mismatched}{stored}"
+    )

@@ -400,6 +400,9 @@ class SelfHostedComparison:
     busy_seconds_full: float  # one log's GPU time at full utilization (per replica)
     decode_seconds_full: float
     assumptions: list[str]
+    # With a measurement: what the roofline model would have said for the same requests.
+    roofline_prefill_ms: PrefillSpread | None = None
+    roofline_prefill_seconds: float | None = None
 
 
 def compare_self_hosted(
@@ -459,6 +462,7 @@ def compare_self_hosted(
     curve.append(CapacityPoint(None, None, None, unbounded_hits, unbounded_hits / total_input))
 
     # --- time
+    roofline = prefill_seconds_many(deployment, cached, inputs - cached)
     if measurement is not None:
         prefill = np.array(
             [
@@ -469,7 +473,7 @@ def compare_self_hosted(
         )
         timing_source = f"vLLM measurement: {measurement.source}"
     else:
-        prefill = prefill_seconds_many(deployment, cached, inputs - cached)
+        prefill = roofline
         timing_source = ROOFLINE_TIMING
     batch_cap = min(kv.max_concurrent_requests, max_num_seqs)
     decode_full_per_token = decode_seconds_per_token(deployment, batch_cap, decode_context)
@@ -524,12 +528,7 @@ def compare_self_hosted(
         hit_rate=hit_tokens / total_input,
         num_blocks=kv.num_blocks,
         kv_capacity_tokens=kv.kv_capacity_tokens,
-        prefill_ms=PrefillSpread(
-            mean=float(prefill.mean()) * 1000,
-            p50=float(np.percentile(prefill, 50)) * 1000,
-            p95=float(np.percentile(prefill, 95)) * 1000,
-            max=float(prefill.max()) * 1000,
-        ),
+        prefill_ms=spread_ms(prefill),
         prefill_gpu_seconds=prefill_total * gpus,
         decode_gpu_seconds=decode_full * gpus,
         decode_batch_full=batch_cap,
@@ -565,6 +564,18 @@ def compare_self_hosted(
         busy_seconds_full=busy_full,
         decode_seconds_full=decode_full,
         assumptions=assumptions(decode_context, max_utilization),
+        roofline_prefill_ms=spread_ms(roofline) if measurement is not None else None,
+        roofline_prefill_seconds=float(roofline.sum()) if measurement is not None else None,
+    )
+
+
+def spread_ms(seconds: FloatArray) -> PrefillSpread:
+    """Mean, median, 95th percentile and maximum of per-request times, in milliseconds."""
+    return PrefillSpread(
+        mean=float(seconds.mean()) * 1000,
+        p50=float(np.percentile(seconds, 50)) * 1000,
+        p95=float(np.percentile(seconds, 95)) * 1000,
+        max=float(seconds.max()) * 1000,
     )
 
 

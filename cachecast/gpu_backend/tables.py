@@ -1,4 +1,5 @@
-"""Tables of ``cachecast.gpu_backend`` (created only by migration 0004_engine_measurements)."""
+"""Tables of ``cachecast.gpu_backend`` (created only by migrations: 0004_engine_measurements,
+0007_engine_measurement_dtype)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class EngineMeasurement(SQLModel, table=True):
     device: str = Field(max_length=200)
     block_size: int
     num_blocks: int
+    dtype: str | None = Field(default=None, max_length=32)  # None: the engine did not say
+    kv_cache_dtype: str | None = Field(default=None, max_length=32)
     endpoint: str | None = Field(default=None, max_length=500)
     source: str = Field(max_length=1000)
     requests: int

@@ -478,3 +478,42 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
             )
         )
     return candidates
+
+
+# --- combinations ----------------------------------------------------------------------
+
+
+def components(change: Change) -> tuple[str, ...]:
+    """The single changes ``change`` is made of (``move_to_end_of_system+add_breakpoints`` is
+    two)."""
+    return tuple(change.kind.split("+"))
+
+
+def compatible(chosen: Sequence[Change], change: Change) -> bool:
+    """Whether ``change`` can be applied on top of ``chosen``: no single change twice, and at
+    most one change that moves volatile lines (the moves of one part are alternatives: after
+    one, the lines another would move are no longer where it looks for them)."""
+    taken = {kind for item in chosen for kind in components(item)}
+    if taken & set(components(change)):
+        return False
+    return not (change.spans and any(item.spans for item in chosen))
+
+
+def combine(changes: Sequence[Change], rationale: str) -> Change:
+    """One change applying ``changes`` in order (each on the requests the previous left)."""
+    transforms = [change.transform for change in changes]
+
+    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for step in transforms:
+            records = step(records)
+        return records
+
+    spans = next((change.spans for change in changes if change.spans), ())
+    return Change(
+        "+".join(change.kind for change in changes),
+        "Combine: " + "; and ".join(change.title for change in changes),
+        rationale,
+        any(change.needs_review for change in changes),
+        transform,
+        spans,
+    )

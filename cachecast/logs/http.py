@@ -29,7 +29,9 @@ with ``previous_response_id`` gets the earlier input and output in front of its 
 Gemini request naming ``cachedContent`` created earlier in the recording gets the cached
 system instruction, tools and contents in front, with a cache breakpoint at their end (the
 ``cache_control`` mark the renderer reads on a Gemini content). A reference to state the
-recording does not hold makes the request ``prompt_complete`` false.
+recording does not hold makes the request ``prompt_complete`` false, and so does a stored
+request body whose length differs from the ``Content-Length`` the request was sent with (a
+recording filter replaced it: the text in the file is not the prompt the provider counted).
 """
 
 from __future__ import annotations
@@ -109,6 +111,11 @@ class _State:
 
     responses: dict[str, list[Any]] = field(default_factory=dict)  # response id -> items
     caches: dict[str, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
+    # cachedContents name -> (created, lifetime seconds, deleted before its TTL ran out)
+    lifetimes: dict[str, tuple[float | None, int, bool]] = field(default_factory=dict)
+
+
+GEMINI_DEFAULT_TTL_SECONDS = 3600  # "If not set, the TTL defaults to 1 hour" (Gemini docs)
 
 
 def classify(method: str, url: str) -> Endpoint | None:
@@ -144,8 +151,12 @@ def classify(method: str, url: str) -> Endpoint | None:
 
 def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | LogError]) -> Iterator[Item]:
     """The model calls among ``exchanges`` as records (an unreadable exchange comes as its
-    LogError, in order)."""
+    LogError, in order). Recordings are read whole, so the lifetime of every Gemini cache
+    (its TTL, updates and deletion later in the recording) is known before its creation
+    is handed on."""
     state = _State()
+    exchanges = list(exchanges)
+    state.lifetimes = _cache_lifetimes(exchanges)
     for exchange in exchanges:
         if isinstance(exchange, LogError):
             yield exchange.line, exchange
@@ -180,15 +191,19 @@ def _record(
         return None
     response = decode_body(exchange.response_body, exchange.response_headers, "response.body")
     if endpoint.api == "gemini-cache":
-        _remember_cache(body, response, state)
-        stream.skip("Gemini cachedContents creation (billed where a request uses it)")
-        return None
-    complete = True
+        return _cache_creation(exchange, body, response, state)
+    # A recording filter may replace the body it stores (secrets, long prompts): the stored
+    # body is then not what was sent, whose length the request's Content-Length still gives.
+    complete = not _body_rewritten(exchange)
+    cached_content: str | None = None
     model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
     if endpoint.api == "responses":
-        body, complete = _chain_response(body, state)
+        body, chained = _chain_response(body, state)
+        complete = complete and chained
     elif endpoint.api == "gemini" and isinstance(body.get("cachedContent"), str):
-        body, complete = _with_cache(body, state)
+        cached_content = body["cachedContent"]
+        body, merged = _with_cache(body, state)
+        complete = complete and merged
     final = _final_response(response, endpoint.api)
     if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
         model = final["model"]
@@ -196,7 +211,7 @@ def _record(
     if endpoint.api == "responses" and isinstance(final, dict):
         _remember_response(body, final, state)
     request_id = _request_id(exchange.response_headers, final)
-    return make_record(
+    record = make_record(
         request=body,
         model=model,
         provider=endpoint.provider,
@@ -205,9 +220,25 @@ def _record(
         observed=observed,
         prompt_complete=complete,
     )
+    if cached_content is not None:
+        record["cached_content"] = cached_content
+    return record
 
 
 # --- bodies ------------------------------------------------------------------------------
+
+
+def _body_rewritten(exchange: Exchange) -> bool:
+    """Whether the stored request body differs in length from the Content-Length sent."""
+    declared = exchange.request_headers.get("content-length", "").strip()
+    raw = exchange.request_body
+    if not declared.isdigit() or not isinstance(raw, str | bytes | bytearray):
+        return False
+    if isinstance(raw, str):
+        if exchange.request_headers.get("content-encoding"):
+            return False  # the stored text is the decoded body, the length the encoded one
+        raw = raw.encode("utf-8")
+    return len(raw) != int(declared)
 
 
 def decode_bytes(raw: Any, headers: dict[str, str], path: str) -> Any:
@@ -553,12 +584,132 @@ def ttl_name(ttl: Any) -> str | None:
     return f"{whole}s"
 
 
-def _remember_cache(body: dict[str, Any], response: Any, state: _State) -> None:
+CACHE_KEYS = ("contents", "systemInstruction", "system_instruction", "tools")
+
+
+def _cache_creation(
+    exchange: Exchange, body: dict[str, Any], response: Any, state: _State
+) -> dict[str, Any] | None:
+    """A ``cachedContents`` creation as a record of its own: its content is its prompt
+    (billed at the input price when created), its lifetime what the recording shows."""
     name = response.get("name") if isinstance(response, dict) else None
-    if isinstance(name, str):
-        keys = ("contents", "systemInstruction", "system_instruction", "tools")
-        cached: dict[str, Any] = {k: body[k] for k in keys if k in body}
-        state.caches[name] = (cached, ttl_name(body.get("ttl")))
+    if not isinstance(name, str):
+        raise RecordFieldError("response.body.name", "a cachedContents creation names no cache")
+    cached: dict[str, Any] = {k: body[k] for k in CACHE_KEYS if k in body}
+    ttl = ttl_name(body.get("ttl"))
+    state.caches[name] = (cached, ttl)
+    _, lifetime, deleted = state.lifetimes.get(
+        name, (exchange.timestamp, GEMINI_DEFAULT_TTL_SECONDS, False)
+    )
+    count = None
+    usage = response.get("usageMetadata") if isinstance(response, dict) else None
+    if isinstance(usage, dict) and isinstance(usage.get("totalTokenCount"), int):
+        count = usage["totalTokenCount"]
+    model = body.get("model")
+    record = make_record(
+        request={**cached, "contents": cached.get("contents", [])},
+        model=model.removeprefix("models/") if isinstance(model, str) else None,
+        provider="google",
+        timestamp=exchange.timestamp,
+        request_id=name,
+        observed=(
+            ObservedUsage(input_tokens=count, cache_write_tokens=count, output_tokens=0)
+            if count is not None
+            else None
+        ),
+    )
+    record["cache_creation"] = {
+        "name": name,
+        "lifetime_seconds": lifetime,
+        "ttl": ttl,
+        "deleted": deleted,
+    }
+    return record
+
+
+def _seconds(ttl: Any) -> int | None:
+    if isinstance(ttl, str) and ttl.endswith("s"):
+        try:
+            return max(0, round(float(ttl[:-1])))
+        except ValueError:
+            return None
+    return None
+
+
+def _moment(value: Any) -> float | None:
+    """An RFC 3339 ``expireTime`` as epoch seconds."""
+    if not isinstance(value, str):
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _cache_lifetimes(
+    exchanges: list[Exchange | LogError],
+) -> dict[str, tuple[float | None, int, bool]]:
+    """Every cache the recording creates: (created, lifetime in seconds, deleted early).
+
+    The lifetime runs from the creation to the expiry its TTL (or ``expireTime``) sets, as
+    moved by later updates (``PATCH .../cachedContents/NAME``), or to its deletion
+    (``DELETE``) where that comes first; a recording without times keeps the TTL."""
+    lifetimes: dict[str, tuple[float | None, int, bool]] = {}
+    expiries: dict[str, float | None] = {}
+    for exchange in exchanges:
+        if isinstance(exchange, LogError) or not _is_success(exchange.status):
+            continue
+        path = unquote(urlsplit(exchange.url).path).rstrip("/")
+        if "/cachedContents" not in path:
+            continue
+        method = exchange.method.upper()
+        now = exchange.timestamp
+        try:
+            body = decode_json(exchange.request_body, exchange.request_headers, "request.body")
+        except RecordFieldError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        if method == "POST" and path.endswith("/cachedContents"):
+            try:
+                response = decode_body(
+                    exchange.response_body, exchange.response_headers, "response.body"
+                )
+            except RecordFieldError:
+                continue
+            name = response.get("name") if isinstance(response, dict) else None
+            if not isinstance(name, str):
+                continue
+            ttl = _seconds(body.get("ttl"))
+            expiry = _moment(body.get("expireTime"))
+            if expiry is None and now is not None:
+                expiry = now + (ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS)
+            lifetime = ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS
+            if expiry is not None and now is not None:
+                lifetime = max(0, round(expiry - now))
+            lifetimes[name] = (now, lifetime, False)
+            expiries[name] = expiry
+            continue
+        name = "cachedContents/" + path.rsplit("/cachedContents/", 1)[-1]
+        if name not in lifetimes or "/cachedContents/" not in path:
+            continue
+        created = lifetimes[name][0]
+        if method == "PATCH" and now is not None and created is not None:
+            ttl = _seconds(body.get("ttl"))
+            expiry = _moment(body.get("expireTime")) or (now + ttl if ttl is not None else None)
+            if expiry is not None:
+                expiries[name] = expiry
+                lifetimes[name] = (created, max(0, round(expiry - created)), False)
+        elif method == "DELETE":
+            expiry = expiries.get(name)
+            if now is not None and created is not None and (expiry is None or now < expiry):
+                lifetimes[name] = (created, max(0, round(now - created)), True)
+    return lifetimes
+
+
+def _is_success(status: int | None) -> bool:
+    return status is None or 200 <= status < 300
 
 
 def _with_cache(body: dict[str, Any], state: _State) -> tuple[dict[str, Any], bool]:

@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse
 from cachecast import __version__
 from cachecast.contracts.errors import DatabaseNotMigratedError
 from cachecast.service import openapi
-from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import (
     BodyLimitMiddleware,
@@ -35,10 +34,12 @@ from cachecast.service.routers import (
     inspections,
     jobs,
     layout_checks,
+    reconciliations,
     simulations,
 )
 from cachecast.service.settings import ServiceSettings, load_settings
 from cachecast.service.state import ServiceState
+from cachecast.service.worker import job_handlers
 
 logger = logging.getLogger(__name__)
 
@@ -71,11 +72,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         if settings.job_runners > 0:
             state.runner = JobRunner(
                 job_store,
-                {
-                    estimates.ESTIMATE_JOB_KIND: lambda payload, progress: run_estimate_job(
-                        state.contracts, payload, progress, limits=settings.limits
-                    )
-                },
+                job_handlers(state.contracts, settings.ray_address, settings.limits),
                 threads=settings.job_runners,
                 poll_seconds=settings.job_poll_seconds,
                 on_finished=lambda kind, outcome: metrics.jobs_finished.labels(kind, outcome).inc(),
@@ -110,6 +107,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         contracts,
         estimates,
         inspections,
+        reconciliations,
         simulations,
         jobs,
         layout_checks,

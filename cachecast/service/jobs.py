@@ -4,6 +4,10 @@ Life of a job: ``queued`` (inserted by the request that submitted it) -> ``runni
 by exactly one worker with ``UPDATE ... WHERE id = :id AND status = 'queued'``; a worker that
 updates no row lost the race and tries the next job) -> ``done`` (result and status written by
 one UPDATE, so never half-written) or ``failed`` (error written the same way).
+``DELETE /v1/jobs/{id}`` cancels a queued or running job: ``failed`` with a ``job-cancelled``
+problem, written by the API in one conditional UPDATE; the worker running it sees at its next
+heartbeat that the row is no longer running under its claim, and stops at the handler's next
+progress report (:class:`JobTakenError`), writing nothing.
 
 A worker that dies mid-job leaves a ``running`` row. Such a row is marked ``failed`` when
 (a) a process starting on the same host sees that the claiming process no longer exists
@@ -61,6 +65,11 @@ class JobQueueFullError(Exception):
 
 class JobAbandonedError(Exception):
     """Raised inside a handler's progress report when the server is stopping."""
+
+
+class JobTakenError(Exception):
+    """Raised inside a handler's progress report when the job is no longer this worker's:
+    cancelled by a client (``DELETE /v1/jobs/{id}``), or failed as orphaned by a peer."""
 
 
 def utcnow() -> dt.datetime:
@@ -172,10 +181,14 @@ class JobStore:
                     for name, value in values.items()
                 )
             )
+            # The inserted ids, not ``rowcount``: PostgreSQL's driver reports no count for
+            # an INSERT ... SELECT, whatever it inserted.
             inserted = connection.execute(
-                jobs_table.insert().from_select(list(values), row.where(pending < queue_limit))
-            ).rowcount
-        if inserted != 1:
+                jobs_table.insert()
+                .from_select(list(values), row.where(pending < queue_limit))
+                .returning(jobs_table.c.id)
+            ).all()
+        if len(inserted) != 1:
             raise JobQueueFullError(queue_limit)
         return job_id
 
@@ -277,6 +290,31 @@ class JobStore:
             error_json=json.dumps(problem, separators=(",", ":")),
             finished_at=utcnow(),
         )
+
+    def cancel(self, job_id: str) -> JobView | None:
+        """Cancel a queued or running job: it is failed with a ``job-cancelled`` problem in
+        one conditional UPDATE (the worker running it finds the job no longer its own at its
+        next heartbeat and stops). Returns the job as it now is (unchanged when it had
+        already finished), or None for an unknown id."""
+        with self.engine.connect() as connection:
+            status = connection.execute(
+                sa.select(jobs_table.c.status).where(jobs_table.c.id == job_id)
+            ).scalar_one_or_none()
+        if status in (JobStatus.QUEUED.value, JobStatus.RUNNING.value):
+            with self.engine.begin() as connection:
+                connection.execute(
+                    jobs_table.update()
+                    .where(
+                        jobs_table.c.id == job_id,
+                        jobs_table.c.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
+                    )
+                    .values(
+                        status=JobStatus.FAILED.value,
+                        error_json=json.dumps(_cancelled_problem(job_id, status)),
+                        finished_at=utcnow(),
+                    )
+                )
+        return self.get(job_id)
 
     def fail_orphans(self, hostname: str | None = None) -> list[str]:
         """Mark failed every running job whose worker is known dead or whose lease expired."""
@@ -444,6 +482,7 @@ class JobRunner:
     def _run(self, job_id: str, kind: str, request: dict[str, Any]) -> None:
         processed = 0
         done = threading.Event()
+        taken = threading.Event()  # the row is no longer running under our claim
 
         def progress(count: int) -> None:
             # Handlers report increments (as the estimator does), not running totals.
@@ -451,12 +490,15 @@ class JobRunner:
             processed += count
             if self.abandon.is_set():
                 raise JobAbandonedError(job_id)
+            if taken.is_set():
+                raise JobTakenError(job_id)
 
         def beat() -> None:
             interval = min(1.0, self.store.lease.total_seconds() / 4)
             while not done.wait(interval):
                 try:
-                    self.store.heartbeat(job_id, self.worker_id, processed)
+                    if not self.store.heartbeat(job_id, self.worker_id, processed):
+                        taken.set()
                 except Exception:
                     logger.exception("heartbeat for job %s failed", job_id)
 
@@ -483,6 +525,11 @@ class JobRunner:
             # stop() fails every job of ours; this covers a claim made while it ran.
             self.store.fail(job_id, self.worker_id, _shutdown_problem())
             outcome = "abandoned"
+        except JobTakenError:
+            done.set()
+            heart.join()
+            logger.info("job %s was cancelled or taken from this worker; stopped", job_id)
+            outcome = "cancelled"
         except JobInputError as error:
             done.set()
             heart.join()
@@ -513,6 +560,15 @@ def _interrupted_problem(status: int, what_happened: str) -> dict[str, Any]:
         "title": "Job interrupted",
         "status": status,
         "detail": f"{what_happened}; no partial result was kept. Submit it again.",
+    }
+
+
+def _cancelled_problem(job_id: str, status: str) -> dict[str, Any]:
+    return {
+        "type": "https://cachecast.dev/problems/job-cancelled",
+        "title": "Job cancelled",
+        "status": 409,
+        "detail": f"job {job_id} was cancelled by a client while {status}; no result was kept",
     }
 
 

@@ -5,7 +5,8 @@ optional sample values) or a list of log records, and is checked by the same fun
 ``cachecast check``. An inline side is named by its place in the body (``body.candidate``), so
 an error in it reads ``body.candidate.records[3].messages[0].content`` or
 ``body.candidate.layout.turn``. What only a server must refuse is refused here: model names
-that would load a tokenizer from the server's disk, and expansions without bound.
+that would load a tokenizer from the server's disk, engines at URLs the client names, and
+expansions without bound.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from cachecast.app.check import CheckRequest
+from cachecast.app.evaluation import ENGINE_TARGET
 from cachecast.app.prompt_sets import PromptSource
 from cachecast.app.thresholds import parse_thresholds
+from cachecast.errors import BadInputError, Location
 from cachecast.iso import IsoDate
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.server_paths import record_models, refuse_server_paths
@@ -131,10 +134,23 @@ def _side(name: str, body: CheckSideBody) -> PromptSource:
     return PromptSource(layout=layout, values=_text(body.values), name=name, inline_name=where)
 
 
+def refuse_engine_targets(targets: list[str]) -> None:
+    """``vllm-engine:URL`` targets are for the command line: a server that called the URLs
+    its clients name would let them reach whatever the server can reach."""
+    for index, target in enumerate(targets):
+        if target.strip().lower().startswith(f"{ENGINE_TARGET}:"):
+            raise BadInputError(
+                f"{ENGINE_TARGET} targets are not available over HTTP: the service does not"
+                " call URLs given in a request (run cachecast check on the command line)",
+                location=Location(field=f"targets[{index}]"),
+            )
+
+
 def check_request(body: LayoutCheckRequest) -> CheckRequest:
     """The use case's request for a body: every bad record listed (nothing half-checked),
     the expansion bounded, server paths refused before any work."""
     refuse_server_paths([("body.model", body.model)])
+    refuse_engine_targets(body.targets)
     thresholds = None
     if body.thresholds is not None:
         thresholds = parse_thresholds(

@@ -58,6 +58,11 @@ _MESSAGE = {
 }
 
 
+# The keys the reader looks for before a Responses body's (``render.detect_api``).
+_RESPONSES_EXCLUDED = ("tokens", "prompt", "contents", "messages", "input_length", "hash_ids")
+_RESPONSES_EXCLUDED += ("request", "body")
+
+
 def _absent(*keys: str) -> dict[str, Any]:
     return {"not": {"anyOf": [{"required": [key]} for key in keys]}} if keys else {}
 
@@ -92,6 +97,24 @@ SHAPES: list[dict[str, Any]] = [
         {"type": "array", "items": _MESSAGE},
         "OpenAI Chat Completions (Anthropic Messages with provider anthropic or a system)",
     ),
+    _shape(
+        "GeminiRecord",
+        "contents",
+        {"type": "array", "items": {"type": "object"}},
+        "Gemini generateContent (or a cachedContents creation, with ttl and displayName)",
+    ),
+    {
+        "title": "ResponsesRecord",
+        "description": "OpenAI Responses: input (text or items), optional instructions",
+        "type": "object",
+        "required": ["input"],
+        "properties": {
+            **_WRAPPER_FIELDS,
+            "input": {"anyOf": [{"type": "string"}, {"type": "array"}]},
+            "instructions": _OPTIONAL_TEXT,
+        },
+        **_absent(*_RESPONSES_EXCLUDED),
+    },
     {
         "title": "MooncakeRecord",
         "description": "a Mooncake trace line: one hash id per 512-token block",

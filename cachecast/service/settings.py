@@ -65,6 +65,11 @@ class ServiceSettings(BaseSettings):
         ge=0,
         description="on shutdown, how long running jobs may finish before they are failed",
     )
+    ray_address: str | None = Field(
+        default=None,
+        description="run jobs on the Ray cluster at this address (host:port or ray://...)"
+        " instead of in the process that claimed them",
+    )
     job_lease_seconds: float = Field(
         default=60.0,
         gt=0,

@@ -7,7 +7,7 @@ results: a bill is never rounded silently. The one term that does not terminate 
 ``STORAGE_QUANTUM`` (1e-15 USD) per request, and that is the only rounding anywhere. Display
 code may round further; this module never does.
 
-Cost rules (issue 4):
+Cost rules (docs/billing.md):
 - uncached input x input price; reads x input price x ``read_multiplier``;
 - writes x input price x the write multiplier of the TTL option they were written with (the
   write multiplier *replaces* the input price for those tokens, it is not added on top);
@@ -165,7 +165,7 @@ def total_input_tokens(
     OpenAI-style ``prompt_tokens`` already include cached (read and written) tokens;
     Anthropic-style ``input_tokens`` count only the tokens after the last breakpoint, so the
     total is ``input + cache_read + cache_creation``. Getting this wrong is the most common
-    cause of wrong cache bills (contracts-reference section 14).
+    cause of wrong cache bills (docs/billing.md).
     """
     if min(reported_input_tokens, cache_read_tokens, cache_write_tokens) < 0:
         raise BillingError("usage token counts must not be negative")

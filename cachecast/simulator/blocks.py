@@ -42,12 +42,18 @@ from collections.abc import Sequence
 from xxhash import xxh3_128_digest
 
 from cachecast.errors import BadInputError, Location
+from cachecast.tokenizers.sequences import common_prefix_length
 from cachecast.tokenizers.types import TokenizedRequest
+
+__all__ = ["common_prefix_length"]  # re-exported: where callers have always found it
 
 KEY_BYTES = 16
 _TOKEN_BYTES = 4  # token ids are stored as uint32
 
 BlockKey = bytes
+# A remembered prompt unused for this long (in the log's time) is forgotten: the memory then
+# follows the sessions still going on, not every session of a long log.
+REMEMBERED_IDLE_SECONDS = 3600.0
 _MemoryKey = tuple[bytes, str] | tuple[bytes, bytes]  # (seed, session) or (seed, opening)
 
 
@@ -120,6 +126,8 @@ class BlockKeyer:
         self._recent: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]] = OrderedDict()
         self._by_opening: OrderedDict[_MemoryKey, tuple[bytes, list[BlockKey]]] = OrderedDict()
         self._remembered = remembered_sessions
+        self._newest = 0.0  # the latest request time seen
+        self._used: dict[_MemoryKey, float] = {}  # when each remembered entry was last kept
 
     def seed(self, request: TokenizedRequest) -> bytes:
         namespace = (request.model, request.scope)
@@ -135,6 +143,8 @@ class BlockKeyer:
         A trace with ``block_keys`` must have been recorded with this block size; its last
         id is dropped when it stands for a partial block.
         """
+        if request.prompt_keys is not None:
+            return given_block_keys(request, self.block_size)
         seed = self.seed(request)
         full_blocks = request.input_tokens // self.block_size
         if request.tokens is None:
@@ -161,6 +171,8 @@ class BlockKeyer:
             keys = _reusable_keys(self._by_opening.get(opening), data, stride)
         parent = keys[-1] if keys else None
         keys += chain_keys_from_bytes(data, self.block_size, seed, len(keys), parent)
+        if request.timestamp > self._newest:
+            self._newest = request.timestamp
         self._remember(self._recent, session, (data, keys))
         if keys:
             self._remember(self._by_opening, opening, (data, keys))
@@ -172,11 +184,29 @@ class BlockKeyer:
         key: _MemoryKey,
         prompt: tuple[bytes, list[BlockKey]],
     ) -> None:
-        """Keep ``prompt`` under ``key`` as the most recent entry, dropping the oldest."""
+        """Keep ``prompt`` under ``key`` as the most recent entry, dropping the oldest and
+        those idle for ``REMEMBERED_IDLE_SECONDS``."""
         memory[key] = prompt
         memory.move_to_end(key)
+        used = self._used
+        used[key] = self._newest
         if len(memory) > self._remembered:
-            memory.popitem(last=False)
+            del used[memory.popitem(last=False)[0]]
+        idle_before = self._newest - REMEMBERED_IDLE_SECONDS
+        while used[next(iter(memory))] < idle_before:  # stops at ``key`` at the latest
+            del used[memory.popitem(last=False)[0]]
+
+
+def given_block_keys(request: TokenizedRequest, block_size: int) -> list[BlockKey]:
+    """The full-block keys a compact request carries for ``block_size`` (a new list)."""
+    assert request.prompt_keys is not None
+    keys = request.prompt_keys.blocks.get(block_size)
+    if keys is None:
+        raise ValueError(
+            f"{request.source}:{request.line}: request {request.request_id} carries no"
+            f" {block_size}-token block keys (its keys were computed for another policy)"
+        )
+    return list(keys)
 
 
 def _reusable_keys(
@@ -198,22 +228,3 @@ def _common_whole_blocks(old: bytes, new: bytes, stride: int, old_blocks: int) -
         return limit
     size = limit * stride
     return common_prefix_length(old[:size], new[:size]) // stride
-
-
-def common_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
-    """How many leading items ``left`` and ``right`` share.
-
-    A binary search on slice equality: each probe is one C-level comparison of the part
-    not yet known to match, about log2(n) of them, instead of a Python-level step per item.
-    """
-    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; not at high+1
-    if left[:high] == right[:high]:
-        return high
-    high -= 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if left[low:middle] == right[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low

@@ -5,9 +5,14 @@ Expiry boundary: an entry written (or refreshed) at time ``t`` with TTL ``T`` is
 only where the TTL option says so (``refresh_on_hit``).
 
 Capacity (optional) counts entries; when an insert would exceed it, the least recently
-used entries that the current request does not hold are evicted first. Callers touch the
-entries of one prefix deepest-first, so within one request the shallower entries are the
-more recent ones and the deepest block goes first, as in vLLM. Expired entries are
+used entries that the current request does not hold are evicted first.
+
+Removed entries are remembered (bounded, oldest forgotten first) with why they went
+(``EXPIRED`` or ``EVICTED``) and when they were last used, so that a later miss can be
+explained (``gone``); removal is rare next to lookups, so this costs the hot loop nothing.
+
+Callers touch the entries of one prefix deepest-first, so within one request the shallower
+entries are the more recent ones and the deepest block goes first, as in vLLM. Expired entries are
 dropped when met at lookup and swept from the LRU end as the cache grows, so memory stays
 bounded by the live entries plus one sweep's worth.
 """
@@ -30,6 +35,20 @@ class CacheEntry:
     ttl_name: str
 
 
+EXPIRED = "expired"
+EVICTED = "evicted"
+REMEMBERED_REMOVALS = 1 << 18
+
+
+@dataclass(frozen=True, slots=True)
+class Gone:
+    """A removed entry: why, when it was last written or refreshed, and its TTL."""
+
+    reason: str
+    last_used: float
+    ttl_seconds: int
+
+
 class TtlLruCache:
     """Entries keyed by chained block/prefix keys, with TTL expiry and LRU capacity."""
 
@@ -39,6 +58,18 @@ class TtlLruCache:
         self.capacity = capacity
         self._entries: OrderedDict[bytes, CacheEntry] = OrderedDict()  # LRU first
         self._sweep_at = 1024
+        self._gone: OrderedDict[bytes, Gone] = OrderedDict()
+
+    def gone(self, key: bytes) -> Gone | None:
+        """Why ``key`` is no longer cached, where it was and is remembered."""
+        return self._gone.get(key)
+
+    def _remove(self, key: bytes, entry: CacheEntry, reason: str) -> None:
+        del self._entries[key]
+        gone = self._gone
+        gone[key] = Gone(reason, entry.expires_at - entry.ttl_seconds, entry.ttl_seconds)
+        if len(gone) > REMEMBERED_REMOVALS:
+            gone.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -52,7 +83,7 @@ class TtlLruCache:
         if entry is None:
             return None
         if now >= entry.expires_at:
-            del self._entries[key]
+            self._remove(key, entry, EXPIRED)
             return None
         return entry
 
@@ -103,9 +134,9 @@ class TtlLruCache:
 
     def sweep(self, now: float) -> int:
         """Drop every expired entry; returns how many."""
-        expired = [key for key, entry in self._entries.items() if now >= entry.expires_at]
-        for key in expired:
-            del self._entries[key]
+        expired = [(key, entry) for key, entry in self._entries.items() if now >= entry.expires_at]
+        for key, entry in expired:
+            self._remove(key, entry, EXPIRED)
         return len(expired)
 
     def _make_room(self, now: float, held: Collection[bytes]) -> bool:
@@ -118,5 +149,5 @@ class TtlLruCache:
             victim = next((key for key in self._entries if key not in held), None)
             if victim is None:
                 return False
-            del self._entries[victim]
+            self._remove(victim, self._entries[victim], EVICTED)
         return True

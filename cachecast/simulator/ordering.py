@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 
 from cachecast.errors import BadInputError, Location
+from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies.base import CachePolicy
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
@@ -52,8 +53,12 @@ def simulate(
     *,
     window: int = DEFAULT_REORDER_WINDOW,
 ) -> Iterator[RequestUsage]:
-    """Per-request usage, in timestamp order (input sorted within ``window`` requests)."""
-    for request in in_timestamp_order(requests, window):
+    """Per-request usage, in timestamp order (input sorted within ``window`` requests).
+
+    The window holds each request reduced to the keys ``policy`` reads (``compact``), not
+    its token ids: memory for the window's requests, not for their prompts."""
+    compact = Compactor(key_needs([policy])).compact
+    for request in in_timestamp_order(map(compact, requests), window):
         usage = policy.process(request)
         usage.check()
         yield usage

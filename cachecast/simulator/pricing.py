@@ -29,6 +29,14 @@ from cachecast.simulator.billing import (
     bill_without_cache,
     cost_strings,
     money,
+    prices_for,
+)
+from cachecast.simulator.misses import (
+    HISTORY_BLOCK_TOKENS,
+    MissSpan,
+    PromptHistory,
+    Sight,
+    spans_total,
 )
 from cachecast.simulator.policies import CachePolicy, policy_for_contract
 from cachecast.simulator.reconcile import (
@@ -40,6 +48,10 @@ from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 
 PROGRESS_EVERY = 64
+TIMELINE_WIDTHS = (1, 60, 3600, 86400, 7 * 86400)
+"""Seconds per timeline bucket: the finest that keeps at most :data:`TIMELINE_BUCKETS`."""
+TIMELINE_BUCKETS = 4096
+_MILLION = Decimal(1_000_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +75,7 @@ class PerRequestRow:
     cost: Cost
     cost_without_cache: Cost
     reconciled: ReconciledRequest | None
+    misses: tuple[MissSpan, ...] = ()
 
     def as_record(self) -> dict[str, Any]:
         """A flat row; money as exact decimal strings (a float column would round)."""
@@ -89,12 +102,18 @@ class PerRequestRow:
         record["observed_cache_read_tokens"] = reconciled.observed_read if reconciled else None
         record["observed_cache_write_tokens"] = reconciled.observed_write if reconciled else None
         record["observed_cost"] = money(reconciled.observed_cost) if reconciled else None
+        record["miss_causes"] = ";".join(f"{span.cause}={span.tokens}" for span in self.misses)
+        record["miss_details"] = " | ".join(
+            f"{span.cause}@{span.start}: {span.detail}" for span in self.misses if span.detail
+        )
         return record
 
     def slim(self) -> PerRequestRow:
         """The row without the prompt's tokens (the table needs only the request's identity):
         what a distributed worker ships back."""
-        request = dataclasses.replace(self.request, tokens=None, block_keys=None, segments=())
+        request = dataclasses.replace(
+            self.request, tokens=None, block_keys=None, segments=(), prompt_keys=None
+        )
         return dataclasses.replace(self, request=request)
 
 
@@ -111,6 +130,72 @@ class TargetTotals:
     # Set when an explicit-breakpoint contract was simulated as if every request ended its
     # latest message with a breakpoint (Anthropic's top-level automatic cache_control).
     assumed_breakpoint: str | None = None
+    # Prompt tokens not read from cache by (cause, long-context tier threshold or 0): what
+    # reading them would have saved is priced from these at the end (``miss_cost``).
+    miss_tokens_by_tier: dict[tuple[str, int], int] = field(default_factory=dict)
+    # (bucket width in seconds, bucket index) -> sums over the requests in that bucket.
+    timeline_requests: dict[tuple[int, int], int] = field(default_factory=dict)
+    timeline_input: dict[tuple[int, int], int] = field(default_factory=dict)
+    timeline_read: dict[tuple[int, int], int] = field(default_factory=dict)
+    # Assumptions the policy made, with the number of requests each concerned.
+    notes: dict[str, int] = field(default_factory=dict)
+    skipped_cache_objects: int = 0  # cache creations not billed under this contract
+
+    def add_misses(self, spans: list[MissSpan], usage: RequestUsage) -> None:
+        """Count the spans by cause and by the price tier of the request."""
+        tier = 0
+        for threshold in self._tier_thresholds:
+            if usage.input_tokens > threshold:
+                tier = threshold
+        counts = self.miss_tokens_by_tier
+        for span in spans:
+            key = (span.cause, tier)
+            counts[key] = counts.get(key, 0) + span.tokens
+
+    @property
+    def _tier_thresholds(self) -> tuple[int, ...]:
+        return tuple(tier.above_input_tokens for tier in self.contract.long_context_tiers)
+
+    @property
+    def miss_tokens(self) -> dict[str, int]:
+        """Prompt tokens not read from cache, by cause."""
+        found: dict[str, int] = {}
+        for (cause, _), tokens in self.miss_tokens_by_tier.items():
+            found[cause] = found.get(cause, 0) + tokens
+        return found
+
+    @property
+    def miss_cost(self) -> dict[str, Decimal]:
+        """What reading the tokens of each cause would have saved: their tokens at the input
+        price in force for their requests (long-context tiers included), less the read
+        price."""
+        contract = self.contract
+        found: dict[str, Decimal] = {}
+        with localcontext(EXACT):
+            for (cause, tier), tokens in self.miss_tokens_by_tier.items():
+                price = prices_for(contract, tier + 1 if tier else 0).input_per_mtok
+                lost = Decimal(tokens) * price * (1 - contract.read_multiplier) / _MILLION
+                found[cause] = found.get(cause, Decimal(0)) + lost
+        return found
+
+    def add_timeline(self, usage: RequestUsage) -> None:
+        """Add the request to its timeline bucket (buckets coarsen as the log spans more)."""
+        width = TIMELINE_WIDTHS[0]
+        for key in self.timeline_requests:
+            width = max(width, key[0])
+            break
+        key = (width, int(usage.timestamp // width))
+        self.timeline_requests[key] = self.timeline_requests.get(key, 0) + 1
+        self.timeline_input[key] = self.timeline_input.get(key, 0) + usage.input_tokens
+        self.timeline_read[key] = self.timeline_read.get(key, 0) + usage.cache_read_tokens
+        if len(self.timeline_requests) > TIMELINE_BUCKETS and width != TIMELINE_WIDTHS[-1]:
+            coarser = TIMELINE_WIDTHS[TIMELINE_WIDTHS.index(width) + 1]
+            for name in ("timeline_requests", "timeline_input", "timeline_read"):
+                merged: dict[tuple[int, int], int] = {}
+                for (old_width, index), value in getattr(self, name).items():
+                    new_key = (coarser, index * old_width // coarser)
+                    merged[new_key] = merged.get(new_key, 0) + value
+                setattr(self, name, merged)
 
     def fresh(self) -> TargetTotals:
         """Empty totals for the same target (a partition's starting point)."""
@@ -124,6 +209,20 @@ class TargetTotals:
             _add_fields(self.reconciliation, other.reconciliation)
         self.requests_with_breakpoints += other.requests_with_breakpoints
         self.assumed_breakpoint = self.assumed_breakpoint or other.assumed_breakpoint
+        for name in (
+            "miss_tokens_by_tier",
+            "notes",
+            "timeline_requests",
+            "timeline_input",
+            "timeline_read",
+        ):
+            _add_dict(getattr(self, name), getattr(other, name))
+        self.skipped_cache_objects += other.skipped_cache_objects
+
+
+def _add_dict(into: dict[Any, Any], other: dict[Any, Any]) -> None:
+    for key, value in other.items():
+        into[key] = into[key] + value if key in into else value
 
 
 def _add_fields(into: Any, other: Any) -> None:
@@ -161,35 +260,82 @@ def replay_targets(
     progress: Callable[[int], None] | None,
     per_request: Callable[[PerRequestRow], None] | None,
     auto_cache_control: bool,
+    *,
+    explain: bool = True,
 ) -> None:
     """Feed one ordered request stream to every target's policy, billing as it goes.
 
     ``progress`` gets the number of requests replayed since its last call (every
-    :data:`PROGRESS_EVERY`, and once at the end)."""
+    :data:`PROGRESS_EVERY`, and once at the end). ``explain``: attribute every request's
+    tokens not read from cache to their causes (``simulator.misses``)."""
     policies = [target_policy(result, auto_cache_control) for result in results]
+    history = PromptHistory(opening_tokens=history_unit(policies)) if explain else None
     pending = 0
     for request in requests:
+        sight = history.observe(request) if history is not None else None
         for result, policy in zip(results, policies, strict=True):
-            usage = policy.process(request)
-            contract = result.contract
-            cost = bill_request(usage, contract)
-            cost_off = bill_without_cache(usage, contract)
-            result.totals.add(usage, cost, cost_off, request.exact)
-            result.requests_with_breakpoints += bool(request.breakpoints)
-            reconciled = None
-            if request.observed is not None and matcher.served_by(request, contract):
-                reconciled = reconcile_request(usage, request.observed, contract, cost)
-                result.reconciliation.add(reconciled)
-            if per_request is not None:
-                per_request(
-                    PerRequestRow(result.target, request, usage, cost, cost_off, reconciled)
-                )
+            price_request(request, result, policy, matcher, sight, per_request)
         pending += 1
         if progress is not None and pending >= PROGRESS_EVERY:
             progress(pending)
             pending = 0
     if progress is not None and pending:
         progress(pending)
+    for result, policy in zip(results, policies, strict=True):
+        for note, count in policy.notes.items():
+            result.notes[note] = result.notes.get(note, 0) + count
+
+
+def history_unit(policies: list[CachePolicy]) -> int:
+    """The opening the prompt history relates prompts by: the replay's partition unit, so
+    that a partitioned replay explains misses as one process does (``PromptHistory``)."""
+    from cachecast.simulator.distributed.partition import CoupledCacheError, common_unit
+
+    try:
+        return common_unit(policies) if policies else HISTORY_BLOCK_TOKENS
+    except CoupledCacheError:
+        return HISTORY_BLOCK_TOKENS  # a shared capacity: no partitioning anyway
+
+
+def price_request(
+    request: TokenizedRequest,
+    result: TargetTotals,
+    policy: CachePolicy,
+    matcher: ObservedModelMatcher,
+    sight: Sight | None,
+    per_request: Callable[[PerRequestRow], None] | None,
+) -> PerRequestRow | None:
+    """One request through one target's policy: billed, explained where ``sight`` is given
+    (see :class:`PromptHistory`), reconciled where its usage is the target's own, added to
+    the target's totals, and handed to ``per_request``. A record that only creates a cache
+    object is skipped by a contract that has none (None is returned)."""
+    if request.controls.creates is not None and not policy.bills_cache_objects:
+        result.skipped_cache_objects += 1
+        return None
+    usage = policy.process(request)
+    contract = result.contract
+    cost = bill_request(usage, contract)
+    cost_off = bill_without_cache(usage, contract)
+    result.totals.add(usage, cost, cost_off, request.exact)
+    result.requests_with_breakpoints += bool(request.breakpoints)
+    result.add_timeline(usage)
+    spans: list[MissSpan] = []
+    if sight is not None:
+        spans = policy.explain(request, usage, sight)
+        if spans_total(spans) != usage.input_tokens - usage.cache_read_tokens:
+            raise AssertionError(
+                f"request {request.request_id}: miss causes {spans} do not add up to"
+                f" {usage.input_tokens - usage.cache_read_tokens} tokens not read"
+            )
+        result.add_misses(spans, usage)
+    reconciled = None
+    if request.observed is not None and matcher.served_by(request, contract):
+        reconciled = reconcile_request(usage, request.observed, contract, cost)
+        result.reconciliation.add(reconciled)
+    row = PerRequestRow(result.target, request, usage, cost, cost_off, reconciled, tuple(spans))
+    if per_request is not None:
+        per_request(row)
+    return row
 
 
 class ObservedModelMatcher:

@@ -39,6 +39,7 @@ class ReconciledRequest:
     observed_write: int | None  # None: the provider did not report writes
     predicted_cost: Decimal
     observed_cost: Decimal
+    observed_input: int = 0  # the prompt length the provider reported (else ours)
 
     @property
     def token_error(self) -> int:
@@ -50,6 +51,11 @@ class ReconciledRequest:
     @property
     def exact_match(self) -> bool:
         return self.token_error == 0
+
+    @property
+    def within_one_percent(self) -> bool:
+        """The token error is at most 1% of the prompt (100 x error <= prompt)."""
+        return 100 * self.token_error <= self.observed_input
 
     @property
     def cost_error(self) -> Decimal:
@@ -89,6 +95,7 @@ def reconcile_request(
         observed_write=observed_usage.cache_write_total if writes_reported else None,
         predicted_cost=predicted_cost.total,
         observed_cost=bill_request(observed_usage, contract).total,
+        observed_input=observed_usage.input_tokens,
     )
 
 
@@ -102,15 +109,53 @@ class ReconciliationSummary:
     cost_error_sum: Decimal = Decimal(0)
     predicted_read_sum: int = 0
     observed_read_sum: int = 0
+    within_one_percent: int = 0
+    writes_reported: int = 0  # requests whose provider reported writes
+    predicted_write_sum: int = 0  # over those requests
+    observed_write_sum: int = 0
+    predicted_cost_sum: Decimal = Decimal(0)
+    observed_cost_sum: Decimal = Decimal(0)
 
     def add(self, row: ReconciledRequest) -> None:
         self.requests += 1
         self.exact_matches += row.exact_match
+        self.within_one_percent += row.within_one_percent
         self.token_error_sum += row.token_error
         with localcontext(EXACT):
             self.cost_error_sum += row.cost_error
+            self.predicted_cost_sum += row.predicted_cost
+            self.observed_cost_sum += row.observed_cost
         self.predicted_read_sum += row.predicted_read
         self.observed_read_sum += row.observed_read
+        if row.observed_write is not None:
+            self.writes_reported += 1
+            self.predicted_write_sum += row.predicted_write
+            self.observed_write_sum += row.observed_write
+
+    @property
+    def within_one_percent_share(self) -> Fraction:
+        return Fraction(self.within_one_percent, self.requests) if self.requests else Fraction(0)
+
+    @property
+    def read_bias(self) -> Fraction:
+        """Mean predicted minus observed read tokens (positive: we predict more reads)."""
+        if not self.requests:
+            return Fraction(0)
+        return Fraction(self.predicted_read_sum - self.observed_read_sum, self.requests)
+
+    @property
+    def write_bias(self) -> Fraction:
+        """Mean predicted minus observed written tokens, over requests reporting writes."""
+        if not self.writes_reported:
+            return Fraction(0)
+        return Fraction(self.predicted_write_sum - self.observed_write_sum, self.writes_reported)
+
+    @property
+    def cost_bias(self) -> Fraction:
+        """Mean predicted minus observed bill (positive: we predict a higher bill)."""
+        if not self.requests:
+            return Fraction(0)
+        return Fraction(self.predicted_cost_sum - self.observed_cost_sum) / self.requests
 
     @property
     def exact_match_share(self) -> Fraction:

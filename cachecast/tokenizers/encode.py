@@ -30,11 +30,16 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from cachecast.errors import ConfigurationError, Location
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN, TiktokenTokenizer
 from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rendered
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
+# A part unused for this long in the log's time (``SegmentCache.now``) is dropped as well: the
+# cache then holds what the traffic still sends (system prompts, tools, live conversations),
+# not every part of a long log, whose texts and ids would fill the token budget.
+IDLE_SECONDS = 3600.0
 
 
 PartKey = tuple[str, str | None, tuple[Item, ...]]
@@ -51,11 +56,18 @@ def part_key(namespace: str, part: Part) -> PartKey:
 
 
 class SegmentCache:
-    """Content-addressed token ids, bounded by the total number of cached tokens (LRU)."""
+    """Content-addressed token ids, bounded by the total number of cached tokens (LRU) and
+    by idleness in the log's time: the reader sets :attr:`now` to the latest timestamp it
+    has read, and a part unused for :data:`IDLE_SECONDS` of it is dropped."""
 
-    def __init__(self, max_tokens: int = DEFAULT_CACHE_TOKENS) -> None:
+    def __init__(
+        self, max_tokens: int = DEFAULT_CACHE_TOKENS, idle_seconds: float = IDLE_SECONDS
+    ) -> None:
         self.max_tokens = max_tokens
+        self.idle_seconds = idle_seconds
+        self.now = 0.0
         self._entries: OrderedDict[PartKey, array[int]] = OrderedDict()
+        self._used: dict[PartKey, float] = {}  # last use, in the log's time
         self._tokens = 0
         self.hits = 0
         self.misses = 0
@@ -64,16 +76,21 @@ class SegmentCache:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
+            self._used[key] = self.now
             self.hits += 1
         return found
 
     def put(self, key: PartKey, ids: array[int]) -> None:
         if key in self._entries or len(ids) > self.max_tokens:
             return
-        self._entries[key] = ids
+        entries = self._entries
+        entries[key] = ids
+        self._used[key] = self.now
         self._tokens += len(ids)
-        while self._tokens > self.max_tokens:
-            _, evicted = self._entries.popitem(last=False)
+        idle_before = self.now - self.idle_seconds
+        while self._tokens > self.max_tokens or self._used[next(iter(entries))] < idle_before:
+            evicted_key, evicted = entries.popitem(last=False)  # never the one just put
+            del self._used[evicted_key]
             self._tokens -= len(evicted)
 
 
@@ -82,6 +99,7 @@ class Encoded:
     tokens: array[int]
     segments: tuple[Segment, ...]
     breakpoints: tuple[Breakpoint, ...]
+    implicit_offset: int | None = None  # OpenAI: end of the newest message a breakpoint fits
 
 
 @dataclass(slots=True)
@@ -228,6 +246,8 @@ class BatchEncoder:
             start = len(tokens)
             tokens.extend(found[part_key(namespace, part)])
             segments.append(Segment(part.kind, part.label, start, len(tokens)))
+            if part.inner_breakpoints:
+                breakpoints.extend(self._inner_breakpoints(part, start))
             if part.breakpoint_ttl != NO_BREAKPOINT:
                 breakpoints.append(Breakpoint(len(tokens), part.breakpoint_ttl))
         explicit = tuple(breakpoints)
@@ -241,12 +261,33 @@ class BatchEncoder:
             start = len(tokens)
             tokens.extend(self._priming)
             segments.append(Segment("template", "reply_priming", start, len(tokens)))
-        result = Encoded(tokens, tuple(segments), tuple(breakpoints))
+        implicit = None
+        if 0 <= rendered.implicit_part < len(segments):
+            implicit = segments[rendered.implicit_part].end
+        result = Encoded(tokens, tuple(segments), tuple(breakpoints), implicit)
         if rendered.body is not None:  # a conversation: later requests may take this over
             rendered.encoded_tokens = tokens
             rendered.encoded_segments = result.segments
             rendered.encoded_explicit_breakpoints = explicit
         return result
+
+    def _inner_breakpoints(self, part: Part, start: int) -> list[Breakpoint]:
+        """Breakpoints after some of a part's items (OpenAI content-part marks): the part's
+        framing before its text, then the items' own lengths (each item is encoded alone,
+        so the sum is exact). Rare, so the items are simply encoded again here."""
+        position = start
+        if part.framed:
+            position += 2 + (len(self.tokenizer.encode(part.role)) if part.role else 0)
+        lengths = [
+            item.count if isinstance(item, NonText) else len(self.tokenizer.encode(item))
+            for item in part.items
+        ]
+        found = []
+        for after, ttl in part.inner_breakpoints:
+            offset = position + sum(lengths[:after])
+            if offset > start:
+                found.append(Breakpoint(offset, ttl))
+        return found
 
     def _encode_parallel(self, texts: list[str]) -> list[array[int]]:
         # tiktoken releases the GIL while it encodes, so a batch's misses are split into
@@ -272,9 +313,23 @@ class BatchEncoder:
         return [array("I", encode(text)) for text in texts]
 
 
+THREADS_ENV = "CACHECAST_TOKENIZER_THREADS"
+
+
 def _default_workers() -> int:
     """2 (the encoding thread) when a core is idle now, else 1: on a host whose cores are
-    all busy the thread only adds hand-offs (measured: 5-15% slower at load 2-5 on 2 cores)."""
+    all busy the thread only adds hand-offs (measured: 5-15% slower at load 2-5 on 2 cores).
+
+    ``CACHECAST_TOKENIZER_THREADS`` fixes the number instead (1: encode in the caller's
+    thread; what a process sharing its cores with others, or a benchmark, may want)."""
+    fixed = os.environ.get(THREADS_ENV, "").strip()
+    if fixed:
+        try:
+            return max(int(fixed), 1)
+        except ValueError:
+            raise ConfigurationError(
+                f"must be a whole number, got {fixed!r}", location=Location(source=THREADS_ENV)
+            ) from None
     cores = os.cpu_count() or 1
     if cores < 2:
         return 1

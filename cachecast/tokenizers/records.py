@@ -27,10 +27,12 @@ the tokenization (a pass that prices the log as gpt-4o tokenizes every record as
 ``TokenizedRequest.model``, the cache's model namespace, is then gpt-4o for every request):
 it never replaces the logged model, which observed usage is reconciled against.
 
-Providers without a public tokenizer (approximate tokenizers): when the record reports the
-prompt length, ``input_tokens`` is that exact count and ``exact`` is True; the approximate
-ids are then cut or padded at the end (pad ids derived from the request's last part) so that
-``len(tokens) == input_tokens`` holds while the earlier parts keep their content-addressed ids.
+Providers without a public tokenizer (approximate tokenizers): the approximate ids are
+calibrated (``calibration``): where the record reports its prompt length the text tokens are
+scaled so that the request has exactly that many (breakpoints move with them), and records
+without usage are scaled by the ratio the log's usage taught for their model; the request
+stays ``exact=False``. An exact tokenizer whose rendering guesses (OpenAI tools) takes the
+reported count as exact, the difference cut or padded at the end.
 
 Canonical keys (written by the format adapters in ``cachecast.logs``, honoured in any
 record): ``observed`` holds usage already normalized (``input_tokens`` including cached,
@@ -73,6 +75,7 @@ from cachecast.tokenizers.base import (
     TiktokenTokenizer,
     Tokenizer,
 )
+from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.chat_messages import template_input
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
@@ -84,13 +87,23 @@ from cachecast.tokenizers.render import (
     render,
     render_after,
 )
-from cachecast.tokenizers.types import ObservedUsage, Segment, TokenizedRequest
+from cachecast.tokenizers.types import (
+    NO_CONTROLS,
+    CacheControls,
+    CacheCreation,
+    ObservedUsage,
+    Segment,
+    TokenizedRequest,
+)
 
 MOONCAKE_BLOCK_SIZE = 512
 BATCH_SIZE = 256
 # Conversations whose latest request is kept for the next one to take its leading parts over
 # (least recently used dropped first): bounds memory on logs with many interleaved sessions.
 MAX_OPEN_CONVERSATIONS = 512
+# A conversation whose latest request is older than this (in the log's time) is dropped too,
+# so that memory follows the conversations still going on, not every one the log has held.
+CONVERSATION_IDLE_SECONDS = 3600.0
 SCOPE_FIELDS = (
     "org",
     "organization",
@@ -131,11 +144,15 @@ def read_log(
     cache: SegmentCache | None = None,
     format: str | None = None,
     results: str | Path | None = None,
+    calibrator: Calibrator | None = None,
+    first_timestamp: float = 0.0,
 ) -> Iterator[TokenizedRequest]:
     """Stream a log of any format ``cachecast.logs`` reads (detected, or ``format``; a batch
     file's ``results`` joined to it). A :class:`LogStream` already opened may be passed
     instead of a path: its counts then tell the caller whether any record was readable.
-    ``name`` is what errors and requests call the file (default: its path)."""
+    ``name`` is what errors and requests call the file (default: its path).
+    ``first_timestamp`` is what records without a timestamp get before any record with one
+    (a part of a file read on its own passes NaN, to learn which inherit it from before)."""
     if isinstance(path, LogStream):
         stream = path
     else:
@@ -151,7 +168,9 @@ def read_log(
         errors,
         cache,
         reuse=True,
+        calibrator=calibrator,
     )
+    reader.last_timestamp = first_timestamp
     yield from reader.read(iter(stream))
 
 
@@ -176,6 +195,7 @@ def read_records(
     errors: list[LogError] | None = None,
     cache: SegmentCache | None = None,
     settled: bool = False,
+    calibrator: Calibrator | None = None,
 ) -> Iterator[TokenizedRequest]:
     """Like :func:`read_log` for records already in memory (line = 1-based position).
     ``settled``: the records are all built and nobody changes them while they are read (a
@@ -193,7 +213,15 @@ def read_records(
     # handing it over (a history list appended to in place), which would make an earlier body
     # unreliable.
     reader = _Reader(
-        source, model, default_model, default_provider, strict, errors, cache, reuse=settled
+        source,
+        model,
+        default_model,
+        default_provider,
+        strict,
+        errors,
+        cache,
+        reuse=settled,
+        calibrator=calibrator,
     )
     yield from reader.read(numbered())
 
@@ -220,8 +248,10 @@ class _Reader:
         errors: list[LogError] | None,
         cache: SegmentCache | None,
         reuse: bool,
+        calibrator: Calibrator | None = None,
     ) -> None:
         self.source = source
+        self.calibrator = calibrator if calibrator is not None else Calibrator(model)
         self.model = model
         self.default_model = default_model
         self.default_provider = default_provider
@@ -232,7 +262,8 @@ class _Reader:
         self.last_timestamp = 0.0
         self.reuse = reuse
         # Latest rendered request per conversation key (see ``_render``).
-        self.conversations: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+        self.conversations: OrderedDict[tuple[Any, ...], tuple[Rendered, float]] = OrderedDict()
+        self.newest = 0.0  # the latest timestamp read: the log's "now"
 
     def read(
         self, numbered: Iterator[tuple[int, dict[str, Any] | LogError]]
@@ -301,7 +332,11 @@ class _Reader:
         # Raises UnknownModelError early, with this line's number.
         tokenizer = get_tokenizer(model) if model is not None else None
         api = detect_api(body, provider)
+        if timestamp is not None and timestamp > self.newest:
+            self.newest = timestamp
         rendered = self._render(body, api, model, tokenizer, record)
+        if "cache_creation" in record:
+            rendered.reply_priming = False  # a cache's content: no reply follows it
         return _Parsed(
             number,
             record,
@@ -338,15 +373,19 @@ class _Reader:
         key = (model, api, record.get("session"), opening)
         if not isinstance(key[2], str | int | None):
             return render(body, api)
-        previous = self.conversations.get(key)
-        rendered = render_after(body, api, previous) if previous is not None else None
+        conversations = self.conversations
+        previous = conversations.get(key)
+        rendered = render_after(body, api, previous[0]) if previous is not None else None
         if rendered is None:
             rendered = render(body, api)
         if rendered.body is not None:
-            self.conversations[key] = rendered
-            self.conversations.move_to_end(key)
-            if len(self.conversations) > MAX_OPEN_CONVERSATIONS:
-                self.conversations.popitem(last=False)
+            conversations[key] = (rendered, self.newest)
+            conversations.move_to_end(key)
+            if len(conversations) > MAX_OPEN_CONVERSATIONS:
+                conversations.popitem(last=False)
+            idle_before = self.newest - CONVERSATION_IDLE_SECONDS
+            while conversations[next(iter(conversations))][1] < idle_before:
+                conversations.popitem(last=False)  # stops at this one, the newest
         return rendered
 
     def _mooncake(
@@ -396,6 +435,7 @@ class _Reader:
 
     def start(self, items: list[_Item]) -> _Started:
         """Begin encoding a batch's tiktoken requests (their new texts on a thread)."""
+        self.cache.now = self.newest  # the segment cache forgets parts idle in log time
         by_model: dict[str, list[_Parsed]] = {}
         for item in items:
             if isinstance(item, _Parsed) and item.model is not None:
@@ -414,33 +454,64 @@ class _Reader:
         return _Started(items, pending)
 
     def complete(self, started: _Started) -> list[TokenizedRequest | LogError]:
-        """Finish a started batch: its requests and bad lines, in line order."""
-        encoded: dict[int, tuple[Any, tuple[Segment, ...], tuple[Any, ...]]] = {}
+        """Finish a started batch: its requests and bad lines, in line order.
+
+        Requests that report their prompt length are built first, so that the calibration
+        of approximate tokenizations has learned from the batch's usage before it sizes the
+        batch's requests without usage (``calibration``)."""
+        # By the parsed item itself: records of one line (a HAR or JSON document written on a
+        # single line) share their line number.
+        encoded: dict[int, _Ids] = {}
         for encoder, todo, pending in started.pending:
             for parsed, ids in zip(todo, encoder.end_batch(pending), strict=True):
-                encoded[parsed.line] = (ids.tokens, ids.segments, ids.breakpoints)
-        done: list[TokenizedRequest | LogError] = []
-        for item in started.items:
+                encoded[id(parsed)] = (
+                    ids.tokens,
+                    ids.segments,
+                    ids.breakpoints,
+                    ids.implicit_offset,
+                )
+        done: list[TokenizedRequest | LogError | None] = [None] * len(started.items)
+        later: list[tuple[int, _Parsed, ObservedUsage | None]] = []
+        for index, item in enumerate(started.items):
             if isinstance(item, TokenizedRequest | LogError):
-                done.append(item)
+                done[index] = item
                 continue
-            assert isinstance(item, _Parsed)
+            assert isinstance(item, _Parsed) and item.rendered is not None
             try:
-                result = encoded.get(item.line)
-                rendered = item.rendered
-                if (
-                    result is None
-                    and isinstance(item.tokenizer, HFTokenizer)
-                    and rendered is not None
-                    and rendered.tokens is None
-                ):
-                    result = _encode_hf(item.tokenizer, rendered, item.body)
-                done.append(self._request(item, result))
+                observed = observed_usage(item.record, item.rendered.api)
             except RecordFieldError as exc:
-                done.append(LogError(self.source, item.line, exc.field, exc.reason))
+                done[index] = LogError(self.source, item.line, exc.field, exc.reason)
+                continue
             except LimitExceededError as exc:
                 raise self.at_line(exc, item.line) from None
-        return done
+            if observed is not None and observed.input_tokens is not None:
+                done[index] = self._built(item, encoded.get(id(item)), observed)
+            else:
+                later.append((index, item, observed))
+        for index, item, observed in later:
+            done[index] = self._built(item, encoded.get(id(item)), observed)
+        return [item for item in done if item is not None]
+
+    def _built(
+        self,
+        item: _Parsed,
+        result: _Ids | None,
+        observed: ObservedUsage | None,
+    ) -> TokenizedRequest | LogError:
+        try:
+            rendered = item.rendered
+            if (
+                result is None
+                and isinstance(item.tokenizer, HFTokenizer)
+                and rendered is not None
+                and rendered.tokens is None
+            ):
+                result = _encode_hf(item.tokenizer, rendered, item.body)
+            return self._request(item, result, observed)
+        except RecordFieldError as exc:
+            return LogError(self.source, item.line, exc.field, exc.reason)
+        except LimitExceededError as exc:
+            raise self.at_line(exc, item.line) from None
 
     def at_line(self, error: LimitExceededError, line: int) -> LimitExceededError:
         """A size over its limit is never a line to skip: the read stops there, the error
@@ -457,11 +528,13 @@ class _Reader:
                 yield item
 
     def _request(
-        self, item: _Parsed, encoded: tuple[Any, tuple[Segment, ...], tuple[Any, ...]] | None
+        self,
+        item: _Parsed,
+        encoded: _Ids | None,
+        observed: ObservedUsage | None,
     ) -> TokenizedRequest:
         rendered = item.rendered
         assert rendered is not None
-        observed = observed_usage(item.record, rendered.api)
         complete = _prompt_complete(item.record)
         output_tokens = _output_tokens(item.record, observed)
         timestamp = self.last_timestamp if item.timestamp is None else item.timestamp
@@ -471,17 +544,44 @@ class _Reader:
             tokens: Any = rendered.tokens
             segments: tuple[Segment, ...] = (Segment("prompt", "tokens", 0, len(tokens)),)
             breakpoints: tuple[Any, ...] = ()
+            implicit: int | None = None
             exact = True
             name = "pre-tokenized"
         else:
             assert encoded is not None and tokenizer is not None
-            tokens, segments, breakpoints = encoded
+            tokens, segments, breakpoints, implicit = encoded
             exact = tokenizer.exact and rendered.exact and complete
             name = tokenizer.name
-        if not exact and observed is not None and observed.input_tokens is not None:
-            tokens, segments, breakpoints = _fit_to_observed(
-                tokens, segments, breakpoints, observed.input_tokens
+        count = observed.input_tokens if observed is not None else None
+        if (
+            rendered.tokens is None
+            and isinstance(tokenizer, TiktokenTokenizer)
+            and not tokenizer.exact
+        ):
+            # No public tokenizer: scale the approximation to the provider's count.
+            if not self.calibrator.compatible(item.logged_model, item.model):
+                count = None
+            framing = tokenizer.framing
+            fitted = self.calibrator.fit(
+                tokens,
+                segments,
+                breakpoints,
+                model=item.logged_model or item.model,
+                observed_count=count,
+                complete=complete,
+                framing=(framing.start[1], framing.message[1], framing.end[1]),
+                offsets=() if implicit is None else (implicit,),
             )
+            tokens, segments, breakpoints = fitted.tokens, fitted.segments, fitted.breakpoints
+            if implicit is not None:
+                implicit = fitted.offsets[0]
+            name += f", {fitted.how}"
+        elif not exact and count is not None:
+            # An exact tokenizer whose rendering guesses (tools) or whose prompt the log does
+            # not hold whole: the count is the provider's, the difference sits at the end.
+            tokens, segments, breakpoints = _fit_to_observed(tokens, segments, breakpoints, count)
+            if implicit is not None:
+                implicit = min(implicit, count)
             exact = True
             name += ", count from usage"
         return TokenizedRequest(
@@ -503,15 +603,57 @@ class _Reader:
             tokenizer=name,
             session=_optional_str(item.record, "session"),
             prompt_complete=complete,
+            controls=_controls(item.record, rendered, implicit),
         )
 
 
-def _encode_hf(
-    tokenizer: HFTokenizer, rendered: Rendered, body: dict[str, Any]
-) -> tuple[Any, tuple[Segment, ...], tuple[Any, ...]]:
+def _controls(record: dict[str, Any], rendered: Rendered, implicit: int | None) -> CacheControls:
+    """The request-level caching controls of a record (see ``CacheControls``)."""
+    cached = _optional_str(record, "cached_content")
+    creates = _cache_creation(record)
+    if (
+        implicit is None
+        and rendered.implicit_breakpoint
+        and rendered.cache_ttl is None
+        and cached is None
+        and creates is None
+    ):
+        return NO_CONTROLS
+    return CacheControls(
+        implicit_breakpoint=rendered.implicit_breakpoint,
+        implicit_offset=implicit,
+        ttl=rendered.cache_ttl,
+        cached_content=cached,
+        creates=creates,
+    )
+
+
+def _cache_creation(record: dict[str, Any]) -> CacheCreation | None:
+    """The canonical ``cache_creation`` key: this record creates a named cache object."""
+    value = record.get("cache_creation")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RecordFieldError("cache_creation", "expected an object")
+    name = value.get("name")
+    lifetime = value.get("lifetime_seconds")
+    if not isinstance(name, str) or not name:
+        raise RecordFieldError("cache_creation.name", "expected the cache's name")
+    if not isinstance(lifetime, int) or isinstance(lifetime, bool) or lifetime < 0:
+        raise RecordFieldError("cache_creation.lifetime_seconds", "expected whole seconds >= 0")
+    ttl = value.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError("cache_creation.ttl", "expected a TTL name such as '1h'")
+    return CacheCreation(name, lifetime, ttl, value.get("deleted") is True)
+
+
+_Ids = tuple[Any, tuple[Segment, ...], tuple[Any, ...], int | None]
+
+
+def _encode_hf(tokenizer: HFTokenizer, rendered: Rendered, body: dict[str, Any]) -> _Ids:
     if rendered.api == "prompt":
         ids = tokenizer.encode_prompt(rendered.parts[0].text())
-        return ids, (Segment("prompt", "prompt", 0, len(ids)),), ()
+        return ids, (Segment("prompt", "prompt", 0, len(ids)),), (), None
     parts = [part for part in rendered.parts if part.kind != "tool"]
     if rendered.api == "chat":
         # The template gets the messages and tools as an engine hands them over (tool calls
@@ -521,12 +663,12 @@ def _encode_hf(
         ids, segments = tokenizer.encode_chat(
             given.messages, [p.label for p in parts], [p.kind for p in parts], given.tools
         )
-        return ids, tuple(segments), ()
+        return ids, tuple(segments), (), None
     messages: list[dict[str, Any]] = [{"role": p.role, "content": p.text()} for p in parts]
     labels = [part.label for part in parts]
     kinds = [part.kind for part in parts]
     ids, segments = tokenizer.encode_chat(messages, labels, kinds, rendered.chat_tools)
-    return ids, tuple(segments), ()
+    return ids, tuple(segments), (), None
 
 
 def _fit_to_observed(

@@ -63,6 +63,9 @@ class Part:
     breakpoint_ttl: str | None = NO_BREAKPOINT  # NO_BREAKPOINT: no cache_control here
     framed: bool = True
     cacheable: bool = True  # False where the API refuses cache_control (thinking blocks)
+    # Breakpoints inside the part: (number of leading items they follow, TTL name or None).
+    # OpenAI's prompt_cache_breakpoint marks one content part of a message, not the message.
+    inner_breakpoints: list[tuple[int, str | None]] = field(default_factory=list)
 
     def text(self) -> str:
         return "".join(item for item in self.items if isinstance(item, str))
@@ -78,6 +81,7 @@ class Mark:
     last_cacheable: int  # index of the last part that may carry a breakpoint, -1: none
     last_cacheable_marked: bool  # that part carries an explicit breakpoint itself
     exact: bool
+    last_eligible: int = -1  # the last part of a message an OpenAI breakpoint may end
 
 
 @dataclass(slots=True)
@@ -103,6 +107,12 @@ class Rendered:
     marks: list[Mark] = field(default_factory=list)  # marks[i]: header + messages[:i]
     auto_breakpoint_part: int = -1  # Anthropic top-level cache_control: its part, -1: none
     auto_breakpoint_ttl: str | None = None
+    # OpenAI request-level controls (prompt_cache_options, prompt_cache_retention): the part
+    # ending the newest message the implicit breakpoint may go on (-1: none), whether the
+    # implicit breakpoint is on (mode "implicit", the default), the request's TTL name.
+    implicit_part: int = -1
+    implicit_breakpoint: bool = True
+    cache_ttl: str | None = None
     prefix: Rendered | None = None
     prefix_parts: int = 0
     prefix_breakpoints: int = 0
@@ -199,6 +209,7 @@ def render_after(body: dict[str, Any], api: str, previous: Rendered) -> Rendered
     )
     conversation.messages(rendered, messages, common)
     _automatic_breakpoint(body, rendered)
+    _request_controls(body, rendered)
     return rendered
 
 
@@ -264,9 +275,11 @@ class _Conversation:
             rendered.exact = rendered.exact and rendered.marks[-1].exact
             rendered.body = None  # nothing to take over from a non-list input
             _automatic_breakpoint(body, rendered)
+            _request_controls(body, rendered)
             return rendered
         self.messages(rendered, _list(messages, self.field), 0)
         _automatic_breakpoint(body, rendered)
+        _request_controls(body, rendered)
         return rendered
 
     def messages(self, rendered: Rendered, messages: list[Any], first: int) -> None:
@@ -285,17 +298,19 @@ def _advance(mark: Mark, rendered: Rendered, exact: bool) -> Mark:
     breakpoints = mark.breakpoints
     last = mark.last_cacheable
     marked = mark.last_cacheable_marked
+    eligible = mark.last_eligible
     offset = rendered.prefix_parts
     parts = rendered.parts
     for index in range(mark.parts - offset, len(parts)):
         part = parts[index]
         has_breakpoint = part.breakpoint_ttl != NO_BREAKPOINT
-        if has_breakpoint:
-            breakpoints += 1
+        breakpoints += has_breakpoint + len(part.inner_breakpoints)
         if part.cacheable:
             last = offset + index
             marked = has_breakpoint
-    return Mark(offset + len(parts), breakpoints, last, marked, mark.exact and exact)
+        if part.framed and part.kind != "tool" and part.role != "assistant":
+            eligible = offset + index
+    return Mark(offset + len(parts), breakpoints, last, marked, mark.exact and exact, eligible)
 
 
 def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:
@@ -324,6 +339,39 @@ def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:
             f"{total + automatic} cache breakpoints ({how}); the Anthropic API accepts at most "
             f"{ANTHROPIC_MAX_BREAKPOINTS} per request and rejects this one",
         )
+
+
+OPENAI_CACHE_MODES = ("implicit", "explicit")
+
+
+def _request_controls(body: dict[str, Any], rendered: Rendered) -> None:
+    """OpenAI's request-level caching controls (GPT-5.6+ ``prompt_cache_options`` with
+    ``mode`` and ``ttl``; ``prompt_cache_retention`` of the models before it). The implicit
+    breakpoint goes at the end of the newest message that may carry one (not an assistant
+    message: assistant content takes no ``prompt_cache_breakpoint``)."""
+    if rendered.api not in ("chat", "responses"):
+        return
+    rendered.implicit_part = rendered.marks[-1].last_eligible if rendered.marks else -1
+    options = body.get("prompt_cache_options")
+    retention = body.get("prompt_cache_retention")
+    if options is not None:
+        options = _dict(options, "prompt_cache_options")
+        mode = options.get("mode", "implicit")
+        if mode not in OPENAI_CACHE_MODES:
+            raise RecordFieldError(
+                "prompt_cache_options.mode", f"expected 'implicit' or 'explicit', got {mode!r}"
+            )
+        rendered.implicit_breakpoint = mode == "implicit"
+        ttl = options.get("ttl")
+        if ttl is not None:
+            rendered.cache_ttl = _str(ttl, "prompt_cache_options.ttl")
+        if retention is not None:
+            raise RecordFieldError(
+                "prompt_cache_retention",
+                "set together with prompt_cache_options: OpenAI rejects a request with both",
+            )
+    elif retention is not None:
+        rendered.cache_ttl = _str(retention, "prompt_cache_retention")
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -443,7 +491,7 @@ def _chat_message(message: Any, path: str, rendered: Rendered) -> bool:
             return True
     message = _dict(message, path)
     role = _str(_require(message, "role", path), f"{path}.role")
-    items, exact = _openai_content(message.get("content"), f"{path}.content")
+    items, exact, marks = _openai_content(message.get("content"), f"{path}.content")
     for call_index, call in enumerate(_list(message.get("tool_calls", []), f"{path}.tool_calls")):
         call_path = f"{path}.tool_calls[{call_index}]"
         function = _dict(_require(_dict(call, call_path), "function", call_path), call_path)
@@ -456,22 +504,58 @@ def _chat_message(message: Any, path: str, rendered: Rendered) -> bool:
             )
         )
     kind = "system" if role in ("system", "developer") else "message"
-    rendered.parts.append(Part(kind, path, role, items))
+    rendered.parts.append(_marked(Part(kind, path, role, items), marks))
     return exact
 
 
-def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
-    """Items of an OpenAI (chat or responses) content field; exact False when an image."""
+def _marked(part: Part, marks: list[tuple[int, str | None]]) -> Part:
+    """``part`` with OpenAI's content-part breakpoints: one after the part's last item ends
+    the whole message (its closing framing included: "everything up to and including that
+    message" is the cached prefix, an assumption where the guide says no more), the others
+    sit inside it."""
+    for after, ttl in marks:
+        if after == len(part.items):
+            part.breakpoint_ttl = ttl
+        else:
+            part.inner_breakpoints.append((after, ttl))
+    return part
+
+
+def _cache_breakpoint_mark(part: dict[str, Any], path: str) -> str | None:
+    """The TTL of a content part's ``prompt_cache_breakpoint`` (None: the request's), or
+    NO_BREAKPOINT where the part has none."""
+    marker = part.get("prompt_cache_breakpoint")
+    if marker is None:
+        return NO_BREAKPOINT
+    marker = _dict(marker, f"{path}.prompt_cache_breakpoint")
+    mode = marker.get("mode", "explicit")
+    if mode != "explicit":
+        raise RecordFieldError(
+            f"{path}.prompt_cache_breakpoint.mode", f"expected 'explicit', got {mode!r}"
+        )
+    ttl = marker.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError(f"{path}.prompt_cache_breakpoint.ttl", "expected '30m' or '12h'")
+    return ttl
+
+
+def _openai_content(
+    content: Any, path: str
+) -> tuple[list[Item], bool, list[tuple[int, str | None]]]:
+    """Items of an OpenAI (chat or responses) content field; exact False when an image; and
+    the ``prompt_cache_breakpoint`` marks (GPT-5.6+) as (items before the mark, TTL)."""
     if content is None:
-        return [], True
+        return [], True, []
     if isinstance(content, str):
-        return [content], True
+        return [content], True, []
     items: list[Item] = []
+    marks: list[tuple[int, str | None]] = []
     exact = True
     for index, part in enumerate(_list(content, path)):
         part_path = f"{path}[{index}]"
         part = _dict(part, part_path)
         kind = _str(_require(part, "type", part_path), f"{part_path}.type")
+        mark = _cache_breakpoint_mark(part, part_path)
         if kind in ("text", "input_text", "output_text", "refusal"):
             key = "refusal" if kind == "refusal" else "text"
             items.append(_str(_require(part, key, part_path), f"{part_path}.{key}"))
@@ -492,7 +576,9 @@ def _openai_content(content: Any, path: str) -> tuple[list[Item], bool]:
             exact = False
         else:
             raise RecordFieldError(f"{part_path}.type", f"unsupported content part type {kind!r}")
-    return items, exact
+        if mark != NO_BREAKPOINT:
+            marks.append((len(items), mark))
+    return items, exact, marks
 
 
 # --- OpenAI Responses API ----------------------------------------------------------------
@@ -518,9 +604,10 @@ def _responses_item(item: Any, path: str, rendered: Rendered) -> bool:
     item = _dict(item, path)
     kind = item.get("type", "message")
     exact = True
+    marks: list[tuple[int, str | None]] = []
     if kind == "message":
         role = _str(_require(item, "role", path), f"{path}.role")
-        items, exact = _openai_content(item.get("content"), f"{path}.content")
+        items, exact, marks = _openai_content(item.get("content"), f"{path}.content")
     elif kind == "function_call":
         role = "assistant"
         name = _str(_require(item, "name", path), f"{path}.name")
@@ -535,7 +622,7 @@ def _responses_item(item: Any, path: str, rendered: Rendered) -> bool:
     else:
         raise RecordFieldError(f"{path}.type", f"unsupported input item type {kind!r}")
     part_kind = "system" if role in ("system", "developer") else "message"
-    rendered.parts.append(Part(part_kind, path, role, items))
+    rendered.parts.append(_marked(Part(part_kind, path, role, items), marks))
     return exact
 
 

@@ -6,7 +6,7 @@ These types are the contract between ``cachecast.tokenizers`` (producer) and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cachecast.logs.types import ObservedUsage
@@ -39,6 +39,57 @@ class Breakpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheCreation:
+    """This record creates a named cache object (Gemini ``cachedContents``) holding its whole
+    prompt: alive from ``timestamp`` for ``lifetime_seconds`` (until its TTL ran out, or it
+    was deleted or its TTL updated, as far as the log shows), under the TTL option
+    ``ttl``."""
+
+    name: str
+    lifetime_seconds: int
+    ttl: str | None = None
+    deleted: bool = False  # the log shows its deletion before its TTL ran out
+
+
+@dataclass(frozen=True, slots=True)
+class CacheControls:
+    """Request-level caching controls the request body sets (defaults: none set).
+
+    ``implicit_breakpoint``: False where OpenAI's ``prompt_cache_options.mode`` is
+    ``explicit`` (only marked blocks are cached). ``implicit_offset``: where OpenAI puts the
+    implicit breakpoint (the end of the newest message that may carry one). ``ttl``: the
+    request's TTL option name (``prompt_cache_options.ttl``, ``prompt_cache_retention``).
+    ``cached_content``: the Gemini cache object the request reads; ``creates``: the one this
+    record creates (the record is then no inference call, see :class:`CacheCreation`).
+    """
+
+    implicit_breakpoint: bool = True
+    implicit_offset: int | None = None
+    ttl: str | None = None
+    cached_content: str | None = None
+    creates: CacheCreation | None = None
+
+
+NO_CONTROLS = CacheControls()
+
+
+@dataclass(frozen=True, slots=True)
+class PromptKeys:
+    """A prompt reduced to the keys cache policies look up, in place of its token ids.
+
+    ``blocks`` maps a block size to the chained key of every full block
+    (``simulator.blocks.BlockKeyer.keys``); ``prefixes`` maps a block size to the key of the
+    prefix ending at each token offset a policy may ask for (segment ends, breakpoints, the
+    prompt's end: ``simulator.policies.explicit.PrefixKeys.at``). Keys are 16 bytes per
+    block, a few percent of the ids they stand for: what a distributed tokenizer ships to
+    the replay, or a reorder window holds (``simulator.compact``).
+    """
+
+    blocks: Mapping[int, Sequence[bytes]]
+    prefixes: Mapping[int, Mapping[int, bytes]]
+
+
+@dataclass(frozen=True, slots=True)
 class TokenizedRequest:
     """One logged request, tokenized exactly (or marked ``exact=False``).
 
@@ -49,6 +100,9 @@ class TokenizedRequest:
     ``prompt_complete`` is False where the log does not hold the whole prompt (agent
     transcripts omit the system prompt and tool definitions; redacted logs keep only text
     lengths): the observed usage is then exact but the prompt's tokens are not.
+
+    ``prompt_keys`` (with ``tokens`` None) stands for the tokens where only their keys
+    travelled (a distributed replay); the policies read the keys instead.
     """
 
     source: str  # file the record came from
@@ -71,6 +125,17 @@ class TokenizedRequest:
     session: str | None = None
     logged_model: str | None = None  # the model the log names for this request
     prompt_complete: bool = True
+    controls: CacheControls = NO_CONTROLS
+    prompt_keys: PromptKeys | None = None
 
 
-__all__ = ["Breakpoint", "ObservedUsage", "Segment", "TokenizedRequest"]
+__all__ = [
+    "NO_CONTROLS",
+    "Breakpoint",
+    "CacheControls",
+    "CacheCreation",
+    "ObservedUsage",
+    "PromptKeys",
+    "Segment",
+    "TokenizedRequest",
+]

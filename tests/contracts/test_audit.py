@@ -161,7 +161,7 @@ def test_v2_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
     db.downgrade(url, "0005_contract_inferred_fields")
     assert _dump(after) == _dump(before)  # exactly what it added is gone, closures undone
     db.upgrade(url)
-    assert db.current_revision(url) == "0006_seed_contracts_v2"
+    assert db.current_revision(url) == db.head_revision()  # 0006 and every later revision
     for path in (before, after):
         db.get_engine(f"sqlite:///{path}").dispose()
 

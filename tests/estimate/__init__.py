@@ -1,1 +1,1 @@
-"""Tests of bills, reconciliation and the estimate pipeline (issue 4)."""
+"""Tests of bills, reconciliation and the estimate pipeline."""

@@ -43,6 +43,10 @@ TARGET_KEYS = {
     "cost_without_cache",
     "savings",
     "reconciliation",
+    "miss_causes",
+    "calibration",
+    "timeline",
+    "notes",
 }
 
 

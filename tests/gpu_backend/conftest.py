@@ -24,7 +24,7 @@ from tests.gpu_backend.real_vocab import (
     QWEN_MAX_MODEL_LEN,
     QWEN_MODEL,
     QWEN_NUM_BLOCKS,
-    QWEN_SERVER_TEST_FILE,
+    QWEN_SERVER_TEST_FILES,
     build_qwen_model,
 )
 
@@ -175,13 +175,14 @@ class VllmServer:
 def serve_when_selected(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
-    test_file: str,
+    test_files: str | tuple[str, ...],
     model_fixture: str,
     **server_options: Any,
 ) -> Iterator[VllmServer | None]:
-    """A server on the model ``model_fixture`` builds, started when ``test_file``'s tests
+    """A server on the model ``model_fixture`` builds, started when tests of ``test_files``
     are selected (None otherwise) and stopped at the end of the session."""
-    wanted = any(item.path.name == test_file for item in request.session.items)
+    names = (test_files,) if isinstance(test_files, str) else test_files
+    wanted = any(item.path.name in names for item in request.session.items)
     if not wanted or importlib.util.find_spec("vllm") is None:
         yield None
         return
@@ -218,12 +219,12 @@ def qwen_server(
     vllm_environment: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[VllmServer | None]:
-    """The Qwen model served with its tokenizer, started like ``vllm_server`` when its test
-    file is selected (both servers then start together, overlapping the other tests)."""
+    """The Qwen model served with its tokenizer, started like ``vllm_server`` when one of its
+    test files is selected (both servers then start together, overlapping the other tests)."""
     yield from serve_when_selected(
         request,
         tmp_path_factory,
-        QWEN_SERVER_TEST_FILE,
+        QWEN_SERVER_TEST_FILES,
         "qwen_model_dir",
         served_name=QWEN_MODEL,
         kv_cache_bytes=QWEN_NUM_BLOCKS * QWEN_BLOCK_BYTES,

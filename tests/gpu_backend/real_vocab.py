@@ -1,15 +1,6 @@
-"""A tiny random-weight Qwen2.5 with the REAL vocabulary and chat template, built offline.
-
-The weights are random (no download), but the tokenizer directory is the one cachecast builds
-for ``qwen2.5-*`` from quicktok-v1's shipped ranks (``write_tokenizer_directory``): an
-engine serving this model tokenizes chats with the same vocabulary, added tokens and
-template that cachecast uses, which the engine tests then check against the engine itself.
-
-Size: hidden 512, 4 layers, 8 query / 2 KV heads of 64 dims, MLP 1536, tied embeddings:
-89.9 M parameters, 77.8 M of them the 151,936-row embedding. Only the layers do prefill work
-(about 12 M parameters per token), enough for a 1,000-token cold prefill to take several
-times longer than a cached one on a CPU.
-"""
+"""The tiny random-weight Qwen2.5 with the REAL vocabulary and chat template
+(``cachecast.gpu_backend.engine.tiny_qwen``: built offline, no download), and the chat
+requests the engine tests send it."""
 
 from __future__ import annotations
 
@@ -17,46 +8,22 @@ import random
 from pathlib import Path
 from typing import Any
 
-from cachecast.tokenizers.hf import QWEN25_CONFIG_VOCAB, write_tokenizer_directory
+from cachecast.gpu_backend.engine import tiny_qwen
 
-QWEN_MODEL = "qwen2.5-cachecast-tiny"  # served name; the registry's qwen2.5-* pattern
-QWEN_BLOCK_SIZE = 32
-QWEN_LAYERS = 4
-QWEN_KV_HEADS = 2
-QWEN_HEAD_DIM = 64
-# K and V, 4 layers, 2 KV heads of 64 dims, bf16 (2 bytes), 32 tokens per block.
-QWEN_BLOCK_BYTES = 2 * QWEN_LAYERS * QWEN_KV_HEADS * QWEN_HEAD_DIM * 2 * QWEN_BLOCK_SIZE
-QWEN_NUM_BLOCKS = 1500  # 1,499 usable (block 0 is vLLM's null block): 47,968 tokens, so the
-# example log (21,960 prompt tokens) and every test log fit without an eviction
-QWEN_MAX_MODEL_LEN = 8192
-QWEN_SERVER_TEST_FILE = "test_real_vocab_server.py"
+QWEN_MODEL = tiny_qwen.TINY_QWEN_MODEL
+QWEN_BLOCK_SIZE = tiny_qwen.TINY_QWEN_BLOCK_SIZE
+QWEN_BLOCK_BYTES = tiny_qwen.TINY_QWEN_BLOCK_BYTES
+# 1,499 usable blocks (block 0 is vLLM's null block): 47,968 tokens, so the example log
+# (21,960 prompt tokens) and every test log fit without an eviction.
+QWEN_NUM_BLOCKS = tiny_qwen.TINY_QWEN_NUM_BLOCKS
+QWEN_MAX_MODEL_LEN = tiny_qwen.TINY_QWEN_MAX_MODEL_LEN
+# The test files that need the Qwen server (it starts when one of them is selected).
+QWEN_SERVER_TEST_FILES = ("test_real_vocab_server.py", "test_engine_layouts.py")
 
 
 def build_qwen_model(directory: Path) -> Path:
     """Write config.json, model.safetensors and the tokenizer files into ``directory``."""
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    config = Qwen2Config(
-        vocab_size=QWEN25_CONFIG_VOCAB,
-        hidden_size=512,
-        intermediate_size=1536,
-        num_hidden_layers=QWEN_LAYERS,
-        num_attention_heads=8,
-        num_key_value_heads=QWEN_KV_HEADS,
-        max_position_embeddings=QWEN_MAX_MODEL_LEN,
-        max_window_layers=QWEN_LAYERS,
-        use_sliding_window=False,
-        tie_word_embeddings=True,
-        rope_theta=1_000_000.0,
-        rms_norm_eps=1e-6,
-        bos_token_id=151643,  # <|endoftext|>, as Qwen2.5's configs name it
-        eos_token_id=151645,  # <|im_end|>
-    )
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
-    write_tokenizer_directory(QWEN_MODEL, directory)
-    return directory
+    return tiny_qwen.build_tiny_qwen(directory)
 
 
 # --- chat requests ---------------------------------------------------------------------

@@ -145,16 +145,18 @@ def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
     report = suggest(SuggestRequest(source=source, targets=["vllm:32"], at=date(2026, 12, 2)), None)
     (top, *_) = report.suggestions
     simulated = top.targets[0]
-    # The top suggestion's records: its change applied to the log, as suggest applies it.
+    # The top suggestion's records: its changes applied to the log in order, as suggest
+    # applies them (the top one combines two).
     prompt_set = load_prompt_set(source, "input", model=None)
-    (change,) = [
-        c
-        for c in candidate_changes(analyze(prompt_set.records), explicit_targets=[])
-        if c.kind == top.kind
-    ]
+    changes = {
+        c.kind: c for c in candidate_changes(analyze(prompt_set.records), explicit_targets=[])
+    }
+    fixed = list(prompt_set.records)
+    for kind in top.components:
+        fixed = changes[kind].transform(fixed)
     logs = {
         "faulty": json.loads(json.dumps(prompt_set.records)),
-        "fixed": json.loads(json.dumps(change.transform(list(prompt_set.records)))),
+        "fixed": json.loads(json.dumps(fixed)),
     }
     expected = {
         name: vllm_hit_rule(

@@ -18,8 +18,9 @@ from cachecast.cli import app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_LAYOUT = REPO_ROOT / "cachecast" / "layouts" / "examples" / "support-agent.yaml"
-# OpenAI gpt-4o as seeded (contracts-reference.md): automatic caching, 1,024-token minimum,
-# 128-token increments, reads at 0.5x of $2.50/MTok input; writes cost plain input.
+# OpenAI gpt-4o as seeded (`cachecast contracts show openai gpt-4o`): automatic caching,
+# 1,024-token minimum, 128-token increments, reads at 0.5x of $2.50/MTok input; writes cost
+# plain input.
 OPENAI = "openai:gpt-4o"
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
 

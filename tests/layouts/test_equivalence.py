@@ -91,17 +91,19 @@ def test_suggest_library_equals_cli_json(
         ),
     )
     result = invoke(
-        "suggest", layout, "-t", TARGETS[0], "-t", TARGETS[1], "--at", DAY, "--top", "3", "--json"
-    )
+        "suggest", layout, "-t", TARGETS[0], "-t", TARGETS[1], "--at", DAY, "--top", "1",
+        "--all", "--json",
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     report = suggest(
         SuggestRequest(
             source=PromptSource(path=layout),
             targets=TARGETS,
             at=dt.date.fromisoformat(DAY),
-            top=3,
+            top=1,
+            include_all=True,
         ),
         ContractStore(migrated_db_url),
     )
     assert json.loads(result.stdout) == report.model_dump(mode="json")
-    assert len(report.suggestions) == 3
+    assert len(report.suggestions) == 1 and report.other_changes

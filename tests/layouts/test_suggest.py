@@ -152,10 +152,11 @@ def test_suggest_command_json(invoke: Invoke, tmp_path: Path) -> None:
             system_top="Current time: {{ now }}\n", tool_order="shuffle", sessions=3, turns=2
         ),
     )
-    result = invoke("suggest", layout, "--target", OPENAI, "--json")
+    result = invoke("suggest", layout, "--target", OPENAI, "--all", "--json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    kinds = [suggestion["kind"] for suggestion in document["suggestions"]]
+    listed = document["suggestions"] + document["other_changes"]
+    kinds = [suggestion["kind"] for suggestion in listed]
     assert "pin_tool_order" in kinds and "move_to_last_user_message" in kinds
     first = document["suggestions"][0]
     assert set(first["targets"][0]) >= {
@@ -163,7 +164,13 @@ def test_suggest_command_json(invoke: Invoke, tmp_path: Path) -> None:
         "hit_rate_after",
         "saving_per_1k_requests",
     }
-    pin = next(s for s in document["suggestions"] if s["kind"] == "pin_tool_order")
+    # A priced target: suggested means a positive saving; every other change says why not.
+    assert all(Decimal(s["saving_per_1k_requests"]) > 0 for s in document["suggestions"])
+    for other in document["other_changes"]:
+        assert Decimal(other["saving_per_1k_requests"]) <= 0 and other["helps"] is False
+        assert other["why_not"].startswith(("saves nothing", "costs $"))
+    assert document["hidden_changes"] == 0  # --all hides nothing
+    pin = next(s for s in listed if s["kind"] == "pin_tool_order")
     # On a layout the diff is of the layout file itself.
     assert "-tool_order: shuffle" in pin["diff"] and "+tool_order: fixed" in pin["diff"]
 

@@ -354,17 +354,27 @@ def test_har_endpoints(tmp_path: Path) -> None:
     result = read(path)
     assert result.format == "har"
     assert result.errors == []
-    assert [r.line for r in result.requests] == [1, 3, 5, 7, 8, 9, 10]  # entry positions
-    chat, anthropic, converse, gemini, first, second, invoke = result.requests
+    assert [r.line for r in result.requests] == [1, 3, 5, 6, 7, 8, 9, 10]  # entry positions
+    chat, anthropic, converse, creation, gemini, first, second, invoke = result.requests
     assert [r.provider for r in result.requests] == [
         "openai",
         "anthropic",
         "bedrock",
         "google",
+        "google",
         "openai",
         "openai",
         "bedrock",
     ]
+    # The cachedContents creation is a record of its own: its content is its prompt, its
+    # usage the creation's totalTokenCount (all written), its lifetime the TTL asked for
+    # (3600s: the recording neither updates nor deletes it). No reply priming follows it.
+    assert creation.controls.creates is not None
+    assert creation.controls.creates.name == "cachedContents/abc123"
+    assert creation.controls.creates.lifetime_seconds == 3600
+    assert totals([creation]) == {"input": 5_000, "read": 0, "write": 5_000, "output": 0}
+    assert creation.segments[-1].kind != "template"
+    assert gemini.controls.cached_content == "cachedContents/abc123"
     assert totals([chat]) == {"input": 2_000, "read": 1_024, "write": 0, "output": 50}
     assert totals([anthropic]) == {"input": 1_510, "read": 1_500, "write": 0, "output": 87}
     # Converse: inputTokens excludes the cache: 20 + 3,000; the writes split by TTL.
@@ -384,7 +394,6 @@ def test_har_endpoints(tmp_path: Path) -> None:
     assert result.skipped == {
         "recorded call that is not a model endpoint": 1,
         "HTTP 429 response (not billed)": 1,
-        "Gemini cachedContents creation (billed where a request uses it)": 1,
     }
     records = {line: r for line, r in open_log(path) if isinstance(r, dict)}
     merged = records[7]["request"]

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from cachecast import db
 from cachecast.service.app import create_app
@@ -37,6 +38,10 @@ def service_db_url(request: pytest.FixtureRequest) -> str:
         url: str = request.getfixturevalue("migrated_db_url")
         return url
     url = request.getfixturevalue("postgres_url")
+    # The PostgreSQL database is shared by the session: each test starts, as on SQLite,
+    # with no jobs (a job another test left queued would count against the queue limit).
+    with db.get_engine(url).begin() as connection:
+        connection.execute(sa.text("DELETE FROM service_jobs"))
     return url
 
 

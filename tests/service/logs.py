@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 # OpenAI gpt-4o's 2025 terms: automatic caching from 1,024 tokens in 128-token steps, free
-# writes, reads at 0.5x (issue 2's acceptance facts).
+# writes, reads at 0.5x (the seeded 2024-10-01 version).
 GPT4O_DAY = "2025-06-01"
 PREFIX_TOKENS = 2048
 SUFFIX_TOKENS = 100
@@ -53,7 +53,7 @@ async def wait_for_job(
         await asyncio.sleep(0.05)
 
 
-def slow_job_body() -> dict[str, Any]:
+def slow_job_body(count: int = 5000) -> dict[str, Any]:
     """Enough work (5,000 requests priced under 15 contracts) to be caught mid-run."""
     targets = [
         "anthropic:claude-haiku-4-5",
@@ -74,6 +74,12 @@ def slow_job_body() -> dict[str, Any]:
     ]
     records = [
         {"timestamp": i, "scope": f"s{i % 20}", "tokens": [i % 20, *range(1000, 1063)]}
-        for i in range(5000)
+        for i in range(count)
     ]
     return {"records": records, "targets": targets, "at": "2026-11-01"}
+
+
+def big_job_body() -> dict[str, Any]:
+    """slow_job_body over five times its records (25,000): seconds of work even on an idle
+    host, so that a test can act while the job runs."""
+    return slow_job_body(count=25_000)

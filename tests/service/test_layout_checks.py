@@ -187,6 +187,8 @@ async def test_records_side(client: httpx.AsyncClient) -> None:
     ("change", "field"),
     [
         ({"targets": ["not a target"]}, "body.targets[0]"),
+        # The service never calls a URL a client names (an engine target is CLI-only).
+        ({"targets": ["vllm", "vllm-engine:http://127.0.0.1:9"]}, "body.targets[1]"),
         ({"targets": []}, "body.targets"),
         ({"thresholds": {"max_hit_rate_drop": "5%"}}, "body.thresholds.max_hit_rate_drop"),
         ({"thresholds": {"min_hit_rate": "2"}}, "body.thresholds.min_hit_rate"),

@@ -67,6 +67,7 @@ _INTERPRETED = {
     "/v1/layout-checks",
     "/v1/comparisons",
     "/v1/inspections",
+    "/v1/reconciliations",
 }
 
 

@@ -3,9 +3,7 @@ job cut off by a crash."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import sqlalchemy as sa
@@ -14,18 +12,7 @@ from cachecast import db
 from cachecast.service.jobs import jobs_table
 from tests.service.conftest import ADMIN_KEY
 from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
-from tests.service.server import Server
-
-
-def _poll_job(base_url: str, job_id: str, until: Any, timeout: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        job: dict[str, Any] = httpx.get(f"{base_url}/v1/jobs/{job_id}", timeout=10).json()
-        if until(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} never reached the state wanted: {job}")
-        time.sleep(0.05)
+from tests.service.server import Server, poll_job
 
 
 def test_end_to_end_with_two_workers(migrated_db_url: str, tmp_path: Path) -> None:
@@ -55,7 +42,7 @@ def test_end_to_end_with_two_workers(migrated_db_url: str, tmp_path: Path) -> No
                 json=estimate_body(shared_prefix_records(sessions=6), ["openai:gpt-4o"]),
             )
             assert accepted.status_code == 202, accepted.text
-            job = _poll_job(base, accepted.json()["job_id"], lambda j: j["status"] == "done")
+            job = poll_job(base, accepted.json()["job_id"], lambda j: j["status"] == "done")
             (target,) = job["result"]["targets"]
             assert (target["input_tokens"], target["cache_read_tokens"]) == (6 * 4196, 6 * 2048)
 
@@ -88,7 +75,7 @@ def test_a_job_cut_off_by_a_crash_is_failed_never_half_written(
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
         # Mid-job: a heartbeat has recorded progress, and the job is not finished.
-        running = _poll_job(
+        running = poll_job(
             first.base_url,
             job_id,
             lambda j: j["status"] != "queued" and j["progress"]["processed_records"] > 0,

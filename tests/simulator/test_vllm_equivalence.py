@@ -94,8 +94,9 @@ def _replay_against_vllm(
 
 
 def test_recipe_trace_from_the_cpu_notes(oracle_class: type) -> None:
-    """The 9-request trace of vllm-cpu-notes.md section 5, with the hits the real engine
-    gave there (0,0,64,0,64,0,0,0,0) and the free queue it listed after A[:64]+40."""
+    """A 9-request eviction trace (A96, B96, A[:64]+40, C128, A+5, B+5, D200, C+1, A+1 over
+    9 blocks of 32) with the hits vLLM 0.32's CPU engine gave for it when run here
+    (0,0,64,0,64,0,0,0,0) and the free queue it listed after A[:64]+40 (docs/testing.md)."""
     a, b, c, d = (
         list(range(base, base + n))
         for base, n in ((1000, 96), (2000, 96), (3000, 128), (4000, 200))

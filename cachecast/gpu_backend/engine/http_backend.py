@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ import httpx
 from cachecast.gpu_backend.engine.backend import Progress, pacing_delay
 from cachecast.gpu_backend.engine.metrics import (
     cache_geometry,
+    cache_label,
     parse_prometheus_text,
     snapshot_from_samples,
 )
@@ -33,12 +35,16 @@ from cachecast.gpu_backend.engine.types import (
     EngineError,
     EngineInfo,
     MetricsSnapshot,
+    PromptMismatchError,
     ReplayOptions,
     ReplayRequest,
     RequestResult,
 )
 
 REMOTE_DEVICE = "unknown (remote server)"
+# ``GET /server_info`` (vLLM's dev mode, as ``/reset_prefix_cache``) dumps the engine's config
+# as text: ``... dtype=torch.bfloat16, ... device_config=cpu, ...``.
+_CONFIG_ITEM = re.compile(r"(?:^|, )(dtype|device_config)=([^,]+)")
 PROMPT_MODES = ("tokens", "chat")  # token-id prompts, or chat payloads the server templates
 
 
@@ -101,16 +107,39 @@ class HttpBackend:
         version = str(self._get("/version").json().get("version", "unknown"))
         card = self._model_card()
         max_model_len = card.get("max_model_len")
+        config = self._server_config()
+        device = self._device
+        if device == REMOTE_DEVICE and "device_config" in config:
+            device = config["device_config"]
         return EngineInfo(
             kind="http",
             engine_version=version,
             model=str(card["id"]),
-            device=self._device,
+            device=device,
             block_size=block_size,
             num_blocks=num_blocks,
             endpoint=self._url,
             max_model_len=int(max_model_len) if max_model_len is not None else None,
+            dtype=config.get("dtype"),
+            kv_cache_dtype=cache_label(samples, "cache_dtype"),
         )
+
+    def _server_config(self) -> dict[str, str]:
+        """The weights' dtype and the device from ``/server_info``, where the server has it
+        (dev mode); nothing otherwise (the passport then says the dtype is unknown)."""
+        try:
+            response = httpx.get(f"{self._url}/server_info", headers=self._headers, timeout=30.0)
+        except httpx.HTTPError:
+            return {}
+        if response.status_code != 200:
+            return {}
+        try:
+            text = str(response.json().get("vllm_config", ""))
+        except (ValueError, AttributeError):
+            return {}
+        return {
+            name: value.strip().removeprefix("torch.") for name, value in _CONFIG_ITEM.findall(text)
+        }
 
     def reset_prefix_cache(self) -> str:
         url = f"{self._url}/reset_prefix_cache"
@@ -276,11 +305,20 @@ def check_same_prompt(request: ReplayRequest, server_prompt: list[int] | None) -
         (i for i, (a, b) in enumerate(zip(server_prompt, ours, strict=False)) if a != b),
         min(len(server_prompt), len(ours)),
     )
-    server_id = server_prompt[position] if position < len(server_prompt) else "(end)"
-    our_id = ours[position] if position < len(ours) else "(end)"
-    raise EngineError(
+    server_id = server_prompt[position] if position < len(server_prompt) else None
+    our_id = ours[position] if position < len(ours) else None
+    raise PromptMismatchError(
         f"{where}: the server's chat template gives a different prompt than cachecast's"
         f" tokenization: {len(server_prompt)} against {len(ours)} tokens, first difference"
-        f" at token {position} (server {server_id}, cachecast {our_id}); measured hits"
-        " would not be comparable with the prediction"
+        f" at token {position} (server {_shown(server_id)}, cachecast {_shown(our_id)});"
+        " measured hits would not be comparable with the prediction",
+        request_id=request.request_id,
+        line=request.line,
+        position=position,
+        engine_token=server_id,
+        our_token=our_id,
     )
+
+
+def _shown(token: int | None) -> str:
+    return "(end)" if token is None else str(token)

@@ -98,6 +98,14 @@ def cache_geometry(samples: list[Sample], source: str) -> tuple[int, int]:
     raise EngineError(f"{source}: metric {CACHE_CONFIG_INFO} not found")
 
 
+def cache_label(samples: list[Sample], name: str) -> str | None:
+    """One label of ``vllm:cache_config_info`` (e.g. ``cache_dtype``), None where absent."""
+    for sample in samples:
+        if sample.name == CACHE_CONFIG_INFO and name in sample.labels:
+            return sample.labels[name]
+    return None
+
+
 def samples_from_engine_metrics(metrics: Iterable[object]) -> list[Sample]:
     """Samples from ``vllm.LLM.get_metrics()`` objects (Counter, Gauge, Histogram, Vector).
 

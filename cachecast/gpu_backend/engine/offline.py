@@ -17,6 +17,7 @@ from typing import Any
 from cachecast.gpu_backend.engine.backend import Progress, pacing_delay
 from cachecast.gpu_backend.engine.metrics import (
     cache_geometry,
+    cache_label,
     samples_from_engine_metrics,
     snapshot_from_samples,
 )
@@ -133,6 +134,8 @@ class OfflineBackend:
             num_blocks=num_blocks,
             max_model_len=int(model_config.max_model_len),
             vocab_size=int(model_config.get_vocab_size()),
+            dtype=str(model_config.dtype).removeprefix("torch."),
+            kv_cache_dtype=cache_label(samples, "cache_dtype"),
         )
 
     def reset_prefix_cache(self) -> str:

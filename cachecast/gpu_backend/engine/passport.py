@@ -37,6 +37,8 @@ def store_report(report: MeasurementReport, url: str, document: str) -> int:
         device=engine.device,
         block_size=engine.block_size,
         num_blocks=engine.num_blocks,
+        dtype=engine.dtype,
+        kv_cache_dtype=engine.kv_cache_dtype,
         endpoint=engine.endpoint,
         source=report.source,
         requests=len(report.requests),

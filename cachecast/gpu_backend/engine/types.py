@@ -13,6 +13,29 @@ class EngineError(UnavailableError):
     """The engine could not be started, reached or read; the message says which and why."""
 
 
+class PromptMismatchError(EngineError):
+    """The engine computed other prompt ids for a chat request than cachecast's tokenization:
+    its measured hits are not comparable with the prediction. ``position`` is the first token
+    that differs; ``engine_token`` / ``our_token`` are the ids there (None: that side ended)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str,
+        line: int,
+        position: int,
+        engine_token: int | None,
+        our_token: int | None,
+    ) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.line = line
+        self.position = position
+        self.engine_token = engine_token
+        self.our_token = our_token
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayRequest:
     """One prompt to send to the engine, in log order.
@@ -64,6 +87,8 @@ class EngineInfo:
     endpoint: str | None = None  # the URL for a remote engine
     max_model_len: int | None = None  # a prompt must be strictly shorter (room for 1 token)
     vocab_size: int | None = None  # token ids must lie in [0, vocab_size)
+    dtype: str | None = None  # the weights' dtype (None: the engine does not say)
+    kv_cache_dtype: str | None = None  # "auto": the weights' dtype
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, UploadFile
 
 from cachecast.service.estimating import payload_from_form, validate_payload
 from cachecast.service.problems import FieldError, ProblemError, from_pydantic, validation_problem
@@ -108,3 +109,12 @@ async def read_json_body(request: Request, model: type[Body]) -> Body:
     if media_type != "application/json" and not media_type.endswith("+json"):
         raise unsupported_media_type(media_type, "application/json")
     return parse_json_body(await request.body(), model)
+
+
+async def keep_upload(upload: UploadFile, folder: Path, index: int) -> Path:
+    """The upload as a file of its own (its name's suffix kept: detection does not need it,
+    people reading errors do)."""
+    suffix = Path(upload.filename or "").suffix[:16]
+    path = folder / f"upload-{index}{suffix}"
+    path.write_bytes(await upload.read())
+    return path

@@ -20,7 +20,7 @@ from cachecast.app.inspect import InspectReport, InspectRequest, inspect
 from cachecast.app.logs import LogInput
 from cachecast.errors import BadInputError, Location
 from cachecast.service.problems import ProblemError, problem_responses
-from cachecast.service.routers._body import read_form
+from cachecast.service.routers._body import keep_upload, read_form
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["inspections"])
@@ -81,7 +81,9 @@ async def create_inspection(
         log_format = format_field if isinstance(format_field, str) and format_field else None
         with tempfile.TemporaryDirectory(prefix="cachecast-inspect-") as directory:
             folder = Path(directory)
-            paths = [await _keep(upload, folder, index) for index, upload in enumerate(uploads)]
+            paths = [
+                await keep_upload(upload, folder, index) for index, upload in enumerate(uploads)
+            ]
             names = {
                 path: upload.filename or f"log-{index}"
                 for index, (path, upload) in enumerate(zip(paths, uploads, strict=True))
@@ -89,7 +91,7 @@ async def create_inspection(
             results_path = None
             results_name = None
             if isinstance(results, UploadFile):
-                results_path = await _keep(results, folder, len(uploads))
+                results_path = await keep_upload(results, folder, len(uploads))
                 results_name = results.filename or "results"
             files = [
                 file.model_copy(
@@ -109,12 +111,3 @@ async def create_inspection(
             return await run_in_threadpool(inspect, InspectRequest(files=files))
     finally:
         await form.close()
-
-
-async def _keep(upload: UploadFile, folder: Path, index: int) -> Path:
-    """The upload as a file of its own (its name's suffix kept: detection does not need it,
-    people reading errors do)."""
-    suffix = Path(upload.filename or "").suffix[:16]
-    path = folder / f"upload-{index}{suffix}"
-    path.write_bytes(await upload.read())
-    return path

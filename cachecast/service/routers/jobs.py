@@ -1,4 +1,5 @@
-"""``GET /v1/jobs/{id}``: status, progress and, once done, the stored result."""
+"""``GET /v1/jobs/{id}``: status, progress and, once done, the stored result;
+``DELETE /v1/jobs/{id}``: cancel it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, Depends, Path
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
+from cachecast.service.jobs import JobView
 from cachecast.service.problems import ProblemError, problem_responses
 from cachecast.service.state import ServiceState, service_state
 
@@ -50,6 +52,41 @@ async def get_job(
     job = await run_in_threadpool(state.jobs.get, job_id)
     if job is None:
         raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
+    return _status(job)
+
+
+@router.delete(
+    "/{job_id}",
+    summary="Cancel a queued or running job",
+    response_model=JobStatusResponse,
+    responses=problem_responses(404, 409),
+)
+async def cancel_job(
+    job_id: Annotated[str, Path(max_length=64, examples=["5f0c2f7e-8a53-4d8b-9a39-0d9b0b1c2d3e"])],
+    state: Annotated[ServiceState, Depends(service_state)],
+) -> JobStatusResponse:
+    """The job ends ``failed`` with a ``job-cancelled`` problem and no result; a worker
+    running it stops within about a second. A job already done or failed is a 409."""
+    before = await run_in_threadpool(state.jobs.get, job_id)
+    if before is None:
+        raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
+    job = await run_in_threadpool(state.jobs.cancel, job_id)
+    assert job is not None  # jobs are never deleted
+    if before.status not in ("queued", "running") or not _cancelled(job):
+        raise ProblemError(
+            409,
+            "Job already finished",
+            f"job {job_id} is {job.status}; only a queued or running job can be cancelled",
+            slug="job-finished",
+        )
+    return _status(job)
+
+
+def _cancelled(job: JobView) -> bool:
+    return job.error is not None and str(job.error.get("type", "")).endswith("/job-cancelled")
+
+
+def _status(job: JobView) -> JobStatusResponse:
     return JobStatusResponse(
         id=job.id,
         kind=job.kind,

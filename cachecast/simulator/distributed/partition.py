@@ -88,13 +88,15 @@ def common_unit(policies: Iterable[CachePolicy]) -> int:
 
 
 def partition_key(request: TokenizedRequest, unit: int) -> PartitionKey:
-    """(model, scope, first ``unit`` tokens) of ``request``, hashed to 16 bytes.
+    """(model, first ``unit`` tokens) of ``request``, hashed to 16 bytes.
 
-    The namespace is the policies' own seed, so the key separates exactly what the cache
-    separates. A prompt shorter than ``unit`` can hold and hit no entry; its key is its
-    whole prompt (any key would do).
+    Every cache key starts from the policies' own seed (model and scope), so requests of
+    two scopes in one partition never share an entry; the scope is left out of the key so
+    that they meet in one partition all the same: explaining a miss says when the same
+    prefix was seen under another scope (``simulator.misses``). A prompt shorter than
+    ``unit`` can hold and hit no entry; its key is its whole prompt (any key would do).
     """
-    digest = hashlib.blake2b(namespace_seed(request.model, request.scope), digest_size=KEY_BYTES)
+    digest = hashlib.blake2b(namespace_seed(request.model, ""), digest_size=KEY_BYTES)
     if request.tokens is not None:
         digest.update(b"t")
         digest.update(token_bytes(request.tokens[:unit]))

@@ -11,7 +11,10 @@ from typing import Any
 from cachecast.contracts.model import CacheMode, ContractTerms, TtlOption
 from cachecast.simulator.policies.automatic import AutomaticPrefixCache
 from cachecast.simulator.policies.base import CachePolicy
-from cachecast.simulator.policies.explicit import ExplicitBreakpointCache
+from cachecast.simulator.policies.explicit import (
+    OPENAI_READ_BREAKPOINTS,
+    ExplicitBreakpointCache,
+)
 from cachecast.simulator.policies.gemini import ImplicitPlusCachedContent
 from cachecast.simulator.policies.radix import RadixPrefixCache
 from cachecast.simulator.policies.vllm import VllmPrefixCache
@@ -105,22 +108,25 @@ def build_policy(kind: str, contract: ContractTerms | None = None, **options: An
             refresh_on_hit=default.refresh_on_hit,
             ttl_name=default.name,
             capacity_blocks=capacity,
+            ttl_options=ttl_options if contract is not None else (),
         )
     if kind == "explicit":
+        lookback = options.get("lookback_blocks", contract.lookback_blocks if contract else 20)
+        openai_style = contract is not None and contract.mode is CacheMode.BOTH and lookback is None
         return ExplicitBreakpointCache(
             ttl_options=ttl_options,
             min_tokens=min_tokens,
             max_breakpoints=options.get(
                 "max_breakpoints", contract.max_breakpoints if contract else 4
             ),
-            lookback_blocks=options.get(
-                "lookback_blocks", contract.lookback_blocks if contract else 20
-            ),
+            lookback_blocks=lookback,
             implicit_last_message=options.get(
                 "implicit_last_message",
                 contract is not None and contract.mode is CacheMode.BOTH,
             ),
             capacity=capacity,
+            # Breakpoints and an implicit one with no content-block lookback: GPT-5.6+.
+            read_window=OPENAI_READ_BREAKPOINTS if openai_style else None,
         )
     if kind == "gemini":
         return ImplicitPlusCachedContent(

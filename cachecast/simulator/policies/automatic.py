@@ -17,8 +17,22 @@ cannot be seen in the trace).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from cachecast.contracts.model import TtlOption
 from cachecast.simulator.blocks import BlockKeyer
-from cachecast.simulator.cache import TtlLruCache
+from cachecast.simulator.cache import EXPIRED, TtlLruCache
+from cachecast.simulator.misses import (
+    BELOW_MINIMUM,
+    EVICTED,
+    GRANULARITY,
+    TTL_EXPIRED,
+    MissSpan,
+    Sight,
+    add_span,
+    gap_detail,
+    novelty,
+)
 from cachecast.simulator.policies.base import CachePolicy, make_usage
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
@@ -50,6 +64,7 @@ class AutomaticPrefixCache(CachePolicy):
         refresh_on_hit: bool = True,
         ttl_name: str = "default",
         capacity_blocks: int | None = None,
+        ttl_options: Sequence[TtlOption] = (),
     ) -> None:
         if block_size <= 0:
             raise ValueError("block_size must be positive")
@@ -66,6 +81,9 @@ class AutomaticPrefixCache(CachePolicy):
         self.keyer = BlockKeyer(block_size)
         self._trace_keyers: dict[int, BlockKeyer] = {}
         self.cache = TtlLruCache(capacity_blocks)
+        # Other lifetimes a request may ask for (OpenAI's prompt_cache_retention).
+        self.ttl_options = {option.name: option for option in ttl_options}
+        self._last: tuple[TokenizedRequest, list[bytes], int] | None = None
 
     def unit(self, request: TokenizedRequest) -> int:
         """Tokens per cached block for ``request``: the trace's block for block-level traces."""
@@ -95,17 +113,78 @@ class AutomaticPrefixCache(CachePolicy):
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
         if request.input_tokens < max(self.min_tokens, 1):
+            self._last = None
             return make_usage(request, 0, {})  # too short to be cached or read
         matched, keys = self.matched_tokens(request)
+        self._last = (request, keys, matched)
         read = round_hit(matched, self.min_tokens, self.increment)
-        written = self.store(request, keys, matched // self.unit(request))
-        return make_usage(request, read, {self.ttl_name: written})
+        ttl_seconds, ttl_name = self.ttl_seconds, self.ttl_name
+        asked = request.controls.ttl
+        if asked is not None and asked != ttl_name:
+            option = self.ttl_options.get(asked)
+            if option is None:
+                self.note(
+                    f"requested retention {asked!r} is not an option of the contract:"
+                    f" cached as {ttl_name!r}"
+                )
+            else:
+                ttl_seconds, ttl_name = option.ttl_seconds, option.name
+        written = self.store(request, keys, matched // self.unit(request), ttl_seconds, ttl_name)
+        return make_usage(request, read, {ttl_name: written})
 
-    def store(self, request: TokenizedRequest, keys: list[bytes], matched_blocks: int) -> int:
+    def explain(
+        self, request: TokenizedRequest, usage: RequestUsage, sight: Sight
+    ) -> list[MissSpan]:
+        """Why the tokens after the read point were not read (``simulator.misses``)."""
+        read, end = usage.cache_read_tokens, request.input_tokens
+        spans: list[MissSpan] = []
+        last = self._last
+        if last is None or last[0] is not request:  # shorter than the minimum
+            add_span(spans, BELOW_MINIMUM, read, end, f"prompt of {end} < {self.min_tokens}")
+            return spans
+        _, keys, matched = last
+        unit = self.unit(request)
+        if matched > read:  # live, but not billed as read: short of the minimum or a step
+            cause = BELOW_MINIMUM if read == 0 else GRANULARITY
+            add_span(spans, cause, read, matched)
+        full = len(keys) * unit
+        if matched >= full:
+            add_span(spans, GRANULARITY, matched, end, f"shorter than a {unit}-token block")
+            return spans
+        shared = min(max(sight.shared, matched), end)
+        shared_blocks = min(shared // unit * unit, full)
+        if shared_blocks > matched:
+            gone = self.cache.gone(keys[matched // unit])
+            if gone is not None and gone.reason == EXPIRED:
+                detail = gap_detail(request.timestamp, gone.last_used, gone.ttl_seconds)
+                add_span(spans, TTL_EXPIRED, matched, shared_blocks, detail)
+            elif gone is not None:
+                add_span(spans, EVICTED, matched, shared_blocks)
+            elif sight.earlier_length is not None and sight.earlier_length < self.min_tokens:
+                detail = f"the earlier prompt of {sight.earlier_length} < {self.min_tokens}"
+                add_span(spans, BELOW_MINIMUM, matched, shared_blocks, detail)
+            else:  # removed long ago: no record of how is kept any more
+                cause = EVICTED if self.cache.capacity is not None else TTL_EXPIRED
+                add_span(spans, cause, matched, shared_blocks)
+        start = max(matched, shared_blocks)
+        add_span(spans, GRANULARITY, start, shared, f"shorter than a {unit}-token block")
+        spans.extend(novelty(request, sight, max(start, shared)))
+        return spans
+
+    def store(
+        self,
+        request: TokenizedRequest,
+        keys: list[bytes],
+        matched_blocks: int,
+        ttl_seconds: int | None = None,
+        ttl_name: str | None = None,
+    ) -> int:
         """Refresh the matched blocks and insert the rest; returns tokens newly written."""
         now = request.timestamp
         unit = self.unit(request)
         cache = self.cache
+        ttl_seconds = self.ttl_seconds if ttl_seconds is None else ttl_seconds
+        ttl_name = self.ttl_name if ttl_name is None else ttl_name
         held = set(keys) if cache.capacity is not None else ()
         for key in reversed(keys[:matched_blocks]):  # deepest first: shallow ends up MRU
             cache.touch(key, now)
@@ -118,9 +197,9 @@ class AutomaticPrefixCache(CachePolicy):
                 key,
                 now,
                 tokens=unit,
-                ttl_seconds=self.ttl_seconds,
+                ttl_seconds=ttl_seconds,
                 refresh_on_hit=self.refresh_on_hit,
-                ttl_name=self.ttl_name,
+                ttl_name=ttl_name,
                 held=held,
             ):
                 break

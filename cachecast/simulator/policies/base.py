@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections import Counter
 
+from cachecast.simulator.misses import EVICTED, MissSpan, Sight, add_span, novelty
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -20,10 +22,39 @@ class CachePolicy(ABC):
     """
 
     name: str
+    # Whether records that only create a cache object (Gemini cachedContents) are billed by
+    # this policy; every other policy never sees them (no such call happens under it).
+    bills_cache_objects = False
 
     @abstractmethod
     def process(self, request: TokenizedRequest) -> RequestUsage:
         """Look the request up, update the cache, and say where its prompt tokens went."""
+
+    def explain(
+        self, request: TokenizedRequest, usage: RequestUsage, sight: Sight
+    ) -> list[MissSpan]:
+        """Why the tokens ``usage`` did not read were not read, called right after
+        ``process(request)`` (``simulator.misses``); the spans add up to ``input - read``.
+
+        This default serves caches without lifetimes (self-hosted engines): a prefix an
+        earlier prompt shared but that was not read was evicted; the rest is new."""
+        read = usage.cache_read_tokens
+        spans: list[MissSpan] = []
+        shared = min(max(sight.shared, read), request.input_tokens)
+        add_span(spans, EVICTED, read, shared)
+        spans.extend(novelty(request, sight, max(read, shared)))
+        return spans
+
+    @property
+    def notes(self) -> Counter[str]:
+        """Assumptions the policy made, and how many requests each concerned."""
+        found: Counter[str] | None = self.__dict__.get("_notes")
+        if found is None:
+            found = self.__dict__["_notes"] = Counter()
+        return found
+
+    def note(self, message: str) -> None:
+        self.notes[message] += 1
 
 
 def empty_usage(request: TokenizedRequest) -> RequestUsage:

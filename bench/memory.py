@@ -1,0 +1,106 @@
+"""Peak memory of cachecast commands on a log and on the same traffic ten times longer.
+
+    .venv/bin/python -m bench.memory [--sessions 60] [--factor 10]
+        [--command NAME 'ARGUMENTS with {log} and {db}' ...]
+
+Workload: ``bench.agent_traffic``: ``--sessions`` agent sessions of text (not pre-tokenized)
+OpenAI chat requests; the long log is ``--factor`` periods of that same traffic one after
+the other (the live cache state is the same, the log ten times longer). Each command runs
+as ``python -m cachecast ARGUMENTS`` in a fresh process (output discarded) on either log;
+its peak resident memory comes from the kernel (``os.wait4``'s ``ru_maxrss``, the child
+alone). Printed per command: both peaks, the ratio long / short (the target: at most 1.3)
+and the seconds each took. A bounded-memory reader keeps the ratio near 1 whatever the
+factor; one that holds the log grows with it.
+
+Default commands: ``estimate``, ``simulate`` (automatic caching with a 5-minute TTL: an
+unbounded cache, the default vLLM one, keeps every block by definition), ``tokenize`` and
+``inspect``. ``--command NAME ARGS`` (repeatable) replaces them, e.g. ``--command check
+'check {log} --candidate ...'``; ``{log}`` is replaced by the log's path, ``{db}`` by a
+migrated contract database's URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.agent_traffic import write_agent_log
+
+DEFAULT_COMMANDS = [
+    (
+        "estimate",
+        "estimate {log} --target openai:gpt-4o --at 2026-11-01 --json --database-url {db}",
+    ),
+    ("simulate", "simulate {log} --policy automatic --ttl 300 --json"),
+    ("tokenize", "tokenize {log} --json"),
+    ("inspect", "inspect {log} --json"),
+]
+
+
+def peak_rss(arguments: list[str]) -> tuple[int, float, int]:
+    """(peak resident KiB, seconds, exit status) of ``python -m cachecast ARGUMENTS``."""
+    started = time.perf_counter()
+    with open(os.devnull, "wb") as sink:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "cachecast", *arguments], stdout=sink, stderr=sink
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4 already
+    return usage.ru_maxrss, time.perf_counter() - started, child.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=60)
+    parser.add_argument("--factor", type=int, default=10)
+    parser.add_argument(
+        "--command",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "ARGUMENTS"),
+        help="a command to measure instead of the defaults (repeatable)",
+    )
+    args = parser.parse_args()
+    commands = [tuple(pair) for pair in args.command] if args.command else DEFAULT_COMMANDS
+    with tempfile.TemporaryDirectory() as folder:
+        directory = Path(folder)
+        from cachecast import db
+
+        url = f"sqlite:///{directory / 'contracts.db'}"
+        db.upgrade(url)
+        short, long = directory / "short.jsonl", directory / f"long-x{args.factor}.jsonl"
+        requests = write_agent_log(short, args.sessions)
+        long_requests = write_agent_log(long, args.sessions, periods=args.factor)
+        print(
+            f"logs: {requests:,} requests ({short.stat().st_size / 1e6:.1f} MB) and the same"
+            f" traffic x{args.factor}: {long_requests:,} requests"
+            f" ({long.stat().st_size / 1e6:.1f} MB)"
+        )
+        print(
+            f"{'command':<10} {'peak MB':>9} {'x' + str(args.factor) + ' MB':>9} {'ratio':>6}"
+            f" {'s':>6} {'x' + str(args.factor) + ' s':>6}"
+        )
+        for name, template in commands:
+            figures = []
+            for log in (short, long):
+                line = template.format(log=shlex.quote(str(log)), db=shlex.quote(url))
+                rss, seconds, status = peak_rss(shlex.split(line))
+                if status != 0:
+                    raise SystemExit(f"{name} exited {status}: python -m cachecast {line}")
+                figures.append((rss / 1024, seconds))
+            (small, small_s), (big, big_s) = figures
+            print(
+                f"{name:<10} {small:9.1f} {big:9.1f} {big / small:6.2f} {small_s:6.1f}"
+                f" {big_s:6.1f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""``POST /v1/reconciliations``: predictions against the usage the providers reported.
+
+The log comes as a JSON body (``records``, with optional ``model``/``provider``/``at``) or
+as uploaded files of any format cachecast reads (``log``, repeatable, multipart: VCR
+cassettes, HAR files, OTel exports...), kept in a temporary folder for the request only and
+named in the report by their upload names. The answer is ``reconcile``'s report.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import UploadFile
+
+from cachecast.app.logs import LogInput
+from cachecast.app.reconcile import ReconcileReport, ReconcileRequest, reconcile
+from cachecast.errors import BadInputError, Location
+from cachecast.iso import IsoDate, parse_iso_date
+from cachecast.service.problems import problem_responses
+from cachecast.service.record_schema import RECORD_SCHEMA
+from cachecast.service.routers._body import keep_upload, read_form, read_json_body
+from cachecast.service.state import ServiceState, service_state
+
+router = APIRouter(prefix="/v1", tags=["reconciliations"])
+
+MAX_FILES = 16
+SOURCE_NAME = "request"
+
+
+class ReconciliationBody(BaseModel):
+    """A log given inline."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, Any]] = Field(
+        min_length=1,
+        description="log records with usage",
+        json_schema_extra={"items": RECORD_SCHEMA},
+    )
+    model: str | None = Field(default=None, description="model of records that name none")
+    provider: str | None = Field(default=None, description="provider of records naming none")
+    at: IsoDate | None = Field(default=None, description="contracts in force on this day")
+
+
+@router.post(
+    "/reconciliations",
+    summary="Hold predicted cache reads, writes and cost against the observed usage",
+    response_model=ReconcileReport,
+    responses=problem_responses(404, 413, 415, 422),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": ReconciliationBody.model_json_schema()},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["log"],
+                        "properties": {
+                            "log": {
+                                "type": "array",
+                                "items": {"type": "string", "format": "binary"},
+                                "description": "log files of any supported format",
+                            },
+                            "format": {"type": "string", "description": "force one format"},
+                            "model": {"type": "string"},
+                            "provider": {"type": "string"},
+                            "at": {"type": "string", "format": "date"},
+                        },
+                    }
+                },
+            },
+        }
+    },
+)
+async def create_reconciliation(
+    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+) -> ReconcileReport:
+    """Bad records are a 422 naming each record (index, or file and line) and field."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "multipart/form-data":  # a JSON body (anything else is refused there)
+        body = await read_json_body(request, ReconciliationBody)
+        work = ReconcileRequest(
+            log=LogInput(
+                records=body.records,
+                records_name=SOURCE_NAME,
+                default_model=body.model,
+                default_provider=body.provider,
+                on_bad_record="reject",
+            ),
+            at=body.at,
+        )
+        return await run_in_threadpool(reconcile, work, state.contracts)
+    form = await read_form(request, max_files=MAX_FILES + 1, max_fields=16)
+    try:
+        uploads = [value for value in form.getlist("log") if isinstance(value, UploadFile)]
+        if not uploads:
+            raise BadInputError("upload at least one file as 'log'", location=Location(field="log"))
+        if len(uploads) > MAX_FILES:
+            raise BadInputError(
+                f"at most {MAX_FILES} files per request", location=Location(field="log")
+            )
+        fields = {name: _text(form.get(name)) for name in ("format", "model", "provider", "at")}
+        at = None
+        if fields["at"]:
+            try:
+                at = parse_iso_date(fields["at"])
+            except ValueError:
+                raise BadInputError(
+                    f"{fields['at']!r} is not a date (YYYY-MM-DD)", location=Location(field="at")
+                ) from None
+        with tempfile.TemporaryDirectory(prefix="cachecast-reconcile-") as directory:
+            folder = Path(directory)
+            files = [
+                (await keep_upload(upload, folder, index), upload.filename or f"log-{index}")
+                for index, upload in enumerate(uploads)
+            ]
+            log = LogInput.of_paths(
+                [path for path, _ in files],
+                format=fields["format"] or None,
+                default_model=fields["model"] or None,
+                default_provider=fields["provider"] or None,
+                on_bad_record="reject",
+            )
+            names = dict(files)
+            log = log.model_copy(
+                update={
+                    "files": [
+                        file.model_copy(update={"name": names.get(file.path)}) for file in log.files
+                    ]
+                }
+            )
+            work = ReconcileRequest(log=log, at=at)
+            return await run_in_threadpool(reconcile, work, state.contracts)
+    finally:
+        await form.close()
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise BadInputError("expected a text field", location=Location(field="form"))

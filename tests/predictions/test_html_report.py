@@ -1,0 +1,148 @@
+"""``--html``: the page renders in a real headless browser and shows the report's figures.
+
+Debian's chromium renders the page (screenshot and DOM dump), with no network: background
+networking, component updates and sync off, a fresh profile. The screenshot must not be
+blank and must show the charts' colours; the rendered DOM's text must carry the figures of
+the report (targets, bills, miss causes, the reconciliation). ``.ci/run`` installs chromium
+and sets ``CACHECAST_REQUIRE_BROWSER=1``, which makes its absence a failure here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from cachecast.app.estimate import EstimateRequest, estimate
+from cachecast.app.logs import LogInput
+from cachecast.app.reconcile import ReconcileRequest, reconcile
+from cachecast.cli.html_report import PALETTE, render_html, write_html
+from cachecast.contracts import ContractStore
+from tests.conftest import shared_data
+
+REQUIRE_BROWSER_ENV = "CACHECAST_REQUIRE_BROWSER"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+FOLDER = "recordings/vcr_cassettes/openllmetry"
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        reason = "no chromium on PATH (apt-get install chromium chromium-driver)"
+        if os.environ.get(REQUIRE_BROWSER_ENV) == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
+
+
+def render(page: Path, work: Path) -> tuple[str, np.ndarray]:
+    """The DOM text and the screenshot (RGB array) of ``page`` in headless chromium."""
+    browser = chromium()
+    common = [browser, *FLAGS, "--window-size=1100,3200"]
+    url = page.resolve().as_uri()
+    shot = work / "page.png"
+    dom = subprocess.run(
+        [*common, f"--user-data-dir={work / 'profile-dom'}", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    ).stdout
+    subprocess.run(
+        [*common, f"--user-data-dir={work / 'profile-shot'}", f"--screenshot={shot}", url],
+        capture_output=True,
+        timeout=180,
+        check=True,
+    )
+    with Image.open(shot) as image:
+        pixels = np.asarray(image.convert("RGB"))
+    return dom, pixels
+
+
+def text_of(dom: str) -> str:
+    """The visible text of the dumped DOM (tags dropped, whitespace folded)."""
+    body = re.sub(r"<style.*?</style>", " ", dom, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", body).split())
+
+
+def shows_colour(pixels: np.ndarray, colour: str) -> bool:
+    rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+    return bool((np.abs(pixels.astype(int) - rgb).sum(axis=2) < 12).sum() > 50)
+
+
+def check_not_blank(pixels: np.ndarray) -> None:
+    assert pixels.shape[0] > 500 and pixels.shape[1] > 500
+    background = np.array([255, 255, 255])
+    drawn = (np.abs(pixels.astype(int) - background).sum(axis=2) > 30).mean()
+    assert drawn > 0.02, f"only {drawn:.2%} of the screenshot differs from white"
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 20
+
+
+def test_estimate_page_in_a_browser(store: ContractStore, tmp_path: Path) -> None:
+    path = shared_data(f"{FOLDER}/test_openai_prompt_caching.yaml")
+    report = estimate(
+        EstimateRequest(
+            log=LogInput.of_paths([path]),
+            targets=["openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"],
+            at=dt.date(2026, 11, 1),
+        ),
+        store,
+    )
+    page = tmp_path / "estimate.html"
+    write_html(page, report)
+    html = page.read_text(encoding="utf-8")
+    assert "<script" not in html and " src=" not in html and " href=" not in html
+    dom, pixels = render(page, tmp_path)
+    text = text_of(dom)
+    for target in report.targets:
+        assert target.name in text
+        assert f"${target.cost.total}" in text
+        assert f"${target.cost_without_cache}" in text
+        for cause in target.miss_causes:
+            assert cause.cause in text and f"${cause.cost_lost}" in text
+    gpt = report.targets[0]
+    assert gpt.reconciliation is not None
+    assert f"{gpt.reconciliation.mean_abs_error_tokens}" in text
+    for heading in (
+        "Bill per target",
+        "Hit rate over time",
+        "Tokens and dollars lost by miss cause",
+        "Predicted against observed",
+    ):
+        assert heading in text
+    check_not_blank(pixels)
+    assert shows_colour(pixels, PALETTE[0]) and shows_colour(pixels, PALETTE[1])
+
+
+def test_reconcile_page_in_a_browser(store: ContractStore, tmp_path: Path) -> None:
+    paths = [
+        shared_data(f"{FOLDER}/test_anthropic_prompt_caching_legacy.yaml"),
+        shared_data(f"{FOLDER}/test_openai_prompt_caching_async.yaml"),
+    ]
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths(paths)), store)
+    page = tmp_path / "reconcile.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    dom, pixels = render(page, tmp_path)
+    text = text_of(dom)
+    assert "Predicted against observed" in text and "provider_best_effort_miss" in text
+    summary = report.summary
+    assert f"${summary.predicted_cost}" in text and f"${summary.observed_cost}" in text
+    for row in report.requests:
+        assert f"{Path(row.source).name}:{row.line}" in text
+    check_not_blank(pixels)
+    assert shows_colour(pixels, PALETTE[2])  # the scatter's exact points
