@@ -59,8 +59,10 @@ _MESSAGE = {
 
 
 # The keys the reader looks for before a Responses body's (``render.detect_api``).
-_RESPONSES_EXCLUDED = ("tokens", "prompt", "contents", "messages", "input_length", "hash_ids")
-_RESPONSES_EXCLUDED += ("request", "body")
+_RESPONSES_EXCLUDED = (
+    *("tokens", "prompt", "contents", "messages"),
+    *("input_length", "hash_ids", "request", "body"),
+)
 
 
 def _absent(*keys: str) -> dict[str, Any]:
