@@ -7,10 +7,11 @@ Workload: ``bench.agent_traffic``: ``--sessions`` agent sessions of text (not pr
 OpenAI chat requests; the long log is ``--factor`` periods of that same traffic one after
 the other (the live cache state is the same, the log ten times longer). Each command runs
 as ``python -m cachecast ARGUMENTS`` in a fresh process (output discarded) on either log;
-its peak resident memory comes from the kernel (``os.wait4``'s ``ru_maxrss``, the child
-alone). Printed per command: both peaks, the ratio long / short (the target: at most 1.3)
-and the seconds each took. A bounded-memory reader keeps the ratio near 1 whatever the
-factor; one that holds the log grows with it.
+its peak resident memory is the child's own (``bench.peak``: ``VmHWM``, not
+``ru_maxrss``, which counts this process's memory at the spawn). Printed per command: both
+peaks, the ratio long / short (the target: at most 1.3) and the seconds each took. A
+bounded-memory reader keeps the ratio near 1 whatever the factor; one that holds the log
+grows with it.
 
 Default commands: ``estimate``, ``simulate`` (automatic caching with a 5-minute TTL: an
 unbounded cache, the default vLLM one, keeps every block by definition), ``tokenize`` and
@@ -22,15 +23,13 @@ migrated contract database's URL.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench.agent_traffic import write_agent_log
+from bench.peak import run_measured
 
 DEFAULT_COMMANDS = [
     (
@@ -45,14 +44,10 @@ DEFAULT_COMMANDS = [
 
 def peak_rss(arguments: list[str]) -> tuple[int, float, int]:
     """(peak resident KiB, seconds, exit status) of ``python -m cachecast ARGUMENTS``."""
-    started = time.perf_counter()
-    with open(os.devnull, "wb") as sink:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "cachecast", *arguments], stdout=sink, stderr=sink
-        )
-        _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4 already
-    return usage.ru_maxrss, time.perf_counter() - started, child.returncode
+    measured = run_measured(
+        "cachecast", arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    return measured.peak_kib, measured.seconds, measured.returncode
 
 
 def main() -> None:

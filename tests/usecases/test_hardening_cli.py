@@ -10,14 +10,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from bench.peak import run_measured
 from cachecast import db
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
@@ -42,27 +40,21 @@ def test_1_a_claimed_prompt_of_1e8_tokens_is_exit_2_without_the_memory(
         json.dumps({"model": "claude-sonnet-4-5", "prompt": "hi", "usage": {"input_tokens": 1e8}})
         + "\n"
     )
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"model": "claude-sonnet-4-5", "prompt": "hi"}) + "\n")
     env = {**os.environ, "CACHECAST_DATABASE_URL": migrated_db_url, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "cachecast", "estimate", str(log)]
-    command += ["--target", "anthropic:claude-sonnet-4-5", "--at", "2026-11-01"]
-    start = time.monotonic()
-    child = subprocess.Popen(
-        command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        _, status, usage = os.wait4(child.pid, 0)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.stderr is not None
-    stderr = child.stderr.read()
-    assert os.waitstatus_to_exitcode(status) == 2, stderr
-    assert f"{log}:1: usage.input_tokens:" in stderr
-    assert str(MAX_REQUEST_TOKENS) in stderr
-    assert "Traceback" not in stderr
-    # ru_maxrss is in KiB on Linux: the interpreter with cachecast imported, no more.
-    assert usage.ru_maxrss < 400 * 1024, usage.ru_maxrss
-    assert time.monotonic() - start < 60
+    options = ["--target", "anthropic:claude-sonnet-4-5", "--at", "2026-11-01"]
+    # The same command on the same record without the claim: the memory of a start-up.
+    baseline = run_measured("cachecast", ["estimate", str(plain), *options], env=env, cwd=REPO)
+    assert baseline.returncode == 0, baseline.stderr
+    claimed = run_measured("cachecast", ["estimate", str(log), *options], env=env, cwd=REPO)
+    assert claimed.returncode == 2, claimed.stderr
+    assert f"{log}:1: usage.input_tokens:" in claimed.stderr
+    assert str(MAX_REQUEST_TOKENS) in claimed.stderr
+    assert "Traceback" not in claimed.stderr
+    # Padding 1e8 tokens took 554 MB more; refused, the peak is the start-up's (KiB).
+    assert claimed.peak_kib < baseline.peak_kib + 20 * 1024, (claimed, baseline)
+    assert claimed.seconds < baseline.seconds + 5
 
 
 def test_10_a_binary_log_is_exit_2(migrated_db_url: str, tmp_path: Path) -> None:
