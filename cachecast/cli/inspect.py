@@ -74,8 +74,8 @@ def _print_file(out: Console, file: FileInspection) -> None:
     if not file.prompt_complete:
         out.print(
             f"  prompts       {file.requests_prompt_incomplete:,} request(s) without their whole"
-            " prompt (transcripts omit the system prompt and tool definitions): their observed"
-            " usage is exact, their prompts are not"
+            " prompt (a transcript omits the system prompt and tools; a recording or export may"
+            " hold a shortened body): their observed usage is exact, their prompts are not"
         )
     if file.skipped:
         out.print("  not requests  " + ", ".join(f"{r} ({n:,})" for r, n in file.skipped.items()))

@@ -158,10 +158,16 @@ def print_report(report: ReconcileReport) -> None:
         if causes:
             out.print(f"  not read from cache: {causes}", highlight=False)
         for calibration in target.calibration:
+            if calibration.ratio is None:  # nothing plausible to learn from
+                learned = f"no ratio learned from {calibration.samples} requests"
+            else:
+                learned = (
+                    f"ratio {calibration.ratio} (min {calibration.ratio_min}, max"
+                    f" {calibration.ratio_max}) over {calibration.samples} requests"
+                )
             out.print(
-                f"  calibration of {calibration.model}: ratio {calibration.ratio}"
-                f" (min {calibration.ratio_min}, max {calibration.ratio_max}) over"
-                f" {calibration.samples} requests; {calibration.implausible} implausible",
+                f"  calibration of {calibration.model}: {learned};"
+                f" {calibration.implausible} implausible",
                 highlight=False,
             )
         for note in target.notes:
