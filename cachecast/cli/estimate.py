@@ -240,8 +240,9 @@ def print_table(report: EstimateReport) -> None:
     table = Table(
         title=f"{'/'.join(str(n) for n in sorted(requests))} requests priced under the"
         f" contracts in force on {report.at.isoformat()}",
-        caption="hit = cache read / prompt tokens; ~ = approximate tokenizer; display rounding"
-        " (k, M, $0.0001); --json is exact",
+        caption="hit = cache read / prompt tokens; ~ = approximate token counts (not the"
+        " provider's tokenizer, or tools and images, whose rendering is not published, with no"
+        " observed usage); display rounding (k, M, $0.0001); --json is exact",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,
