@@ -38,7 +38,11 @@ from cachecast.errors import (
 from cachecast.limits import check_count, exceeded
 from cachecast.limits import current as current_limits
 from cachecast.logs import LogStream, pair_batch_files
-from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, in_timestamp_order
+from cachecast.simulator.ordering import (
+    DEFAULT_REORDER_WINDOW,
+    PromptPacker,
+    in_timestamp_order,
+)
 from cachecast.tokenizers import read_log, read_records
 from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
 from cachecast.tokenizers.records import count_lines
@@ -231,11 +235,16 @@ class LogReading:
         ]
         if prepare is not None:
             streams = [map(prepare, stream) for stream in streams]
+        # Requests that keep their ids (no prepare, or one that needs them) are held by the
+        # window as their new tokens only (ordering.PromptPacker).
+        packer = PromptPacker()
+        streams = [map(packer.pack, stream) for stream in streams]
         if len(streams) == 1:
-            ordered = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+            window = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
         else:
             merged = heapq.merge(*streams, key=lambda request: request.timestamp)
-            ordered = in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+            window = in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+        ordered = map(packer.unpack, window)
         if cache_objects:
             return ordered
         return (request for request in ordered if request.controls.creates is None)

@@ -26,6 +26,7 @@ from cachecast.app.reports import ContractReference, InputIssue, Report, issues_
 from cachecast.app.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, ConfigurationError, Location
+from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies import CachePolicy, VllmPrefixCache, build_policy
 from cachecast.simulator.policies.vllm import UNBOUNDED_BLOCKS
 from cachecast.simulator.routing import Fleet, FleetReport, Routing
@@ -301,12 +302,12 @@ def simulate(
     progress = progress or NoProgress()
     progress.start(f"simulate {request.policy.value}", log.count_records())
     reading = LogReading(log, resolved.tokenize_as if resolved is not None else None)
-    requests = _counted(reading.requests(), progress)
     try:
         if request.replicas is not None and request.routing is not None:
             replicas = [_vllm(make_policy()) for _ in range(request.replicas)]
             fleet = Fleet(replicas, request.routing)
-            for tokenized in requests:
+            # Full requests: prefix-hash routing reads the prompt's first token ids.
+            for tokenized in _counted(reading.requests(), progress):
                 fleet.process(tokenized)
             reading.finish()
             return FleetSimulationReport.of(
@@ -314,7 +315,10 @@ def simulate(
             )
         policy = make_policy()
         statistics = HitStatistics()
-        for tokenized in requests:
+        # The reorder window holds each request as the keys the policy reads, not its ids
+        # (simulator.compact): memory for the window's requests, not for their prompts.
+        compact = Compactor(key_needs([policy])).compact
+        for tokenized in _counted(reading.requests(compact), progress):
             usage = policy.process(tokenized)
             usage.check()
             statistics.add(usage)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
+from array import array
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from cachecast.errors import BadInputError, Location
+from cachecast.simulator.blocks import REMEMBERED_IDLE_SECONDS
 from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies.base import CachePolicy
 from cachecast.simulator.types import RequestUsage
@@ -45,6 +50,86 @@ def in_timestamp_order(
             yield oldest
     while heap:
         yield heapq.heappop(heap)[2]
+
+
+@dataclass(frozen=True, slots=True)
+class _Extension:
+    """A prompt's ids as the ids of the session's previous prompt (``parent``) plus its own
+    new ones (``tail``); a session's first prompt has no parent."""
+
+    parent: _Extension | None
+    tail: array[int]
+    depth: int
+
+    def ids(self) -> array[int]:
+        tails: list[array[int]] = []
+        node: _Extension | None = self
+        while node is not None:
+            tails.append(node.tail)
+            node = node.parent
+        out: array[int] = array("I")
+        for tail in reversed(tails):
+            out += tail
+        return out
+
+
+class PromptPacker:
+    """Holds the requests a reorder window keeps with their token ids at the cost of their
+    new tokens only.
+
+    An agent's request repeats its session's previous prompt and adds a little: the
+    window's 4,096 requests would hold 4,096 whole prompts (45 MB on the benchmark's agent
+    log), growing with the log up to the window. :meth:`pack` keeps a request that extends
+    its session's previous prompt as that prompt's (shared) representation plus its own new
+    ids, :meth:`unpack` rebuilds the same ids when the window lets the request go. Memory:
+    one latest prompt per live session, plus each held request's new tokens. A request of
+    no session, or one that does not extend the previous prompt, is held as it is; sessions
+    idle for ``REMEMBERED_IDLE_SECONDS`` of log time (or past ``sessions`` of them) are
+    forgotten, which only costs compression, never a different id."""
+
+    MAX_DEPTH = 64  # a longer chain starts again from whole ids (unpacking walks the chain)
+
+    def __init__(self, *, sessions: int = 4096) -> None:
+        self._latest: OrderedDict[tuple[str | None, str, str], tuple[array[int], _Extension, float]]
+        self._latest = OrderedDict()
+        self._held: dict[int, _Extension] = {}
+        self._sessions = sessions
+
+    def pack(self, request: TokenizedRequest) -> TokenizedRequest:
+        tokens = request.tokens
+        if request.session is None or not isinstance(tokens, array) or tokens.typecode != "I":
+            return request
+        key = (request.model, request.scope, request.session)
+        latest = self._latest.pop(key, None)
+        node: _Extension | None = None
+        if latest is not None:
+            previous, parent, _ = latest
+            size = len(previous)
+            if parent.depth < self.MAX_DEPTH and len(tokens) >= size and tokens[:size] == previous:
+                node = _Extension(parent, tokens[size:], parent.depth + 1)
+        packed = request
+        if node is None:
+            node = _Extension(None, tokens, 0)
+        else:
+            packed = dataclasses.replace(request, tokens=None)
+            self._held[id(packed)] = node
+        self._latest[key] = (tokens, node, request.timestamp)
+        self._forget(request.timestamp)
+        return packed
+
+    def unpack(self, request: TokenizedRequest) -> TokenizedRequest:
+        node = self._held.pop(id(request), None)
+        if node is None:
+            return request
+        return dataclasses.replace(request, tokens=node.ids())
+
+    def _forget(self, now: float) -> None:
+        latest = self._latest
+        while latest:
+            _, (_, _, seen) = next(iter(latest.items()))
+            if len(latest) <= self._sessions and not seen < now - REMEMBERED_IDLE_SECONDS:
+                break
+            latest.popitem(last=False)
 
 
 def simulate(

@@ -1,14 +1,17 @@
 """The memories a reader and a replay keep to go faster forget what has been idle for an hour
 of the log's time, so that they follow the traffic still going on, not the whole log
-(``python -m bench.memory`` measures the peak on a log ten times longer). Checked by hand
+(``python -m bench.memory`` measures the peak on a log ten times longer), and the reorder
+window holds a session's prompts as their new tokens. Checked by hand
 on tiny inputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 
 from cachecast.simulator.blocks import REMEMBERED_IDLE_SECONDS, BlockKeyer
+from cachecast.simulator.ordering import PromptPacker
 from cachecast.tokenizers.encode import SegmentCache
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -53,3 +56,38 @@ def test_block_keyer_forgets_sessions_idle_for_an_hour_of_log_time() -> None:
     # "one" was last seen 4,100 s before the latest request, "two" 3,100 s before.
     remembered = {key[1] for key in keyer._recent}
     assert remembered == {"two", "three"}
+
+
+def ids(*values: int) -> array[int]:
+    return array("I", values)
+
+
+def test_the_reorder_window_holds_a_session_prompt_as_its_new_tokens() -> None:
+    packer = PromptPacker()
+    first = dataclasses.replace(request("a", 1.0, []), tokens=ids(1, 2, 3))
+    second = dataclasses.replace(request("a", 2.0, []), tokens=ids(1, 2, 3, 4, 5))
+    third = dataclasses.replace(request("a", 3.0, []), tokens=ids(1, 2, 3, 4, 5, 6))
+    edited = dataclasses.replace(request("a", 4.0, []), tokens=ids(1, 9, 3, 4, 5, 6, 7))
+    other = dataclasses.replace(request("b", 5.0, []), tokens=ids(1, 2, 3, 4))
+    packed = [packer.pack(item) for item in (first, second, third, edited, other)]
+    # The first prompt of a session, a prompt that does not extend the previous one and
+    # another session's first prompt are held whole; the two extensions without their ids.
+    assert [item.tokens is None for item in packed] == [False, True, True, False, False]
+    # Let go in another order (a window sorts), each has its own ids again, exactly.
+    originals = (first, second, third, edited, other)
+    for original, held in reversed(list(zip(originals, packed, strict=True))):
+        back = packer.unpack(held)
+        assert back.tokens == original.tokens and back.request_id == original.request_id
+    assert packer._held == {}
+
+
+def test_the_packer_forgets_sessions_idle_for_an_hour_of_log_time() -> None:
+    packer = PromptPacker()
+    packer.pack(dataclasses.replace(request("a", 0.0, []), tokens=ids(1, 2)))
+    packer.pack(dataclasses.replace(request("b", 1000.0, []), tokens=ids(1, 2)))
+    late = REMEMBERED_IDLE_SECONDS + 500.0
+    packer.pack(dataclasses.replace(request("c", late, []), tokens=ids(1, 2)))
+    assert {key[2] for key in packer._latest} == {"b", "c"}
+    # "a" forgotten: its next prompt is held whole, never rebuilt from what is gone.
+    again = packer.pack(dataclasses.replace(request("a", late + 1, []), tokens=ids(1, 2, 3)))
+    assert again.tokens == ids(1, 2, 3)
