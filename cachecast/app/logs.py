@@ -35,8 +35,7 @@ from cachecast.errors import (
     LogRecordError,
     input_errors,
 )
-from cachecast.limits import check_count, exceeded
-from cachecast.limits import current as current_limits
+from cachecast.limits import check_count
 from cachecast.logs import LogStream, pair_batch_files
 from cachecast.simulator.ordering import (
     DEFAULT_REORDER_WINDOW,
@@ -177,36 +176,19 @@ class LogReading:
         before the next request is read."""
         self.records_read += 1
         self.tokens_read += request.input_tokens + request.output_tokens
-        limits = current_limits()
         where = Location(source=request.source, line=request.line)
-        for what, count in (
-            ("a prompt of", request.input_tokens),
-            ("an output of", request.output_tokens),
-        ):
-            if count > limits.max_request_tokens:  # tokens a record carries, not claims
-                raise self.relocated(
-                    exceeded("max_request_tokens", count, field=None, what=what, location=where)
-                )
-        if self.records_read + bad_lines > limits.max_log_records:
-            raise self.relocated(
-                exceeded(
-                    "max_log_records",
-                    self.records_read + bad_lines,
-                    field=None,
-                    what="a log of records",
-                    location=where,
-                )
-            )
-        if self.tokens_read > limits.max_log_tokens:
-            raise self.relocated(
-                exceeded(
-                    "max_log_tokens",
-                    self.tokens_read,
-                    field=None,
-                    what="a log of tokens",
-                    location=where,
-                )
-            )
+        checks = (
+            # tokens a record carries, not claims (claims are checked as they are read)
+            ("max_request_tokens", request.input_tokens, "a prompt of"),
+            ("max_request_tokens", request.output_tokens, "an output of"),
+            ("max_log_records", self.records_read + bad_lines, "a log of records"),
+            ("max_log_tokens", self.tokens_read, "a log of tokens"),
+        )
+        try:
+            for name, value, what in checks:
+                check_count(name, value, None, what, location=where)
+        except LimitExceededError as error:
+            raise self.relocated(error) from None
 
     def calibrator(self, index: int) -> Calibrator:
         found = self.calibrators.get(index)

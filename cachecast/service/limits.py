@@ -10,7 +10,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachecast.limits import Limits, limits_in_force
-from cachecast.service.problems import Problem, ProblemError, problem_response
+from cachecast.service.problems import Problem, ProblemError, TrackedSend, problem_response
 from cachecast.tokenizers import local_tokenizer_directories
 
 
@@ -48,7 +48,6 @@ class BodyLimitMiddleware:
                     return
 
         received = 0
-        response_started = False
 
         async def counting_receive() -> Message:
             nonlocal received
@@ -59,18 +58,13 @@ class BodyLimitMiddleware:
                     raise body_too_large(limit)
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal response_started
-            if message["type"] == "http.response.start":
-                response_started = True
-            await send(message)
-
+        tracked = TrackedSend(send)
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, counting_receive, tracked)
         except ProblemError as error:
             # Raised by counting_receive in a place no exception handler covered (e.g. while
             # a handler streamed the body itself): answer here if nothing was sent yet.
-            if error.status_code != 413 or response_started:
+            if error.status_code != 413 or tracked.started:
                 raise
             await self._send_problem(scope, send, error)
 

@@ -270,6 +270,20 @@ def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
     return sorted(methods)
 
 
+class TrackedSend:
+    """An ASGI ``send`` that notes when the response has begun: a middleware may answer an
+    error only before that."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
+
+
 class UnexpectedErrorMiddleware:
     """A bug answers 500 (problem+json, logged with its traceback) and the connection stays
     usable: the exception ends here instead of reaching the server."""
@@ -281,20 +295,13 @@ class UnexpectedErrorMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracked = TrackedSend(send)
         try:
-            await self.app(scope, receive, tracking_send)
+            await self.app(scope, receive, tracked)
         except Exception as exc:
             path = scope.get("path", "")
             logger.exception("unhandled error on %s %s", scope.get("method"), path)
-            if started:
+            if tracked.started:
                 raise  # half a response is out: only the server can end it
             problem = Problem(
                 title=_TITLES[500],
