@@ -27,7 +27,7 @@ token; a prompt too long for it is bad input naming the request.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -165,7 +165,7 @@ class EngineRun(Report):
 
 def replay_on_engine(
     endpoint: EngineEndpoint,
-    records: Sequence[dict[str, Any]],
+    records: Iterable[dict[str, Any]],
     label: str,
     *,
     model: str | None,
