@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
 
 from cachecast.errors import LogRecordError
 from cachecast.gpu_backend.engine.backend import EngineBackend, Progress
@@ -387,15 +387,20 @@ class _Feed:
             self._progress(count)
 
 
+class ReplaySettings(TypedDict, total=False):
+    """The keywords of :func:`measure_layout` and :func:`replay_logged`."""
+
+    options: ReplayOptions | None  # default ReplayOptions()
+    compare_simulator: bool  # default True
+    source: str
+    progress: Progress | None
+    survey: LogSurvey | None  # a pass over the same requests the caller already made
+
+
 def measure_layout(
     requests: Iterable[TokenizedRequest],
     backend: EngineBackend,
-    *,
-    options: ReplayOptions | None = None,
-    compare_simulator: bool = True,
-    source: str = "",
-    progress: Progress | None = None,
-    survey: LogSurvey | None = None,
+    **settings: Unpack[ReplaySettings],
 ) -> MeasurementReport:
     """Replay ``requests`` (log order) on ``backend`` and report measured against predicted.
 
@@ -404,26 +409,13 @@ def measure_layout(
     for how ``requests`` is read.
     """
     logged: Iterable[LoggedRequest] = mapped(requests, lambda request: (request, None))
-    return replay_logged(
-        logged,
-        backend,
-        options=options,
-        compare_simulator=compare_simulator,
-        source=source,
-        progress=progress,
-        survey=survey,
-    )
+    return replay_logged(logged, backend, **settings)
 
 
 def replay_logged(
     requests: Iterable[LoggedRequest],
     backend: EngineBackend,
-    *,
-    options: ReplayOptions | None = None,
-    compare_simulator: bool = True,
-    source: str = "",
-    progress: Progress | None = None,
-    survey: LogSurvey | None = None,
+    **settings: Unpack[ReplaySettings],
 ) -> MeasurementReport:
     """Replay ``requests`` (log order, each with its chat payload or None) on ``backend``.
 
@@ -434,7 +426,9 @@ def replay_logged(
     (a pass the caller made) shows they all fit; a log that can be read once is checked
     request by request, each before it is sent. The simulator's prediction is made as each
     request is sent, in log order, with the engine's geometry."""
-    options = options or ReplayOptions()
+    options = settings.get("options") or ReplayOptions()
+    compare_simulator = settings.get("compare_simulator", True)
+    survey = settings.get("survey")
     if options.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     info = backend.info()
@@ -463,7 +457,8 @@ def replay_logged(
         sequential = replace(options, concurrency=1, arrival_scale=None)
         backend.run(warmup_requests(head, options.warmup_requests), sequential)
     isolation = backend.reset_prefix_cache() if options.reset_cache else "none"
-    feed = _Feed(chain(head, stream), options.arrival_scale is not None, progress)
+    pacing = options.arrival_scale is not None
+    feed = _Feed(chain(head, stream), pacing, settings.get("progress"))
     del head  # the feed holds the warm-up's prompts only until they are sent
     before = backend.metrics()
     started = time.perf_counter()
@@ -485,7 +480,7 @@ def replay_logged(
     ]
     return MeasurementReport(
         engine=info,
-        source=source,
+        source=settings.get("source", ""),
         options=options,
         cache_isolation=isolation,
         requests=rows,
