@@ -431,13 +431,14 @@ def replay_logged(
     survey = settings.get("survey")
     if options.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    tokenized = mapped(requests, lambda item: with_ids(item[0]))
+    if survey is None and can_reread(tokenized):
+        survey = survey_log(tokenized)
+    if survey is not None and survey.requests == 0:
+        raise EngineError("nothing to replay: the log has no requests")
     info = backend.info()
-    if can_reread(requests):
-        tokenized = mapped(requests, lambda item: with_ids(item[0]))
-        if survey is None:
-            survey = survey_log(tokenized)
-        if not survey.fits(info):
-            check_fits_engine(tokenized, info)
+    if survey is not None and not survey.fits(info) and can_reread(tokenized):
+        check_fits_engine(tokenized, info)  # names the first prompt that does not fit
     policy = vllm_policy(info.block_size, info.num_blocks) if compare_simulator else None
     predicted: list[int | None] = []
     builder = ReplayBuilder()
