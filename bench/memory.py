@@ -47,8 +47,7 @@ DEFAULT_COMMANDS = [
     ("reconcile", "reconcile {log} --at 2026-11-01 --json --database-url {db}"),
     (
         "check",
-        "check {log} {changed} --target openai:gpt-4o --at 2026-11-01"
-        " --database-url {db}",
+        "check {log} {changed} --target openai:gpt-4o --at 2026-11-01 --database-url {db}",
     ),
     ("suggest", "suggest {log} --target openai:gpt-4o --at 2026-11-01 --database-url {db}"),
     (
