@@ -286,6 +286,23 @@ class FreeBlockQueue:
             run = run.next
 
 
+def block_usage(request: TokenizedRequest, read: int, written: int, bucket: str) -> RequestUsage:
+    """The record make_usage would build, built directly (this runs per request): read +
+    written <= the request's blocks' tokens, so uncached = input - read - written >= 0."""
+    length = request.input_tokens
+    return RequestUsage(
+        request_id=request.request_id,
+        line=request.line,
+        timestamp=request.timestamp,
+        scope=request.scope,
+        input_tokens=length,
+        output_tokens=request.output_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens={bucket: written} if written else {},
+        uncached_input_tokens=length - read - written,
+    )
+
+
 def _unlink(run: _Run) -> None:
     run.previous.next = run.next
     run.next.previous = run.previous
@@ -403,20 +420,8 @@ class VllmPrefixCache(CachePolicy):
         if request.timestamp > self._newest:
             self._newest = request.timestamp
         self._remember(session, keys, hits + newly_keyed if each_oldest else [], first_sequence)
-        # The record make_usage would build, built directly (this runs per request): read +
-        # written <= needed blocks' tokens, so uncached = input - read - written >= 0.
-        read = hit_count * block_size
-        written = (full - hit_count) * block_size
-        return RequestUsage(
-            request_id=request.request_id,
-            line=request.line,
-            timestamp=request.timestamp,
-            scope=request.scope,
-            input_tokens=length,
-            output_tokens=request.output_tokens,
-            cache_read_tokens=read,
-            cache_write_tokens={self.write_bucket: written} if written else {},
-            uncached_input_tokens=length - read - written,
+        return block_usage(
+            request, hit_count * block_size, (full - hit_count) * block_size, self.write_bucket
         )
 
     def _remembered_hits(
