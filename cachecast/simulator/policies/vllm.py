@@ -29,6 +29,9 @@ to its ``alignment_tokens``.
 from __future__ import annotations
 
 import math
+import sys
+import threading
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from itertools import repeat
@@ -109,6 +112,7 @@ class FreeBlockQueue:
         # of 2**62 blocks costs what it uses; unused entries hold the sentinel.
         self.run_of: list[_Run] = []
         self.keyed = 0
+        self.ids = BlockIds.shared()
         self.next_sequence = 0
         # The highest run sequence any block was ever taken (evicted) from. Runs are taken
         # front first, in sequence order, so every block that sits in a run numbered
@@ -132,7 +136,7 @@ class FreeBlockQueue:
         remaining = number - len(taken)
         if remaining and self.fresh_next < self.fresh_end:
             stop = min(self.fresh_end, self.fresh_next + remaining)
-            taken.extend(range(self.fresh_next, stop))
+            taken += self.ids.slice(self.fresh_next, stop)
             remaining -= stop - self.fresh_next
             self.fresh_next = stop
         if remaining:
@@ -322,6 +326,41 @@ def block_usage(request: TokenizedRequest, read: int, written: int, bucket: str)
     )
 
 
+class BlockIds:
+    """The int objects of block ids, shared by every pool alive in the process.
+
+    A block id above 256 is an object of 32 bytes, and a full pool holds one per block; the
+    pools of a capacity curve or of a fleet's replicas number their blocks alike, so they
+    share one object per id instead. The table lives while a pool holds it (a weak
+    reference finds it), so a long-running process keeps none between replays.
+    """
+
+    __slots__ = ("__weakref__", "ids", "lock")
+    _current: weakref.ref[BlockIds] | None = None
+    _made = threading.Lock()
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> BlockIds:
+        with cls._made:
+            table = None if cls._current is None else cls._current()
+            if table is None:
+                table = cls()
+                cls._current = weakref.ref(table)
+            return table
+
+    def slice(self, start: int, stop: int) -> list[int]:
+        """The ids ``start`` to ``stop - 1`` (a new list of the shared objects)."""
+        ids = self.ids
+        if stop > len(ids):
+            with self.lock:
+                ids.extend(range(len(ids), stop))
+        return ids[start:stop]
+
+
 def _unlink(run: _Run) -> None:
     run.previous.next = run.next
     run.next.previous = run.previous
@@ -356,6 +395,8 @@ class VllmPrefixCache(CachePolicy):
         # key -> the oldest block holding it; younger duplicates (vLLM does not
         # de-duplicate) wait in ``_duplicates`` in insertion order.
         self._block_of_key: dict[BlockKey, int] = {}
+        self._table_bytes = sys.getsizeof(self._block_of_key)  # see ``_table_resized``
+        self._keyed_since_copy = 0
         self._duplicates: dict[BlockKey, list[int]] = {}
         # session -> (its last key, the blocks holding its keys, the run number they left in,
         # when it was kept), least recently kept first. A shortcut only (see
@@ -428,6 +469,9 @@ class VllmPrefixCache(CachePolicy):
         newly_keyed = taken[: full - hit_count]
         # the blocks that are now full
         each_oldest = self._cache(keys[hit_count:full], newly_keyed)
+        self._keyed_since_copy += len(newly_keyed)
+        if sys.getsizeof(self._block_of_key) != self._table_bytes:
+            self._table_resized()
 
         # Finish: free tail first; the unkeyed partial tail (if any) goes to the front,
         # keyed blocks to the back, deepest first.
@@ -491,6 +535,27 @@ class VllmPrefixCache(CachePolicy):
         idle_before = self._newest - REMEMBERED_IDLE_SECONDS
         while memory and next(iter(memory.values()))[3] < idle_before:
             del memory[next(iter(memory))]
+
+    def _table_resized(self) -> None:
+        """Keep ``_block_of_key``'s hash table about half the size CPython grows it to.
+
+        A full pool evicts a key for every key it caches, so the dict's size stays put
+        while its entry table fills with deleted slots; CPython then rebuilds it for 3x the
+        live keys (``GROWTH_RATE`` in Objects/dictobject.c), twice the table that a copy of
+        the same keys gets (1.5x): ~100 bytes a block instead of ~50. So when the table has
+        just grown, it is copied (same keys, same blocks: no result changes), unless fewer
+        than a quarter of its keys were cached since the last copy: then the dict is truly
+        growing (a filling pool) and copies would only add work; so a copy costs at most
+        four entry copies per cached block.
+        """
+        table = self._block_of_key
+        size = sys.getsizeof(table)
+        if size > self._table_bytes and self._keyed_since_copy >= len(table) // 4:
+            copy = dict(table)
+            self._keyed_since_copy = 0
+            if sys.getsizeof(copy) < size:
+                self._block_of_key = table = copy
+        self._table_bytes = sys.getsizeof(table)
 
     def _evict_keys(self, blocks: list[int], old_keys: list[BlockKey]) -> None:
         """Lazy eviction: ``blocks`` were taken for reuse and lose ``old_keys``, in order."""
