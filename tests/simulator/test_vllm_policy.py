@@ -151,3 +151,18 @@ def test_a_session_idle_an_hour_is_forgotten_by_the_shortcut_and_still_hits() ->
     assert [key[2] for key in policy._last_run] == ["B"]  # A idle past the hour: gone
     assert hit(policy, [*a, *run(32, 5000)], at=3700.0, session="A") == 64
     assert [key[2] for key in policy._last_run] == ["B", "A"]
+
+
+def test_a_full_pool_keeps_its_key_table_the_size_of_a_fresh_copy() -> None:
+    """A full pool evicts one key per key cached; CPython would regrow the dict's table to
+    twice what its live keys need, the policy copies it back (same keys, same hits)."""
+    import sys
+
+    policy = VllmPrefixCache(16, 2001)  # 2,000 usable blocks
+    for index in range(400):  # 400 distinct prompts of 20 blocks: the pool churns
+        assert hit(policy, run(320, index * 320), at=float(index), line=index + 1) == 0
+    table = policy._block_of_key
+    assert len(table) == policy.cached_block_count() == 2000
+    assert sys.getsizeof(table) <= sys.getsizeof(dict(table))
+    # The last 100 prompts are still cached: resending the newest hits 19 blocks.
+    assert hit(policy, run(320, 399 * 320), at=400.0, line=401) == 19 * 16

@@ -29,6 +29,9 @@ to its ``alignment_tokens``.
 from __future__ import annotations
 
 import math
+import sys
+import threading
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from itertools import repeat
@@ -85,7 +88,11 @@ class FreeBlockQueue:
     - the never-used initial blocks in id order, kept as a lazy range, so a pool of 2**62
       blocks costs nothing until used;
     - ``back``: appended (keyed) blocks, as a doubly linked list of runs (``_Run``), each
-      the blocks one request freed, plus ``run_of`` (block -> its run).
+      the blocks one request freed, plus ``run_of`` (block -> its run: a list indexed by
+      block id, 8 bytes a block, where a dict cost ~100 with its int keys' share; a
+      block's entry is current while it sits in a run and is only read then, so a block
+      taken from the queue keeps a stale entry instead of a deletion) and ``keyed``, the
+      number of blocks in runs.
 
     Why runs: agent traffic resends a session's previous prompt, so a request's hits are
     usually whole earlier runs (the session's own blocks, a system prompt shared with
@@ -101,7 +108,11 @@ class FreeBlockQueue:
         self.fresh_next = first
         self.fresh_end = end
         self.runs = _Run([], [])  # sentinel of the circular list; .next is the front run
-        self.run_of: dict[int, _Run] = {}
+        # Grows with the highest block id used (never-used blocks have none), so a pool
+        # of 2**62 blocks costs what it uses; unused entries hold the sentinel.
+        self.run_of: list[_Run] = []
+        self.keyed = 0
+        self.ids = BlockIds.shared()
         self.next_sequence = 0
         # The highest run sequence any block was ever taken (evicted) from. Runs are taken
         # front first, in sequence order, so every block that sits in a run numbered
@@ -109,7 +120,7 @@ class FreeBlockQueue:
         self.evicted_through = -1
 
     def __len__(self) -> int:
-        return len(self.front) + (self.fresh_end - self.fresh_next) + len(self.run_of)
+        return len(self.front) + (self.fresh_end - self.fresh_next) + self.keyed
 
     def take(self, number: int) -> tuple[list[int], list[BlockKey]]:
         """Remove and return the first ``number`` free blocks, front first.
@@ -125,7 +136,7 @@ class FreeBlockQueue:
         remaining = number - len(taken)
         if remaining and self.fresh_next < self.fresh_end:
             stop = min(self.fresh_end, self.fresh_next + remaining)
-            taken.extend(range(self.fresh_next, stop))
+            taken += self.ids.slice(self.fresh_next, stop)
             remaining -= stop - self.fresh_next
             self.fresh_next = stop
         if remaining:
@@ -145,7 +156,7 @@ class FreeBlockQueue:
                 if not stack:
                     _unlink(run)
                 remaining -= count
-            deque(map(self.run_of.__delitem__, from_back), maxlen=0)  # C-level bulk delete
+            self.keyed -= len(from_back)  # their run_of entries go stale, unread
             taken += from_back
         return taken, evicted_keys
 
@@ -188,7 +199,7 @@ class FreeBlockQueue:
                 rest.previous, rest.next = run.previous, run.next
                 run.previous.next = run.next.previous = rest
                 run.previous = run.next = run
-                run_of.update(zip(rest.stack, repeat(rest)))
+                self._assign(rest.stack, rest)
                 del stack[size:], run.keys[size:]
                 pieces.append((run, position, end))
             else:  # the run keeps its deeper blocks where it is
@@ -248,7 +259,6 @@ class FreeBlockQueue:
         all of the request's blocks sit in runs numbered from there on.
         """
         first_sequence = self.next_sequence
-        run_of = self.run_of
         hit_count = len(hits)
         new_keys = keys[hit_count : hit_count + len(new_blocks)]
         if not pieces:
@@ -259,16 +269,29 @@ class FreeBlockQueue:
         for run_or_none, start, end in reversed(pieces):
             if run_or_none is None:
                 run = _Run(hits[start:end], keys[start:end])
-                run_of.update(zip(run.stack, repeat(run)))
+                self._assign(run.stack, run)
             else:
                 run = run_or_none
             if deepest and new_blocks:
                 run.stack += new_blocks
                 run.keys += new_keys
-                run_of.update(zip(new_blocks, repeat(run)))
+                self._assign(new_blocks, run)
+                self.keyed += len(new_blocks)
             deepest = False
             self._append(run)
         return first_sequence
+
+    def _assign(self, blocks: list[int], run: _Run) -> None:
+        """Set ``run_of`` of ``blocks`` to ``run`` (a plain loop: about half the time of
+        ``dict.update(zip(...))`` per block)."""
+        run_of = self.run_of
+        try:
+            for block in blocks:
+                run_of[block] = run
+        except IndexError:  # a block id above any seen (a queue driven directly)
+            run_of.extend(repeat(self.runs, max(blocks) + 1 - len(run_of)))
+            for block in blocks:
+                run_of[block] = run
 
     def _append(self, run: _Run) -> None:
         run.sequence = self.next_sequence
@@ -284,6 +307,58 @@ class FreeBlockQueue:
         while run is not self.runs:
             yield from reversed(run.stack)
             run = run.next
+
+
+def block_usage(request: TokenizedRequest, read: int, written: int, bucket: str) -> RequestUsage:
+    """The record make_usage would build, built directly (this runs per request): read +
+    written <= the request's blocks' tokens, so uncached = input - read - written >= 0."""
+    length = request.input_tokens
+    return RequestUsage(
+        request_id=request.request_id,
+        line=request.line,
+        timestamp=request.timestamp,
+        scope=request.scope,
+        input_tokens=length,
+        output_tokens=request.output_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens={bucket: written} if written else {},
+        uncached_input_tokens=length - read - written,
+    )
+
+
+class BlockIds:
+    """The int objects of block ids, shared by every pool alive in the process.
+
+    A block id above 256 is an object of 32 bytes, and a full pool holds one per block; the
+    pools of a capacity curve or of a fleet's replicas number their blocks alike, so they
+    share one object per id instead. The table lives while a pool holds it (a weak
+    reference finds it), so a long-running process keeps none between replays.
+    """
+
+    __slots__ = ("__weakref__", "ids", "lock")
+    _current: weakref.ref[BlockIds] | None = None
+    _made = threading.Lock()
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> BlockIds:
+        with cls._made:
+            table = None if cls._current is None else cls._current()
+            if table is None:
+                table = cls()
+                cls._current = weakref.ref(table)
+            return table
+
+    def slice(self, start: int, stop: int) -> list[int]:
+        """The ids ``start`` to ``stop - 1`` (a new list of the shared objects)."""
+        ids = self.ids
+        if stop > len(ids):
+            with self.lock:
+                ids.extend(range(len(ids), stop))
+        return ids[start:stop]
 
 
 def _unlink(run: _Run) -> None:
@@ -320,6 +395,8 @@ class VllmPrefixCache(CachePolicy):
         # key -> the oldest block holding it; younger duplicates (vLLM does not
         # de-duplicate) wait in ``_duplicates`` in insertion order.
         self._block_of_key: dict[BlockKey, int] = {}
+        self._table_bytes = sys.getsizeof(self._block_of_key)  # see ``_table_resized``
+        self._keyed_since_copy = 0
         self._duplicates: dict[BlockKey, list[int]] = {}
         # session -> (its last key, the blocks holding its keys, the run number they left in,
         # when it was kept), least recently kept first. A shortcut only (see
@@ -339,7 +416,7 @@ class VllmPrefixCache(CachePolicy):
         return list(self.free_queue)
 
     def cached_block_count(self) -> int:
-        return len(self.free_queue.run_of)  # between requests every keyed block is free
+        return self.free_queue.keyed  # between requests every keyed block is free
 
     def peek_hit_tokens(self, request: TokenizedRequest) -> int:
         """The hit ``process`` would give ``request`` now, changing nothing (for routers)."""
@@ -392,6 +469,9 @@ class VllmPrefixCache(CachePolicy):
         newly_keyed = taken[: full - hit_count]
         # the blocks that are now full
         each_oldest = self._cache(keys[hit_count:full], newly_keyed)
+        self._keyed_since_copy += len(newly_keyed)
+        if sys.getsizeof(self._block_of_key) != self._table_bytes:
+            self._table_resized()
 
         # Finish: free tail first; the unkeyed partial tail (if any) goes to the front,
         # keyed blocks to the back, deepest first.
@@ -403,20 +483,8 @@ class VllmPrefixCache(CachePolicy):
         if request.timestamp > self._newest:
             self._newest = request.timestamp
         self._remember(session, keys, hits + newly_keyed if each_oldest else [], first_sequence)
-        # The record make_usage would build, built directly (this runs per request): read +
-        # written <= needed blocks' tokens, so uncached = input - read - written >= 0.
-        read = hit_count * block_size
-        written = (full - hit_count) * block_size
-        return RequestUsage(
-            request_id=request.request_id,
-            line=request.line,
-            timestamp=request.timestamp,
-            scope=request.scope,
-            input_tokens=length,
-            output_tokens=request.output_tokens,
-            cache_read_tokens=read,
-            cache_write_tokens={self.write_bucket: written} if written else {},
-            uncached_input_tokens=length - read - written,
+        return block_usage(
+            request, hit_count * block_size, (full - hit_count) * block_size, self.write_bucket
         )
 
     def _remembered_hits(
@@ -467,6 +535,27 @@ class VllmPrefixCache(CachePolicy):
         idle_before = self._newest - REMEMBERED_IDLE_SECONDS
         while memory and next(iter(memory.values()))[3] < idle_before:
             del memory[next(iter(memory))]
+
+    def _table_resized(self) -> None:
+        """Keep ``_block_of_key``'s hash table about half the size CPython grows it to.
+
+        A full pool evicts a key for every key it caches, so the dict's size stays put
+        while its entry table fills with deleted slots; CPython then rebuilds it for 3x the
+        live keys (``GROWTH_RATE`` in Objects/dictobject.c), twice the table that a copy of
+        the same keys gets (1.5x): ~100 bytes a block instead of ~50. So when the table has
+        just grown, it is copied (same keys, same blocks: no result changes), unless fewer
+        than a quarter of its keys were cached since the last copy: then the dict is truly
+        growing (a filling pool) and copies would only add work; so a copy costs at most
+        four entry copies per cached block.
+        """
+        table = self._block_of_key
+        size = sys.getsizeof(table)
+        if size > self._table_bytes and self._keyed_since_copy >= len(table) // 4:
+            copy = dict(table)
+            self._keyed_since_copy = 0
+            if sys.getsizeof(copy) < size:
+                self._block_of_key = table = copy
+        self._table_bytes = sys.getsizeof(table)
 
     def _evict_keys(self, blocks: list[int], old_keys: list[BlockKey]) -> None:
         """Lazy eviction: ``blocks`` were taken for reuse and lose ``old_keys``, in order."""
