@@ -541,7 +541,7 @@ class VllmPrefixCache(CachePolicy):
 
         A full pool evicts a key for every key it caches, so the dict's size stays put
         while its entry table fills with deleted slots; CPython then rebuilds it for 3x the
-        live keys (``GROWTH_RATE`` in Objects/dictobject.c), twice the table that a copy of
+        live keys (its dict growth rate), twice the table that a copy of
         the same keys gets (1.5x): ~100 bytes a block instead of ~50. So when the table has
         just grown, it is copied (same keys, same blocks: no result changes), unless fewer
         than a quarter of its keys were cached since the last copy: then the dict is truly
