@@ -62,6 +62,7 @@ from cachecast.logs.stream import Item as LogItem
 from cachecast.simulator.compact import Compactor, KeyNeeds, key_needs
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
+from cachecast.simulator.ordering import ExtensionReceiver, PromptPacker
 from cachecast.simulator.pricing import (
     ObservedModelMatcher,
     PerRequestRow,
@@ -130,11 +131,14 @@ class _Part:
 
 @dataclass(slots=True)
 class _Item:
-    """One compact request on its way to its bucket."""
+    """One compact request on its way to its bucket. Where the replay reads ids, a request
+    that extends its session's previous prompt in the bucket travels with its new ids only
+    (``extends``: how many it takes from that prompt; see ``ordering.ExtensionReceiver``)."""
 
     order: OrderKey
     request: TokenizedRequest
     part: int
+    extends: int = 0
 
 
 @dataclass(slots=True)
@@ -193,6 +197,7 @@ def _tokenize_and_shuffle(
     buckets: int,
     chunk_requests: int,
     needs: KeyNeeds,
+    ids: bool,
 ) -> Iterator[list[_Item] | _PartOutcome]:
     """Yield ``buckets`` lists per chunk of compact requests, then the part's outcome."""
     # A task holds one CPU: the tokenizer's encoding thread would only contend with the
@@ -208,7 +213,8 @@ def _tokenize_and_shuffle(
         _timed(_open_part(log, part), stages),
         UNKNOWN_TIMESTAMP if inside else 0.0,
     )
-    compactor = Compactor(needs)
+    compactor = Compactor(needs, keep_ids=ids)
+    packer = PromptPacker() if ids else None
     chunk: list[list[_Item]] = [[] for _ in range(buckets)]
     held = 0
     last, inherits = UNKNOWN_TIMESTAMP, False
@@ -220,9 +226,13 @@ def _tokenize_and_shuffle(
         else:
             last = timestamp
         bucket = bucket_of(partition_key(request, unit), buckets)
-        item = _Item(
-            (timestamp, part.file_index, request.line), compactor.compact(request), part.index
-        )
+        compact = compactor.compact(request)
+        extends = 0
+        node = packer.extension(compact, bucket) if packer is not None else None
+        if node is not None and node.parent is not None:
+            compact = dataclasses.replace(compact, tokens=node.tail)
+            extends = node.parent.length
+        item = _Item((timestamp, part.file_index, request.line), compact, part.index, extends)
         chunk[bucket].append(item)
         held += 1
         if held >= chunk_requests:
@@ -289,25 +299,35 @@ def replay_bucket(
     began = clock()
     items: list[_Item] = [item for chunk in chunks for item in chunk]
     del chunks
+    # In the order each part sent them: the ids' chains are rebuilt as they were packed.
+    receiver = ExtensionReceiver()
+    chains = [receiver.receive(item.request, item.extends, item.part) for item in items]
+    del receiver
     for item in items:
         timestamp = item.order[0]
         if math.isnan(timestamp):
             timestamp = carried[item.part]
             item.order = (timestamp, item.order[1], item.order[2])
             item.request = dataclasses.replace(item.request, timestamp=timestamp)
-    items.sort(key=lambda item: item.order)
+    replay_order = sorted(range(len(items)), key=lambda index: items[index].order)
     bucket = _BucketResult([totals.fresh() for totals in setup.empty])
     sorted_at = clock()
     current: list[PerRequestRow] = []
     previous_order: list[OrderKey] = [(0.0, 0, 0)]
 
     def ordered() -> Iterator[TokenizedRequest]:
-        for item in items:
+        for index in replay_order:
+            item = items[index]
             if current:
                 bucket.rows.append((previous_order[0], list(current)))
                 current.clear()
             previous_order[0] = item.order
-            yield item.request
+            chain = chains[index]
+            # The whole ids only while the request is replayed: the bucket holds the tails.
+            if chain is None:
+                yield item.request
+            else:
+                yield dataclasses.replace(item.request, tokens=chain.ids())
         if current:
             bucket.rows.append((previous_order[0], list(current)))
             current.clear()
@@ -397,8 +417,12 @@ class RayExecutor:
         )
         stats = PassStats(len(parts), buckets, 0)
         began = time.perf_counter()
-        needs = key_needs(policies, tokens=work.explain_misses)
-        per_bucket, outcomes = self._shuffle(work, parts, unit, buckets, needs)
+        # The policies read keys computed by the tokenizing tasks; explaining misses reads
+        # the ids too (as a policy that matches ids does): they travel as a session's new
+        # ids where a prompt extends the previous one (``ordering.PromptPacker``).
+        needs = key_needs(policies)
+        ids = needs.tokens or work.explain_misses
+        per_bucket, outcomes = self._shuffle(work, parts, unit, buckets, needs, ids)
         stats.tokenize_wall = time.perf_counter() - began
         carried = _carried_timestamps(parts, outcomes)
         began = time.perf_counter()
@@ -453,7 +477,13 @@ class RayExecutor:
         )
 
     def _shuffle(
-        self, work: PassWork, parts: list[_Part], unit: int, buckets: int, needs: KeyNeeds
+        self,
+        work: PassWork,
+        parts: list[_Part],
+        unit: int,
+        buckets: int,
+        needs: KeyNeeds,
+        ids: bool,
     ) -> tuple[list[list[Any]], list[_PartOutcome]]:
         """Run the tokenize-and-shuffle tasks: each bucket's object refs, each part's
         outcome (in part order: bad lines by file in argument order, then line)."""
@@ -467,6 +497,7 @@ class RayExecutor:
                 buckets,
                 self.chunk_requests,
                 needs,
+                ids,
             )
             for part in parts
         ]
