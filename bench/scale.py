@@ -26,8 +26,11 @@ worker start-up and one warm-up estimate (imports, tokenizer files) are not time
 ``--repeats`` times the baseline and the Ray run, alternated (so that both see the same load
 from whatever else runs on the host), and the best of each. Every timed report is checked
 equal to the single-process report, and the warm-up run's per-request rows to the
-baseline's rows. Printed: requests/s, the ratio to the baseline, and the stages of the best
-Ray run (task seconds summed over workers, and the driver's wall-clock seconds per phase).
+baseline's rows. Printed: requests/s, the ratio of the bests, the spread of the runs (and of
+each Ray run's ratio to the single run just before it), and the stages of the best Ray run
+(task seconds summed over workers and replayers, the driver's wall-clock seconds until the
+last part was tokenized and from then until the last bucket was replayed; how many buckets
+were replayed as their chunks came).
 """
 
 from __future__ import annotations
@@ -188,20 +191,23 @@ def run_mode(args: argparse.Namespace) -> None:
         busy = f"host load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
         stats = executors[ray_times.index(seconds)].stats[0]
         stages = stats.stages
+        ratios = [single / ray for single, ray in zip(single_times, ray_times, strict=True)]
         print(
             f"single process    {requests / baseline:9.1f} req/s   1.00x   ({baseline:.2f} s,"
-            f" {tokens / baseline / 1e6:.1f} M tokens/s)\n"
+            f" {tokens / baseline / 1e6:.1f} M tokens/s; runs {spread(single_times)} s)\n"
             f"ray {workers:>2} worker(s)  {requests / seconds:9.1f} req/s"
             f"   {baseline / seconds:.2f}x"
-            f"   ({seconds:.2f} s; report and per-request rows equal to the single process;"
-            f" worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))})\n"
+            f"   ({seconds:.2f} s, runs {spread(ray_times)} s; each run against the single"
+            f" run before it {spread(ratios, 'x')}; report and per-request rows equal to the"
+            f" single process; worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))})\n"
             f"    stages, task seconds over all workers: read {stages.read:.2f}"
             f"  tokenize {stages.tokenize:.2f}  shuffle {stages.shuffle:.2f}"
             f"  replay {stages.replay:.2f}  merge {stages.merge:.3f}"
             f"  (replay {tokens / max(stages.replay, 1e-9) / 1e6:.0f} M tokens/s a CPU)\n"
             f"    driver wall seconds: read+tokenize+shuffle {stats.tokenize_wall:.2f}"
             f"  replay {stats.replay_wall:.2f}  merge {stats.merge_wall:.3f}"
-            f"  ({stats.parts} parts, {stats.buckets} buckets; {busy})",
+            f"  ({stats.parts} parts, {stats.buckets} buckets, {stats.streamed} replayed as"
+            f" their chunks came, {stats.replayed_again} again; {busy})",
             flush=True,
         )
 
@@ -217,6 +223,11 @@ def ray_run(request: Any, store: Any, executors: list[Any]) -> Any:
         return report.model_dump(mode="json")
 
     return run
+
+
+def spread(values: list[float], unit: str = "") -> str:
+    """'2.10-2.45' (the lowest and highest of ``values``)."""
+    return f"{min(values):.2f}{unit}-{max(values):.2f}{unit}"
 
 
 def best_of(
