@@ -579,8 +579,11 @@ class RayExecutor:
         replayers = _replayers(min(buckets, _cluster_cpus()))
         owned = [list(range(number, buckets, len(replayers))) for number in range(len(replayers))]
         pass_id = uuid.uuid4().hex
+        # What the replayers were handed: checked before their results are used (a chunk
+        # lost on the way must fail the pass, never leave a bucket short).
+        handed: list[Any] = []
         for replayer, its_buckets in zip(replayers, owned, strict=True):
-            replayer.start.remote(pass_id, its_buckets, setup)
+            handed.append(replayer.start.remote(pass_id, its_buckets, setup))
         reported = [0] * len(replayers)
 
         def report(counts: list[int]) -> None:
@@ -591,11 +594,14 @@ class RayExecutor:
 
         try:
             began = time.perf_counter()
-            outcomes = self._shuffle(work, parts, unit, buckets, needs, ids, pass_id, replayers)
+            outcomes = self._shuffle(
+                work, parts, unit, buckets, needs, ids, pass_id, replayers, handed
+            )
             stats.tokenize_wall = time.perf_counter() - began
             began = time.perf_counter()
             for replayer in replayers:
-                replayer.close.remote(pass_id)
+                handed.append(replayer.close.remote(pass_id))
+            _unwrapped(ray.get, handed)
             finished: list[_BucketResult] = []
             waiting = list(range(len(replayers)))
             while waiting:
@@ -656,6 +662,7 @@ class RayExecutor:
         ids: bool,
         pass_id: str,
         replayers: list[Any],
+        handed: list[Any],
     ) -> list[_PartOutcome]:
         """Run the tokenize-and-shuffle tasks, handing each chunk to the replayers as it
         comes, part after part in plan order; returns each part's outcome (in part order:
@@ -679,7 +686,7 @@ class RayExecutor:
         def hand_on(chunk: list[Any], carried: float) -> None:
             for replayer, its_buckets in zip(replayers, owned, strict=True):
                 refs = [chunk[bucket] for bucket in its_buckets]
-                replayer.feed.remote(pass_id, carried, its_buckets, *refs)
+                handed.append(replayer.feed.remote(pass_id, carried, its_buckets, *refs))
 
         outcomes: list[_PartOutcome] = []
         last: dict[int, float] = {}  # the last timestamp of each file's parts so far
