@@ -98,6 +98,7 @@ OrderKey = tuple[float, int, int]
 
 DEFAULT_CHUNK_REQUESTS = 2048
 PROGRESS_POLL_SECONDS = 0.2
+SPECULATION_HOLD_SECONDS = 60.0  # of log time (see ``BucketReplay``)
 PARTS_PER_CPU = 2  # a few parts per CPU even out parts that tokenize slower than others
 MIN_PART_BYTES = 4 * 1024 * 1024  # below this a part's fixed costs outweigh the split
 UNKNOWN_TIMESTAMP = math.nan
@@ -297,12 +298,14 @@ class BucketReplay:
     timestamp one process would have given them (the last one of the parts before theirs).
 
     ``setup.speculate`` (a pass over one file, whose parts follow each other in line order):
-    each chunk is sorted and replayed as it comes, on a thread of its own, while later parts
-    are still being tokenized, as long as it sorts after every request replayed before it
-    (a log written in time order). A chunk that sorts before (records out of order across
-    a chunk's edge) drops that replay: :meth:`close` replays the whole bucket again, sorted,
-    as without speculation. Either way the requests reach the policies in the order one
-    process gives them."""
+    the requests are replayed as their chunks come, on a thread of its own, while later
+    parts are still being tokenized, in order, each once a request
+    :data:`SPECULATION_HOLD_SECONDS` later in the log has come (writers' records a little
+    out of order are sorted). That holds as long as no request comes that sorts before one
+    already replayed (a log written in time order, give or take the hold); one that does
+    drops that replay: :meth:`close` replays the whole bucket again, sorted, as without
+    speculation. Either way the requests reach the policies in the order one process gives
+    them."""
 
     def __init__(self, setup: _ReplaySetup) -> None:
         self.setup = setup
@@ -311,9 +314,12 @@ class BucketReplay:
         self._receiver = ExtensionReceiver()
         self.replayed = 0  # requests through the policies so far (a progress count)
         self._shuffle_seconds = 0.0
-        self._last: OrderKey | None = None
+        self._last: OrderKey | None = None  # the latest request handed to the replay
+        self._held: list[tuple[OrderKey, int]] = []  # a heap: those not handed on yet
+        self._newest = -math.inf  # the latest timestamp fed
         self._streaming = setup.speculate
         self._dropped = False
+        self._finished = False  # the result has its counts
         self._batches: queue.SimpleQueue[list[int] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._outcome: _BucketResult | BaseException | None = None
@@ -328,22 +334,34 @@ class BucketReplay:
                 item.request = dataclasses.replace(item.request, timestamp=carried)
             items.append(item)
         if self._streaming and chunk:
-            batch = sorted(range(first, len(items)), key=lambda index: items[index].order)
-            if self._last is not None and items[batch[0]].order < self._last:
+            held = self._held
+            for index in range(first, len(items)):
+                heapq.heappush(held, (items[index].order, index))
+            earliest = min(items[index].order for index in range(first, len(items)))
+            if self._last is not None and earliest < self._last:
                 self._streaming = False  # the streamed replay stops at its next batch
                 self._dropped = True
                 self._batches.put(None)
             else:
-                self._last = items[batch[-1]].order
-                self._batches.put(batch)
-                self._start(self._batches)
+                self._newest = max(self._newest, max(item.order[0] for item in chunk))
+                self._release(self._newest - SPECULATION_HOLD_SECONDS)
         self._shuffle_seconds += time.perf_counter() - began
+
+    def _release(self, until: float) -> None:
+        """Hand the held requests up to timestamp ``until`` to the streamed replay."""
+        held, batch = self._held, []
+        while held and held[0][0][0] <= until:
+            batch.append(heapq.heappop(held)[1])
+        if batch:
+            self._last = self.items[batch[-1]].order
+            self._batches.put(batch)
+        self._start(self._batches)
 
     def close(self) -> None:
         """No more chunks: the streamed replay ends, or the whole bucket is replayed now."""
         if self._streaming:
+            self._release(math.inf)
             self._batches.put(None)
-            self._start(self._batches)
             return
         if self._thread is not None:
             self._thread.join()  # a dropped speculation: its result is not used
@@ -368,9 +386,12 @@ class BucketReplay:
         if isinstance(outcome, BaseException):
             raise outcome
         assert outcome is not None
-        outcome.replayed = len(self.items)
-        outcome.streamed, outcome.dropped = self._streaming and bool(self.items), self._dropped
-        outcome.stages.shuffle += self._shuffle_seconds
+        if not self._finished:
+            self._finished = True
+            outcome.replayed = len(self.items)
+            outcome.streamed = self._streaming and bool(self.items)
+            outcome.dropped = self._dropped
+            outcome.stages.shuffle += self._shuffle_seconds
         return outcome
 
     def abandon(self) -> None:
@@ -396,9 +417,16 @@ class BucketReplay:
         current: list[PerRequestRow] = []
         previous_order: list[OrderKey] = [(0.0, 0, 0)]
         items, chains = self.items, self.chains
+        waited = 0.0  # for the next chunk (not replay time)
 
         def ordered() -> Iterator[TokenizedRequest]:
-            for batch in batches:
+            nonlocal waited
+            while True:
+                asked = time.perf_counter()
+                batch = next(batches, None)
+                waited += time.perf_counter() - asked
+                if batch is None:
+                    break
                 if streamed and not self._streaming:
                     return  # dropped: replayed again, sorted
                 for index in batch:
@@ -432,7 +460,7 @@ class BucketReplay:
         )
         if setup.keep_rows:
             bucket.rows = [(order, [row.slim() for row in rows]) for order, rows in bucket.rows]
-        bucket.stages.replay = time.perf_counter() - began
+        bucket.stages.replay = time.perf_counter() - began - waited
         return bucket
 
 
@@ -484,16 +512,26 @@ class _Replayer:
         return [replay for (owner, _), replay in self._buckets.items() if owner == pass_id]
 
 
+_REPLAYERS: dict[str, list[Any]] = {}  # by driver job: the handles keep the actors alive
+
+
 def _replayers(count: int) -> list[Any]:
-    """``count`` replayer actors, started once per driver (see :class:`_Replayer`)."""
-    return [
-        _Replayer.options(  # type: ignore[attr-defined]
-            name=f"cachecast-replayer-{number}",
-            get_if_exists=True,
-            scheduling_strategy="SPREAD",
-        ).remote()
-        for number in range(count)
-    ]
+    """``count`` replayer actors, started once per driver (see :class:`_Replayer`). An
+    actor lives while a handle to it does: the handles are kept for the driver's job."""
+    context = ray.get_runtime_context()
+    job = f"{context.get_job_id()}/{context.get_node_id()}"  # job ids restart with a cluster
+    kept = _REPLAYERS.setdefault(job, [])
+    while len(kept) < count:
+        kept.append(
+            _Replayer.options(  # type: ignore[attr-defined]
+                name=f"cachecast-replayer-{len(kept)}",
+                get_if_exists=True,
+                scheduling_strategy="SPREAD",
+            ).remote()
+        )
+    for other in [other for other in _REPLAYERS if other != job]:
+        del _REPLAYERS[other]  # an earlier connection's (shut down)
+    return kept[:count]
 
 
 def connect(address: str | None, *, object_store_bytes: int | None = None) -> None:

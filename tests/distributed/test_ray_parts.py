@@ -150,12 +150,31 @@ def test_a_block_trace_cut_into_parts_equals_single_process(
     assert single["targets"][0]["cache_read_tokens"] > 0
 
 
+def restamped(path: Path, name: str, stamp: Any) -> Path:
+    """``path``'s records with ``stamp(number)`` as the timestamp of record ``number``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for number, text in enumerate(lines):
+        record = json.loads(text)
+        record["timestamp"] = stamp(number)
+        out.append(json.dumps(record))
+    written = path.parent / name
+    written.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return written
+
+
 def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    # In time order: every bucket with requests is replayed as its chunks come, and kept.
+    from cachecast.app.ray_executor import SPECULATION_HOLD_SECONDS
+
     (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
-    request = EstimateRequest(log=LogInput.of_paths([path]), targets=TARGETS[:1], at=AT)
+    start = 1_767_600_000
+    # Records 5 s apart, every seventh stamped 3 s before the one above it (a writer a little
+    # out of order): every bucket with requests is replayed as its chunks come, and kept.
+    assert 2 * SPECULATION_HOLD_SECONDS < 5 * 240 / 2  # the first half outlasts the hold
+    nearly = restamped(path, "nearly.jsonl", lambda n: start + 5 * n - 8 * (n % 7 == 6))
+    request = EstimateRequest(log=LogInput.of_paths([nearly]), targets=TARGETS[:1], at=AT)
     part_bytes = path.stat().st_size // 7
     single, single_rows, partitioned, ray_rows, executor = run_both(
         request, migrated_db_url, part_bytes
@@ -163,18 +182,10 @@ def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
     assert (partitioned, ray_rows) == (single, single_rows)
     (stats,) = executor.stats
     assert stats.streamed >= 1 and stats.replayed_again == 0
-    # The same records, the second half of the file stamped an hour earlier than the first
-    # (within the single process's reorder window): the chunks after the middle sort before
-    # what was replayed, so every bucket they reach is replayed again, sorted.
-    lines = path.read_text(encoding="utf-8").splitlines()
-    shifted = []
-    for number, text in enumerate(lines):
-        record = json.loads(text)
-        if number >= len(lines) // 2:
-            record["timestamp"] -= 3600
-        shifted.append(json.dumps(record))
-    late = tmp_path / "late.jsonl"
-    late.write_text("\n".join(shifted) + "\n", encoding="utf-8")
+    # The second half stamped an hour earlier than the first (within the single process's
+    # reorder window): the chunks after the middle sort before what was replayed, so every
+    # bucket they reach is replayed again, sorted.
+    late = restamped(path, "late.jsonl", lambda n: start + 5 * n - 3600 * (n >= 120))
     request = EstimateRequest(log=LogInput.of_paths([late]), targets=TARGETS[:1], at=AT)
     single, single_rows, partitioned, ray_rows, executor = run_both(
         request, migrated_db_url, part_bytes
