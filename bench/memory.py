@@ -1,7 +1,7 @@
 """Peak memory of cachecast commands on a log and on the same traffic ten times longer.
 
     .venv/bin/python -m bench.memory [--sessions 60] [--factor 10]
-        [--command NAME 'ARGUMENTS with {log} and {db}' ...]
+        [--command NAME 'ARGUMENTS with {log}, {changed} and {db}' ...]
 
 Workload: ``bench.agent_traffic``: ``--sessions`` agent sessions of text (not pre-tokenized)
 OpenAI chat requests; the long log is ``--factor`` periods of that same traffic one after
@@ -13,16 +13,21 @@ peaks, the ratio long / short (the target: at most 1.3) and the seconds each too
 bounded-memory reader keeps the ratio near 1 whatever the factor; one that holds the log
 grows with it.
 
-Default commands: ``estimate``, ``simulate`` (automatic caching with a 5-minute TTL: an
-unbounded cache, the default vLLM one, keeps every block by definition), ``tokenize`` and
-``inspect``. ``--command NAME ARGS`` (repeatable) replaces them, e.g. ``--command check
-'check {log} --candidate ...'``; ``{log}`` is replaced by the log's path, ``{db}`` by a
-migrated contract database's URL.
+Default commands: every command that reads a log: ``estimate``, ``simulate`` (automatic
+caching with a 5-minute TTL: an unbounded cache, the default vLLM one, keeps every block by
+definition), ``tokenize``, ``inspect``, ``reconcile``, ``check`` (the log against the same
+traffic with a timestamp at the top of every system prompt: every pair differs, so the
+divergence finder tokenizes them all; a regression, exit 1, is its expected answer),
+``suggest``, ``compare`` and ``fleet``. ``measure`` needs a vLLM server: its test
+(tests/gpu_backend/test_measure_memory.py) measures it the same way. ``--command NAME ARGS``
+(repeatable) replaces them; ``{log}`` is replaced by the log's path, ``{changed}`` by that
+changed log's, ``{db}`` by a migrated contract database's URL.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import subprocess
 import tempfile
@@ -39,7 +44,36 @@ DEFAULT_COMMANDS = [
     ("simulate", "simulate {log} --policy automatic --ttl 300 --json"),
     ("tokenize", "tokenize {log} --json"),
     ("inspect", "inspect {log} --json"),
+    ("reconcile", "reconcile {log} --at 2026-11-01 --json --database-url {db}"),
+    (
+        "check",
+        "check {log} {changed} --target openai:gpt-4o --at 2026-11-01 --database-url {db}",
+    ),
+    ("suggest", "suggest {log} --target openai:gpt-4o --at 2026-11-01 --database-url {db}"),
+    (
+        "compare",
+        "compare {log} --model llama-3.1-8b --gpu h100-sxm --target openai:gpt-4o"
+        " --at 2026-11-01 --json --database-url {db}",
+    ),
+    ("fleet", "fleet {log} --model llama-3.1-8b --gpu h100-sxm --replicas 2 --json"),
 ]
+# What a command may exit with: check answers a regression with 1.
+ANSWERS = {"check": (0, 1)}
+
+
+def write_changed(source: Path, target: Path) -> None:
+    """``source`` with ``Current time: <the request's timestamp>`` at the top of every system
+    prompt (the layout regression ``check`` exists for), line by line."""
+    with source.open(encoding="utf-8") as lines, target.open("w", encoding="utf-8") as out:
+        for line in lines:
+            record = json.loads(line)
+            for message in record["request"]["messages"]:
+                if message.get("role") == "system" and isinstance(message.get("content"), str):
+                    message["content"] = (
+                        f"Current time: {record['timestamp']}\n" + message["content"]
+                    )
+                    break
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
 
 def peak_rss(arguments: list[str]) -> tuple[int, float, int]:
@@ -72,6 +106,9 @@ def main() -> None:
         short, long = directory / "short.jsonl", directory / f"long-x{args.factor}.jsonl"
         requests = write_agent_log(short, args.sessions)
         long_requests = write_agent_log(long, args.sessions, periods=args.factor)
+        changed = {log: log.with_name(f"{log.stem}-changed.jsonl") for log in (short, long)}
+        for log, target in changed.items():
+            write_changed(log, target)
         print(
             f"logs: {requests:,} requests ({short.stat().st_size / 1e6:.1f} MB) and the same"
             f" traffic x{args.factor}: {long_requests:,} requests"
@@ -84,9 +121,13 @@ def main() -> None:
         for name, template in commands:
             figures = []
             for log in (short, long):
-                line = template.format(log=shlex.quote(str(log)), db=shlex.quote(url))
+                line = template.format(
+                    log=shlex.quote(str(log)),
+                    changed=shlex.quote(str(changed[log])),
+                    db=shlex.quote(url),
+                )
                 rss, seconds, status = peak_rss(shlex.split(line))
-                if status != 0:
+                if status not in ANSWERS.get(name, (0,)):
                     raise SystemExit(f"{name} exited {status}: python -m cachecast {line}")
                 figures.append((rss / 1024, seconds))
             (small, small_s), (big, big_s) = figures

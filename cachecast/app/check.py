@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -43,8 +43,9 @@ from cachecast.app.prompt_sets import (
 from cachecast.app.reports import Money, Ratio, Report
 from cachecast.app.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from cachecast.contracts import ContractStore
-from cachecast.layouts.divergence import Divergence, find_divergence
+from cachecast.layouts.divergence import Divergence, Tokenize, find_divergence
 from cachecast.layouts.spec import NotALayoutError
+from cachecast.tokenizers import LogError, read_records
 from cachecast.tokenizers.types import TokenizedRequest
 
 RATIO_PLACES = Decimal("0.000001")
@@ -310,7 +311,6 @@ def _compare(
             store=plan.store,
             token_model=plan.token_model,
             on_bad_record=settings.on_bad_record,
-            keep_requests=True,
             engine=plan.engine,
         )
         for side in (baseline, candidate)
@@ -320,12 +320,7 @@ def _compare(
         TargetCheck.of(target, base, cand, thresholds)
         for target, base, cand in zip(plan.targets, before.metrics, after.metrics, strict=True)
     ]
-    divergence = find_divergence(
-        baseline.records,
-        candidate.records,
-        _in_record_order(baseline, before.requests),
-        _in_record_order(candidate, after.requests),
-    )
+    divergence = find_divergence(baseline.records, candidate.records, _tokenizing(plan.token_model))
     notes = [
         f"{side.label} expanded as {side.layout.arrival.describe()}"
         for side in (baseline, candidate)
@@ -343,11 +338,15 @@ def _compare(
     )
 
 
-def _in_record_order(
-    side: PromptSet, requests: Sequence[TokenizedRequest] | None
-) -> list[TokenizedRequest] | None:
-    """Tokenized requests aligned with ``side.records`` (the log's line order), or None when
-    the counts differ (a record the tokenizer refused would misalign every later pair)."""
-    if requests is None or len(requests) != len(side.records):
-        return None
-    return sorted(requests, key=lambda request: request.line)
+def _tokenizing(model: str | None) -> Tokenize:
+    """Records tokenized as ``model`` (None: each record's own), one per record (None where
+    a record cannot be): what the divergence finder compares where two requests differ."""
+
+    def tokenize(records: Sequence[dict[str, Any]]) -> list[TokenizedRequest | None]:
+        tokenized: list[TokenizedRequest | None] = [None] * len(records)
+        errors: list[LogError] = []  # a side's bad records were refused by its replay
+        for request in read_records(records, "divergence", model=model, errors=errors):
+            tokenized[request.line - 1] = request
+        return tokenized
+
+    return tokenize

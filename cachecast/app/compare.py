@@ -1,10 +1,13 @@
 """``compare``: hosted caching bills against a self-hosted vLLM deployment, for one log.
 
 The self-hosted side is :func:`cachecast.economics.compare.compare_self_hosted` on the log's
-requests (read once through :class:`~cachecast.app.logs.LogReading`, tokenized as
-``tokenizer`` or each record's own model); every hosted target is priced by
-:func:`cachecast.app.estimate.estimate` on the same :class:`~cachecast.app.logs.LogInput`
-(each target counts the log with its own tokenizer), and its
+requests, read through :class:`LogPasses` (tokenized as ``tokenizer`` or each record's own
+model) in the replay order of every other command, timestamp order within the reorder
+window: a first pass for the sizing (numbers per request), one more for every replay at
+once, so that the memory follows the live cache states, not the log. Every hosted target is
+priced by :func:`cachecast.app.estimate.estimate` on the same
+:class:`~cachecast.app.logs.LogInput` (each target counts the log with its own tokenizer),
+and its
 :class:`~cachecast.app.estimate.TargetEstimate` is set against the self-hosted cost
 (:func:`~cachecast.economics.compare.versus`). The CLI and ``POST /v1/comparisons`` both
 call :func:`compare`.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -58,6 +62,7 @@ from cachecast.economics.compare import (
     CapacityPoint,
     HostTier,
     PrefillSpread,
+    Prepare,
     SelfHosted,
     SelfHostedComparison,
     SizedLog,
@@ -65,7 +70,6 @@ from cachecast.economics.compare import (
     check_options,
     compare_self_hosted,
     monthly_self_hosted_cost,
-    replays,
     versus,
 )
 from cachecast.economics.compare import BreakEvenVolume as BreakEvenVolume
@@ -73,6 +77,7 @@ from cachecast.economics.measured import FittedPrefill, UnknownMeasurementError,
 from cachecast.economics.timing import prefill_seconds_many
 from cachecast.errors import (
     BadInputError,
+    CachecastError,
     ConfigurationError,
     Location,
     LogRecordError,
@@ -438,20 +443,62 @@ def _dtype(name: str) -> str:
     return short.get(name.lower(), name.lower())
 
 
-def read_requests(
-    log: LogInput, tokenize_as: str | None
-) -> tuple[list[TokenizedRequest], list[LogRecordError]]:
-    """Every readable request of ``log`` (file after file, each in its order) and the lines
-    that could not be read. The whole log is held, and sorted by timestamp by the sizing, so
-    no reorder window applies."""
-    check_tokenizer(tokenize_as)
-    log.check_sources()
-    reading = LogReading(log, tokenize_as)
-    requests: list[TokenizedRequest] = []
-    for index in range(len(log.source_names)):
-        requests.extend(reading.source_requests(index))
-    reading.finish()
-    return requests, reading.errors
+READ_LABEL = "reading"
+PROGRESS_STEP = 256  # requests per progress update
+
+
+class LogPasses:
+    """``log`` as the :class:`~cachecast.economics.compare.RequestLog` the self-hosted side
+    reads twice: each :meth:`read` is one pass of a :class:`LogReading` (replay order,
+    cache-object records too, as the replays always counted them), tokenized as
+    ``tokenize_as``.
+
+    The first pass lists the bad lines (:attr:`errors`) and refuses what
+    :meth:`LogReading.finish` refuses; a later pass reads the same lines. Progress: the
+    first pass is ``READ_LABEL`` over the log's records (the lines that were no request
+    are counted when it ends), a later one is ``replay_label`` over the requests the first
+    pass read: every total is what is advanced."""
+
+    def __init__(
+        self, log: LogInput, tokenize_as: str | None, progress: Progress, replay_label: str
+    ) -> None:
+        log.check_sources()
+        check_tokenizer(tokenize_as)
+        self.log = log
+        self.tokenize_as = tokenize_as
+        self.progress = progress
+        self.replay_label = replay_label
+        self.errors: list[LogRecordError] = []
+        self.passes = 0
+        self.requests = 0  # read by the first pass
+
+    def read(self, prepare: Prepare | None = None) -> Iterator[TokenizedRequest]:
+        first = self.passes == 0
+        self.passes += 1
+        reading = LogReading(self.log, self.tokenize_as)
+        total = self.log.count_records() if first else self.requests
+        self.progress.start(READ_LABEL if first else self.replay_label, total)
+        done = pending = 0
+        try:
+            for request in reading.requests(prepare, cache_objects=True):
+                yield request
+                done += 1
+                pending += 1
+                if pending == PROGRESS_STEP:
+                    self.progress.advance(pending)
+                    pending = 0
+            if first:
+                reading.finish()
+        except BadInputError as error:
+            raise reading.relocated(error) from None
+        if first:
+            self.errors, self.requests = reading.errors, done
+        self.progress.advance(pending + max(0, total - done))
+
+    def relocated(self, error: BadInputError) -> CachecastError:
+        """``error``, raised about one request while the log was replayed, named as the
+        reader names bad records (:meth:`LogReading.relocated`)."""
+        return LogReading(self.log, self.tokenize_as).relocated(error)
 
 
 def skipped_lines(errors: list[LogRecordError]) -> int:
@@ -490,23 +537,22 @@ def compare(
         assert store is not None
         stored = stored_report(store.url, request.measurement_id)
         measurement = _fitted(request.measurement_id, stored)
-    request.log.check_sources()
-    progress = progress or NoProgress()
-    progress.start("simulating", request.log.count_records() * replays(request.capacity_factors))
-    requests, errors = read_requests(request.log, request.tokenizer)
-    result = compare_self_hosted(
-        requests,
-        deployment,
-        block_size=request.block_size,
-        gpu_price=request.gpu_price,
-        max_num_seqs=request.max_num_seqs,
-        max_utilization=request.max_utilization,
-        host_tier_bytes=request.host_tier_bytes,
-        state_checkpoint_tokens=request.state_checkpoint,
-        measurement=measurement,
-        capacity_factors=request.capacity_factors,
-        progress=progress.advance,
-    )
+    passes = LogPasses(request.log, request.tokenizer, progress or NoProgress(), "simulating")
+    try:
+        result = compare_self_hosted(
+            passes,
+            deployment,
+            block_size=request.block_size,
+            gpu_price=request.gpu_price,
+            max_num_seqs=request.max_num_seqs,
+            max_utilization=request.max_utilization,
+            host_tier_bytes=request.host_tier_bytes,
+            state_checkpoint_tokens=request.state_checkpoint,
+            measurement=measurement,
+            capacity_factors=request.capacity_factors,
+        )
+    except BadInputError as error:
+        raise passes.relocated(error) from None
     hosted: list[HostedBill] = []
     at = request.at
     if pricing is not None:
@@ -552,7 +598,7 @@ def compare(
             )
         ),
         at=at,
-        skipped_lines=skipped_lines(errors),
-        errors=issues_of(errors),
+        skipped_lines=skipped_lines(passes.errors),
+        errors=issues_of(passes.errors),
         assumptions=result.assumptions,
     )

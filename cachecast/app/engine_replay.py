@@ -27,7 +27,7 @@ token; a prompt too long for it is bad input naming the request.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -165,7 +165,7 @@ class EngineRun(Report):
 
 def replay_on_engine(
     endpoint: EngineEndpoint,
-    records: Sequence[dict[str, Any]],
+    records: Iterable[dict[str, Any]],
     label: str,
     *,
     model: str | None,
@@ -173,12 +173,17 @@ def replay_on_engine(
     field: str = "validate_on_engine",
 ) -> EngineRun:
     """Replay ``records`` (chat requests, in order) on the engine at ``endpoint``; see the
-    module docstring. ``model``: tokenize as this model (default: the served model's name).
-    ``store_url``: store the measurement and its passport in this database. ``field`` names
-    the option or field that gave the engine, in errors."""
+    module docstring. The records are read as they are sent, never held together: records
+    that can be read again (a list, or an iterable that reads its log anew each time) are
+    first read once to check every request against the engine before any is sent; an
+    iterator is read once, each request checked before it is sent. ``model``: tokenize as
+    this model (default: the served model's name). ``store_url``: store the measurement
+    and its passport in this database. ``field`` names the option or field that gave the
+    engine, in errors."""
     from cachecast.gpu_backend.engine.chat_replay import measure_chat_records
     from cachecast.gpu_backend.engine.http_backend import HttpBackend
     from cachecast.gpu_backend.engine.passport import store_report
+    from cachecast.gpu_backend.engine.replay import mapped
     from cachecast.gpu_backend.engine.types import EngineError, PromptMismatchError, ReplayOptions
 
     url = endpoint.url.rstrip("/")
@@ -189,8 +194,8 @@ def replay_on_engine(
         tokenize_as = model or served
         _check_tokenizer(tokenize_as, url, served, given=model is not None)
         report = measure_chat_records(
-            # A copy: nothing the replay does may reach the caller's records.
-            copy.deepcopy(list(records)),
+            # Copies, one record at a time: nothing the replay does may reach the caller's.
+            mapped(records, copy.deepcopy),
             backend,
             model=tokenize_as,
             options=ReplayOptions(warmup_requests=WARMUP_REQUESTS),

@@ -7,10 +7,9 @@ an unbounded block pool, simulated; hit rate only: a self-hosted deployment has 
 price, ``cachecast compare`` prices it) or ``vllm-engine:URL`` (a real vLLM server the prompt
 set is replayed on, ``app.engine_replay``: the measured hit rate and TTFT).
 
-A prompt set is tokenized once per tokenizer: the requests the self-hosted targets and the
-divergence finder need (tokenized as the check's token model) are kept from the estimate's
-pass of that tokenizer where there is one, and read once more only where there is not.
-Formulas: docs/layouts.md.
+A prompt set is streamed, never held: the simulated self-hosted targets replay the requests
+of the estimate's pass with the token model's tokenizer as that pass reads them (where there
+is such a pass), or read the set once more (where there is not). Formulas: docs/layouts.md.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from cachecast.app.reports import DecimalNumber as DecimalNumber  # re-exported 
 from cachecast.app.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, ConfigurationError, Location, UnknownModelError
-from cachecast.simulator import build_policy, simulate
+from cachecast.simulator import build_policy
 from cachecast.simulator.pricing import Target
 from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
 from cachecast.tokenizers import get_tokenizer
@@ -240,35 +239,72 @@ class SideMetrics(Report):
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """A prompt set under every target (in target order), and the set tokenized as the token
-    model, in replay order, where it was asked for."""
+    """A prompt set under every target, in target order."""
 
     metrics: list[SideMetrics]
-    requests: list[TokenizedRequest] | None
 
 
-class _KeepingExecutor(LocalExecutor):
-    """Runs the estimate's passes in this process and keeps the requests of the pass whose
-    tokenizer is ``tokenizer``, so that nobody tokenizes the log with it again."""
+class _SelfHostedReplay:
+    """The simulated vLLM targets, each with its own unbounded block pool, fed the requests
+    of one pass one by one (tokenized as the token model, in replay order)."""
 
-    def __init__(self, tokenizer: str) -> None:
+    def __init__(self, targets: Sequence[LayoutTarget]) -> None:
+        self.targets = list(targets)
+        self.policies = [build_policy("vllm", block_size=t.block_size) for t in self.targets]
+        self.read = [0] * len(self.targets)
+        self.total = [0] * len(self.targets)
+        self.requests = 0
+        self.exact = True
+
+    def feed(self, request: TokenizedRequest) -> None:
+        self.requests += 1
+        self.exact = self.exact and request.exact
+        for index, policy in enumerate(self.policies):
+            usage = policy.process(request)
+            usage.check()
+            self.read[index] += usage.cache_read_tokens
+            self.total[index] += usage.input_tokens
+
+    def metrics(self) -> dict[str, SideMetrics]:
+        return {
+            target.name: SideMetrics.of(
+                requests=self.requests,
+                input_tokens=self.total[index],
+                cache_read_tokens=self.read[index],
+                cost=None,
+                exact_tokens=self.exact,
+                contract=None,
+            )
+            for index, target in enumerate(self.targets)
+        }
+
+
+class _FeedingExecutor(LocalExecutor):
+    """Runs the estimate's passes in this process and feeds the requests of the pass whose
+    tokenizer is ``tokenizer`` to ``replay`` as they go by, so that nobody tokenizes the
+    set with it again. Only a pass that keeps token ids (one explaining misses) can: the
+    self-hosted targets hash blocks of their own size."""
+
+    def __init__(self, tokenizer: str, replay: _SelfHostedReplay) -> None:
         self.tokenizer = tokenizer
-        self.kept: list[TokenizedRequest] | None = None
+        self.replay = replay
+        self.fed = False
 
     def stream(
         self, requests: Iterator[TokenizedRequest], work: PassWork
     ) -> Iterator[TokenizedRequest]:
-        if work.tokenizer_pass.tokenizer != self.tokenizer or self.kept is not None:
+        if work.tokenizer_pass.tokenizer != self.tokenizer or self.fed or not work.explain_misses:
             return requests
-        kept: list[TokenizedRequest] = []
-        self.kept = kept
+        self.fed = True
+        replay = self.replay
 
-        def keep() -> Iterator[TokenizedRequest]:
+        def feed() -> Iterator[TokenizedRequest]:
             for request in requests:
-                kept.append(request)
+                if request.controls.creates is None:  # a cache object is no inference call
+                    replay.feed(request)
                 yield request
 
-        return keep()
+        return feed()
 
 
 def _tokenizer_name(model: str) -> str:
@@ -286,20 +322,18 @@ def evaluate(
     store: ContractStore | None,
     token_model: str | None,
     on_bad_record: OnBadRecord = "stop",
-    keep_requests: bool = False,
     engine: EngineSettings | None = None,
 ) -> Evaluation:
-    """Metrics of ``prompt_set`` under each target, in target order; with ``keep_requests``
-    (or any simulated self-hosted target) also the set tokenized as ``token_model`` (None: as
-    each record's own model). ``vllm-engine`` targets are replayed on their engine as
-    ``engine`` says."""
+    """Metrics of ``prompt_set`` under each target, in target order. Simulated self-hosted
+    targets tokenize as ``token_model`` (None: as each record's own model); ``vllm-engine``
+    targets are replayed on their engine as ``engine`` says. The set is streamed: memory
+    holds the caches' state, not the requests."""
     log = prompt_set.log(on_bad_record)
     hosted = [target for target in targets if target.kind == "contract"]
-    simulated = [target for target in targets if target.kind == "vllm"]
-    need_tokens = keep_requests or bool(simulated)
-    executor: _KeepingExecutor | None = None
-    if need_tokens and token_model is not None:
-        executor = _KeepingExecutor(_tokenizer_name(token_model))
+    replay = _SelfHostedReplay([target for target in targets if target.kind == "vllm"])
+    executor: _FeedingExecutor | None = None
+    if replay.targets and token_model is not None:
+        executor = _FeedingExecutor(_tokenizer_name(token_model), replay)
     by_name: dict[str, SideMetrics] = {}
     if hosted:
         report = estimate(
@@ -316,34 +350,19 @@ def evaluate(
                 exact_tokens=result.exact_tokens,
                 contract=result.contract,
             )
-    requests = executor.kept if executor is not None else None
-    if need_tokens and requests is None:
-        reading = LogReading(log, token_model)
-        requests = list(reading.requests())
-        reading.finish()
-    for target in targets:
-        if target.kind != "vllm":
-            continue
-        assert requests is not None
-        policy = build_policy("vllm", block_size=target.block_size)
-        read = total = 0
-        for usage in simulate(requests, policy):
-            read += usage.cache_read_tokens
-            total += usage.input_tokens
-        by_name[target.name] = SideMetrics.of(
-            requests=len(requests),
-            input_tokens=total,
-            cache_read_tokens=read,
-            cost=None,
-            exact_tokens=all(request.exact for request in requests),
-            contract=None,
-        )
+    if replay.targets:
+        if executor is None or not executor.fed:
+            reading = LogReading(log, token_model)
+            for request in reading.requests():
+                replay.feed(request)
+            reading.finish()
+        by_name.update(replay.metrics())
     for index, target in enumerate(targets):
         if target.url is not None:
             by_name[target.name] = _on_engine(
                 prompt_set, target.url, engine or EngineSettings(), f"targets[{index}]"
             )
-    return Evaluation([by_name[target.name] for target in targets], requests)
+    return Evaluation([by_name[target.name] for target in targets])
 
 
 def _on_engine(prompt_set: PromptSet, url: str, engine: EngineSettings, field: str) -> SideMetrics:

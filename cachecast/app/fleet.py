@@ -1,8 +1,10 @@
 """``fleet``: K self-hosted vLLM replicas under each routing policy, priced and timed.
 
-One replica is sized for the log as ``compare`` sizes it; the log (read once, as ``compare``
-reads it) is then routed over ``replicas`` such replicas by every policy asked for
-(:func:`cachecast.economics.fleet.route_fleet`): hit rate, load imbalance, TTFT, GPU-hours
+One replica is sized for the log as ``compare`` sizes it; the log (read as ``compare`` reads
+it: :class:`~cachecast.app.compare.LogPasses`, a pass for the sizing, one more for every
+routing policy at once, in the replay order of every other command: timestamp order within
+the reorder window) is then routed over ``replicas`` such replicas by every policy asked
+for (:func:`cachecast.economics.fleet.route_fleet`): hit rate, load imbalance, TTFT, GPU-hours
 and, with a GPU price, cost. Definitions are in the report (``definitions``) and derived in
 docs/economics.md.
 """
@@ -20,7 +22,7 @@ from cachecast.app.capacity import (
     DeploymentRequest,
     resolve_deployment,
 )
-from cachecast.app.compare import LogSummary, read_requests, skipped_lines
+from cachecast.app.compare import LogPasses, LogSummary, skipped_lines
 from cachecast.app.logs import LogInput
 from cachecast.app.progress import NoProgress, Progress
 from cachecast.app.reports import InputIssue, Report, issues_of
@@ -33,7 +35,7 @@ from cachecast.economics.fleet import (
     check_options,
     route_fleet,
 )
-from cachecast.errors import Location
+from cachecast.errors import BadInputError, Location
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Routing
 
 ALL_ROUTINGS = "all"
@@ -111,20 +113,19 @@ def fleet(request: FleetRequest, *, progress: Progress | None = None) -> FleetRe
     deployment = resolve_deployment(request)
     routings = parse_routings(request.routings)
     check_options(request.replicas, request.window_seconds, request.gpu_price)
-    request.log.check_sources()
-    progress = progress or NoProgress()
-    progress.start("routing", request.log.count_records() * len(routings))
-    requests, errors = read_requests(request.log, request.tokenizer)
-    sized = size_deployment(requests, deployment, request.block_size)
-    policies = route_fleet(
-        sized,
-        replicas=request.replicas,
-        routings=routings,
-        gpu_price=request.gpu_price,
-        max_num_seqs=request.max_num_seqs,
-        window_seconds=request.window_seconds,
-        progress=progress.advance,
-    )
+    passes = LogPasses(request.log, request.tokenizer, progress or NoProgress(), "routing")
+    try:
+        sized = size_deployment(passes, deployment, request.block_size)
+        policies = route_fleet(
+            sized,
+            replicas=request.replicas,
+            routings=routings,
+            gpu_price=request.gpu_price,
+            max_num_seqs=request.max_num_seqs,
+            window_seconds=request.window_seconds,
+        )
+    except BadInputError as error:
+        raise passes.relocated(error) from None
     deployment, kv = sized.deployment, sized.capacity
     sources = request.log.source_names
     return FleetReport(
@@ -145,7 +146,7 @@ def fleet(request: FleetRequest, *, progress: Progress | None = None) -> FleetRe
         capacity=CapacityFacts.of(kv),
         log=LogSummary(**LogSummary.figures(sources, sized)),
         policies=policies,
-        skipped_lines=skipped_lines(errors),
-        errors=issues_of(errors),
+        skipped_lines=skipped_lines(passes.errors),
+        errors=issues_of(passes.errors),
         assumptions=assumptions(request.window_seconds),
     )

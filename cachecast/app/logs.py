@@ -23,9 +23,9 @@ import heapq
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from cachecast.errors import (
     BadInputError,
@@ -49,6 +49,20 @@ from cachecast.tokenizers.types import TokenizedRequest
 
 OnBadRecord = Literal["skip", "stop", "reject"]
 DEFAULT_RECORDS_NAME = "request"
+
+
+class RecordStream(Protocol):
+    """Records read afresh on every pass (``check``'s and ``suggest``'s prompt sets: a log
+    file parsed line by line, or its requests after a change), so that no pass holds them
+    all. The same records, in the same order, on every iteration."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def line_of(self, position: int) -> int | None:
+        """The line of the file the record at 0-based ``position`` is on (None: no file)."""
+        ...
 
 
 class LogFile(BaseModel):
@@ -89,6 +103,26 @@ class LogInput(BaseModel):
         default=None, description="the provider of records that name none"
     )
     on_bad_record: OnBadRecord = "skip"
+    # Records streamed instead of held (``of_stream``): read like inline records, named
+    # ``records_name`` with the line each is on. Not part of any request body.
+    _stream: RecordStream | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of_stream(cls, stream: RecordStream, **options: Any) -> LogInput:
+        """A log of records read from ``stream`` on every pass, as inline records are."""
+        log = cls(**options)
+        log._stream = stream
+        return log
+
+    @property
+    def inline(self) -> bool:
+        """Whether the log is records (given inline, or streamed) rather than files."""
+        return self.records is not None or self._stream is not None
+
+    def _inline_records(self) -> RecordStream | list[dict[str, Any]]:
+        if self._stream is not None:
+            return self._stream
+        return self.records or []
 
     @classmethod
     def of_paths(
@@ -121,20 +155,21 @@ class LogInput(BaseModel):
     @property
     def source_names(self) -> list[str]:
         names = [file.display_name for file in self.files]
-        return names + ([self.records_name] if self.records is not None else [])
+        return names + ([self.records_name] if self.inline else [])
 
     def count_records(self) -> int:
         """An upper bound on the requests of one pass (a progress bar's total)."""
-        inline = len(self.records) if self.records is not None else 0
+        inline = len(self._inline_records())
         return inline + (count_lines(file.path for file in self.files) if self.files else 0)
 
     def check_sources(self) -> None:
         """Refuse before any work what cannot be a log: a missing path, a directory, a
         device or pipe; no source at all."""
-        if not self.files and self.records is None:
+        if not self.files and not self.inline:
             raise BadInputError("no log given", location=Location(field="log"))
-        if self.records is not None:
-            check_count("max_log_records", len(self.records), "records", what="a log of records")
+        if self.inline:
+            records = len(self._inline_records())
+            check_count("max_log_records", records, "records", what="a log of records")
         for file in self.files:
             check_regular_file(file.path, file.display_name)
 
@@ -222,10 +257,10 @@ class LogReading:
         packer = PromptPacker()
         streams = [map(packer.pack, stream) for stream in streams]
         if len(streams) == 1:
-            window = in_timestamp_order(streams[0], DEFAULT_REORDER_WINDOW)
+            arriving = streams[0]
         else:
-            merged = heapq.merge(*streams, key=lambda request: request.timestamp)
-            window = in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
+            arriving = heapq.merge(*streams, key=lambda request: request.timestamp)
+        window = in_timestamp_order(arriving, DEFAULT_REORDER_WINDOW, weigh=packer.held_bytes)
         ordered = map(packer.unpack, window)
         if cache_objects:
             return ordered
@@ -265,7 +300,7 @@ class LogReading:
             finally:
                 self.errors.extend(found)
             return
-        records = log.records or []
+        records = log._inline_records()
         found = []
         try:
             for request in read_records(
@@ -300,6 +335,9 @@ class LogReading:
     def _record_place(self, position_line: int) -> tuple[int | None, int]:
         """(upload line or None, 0-based index) of the inline record at 1-based position."""
         position = position_line - 1
+        stream = self.log._stream
+        if stream is not None:
+            return (stream.line_of(position) if position >= 0 else None), position
         lines = self.log.record_lines
         line = lines[position] if lines is not None and 0 <= position < len(lines) else None
         return line, position
@@ -310,7 +348,7 @@ class LogReading:
         files, or already located by record, are returned as they are."""
         where = error.location
         if (
-            self.log.records is None
+            not self.log.inline
             or where.source != self.log.records_name
             or where.line is None
             or where.record is not None

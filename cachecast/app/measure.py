@@ -7,7 +7,8 @@ simulator's prediction with the engine's own geometry) is ``gpu_backend.engine.r
 measurement into a report, stored as the engine's passport row where asked.
 
 The log is a token-id log (``{"tokens": [...]}`` per line) or any log cachecast reads,
-tokenized as ``model``.
+tokenized as ``model``. It is read as a stream, twice: once to check it before any engine
+starts, once as the replay sends it; of each request only its figures are kept.
 """
 
 from __future__ import annotations
@@ -286,9 +287,15 @@ def measure(
 
     Checked before any engine starts: the engine's options, the log (one file; every line
     read, the first bad one raised), the passport database (migrated). ``backend`` is an
-    engine already built (else :func:`build_backend`)."""
+    engine already built (else :func:`build_backend`). The log is streamed (read twice, held
+    never): memory follows the requests in flight and the report's per-request figures."""
     from cachecast.gpu_backend.engine.passport import store_report
-    from cachecast.gpu_backend.engine.replay import load_log, measure_layout
+    from cachecast.gpu_backend.engine.replay import (
+        Rereadable,
+        log_requests,
+        measure_layout,
+        survey_log,
+    )
 
     if backend is None:
         check_engine(request)
@@ -303,10 +310,14 @@ def measure(
             " cannot be stored: run `cachecast db upgrade` (or --no-store)",
             location=Location(field="database_url"),
         )
-    requests = load_log(file.path, model=request.model)[: request.limit]
+    # The log is read as a stream, never held: once here, before any engine starts (every
+    # record checked, the requests counted, the longest prompt and the largest token id
+    # noted), then again by the replay as it sends the requests.
+    requests = Rereadable(lambda: log_requests(file.path, model=request.model, limit=request.limit))
+    survey = survey_log(requests)
     engine = backend if backend is not None else build_backend(request)
     progress = progress or NoProgress()
-    progress.start("replaying", len(requests))
+    progress.start("replaying", survey.requests)
     measurement = measure_layout(
         requests,
         engine,
@@ -319,6 +330,7 @@ def measure(
         compare_simulator=request.compare_simulator,
         source=file.display_name,
         progress=progress.advance,
+        survey=survey,
     )
     if store_url is None:
         return MeasureReport.of(measurement)

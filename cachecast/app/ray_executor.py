@@ -582,7 +582,7 @@ class RayExecutor:
         self.stats: list[PassStats] = []
 
     def run_pass(self, work: PassWork) -> PassOutcome:
-        if work.log.records is not None:
+        if work.log.inline:
             raise BadInputError(
                 "a distributed run reads log files, not inline records",
                 location=Location(field="--ray"),

@@ -31,7 +31,7 @@ import datetime as dt
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from decimal import Decimal
 from pathlib import Path
@@ -62,7 +62,6 @@ from cachecast.layouts.changes import (
     compatible,
     components,
 )
-from cachecast.layouts.textview import prompt_parts
 from cachecast.layouts.volatile import (
     Analysis,
     ScopeSplit,
@@ -175,7 +174,7 @@ class AnalysisReport(Report):
     @classmethod
     def of(cls, analysis: Analysis) -> AnalysisReport:
         return cls(
-            templates=[len(group) for group in analysis.groups],
+            templates=list(analysis.sizes),
             volatile_spans=[VolatileSpanReport.of(span) for span in analysis.spans],
             tool_order=[ToolOrderReport.of(issue) for issue in analysis.tool_order],
             scope_splits=[ScopeSplitReport.of(split) for split in analysis.scope_splits],
@@ -265,12 +264,12 @@ class SuggestReport(Report):
 
 @dataclass(frozen=True, slots=True)
 class _Tried:
-    """A change replayed: the change, its report and the requests after it (for the engine
-    and for combining)."""
+    """A change replayed: the change, its report and the requests after it (streamed from
+    the input on every read: for the engine and for writing them out)."""
 
     change: Change
     report: SuggestionReport
-    records: list[dict[str, Any]]
+    changed: PromptSet
 
     @property
     def rank_key(self) -> tuple[Decimal, Decimal, bool]:
@@ -305,9 +304,7 @@ def suggest(
 
     before = replay(prompt_set)
     priced = any(metrics.cost_per_1k_requests is not None for metrics in before)
-    has_breakpoints = any(
-        part.breakpoint for record in prompt_set.records for part in prompt_parts(record)
-    )
+    has_breakpoints = analysis.breakpoints
     explicit_targets = [
         target.name
         for target, metrics in zip(targets, before, strict=True)
@@ -317,8 +314,9 @@ def suggest(
         analysis, explicit_targets=[] if has_breakpoints else explicit_targets
     )
 
-    def tried(change: Change, records: list[dict[str, Any]]) -> _Tried:
-        after = replay(prompt_set.changed(records))
+    def tried(change: Change) -> _Tried:
+        changed = prompt_set.changed(change.stream)
+        after = replay(changed)
         outcomes = [
             TargetOutcome.of(target.name, old, new)
             for target, old, new in zip(targets, before, after, strict=True)
@@ -341,20 +339,16 @@ def suggest(
             why_not=None if helps else _why_not(outcomes, saving, gain, priced=priced),
             targets=outcomes,
             diff=change_diff(
-                change,
-                prompt_set.records,
-                records,
-                layout=prompt_set.layout,
-                name=prompt_set.label,
+                change, prompt_set.records, layout=prompt_set.layout, name=prompt_set.label
             ),
         )
-        return _Tried(change, report, records)
+        return _Tried(change, report, changed)
 
     progress = progress or NoProgress()
     progress.start("re-simulating changes", len(changes))
     singles: list[_Tried] = []
     for change in changes:
-        singles.append(tried(change, change.transform(list(prompt_set.records))))
+        singles.append(tried(change))
         progress.advance(1)
     singles.sort(key=lambda item: item.rank_key)
     helpful = [item for item in singles if item.report.helps]
@@ -379,7 +373,7 @@ def suggest(
                     "requests_file": str(
                         _write_requests(
                             request.write_requests_to / f"{rank:02d}-{suggestion.kind}.jsonl",
-                            item.records,
+                            item.changed.records,
                         )
                     )
                 }
@@ -407,7 +401,7 @@ def check_output_folder(folder: Path, field: str) -> None:
         raise ConfigurationError("the folder is not writable", location=where)
 
 
-def _write_requests(path: Path, records: Sequence[dict[str, Any]]) -> Path:
+def _write_requests(path: Path, records: Iterable[dict[str, Any]]) -> Path:
     """``records`` as JSON lines at ``path``, whole or not at all (a temporary file in the
     same folder, renamed over ``path`` once written)."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", text=True)
@@ -428,7 +422,7 @@ def _write_requests(path: Path, records: Sequence[dict[str, Any]]) -> Path:
 def _best_combination(
     best: _Tried,
     singles: Sequence[_Tried],
-    tried: Callable[[Change, list[dict[str, Any]]], _Tried],
+    tried: Callable[[Change], _Tried],
     progress: Progress,
 ) -> _Tried | None:
     """Greedy: from the best helpful change, add each compatible change (in rank order, a
@@ -444,7 +438,7 @@ def _best_combination(
         if not compatible(members, item.change):
             continue
         change = combine([*members, item.change], "")
-        candidate = tried(change, item.change.transform(list(current.records)))
+        candidate = tried(change)
         if candidate.beats(current):
             chosen.append(item)
             current = candidate
@@ -466,7 +460,7 @@ def _best_combination(
     return _Tried(
         current.change,
         current.report.model_copy(update={"rationale": rationale}),
-        current.records,
+        current.changed,
     )
 
 
@@ -478,7 +472,7 @@ def _noting_combination(item: _Tried, combination: _Tried) -> _Tried:
         f"{item.report.why_not}; combined it helps: it is part of"
         f" {combination.report.kind} ({combination.report.hit_rate_gain_pp:+.2f}pp)"
     )
-    return _Tried(item.change, item.report.model_copy(update={"why_not": why}), item.records)
+    return _Tried(item.change, item.report.model_copy(update={"why_not": why}), item.changed)
 
 
 def _why_not(
@@ -527,7 +521,7 @@ def _validate(
     for item in shown:
         run = replay_on_engine(
             engine,
-            item.records,
+            item.changed.records,
             f"{prompt_set.label} with {item.report.kind}",
             model=request.model,
             store_url=store_url,

@@ -1,11 +1,18 @@
 """Self-hosted vLLM for a prompt log: hit rate, GPU time, GPU-hours and cost, and how they
 compare with a hosted bill. The formulas and their sources are in docs/economics.md.
 
-``compare_self_hosted`` takes the log's requests (already read and tokenized) and
+``compare_self_hosted`` takes the log (a :class:`RequestLog`: read twice, each time in the
+replay order of every other command, timestamp order within the reorder window; or a list
+of requests, sorted by timestamp) and
 
-1. sizes the deployment (:mod:`capacity`): KV blocks after weights (:func:`size_deployment`);
-2. replays the log through the simulator's vLLM prefix-cache policy with ``num_blocks`` equal
-   to that capacity, giving each request's cached prefix C (self-hosted hit rate);
+1. sizes the deployment (:mod:`capacity`): KV blocks after weights (:func:`size_deployment`),
+   from a first pass that keeps only numbers per request (input, output tokens) and the
+   trace's block size;
+2. replays the log, in one more pass, through the simulator's vLLM prefix-cache policy with
+   ``num_blocks`` equal to that capacity, giving each request's cached prefix C
+   (self-hosted hit rate), and at once through the same policy at every other capacity
+   asked for, unbounded, and with the host tier: each request goes to every pool in turn,
+   so the memory is the pools' live cache states and the reorder window, not the log;
 3. times every request with the roofline model (:mod:`timing`): prefill(C, S) and decode at
    the batch the deployment sustains; or uses a vLLM measurement when one is given;
 4. turns GPU time into GPU-hours twice: at full utilization (the marginal cost: only the busy
@@ -26,11 +33,12 @@ GPU-hours are float model outputs; money is Decimal, computed from GPU-hours rou
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,6 +53,8 @@ from cachecast.economics.timing import (
 )
 from cachecast.errors import BadInputError, Location
 from cachecast.simulator import build_policy
+from cachecast.simulator.compact import Compactor, KeyNeeds
+from cachecast.simulator.policies import VllmPrefixCache
 from cachecast.tokenizers.types import TokenizedRequest
 
 HOURS_PER_MONTH = Decimal(730)  # 365 * 24 / 12
@@ -58,7 +68,6 @@ DEFAULT_MAX_UTILIZATION = 0.8
 DEFAULT_CAPACITY_FACTORS: tuple[Fraction, ...] = tuple(
     Fraction(2) ** exponent for exponent in range(-5, 4)
 )
-PROGRESS_EVERY = 256  # requests replayed between two progress updates
 GPU_HOURS_QUANTUM = Decimal("0.000001")
 MONEY_QUANTUM = Decimal("0.000001")
 HIT_RATE_DEFINITION = (
@@ -98,60 +107,109 @@ def check_gpu_price(gpu_price: Decimal | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Replaying the log
+# Reading the log: twice, in replay order
+
+Prepare = Callable[[TokenizedRequest], TokenizedRequest]
 
 
-def reporting_progress(
-    requests: Sequence[TokenizedRequest], progress: Callable[[int], None] | None
-) -> Iterator[TokenizedRequest]:
-    """``requests`` in order; ``progress`` is told of every PROGRESS_EVERY that were taken,
-    and of the rest after the last one."""
-    for index, request in enumerate(requests, 1):
-        yield request
-        if progress is not None and index % PROGRESS_EVERY == 0:
-            progress(PROGRESS_EVERY)
-    if progress is not None and len(requests) % PROGRESS_EVERY:
-        progress(len(requests) % PROGRESS_EVERY)
+@runtime_checkable
+class RequestLog(Protocol):
+    """A log that can be read more than once, in the same replay order every time."""
+
+    def read(self, prepare: Prepare | None = None) -> Iterator[TokenizedRequest]:
+        """Every request, in replay order; ``prepare`` is applied to each before a reorder
+        window holds it (``simulator.compact``: keys instead of token ids)."""
+        ...
 
 
-def replay_cached(
-    requests: Sequence[TokenizedRequest],
-    block_size: int,
-    num_blocks: int | None,
-    progress: Callable[[int], None] | None,
-    state_checkpoint_tokens: int | None = None,
-) -> FloatArray:
-    """Cached prefix tokens of every request under vLLM prefix caching with ``num_blocks``
-    (hybrid models: hits rounded down to the recurrent-state checkpoint interval too)."""
+class SortedRequests:
+    """Requests already in memory (a library caller's, a test's) as a :class:`RequestLog`:
+    sorted by timestamp, equal timestamps in their given order, which is the order the
+    reorder window gives a log whose requests are within it."""
+
+    def __init__(self, requests: Iterable[TokenizedRequest]) -> None:
+        self.requests = sorted(requests, key=lambda request: request.timestamp)
+
+    def read(self, prepare: Prepare | None = None) -> Iterator[TokenizedRequest]:
+        return iter(self.requests) if prepare is None else map(prepare, self.requests)
+
+
+def as_log(requests: RequestLog | Iterable[TokenizedRequest]) -> RequestLog:
+    """``requests`` as a log to read twice (a list is sorted, see :class:`SortedRequests`)."""
+    return requests if isinstance(requests, RequestLog) else SortedRequests(requests)
+
+
+def numbers_only(request: TokenizedRequest) -> TokenizedRequest:
+    """``request`` without its prompt (ids, keys, segments): what the sizing pass reads is
+    its numbers. An empty ``block_keys`` still says that it came from a block-key trace
+    (:func:`trace_block_size` reads only that and its block size)."""
+    return replace(
+        request,
+        tokens=None,
+        block_keys=None if request.block_keys is None else (),
+        segments=(),
+        breakpoints=(),
+        prompt_keys=None,
+    )
+
+
+def block_key_prepare(block_size: int, *, prefix_tokens: int = 0) -> Prepare:
+    """What the replay pass holds of each request: the chained key of every full block at
+    ``block_size`` (all a vLLM pool reads, ``simulator.compact``), and its first
+    ``prefix_tokens`` ids where a router hashes them (prefix-hash routing reads only those:
+    ``simulator.distributed.partition.partition_key``)."""
+    compact = Compactor(KeyNeeds(blocks=frozenset({block_size}))).compact
+    if not prefix_tokens:
+        return compact
+
+    def keep_opening(request: TokenizedRequest) -> TokenizedRequest:
+        tokens = request.tokens
+        compacted = compact(request)
+        if tokens is None or compacted is request:
+            return compacted
+        # The pools read the keys (a request's prompt_keys come first, simulator.blocks).
+        return replace(compacted, tokens=tokens[:prefix_tokens])
+
+    return keep_opening
+
+
+def check_same_request(request: TokenizedRequest, index: int, sized: SizedLog) -> None:
+    """The replay pass must read what the sizing pass read: the same requests, as many."""
+    if index >= sized.count or request.input_tokens != sized.inputs[index]:
+        raise ComparisonError(
+            "the log changed between its two readings (a file written to meanwhile?)",
+            location=Location(source=request.source, line=request.line),
+        )
+
+
+def check_all_read(count: int, sized: SizedLog) -> None:
+    if count != sized.count:
+        raise ComparisonError(
+            f"the log changed between its two readings: {sized.count} requests, then {count}"
+        )
+
+
+def vllm_pool(
+    block_size: int, num_blocks: int | None, state_checkpoint_tokens: int | None = None
+) -> VllmPrefixCache:
+    """vLLM prefix caching with ``num_blocks`` (None: unbounded; hybrid models: hits
+    rounded down to the recurrent-state checkpoint interval too)."""
     options: dict[str, Any] = {"block_size": block_size, "capacity_blocks": num_blocks}
     if state_checkpoint_tokens is not None:
         options["state_checkpoint_tokens"] = state_checkpoint_tokens
     policy = build_policy("vllm", **options)
-    return np.array(
-        [
-            policy.process(request).cache_read_tokens
-            for request in reporting_progress(requests, progress)
-        ],
-        dtype=np.float64,
-    )
+    assert isinstance(policy, VllmPrefixCache)
+    return policy
 
 
-def trace_block_size(requests: Sequence[TokenizedRequest], given: int | None) -> int:
-    """The block size to simulate: a block-key trace's own (which ``given`` must equal), else
-    ``given``, else vLLM's default."""
-    sizes: set[int] = set()
-    for request in requests:
-        if request.block_keys is not None:
-            if request.block_size is None:
-                raise ComparisonError(
-                    "block keys without a block size",
-                    location=Location(source=request.source, line=request.line),
-                )
-            sizes.add(request.block_size)
-    if len(sizes) > 1:
-        raise ComparisonError(f"the log mixes block-key traces of block sizes {sorted(sizes)}")
-    if sizes:
-        (size,) = sizes
+def trace_block_size(sizes: Iterable[int], given: int | None) -> int:
+    """The block size to simulate: a block-key trace's own (``sizes``: the block sizes its
+    requests give, which ``given`` must equal), else ``given``, else vLLM's default."""
+    found = set(sizes)
+    if len(found) > 1:
+        raise ComparisonError(f"the log mixes block-key traces of block sizes {sorted(found)}")
+    if found:
+        (size,) = found
         if given is not None and given != size:
             raise ComparisonError(
                 f"the log's block keys cover {size} tokens each; a block size of {given}"
@@ -162,15 +220,45 @@ def trace_block_size(requests: Sequence[TokenizedRequest], given: int | None) ->
     return given or DEFAULT_BLOCK_SIZE
 
 
+class _Sizing:
+    """What the sizing pass keeps: numbers per request, in replay order."""
+
+    def __init__(self) -> None:
+        self.inputs: array[float] = array("d")
+        self.outputs: array[float] = array("d")
+        self.first: float | None = None
+        self.last = 0.0
+        self.tokenizer: str | None = None
+        self.exact = True
+        self.block_sizes: set[int] = set()
+        self.unsized: Location | None = None  # the first block-key request without a size
+
+    def add(self, request: TokenizedRequest) -> None:
+        if self.first is None:
+            self.first = request.timestamp
+            self.tokenizer = request.tokenizer or None
+        self.last = request.timestamp
+        self.inputs.append(request.input_tokens)
+        self.outputs.append(request.output_tokens)
+        self.exact = self.exact and request.exact
+        if request.block_keys is not None:
+            if request.block_size is None:
+                if self.unsized is None:
+                    self.unsized = Location(source=request.source, line=request.line)
+            else:
+                self.block_sizes.add(request.block_size)
+
+
 # ---------------------------------------------------------------------------------------------
 # Sizing one replica for a log
 
 
 @dataclass(frozen=True, slots=True)
 class SizedLog:
-    """A log sorted by timestamp, with one replica's deployment sized for it."""
+    """A log (read once, in replay order) with one replica's deployment sized for it: its
+    numbers per request, not its requests; the replays read ``log`` again."""
 
-    requests: list[TokenizedRequest]
+    log: RequestLog
     block_size: int
     deployment: Deployment
     inputs: FloatArray
@@ -178,10 +266,12 @@ class SizedLog:
     decode_context: int
     capacity: Capacity
     duration: float
+    tokenizer: str | None
+    exact_tokens: bool
 
     @property
     def count(self) -> int:
-        return len(self.requests)
+        return len(self.inputs)
 
     @property
     def input_tokens(self) -> int:
@@ -207,30 +297,28 @@ class SizedLog:
     def arrival_rate_per_s(self) -> float | None:
         return self.count / self.duration if self.duration > 0 else None
 
-    @property
-    def tokenizer(self) -> str | None:
-        return self.requests[0].tokenizer or None
-
-    @property
-    def exact_tokens(self) -> bool:
-        return all(request.exact for request in self.requests)
-
 
 def size_deployment(
-    requests: Sequence[TokenizedRequest], deployment: Deployment, block_size: int | None
+    requests: RequestLog | Iterable[TokenizedRequest],
+    deployment: Deployment,
+    block_size: int | None,
 ) -> SizedLog:
-    """Sort ``requests`` by timestamp and size one replica of ``deployment`` (its block size
-    replaced by the trace's or ``block_size``) at the log's mean decode context: what
-    ``compare`` and ``fleet`` both start from. Raises :class:`ComparisonError` when the log
-    is empty or the model does not fit."""
-    if not requests:
+    """Read the log once (replay order; a list: sorted by timestamp) and size one replica of
+    ``deployment`` (its block size replaced by the trace's or ``block_size``) at the log's
+    mean decode context: what ``compare`` and ``fleet`` both start from. Raises
+    :class:`ComparisonError` when the log is empty or the model does not fit."""
+    log = as_log(requests)
+    sizing = _Sizing()
+    for request in log.read(numbers_only):
+        sizing.add(request)
+    if sizing.first is None:
         raise ComparisonError("the log has no usable request")
-    # Stable sort: equal timestamps keep log order, as the simulator replays them.
-    ordered = sorted(requests, key=lambda request: request.timestamp)
-    size = trace_block_size(ordered, block_size)
+    if sizing.unsized is not None:
+        raise ComparisonError("block keys without a block size", location=sizing.unsized)
+    size = trace_block_size(sizing.block_sizes, block_size)
     deployment = replace(deployment, block_size=size)
-    inputs = np.array([r.input_tokens for r in ordered], dtype=np.float64)
-    outputs = np.array([r.output_tokens for r in ordered], dtype=np.float64)
+    inputs = np.frombuffer(sizing.inputs, dtype=np.float64)
+    outputs = np.frombuffer(sizing.outputs, dtype=np.float64)
     # Decode runs, on average, halfway through the output: mean input + output/2.
     decode_context = max(1, round(float(np.mean(inputs + outputs / 2))))
     kv = capacity(deployment, decode_context)
@@ -241,14 +329,63 @@ def size_deployment(
             kv.error or f"only {kv.num_blocks} KV blocks fit; vLLM needs at least 2"
         )
     return SizedLog(
-        requests=ordered,
+        log=log,
         block_size=size,
         deployment=deployment,
         inputs=inputs,
         outputs=outputs,
         decode_context=decode_context,
         capacity=kv,
-        duration=ordered[-1].timestamp - ordered[0].timestamp,
+        duration=sizing.last - sizing.first,
+        tokenizer=sizing.tokenizer,
+        exact_tokens=sizing.exact,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedPools:
+    """Hit tokens of the log in every pool (by its ``num_blocks``; None: unbounded) and, for
+    the pools asked for, each request's (replay order)."""
+
+    hits: dict[int | None, int]
+    cached: dict[int | None, FloatArray]
+
+
+def replay_pools(
+    sized: SizedLog,
+    capacities: Iterable[int | None],
+    *,
+    per_request: Iterable[int | None] = (),
+    state_checkpoint_tokens: int | None = None,
+) -> ReplayedPools:
+    """One more pass over the sized log through a vLLM pool of each of ``capacities``
+    blocks at once (equal capacities share one pool: a pool's hits depend on nothing else).
+    The window holds each request as its block keys (:func:`block_key_prepare`)."""
+    pools = {
+        blocks: vllm_pool(sized.block_size, blocks, state_checkpoint_tokens)
+        for blocks in capacities
+    }
+    kept = [blocks in set(per_request) for blocks in pools]
+    columns: list[array[float]] = [array("d") for _ in pools]
+    totals = [0] * len(pools)
+    steps = list(zip((pool.process for pool in pools.values()), kept, columns, strict=True))
+    count = 0
+    for request in sized.log.read(block_key_prepare(sized.block_size)):
+        check_same_request(request, count, sized)
+        count += 1
+        for index, (process, keep, column) in enumerate(steps):
+            hit = process(request).cache_read_tokens
+            totals[index] += hit
+            if keep:
+                column.append(hit)
+    check_all_read(count, sized)
+    return ReplayedPools(
+        hits=dict(zip(pools, totals, strict=True)),
+        cached={
+            blocks: np.frombuffer(column, dtype=np.float64)
+            for blocks, keep, column in zip(pools, kept, columns, strict=True)
+            if keep
+        },
     )
 
 
@@ -406,7 +543,7 @@ class SelfHostedComparison:
 
 
 def compare_self_hosted(
-    requests: Sequence[TokenizedRequest],
+    requests: RequestLog | Iterable[TokenizedRequest],
     deployment: Deployment,
     *,
     block_size: int | None = None,
@@ -417,26 +554,20 @@ def compare_self_hosted(
     state_checkpoint_tokens: int | None = None,
     measurement: PrefillMeasurement | None = None,
     capacity_factors: Sequence[Fraction] = DEFAULT_CAPACITY_FACTORS,
-    progress: Callable[[int], None] | None = None,
 ) -> SelfHostedComparison:
-    """Self-host the log on ``deployment``; see the module docstring.
+    """Self-host the log on ``deployment``; see the module docstring. ``requests`` is read
+    twice (:func:`size_deployment`, then :func:`replay_pools`); a list is sorted first.
 
     ``gpu_price`` ($/GPU-hour) has no default: without it only GPU-hours are given.
     ``host_tier_bytes``: host DRAM for offloaded KV (None: unbounded, an upper bound on the
     tier's benefit). ``state_checkpoint_tokens``: a hybrid model's recurrent-state
     checkpoint interval (hits are rounded down to it, docs/economics.md). ``measurement``: a
     vLLM measurement of this deployment's prefill; when given it replaces the roofline model
-    and ``timing_source`` says so. ``progress`` is told of every request replayed, over
-    :func:`replays` passes.
+    and ``timing_source`` says so.
     """
     check_options(gpu_price, max_utilization, host_tier_bytes, state_checkpoint_tokens)
     sized = size_deployment(requests, deployment, block_size)
-    ordered, size, deployment, kv = (
-        sized.requests,
-        sized.block_size,
-        sized.deployment,
-        sized.capacity,
-    )
+    size, deployment, kv = sized.block_size, sized.deployment, sized.capacity
     inputs, outputs, duration = sized.inputs, sized.outputs, sized.duration
     decode_context, gpus = sized.decode_context, deployment.gpus
     count, total_input, total_output = sized.count, sized.input_tokens, sized.output_tokens
@@ -444,21 +575,24 @@ def compare_self_hosted(
         # Every figure below is per prompt token (hit rate, throughput, cost per million).
         raise ComparisonError("the log's requests have no prompt tokens: nothing to compare")
 
-    # --- self-hosted hit rate at the deployment's capacity and around it
-    cached = replay_cached(ordered, size, kv.num_blocks, progress, state_checkpoint_tokens)
-    hit_tokens = int(cached.sum())
-    curve: list[CapacityPoint] = []
-    for factor in capacity_factors:
-        blocks = max(2, int(kv.num_blocks * factor))
-        hits = (
-            hit_tokens
-            if blocks == kv.num_blocks
-            else int(replay_cached(ordered, size, blocks, progress, state_checkpoint_tokens).sum())
-        )
-        curve.append(CapacityPoint(blocks, blocks * size, float(factor), hits, hits / total_input))
-    unbounded_hits = int(
-        replay_cached(ordered, size, None, progress, state_checkpoint_tokens).sum()
+    # --- self-hosted hit rate at the deployment's capacity, around it, unbounded and with
+    # the host tier: one pass, every pool fed each request in turn
+    factor_blocks = [max(2, int(kv.num_blocks * factor)) for factor in capacity_factors]
+    host_blocks = None if host_tier_bytes is None else int(host_tier_bytes // kv.block_bytes)
+    tier_blocks = None if host_blocks is None else kv.num_blocks + host_blocks
+    replayed = replay_pools(
+        sized,
+        [kv.num_blocks, *factor_blocks, None, tier_blocks],
+        per_request=(kv.num_blocks, tier_blocks),
+        state_checkpoint_tokens=state_checkpoint_tokens,
     )
+    cached, tier_cached = replayed.cached[kv.num_blocks], replayed.cached[tier_blocks]
+    hit_tokens = replayed.hits[kv.num_blocks]
+    curve: list[CapacityPoint] = []
+    for factor, blocks in zip(capacity_factors, factor_blocks, strict=True):
+        hits = replayed.hits[blocks]
+        curve.append(CapacityPoint(blocks, blocks * size, float(factor), hits, hits / total_input))
+    unbounded_hits = replayed.hits[None]
     curve.append(CapacityPoint(None, None, None, unbounded_hits, unbounded_hits / total_input))
 
     # --- time
@@ -546,12 +680,12 @@ def compare_self_hosted(
     tier = host_tier(
         sized,
         cached,
+        tier_cached,
         prefill,
         host_tier_bytes=host_tier_bytes,
+        host_blocks=host_blocks,
         measured=measurement is not None,
         gpu_price=gpu_price,
-        progress=progress,
-        state_checkpoint_tokens=state_checkpoint_tokens,
     )
     return SelfHostedComparison(
         sized=sized,
@@ -603,12 +737,6 @@ def check_options(
             f"must be >= 1 token, got {state_checkpoint_tokens}",
             location=Location(field="state_checkpoint"),
         )
-
-
-def replays(capacity_factors: Sequence[Fraction]) -> int:
-    """How many times :func:`compare_self_hosted` replays the log (at most): the
-    deployment's capacity, every other factor, the unbounded cache and the host tier."""
-    return len(capacity_factors) + 3
 
 
 def _self_hosted_cost(
@@ -678,23 +806,20 @@ def monthly_self_hosted_cost(
 def host_tier(
     sized: SizedLog,
     cached: FloatArray,
+    tier_cached: FloatArray,
     prefill: FloatArray,
     *,
     host_tier_bytes: int | None,
+    host_blocks: int | None,
     measured: bool,
     gpu_price: Decimal | None,
-    progress: Callable[[int], None] | None,
-    state_checkpoint_tokens: int | None,
 ) -> HostTier:
     """HBM plus a host-DRAM tier as one LRU pool of HBM + host blocks (an inclusive
-    offload cache, LMCache-style). A request's extra hits beyond HBM's are fetched over
-    the host link when tokens*b_kv/link_bw < the recompute time they save, else recomputed."""
-    deployment, kv, inputs = sized.deployment, sized.capacity, sized.inputs
-    host_blocks = None if host_tier_bytes is None else int(host_tier_bytes // kv.block_bytes)
-    tier_blocks = None if host_blocks is None else kv.num_blocks + host_blocks
-    tier_cached = replay_cached(
-        sized.requests, sized.block_size, tier_blocks, progress, state_checkpoint_tokens
-    )
+    offload cache, LMCache-style): ``tier_cached``, each request's hits in that pool
+    (``host_blocks`` more than HBM's; None: unbounded). A request's extra hits beyond HBM's
+    (``cached``) are fetched over the host link when tokens*b_kv/link_bw < the recompute
+    time they save, else recomputed."""
+    deployment, inputs = sized.deployment, sized.inputs
     extra = np.maximum(0.0, tier_cached - cached)
     link = deployment.accelerator.host_link_bytes_s
     fetch = extra * float(deployment.kv_bytes_per_token) / link

@@ -5,9 +5,13 @@ sizes it (:func:`compare.size_deployment`: one replica's KV blocks after weights
 log's mean decode context), it
 
 1. takes that replica as the unit of the fleet;
-2. replays the log through the simulator's fleet (:mod:`cachecast.simulator.routing`): K
-   vLLM prefix caches of that many blocks each, behind one routing policy, giving every
-   request its replica and its cached prefix;
+2. replays the log, in one more pass after the sizing's (the replay order of every other
+   command: timestamp order within the reorder window), through the simulator's fleet
+   (:mod:`cachecast.simulator.routing`) of every routing policy at once: K vLLM prefix
+   caches of that many blocks each behind each policy, giving every request its replica and
+   its cached prefix under each. The memory is the fleets' live cache states and the
+   reorder window, which holds each request as its block keys (and, for prefix-hash
+   routing, its first block's ids: what that router hashes), not the log;
 3. times every request with the same roofline prefill and fully-batched decode that
    ``compare`` uses, and queues it on its own replica: each replica is an M/G/1 queue fed at
    its own arrival rate (requests routed to it / the log's span) with its own service times;
@@ -29,7 +33,8 @@ Definitions (also in the JSON):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -41,11 +46,14 @@ from cachecast.economics.compare import (
     DEFAULT_MAX_NUM_SEQS,
     ComparisonError,
     SizedLog,
+    block_key_prepare,
+    check_all_read,
     check_gpu_price,
+    check_same_request,
     decode_seconds_per_token,
     gpu_hours_of,
     money,
-    reporting_progress,
+    vllm_pool,
 )
 from cachecast.economics.timing import (
     FloatArray,
@@ -53,8 +61,6 @@ from cachecast.economics.timing import (
     prefill_seconds_many,
 )
 from cachecast.errors import Location
-from cachecast.simulator import build_policy
-from cachecast.simulator.policies import VllmPrefixCache
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Fleet, FleetReport, Routing
 
 ROOFLINE_TIMING = (
@@ -158,52 +164,53 @@ def route_fleet(
     gpu_price: Decimal | None = None,
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
     window_seconds: float = DEFAULT_WINDOW_SECONDS,
-    progress: Callable[[int], None] | None = None,
 ) -> list[PolicyResult]:
-    """Route the sized log over ``replicas`` replicas of its deployment under each of
-    ``routings``; hit rate, load, TTFT, GPU-hours and (with ``gpu_price``) cost."""
+    """Route the sized log (read once more) over ``replicas`` replicas of its deployment
+    under each of ``routings`` at once; hit rate, load, TTFT, GPU-hours and (with
+    ``gpu_price``) cost."""
     if not routings:
         raise ComparisonError("no routing policy given", location=Location(field="routings"))
     check_options(replicas, window_seconds, gpu_price)
-    requests, size, deployment, kv = (
-        sized.requests,
-        sized.block_size,
-        sized.deployment,
-        sized.capacity,
-    )
+    size, deployment, kv = sized.block_size, sized.deployment, sized.capacity
     decode_per_token = decode_seconds_per_token(
         deployment, min(kv.max_concurrent_requests, max_num_seqs), sized.decode_context
     )
-
-    def make_replica() -> VllmPrefixCache:
-        replica = build_policy("vllm", None, block_size=size, capacity_blocks=kv.num_blocks)
-        assert isinstance(replica, VllmPrefixCache)
-        return replica
-
-    results = []
-    for routing in routings:
-        simulated = Fleet(
-            [make_replica() for _ in range(replicas)], routing, window_seconds=window_seconds
+    fleets = [
+        Fleet(
+            [vllm_pool(size, kv.num_blocks) for _ in range(replicas)],
+            routing,
+            window_seconds=window_seconds,
         )
-        placed = np.empty(len(requests), dtype=np.int64)
-        cached = np.empty(len(requests), dtype=np.float64)
-        for index, request in enumerate(reporting_progress(requests, progress)):
-            placed[index], usage = simulated.process(request)
-            cached[index] = usage.cache_read_tokens
-        results.append(
-            _time_policy(
-                simulated.report(),
-                deployment,
-                placed,
-                cached,
-                sized.inputs,
-                sized.outputs,
-                decode_per_token,
-                sized.duration,
-                gpu_price,
-            )
+        for routing in routings
+    ]
+    hashed = [fleet.prefix_tokens for fleet in fleets if fleet.routing is Routing.prefix_hash]
+    prepare = block_key_prepare(size, prefix_tokens=max(hashed, default=0))
+    placed: list[array[int]] = [array("q") for _ in fleets]
+    cached: list[array[float]] = [array("d") for _ in fleets]
+    steps = list(zip((fleet.process for fleet in fleets), placed, cached, strict=True))
+    count = 0
+    for request in sized.log.read(prepare):
+        check_same_request(request, count, sized)
+        count += 1
+        for process, replica_of, hits in steps:
+            replica, usage = process(request)
+            replica_of.append(replica)
+            hits.append(usage.cache_read_tokens)
+    check_all_read(count, sized)
+    return [
+        _time_policy(
+            fleet.report(),
+            deployment,
+            np.frombuffer(replica_of, dtype=np.int64),
+            np.frombuffer(hits, dtype=np.float64),
+            sized.inputs,
+            sized.outputs,
+            decode_per_token,
+            sized.duration,
+            gpu_price,
         )
-    return results
+        for fleet, replica_of, hits in zip(fleets, placed, cached, strict=True)
+    ]
 
 
 def _time_policy(

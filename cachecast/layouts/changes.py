@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from cachecast.layouts.textview import (
     part_by_label,
     prompt_parts,
     request_body,
+    template_key,
     tool_name,
 )
 from cachecast.layouts.volatile import Analysis, VolatileSpan
@@ -51,7 +52,25 @@ SUGGESTED_BREAKPOINTS: tuple[tuple[str, str | None], ...] = (
 # Contract modes that read the cache only at explicit breakpoints.
 EXPLICIT_MODES = ("explicit", "both")
 
-RecordTransform = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+@dataclass(frozen=True, slots=True)
+class Tagged:
+    """A request on its way through changes: where it was, its template group as analysed,
+    the request as logged and as the changes so far left it."""
+
+    index: int  # 0-based position in the original requests
+    group: int | None  # template group of the original request (None: not analysed)
+    original: dict[str, Any]
+    record: dict[str, Any]
+
+    def changed(self, record: dict[str, Any]) -> Tagged:
+        return Tagged(self.index, self.group, self.original, record)
+
+
+# A change applied to a stream of requests, one out for each one in, in order, lazily (a
+# log is never held); a transform never changes the records it is given (it copies).
+ItemTransform = Callable[[Iterator[Tagged]], Iterator[Tagged]]
+Grouping = Callable[[dict[str, Any]], int | None]
 
 
 # --- record transforms -----------------------------------------------------------------
@@ -93,111 +112,118 @@ def _cut_lines(text: str, spans: Sequence[VolatileSpan]) -> tuple[str, str] | No
     return rest, block
 
 
-def _move(
-    spans: Sequence[VolatileSpan], destination: str, groups: Sequence[Sequence[int]]
-) -> RecordTransform:
+def _move(spans: Sequence[VolatileSpan], destination: str) -> ItemTransform:
     """Move the lines of ``spans`` (all in one part of one template) to ``destination``."""
     span = spans[0]
-    members = set(groups[span.template])
 
-    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def transform(items: Iterator[Tagged]) -> Iterator[Tagged]:
         # Per session: the (message index, text) this change appended to earlier requests;
         # an agent re-sends its history as it sent it, so later turns carry them too.
         appended: dict[str, list[tuple[int, str]]] = {}
-        for index, record in enumerate(records):
-            if index not in members:
-                out.append(record)
+        for item in items:
+            if item.group != span.template:
+                yield item
                 continue
-            record = copy.deepcopy(record)
-            body = request_body(record)
-            where, message_index = _system_location(body, span.label)
-            if where != "messages" or message_index is None:
-                out.append(record)
-                continue
-            messages = body.get("messages") or []
-            content = messages[message_index].get("content")
-            if not isinstance(content, str):
-                out.append(record)
-                continue
-            cut = _cut_lines(content, spans)
-            if cut is None:
-                out.append(record)
-                continue
-            rest, block = cut
-            if destination == "end_of_system":
-                messages[message_index]["content"] = _append_text(rest, block)
-            elif destination == "split_system":
-                messages[message_index]["content"] = rest
-                first_user = next(
-                    (i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages)
-                )
-                messages.insert(
-                    first_user,
-                    {"role": messages[message_index]["role"], "content": block.strip("\n")},
-                )
-            else:  # last user message, keeping earlier turns as they were sent
-                messages[message_index]["content"] = rest
-                session = str(record.get("session", f"#{index}"))
-                history = appended.setdefault(session, [])
-                for earlier_index, earlier_block in history:
-                    if (
-                        earlier_index < len(messages)
-                        and messages[earlier_index].get("role") == "user"
-                    ):
-                        messages[earlier_index]["content"] = _append_text(
-                            messages[earlier_index]["content"], earlier_block
-                        )
-                last_user = max(
-                    (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
-                )
-                if last_user is not None:
-                    messages[last_user]["content"] = _append_text(
-                        messages[last_user]["content"], block
-                    )
-                    history.append((last_user, block))
-            out.append(record)
-        return out
+            record = copy.deepcopy(item.record)
+            _move_in(record, item.index, spans, destination, appended)
+            yield item.changed(record)
 
     return transform
 
 
-def _pin_tools(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for record in records:
-        record = copy.deepcopy(record)
-        body = request_body(record)
-        if body.get("tools"):
-            body["tools"] = sorted(body["tools"], key=tool_name)
-        out.append(record)
-    return out
+def _move_in(
+    record: dict[str, Any],
+    index: int,
+    spans: Sequence[VolatileSpan],
+    destination: str,
+    appended: dict[str, list[tuple[int, str]]],
+) -> None:
+    """Move the spans' lines within ``record`` (a copy) in place; a request of another shape
+    is left as it is."""
+    body = request_body(record)
+    where, message_index = _system_location(body, spans[0].label)
+    if where != "messages" or message_index is None:
+        return
+    messages = body.get("messages") or []
+    content = messages[message_index].get("content")
+    if not isinstance(content, str):
+        return
+    cut = _cut_lines(content, spans)
+    if cut is None:
+        return
+    rest, block = cut
+    if destination == "end_of_system":
+        messages[message_index]["content"] = _append_text(rest, block)
+    elif destination == "split_system":
+        messages[message_index]["content"] = rest
+        first_user = next(
+            (i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages)
+        )
+        messages.insert(
+            first_user,
+            {"role": messages[message_index]["role"], "content": block.strip("\n")},
+        )
+    else:  # last user message, keeping earlier turns as they were sent
+        messages[message_index]["content"] = rest
+        session = str(record.get("session", f"#{index}"))
+        history = appended.setdefault(session, [])
+        for earlier_index, earlier_block in history:
+            if earlier_index < len(messages) and messages[earlier_index].get("role") == "user":
+                messages[earlier_index]["content"] = _append_text(
+                    messages[earlier_index]["content"], earlier_block
+                )
+        last_user = max(
+            (i for i, m in enumerate(messages) if m.get("role") == "user"), default=None
+        )
+        if last_user is not None:
+            messages[last_user]["content"] = _append_text(messages[last_user]["content"], block)
+            history.append((last_user, block))
 
 
-def _add_breakpoints(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for record in records:
-        record = copy.deepcopy(record)
-        add_breakpoints(request_body(record), SUGGESTED_BREAKPOINTS)
-        out.append(record)
-    return out
+def _each(change: Callable[[dict[str, Any]], None]) -> ItemTransform:
+    """A change made to every request on its own (on a copy)."""
 
-
-def _compose(outer: RecordTransform, inner: RecordTransform) -> RecordTransform:
-    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return outer(inner(records))
+    def transform(items: Iterator[Tagged]) -> Iterator[Tagged]:
+        for item in items:
+            record = copy.deepcopy(item.record)
+            change(record)
+            yield item.changed(record)
 
     return transform
 
 
-def _shared_scope(groups: Sequence[Sequence[int]]) -> RecordTransform:
-    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = [copy.deepcopy(record) for record in records]
-        for group_index, indices in enumerate(groups):
-            for index in indices:
-                out[index]["scope"] = f"template-{group_index}"
-        return out
+def _sort_tools(record: dict[str, Any]) -> None:
+    body = request_body(record)
+    if body.get("tools"):
+        body["tools"] = sorted(body["tools"], key=tool_name)
+
+
+def _mark_breakpoints(record: dict[str, Any]) -> None:
+    add_breakpoints(request_body(record), SUGGESTED_BREAKPOINTS)
+
+
+_pin_tools = _each(_sort_tools)
+_add_breakpoints = _each(_mark_breakpoints)
+
+
+def _compose(*steps: ItemTransform) -> ItemTransform:
+    """The steps applied in order, each to what the previous left."""
+
+    def transform(items: Iterator[Tagged]) -> Iterator[Tagged]:
+        for step in steps:
+            items = step(items)
+        return items
 
     return transform
+
+
+def _shared_scope(items: Iterator[Tagged]) -> Iterator[Tagged]:
+    """Every request's cache scope is its template's."""
+    for item in items:
+        record = copy.deepcopy(item.record)
+        if item.group is not None:
+            record["scope"] = f"template-{item.group}"
+        yield item.changed(record)
 
 
 # --- diffs -----------------------------------------------------------------------------
@@ -318,21 +344,27 @@ def layout_diff(
 
 def change_diff(
     change: Change,
-    original: Sequence[dict[str, Any]],
-    changed: Sequence[dict[str, Any]],
+    original: Iterable[dict[str, Any]],
     *,
     layout: Layout | None,
     name: str,
 ) -> str:
     """The diff that shows ``change``: on the layout (named ``name``) where it maps onto it,
-    else on the first request it changes (``original`` and ``changed`` are the requests
-    before and after)."""
-    if layout is not None and original:
-        diff = layout_diff(layout, original[0], name, change.kind, change.spans)
-        if diff is not None:
-            return diff
-    index = next((i for i, (a, b) in enumerate(zip(original, changed, strict=True)) if a != b), 0)
-    return request_diff(original[index], changed[index], f"request-{index + 1}")
+    else on the first request it changes (``original``: the requests before it, read until
+    that one)."""
+    first: Tagged | None = None
+    for item in change.tagged_stream(original):
+        if first is None:
+            first = item
+            if layout is not None:
+                diff = layout_diff(layout, item.original, name, change.kind, change.spans)
+                if diff is not None:
+                    return diff
+        if item.record != item.original:
+            return request_diff(item.original, item.record, f"request-{item.index + 1}")
+    if first is None:
+        return ""
+    return request_diff(first.original, first.record, "request-1")
 
 
 # --- the candidates --------------------------------------------------------------------
@@ -341,19 +373,35 @@ def change_diff(
 @dataclass(frozen=True, slots=True)
 class Change:
     """One candidate change: what it is, why, whether a person must review it, and the
-    transform that applies it to every request."""
+    transform that applies it to every request (``grouping``: the template group of a
+    request as analysed, which the transform reads)."""
 
     kind: str
     title: str
     rationale: str
     needs_review: bool
-    transform: RecordTransform
+    apply: ItemTransform
     spans: tuple[VolatileSpan, ...]
+    grouping: Grouping
+
+    def tagged_stream(self, records: Iterable[dict[str, Any]]) -> Iterator[Tagged]:
+        """The requests after the change, each with its original, lazily."""
+        tagged = (
+            Tagged(index, self.grouping(record), record, record)
+            for index, record in enumerate(records)
+        )
+        return self.apply(tagged)
+
+    def stream(self, records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The requests after the change, lazily (``PromptSet.changed`` takes this)."""
+        return (item.record for item in self.tagged_stream(records))
+
+    def transform(self, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The requests after the change, as a list."""
+        return [item.record for item in self.tagged_stream(records)]
 
 
-def _move_candidates(
-    spans: tuple[VolatileSpan, ...], groups: Sequence[Sequence[int]]
-) -> list[Change]:
+def _move_candidates(spans: tuple[VolatileSpan, ...], grouping: Grouping) -> list[Change]:
     """The three moves of some volatile lines of one system prompt."""
     first, last = spans[0], spans[-1]
     if len(spans) == 1:
@@ -375,8 +423,9 @@ def _move_candidates(
                 f"Move {what} to the end of the system prompt",
                 f"{found}; after the move the stable system prompt is a shared prefix.",
                 False,
-                _move(spans, "end_of_system", groups),
+                _move(spans, "end_of_system"),
                 spans,
+                grouping,
             )
         )
         candidates.append(
@@ -386,8 +435,9 @@ def _move_candidates(
                 " message before the first user message",
                 f"{found}; the stable system prompt and the tools become a shared prefix.",
                 False,
-                _move(spans, "split_system", groups),
+                _move(spans, "split_system"),
                 spans,
+                grouping,
             )
         )
     candidates.append(
@@ -403,8 +453,9 @@ def _move_candidates(
                 " instructions, and after the user's turn they can change meaning."
             ),
             not data_only,
-            _move(spans, "last_user", groups),
+            _move(spans, "last_user"),
             spans,
+            grouping,
         )
     )
     return candidates
@@ -413,6 +464,7 @@ def _move_candidates(
 def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) -> list[Change]:
     """Every change that applies to the analysed requests; ``explicit_targets`` names the
     targets that read only at explicit breakpoints when the requests carry none."""
+    grouping = _grouping(analysis)
     candidates: list[Change] = []
     if explicit_targets:
         candidates.append(
@@ -424,6 +476,7 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
                 False,
                 _add_breakpoints,
                 (),
+                grouping,
             )
         )
     movable: dict[tuple[int, str], list[VolatileSpan]] = {}
@@ -436,7 +489,7 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
         if len(spans) > 1:
             choices.append(tuple(spans))  # all of the part's volatile lines at once
         for chosen in choices:
-            candidates.extend(_move_candidates(chosen, analysis.groups))
+            candidates.extend(_move_candidates(chosen, grouping))
     if explicit_targets:
         # Explicit-only targets read nothing without breakpoints, whatever the order: each
         # move is also tried with breakpoints added.
@@ -447,8 +500,9 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
                     f"{move.title}, and add cache breakpoints (system prompt, last message)",
                     move.rationale,
                     move.needs_review,
-                    _compose(_add_breakpoints, move.transform),
+                    _compose(move.apply, _add_breakpoints),
                     move.spans,
+                    grouping,
                 )
             )
     for issue in analysis.tool_order:
@@ -461,6 +515,7 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
                 False,
                 _pin_tools,
                 (),
+                grouping,
             )
         )
     if analysis.scope_splits:
@@ -473,8 +528,9 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
                 " one key per template lets them share cached prefixes. Review: this widens"
                 " what may share a cache.",
                 True,
-                _shared_scope(analysis.groups),
+                _shared_scope,
                 (),
+                grouping,
             )
         )
     return candidates
@@ -501,19 +557,23 @@ def compatible(chosen: Sequence[Change], change: Change) -> bool:
 
 def combine(changes: Sequence[Change], rationale: str) -> Change:
     """One change applying ``changes`` in order (each on the requests the previous left)."""
-    transforms = [change.transform for change in changes]
-
-    def transform(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for step in transforms:
-            records = step(records)
-        return records
-
     spans = next((change.spans for change in changes if change.spans), ())
     return Change(
         "+".join(change.kind for change in changes),
         "Combine: " + "; and ".join(change.title for change in changes),
         rationale,
         any(change.needs_review for change in changes),
-        transform,
+        _compose(*(change.apply for change in changes)),
         spans,
+        changes[0].grouping,
     )
+
+
+def _grouping(analysis: Analysis) -> Grouping:
+    """The template group of a request, as ``analysis`` grouped them."""
+    groups = {key: index for index, key in enumerate(analysis.keys)}
+
+    def group_of(record: dict[str, Any]) -> int | None:
+        return groups.get(template_key(record))
+
+    return group_of

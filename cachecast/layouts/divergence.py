@@ -4,11 +4,15 @@ Requests correspond by request id where both sides carry the same ids (a layout 
 the same ids on both sides), otherwise by arrival order. Over every corresponding pair the
 earliest first-differing token position is the divergence: every block from there on is a
 different KV chain, whatever follows.
+
+Both sides are streamed side by side: a request waits only until its counterpart comes (by
+id, a window as wide as the two orders are apart; by order, none), and only pairs whose
+records differ are tokenized, a batch at a time. Identical records have identical tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,99 +104,200 @@ def _token_divergence(left: TokenizedRequest, right: TokenizedRequest) -> int | 
     return None
 
 
-def pair_requests(
-    baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, Any]]
-) -> list[tuple[int, int]]:
-    """Index pairs of corresponding records: by request id when both sides share ids."""
+# Records tokenized one per record, in order (None where one cannot be).
+Tokenize = Callable[[Sequence[dict[str, Any]]], list[TokenizedRequest | None]]
+TOKENIZE_BATCH = 64  # differing pairs tokenized together (tiktoken encodes a batch at once)
 
-    def ids(records: Sequence[dict[str, Any]]) -> list[str | None]:
-        return [str(r["request_id"]) if "request_id" in r else None for r in records]
 
-    left_ids, right_ids = ids(baseline), ids(candidate)
-    if None not in left_ids and None not in right_ids and set(left_ids) & set(right_ids):
-        where = {request_id: index for index, request_id in enumerate(left_ids)}
-        return [(where[rid], j) for j, rid in enumerate(right_ids) if rid in where]
-    return [(i, i) for i in range(min(len(baseline), len(candidate)))]
+def _request_id(record: dict[str, Any]) -> str | None:
+    return str(record["request_id"]) if "request_id" in record else None
+
+
+def _all_have_ids(records: Iterable[dict[str, Any]]) -> bool:
+    return all("request_id" in record for record in records)
+
+
+def _pairs_by_id(
+    baseline: Iterable[dict[str, Any]], candidate: Iterable[dict[str, Any]]
+) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(candidate index, baseline record, candidate record) for every candidate request
+    whose id the baseline has, read side by side; a request waits until its counterpart
+    comes (a repeated id pairs with the first unpaired request of that id)."""
+    waiting_left: dict[str, list[dict[str, Any]]] = {}
+    waiting_right: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    done: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+    left, right = iter(baseline), enumerate(candidate)
+    left_open = right_open = True
+    while left_open or right_open:
+        if left_open:
+            record = next(left, None)
+            if record is None:
+                left_open = False
+            else:
+                key = str(record["request_id"])
+                queue = waiting_right.get(key)
+                if queue:
+                    index, other = queue.pop(0)
+                    done.append((index, record, other))
+                else:
+                    waiting_left.setdefault(key, []).append(record)
+        if right_open:
+            item = next(right, None)
+            if item is None:
+                right_open = False
+            else:
+                index, record = item
+                key = str(record["request_id"])
+                found = waiting_left.get(key)
+                if found:
+                    done.append((index, found.pop(0), record))
+                else:
+                    waiting_right.setdefault(key, []).append((index, record))
+        yield from done
+        done.clear()
+
+
+def _pairs_in_order(
+    baseline: Iterable[dict[str, Any]], candidate: Iterable[dict[str, Any]]
+) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]:
+    for index, (left, right) in enumerate(zip(baseline, candidate, strict=False)):
+        yield index, left, right
+
+
+@dataclass(slots=True)
+class _Best:
+    """The earliest divergence so far: (position key, candidate index), the pair, tokens."""
+
+    key: tuple[int, int]
+    index: int
+    baseline: dict[str, Any]
+    candidate: dict[str, Any]
+    token_position: int | None
+    candidate_tokens: TokenizedRequest | None
+
+
+class _Finder:
+    def __init__(self, tokenize: Tokenize | None) -> None:
+        self.tokenize = tokenize
+        self.best: _Best | None = None
+        self.compared = 0
+        self.differing = 0
+        self.batch: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+
+    def add(self, index: int, left: dict[str, Any], right: dict[str, Any]) -> None:
+        self.compared += 1
+        if left == right:
+            return  # the same record: the same tokens and text, no divergence
+        self.batch.append((index, left, right))
+        if len(self.batch) >= TOKENIZE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        if not batch:
+            return
+        lefts: list[TokenizedRequest | None] = [None] * len(batch)
+        rights: list[TokenizedRequest | None] = [None] * len(batch)
+        if self.tokenize is not None:
+            lefts = self.tokenize([left for _, left, _ in batch])
+            rights = self.tokenize([right for _, _, right in batch])
+        for (index, left, right), left_tokens, right_tokens in zip(
+            batch, lefts, rights, strict=True
+        ):
+            self._judge(index, left, right, left_tokens, right_tokens)
+
+    def _judge(
+        self,
+        index: int,
+        left: dict[str, Any],
+        right: dict[str, Any],
+        left_tokens: TokenizedRequest | None,
+        right_tokens: TokenizedRequest | None,
+    ) -> None:
+        if (
+            left_tokens is not None
+            and right_tokens is not None
+            and _comparable(left_tokens, right_tokens)
+        ):
+            position = _token_divergence(left_tokens, right_tokens)
+            if position is None:
+                return
+            self._consider((position, index), index, left, right, position, right_tokens)
+            return
+        text = _first_text_difference(prompt_parts(left), prompt_parts(right))
+        if text is None:
+            return
+        # Without token ids, order by (part index, character offset) as a stand-in.
+        self._consider((text[0] * 1_000_000 + text[3], index), index, left, right, None, None)
+
+    def _consider(
+        self,
+        key: tuple[int, int],
+        index: int,
+        left: dict[str, Any],
+        right: dict[str, Any],
+        position: int | None,
+        tokens: TokenizedRequest | None,
+    ) -> None:
+        self.differing += 1
+        if self.best is None or key < self.best.key:
+            self.best = _Best(key, index, left, right, position, tokens)
 
 
 def find_divergence(
-    baseline_records: Sequence[dict[str, Any]],
-    candidate_records: Sequence[dict[str, Any]],
-    baseline_tokens: Sequence[TokenizedRequest] | None = None,
-    candidate_tokens: Sequence[TokenizedRequest] | None = None,
+    baseline_records: Iterable[dict[str, Any]],
+    candidate_records: Iterable[dict[str, Any]],
+    tokenize: Tokenize | None = None,
 ) -> Divergence | None:
     """The earliest divergence over corresponding requests, or None when they are identical.
 
-    ``*_tokens`` are the same records tokenized (same order as the records); without them
-    (or without token ids) the divergence is located in text only.
+    Both record iterables are read once or twice (ids are looked at first), so they must give
+    the same records each time (a list, or an ``app.logs.RecordStream``). ``tokenize`` turns
+    records into tokenized requests; without it (or without token ids) the divergence is
+    located in text only.
     """
-    pairs = pair_requests(baseline_records, candidate_records)
-    with_tokens = (
-        baseline_tokens is not None
-        and candidate_tokens is not None
-        and len(baseline_tokens) == len(baseline_records)
-        and len(candidate_tokens) == len(candidate_records)
-    )
-    best: tuple[tuple[int, int], int, int | None] | None = None  # (sort key, pair index, token pos)
-    differing = 0
-    for pair_index, (i, j) in enumerate(pairs):
-        token_position: int | None = None
-        if with_tokens:
-            assert baseline_tokens is not None and candidate_tokens is not None
-            if _comparable(baseline_tokens[i], candidate_tokens[j]):
-                token_position = _token_divergence(baseline_tokens[i], candidate_tokens[j])
-                if token_position is None:
-                    continue
-                differing += 1
-                key = (token_position, pair_index)
-                if best is None or key < best[0]:
-                    best = (key, pair_index, token_position)
-                continue
-        text = _first_text_difference(
-            prompt_parts(baseline_records[i]), prompt_parts(candidate_records[j])
-        )
-        if text is None:
-            continue
-        differing += 1
-        # Without token ids, order by (part index, character offset) as a stand-in.
-        key = (text[0] * 1_000_000 + text[3], pair_index)
-        if best is None or key < best[0]:
-            best = (key, pair_index, None)
+    finder = _Finder(tokenize)
+    by_id = _all_have_ids(baseline_records) and _all_have_ids(candidate_records)
+    if by_id:
+        for index, left, right in _pairs_by_id(baseline_records, candidate_records):
+            finder.add(index, left, right)
+        finder.flush()
+    if not by_id or finder.compared == 0:  # no id in common: pair by arrival order
+        finder = _Finder(tokenize)
+        for index, left, right in _pairs_in_order(baseline_records, candidate_records):
+            finder.add(index, left, right)
+        finder.flush()
+    best = finder.best
     if best is None:
         return None
-
-    _, pair_index, token_position = best
-    i, j = pairs[pair_index]
     segment: Segment | None = None
-    if token_position is not None and candidate_tokens is not None:
-        segment = segment_at(candidate_tokens[j].segments, token_position)
-    text = _first_text_difference(
-        prompt_parts(baseline_records[i]), prompt_parts(candidate_records[j])
-    )
+    if best.token_position is not None and best.candidate_tokens is not None:
+        segment = segment_at(best.candidate_tokens.segments, best.token_position)
+    text = _first_text_difference(prompt_parts(best.baseline), prompt_parts(best.candidate))
     baseline_excerpt = candidate_excerpt = ""
     label = segment.label if segment else None
     kind = segment.kind if segment else None
     if text is not None:
-        _, left, right, offset = text
-        baseline_excerpt = _excerpt(left.text, offset) if left else "(absent)"
-        candidate_excerpt = _excerpt(right.text, offset) if right else "(absent)"
+        _, left_part, right_part, offset = text
+        baseline_excerpt = _excerpt(left_part.text, offset) if left_part else "(absent)"
+        candidate_excerpt = _excerpt(right_part.text, offset) if right_part else "(absent)"
         if label is None:
-            part = right or left
+            part = right_part or left_part
             assert part is not None
             label, kind = part.label, part.kind
-    elif token_position is not None and candidate_tokens is not None:
-        block_size = candidate_tokens[j].block_size
-        if candidate_tokens[j].block_keys is not None and block_size:
-            note = f"(block-key trace, no text: block {token_position // block_size} differs)"
+    elif best.token_position is not None and best.candidate_tokens is not None:
+        block_size = best.candidate_tokens.block_size
+        if best.candidate_tokens.block_keys is not None and block_size:
+            note = f"(block-key trace, no text: block {best.token_position // block_size} differs)"
             baseline_excerpt = candidate_excerpt = note
-    request_id = str(candidate_records[j].get("request_id", f"#{j + 1}"))
+    request_id = _request_id(best.candidate) or f"#{best.index + 1}"
     return Divergence(
         request_id=request_id,
-        token_position=token_position,
+        token_position=best.token_position,
         segment_kind=kind,
         segment_label=label,
         baseline_excerpt=baseline_excerpt,
         candidate_excerpt=candidate_excerpt,
-        differing_requests=differing,
-        compared_requests=len(pairs),
+        differing_requests=finder.differing,
+        compared_requests=finder.compared,
     )

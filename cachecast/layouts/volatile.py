@@ -13,8 +13,8 @@ vary; only spans in the system prompt, tool schemas and opening messages are ``m
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cachecast.layouts.textview import (
@@ -109,12 +109,17 @@ class ScopeSplit:
     requests: int
 
 
+TemplateKey = tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Analysis:
-    groups: tuple[tuple[int, ...], ...]  # record indices of each template group
+    keys: tuple[TemplateKey, ...]  # the template key of each group, in order of first request
+    sizes: tuple[int, ...]  # requests of each template group
     spans: tuple[VolatileSpan, ...]
     tool_order: tuple[ToolOrderIssue, ...]
     scope_splits: tuple[ScopeSplit, ...]
+    breakpoints: bool = False  # some request marks a cache breakpoint
 
 
 def classify(value: str) -> str:
@@ -176,31 +181,75 @@ def _split_lines(text: str) -> list[str]:
     return text.splitlines(keepends=True) or [""]
 
 
-def analyze(records: Sequence[dict[str, Any]]) -> Analysis:
+@dataclass(slots=True)
+class _PartTexts:
+    """One part of a group's first request: how many requests have it, and their first
+    ``MAX_DISTINCT`` distinct texts."""
+
+    count: int = 0
+    texts: dict[str, None] = field(default_factory=dict)
+
+
+class _Group:
+    """What a group of one template keeps while the records stream by: bounded by the
+    distinct texts, tool orders and scopes it sees, not by its requests."""
+
+    def __init__(self, reference: list[Part]) -> None:
+        self.reference = reference
+        self.parts = [_PartTexts() for _ in reference]
+        self.size = 0
+        self.orders: set[tuple[str, ...]] = set()
+        self.scopes: set[str] = set()
+
+    def add(self, record: dict[str, Any], parts: list[Part]) -> None:
+        self.size += 1
+        for index, part in enumerate(self.reference):
+            if part.kind == "tool" or index >= len(parts) or parts[index].label != part.label:
+                continue
+            kept = self.parts[index]
+            kept.count += 1
+            if len(kept.texts) < MAX_DISTINCT:
+                kept.texts.setdefault(parts[index].text, None)
+        self.orders.add(tuple(tool_name(t) for t in request_body(record).get("tools") or []))
+        self.scopes.add(str(record.get("scope")))
+
+
+def analyze(records: Iterable[dict[str, Any]]) -> Analysis:
     """Group the records by template and find every volatile span, tool-order variation and
-    scope split."""
-    by_key: dict[tuple[str, ...], list[int]] = {}
-    for index, record in enumerate(records):
-        by_key.setdefault(template_key(record), []).append(index)
-    groups = tuple(tuple(indices) for indices in by_key.values())
+    scope split, in one pass over the records (none is held)."""
+    keys: dict[TemplateKey, int] = {}
+    groups: list[_Group] = []
+    breakpoints = False
+    for record in records:
+        parts = prompt_parts(record)
+        breakpoints = breakpoints or any(part.breakpoint for part in parts)
+        key = template_key(record)
+        index = keys.get(key)
+        if index is None:
+            index = keys[key] = len(groups)
+            groups.append(_Group(parts))
+        groups[index].add(record, parts)
     spans: list[VolatileSpan] = []
     tool_issues: list[ToolOrderIssue] = []
     scope_splits: list[ScopeSplit] = []
-    for group_index, indices in enumerate(groups):
-        parts_by_record = [prompt_parts(records[i]) for i in indices]
-        spans.extend(_group_spans(group_index, parts_by_record))
-        orders = {
-            tuple(tool_name(t) for t in request_body(records[i]).get("tools") or [])
-            for i in indices
-        }
-        if len(orders) > 1:
-            canonical = tuple(sorted(next(iter(orders))))
-            tool_issues.append(ToolOrderIssue(group_index, len(orders), len(indices), canonical))
-        scopes = {str(records[i].get("scope")) for i in indices}
-        if len(scopes) > 1:
-            scope_splits.append(ScopeSplit(group_index, len(scopes), len(indices)))
+    for group_index, group in enumerate(groups):
+        spans.extend(_group_spans(group_index, group))
+        if len(group.orders) > 1:
+            canonical = tuple(sorted(next(iter(group.orders))))
+            tool_issues.append(
+                ToolOrderIssue(group_index, len(group.orders), group.size, canonical)
+            )
+        if len(group.scopes) > 1:
+            scope_splits.append(ScopeSplit(group_index, len(group.scopes), group.size))
     spans.sort(key=lambda span: (-span.prompt_chars_after, span.template, span.part_index))
-    return Analysis(groups, tuple(spans), tuple(tool_issues), tuple(scope_splits))
+    return Analysis(
+        tuple(keys),
+        tuple(group.size for group in groups),
+        tuple(spans),
+        tuple(tool_issues),
+        tuple(scope_splits),
+        breakpoints,
+    )
 
 
 def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
@@ -216,8 +265,8 @@ def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
     return runs
 
 
-def _group_spans(group_index: int, parts_by_record: list[list[Part]]) -> list[VolatileSpan]:
-    reference = parts_by_record[0]
+def _group_spans(group_index: int, group: _Group) -> list[VolatileSpan]:
+    reference = group.reference
     first_user = next(
         (i for i, part in enumerate(reference) if part.kind == "message" and part.role == "user"),
         len(reference),
@@ -226,14 +275,9 @@ def _group_spans(group_index: int, parts_by_record: list[list[Part]]) -> list[Vo
     for part_index, part in enumerate(reference):
         if part.kind == "tool":
             continue  # tools vary by order, handled as a tool-order issue
-        texts: dict[str, None] = {}
-        count = 0
-        for parts in parts_by_record:
-            if part_index < len(parts) and parts[part_index].label == part.label:
-                count += 1
-                if len(texts) < MAX_DISTINCT:
-                    texts.setdefault(parts[part_index].text, None)
-        distinct = list(texts)
+        kept = group.parts[part_index]
+        count = kept.count
+        distinct = list(kept.texts)
         if len(distinct) < 2:
             continue
         # Spans are only meaningful inside content that is the same part in every request;

@@ -37,7 +37,7 @@ class CacheEntry:
 
 EXPIRED = "expired"
 EVICTED = "evicted"
-REMEMBERED_REMOVALS = 1 << 18
+REMEMBERED_REMOVALS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)

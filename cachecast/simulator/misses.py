@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from cachecast.simulator.blocks import common_prefix_length, token_bytes
+from cachecast.simulator.blocks import REMEMBERED_IDLE_SECONDS, common_prefix_length, token_bytes
 from cachecast.tokenizers.types import TokenizedRequest
 
 FIRST_SIGHT = "first_sight"
@@ -116,6 +116,7 @@ class _Prompt:
     scope: str
     source: str
     line: int
+    timestamp: float = 0.0
 
     @property
     def size(self) -> int:
@@ -126,7 +127,9 @@ class PromptHistory:
     """The recent prompts the closest earlier one is looked for among: the latest
     :data:`OPENING_PROMPTS` prompts of the model opening with the same first
     ``opening_tokens`` tokens (any scope), and the session's previous prompt where it opens
-    the same way. Agreement is measured on the ids themselves (one C-level comparison per
+    the same way and came less than ``REMEMBERED_IDLE_SECONDS`` of log time before (a
+    session idle longer is forgotten: memory for the live sessions, not for every session
+    of the log). Agreement is measured on the ids themselves (one C-level comparison per
     candidate, no hashing), so it is token-exact.
 
     Only prompts sharing the opening are related, and ``opening_tokens`` is the replay's
@@ -160,7 +163,9 @@ class PromptHistory:
             width = 1
             opening_key = repr(data[:1]).encode()
         opening = (request.model, bytes(opening_key))
-        prompt = _Prompt(data, opening, request.scope, request.source, request.line)
+        prompt = _Prompt(
+            data, opening, request.scope, request.source, request.line, request.timestamp
+        )
         session_key = None
         previous = None
         if request.session is not None:
@@ -168,6 +173,11 @@ class PromptHistory:
             previous = self._sessions.get(session_key)
             if previous is not None and previous.opening != opening:
                 previous = None  # another partition's: not comparable
+            elif previous is not None and previous.timestamp < idle_before(request.timestamp):
+                # Forgotten, whether or not a sweep dropped it yet: what is found must not
+                # depend on which other requests came in between (a partitioned replay
+                # sees fewer of them).
+                previous = None
         best: _Prompt | None = None
         shared = across = 0
         if previous is not None:
@@ -215,12 +225,32 @@ class PromptHistory:
                 self._held -= old.size
             sessions[session_key] = prompt
             self._held += prompt.size
+            self._forget_idle_sessions(prompt.timestamp)
         while self._held > self._budget and (openings or self._sessions):
             if openings:
                 _, dropped = openings.popitem(last=False)
                 self._held -= sum(item.size for item in dropped)
             if self._held > self._budget and self._sessions:
                 self._held -= self._sessions.popitem(last=False)[1].size
+
+    def _forget_idle_sessions(self, now: float) -> None:
+        """Drop the sessions idle for ``REMEMBERED_IDLE_SECONDS`` of log time (the order of
+        ``_sessions`` is the order of last use): one prompt per live session, not per
+        session ever seen. A forgotten session's last prompt is still found among its
+        opening's latest prompts while they keep it."""
+        sessions = self._sessions
+        before = idle_before(now)
+        while sessions:
+            oldest = next(iter(sessions.values()))
+            if not oldest.timestamp < before:
+                break
+            sessions.popitem(last=False)
+            self._held -= oldest.size
+
+
+def idle_before(now: float) -> float:
+    """A session last seen before this is forgotten."""
+    return now - REMEMBERED_IDLE_SECONDS
 
 
 def _divergence(

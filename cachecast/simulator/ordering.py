@@ -7,7 +7,7 @@ import heapq
 import itertools
 from array import array
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
 from cachecast.errors import BadInputError, Location
@@ -18,6 +18,26 @@ from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 
 DEFAULT_REORDER_WINDOW = 4096
+# What the window may hold of prompts (token ids, keys), whatever its count: on a log of
+# long prompts that do not extend each other (nothing to pack) 4,096 of them would be
+# hundreds of MB. Past it, the oldest requests leave the window early: a narrower window
+# for such logs, never a different order for a log within it (docs/limits.md).
+DEFAULT_WINDOW_BYTES = 16 << 20
+KEY_BYTES_HELD = 16  # a block key, or a prefix key
+
+
+def held_bytes(request: TokenizedRequest) -> int:
+    """What holding ``request`` costs in prompt data: 4 bytes a token id, 16 a key."""
+    if request.tokens is not None:
+        return 4 * len(request.tokens)
+    if request.block_keys is not None:
+        return KEY_BYTES_HELD * len(request.block_keys)
+    keys = request.prompt_keys
+    if keys is None:
+        return 0
+    blocks = sum(len(each) for each in keys.blocks.values())
+    prefixes = sum(len(each) for each in keys.prefixes.values())
+    return KEY_BYTES_HELD * (blocks + prefixes)
 
 
 class OutOfOrderError(BadInputError):
@@ -27,29 +47,38 @@ class OutOfOrderError(BadInputError):
 
 
 def in_timestamp_order(
-    requests: Iterable[TokenizedRequest], window: int = DEFAULT_REORDER_WINDOW
+    requests: Iterable[TokenizedRequest],
+    window: int = DEFAULT_REORDER_WINDOW,
+    *,
+    weigh: Callable[[TokenizedRequest], int] = held_bytes,
+    budget_bytes: int = DEFAULT_WINDOW_BYTES,
 ) -> Iterator[TokenizedRequest]:
-    """Sort a stream by timestamp within a bounded window (memory: ``window`` requests).
+    """Sort a stream by timestamp within a bounded window: at most ``window`` requests, and
+    no more than ``budget_bytes`` of their prompts (``weigh``: what one holds) beyond one.
 
     Ties keep file order. A request older than one already emitted cannot be placed and
     raises ``OutOfOrderError`` naming its file and line: sort such a log first.
     """
-    heap: list[tuple[float, int, TokenizedRequest]] = []
+    heap: list[tuple[float, int, int, TokenizedRequest]] = []
     counter = itertools.count()
     last_emitted = float("-inf")
+    held = 0
     for request in requests:
         if request.timestamp < last_emitted:
             raise OutOfOrderError(
-                f"{request.timestamp} is earlier than a request {window} or more places before"
-                " it; sort the log",
+                f"{request.timestamp} is earlier than a request already replayed, {window} or"
+                f" more places (or {budget_bytes >> 20} MB of prompts) before it; sort the log",
                 location=Location(source=request.source, line=request.line, field="timestamp"),
             )
-        heapq.heappush(heap, (request.timestamp, next(counter), request))
-        if len(heap) > window:
-            last_emitted, _, oldest = heapq.heappop(heap)
+        weight = weigh(request)
+        held += weight
+        heapq.heappush(heap, (request.timestamp, next(counter), weight, request))
+        while len(heap) > window or (held > budget_bytes and len(heap) > 1):
+            last_emitted, _, gone, oldest = heapq.heappop(heap)
+            held -= gone
             yield oldest
     while heap:
-        yield heapq.heappop(heap)[2]
+        yield heapq.heappop(heap)[3]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +166,11 @@ class PromptPacker:
         self._latest[key] = (tokens, node, request.timestamp)
         self._forget(request.timestamp)
         return node
+
+    def held_bytes(self, request: TokenizedRequest) -> int:
+        """What the window holds for ``request``: its new ids when packed."""
+        node = self._held.get(id(request))
+        return 4 * len(node.tail) if node is not None else held_bytes(request)
 
     def unpack(self, request: TokenizedRequest) -> TokenizedRequest:
         node = self._held.pop(id(request), None)

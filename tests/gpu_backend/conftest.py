@@ -36,7 +36,7 @@ VOCAB_SIZE = 4096
 BLOCK_BYTES = 2 * 4 * 2 * 32 * 2 * BLOCK_SIZE
 SERVED_NAME = "small-llama"
 SERVER_STARTUP_LIMIT_S = 300.0  # three processes each import vLLM; slow on a busy host
-SERVER_TEST_FILE = "test_engine_server.py"
+SERVER_TEST_FILES = ("test_engine_server.py", "test_measure_memory.py")
 
 
 def token_ids(seed: int, count: int) -> list[int]:
@@ -203,7 +203,7 @@ def vllm_server(
 ) -> Iterator[VllmServer | None]:
     """Starts the server at the first test of this folder when server tests are selected,
     so its slow start (three processes importing vLLM) overlaps the in-process tests."""
-    yield from serve_when_selected(request, tmp_path_factory, SERVER_TEST_FILE, "small_model_dir")
+    yield from serve_when_selected(request, tmp_path_factory, SERVER_TEST_FILES, "small_model_dir")
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,7 @@ def server_url(qwen_server: VllmServer) -> str:
 @pytest.fixture(scope="module")
 def logs() -> dict[str, list[dict[str, Any]]]:
     """The faulty log, and the log with the top suggestion's two changes applied."""
-    records = load_prompt_set(PromptSource(path=FAULTY), "input").records
+    records = list(load_prompt_set(PromptSource(path=FAULTY), "input").records)
     changes = {c.kind: c for c in candidate_changes(analyze(records), explicit_targets=[])}
     split = changes["split_system"].transform(list(records))
     return {

@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 from cachecast.cli import app
 from cachecast.db import get_engine
 from cachecast.gpu_backend.engine.http_backend import HttpBackend
-from cachecast.gpu_backend.engine.replay import measure_layout
+from cachecast.gpu_backend.engine.replay import LogFormatError, measure_layout, settled_metrics
 from cachecast.gpu_backend.engine.types import ReplayOptions
 from cachecast.gpu_backend.tables import EngineMeasurement
 from tests.gpu_backend.conftest import (
     BLOCK_SIZE,
+    MAX_MODEL_LEN,
     NUM_BLOCKS,
     SERVED_NAME,
     VllmServer,
@@ -125,3 +126,26 @@ def test_concurrent_paced_replay_over_http(backend: HttpBackend) -> None:
     check_paced_report(report, requests, stream)
     assert all(r.output_tokens == 3 for r in report.requests)  # ignore_eos: exactly max_tokens
     assert all(0 < r.ttft_s <= r.latency_s for r in report.requests)
+
+
+def test_a_log_that_can_be_read_once_is_replayed_as_it_is_read(backend: HttpBackend) -> None:
+    stream = shared_prefix()
+    report = measure_layout(
+        iter(as_requests(stream.prompts, stream.name)), backend, options=EXACT, source="once"
+    )
+    check_exact_report(report, stream)
+
+
+def test_a_log_read_once_stops_at_a_prompt_the_engine_refuses(backend: HttpBackend) -> None:
+    first = [7] * 40
+    # MAX_MODEL_LEN tokens leave no room for the one generated token.
+    requests = iter(as_requests([first, [5] * MAX_MODEL_LEN, [7] * 40], "once-bad"))
+    before = backend.metrics()
+    with pytest.raises(LogFormatError) as raised:
+        measure_layout(requests, backend, options=EXACT)
+    assert (raised.value.line, raised.value.field) == (2, "tokens")
+    # Read once, the log is checked request by request: the first was sent, nothing after
+    # (the server publishes its counters after the response: waited for).
+    after = settled_metrics(backend, before, 1)
+    assert after.prefix_cache_queries - before.prefix_cache_queries == len(first)
+    assert after.ttft_count - before.ttft_count == 1

@@ -18,7 +18,14 @@ from cachecast.gpu_backend.engine.metrics import (
 )
 from cachecast.gpu_backend.engine.replay import (
     LogFormatError,
+    LogSurvey,
+    ReplayBuilder,
+    Rereadable,
+    can_reread,
     load_log,
+    log_requests,
+    mapped,
+    survey_log,
     synthesize_tokens,
     to_replay_requests,
     with_token_ids,
@@ -125,6 +132,49 @@ def test_bad_token_records_name_file_line_and_field(tmp_path: Path, line: str, f
     assert raised.value.line == 2
     assert raised.value.field == field
     assert str(log) in str(raised.value)
+
+
+def test_the_log_is_streamed_and_limit_stops_the_reading(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"tokens": [1, 2]}\n{"tokens": [3]}\n{"tokens": "bad"}\n')
+    stream = log_requests(log, limit=2)
+    assert not can_reread(stream)  # one pass, read as it is iterated
+    # The bad third line is never reached: the first two are all that is read.
+    assert [r.tokens for r in stream] == [(1, 2), (3,)]
+    with pytest.raises(LogFormatError) as raised:
+        list(log_requests(log))
+    assert (raised.value.line, raised.value.field) == (3, "tokens")
+    again = Rereadable(lambda: log_requests(log, limit=2))
+    assert can_reread(again) and can_reread(mapped(again, lambda r: r.line))
+    assert list(mapped(again, lambda r: r.line)) == [1, 2] == list(mapped(again, lambda r: r.line))
+    survey = survey_log(again)
+    assert (survey.requests, survey.longest_prompt, survey.largest_token_id) == (2, 2, 3)
+
+
+def test_a_survey_says_whether_every_prompt_fits_the_engine() -> None:
+    survey = LogSurvey(requests=3, longest_prompt=100, smallest_token_id=0, largest_token_id=99)
+    fits = EngineInfo("offline", "0", "m", "cpu", 32, 10, max_model_len=101, vocab_size=100)
+    assert survey.fits(fits)
+    # 100 tokens leave no room for a generated one under max_model_len 100; id 99 is
+    # outside a vocabulary of 99 ids.
+    assert not survey.fits(EngineInfo("offline", "0", "m", "cpu", 32, 10, max_model_len=100))
+    assert not survey.fits(EngineInfo("offline", "0", "m", "cpu", 32, 10, vocab_size=99))
+    assert survey.fits(EngineInfo("http", "0", "m", "cpu", 32, 10))  # nothing to check
+
+
+def test_namespaces_after_the_first_are_salted_as_they_come() -> None:
+    def scoped(scope: str, line: int) -> TokenizedRequest:
+        return TokenizedRequest(
+            source="s", line=line, request_id=f"r{line}", timestamp=10.0 + line, scope=scope,
+            provider=None, model="m", input_tokens=2, output_tokens=1, tokens=(5, 6),
+        )  # fmt: skip
+
+    builder = ReplayBuilder()
+    built = [builder.build(scoped(scope, line)) for line, scope in enumerate("aba", start=1)]
+    salts = [request.cache_salt for request in built]
+    # The first namespace unsalted, the second under its own salt, the first again unsalted.
+    assert salts == [None, "m\x1fb", None]
+    assert [request.arrival_s for request in built] == [0.0, 1.0, 2.0]
 
 
 def _trace_request(keys: list[int], length: int, line: int) -> TokenizedRequest:

@@ -155,7 +155,7 @@ def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
     for kind in top.components:
         fixed = changes[kind].transform(fixed)
     logs = {
-        "faulty": json.loads(json.dumps(prompt_set.records)),
+        "faulty": json.loads(json.dumps(list(prompt_set.records))),
         "fixed": json.loads(json.dumps(fixed)),
     }
     expected = {

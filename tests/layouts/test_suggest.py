@@ -113,7 +113,7 @@ def test_volatile_span_analysis() -> None:
     for index, record in enumerate(records):
         record["scope"] = f"user-{index % 2}"
     analysis = analyze(records)
-    assert len(analysis.groups) == 1  # same model and tool set: one template
+    assert len(analysis.sizes) == 1  # same model and tool set: one template
     span = analysis.spans[0]
     # 6 requests at distinct seconds: 6 distinct values, in the first line of the system prompt.
     assert (span.label, span.kind, span.first_line, span.line_count) == (

@@ -37,7 +37,7 @@ def test_the_combination_is_the_two_changes_applied_and_simulated_as_such() -> N
     top = report.suggestions[0]
     assert (top.kind, top.components) == (COMBINED, ["split_system", "pin_tool_order"])
     assert top.helps and top.why_not is None and not top.needs_review
-    records = load_prompt_set(PromptSource(path=FAULTY), "input").records
+    records = list(load_prompt_set(PromptSource(path=FAULTY), "input").records)
     changes = {c.kind: c for c in candidate_changes(analyze(records), explicit_targets=[])}
     fixed = changes["pin_tool_order"].transform(changes["split_system"].transform(list(records)))
     (outcome,) = top.targets

@@ -137,3 +137,17 @@ def test_free_queue_runs_split_and_move_in_vllm_order() -> None:
     assert len(queue) == 4
     # Taking blocks hands back the keys they held, in the same order.
     assert queue.take(4) == ([3, 7, 5, 9], [key[3], key[7], key[5], key[9]])
+
+
+def test_a_session_idle_an_hour_is_forgotten_by_the_shortcut_and_still_hits() -> None:
+    # The per-session shortcut (a session's previous blocks) keeps only sessions used in
+    # the last hour of log time; forgetting one must not change its hit. Unbounded pool:
+    # nothing is evicted, so A's 4 cached blocks all hit when it resumes with 2 more
+    # blocks (limit floor(95/16) = 5 blocks, 4 cached): 64 tokens.
+    policy = VllmPrefixCache(16)
+    a, b = run(64, 0), run(64, 1000)
+    assert hit(policy, a, at=0.0, session="A") == 0
+    assert hit(policy, b, at=3601.0, session="B") == 0
+    assert [key[2] for key in policy._last_run] == ["B"]  # A idle past the hour: gone
+    assert hit(policy, [*a, *run(32, 5000)], at=3700.0, session="A") == 64
+    assert [key[2] for key in policy._last_run] == ["B", "A"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from cachecast.gpu_backend.engine.types import (
@@ -35,11 +35,15 @@ class EngineBackend(Protocol):
 
     def run(
         self,
-        requests: Sequence[ReplayRequest],
+        requests: Iterable[ReplayRequest],
         options: ReplayOptions,
         progress: Progress | None = None,
     ) -> list[RequestResult]:
-        """Send ``requests`` in order under ``options``; one result per request, same order."""
+        """Send ``requests`` in order under ``options``; one result per request, same order.
+
+        ``requests`` is read as the requests are sent: the next one is taken only when a
+        slot is free (``options.concurrency``), so the backend holds the requests in flight,
+        never the whole log, and keeps of each answered request only its result."""
         ...
 
 

@@ -7,15 +7,20 @@ mode lets the engine apply its own chat template and check that it computes the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cachecast.gpu_backend.engine.backend import EngineBackend, Progress
-from cachecast.gpu_backend.engine.replay import LogFormatError, measure_layout
+from cachecast.gpu_backend.engine.replay import (
+    LogFormatError,
+    LoggedRequest,
+    Rereadable,
+    can_reread,
+    replay_logged,
+)
 from cachecast.gpu_backend.engine.report import MeasurementReport
 from cachecast.gpu_backend.engine.types import ReplayOptions
 from cachecast.tokenizers import read_records
-from cachecast.tokenizers.types import TokenizedRequest
 
 # Request fields that change what the template renders; a replay cannot carry them over
 # faithfully (the engine's defaults are what cachecast reproduces), so they are refused.
@@ -48,14 +53,25 @@ def chat_payload(record: Mapping[str, Any], source: str, line: int) -> dict[str,
     return payload
 
 
-def tokenized_chats(
+def chat_requests(
     records: Iterable[Mapping[str, Any]], source: str, model: str
-) -> tuple[list[TokenizedRequest], list[dict[str, Any]]]:
-    """cachecast's tokenization of every record as ``model``, and each one's chat payload."""
-    kept = list(records)
-    chats = [chat_payload(record, source, line) for line, record in enumerate(kept, start=1)]
-    requests = list(read_records([dict(r) for r in kept], source, model=model, strict=True))
-    return requests, chats
+) -> Iterator[LoggedRequest]:
+    """cachecast's tokenization of each record as ``model``, with its chat payload, as the
+    records are read (the reader tokenizes a batch ahead: only that batch's payloads wait
+    here for their requests)."""
+    payloads: dict[int, dict[str, Any]] = {}
+
+    def read() -> Iterator[dict[str, Any]]:
+        for line, record in enumerate(records, start=1):
+            payloads[line] = chat_payload(record, source, line)
+            yield dict(record)
+
+    for request in read_records(read(), source, model=model, strict=True):
+        # The reader numbers records from 1 in order; a record that gave no request leaves
+        # its payload behind, dropped once a later record's request comes.
+        while payloads and next(iter(payloads)) < request.line:
+            del payloads[next(iter(payloads))]
+        yield request, payloads.pop(request.line)
 
 
 def measure_chat_records(
@@ -68,8 +84,14 @@ def measure_chat_records(
     progress: Progress | None = None,
 ) -> MeasurementReport:
     """Reset the engine's prefix cache, replay the chat ``records`` in order, and report the
-    engine's cached tokens and TTFT per request beside the simulator's prediction."""
-    requests, chats = tokenized_chats(records, source, model)
-    return measure_layout(
-        requests, backend, options=options, source=source, progress=progress, chats=chats
-    )
+    engine's cached tokens and TTFT per request beside the simulator's prediction.
+
+    The records are read as they are sent (``replay.replay_logged``): records that can be
+    read again (a list, a ``Rereadable``) are read once more first, so that every request is
+    checked against the engine before any is sent."""
+    requests: Iterable[LoggedRequest]
+    if can_reread(records):
+        requests = Rereadable(lambda: chat_requests(records, source, model))
+    else:
+        requests = chat_requests(records, source, model)
+    return replay_logged(requests, backend, options=options, source=source, progress=progress)

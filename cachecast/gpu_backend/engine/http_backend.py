@@ -19,7 +19,8 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -162,7 +163,7 @@ class HttpBackend:
 
     def run(
         self,
-        requests: Sequence[ReplayRequest],
+        requests: Iterable[ReplayRequest],
         options: ReplayOptions,
         progress: Progress | None = None,
     ) -> list[RequestResult]:
@@ -175,33 +176,67 @@ class HttpBackend:
 
     async def _run(
         self,
-        requests: Sequence[ReplayRequest],
+        requests: Iterable[ReplayRequest],
         options: ReplayOptions,
         progress: Progress | None,
     ) -> list[RequestResult]:
         model = self.served_model()
         limit = asyncio.Semaphore(options.concurrency)
         limits = httpx.Limits(max_connections=max(options.concurrency, 1) + 1)
+        results: dict[int, RequestResult] = {}
+        failures: list[BaseException] = []
+        running: set[asyncio.Task[RequestResult]] = set()
+
+        def finished(index: int, task: asyncio.Task[RequestResult]) -> None:
+            running.discard(task)
+            limit.release()
+            if task.cancelled():
+                return
+            failure = task.exception()
+            if failure is not None:
+                failures.append(failure)
+                return
+            results[index] = task.result()
+            if progress is not None:
+                progress(1)
+
         async with httpx.AsyncClient(
             headers=self._headers, timeout=self._timeout, limits=limits
         ) as client:
-            tasks: list[asyncio.Task[RequestResult]] = []
             start = time.perf_counter()
-            # Submit in log order: the next request waits for its arrival time and a free slot.
-            for request in requests:
-                wait = pacing_delay(request, options, time.perf_counter() - start)
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                await limit.acquire()
-                task = asyncio.create_task(self._send(client, model, request, options))
-                task.add_done_callback(lambda _task: limit.release())
-                if progress is not None:
-                    task.add_done_callback(lambda _task: progress(1))
-                tasks.append(task)
-                # Let the request reach the server before the next one is sent, so the
-                # arrival order at the engine is the log order.
-                await asyncio.sleep(0)
-            return list(await asyncio.gather(*tasks))
+            sent = 0
+            pending = iter(requests)
+            try:
+                # Submit in log order: a request is taken from the log once a slot is free
+                # (only those in flight are held), then waits for its arrival time.
+                while True:
+                    await limit.acquire()
+                    request = None if failures else next(pending, None)
+                    if request is None:
+                        limit.release()
+                        break
+                    wait = pacing_delay(request, options, time.perf_counter() - start)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    task = asyncio.create_task(self._send(client, model, request, options))
+                    task.add_done_callback(partial(finished, sent))
+                    running.add(task)
+                    sent += 1
+                    del request  # the task holds it until it is answered
+                    # Let the request reach the server before the next one is sent, so the
+                    # arrival order at the engine is the log order.
+                    await asyncio.sleep(0)
+                while running and not failures:
+                    await asyncio.wait(set(running), return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                # A failed request, or a request the log could not give: stop the others.
+                for task in list(running):
+                    task.cancel()
+                if running:
+                    await asyncio.wait(set(running))
+            if failures:
+                raise failures[0]
+            return [results[index] for index in range(sent)]
 
     async def _send(
         self,

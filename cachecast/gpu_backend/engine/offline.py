@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,12 +150,11 @@ class OfflineBackend:
 
     def run(
         self,
-        requests: Sequence[ReplayRequest],
+        requests: Iterable[ReplayRequest],
         options: ReplayOptions,
         progress: Progress | None = None,
     ) -> list[RequestResult]:
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
         engine = self._llm.llm_engine
@@ -172,57 +171,83 @@ class OfflineBackend:
         run_tag = uuid.uuid4().hex[:8]
         results: dict[int, RequestResult] = {}
         in_flight: dict[str, _InFlight] = {}
+        # Requests are taken from ``requests`` only when a slot is free: the replay holds
+        # those in flight and at most one waiting for its arrival time, never the log.
+        pending = iter(requests)
+        waiting: ReplayRequest | None = None
+        exhausted = False
         next_index = 0
         start = time.perf_counter()
-        while next_index < len(requests) or in_flight:
-            # Admit requests in log order while the concurrency limit and pacing allow.
-            while next_index < len(requests) and len(in_flight) < options.concurrency:
-                request = requests[next_index]
-                wait = pacing_delay(request, options, time.perf_counter() - start)
-                if wait > 0 and in_flight:
-                    break  # keep stepping the running requests; admit this one later
-                if wait > 0:
-                    time.sleep(wait)
-                prompt = TokensPrompt(prompt_token_ids=list(request.prompt_token_ids))
-                if request.cache_salt is not None:
-                    prompt["cache_salt"] = request.cache_salt
-                engine_id = f"{run_tag}-{next_index}"
-                submitted = time.perf_counter()
-                try:
-                    engine.add_request(engine_id, prompt, params)
-                except ValueError as error:  # vLLM's validation errors derive from it
-                    raise EngineError(
-                        f"request {request.request_id} (line {request.line}): the engine"
-                        f" rejected it: {error}"
-                    ) from error
-                in_flight[engine_id] = _InFlight(next_index, request, submitted)
-                next_index += 1
-            if not in_flight:
-                continue
-            for output in engine.step():
-                if output.request_id not in in_flight:
-                    raise EngineError(f"engine returned output for unknown {output.request_id!r}")
-                state = in_flight[output.request_id]
-                now = time.perf_counter()
-                produced = sum(len(completion.token_ids) for completion in output.outputs)
-                if state.first_token is None and produced:
-                    state.first_token = now
-                state.output_tokens += produced
-                if output.finished:
-                    del in_flight[output.request_id]
-                    if state.first_token is None:
+        try:
+            while not exhausted or waiting is not None or in_flight:
+                # Admit requests in log order while the concurrency limit and pacing allow.
+                while len(in_flight) < options.concurrency:
+                    if waiting is None and not exhausted:
+                        waiting = next(pending, None)
+                        exhausted = waiting is None
+                    if waiting is None:
+                        break
+                    request = waiting
+                    wait = pacing_delay(request, options, time.perf_counter() - start)
+                    if wait > 0 and in_flight:
+                        break  # keep stepping the running requests; admit this one later
+                    if wait > 0:
+                        time.sleep(wait)
+                    waiting = None
+                    engine_id = f"{run_tag}-{next_index}"
+                    submitted = time.perf_counter()
+                    self._admit(engine, engine_id, request, params)
+                    in_flight[engine_id] = _InFlight(next_index, request, submitted)
+                    next_index += 1
+                if not in_flight:
+                    continue
+                for output in engine.step():
+                    if output.request_id not in in_flight:
                         raise EngineError(
-                            f"request {state.request.request_id} finished without a token"
+                            f"engine returned output for unknown {output.request_id!r}"
                         )
-                    results[state.index] = RequestResult(
-                        request_id=state.request.request_id,
-                        line=state.request.line,
-                        prompt_tokens=len(state.request.prompt_token_ids),
-                        cached_tokens=output.num_cached_tokens,
-                        output_tokens=state.output_tokens,
-                        ttft_s=state.first_token - state.submitted,
-                        latency_s=now - state.submitted,
-                    )
-                    if progress is not None:
-                        progress(1)
-        return [results[index] for index in range(len(requests))]
+                    state = in_flight[output.request_id]
+                    now = time.perf_counter()
+                    produced = sum(len(completion.token_ids) for completion in output.outputs)
+                    if state.first_token is None and produced:
+                        state.first_token = now
+                    state.output_tokens += produced
+                    if output.finished:
+                        del in_flight[output.request_id]
+                        if state.first_token is None:
+                            raise EngineError(
+                                f"request {state.request.request_id} finished without a token"
+                            )
+                        results[state.index] = RequestResult(
+                            request_id=state.request.request_id,
+                            line=state.request.line,
+                            prompt_tokens=len(state.request.prompt_token_ids),
+                            cached_tokens=output.num_cached_tokens,
+                            output_tokens=state.output_tokens,
+                            ttft_s=state.first_token - state.submitted,
+                            latency_s=now - state.submitted,
+                        )
+                        if progress is not None:
+                            progress(1)
+        except BaseException:
+            # A request the log could not give (a bad record met mid-run) or an engine error:
+            # the requests still running are aborted, so the engine is free for the next run.
+            if in_flight:
+                engine.abort_request(list(in_flight))
+            raise
+        return [results[index] for index in range(next_index)]
+
+    @staticmethod
+    def _admit(engine: Any, engine_id: str, request: ReplayRequest, params: Any) -> None:
+        from vllm.inputs import TokensPrompt
+
+        prompt = TokensPrompt(prompt_token_ids=list(request.prompt_token_ids))
+        if request.cache_salt is not None:
+            prompt["cache_salt"] = request.cache_salt
+        try:
+            engine.add_request(engine_id, prompt, params)
+        except ValueError as error:  # vLLM's validation errors derive from it
+            raise EngineError(
+                f"request {request.request_id} (line {request.line}): the engine"
+                f" rejected it: {error}"
+            ) from error

@@ -28,11 +28,17 @@ to its ``alignment_tokens``.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from itertools import repeat
 
-from cachecast.simulator.blocks import BlockKey, BlockKeyer, common_prefix_length
+from cachecast.simulator.blocks import (
+    REMEMBERED_IDLE_SECONDS,
+    BlockKey,
+    BlockKeyer,
+    common_prefix_length,
+)
 from cachecast.simulator.policies.base import (
     SELF_HOSTED_WRITE,
     CachePolicy,
@@ -315,10 +321,14 @@ class VllmPrefixCache(CachePolicy):
         # de-duplicate) wait in ``_duplicates`` in insertion order.
         self._block_of_key: dict[BlockKey, int] = {}
         self._duplicates: dict[BlockKey, list[int]] = {}
-        # session -> (its last key, the blocks holding its keys, the run number they left in)
+        # session -> (its last key, the blocks holding its keys, the run number they left in,
+        # when it was kept), least recently kept first. A shortcut only (see
+        # ``_remembered_hits``): forgetting an entry changes no result, so sessions idle for
+        # ``REMEMBERED_IDLE_SECONDS`` of log time go, and the memory follows the live sessions.
         self._last_run: dict[
-            tuple[str | None, str, str | None], tuple[BlockKey, list[int], int]
+            tuple[str | None, str, str | None], tuple[BlockKey, list[int], int, float]
         ] = {}
+        self._newest = -math.inf  # the latest request time seen
 
     @property
     def usable_blocks(self) -> int:
@@ -390,6 +400,8 @@ class VllmPrefixCache(CachePolicy):
         first_sequence = queue.append_runs(newly_keyed, hits, keys, pieces)
         # Remembered only if each block is the oldest of its key (hits are; new blocks
         # are when none became a duplicate).
+        if request.timestamp > self._newest:
+            self._newest = request.timestamp
         self._remember(session, keys, hits + newly_keyed if each_oldest else [], first_sequence)
         # The record make_usage would build, built directly (this runs per request): read +
         # written <= needed blocks' tokens, so uncached = input - read - written >= 0.
@@ -427,7 +439,7 @@ class VllmPrefixCache(CachePolicy):
         remembered = self._last_run.get(session)
         if remembered is None:
             return []
-        last_key, blocks, sequence = remembered
+        last_key, blocks, sequence, _ = remembered
         depth = len(blocks)
         if (
             self.free_queue.evicted_through >= sequence
@@ -449,9 +461,12 @@ class VllmPrefixCache(CachePolicy):
         memory = self._last_run
         memory.pop(session, None)
         if blocks:
-            memory[session] = (keys[len(blocks) - 1], blocks, sequence)
+            memory[session] = (keys[len(blocks) - 1], blocks, sequence, self._newest)
             if len(memory) > self.remembered_sessions:
                 del memory[next(iter(memory))]
+        idle_before = self._newest - REMEMBERED_IDLE_SECONDS
+        while memory and next(iter(memory.values()))[3] < idle_before:
+            del memory[next(iter(memory))]
 
     def _evict_keys(self, blocks: list[int], old_keys: list[BlockKey]) -> None:
         """Lazy eviction: ``blocks`` were taken for reuse and lose ``old_keys``, in order."""
