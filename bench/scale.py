@@ -72,6 +72,14 @@ def main() -> None:
         action="store_true",
         help="estimate without miss causes: workers then ship block keys, not token ids",
     )
+    parser.add_argument(
+        "--executor",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="RayExecutor options for the Ray runs (chunk_requests, part_bytes,"
+        " tokenizing_niceness, buckets), to compare settings",
+    )
     parser.add_argument("--run-mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -104,6 +112,7 @@ def main() -> None:
             command += ["--folder", str(directory), "--repeats", str(args.repeats)]
             command += ["--workers", *map(str, args.workers), "--targets", *args.targets]
             command += ["--no-miss-causes"] if args.no_miss_causes else []
+            command += ["--executor", *args.executor] if args.executor else []
             subprocess.run(command, env=env, check=True)
 
 
@@ -163,7 +172,10 @@ def run_mode(args: argparse.Namespace) -> None:
         try:
             wait_for_cluster(workers)
             warm_rows: list[PerRequestRow] = []
-            warm = estimate(request, store, executor=RayExecutor(), on_row=warm_rows.append)
+            options = executor_options(args.executor)
+            warm = estimate(
+                request, store, executor=RayExecutor(**options), on_row=warm_rows.append
+            )
             # After the warm-up: what the tokenizing tasks run with.
             settings = set(ray.get([worker_setting.remote() for _ in range(workers)]))
             rows_equal = [row.as_record() for row in warm_rows] == expected_rows
@@ -174,7 +186,7 @@ def run_mode(args: argparse.Namespace) -> None:
             executors: list[RayExecutor] = []
             single_times: list[float] = []
             ray_times: list[float] = []
-            on_ray = ray_run(request, store, executors)
+            on_ray = ray_run(request, store, executors, options)
             load_before = os.getloadavg()[0]
             for _ in range(args.repeats):
                 best_of(
@@ -199,7 +211,9 @@ def run_mode(args: argparse.Namespace) -> None:
             f"   {baseline / seconds:.2f}x"
             f"   ({seconds:.2f} s, runs {spread(ray_times)} s; each run against the single"
             f" run before it {spread(ratios, 'x')}; report and per-request rows equal to the"
-            f" single process; worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))})\n"
+            f" single process; worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))};"
+            f" chunks of {stats.chunk_requests} requests, tokenizing at nice"
+            f" {stats.tokenizing_niceness})\n"
             f"    stages, task seconds over all workers: read {stages.read:.2f}"
             f"  tokenize {stages.tokenize:.2f}  shuffle {stages.shuffle:.2f}"
             f"  replay {stages.replay:.2f}  merge {stages.merge:.3f}"
@@ -212,13 +226,24 @@ def run_mode(args: argparse.Namespace) -> None:
         )
 
 
-def ray_run(request: Any, store: Any, executors: list[Any]) -> Any:
+def executor_options(given: list[str]) -> dict[str, Any]:
+    """``["chunk_requests=256", ...]`` as RayExecutor keyword arguments."""
+    options: dict[str, Any] = {}
+    for item in given:
+        name, _, value = item.partition("=")
+        if name not in ("chunk_requests", "part_bytes", "tokenizing_niceness", "buckets"):
+            raise SystemExit(f"--executor: unknown option {name!r}")
+        options[name] = int(value)
+    return options
+
+
+def ray_run(request: Any, store: Any, executors: list[Any], options: dict[str, Any]) -> Any:
     """One Ray estimate per call, each executor kept for its stage figures."""
     from cachecast.app.estimate import estimate
     from cachecast.app.ray_executor import RayExecutor
 
     def run() -> dict[str, Any]:
-        executors.append(RayExecutor())
+        executors.append(RayExecutor(**options))
         report = estimate(request, store, executor=executors[-1])
         return report.model_dump(mode="json")
 

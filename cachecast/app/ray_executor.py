@@ -96,10 +96,14 @@ except ModuleNotFoundError as error:  # an optional extra
 OrderKey = tuple[float, int, int]
 """(timestamp, index of the file in the argument list, line): the single-process order."""
 
-DEFAULT_CHUNK_REQUESTS = 2048
+# Small enough that a part streams to its replay while it is read (a chunk a few tens of
+# milliseconds of tokenizing), large enough that a chunk's fixed cost is small.
+DEFAULT_CHUNK_REQUESTS = 256
 PROGRESS_POLL_SECONDS = 0.2
 SPECULATION_HOLD_SECONDS = 60.0  # of log time (see ``BucketReplay``)
 PARTS_PER_CPU = 2  # a few parts per CPU even out parts that tokenize slower than others
+# The tokenizing tasks run at this CPU niceness (see ``_yield_to_replay``).
+DEFAULT_TOKENIZING_NICENESS = 10
 MIN_PART_BYTES = 4 * 1024 * 1024  # below this a part's fixed costs outweigh the split
 UNKNOWN_TIMESTAMP = math.nan
 
@@ -131,6 +135,8 @@ class PassStats:
     tokenize_wall: float = 0.0  # from the first part submitted to the last part done
     replay_wall: float = 0.0  # from then to the last bucket done (what was left to replay)
     merge_wall: float = 0.0
+    chunk_requests: int = 0
+    tokenizing_niceness: int = 0
     streamed: int = 0  # buckets replayed as their chunks came (``BucketReplay``)
     replayed_again: int = 0  # buckets whose streamed replay was dropped (out of order)
 
@@ -215,11 +221,13 @@ def _tokenize_and_shuffle(
     chunk_requests: int,
     needs: KeyNeeds,
     ids: bool,
+    niceness: int,
 ) -> Iterator[list[_Item] | _PartOutcome]:
     """Yield ``buckets`` lists per chunk of compact requests, then the part's outcome."""
     # A task holds one CPU: the tokenizer's encoding thread would only contend with the
     # other tasks on the node (unless the environment says otherwise).
     os.environ.setdefault(THREADS_ENV, "1")
+    _yield_to_replay(niceness)
     clock = time.perf_counter
     began = clock()
     stages = StageSeconds()
@@ -274,6 +282,20 @@ def _tokenize_and_shuffle(
         stages,
         reading.calibration,
     )
+
+
+def _yield_to_replay(niceness: int) -> None:
+    """Run this worker at CPU niceness ``niceness`` at least (0: leave it).
+
+    The replay of a bucket is the pass's one serial stage (one prompt prefix shared by all
+    the traffic is one partition), and its replayer asks for no CPU: it shares the cores
+    with the tokenizing tasks. At equal priority it gets a third of two cores and falls
+    behind the chunks; what it has not replayed when the last part is tokenized is the
+    pass's tail, with a core idle. At a lower priority the tokenizing tasks take what the
+    replay leaves. A worker process keeps the niceness (it can only be raised without
+    privileges); Ray's worker processes of a job run its tasks only."""
+    if niceness > 0 and os.getpriority(os.PRIO_PROCESS, 0) < niceness:
+        os.setpriority(os.PRIO_PROCESS, 0, min(niceness, 19))
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,7 +586,8 @@ class RayExecutor:
     ``buckets``: shuffle buckets per pass (default :func:`default_buckets`); ``part_bytes``: the
     size a file is cut at (default: the log over ``PARTS_PER_CPU`` parts per CPU, at least
     :data:`MIN_PART_BYTES`); ``chunk_requests``: requests a tokenizing task holds before
-    it hands them on. :attr:`stats` gets one :class:`PassStats` per pass run.
+    it hands them on; ``tokenizing_niceness``: the tasks' CPU niceness (0: as started; see
+    ``_yield_to_replay``). :attr:`stats` gets one :class:`PassStats` per pass run.
     """
 
     def __init__(
@@ -574,10 +597,12 @@ class RayExecutor:
         buckets: int | None = None,
         chunk_requests: int = DEFAULT_CHUNK_REQUESTS,
         part_bytes: int | None = None,
+        tokenizing_niceness: int = DEFAULT_TOKENIZING_NICENESS,
     ) -> None:
         self.address = address
         self.buckets = buckets
         self.chunk_requests = chunk_requests
+        self.tokenizing_niceness = tokenizing_niceness
         self.part_bytes = part_bytes
         self.stats: list[PassStats] = []
 
@@ -599,7 +624,13 @@ class RayExecutor:
         parts = plan_parts(
             work.log, self.part_bytes or default_part_bytes(work.log), split=not calibrated
         )
-        stats = PassStats(len(parts), buckets, 0)
+        stats = PassStats(
+            len(parts),
+            buckets,
+            0,
+            chunk_requests=self.chunk_requests,
+            tokenizing_niceness=self.tokenizing_niceness,
+        )
         # The policies read keys computed by the tokenizing tasks; explaining misses reads
         # the ids too (as a policy that matches ids does): they travel as a session's new
         # ids where a prompt extends the previous one (``ordering.PromptPacker``).
@@ -716,6 +747,7 @@ class RayExecutor:
                 self.chunk_requests,
                 needs,
                 ids,
+                self.tokenizing_niceness,
             )
             for part in parts
         ]
