@@ -86,7 +86,7 @@ from cachecast.tokenizers import calibration as calibrating
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.encode import THREADS_ENV
-from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.tokenizers.types import Segment, TokenizedRequest
 
 try:
     import ray
@@ -160,6 +160,69 @@ class _Item:
     request: TokenizedRequest
     part: int
     extends: int = 0
+    # How many leading segments are the session's previous request's in the bucket (only
+    # the others travel; see ``_SegmentsSender``).
+    segments_from: int = 0
+
+    def __reduce__(self) -> tuple[type[_Item], tuple[OrderKey, TokenizedRequest, int, int, int]]:
+        # The fields as they are (see ``tokenizers.types``: dataclass pickling is slow).
+        return (_Item, (self.order, self.request, self.part, self.extends, self.segments_from))
+
+
+_SessionKey = tuple[str | None, str, str | None]
+
+
+class _SegmentsSender:
+    """A request's segments as those it shares with its session's previous request in the
+    same channel (a bucket) and the rest.
+
+    An agent's request repeats its session's previous prompt, and the tokenizer hands on the
+    previous request's ``Segment`` objects for it (one per tool, message and content part:
+    dozens): shipping them all again would cost more than the request's new token ids
+    (pickling a segment is a Python object each way). Only leading segments that are the
+    very same objects count as shared (``is``: no comparison of values)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[int, _SessionKey], tuple[Segment, ...]] = {}
+
+    def split(self, request: TokenizedRequest, channel: int) -> int:
+        """How many of ``request``'s leading segments the receiver has already."""
+        if request.session is None or not request.segments:
+            return 0
+        key = (channel, (request.model, request.scope, request.session))
+        previous = self._latest.get(key, ())
+        segments = request.segments
+        self._latest[key] = segments
+        shared = 0
+        for old, new in zip(previous, segments, strict=False):
+            if old is not new:
+                break
+            shared += 1
+        return shared
+
+
+class _SegmentsReceiver:
+    """Rebuilds the segments :class:`_SegmentsSender` split, fed in the sender's order;
+    ``stream`` tells apart the senders feeding one receiver."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[int, _SessionKey], tuple[Segment, ...]] = {}
+
+    def receive(self, request: TokenizedRequest, shared: int, stream: int) -> tuple[Segment, ...]:
+        if request.session is None or (not request.segments and not shared):
+            return request.segments
+        key = (stream, (request.model, request.scope, request.session))
+        segments = request.segments
+        if shared:
+            previous = self._latest.get(key, ())
+            if len(previous) < shared:
+                raise ValueError(
+                    f"{request.source} line {request.line}: {shared} shared segments,"
+                    f" {len(previous)} received before"
+                )
+            segments = previous[:shared] + segments
+        self._latest[key] = segments
+        return segments
 
 
 @dataclass(slots=True)
@@ -240,6 +303,7 @@ def _tokenize_and_shuffle(
     )
     compactor = Compactor(needs, keep_ids=ids)
     packer = PromptPacker() if ids else None
+    segments = _SegmentsSender()
     chunk: list[list[_Item]] = [[] for _ in range(buckets)]
     held = 0
     last, inherits = UNKNOWN_TIMESTAMP, False
@@ -254,10 +318,17 @@ def _tokenize_and_shuffle(
         compact = compactor.compact(request)
         extends = 0
         node = packer.extension(compact, bucket) if packer is not None else None
+        shared = segments.split(compact, bucket)
         if node is not None and node.parent is not None:
-            compact = dataclasses.replace(compact, tokens=node.tail)
             extends = node.parent.length
-        item = _Item((timestamp, part.file_index, request.line), compact, part.index, extends)
+            compact = dataclasses.replace(
+                compact, tokens=node.tail, segments=compact.segments[shared:]
+            )
+        elif shared:
+            compact = dataclasses.replace(compact, segments=compact.segments[shared:])
+        item = _Item(
+            (timestamp, part.file_index, request.line), compact, part.index, extends, shared
+        )
         chunk[bucket].append(item)
         held += 1
         if held >= chunk_requests:
@@ -334,6 +405,8 @@ class BucketReplay:
         self.items: list[_Item] = []
         self.chains: list[Extension | None] = []
         self._receiver = ExtensionReceiver()
+        self.segments: list[tuple[Segment, ...] | None] = []  # None: the request's own
+        self._segments_receiver = _SegmentsReceiver()
         self.replayed = 0  # requests through the policies so far (a progress count)
         self._shuffle_seconds = 0.0
         self._last: OrderKey | None = None  # the latest request handed to the replay
@@ -351,6 +424,9 @@ class BucketReplay:
         items, first = self.items, len(self.items)
         for item in chunk:
             self.chains.append(self._receiver.receive(item.request, item.extends, item.part))
+            shared = item.segments_from
+            whole = self._segments_receiver.receive(item.request, shared, item.part)
+            self.segments.append(whole if shared else None)
             if math.isnan(item.order[0]):
                 item.order = (carried, item.order[1], item.order[2])
                 item.request = dataclasses.replace(item.request, timestamp=carried)
@@ -438,7 +514,7 @@ class BucketReplay:
         began = time.perf_counter()
         current: list[PerRequestRow] = []
         previous_order: list[OrderKey] = [(0.0, 0, 0)]
-        items, chains = self.items, self.chains
+        items, chains, segments = self.items, self.chains, self.segments
         waited = 0.0  # for the next chunk (not replay time)
 
         def ordered() -> Iterator[TokenizedRequest]:
@@ -457,12 +533,17 @@ class BucketReplay:
                         bucket.rows.append((previous_order[0], list(current)))
                         current.clear()
                     previous_order[0] = item.order
-                    chain = chains[index]
+                    chain, whole = chains[index], segments[index]
                     # The whole ids only while the request is replayed: the bucket holds tails.
                     if chain is None:
-                        yield item.request
-                    else:
+                        if whole is None:
+                            yield item.request
+                        else:
+                            yield dataclasses.replace(item.request, segments=whole)
+                    elif whole is None:
                         yield dataclasses.replace(item.request, tokens=chain.ids())
+                    else:
+                        yield dataclasses.replace(item.request, tokens=chain.ids(), segments=whole)
             if current:
                 bucket.rows.append((previous_order[0], list(current)))
                 current.clear()
