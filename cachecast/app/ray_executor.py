@@ -69,7 +69,13 @@ from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, Location, LogRecordError, MissingExtraError
 from cachecast.logs import LogStream, detect_format, open_log
 from cachecast.logs.errors import LogFileError
-from cachecast.logs.ranges import SPLITTABLE_FORMATS, LineRange, open_range, split_lines
+from cachecast.logs.ranges import (
+    SPLITTABLE_FORMATS,
+    LineRange,
+    open_range,
+    split_at,
+    split_lines,
+)
 from cachecast.logs.stream import Item as LogItem
 from cachecast.simulator.compact import Compactor, KeyNeeds, key_needs
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
@@ -703,7 +709,10 @@ class RayExecutor:
         # reads them, never cut into parts that would each start uncalibrated.
         calibrated = not get_tokenizer(work.tokenizer_pass.tokenize_as).exact
         parts = plan_parts(
-            work.log, self.part_bytes or default_part_bytes(work.log), split=not calibrated
+            work.log,
+            self.part_bytes or default_part_bytes(work.log),
+            split=not calibrated,
+            taper=None if self.part_bytes else _cluster_cpus(),
         )
         stats = PassStats(
             len(parts),
@@ -869,17 +878,47 @@ def default_part_bytes(log: LogInput) -> int:
     return max(MIN_PART_BYTES, -(-total // max(PARTS_PER_CPU * cpus, 1)))
 
 
-def plan_parts(log: LogInput, part_bytes: int, *, split: bool = True) -> list[_Part]:
+def plan_parts(
+    log: LogInput, part_bytes: int, *, split: bool = True, taper: int | None = None
+) -> list[_Part]:
     """Every file as one part, except (``split``) cachecast JSON lines over ``part_bytes``,
-    cut into ranges of about that size (see ``logs.ranges``)."""
+    cut into ranges of about that size (see ``logs.ranges``); ``taper``: a log of one file
+    is cut into parts that get smaller towards its end instead, for that many CPUs
+    (:func:`tapered_cuts`)."""
     parts: list[_Part] = []
     for file_index, file in enumerate(log.files):
         ranges: list[LineRange | None] = [None]
         size = file.path.stat().st_size
         if split and size > part_bytes and file.results is None and _splittable(log, file_index):
-            ranges = list(split_lines(file.path, -(-size // part_bytes)))
+            if taper is not None and len(log.files) == 1:
+                ranges = list(split_at(file.path, tapered_cuts(size, taper, MIN_PART_BYTES)))
+            else:
+                ranges = list(split_lines(file.path, -(-size // part_bytes)))
         parts.extend(_Part(len(parts) + n, file_index, lines) for n, lines in enumerate(ranges))
     return parts
+
+
+def tapered_cuts(size: int, cpus: int, smallest: int) -> list[int]:
+    """Byte offsets that cut ``size`` bytes into parts, each ``1 / (2 * cpus)`` of the bytes
+    from its start on, down to ``smallest`` (guided self-scheduling).
+
+    Why: a one-file pass replays its parts in file order while later ones are tokenized, so
+    the chunks of a part that is tokenized beside an earlier one wait until that one is
+    done, and what the last parts hold is replayed after every CPU has finished
+    tokenizing: the pass's tail. Equal parts leave ``1 / parts`` of the log to that tail;
+    tapered ones a part of ``smallest`` bytes or so, at the cost of a few more parts (each
+    starts its sessions' prompts afresh)."""
+    cuts: list[int] = []
+    position = 0
+    while True:
+        remaining = size - position
+        step = remaining // max(2 * cpus, 1)
+        if step < smallest:  # the rest in equal parts of ``smallest`` bytes at least
+            count = max(remaining // max(smallest, 1), 1)
+            cuts += [position + remaining * number // count for number in range(1, count)]
+            return cuts
+        position += step
+        cuts.append(position)
 
 
 def _splittable(log: LogInput, file_index: int) -> bool:
