@@ -6,15 +6,19 @@ resolution to the report, is the same code as in one process). One pass, in thre
 1. **Tokenize and shuffle** (one Ray task per *part*, a streaming generator). A part is a
    whole log file, or for cachecast JSON lines a byte range of one cut at line starts
    (``logs.ranges``), so that several workers share a large file; parts are about
-   ``1 / (PARTS_PER_CPU * CPUs)`` of the log. A task reads and tokenizes its part exactly
+   ``1 / (PARTS_PER_CPU * CPUs)`` of the log, or for a log of one file parts that get
+   smaller towards its end (:func:`tapered_cuts`: less is left to replay once the
+   tokenizing ends). A task reads and tokenizes its part exactly
    as one process does (``LogReading.source_requests``), computes each request's partition
    key (``partition.partition_key``) and the keys the replay's policies will look up
    (``simulator.compact``: 16 bytes per block instead of 4 bytes per token). Where the
    replay reads the ids too (explaining misses compares each prompt's ids with earlier
    ones), they travel as well, a prompt that extends its session's previous one in the
-   bucket as its new ids only (``ordering.PromptPacker.extension``). Every
+   bucket as its new ids only (``ordering.PromptPacker.extension``), and its segments as
+   those the previous one did not have (:class:`_SegmentsSender`). Every
    ``chunk_requests`` requests it yields one list per shuffle bucket; a worker holds one
-   chunk at a time, the chunks wait in Ray's object store.
+   chunk at a time, the chunks wait in Ray's object store. The tasks run at a lower CPU
+   priority (``tokenizing_niceness``), so that the replay keeps up with them.
 2. **Replay** (:class:`BucketReplay`, on replayer actors: one process per CPU, kept from
    pass to pass). The driver hands each chunk to its buckets' replayer as it comes, part
    after part in plan order. A bucket is replayed in the single-process order (timestamp,
