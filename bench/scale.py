@@ -77,8 +77,8 @@ def main() -> None:
         nargs="*",
         default=[],
         metavar="NAME=VALUE",
-        help="RayExecutor options for the Ray runs (chunk_requests, part_bytes,"
-        " tokenizing_niceness, buckets), to compare settings",
+        help="RayExecutor options for the Ray runs (chunk_requests, part_bytes, buckets),"
+        " to compare settings",
     )
     parser.add_argument("--run-mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -212,8 +212,7 @@ def run_mode(args: argparse.Namespace) -> None:
             f"   ({seconds:.2f} s, runs {spread(ray_times)} s; each run against the single"
             f" run before it {spread(ratios, 'x')}; report and per-request rows equal to the"
             f" single process; worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))};"
-            f" chunks of {stats.chunk_requests} requests, tokenizing at nice"
-            f" {stats.tokenizing_niceness})\n"
+            f" chunks of {stats.chunk_requests} requests)\n"
             f"    stages, task seconds over all workers: read {stages.read:.2f}"
             f"  tokenize {stages.tokenize:.2f}  shuffle {stages.shuffle:.2f}"
             f"  replay {stages.replay:.2f}  merge {stages.merge:.3f}"
@@ -231,7 +230,7 @@ def executor_options(given: list[str]) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for item in given:
         name, _, value = item.partition("=")
-        if name not in ("chunk_requests", "part_bytes", "tokenizing_niceness", "buckets"):
+        if name not in ("chunk_requests", "part_bytes", "buckets"):
             raise SystemExit(f"--executor: unknown option {name!r}")
         options[name] = int(value)
     return options

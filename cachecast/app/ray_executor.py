@@ -17,8 +17,7 @@ resolution to the report, is the same code as in one process). One pass, in thre
    bucket as its new ids only (``ordering.PromptPacker.extension``), and its segments as
    those the previous one did not have (:class:`_SegmentsSender`). Every
    ``chunk_requests`` requests it yields one list per shuffle bucket; a worker holds one
-   chunk at a time, the chunks wait in Ray's object store. The tasks run at a lower CPU
-   priority (``tokenizing_niceness``), so that the replay keeps up with them.
+   chunk at a time, the chunks wait in Ray's object store.
 2. **Replay** (:class:`BucketReplay`, on replayer actors: one process per CPU, kept from
    pass to pass). The driver hands each chunk to its buckets' replayer as it comes, part
    after part in plan order. A bucket is replayed in the single-process order (timestamp,
@@ -112,8 +111,6 @@ DEFAULT_CHUNK_REQUESTS = 256
 PROGRESS_POLL_SECONDS = 0.2
 SPECULATION_HOLD_SECONDS = 60.0  # of log time (see ``BucketReplay``)
 PARTS_PER_CPU = 2  # a few parts per CPU even out parts that tokenize slower than others
-# The tokenizing tasks run at this CPU niceness (see ``_yield_to_replay``).
-DEFAULT_TOKENIZING_NICENESS = 10
 MIN_PART_BYTES = 4 * 1024 * 1024  # below this a part's fixed costs outweigh the split
 UNKNOWN_TIMESTAMP = math.nan
 
@@ -146,7 +143,6 @@ class PassStats:
     replay_wall: float = 0.0  # from then to the last bucket done (what was left to replay)
     merge_wall: float = 0.0
     chunk_requests: int = 0
-    tokenizing_niceness: int = 0
     streamed: int = 0  # buckets replayed as their chunks came (``BucketReplay``)
     replayed_again: int = 0  # buckets whose streamed replay was dropped (out of order)
 
@@ -294,13 +290,11 @@ def _tokenize_and_shuffle(
     chunk_requests: int,
     needs: KeyNeeds,
     ids: bool,
-    niceness: int,
 ) -> Iterator[list[_Item] | _PartOutcome]:
     """Yield ``buckets`` lists per chunk of compact requests, then the part's outcome."""
     # A task holds one CPU: the tokenizer's encoding thread would only contend with the
     # other tasks on the node (unless the environment says otherwise).
     os.environ.setdefault(THREADS_ENV, "1")
-    _yield_to_replay(niceness)
     clock = time.perf_counter
     began = clock()
     stages = StageSeconds()
@@ -363,20 +357,6 @@ def _tokenize_and_shuffle(
         stages,
         reading.calibration,
     )
-
-
-def _yield_to_replay(niceness: int) -> None:
-    """Run this worker at CPU niceness ``niceness`` at least (0: leave it).
-
-    The replay of a bucket is the pass's one serial stage (one prompt prefix shared by all
-    the traffic is one partition), and its replayer asks for no CPU: it shares the cores
-    with the tokenizing tasks. At equal priority it gets a third of two cores and falls
-    behind the chunks; what it has not replayed when the last part is tokenized is the
-    pass's tail, with a core idle. At a lower priority the tokenizing tasks take what the
-    replay leaves. A worker process keeps the niceness (it can only be raised without
-    privileges); Ray's worker processes of a job run its tasks only."""
-    if niceness > 0 and os.getpriority(os.PRIO_PROCESS, 0) < niceness:
-        os.setpriority(os.PRIO_PROCESS, 0, min(niceness, 19))
 
 
 @dataclass(frozen=True, slots=True)
@@ -677,8 +657,7 @@ class RayExecutor:
     ``buckets``: shuffle buckets per pass (default :func:`default_buckets`); ``part_bytes``: the
     size a file is cut at (default: the log over ``PARTS_PER_CPU`` parts per CPU, at least
     :data:`MIN_PART_BYTES`); ``chunk_requests``: requests a tokenizing task holds before
-    it hands them on; ``tokenizing_niceness``: the tasks' CPU niceness (0: as started; see
-    ``_yield_to_replay``). :attr:`stats` gets one :class:`PassStats` per pass run.
+    it hands them on. :attr:`stats` gets one :class:`PassStats` per pass run.
     """
 
     def __init__(
@@ -688,12 +667,10 @@ class RayExecutor:
         buckets: int | None = None,
         chunk_requests: int = DEFAULT_CHUNK_REQUESTS,
         part_bytes: int | None = None,
-        tokenizing_niceness: int = DEFAULT_TOKENIZING_NICENESS,
     ) -> None:
         self.address = address
         self.buckets = buckets
         self.chunk_requests = chunk_requests
-        self.tokenizing_niceness = tokenizing_niceness
         self.part_bytes = part_bytes
         self.stats: list[PassStats] = []
 
@@ -723,7 +700,6 @@ class RayExecutor:
             buckets,
             0,
             chunk_requests=self.chunk_requests,
-            tokenizing_niceness=self.tokenizing_niceness,
         )
         # The policies read keys computed by the tokenizing tasks; explaining misses reads
         # the ids too (as a policy that matches ids does): they travel as a session's new
@@ -841,7 +817,6 @@ class RayExecutor:
                 self.chunk_requests,
                 needs,
                 ids,
-                self.tokenizing_niceness,
             )
             for part in parts
         ]
