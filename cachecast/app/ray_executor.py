@@ -286,12 +286,16 @@ def _tokenize_and_shuffle(
     part: _Part,
     tokenize_as: str,
     unit: int,
-    buckets: int,
+    owners: list[list[int]],
     chunk_requests: int,
     needs: KeyNeeds,
     ids: bool,
-) -> Iterator[list[_Item] | _PartOutcome]:
-    """Yield ``buckets`` lists per chunk of compact requests, then the part's outcome."""
+) -> Iterator[list[list[_Item]] | _PartOutcome]:
+    """Yield, per chunk of compact requests, one object per replayer (``owners``: the
+    buckets each replayer holds), the lists of its buckets; then the part's outcome. (One
+    object per bucket would cost every bucket a put, a handle and a fetch, most of them
+    empty or small.)"""
+    buckets = sum(len(owned) for owned in owners)
     # A task holds one CPU: the tokenizer's encoding thread would only contend with the
     # other tasks on the node (unless the environment says otherwise).
     os.environ.setdefault(THREADS_ENV, "1")
@@ -337,14 +341,14 @@ def _tokenize_and_shuffle(
         held += 1
         if held >= chunk_requests:
             moved = clock()
-            for bucket_items in chunk:  # not ``yield from``: Ray resumes with send()
-                yield bucket_items
+            for owned in owners:  # not ``yield from``: Ray resumes with send()
+                yield [chunk[bucket] for bucket in owned]
             shuffled += clock() - moved
             chunk = [[] for _ in range(buckets)]
             held = 0
     moved = clock()
-    for bucket_items in chunk:
-        yield bucket_items
+    for owned in owners:
+        yield [chunk[bucket] for bucket in owned]
     shuffled += clock() - moved
     stages.shuffle = shuffled
     stages.tokenize = clock() - began - stages.read - shuffled
@@ -573,7 +577,9 @@ class _Replayer:
         for bucket in buckets:
             self._buckets[pass_id, bucket] = BucketReplay(setup)
 
-    def feed(self, pass_id: str, carried: float, buckets: list[int], *chunks: list[_Item]) -> None:
+    def feed(
+        self, pass_id: str, carried: float, buckets: list[int], chunks: list[list[_Item]]
+    ) -> None:
         for bucket, chunk in zip(buckets, chunks, strict=True):
             self._buckets[pass_id, bucket].feed(chunk, carried)
 
@@ -806,6 +812,7 @@ class RayExecutor:
         """Run the tokenize-and-shuffle tasks, handing each chunk to the replayers as it
         comes, part after part in plan order; returns each part's outcome (in part order:
         bad lines by file in argument order, then line)."""
+        owned = [list(range(number, buckets, len(replayers))) for number in range(len(replayers))]
         # A generator task returns an ObjectRefGenerator (Ray's stubs say ObjectRef).
         generators: list[Any] = [
             _tokenize_and_shuffle.remote(
@@ -813,19 +820,18 @@ class RayExecutor:
                 part,
                 work.tokenizer_pass.tokenize_as,
                 unit,
-                buckets,
+                owned,
                 self.chunk_requests,
                 needs,
                 ids,
             )
             for part in parts
         ]
-        owned = [list(range(number, buckets, len(replayers))) for number in range(len(replayers))]
+        per_chunk = len(replayers)
 
         def hand_on(chunk: list[Any], carried: float) -> None:
-            for replayer, its_buckets in zip(replayers, owned, strict=True):
-                refs = [chunk[bucket] for bucket in its_buckets]
-                handed.append(replayer.feed.remote(pass_id, carried, its_buckets, *refs))
+            for replayer, its_buckets, ref in zip(replayers, owned, chunk, strict=True):
+                handed.append(replayer.feed.remote(pass_id, carried, its_buckets, ref))
 
         outcomes: list[_PartOutcome] = []
         last: dict[int, float] = {}  # the last timestamp of each file's parts so far
@@ -836,9 +842,9 @@ class RayExecutor:
             pending: list[Any] = []
             for ref in generator:
                 pending.append(ref)
-                if len(pending) > buckets:  # a whole chunk, and more after it
-                    hand_on(pending[:buckets], carried)
-                    del pending[:buckets]
+                if len(pending) > per_chunk:  # a whole chunk, and more after it
+                    hand_on(pending[:per_chunk], carried)
+                    del pending[:per_chunk]
             *chunk, outcome_ref = pending  # the last chunk (if any) and the outcome
             outcome: _PartOutcome = _unwrapped(ray.get, [outcome_ref])[0]
             if chunk:
