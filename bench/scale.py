@@ -26,8 +26,11 @@ worker start-up and one warm-up estimate (imports, tokenizer files) are not time
 ``--repeats`` times the baseline and the Ray run, alternated (so that both see the same load
 from whatever else runs on the host), and the best of each. Every timed report is checked
 equal to the single-process report, and the warm-up run's per-request rows to the
-baseline's rows. Printed: requests/s, the ratio to the baseline, and the stages of the best
-Ray run (task seconds summed over workers, and the driver's wall-clock seconds per phase).
+baseline's rows. Printed: requests/s, the ratio of the bests, the spread of the runs (and of
+each Ray run's ratio to the single run just before it), and the stages of the best Ray run
+(task seconds summed over workers and replayers, the driver's wall-clock seconds until the
+last part was tokenized and from then until the last bucket was replayed; how many buckets
+were replayed as their chunks came).
 """
 
 from __future__ import annotations
@@ -69,6 +72,14 @@ def main() -> None:
         action="store_true",
         help="estimate without miss causes: workers then ship block keys, not token ids",
     )
+    parser.add_argument(
+        "--executor",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="RayExecutor options for the Ray runs (chunk_requests, part_bytes, buckets),"
+        " to compare settings",
+    )
     parser.add_argument("--run-mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -101,6 +112,7 @@ def main() -> None:
             command += ["--folder", str(directory), "--repeats", str(args.repeats)]
             command += ["--workers", *map(str, args.workers), "--targets", *args.targets]
             command += ["--no-miss-causes"] if args.no_miss_causes else []
+            command += ["--executor", *args.executor] if args.executor else []
             subprocess.run(command, env=env, check=True)
 
 
@@ -160,7 +172,10 @@ def run_mode(args: argparse.Namespace) -> None:
         try:
             wait_for_cluster(workers)
             warm_rows: list[PerRequestRow] = []
-            warm = estimate(request, store, executor=RayExecutor(), on_row=warm_rows.append)
+            options = executor_options(args.executor)
+            warm = estimate(
+                request, store, executor=RayExecutor(**options), on_row=warm_rows.append
+            )
             # After the warm-up: what the tokenizing tasks run with.
             settings = set(ray.get([worker_setting.remote() for _ in range(workers)]))
             rows_equal = [row.as_record() for row in warm_rows] == expected_rows
@@ -171,7 +186,7 @@ def run_mode(args: argparse.Namespace) -> None:
             executors: list[RayExecutor] = []
             single_times: list[float] = []
             ray_times: list[float] = []
-            on_ray = ray_run(request, store, executors)
+            on_ray = ray_run(request, store, executors, options)
             load_before = os.getloadavg()[0]
             for _ in range(args.repeats):
                 best_of(
@@ -188,35 +203,55 @@ def run_mode(args: argparse.Namespace) -> None:
         busy = f"host load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
         stats = executors[ray_times.index(seconds)].stats[0]
         stages = stats.stages
+        ratios = [single / ray for single, ray in zip(single_times, ray_times, strict=True)]
         print(
             f"single process    {requests / baseline:9.1f} req/s   1.00x   ({baseline:.2f} s,"
-            f" {tokens / baseline / 1e6:.1f} M tokens/s)\n"
+            f" {tokens / baseline / 1e6:.1f} M tokens/s; runs {spread(single_times)} s)\n"
             f"ray {workers:>2} worker(s)  {requests / seconds:9.1f} req/s"
             f"   {baseline / seconds:.2f}x"
-            f"   ({seconds:.2f} s; report and per-request rows equal to the single process;"
-            f" worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))})\n"
+            f"   ({seconds:.2f} s, runs {spread(ray_times)} s; each run against the single"
+            f" run before it {spread(ratios, 'x')}; report and per-request rows equal to the"
+            f" single process; worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))};"
+            f" chunks of {stats.chunk_requests} requests)\n"
             f"    stages, task seconds over all workers: read {stages.read:.2f}"
             f"  tokenize {stages.tokenize:.2f}  shuffle {stages.shuffle:.2f}"
             f"  replay {stages.replay:.2f}  merge {stages.merge:.3f}"
             f"  (replay {tokens / max(stages.replay, 1e-9) / 1e6:.0f} M tokens/s a CPU)\n"
             f"    driver wall seconds: read+tokenize+shuffle {stats.tokenize_wall:.2f}"
             f"  replay {stats.replay_wall:.2f}  merge {stats.merge_wall:.3f}"
-            f"  ({stats.parts} parts, {stats.buckets} buckets; {busy})",
+            f"  ({stats.parts} parts, {stats.buckets} buckets, {stats.streamed} replayed as"
+            f" their chunks came, {stats.replayed_again} again; {busy})",
             flush=True,
         )
 
 
-def ray_run(request: Any, store: Any, executors: list[Any]) -> Any:
+def executor_options(given: list[str]) -> dict[str, Any]:
+    """``["chunk_requests=256", ...]`` as RayExecutor keyword arguments."""
+    options: dict[str, Any] = {}
+    for item in given:
+        name, _, value = item.partition("=")
+        if name not in ("chunk_requests", "part_bytes", "buckets"):
+            raise SystemExit(f"--executor: unknown option {name!r}")
+        options[name] = int(value)
+    return options
+
+
+def ray_run(request: Any, store: Any, executors: list[Any], options: dict[str, Any]) -> Any:
     """One Ray estimate per call, each executor kept for its stage figures."""
     from cachecast.app.estimate import estimate
     from cachecast.app.ray_executor import RayExecutor
 
     def run() -> dict[str, Any]:
-        executors.append(RayExecutor())
+        executors.append(RayExecutor(**options))
         report = estimate(request, store, executor=executors[-1])
         return report.model_dump(mode="json")
 
     return run
+
+
+def spread(values: list[float], unit: str = "") -> str:
+    """'2.10-2.45' (the lowest and highest of ``values``)."""
+    return f"{min(values):.2f}{unit}-{max(values):.2f}{unit}"
 
 
 def best_of(

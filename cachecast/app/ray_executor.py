@@ -6,24 +6,37 @@ resolution to the report, is the same code as in one process). One pass, in thre
 1. **Tokenize and shuffle** (one Ray task per *part*, a streaming generator). A part is a
    whole log file, or for cachecast JSON lines a byte range of one cut at line starts
    (``logs.ranges``), so that several workers share a large file; parts are about
-   ``1 / (PARTS_PER_CPU * CPUs)`` of the log. A task reads and tokenizes its part exactly
+   ``1 / (PARTS_PER_CPU * CPUs)`` of the log, or for a log of one file parts that get
+   smaller towards its end (:func:`tapered_cuts`: less is left to replay once the
+   tokenizing ends). A task reads and tokenizes its part exactly
    as one process does (``LogReading.source_requests``), computes each request's partition
-   key (``partition.partition_key``) and replaces its token ids by the keys the replay's
-   policies will look up (``simulator.compact``: 16 bytes per block instead of 4 bytes per
-   token). Every ``chunk_requests`` requests it yields one list per shuffle bucket; a worker
-   holds one chunk at a time, the chunks wait in Ray's object store.
-2. **Replay** (one Ray task per bucket): sort the bucket into the single-process order
-   (timestamp, file position in the argument list, line) and replay it through every
-   target's policy with the same priced replay (``simulator.pricing.replay_targets``). A
-   worker holds one bucket: about ``1 / buckets`` of the log's keys (more when one prompt
-   prefix dominates the traffic; raise ``buckets`` to lower it, a single hot key cannot be
-   split).
+   key (``partition.partition_key``) and the keys the replay's policies will look up
+   (``simulator.compact``: 16 bytes per block instead of 4 bytes per token). Where the
+   replay reads the ids too (explaining misses compares each prompt's ids with earlier
+   ones), they travel as well, a prompt that extends its session's previous one in the
+   bucket as its new ids only (``ordering.PromptPacker.extension``), and its segments as
+   those the previous one did not have (:class:`_SegmentsSender`). Every
+   ``chunk_requests`` requests it yields one list per shuffle bucket; a worker holds one
+   chunk at a time, the chunks wait in Ray's object store.
+2. **Replay** (:class:`BucketReplay`, on replayer actors: one process per CPU, kept from
+   pass to pass). The driver hands each chunk to its buckets' replayer as it comes, part
+   after part in plan order. A bucket is replayed in the single-process order (timestamp,
+   file position in the argument list, line) through every target's policy with the same
+   priced replay (``simulator.pricing.replay_targets``). For a pass over one file its
+   chunks are replayed as they come, while later parts are still being tokenized, as long
+   as each sorts after what was replayed before it; a chunk that goes back in time makes
+   its bucket replayed again, sorted, once every chunk is in (``PassStats.replayed_again``).
+   A replayer asks for no CPU: it works while the tokenizing tasks hold the CPUs (the host
+   shares its cores), so the replay of the hottest bucket (one prompt prefix shared by all
+   the traffic is one partition: it cannot be split) overlaps the tokenizing instead of
+   following it. A replayer holds its buckets' requests: about ``1 / replayers`` of the
+   log's keys and new ids (more when one prompt prefix dominates the traffic).
 3. **Merge**: totals are sums (integers and exact decimals), so they merge in any order;
    per-request rows are merged back into the single-process order.
 
 A record without a timestamp takes the previous record's. A part that starts inside a file
-does not know that one, so it reads its records with NaN for it; those records get, before
-the replay sorts them, the last timestamp of the parts before theirs (what one process
+does not know that one, so it reads its records with NaN for it; those records get, as
+their chunk is handed on, the last timestamp of the parts before theirs (what one process
 reading the whole file would have given them).
 
 Exact because hosted contracts have no shared capacity (see ``partition``); a policy with a
@@ -45,23 +58,32 @@ import datetime as dt
 import heapq
 import math
 import os
+import queue
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachecast.app.estimate import PassOutcome, PassWork
 from cachecast.app.logs import LogInput, LogReading
-from cachecast.app.progress import progress_events
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, Location, LogRecordError, MissingExtraError
 from cachecast.logs import LogStream, detect_format, open_log
 from cachecast.logs.errors import LogFileError
-from cachecast.logs.ranges import SPLITTABLE_FORMATS, LineRange, open_range, split_lines
+from cachecast.logs.ranges import (
+    SPLITTABLE_FORMATS,
+    LineRange,
+    open_range,
+    split_at,
+    split_lines,
+)
 from cachecast.logs.stream import Item as LogItem
 from cachecast.simulator.compact import Compactor, KeyNeeds, key_needs
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
+from cachecast.simulator.ordering import Extension, ExtensionReceiver, PromptPacker
 from cachecast.simulator.pricing import (
     ObservedModelMatcher,
     PerRequestRow,
@@ -73,7 +95,7 @@ from cachecast.tokenizers import calibration as calibrating
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.encode import THREADS_ENV
-from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.tokenizers.types import Segment, TokenizedRequest
 
 try:
     import ray
@@ -83,8 +105,11 @@ except ModuleNotFoundError as error:  # an optional extra
 OrderKey = tuple[float, int, int]
 """(timestamp, index of the file in the argument list, line): the single-process order."""
 
-DEFAULT_CHUNK_REQUESTS = 2048
+# Small enough that a part streams to its replay while it is read (a chunk a few tens of
+# milliseconds of tokenizing), large enough that a chunk's fixed cost is small.
+DEFAULT_CHUNK_REQUESTS = 256
 PROGRESS_POLL_SECONDS = 0.2
+SPECULATION_HOLD_SECONDS = 60.0  # of log time (see ``BucketReplay``)
 PARTS_PER_CPU = 2  # a few parts per CPU even out parts that tokenize slower than others
 MIN_PART_BYTES = 4 * 1024 * 1024  # below this a part's fixed costs outweigh the split
 UNKNOWN_TIMESTAMP = math.nan
@@ -115,8 +140,11 @@ class PassStats:
     requests: int
     stages: StageSeconds = field(default_factory=StageSeconds)
     tokenize_wall: float = 0.0  # from the first part submitted to the last part done
-    replay_wall: float = 0.0  # from the first bucket submitted to the last bucket done
+    replay_wall: float = 0.0  # from then to the last bucket done (what was left to replay)
     merge_wall: float = 0.0
+    chunk_requests: int = 0
+    streamed: int = 0  # buckets replayed as their chunks came (``BucketReplay``)
+    replayed_again: int = 0  # buckets whose streamed replay was dropped (out of order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +158,77 @@ class _Part:
 
 @dataclass(slots=True)
 class _Item:
-    """One compact request on its way to its bucket."""
+    """One compact request on its way to its bucket. Where the replay reads ids, a request
+    that extends its session's previous prompt in the bucket travels with its new ids only
+    (``extends``: how many it takes from that prompt; see ``ordering.ExtensionReceiver``)."""
 
     order: OrderKey
     request: TokenizedRequest
     part: int
+    extends: int = 0
+    # How many leading segments are the session's previous request's in the bucket (only
+    # the others travel; see ``_SegmentsSender``).
+    segments_from: int = 0
+
+    def __reduce__(self) -> tuple[type[_Item], tuple[OrderKey, TokenizedRequest, int, int, int]]:
+        # The fields as they are (see ``tokenizers.types``: dataclass pickling is slow).
+        return (_Item, (self.order, self.request, self.part, self.extends, self.segments_from))
+
+
+_SessionKey = tuple[str | None, str, str | None]
+
+
+class _SegmentsSender:
+    """A request's segments as those it shares with its session's previous request in the
+    same channel (a bucket) and the rest.
+
+    An agent's request repeats its session's previous prompt, and the tokenizer hands on the
+    previous request's ``Segment`` objects for it (one per tool, message and content part:
+    dozens): shipping them all again would cost more than the request's new token ids
+    (pickling a segment is a Python object each way). Only leading segments that are the
+    very same objects count as shared (``is``: no comparison of values)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[int, _SessionKey], tuple[Segment, ...]] = {}
+
+    def split(self, request: TokenizedRequest, channel: int) -> int:
+        """How many of ``request``'s leading segments the receiver has already."""
+        if request.session is None or not request.segments:
+            return 0
+        key = (channel, (request.model, request.scope, request.session))
+        previous = self._latest.get(key, ())
+        segments = request.segments
+        self._latest[key] = segments
+        shared = 0
+        for old, new in zip(previous, segments, strict=False):
+            if old is not new:
+                break
+            shared += 1
+        return shared
+
+
+class _SegmentsReceiver:
+    """Rebuilds the segments :class:`_SegmentsSender` split, fed in the sender's order;
+    ``stream`` tells apart the senders feeding one receiver."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[int, _SessionKey], tuple[Segment, ...]] = {}
+
+    def receive(self, request: TokenizedRequest, shared: int, stream: int) -> tuple[Segment, ...]:
+        if request.session is None or (not request.segments and not shared):
+            return request.segments
+        key = (stream, (request.model, request.scope, request.session))
+        segments = request.segments
+        if shared:
+            previous = self._latest.get(key, ())
+            if len(previous) < shared:
+                raise ValueError(
+                    f"{request.source} line {request.line}: {shared} shared segments,"
+                    f" {len(previous)} received before"
+                )
+            segments = previous[:shared] + segments
+        self._latest[key] = segments
+        return segments
 
 
 @dataclass(slots=True)
@@ -155,6 +249,8 @@ class _BucketResult:
     replayed: int = 0
     rows: list[tuple[OrderKey, list[PerRequestRow]]] = field(default_factory=list)
     stages: StageSeconds = field(default_factory=StageSeconds)
+    streamed: bool = False  # replayed as its chunks came, kept
+    dropped: bool = False  # replayed as its chunks came, then again, sorted
 
 
 def _timed(stream: LogStream, stages: StageSeconds) -> LogStream:
@@ -190,11 +286,16 @@ def _tokenize_and_shuffle(
     part: _Part,
     tokenize_as: str,
     unit: int,
-    buckets: int,
+    owners: list[list[int]],
     chunk_requests: int,
     needs: KeyNeeds,
-) -> Iterator[list[_Item] | _PartOutcome]:
-    """Yield ``buckets`` lists per chunk of compact requests, then the part's outcome."""
+    ids: bool,
+) -> Iterator[list[list[_Item]] | _PartOutcome]:
+    """Yield, per chunk of compact requests, one object per replayer (``owners``: the
+    buckets each replayer holds), the lists of its buckets; then the part's outcome. (One
+    object per bucket would cost every bucket a put, a handle and a fetch, most of them
+    empty or small.)"""
+    buckets = sum(len(owned) for owned in owners)
     # A task holds one CPU: the tokenizer's encoding thread would only contend with the
     # other tasks on the node (unless the environment says otherwise).
     os.environ.setdefault(THREADS_ENV, "1")
@@ -208,7 +309,9 @@ def _tokenize_and_shuffle(
         _timed(_open_part(log, part), stages),
         UNKNOWN_TIMESTAMP if inside else 0.0,
     )
-    compactor = Compactor(needs)
+    compactor = Compactor(needs, keep_ids=ids)
+    packer = PromptPacker() if ids else None
+    segments = _SegmentsSender()
     chunk: list[list[_Item]] = [[] for _ in range(buckets)]
     held = 0
     last, inherits = UNKNOWN_TIMESTAMP, False
@@ -220,21 +323,32 @@ def _tokenize_and_shuffle(
         else:
             last = timestamp
         bucket = bucket_of(partition_key(request, unit), buckets)
+        compact = compactor.compact(request)
+        extends = 0
+        node = packer.extension(compact, bucket) if packer is not None else None
+        shared = segments.split(compact, bucket)
+        if node is not None and node.parent is not None:
+            extends = node.parent.length
+            compact = dataclasses.replace(
+                compact, tokens=node.tail, segments=compact.segments[shared:]
+            )
+        elif shared:
+            compact = dataclasses.replace(compact, segments=compact.segments[shared:])
         item = _Item(
-            (timestamp, part.file_index, request.line), compactor.compact(request), part.index
+            (timestamp, part.file_index, request.line), compact, part.index, extends, shared
         )
         chunk[bucket].append(item)
         held += 1
         if held >= chunk_requests:
             moved = clock()
-            for bucket_items in chunk:  # not ``yield from``: Ray resumes with send()
-                yield bucket_items
+            for owned in owners:  # not ``yield from``: Ray resumes with send()
+                yield [chunk[bucket] for bucket in owned]
             shuffled += clock() - moved
             chunk = [[] for _ in range(buckets)]
             held = 0
     moved = clock()
-    for bucket_items in chunk:
-        yield bucket_items
+    for owned in owners:
+        yield [chunk[bucket] for bucket in owned]
     shuffled += clock() - moved
     stages.shuffle = shuffled
     stages.tokenize = clock() - began - stages.read - shuffled
@@ -251,82 +365,272 @@ def _tokenize_and_shuffle(
 
 @dataclass(frozen=True, slots=True)
 class _ReplaySetup:
-    """What every replay task of a pass needs besides its bucket."""
+    """What every bucket replay of a pass needs besides its requests."""
 
-    carried: dict[int, float]  # see ``replay_bucket``
     empty: list[TargetTotals]
     database_url: str
     day: dt.date
     auto_cache_control: bool
     keep_rows: bool
     explain_misses: bool
+    speculate: bool  # replay each chunk as it comes (see ``BucketReplay``)
 
 
-@ray.remote
-def _replay_bucket(
-    chunk_refs: list[ray.ObjectRef],  # type: ignore[type-arg]
-    setup: _ReplaySetup,
-) -> Iterator[int | _BucketResult]:
-    """Replay one bucket (see :func:`replay_bucket`), yielding the number of requests
-    replayed about every ``PROGRESS_POLL_SECONDS``, then the result. (Progress streams back
-    from the task itself: a counter actor would do, but starting its process cost seconds
-    on a busy host.)"""
-    yield from progress_events(
-        lambda progress: replay_bucket(ray.get(chunk_refs), setup, progress),
-        PROGRESS_POLL_SECONDS,
-    )
+class BucketReplay:
+    """One bucket replayed in the single-process order through every target of one pass.
 
+    Fed each part's chunks in the order the part sent them, parts in plan order: the ids'
+    chains are rebuilt as they were packed (``ordering.ExtensionReceiver``), and records
+    without a timestamp of their own nor an earlier one in their part get ``carried``, the
+    timestamp one process would have given them (the last one of the parts before theirs).
 
-def replay_bucket(
-    chunks: list[list[_Item]], setup: _ReplaySetup, progress: Callable[[int], None]
-) -> _BucketResult:
-    """Replay one bucket in the single-process order through every target of one pass.
+    ``setup.speculate`` (a pass over one file, whose parts follow each other in line order):
+    the requests are replayed as their chunks come, on a thread of its own, while later
+    parts are still being tokenized, in order, each once a request
+    :data:`SPECULATION_HOLD_SECONDS` later in the log has come (writers' records a little
+    out of order are sorted). That holds as long as no request comes that sorts before one
+    already replayed (a log written in time order, give or take the hold); one that does
+    drops that replay: :meth:`close` replays the whole bucket again, sorted, as without
+    speculation. Either way the requests reach the policies in the order one process gives
+    them."""
 
-    ``setup.carried``: for each part some of whose records had no timestamp of their own
-    nor an earlier one in the part, the timestamp one process would have given them."""
-    carried = setup.carried
-    clock = time.perf_counter
-    began = clock()
-    items: list[_Item] = [item for chunk in chunks for item in chunk]
-    del chunks
-    for item in items:
-        timestamp = item.order[0]
-        if math.isnan(timestamp):
-            timestamp = carried[item.part]
-            item.order = (timestamp, item.order[1], item.order[2])
-            item.request = dataclasses.replace(item.request, timestamp=timestamp)
-    items.sort(key=lambda item: item.order)
-    bucket = _BucketResult([totals.fresh() for totals in setup.empty])
-    sorted_at = clock()
-    current: list[PerRequestRow] = []
-    previous_order: list[OrderKey] = [(0.0, 0, 0)]
+    def __init__(self, setup: _ReplaySetup) -> None:
+        self.setup = setup
+        self.items: list[_Item] = []
+        self.chains: list[Extension | None] = []
+        self._receiver = ExtensionReceiver()
+        self.segments: list[tuple[Segment, ...] | None] = []  # None: the request's own
+        self._segments_receiver = _SegmentsReceiver()
+        self.replayed = 0  # requests through the policies so far (a progress count)
+        self._shuffle_seconds = 0.0
+        self._last: OrderKey | None = None  # the latest request handed to the replay
+        self._held: list[tuple[OrderKey, int]] = []  # a heap: those not handed on yet
+        self._newest = -math.inf  # the latest timestamp fed
+        self._streaming = setup.speculate
+        self._dropped = False
+        self._finished = False  # the result has its counts
+        self._batches: queue.SimpleQueue[list[int] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._outcome: _BucketResult | BaseException | None = None
 
-    def ordered() -> Iterator[TokenizedRequest]:
-        for item in items:
+    def feed(self, chunk: list[_Item], carried: float) -> None:
+        began = time.perf_counter()
+        items, first = self.items, len(self.items)
+        for item in chunk:
+            self.chains.append(self._receiver.receive(item.request, item.extends, item.part))
+            shared = item.segments_from
+            whole = self._segments_receiver.receive(item.request, shared, item.part)
+            self.segments.append(whole if shared else None)
+            if math.isnan(item.order[0]):
+                item.order = (carried, item.order[1], item.order[2])
+                item.request = dataclasses.replace(item.request, timestamp=carried)
+            items.append(item)
+        if self._streaming and chunk:
+            held = self._held
+            for index in range(first, len(items)):
+                heapq.heappush(held, (items[index].order, index))
+            earliest = min(items[index].order for index in range(first, len(items)))
+            if self._last is not None and earliest < self._last:
+                self._streaming = False  # the streamed replay stops at its next batch
+                self._dropped = True
+                self._batches.put(None)
+            else:
+                self._newest = max(self._newest, max(item.order[0] for item in chunk))
+                self._release(self._newest - SPECULATION_HOLD_SECONDS)
+        self._shuffle_seconds += time.perf_counter() - began
+
+    def _release(self, until: float) -> None:
+        """Hand the held requests up to timestamp ``until`` to the streamed replay."""
+        held, batch = self._held, []
+        while held and held[0][0][0] <= until:
+            batch.append(heapq.heappop(held)[1])
+        if batch:
+            self._last = self.items[batch[-1]].order
+            self._batches.put(batch)
+        self._start(self._batches)
+
+    def close(self) -> None:
+        """No more chunks: the streamed replay ends, or the whole bucket is replayed now."""
+        if self._streaming:
+            self._release(math.inf)
+            self._batches.put(None)
+            return
+        if self._thread is not None:
+            self._thread.join()  # a dropped speculation: its result is not used
+            self._thread = None
+        began = time.perf_counter()
+        items = self.items
+        order = sorted(range(len(items)), key=lambda index: items[index].order)
+        self._shuffle_seconds += time.perf_counter() - began
+        whole: queue.SimpleQueue[list[int] | None] = queue.SimpleQueue()
+        whole.put(order)
+        whole.put(None)
+        self._start(whole)
+
+    def result(self, timeout: float | None = None) -> _BucketResult | None:
+        """The bucket's totals and rows after :meth:`close` (None: not done within
+        ``timeout`` seconds); a replay's exception is raised here."""
+        assert self._thread is not None, "result follows close"
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return None
+        outcome = self._outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert outcome is not None
+        if not self._finished:
+            self._finished = True
+            outcome.replayed = len(self.items)
+            outcome.streamed = self._streaming and bool(self.items)
+            outcome.dropped = self._dropped
+            outcome.stages.shuffle += self._shuffle_seconds
+        return outcome
+
+    def abandon(self) -> None:
+        """Stop a streamed replay (the pass failed)."""
+        self._streaming = False
+        self._batches.put(None)
+
+    def _start(self, batches: queue.SimpleQueue[list[int] | None]) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, args=(batches,), daemon=True)
+            self._thread.start()
+
+    def _run(self, batches: queue.SimpleQueue[list[int] | None]) -> None:
+        try:
+            self._outcome = self._replay(iter(batches.get, None), streamed=batches is self._batches)
+        except BaseException as error:  # raised by ``result``
+            self._outcome = error
+
+    def _replay(self, batches: Iterator[list[int]], *, streamed: bool) -> _BucketResult:
+        setup = self.setup
+        bucket = _BucketResult([totals.fresh() for totals in setup.empty])
+        began = time.perf_counter()
+        current: list[PerRequestRow] = []
+        previous_order: list[OrderKey] = [(0.0, 0, 0)]
+        items, chains, segments = self.items, self.chains, self.segments
+        waited = 0.0  # for the next chunk (not replay time)
+
+        def ordered() -> Iterator[TokenizedRequest]:
+            nonlocal waited
+            while True:
+                asked = time.perf_counter()
+                batch = next(batches, None)
+                waited += time.perf_counter() - asked
+                if batch is None:
+                    break
+                if streamed and not self._streaming:
+                    return  # dropped: replayed again, sorted
+                for index in batch:
+                    item = items[index]
+                    if current:
+                        bucket.rows.append((previous_order[0], list(current)))
+                        current.clear()
+                    previous_order[0] = item.order
+                    chain, whole = chains[index], segments[index]
+                    # The whole ids only while the request is replayed: the bucket holds tails.
+                    if chain is None:
+                        if whole is None:
+                            yield item.request
+                        else:
+                            yield dataclasses.replace(item.request, segments=whole)
+                    elif whole is None:
+                        yield dataclasses.replace(item.request, tokens=chain.ids())
+                    else:
+                        yield dataclasses.replace(item.request, tokens=chain.ids(), segments=whole)
             if current:
                 bucket.rows.append((previous_order[0], list(current)))
                 current.clear()
-            previous_order[0] = item.order
-            yield item.request
-        if current:
-            bucket.rows.append((previous_order[0], list(current)))
-            current.clear()
 
-    replay_targets(
-        ordered(),
-        bucket.totals,
-        ObservedModelMatcher(ContractStore(setup.database_url), setup.day),
-        progress,
-        current.append if setup.keep_rows else None,
-        setup.auto_cache_control,
-        explain=setup.explain_misses,
-    )
-    bucket.replayed = len(items)
-    if setup.keep_rows:
-        bucket.rows = [(order, [row.slim() for row in rows]) for order, rows in bucket.rows]
-    bucket.stages.shuffle = sorted_at - began
-    bucket.stages.replay = clock() - sorted_at
-    return bucket
+        def progress(count: int) -> None:
+            self.replayed += count
+
+        self.replayed = 0
+        replay_targets(
+            ordered(),
+            bucket.totals,
+            ObservedModelMatcher(ContractStore(setup.database_url), setup.day),
+            progress,
+            current.append if setup.keep_rows else None,
+            setup.auto_cache_control,
+            explain=setup.explain_misses,
+        )
+        if setup.keep_rows:
+            bucket.rows = [(order, [row.slim() for row in rows]) for order, rows in bucket.rows]
+        bucket.stages.replay = time.perf_counter() - began - waited
+        return bucket
+
+
+@ray.remote(num_cpus=0)
+class _Replayer:
+    """Holds buckets of any number of passes and replays them (:class:`BucketReplay`).
+
+    One process per CPU of the cluster (at most one per bucket), started by the first pass
+    and kept by the ones after it (named, in the driver's job: gone with the driver). It
+    asks for no CPU: it replays while the tokenizing tasks, which hold the CPUs, still run,
+    and the host shares its cores between them."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[tuple[str, int], BucketReplay] = {}
+
+    def start(self, pass_id: str, buckets: list[int], setup: _ReplaySetup) -> None:
+        for bucket in buckets:
+            self._buckets[pass_id, bucket] = BucketReplay(setup)
+
+    def feed(
+        self, pass_id: str, carried: float, buckets: list[int], chunks: list[list[_Item]]
+    ) -> None:
+        for bucket, chunk in zip(buckets, chunks, strict=True):
+            self._buckets[pass_id, bucket].feed(chunk, carried)
+
+    def close(self, pass_id: str) -> None:
+        for replay in self._of(pass_id):
+            replay.close()
+
+    def progress(self, pass_id: str) -> int:
+        return sum(replay.replayed for replay in self._of(pass_id))
+
+    def results(self, pass_id: str, timeout: float) -> tuple[int, list[_BucketResult] | None]:
+        """The requests replayed so far, and every bucket's result once all are done
+        (waiting up to ``timeout`` seconds for them)."""
+        deadline = time.monotonic() + timeout
+        done: list[_BucketResult] = []
+        for replay in self._of(pass_id):
+            result = replay.result(max(0.0, deadline - time.monotonic()))
+            if result is None:
+                return self.progress(pass_id), None
+            done.append(result)
+        self.abandon(pass_id)  # forgets the pass
+        return sum(result.replayed for result in done), done
+
+    def abandon(self, pass_id: str) -> None:
+        for key in [key for key in self._buckets if key[0] == pass_id]:
+            self._buckets.pop(key).abandon()
+
+    def _of(self, pass_id: str) -> list[BucketReplay]:
+        return [replay for (owner, _), replay in self._buckets.items() if owner == pass_id]
+
+
+_REPLAYERS: dict[str, list[Any]] = {}  # by driver job: the handles keep the actors alive
+
+
+def _replayers(count: int) -> list[Any]:
+    """``count`` replayer actors, started once per driver (see :class:`_Replayer`). An
+    actor lives while a handle to it does: the handles are kept for the driver's job."""
+    context = ray.get_runtime_context()
+    job = f"{context.get_job_id()}/{context.get_node_id()}"  # job ids restart with a cluster
+    kept = _REPLAYERS.setdefault(job, [])
+    while len(kept) < count:
+        kept.append(
+            _Replayer.options(  # type: ignore[attr-defined]
+                name=f"cachecast-replayer-{len(kept)}",
+                get_if_exists=True,
+                scheduling_strategy="SPREAD",
+            ).remote()
+        )
+    for other in [other for other in _REPLAYERS if other != job]:
+        del _REPLAYERS[other]  # an earlier connection's (shut down)
+    return kept[:count]
 
 
 def connect(address: str | None, *, object_store_bytes: int | None = None) -> None:
@@ -350,14 +654,13 @@ def connect(address: str | None, *, object_store_bytes: int | None = None) -> No
 
 def default_buckets() -> int:
     """Four buckets per CPU of the cluster: small enough buckets, even with some skew."""
-    cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
-    return max(4 * cpus, 1)
+    return max(4 * _cluster_cpus(), 1)
 
 
 class RayExecutor:
     """Runs each pass of ``estimate`` partitioned over a Ray cluster (see the module).
 
-    ``buckets``: replay tasks per pass (default :func:`default_buckets`); ``part_bytes``: the
+    ``buckets``: shuffle buckets per pass (default :func:`default_buckets`); ``part_bytes``: the
     size a file is cut at (default: the log over ``PARTS_PER_CPU`` parts per CPU, at least
     :data:`MIN_PART_BYTES`); ``chunk_requests``: requests a tokenizing task holds before
     it hands them on. :attr:`stats` gets one :class:`PassStats` per pass run.
@@ -393,43 +696,85 @@ class RayExecutor:
         # reads them, never cut into parts that would each start uncalibrated.
         calibrated = not get_tokenizer(work.tokenizer_pass.tokenize_as).exact
         parts = plan_parts(
-            work.log, self.part_bytes or default_part_bytes(work.log), split=not calibrated
+            work.log,
+            self.part_bytes or default_part_bytes(work.log),
+            split=not calibrated,
+            taper=None if self.part_bytes else _cluster_cpus(),
         )
-        stats = PassStats(len(parts), buckets, 0)
-        began = time.perf_counter()
-        needs = key_needs(policies, tokens=work.explain_misses)
-        per_bucket, outcomes = self._shuffle(work, parts, unit, buckets, needs)
-        stats.tokenize_wall = time.perf_counter() - began
-        carried = _carried_timestamps(parts, outcomes)
-        began = time.perf_counter()
+        stats = PassStats(
+            len(parts),
+            buckets,
+            0,
+            chunk_requests=self.chunk_requests,
+        )
+        # The policies read keys computed by the tokenizing tasks; explaining misses reads
+        # the ids too (as a policy that matches ids does): they travel as a session's new
+        # ids where a prompt extends the previous one (``ordering.PromptPacker``).
+        needs = key_needs(policies)
+        ids = needs.tokens or work.explain_misses
         setup = _ReplaySetup(
-            carried,
             empty,
             work.store.url,
             work.day,
             work.auto_cache_control,
             work.per_request is not None,
             work.explain_misses,
+            speculate=len(work.log.files) == 1,
         )
-        waiting: list[Any] = [_replay_bucket.remote(refs, setup) for refs in per_bucket]
-        del per_bucket
-        finished: list[_BucketResult] = []
-        while waiting:
-            ready: list[Any]
-            ready, waiting = ray.wait(waiting, num_returns=1, timeout=PROGRESS_POLL_SECONDS)
-            for generator in ready:
-                value = _unwrapped(ray.get, [next(generator)])[0]
-                if isinstance(value, int):
-                    work.progress(value)
-                    waiting.append(generator)
-                else:
-                    finished.append(value)  # a bucket's last item
+        replayers = _replayers(min(buckets, _cluster_cpus()))
+        owned = [list(range(number, buckets, len(replayers))) for number in range(len(replayers))]
+        pass_id = uuid.uuid4().hex
+        # What the replayers were handed: checked before their results are used (a chunk
+        # lost on the way must fail the pass, never leave a bucket short).
+        handed: list[Any] = []
+        for replayer, its_buckets in zip(replayers, owned, strict=True):
+            handed.append(replayer.start.remote(pass_id, its_buckets, setup))
+        reported = [0] * len(replayers)
+
+        def report(counts: list[int]) -> None:
+            for number, count in enumerate(counts):
+                if count > reported[number]:  # a dropped speculation counts again from 0
+                    work.progress(count - reported[number])
+                    reported[number] = count
+
+        try:
+            began = time.perf_counter()
+            outcomes = self._shuffle(
+                work, parts, unit, buckets, needs, ids, pass_id, replayers, handed
+            )
+            stats.tokenize_wall = time.perf_counter() - began
+            began = time.perf_counter()
+            for replayer in replayers:
+                handed.append(replayer.close.remote(pass_id))
+            _unwrapped(ray.get, handed)
+            finished: list[_BucketResult] = []
+            waiting = list(range(len(replayers)))
+            while waiting:
+                answers = _unwrapped(
+                    ray.get,
+                    [replayers[n].results.remote(pass_id, PROGRESS_POLL_SECONDS) for n in waiting],
+                )
+                counts = list(reported)
+                for number, (count, results) in zip(waiting, answers, strict=True):
+                    counts[number] = count
+                    if results is not None:
+                        finished.extend(results)
+                report(counts)
+                waiting = [
+                    n for n, (_, results) in zip(waiting, answers, strict=True) if results is None
+                ]
+        except BaseException:
+            for replayer in replayers:
+                replayer.abandon.remote(pass_id)
+            raise
         stats.replay_wall = time.perf_counter() - began
         began = time.perf_counter()
         stats.requests = sum(bucket.replayed for bucket in finished)
         merged = [totals.fresh() for totals in empty]
         for bucket in finished:
             stats.stages.add(bucket.stages)
+            stats.streamed += bucket.streamed
+            stats.replayed_again += bucket.dropped
             for into, other in zip(merged, bucket.totals, strict=True):
                 into.merge(other)
         if work.per_request is not None:
@@ -453,10 +798,21 @@ class RayExecutor:
         )
 
     def _shuffle(
-        self, work: PassWork, parts: list[_Part], unit: int, buckets: int, needs: KeyNeeds
-    ) -> tuple[list[list[Any]], list[_PartOutcome]]:
-        """Run the tokenize-and-shuffle tasks: each bucket's object refs, each part's
-        outcome (in part order: bad lines by file in argument order, then line)."""
+        self,
+        work: PassWork,
+        parts: list[_Part],
+        unit: int,
+        buckets: int,
+        needs: KeyNeeds,
+        ids: bool,
+        pass_id: str,
+        replayers: list[Any],
+        handed: list[Any],
+    ) -> list[_PartOutcome]:
+        """Run the tokenize-and-shuffle tasks, handing each chunk to the replayers as it
+        comes, part after part in plan order; returns each part's outcome (in part order:
+        bad lines by file in argument order, then line)."""
+        owned = [list(range(number, buckets, len(replayers))) for number in range(len(replayers))]
         # A generator task returns an ObjectRefGenerator (Ray's stubs say ObjectRef).
         generators: list[Any] = [
             _tokenize_and_shuffle.remote(
@@ -464,42 +820,90 @@ class RayExecutor:
                 part,
                 work.tokenizer_pass.tokenize_as,
                 unit,
-                buckets,
+                owned,
                 self.chunk_requests,
                 needs,
+                ids,
             )
             for part in parts
         ]
-        per_bucket: list[list[Any]] = [[] for _ in range(buckets)]
+        per_chunk = len(replayers)
+
+        def hand_on(chunk: list[Any], carried: float) -> None:
+            for replayer, its_buckets, ref in zip(replayers, owned, chunk, strict=True):
+                handed.append(replayer.feed.remote(pass_id, carried, its_buckets, ref))
+
         outcomes: list[_PartOutcome] = []
-        for generator in generators:
-            refs = list(generator)
-            *chunks, outcome_ref = refs
-            outcomes.append(_unwrapped(ray.get, [outcome_ref])[0])
-            for position, ref in enumerate(chunks):
-                per_bucket[position % buckets].append(ref)
-        return per_bucket, outcomes
+        last: dict[int, float] = {}  # the last timestamp of each file's parts so far
+        for part, generator in zip(parts, generators, strict=True):
+            # What one process reading the file from its start gives the part's records
+            # that have no timestamp of their own nor an earlier one in the part.
+            carried = last.get(part.file_index, 0.0)
+            pending: list[Any] = []
+            for ref in generator:
+                pending.append(ref)
+                if len(pending) > per_chunk:  # a whole chunk, and more after it
+                    hand_on(pending[:per_chunk], carried)
+                    del pending[:per_chunk]
+            *chunk, outcome_ref = pending  # the last chunk (if any) and the outcome
+            outcome: _PartOutcome = _unwrapped(ray.get, [outcome_ref])[0]
+            if chunk:
+                hand_on(chunk, carried)
+            outcomes.append(outcome)
+            if not math.isnan(outcome.last_timestamp):
+                last[part.file_index] = outcome.last_timestamp
+        return outcomes
 
 
 def default_part_bytes(log: LogInput) -> int:
     """``PARTS_PER_CPU`` parts per CPU of the cluster over the whole log, at least
     :data:`MIN_PART_BYTES` each."""
-    cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
+    cpus = _cluster_cpus()
     total = sum(file.path.stat().st_size for file in log.files)
     return max(MIN_PART_BYTES, -(-total // max(PARTS_PER_CPU * cpus, 1)))
 
 
-def plan_parts(log: LogInput, part_bytes: int, *, split: bool = True) -> list[_Part]:
+def plan_parts(
+    log: LogInput, part_bytes: int, *, split: bool = True, taper: int | None = None
+) -> list[_Part]:
     """Every file as one part, except (``split``) cachecast JSON lines over ``part_bytes``,
-    cut into ranges of about that size (see ``logs.ranges``)."""
+    cut into ranges of about that size (see ``logs.ranges``); ``taper``: a log of one file
+    is cut into parts that get smaller towards its end instead, for that many CPUs
+    (:func:`tapered_cuts`)."""
     parts: list[_Part] = []
     for file_index, file in enumerate(log.files):
         ranges: list[LineRange | None] = [None]
         size = file.path.stat().st_size
         if split and size > part_bytes and file.results is None and _splittable(log, file_index):
-            ranges = list(split_lines(file.path, -(-size // part_bytes)))
+            if taper is not None and len(log.files) == 1:
+                ranges = list(split_at(file.path, tapered_cuts(size, taper, MIN_PART_BYTES)))
+            else:
+                ranges = list(split_lines(file.path, -(-size // part_bytes)))
         parts.extend(_Part(len(parts) + n, file_index, lines) for n, lines in enumerate(ranges))
     return parts
+
+
+def tapered_cuts(size: int, cpus: int, smallest: int) -> list[int]:
+    """Byte offsets that cut ``size`` bytes into parts, each ``1 / (2 * cpus)`` of the bytes
+    from its start on, down to ``smallest`` (guided self-scheduling).
+
+    Why: a one-file pass replays its parts in file order while later ones are tokenized, so
+    the chunks of a part that is tokenized beside an earlier one wait until that one is
+    done, and what the last parts hold is replayed after every CPU has finished
+    tokenizing: the pass's tail. Equal parts leave ``1 / parts`` of the log to that tail;
+    tapered ones a part of ``smallest`` bytes or so, at the cost of a few more parts (each
+    starts its sessions' prompts afresh)."""
+    cuts: list[int] = []
+    position = 0
+    while True:
+        remaining = size - position
+        step = remaining // max(2 * cpus, 1)
+        if step < smallest:  # the rest in equal parts of ``smallest`` bytes at least
+            count = max(remaining // max(smallest, 1), 1)
+            cuts += [position + remaining * number // count for number in range(1, count)]
+            return cuts
+        position += step
+        cuts.append(position)
 
 
 def _splittable(log: LogInput, file_index: int) -> bool:
@@ -513,18 +917,8 @@ def _splittable(log: LogInput, file_index: int) -> bool:
     return found.name in SPLITTABLE_FORMATS
 
 
-def _carried_timestamps(parts: list[_Part], outcomes: list[_PartOutcome]) -> dict[int, float]:
-    """For each part with records that inherit a timestamp from before it, the last
-    timestamp of the parts of its file before it (0.0 at the file's start, as one process
-    reading the file from its start gives records before any timestamp)."""
-    carried: dict[int, float] = {}
-    last: dict[int, float] = {}
-    for part, outcome in zip(parts, outcomes, strict=True):
-        if outcome.inherits:
-            carried[part.index] = last.get(part.file_index, 0.0)
-        if not math.isnan(outcome.last_timestamp):
-            last[part.file_index] = outcome.last_timestamp
-    return carried
+def _cluster_cpus() -> int:
+    return max(int(ray.cluster_resources().get("CPU", 1)), 1)  # type: ignore[no-untyped-call]
 
 
 def _unwrapped(get: Callable[[Any], Any], refs: list[Any]) -> list[Any]:

@@ -41,7 +41,17 @@ def split_lines(path: Path, parts: int) -> list[LineRange]:
     size = path.stat().st_size
     if parts <= 1 or size == 0:
         return [WHOLE_FILE]
-    targets = [size * part // parts for part in range(1, parts)]
+    return split_at(path, [size * part // parts for part in range(1, parts)])
+
+
+def split_at(path: Path, offsets: list[int]) -> list[LineRange]:
+    """``path`` cut at the first line start at or after each of ``offsets`` (increasing
+    byte offsets; cuts that fall on one line start make one), into ranges that together
+    cover the file exactly once."""
+    size = path.stat().st_size
+    targets = sorted(offset for offset in offsets if 0 < offset < size)
+    if not targets:
+        return [WHOLE_FILE]
     cuts: list[tuple[int, int]] = []  # (offset of a line start, its line number)
     position, line = 0, 1
     with open(path, "rb", buffering=0) as handle:

@@ -7,7 +7,7 @@ import heapq
 import itertools
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
 from cachecast.errors import BadInputError, Location
@@ -82,17 +82,21 @@ def in_timestamp_order(
 
 
 @dataclass(frozen=True, slots=True)
-class _Extension:
+class Extension:
     """A prompt's ids as the ids of the session's previous prompt (``parent``) plus its own
-    new ones (``tail``); a session's first prompt has no parent."""
+    new ones (``tail``); a session's first prompt has no parent. ``length``: all its ids."""
 
-    parent: _Extension | None
+    parent: Extension | None
     tail: array[int]
     depth: int
+    length: int
+
+    def extend(self, tail: array[int]) -> Extension:
+        return Extension(self, tail, self.depth + 1, self.length + len(tail))
 
     def ids(self) -> array[int]:
         tails: list[array[int]] = []
-        node: _Extension | None = self
+        node: Extension | None = self
         while node is not None:
             tails.append(node.tail)
             node = node.parent
@@ -100,6 +104,15 @@ class _Extension:
         for tail in reversed(tails):
             out += tail
         return out
+
+
+SessionKey = tuple[str | None, str, str | None]  # (model, scope, session)
+
+
+def packable(request: TokenizedRequest) -> bool:
+    """Whether :class:`PromptPacker` packs ``request`` (a session's, with ``array("I")`` ids)."""
+    tokens = request.tokens
+    return request.session is not None and isinstance(tokens, array) and tokens.typecode == "I"
 
 
 class PromptPacker:
@@ -119,32 +132,40 @@ class PromptPacker:
     MAX_DEPTH = 64  # a longer chain starts again from whole ids (unpacking walks the chain)
 
     def __init__(self, *, sessions: int = 4096) -> None:
-        self._latest: OrderedDict[tuple[str | None, str, str], tuple[array[int], _Extension, float]]
+        self._latest: OrderedDict[tuple[Hashable, SessionKey], tuple[array[int], Extension, float]]
         self._latest = OrderedDict()
-        self._held: dict[int, _Extension] = {}
+        self._held: dict[int, Extension] = {}
         self._sessions = sessions
 
     def pack(self, request: TokenizedRequest) -> TokenizedRequest:
-        tokens = request.tokens
-        if request.session is None or not isinstance(tokens, array) or tokens.typecode != "I":
+        node = self.extension(request)
+        if node is None or node.parent is None:
             return request
-        key = (request.model, request.scope, request.session)
+        packed = dataclasses.replace(request, tokens=None)
+        self._held[id(packed)] = node
+        return packed
+
+    def extension(self, request: TokenizedRequest, channel: Hashable = None) -> Extension | None:
+        """``request``'s ids as an extension of its session's previous prompt in ``channel``
+        (no parent where it does not extend it), remembered as the session's latest there;
+        None for a request that cannot be packed (no session, or ids not an ``array("I")``).
+        A receiver rebuilds the same chains from the tails alone (:class:`ExtensionReceiver`)."""
+        tokens = request.tokens
+        if not packable(request) or not isinstance(tokens, array):
+            return None
+        key = (channel, (request.model, request.scope, request.session))
         latest = self._latest.pop(key, None)
-        node: _Extension | None = None
+        node: Extension | None = None
         if latest is not None:
             previous, parent, _ = latest
             size = len(previous)
             if parent.depth < self.MAX_DEPTH and len(tokens) >= size and tokens[:size] == previous:
-                node = _Extension(parent, tokens[size:], parent.depth + 1)
-        packed = request
+                node = parent.extend(tokens[size:])
         if node is None:
-            node = _Extension(None, tokens, 0)
-        else:
-            packed = dataclasses.replace(request, tokens=None)
-            self._held[id(packed)] = node
+            node = Extension(None, tokens, 0, len(tokens))
         self._latest[key] = (tokens, node, request.timestamp)
         self._forget(request.timestamp)
-        return packed
+        return node
 
     def held_bytes(self, request: TokenizedRequest) -> int:
         """What the window holds for ``request``: its new ids when packed."""
@@ -164,6 +185,46 @@ class PromptPacker:
             if len(latest) <= self._sessions and not seen < now - REMEMBERED_IDLE_SECONDS:
                 break
             latest.popitem(last=False)
+
+
+class ExtensionReceiver:
+    """The receiving side of a channel of :meth:`PromptPacker.extension`: the requests of
+    the channel, in the order the sender packed them, each with its tail (the new ids
+    only, where ``extends`` > 0: the number of ids taken from the session's previous
+    prompt) or its whole ids. Rebuilds the sender's chains, so every request gets its ids
+    back exactly (:meth:`Extension.ids`) while only the tails are held.
+
+    ``stream`` tells apart the senders feeding one receiver (each has its own chains)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[Hashable, SessionKey], Extension] = {}
+
+    def receive(
+        self, request: TokenizedRequest, extends: int, stream: Hashable
+    ) -> Extension | None:
+        if not packable(request):
+            if extends:
+                raise ValueError(f"{_where(request)}: a packed request without its new ids")
+            return None
+        tokens = request.tokens
+        assert isinstance(tokens, array)
+        key = (stream, (request.model, request.scope, request.session))
+        if extends == 0:
+            node = Extension(None, tokens, 0, len(tokens))
+        else:
+            parent = self._latest.get(key)
+            if parent is None or parent.length != extends:
+                raise ValueError(
+                    f"{_where(request)}: packed as an extension of {extends} ids that were"
+                    " not received before it"
+                )
+            node = parent.extend(tokens)
+        self._latest[key] = node
+        return node
+
+
+def _where(request: TokenizedRequest) -> str:
+    return f"{request.source}:{request.line}"
 
 
 def simulate(

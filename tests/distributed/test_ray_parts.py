@@ -148,3 +148,77 @@ def test_a_block_trace_cut_into_parts_equals_single_process(
     assert ray_rows == single_rows
     assert executor.stats[0].parts == 6
     assert single["targets"][0]["cache_read_tokens"] > 0
+
+
+def restamped(path: Path, name: str, stamp: Any) -> Path:
+    """``path``'s records with ``stamp(number)`` as the timestamp of record ``number``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for number, text in enumerate(lines):
+        record = json.loads(text)
+        record["timestamp"] = stamp(number)
+        out.append(json.dumps(record))
+    written = path.parent / name
+    written.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return written
+
+
+def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
+    ray_cluster: str, migrated_db_url: str, tmp_path: Path
+) -> None:
+    from cachecast.app.ray_executor import SPECULATION_HOLD_SECONDS
+
+    (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
+    start = 1_767_600_000
+    # Records 5 s apart, every seventh stamped 3 s before the one above it (a writer a little
+    # out of order): every bucket with requests is replayed as its chunks come, and kept.
+    assert 2 * SPECULATION_HOLD_SECONDS < 5 * 240 / 2  # the first half outlasts the hold
+    nearly = restamped(path, "nearly.jsonl", lambda n: start + 5 * n - 8 * (n % 7 == 6))
+    request = EstimateRequest(log=LogInput.of_paths([nearly]), targets=TARGETS[:1], at=AT)
+    part_bytes = path.stat().st_size // 7
+    single, single_rows, partitioned, ray_rows, executor = run_both(
+        request, migrated_db_url, part_bytes
+    )
+    assert (partitioned, ray_rows) == (single, single_rows)
+    (stats,) = executor.stats
+    assert stats.streamed >= 1 and stats.replayed_again == 0
+    # The second half stamped an hour earlier than the first (within the single process's
+    # reorder window): the chunks after the middle sort before what was replayed, so every
+    # bucket they reach is replayed again, sorted.
+    late = restamped(path, "late.jsonl", lambda n: start + 5 * n - 3600 * (n >= 120))
+    request = EstimateRequest(log=LogInput.of_paths([late]), targets=TARGETS[:1], at=AT)
+    single, single_rows, partitioned, ray_rows, executor = run_both(
+        request, migrated_db_url, part_bytes
+    )
+    assert (partitioned, ray_rows) == (single, single_rows)
+    assert executor.stats[0].replayed_again >= 1
+    assert single["targets"][0]["cache_read_tokens"] > 0
+
+
+def test_tapered_cuts_shrink_towards_the_end() -> None:
+    from cachecast.app.ray_executor import tapered_cuts
+
+    # By hand, 2 CPUs: each part a quarter of what is left from its start (floored), until
+    # that is under 10; the last 33 bytes then in 33 // 10 = 3 parts of 11.
+    assert tapered_cuts(100, 2, 10) == [25, 43, 57, 67, 78, 89]
+    assert tapered_cuts(15, 2, 10) == []  # under two smallest parts: one part
+
+
+def test_one_file_in_tapered_parts_equals_single_process(
+    ray_cluster: str, migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cachecast.app.ray_executor as ray_executor
+
+    (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
+    # The default plan (no part_bytes) on a small file: parts from a small smallest part.
+    monkeypatch.setattr(ray_executor, "MIN_PART_BYTES", path.stat().st_size // 30)
+    request = EstimateRequest(log=LogInput.of_paths([path]), targets=TARGETS[:1], at=AT)
+    store = ContractStore(migrated_db_url)
+    single_rows: list[PerRequestRow] = []
+    single = estimate(request, store, on_row=single_rows.append)
+    executor = ray_executor.RayExecutor(buckets=5, chunk_requests=20)
+    ray_rows: list[PerRequestRow] = []
+    partitioned = estimate(request, store, executor=executor, on_row=ray_rows.append)
+    assert partitioned.model_dump(mode="json") == single.model_dump(mode="json")
+    assert [row.as_record() for row in ray_rows] == [row.as_record() for row in single_rows]
+    assert executor.stats[0].parts >= 10

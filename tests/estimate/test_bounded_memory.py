@@ -87,7 +87,7 @@ def test_the_packer_forgets_sessions_idle_for_an_hour_of_log_time() -> None:
     packer.pack(dataclasses.replace(request("b", 1000.0, []), tokens=ids(1, 2)))
     late = REMEMBERED_IDLE_SECONDS + 500.0
     packer.pack(dataclasses.replace(request("c", late, []), tokens=ids(1, 2)))
-    assert {key[2] for key in packer._latest} == {"b", "c"}
+    assert {session for _, (_, _, session) in packer._latest} == {"b", "c"}
     # "a" forgotten: its next prompt is held whole, never rebuilt from what is gone.
     again = packer.pack(dataclasses.replace(request("a", late + 1, []), tokens=ids(1, 2, 3)))
     assert again.tokens == ids(1, 2, 3)

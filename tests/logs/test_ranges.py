@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cachecast.logs import open_log
-from cachecast.logs.ranges import LineRange, open_range, split_lines
+from cachecast.logs.ranges import LineRange, open_range, split_at, split_lines
 from cachecast.logs.stream import Item
 
 
@@ -103,3 +103,17 @@ def test_a_file_larger_than_the_read_buffer(tmp_path: Path) -> None:
     pieces, ranges = whole_and_ranges(path, 13)
     assert len(ranges) == 13
     assert read_items(open_log(path)) == pieces
+
+
+def test_split_at_cuts_at_the_first_line_start_at_or_after_each_offset(tmp_path: Path) -> None:
+    lines = [record(number, padding=number * 7) for number in range(30)]
+    path = lines_file(tmp_path, lines)
+    starts = list(itertools.accumulate(len(line) for line in lines))  # line starts after 0
+    # One offset on a line start, one inside a line, two inside the same line (one cut).
+    wanted = [starts[3], starts[9] + 2, starts[17] + 1, starts[17] + 3]
+    ranges = split_at(path, wanted)
+    check_tiling(path, ranges)
+    assert [part.start for part in ranges] == [0, starts[3], starts[10], starts[18]]
+    assert [part.first_line for part in ranges] == [1, 5, 12, 20]
+    # Offsets outside the file make no cut.
+    assert split_at(path, [0, path.stat().st_size + 5]) == [LineRange(0, None, 1)]
