@@ -166,3 +166,16 @@ def test_a_full_pool_keeps_its_key_table_the_size_of_a_fresh_copy() -> None:
     assert sys.getsizeof(table) <= sys.getsizeof(dict(table))
     # The last 100 prompts are still cached: resending the newest hits 19 blocks.
     assert hit(policy, run(320, 399 * 320), at=400.0, line=401) == 19 * 16
+
+
+def test_a_trace_whose_ids_are_not_chained_is_looked_up_block_by_block() -> None:
+    from .helpers import make_trace_request
+
+    # Block size 1; the second prompt shares ids 0 and 1, then has 12 where the first had 2,
+    # then the same 33: vLLM's walk stops at the first miss (12), so 2 blocks hit (limit
+    # (4 - 1) // 1 = 3), whatever the later equal id.
+    policy = VllmPrefixCache(1)
+    first = policy.process(make_trace_request([0, 1, 2, 33], 4, block_size=1))
+    assert first.cache_read_tokens == 0
+    second = policy.process(make_trace_request([0, 1, 12, 33], 4, block_size=1, line=2))
+    assert second.cache_read_tokens == 2

@@ -447,7 +447,11 @@ class VllmPrefixCache(CachePolicy):
         # final -1 spares the ValueError of a lookup that hits up to the limit.)
         limit = (length - 1) // block_size
         session = (request.model, request.scope, request.session)
-        found = self._remembered_hits(session, keys, limit)
+        # The shortcut reads one key for the whole prefix, which holds for chained keys
+        # (computed from token ids); a trace's block ids are taken as they are, so a
+        # malformed trace (equal ids after different ones) is looked up block by block.
+        chained = request.block_keys is None
+        found = self._remembered_hits(session, keys, limit) if chained else []
         remembered = len(found)
         block_of_key = self._block_of_key
         # A session's new turn usually misses right after its resent prefix: one probe
