@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
+from cachecast.tokenizers.types import Segment, TokenizedRequest
 
 # Before any test module of this folder imports ray (through the runner).
 bind_local_cluster_to_loopback()
@@ -85,3 +87,29 @@ def write_multi_tenant_logs(directory: Path, *, files: int = 2, requests: int = 
         path.write_text("\n".join(file_lines) + "\n", encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def shipped_request(
+    session: str | None,
+    line: int,
+    *,
+    ids: Sequence[int] | None = None,
+    segments: tuple[Segment, ...] = (),
+) -> TokenizedRequest:
+    """A tiny request of ``log.jsonl`` for the shipping tests: its ids (as the tokenizer
+    gives them, an ``array("I")``) or only its segments (the prompt ends where they do)."""
+    length = len(ids) if ids is not None else (segments[-1].end if segments else 0)
+    return TokenizedRequest(
+        source="log.jsonl",
+        line=line,
+        request_id=f"r{line}",
+        timestamp=float(line),
+        scope="org",
+        provider=None,
+        model="m",
+        input_tokens=length,
+        output_tokens=0,
+        tokens=None if ids is None else array("I", ids),
+        segments=segments,
+        session=session,
+    )

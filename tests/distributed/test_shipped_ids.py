@@ -9,28 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from array import array
 
 import pytest
 
 from cachecast.simulator.ordering import ExtensionReceiver, PromptPacker
 from cachecast.tokenizers.types import TokenizedRequest
+from tests.distributed.conftest import shipped_request
 
 
 def request(session: str | None, line: int, *ids: int) -> TokenizedRequest:
-    return TokenizedRequest(
-        source="log.jsonl",
-        line=line,
-        request_id=f"r{line}",
-        timestamp=float(line),
-        scope="org",
-        provider=None,
-        model="m",
-        input_tokens=len(ids),
-        output_tokens=0,
-        tokens=array("I", ids),
-        session=session,
-    )
+    return shipped_request(session, line, ids=ids)
 
 
 def shipped(

@@ -16,6 +16,7 @@ from cachecast.tokenizers.types import (
     Segment,
     TokenizedRequest,
 )
+from tests.distributed.conftest import shipped_request
 
 TOOLS = Segment("tool", "tools[0]", 0, 80)
 SYSTEM = Segment("system", "messages[0].content", 80, 200)
@@ -24,19 +25,7 @@ REPLY = Segment("message", "messages[2].content", 230, 260)
 
 
 def request(session: str | None, line: int, *segments: Segment) -> TokenizedRequest:
-    return TokenizedRequest(
-        source="log.jsonl",
-        line=line,
-        request_id=f"r{line}",
-        timestamp=float(line),
-        scope="org",
-        provider=None,
-        model="m",
-        input_tokens=segments[-1].end if segments else 0,
-        output_tokens=0,
-        segments=segments,
-        session=session,
-    )
+    return shipped_request(session, line, segments=segments)
 
 
 def test_shared_leading_segments_stay_behind_and_come_back() -> None:
