@@ -35,6 +35,7 @@ from cachecast.errors import (
     LogRecordError,
     input_errors,
 )
+from cachecast.gc_pacing import paced_collection
 from cachecast.limits import check_count
 from cachecast.logs import LogStream, pair_batch_files
 from cachecast.simulator.ordering import (
@@ -272,7 +273,15 @@ class LogReading:
         """The requests of one source (a file, or the inline records) in file order.
 
         ``opened``: the file's records from a stream opened by the caller (a part of the
-        file: ``logs.ranges``); ``first_timestamp``: see ``tokenizers.read_log``."""
+        file: ``logs.ranges``); ``first_timestamp``: see ``tokenizers.read_log``. While it
+        is read, the garbage collector runs rarely (``gc_pacing``: the pass allocates in
+        bursts that reference counting frees)."""
+        with paced_collection():
+            yield from self._source_requests(index, opened, first_timestamp)
+
+    def _source_requests(
+        self, index: int, opened: LogStream | None, first_timestamp: float
+    ) -> Iterator[TokenizedRequest]:
         log = self.log
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"
