@@ -58,6 +58,7 @@ import datetime as dt
 import heapq
 import math
 import os
+import pickle
 import queue
 import threading
 import time
@@ -70,6 +71,7 @@ from cachecast.app.estimate import PassOutcome, PassWork
 from cachecast.app.logs import LogInput, LogReading
 from cachecast.contracts import ContractStore
 from cachecast.errors import BadInputError, Location, LogRecordError, MissingExtraError
+from cachecast.gc_pacing import paced_collection
 from cachecast.logs import LogStream, detect_format, open_log
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.ranges import (
@@ -83,7 +85,7 @@ from cachecast.logs.stream import Item as LogItem
 from cachecast.simulator.compact import Compactor, KeyNeeds, key_needs
 from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 from cachecast.simulator.distributed.partition import bucket_of, common_unit, partition_key
-from cachecast.simulator.ordering import Extension, ExtensionReceiver, PromptPacker
+from cachecast.simulator.ordering import Extension, ExtensionReceiver, PromptPacker, RebuiltIds
 from cachecast.simulator.pricing import (
     ObservedModelMatcher,
     PerRequestRow,
@@ -95,7 +97,13 @@ from cachecast.tokenizers import calibration as calibrating
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.encode import THREADS_ENV
-from cachecast.tokenizers.types import Segment, TokenizedRequest
+from cachecast.tokenizers.types import (
+    REQUEST_FIELD_INDEX,
+    Segment,
+    TokenizedRequest,
+    request_values,
+    with_changes,
+)
 
 try:
     import ray
@@ -158,21 +166,25 @@ class _Part:
 
 @dataclass(slots=True)
 class _Item:
-    """One compact request on its way to its bucket. Where the replay reads ids, a request
-    that extends its session's previous prompt in the bucket travels with its new ids only
-    (``extends``: how many it takes from that prompt; see ``ordering.ExtensionReceiver``)."""
+    """One compact request in its bucket (its ids the new ones only where it extends its
+    session's previous prompt: ``BucketReplay.chains`` holds how to rebuild them)."""
 
     order: OrderKey
     request: TokenizedRequest
-    part: int
-    extends: int = 0
-    # How many leading segments are the session's previous request's in the bucket (only
-    # the others travel; see ``_SegmentsSender``).
-    segments_from: int = 0
 
-    def __reduce__(self) -> tuple[type[_Item], tuple[OrderKey, TokenizedRequest, int, int, int]]:
-        # The fields as they are (see ``tokenizers.types``: dataclass pickling is slow).
-        return (_Item, (self.order, self.request, self.part, self.extends, self.segments_from))
+
+_WireItem = tuple[OrderKey, int, int, int, tuple[Any, ...]]
+"""One compact request on its way to its bucket: (order, part, ``extends``, ``shared``,
+its field values, ``tokenizers.types.request_values``). Where the replay reads ids, a
+request that extends its session's previous prompt in the bucket travels with its new ids
+only (``extends``: how many it takes from that prompt; ``ordering.ExtensionReceiver``) and
+without the leading segments that are that prompt's (``shared`` of them;
+:class:`_SegmentsSender`). Plain tuples: they pickle without a Python call per request,
+and nothing is built on the sending side that is not shipped."""
+
+_TOKENS = REQUEST_FIELD_INDEX["tokens"]
+_SEGMENTS = REQUEST_FIELD_INDEX["segments"]
+_TIMESTAMP = REQUEST_FIELD_INDEX["timestamp"]
 
 
 _SessionKey = tuple[str | None, str, str | None]
@@ -280,6 +292,17 @@ def _open_part(log: LogInput, part: _Part) -> LogStream:
     return open_range(file.path, part.lines, name)
 
 
+def _packed(chunks: list[list[_WireItem]]) -> bytes:
+    """A chunk for one replayer, as the bytes Ray stores as they are.
+
+    Why not the lists themselves: Ray serializes an object through msgpack, calling back
+    into Python for every value msgpack does not know (each request's tuple), then pickles
+    those, and reads them back the same way: measured on the benchmark's agent log, 2.3
+    times the CPU of pickling the chunk in one call when storing it and 3.7 times when
+    reading it (docs/capacity-plan.md, "Shipping")."""
+    return pickle.dumps(chunks, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 @ray.remote
 def _tokenize_and_shuffle(
     log: LogInput,
@@ -290,11 +313,11 @@ def _tokenize_and_shuffle(
     chunk_requests: int,
     needs: KeyNeeds,
     ids: bool,
-) -> Iterator[list[list[_Item]] | _PartOutcome]:
+) -> Iterator[bytes | _PartOutcome]:
     """Yield, per chunk of compact requests, one object per replayer (``owners``: the
-    buckets each replayer holds), the lists of its buckets; then the part's outcome. (One
-    object per bucket would cost every bucket a put, a handle and a fetch, most of them
-    empty or small.)"""
+    buckets each replayer holds), the lists of its buckets (pickled: :func:`_packed`); then
+    the part's outcome. (One object per bucket would cost every bucket a put, a handle and
+    a fetch, most of them empty or small.)"""
     buckets = sum(len(owned) for owned in owners)
     # A task holds one CPU: the tokenizer's encoding thread would only contend with the
     # other tasks on the node (unless the environment says otherwise).
@@ -309,10 +332,12 @@ def _tokenize_and_shuffle(
         _timed(_open_part(log, part), stages),
         UNKNOWN_TIMESTAMP if inside else 0.0,
     )
-    compactor = Compactor(needs, keep_ids=ids)
+    # Where the ids travel the replay's policies key them as in one process (reusing each
+    # session's earlier keys): shipping keys besides would only cost their pickling.
+    compact = None if ids else Compactor(needs).compact
     packer = PromptPacker() if ids else None
     segments = _SegmentsSender()
-    chunk: list[list[_Item]] = [[] for _ in range(buckets)]
+    chunk: list[list[_WireItem]] = [[] for _ in range(buckets)]
     held = 0
     last, inherits = UNKNOWN_TIMESTAMP, False
     shuffled = 0.0
@@ -323,32 +348,33 @@ def _tokenize_and_shuffle(
         else:
             last = timestamp
         bucket = bucket_of(partition_key(request, unit), buckets)
-        compact = compactor.compact(request)
+        if compact is not None:
+            request = compact(request)
         extends = 0
-        node = packer.extension(compact, bucket) if packer is not None else None
-        shared = segments.split(compact, bucket)
-        if node is not None and node.parent is not None:
-            extends = node.parent.length
-            compact = dataclasses.replace(
-                compact, tokens=node.tail, segments=compact.segments[shared:]
-            )
-        elif shared:
-            compact = dataclasses.replace(compact, segments=compact.segments[shared:])
-        item = _Item(
-            (timestamp, part.file_index, request.line), compact, part.index, extends, shared
+        node = packer.extension(request, bucket) if packer is not None else None
+        shared = segments.split(request, bucket)
+        values = request_values(request)
+        if (node is not None and node.parent is not None) or shared:
+            changed = list(values)
+            if node is not None and node.parent is not None:
+                extends = node.parent.length
+                changed[_TOKENS] = node.tail
+            changed[_SEGMENTS] = request.segments[shared:]
+            values = tuple(changed)
+        chunk[bucket].append(
+            ((timestamp, part.file_index, request.line), part.index, extends, shared, values)
         )
-        chunk[bucket].append(item)
         held += 1
         if held >= chunk_requests:
             moved = clock()
             for owned in owners:  # not ``yield from``: Ray resumes with send()
-                yield [chunk[bucket] for bucket in owned]
+                yield _packed([chunk[bucket] for bucket in owned])
             shuffled += clock() - moved
             chunk = [[] for _ in range(buckets)]
             held = 0
     moved = clock()
     for owned in owners:
-        yield [chunk[bucket] for bucket in owned]
+        yield _packed([chunk[bucket] for bucket in owned])
     shuffled += clock() - moved
     stages.shuffle = shuffled
     stages.tokenize = clock() - began - stages.read - shuffled
@@ -413,18 +439,21 @@ class BucketReplay:
         self._thread: threading.Thread | None = None
         self._outcome: _BucketResult | BaseException | None = None
 
-    def feed(self, chunk: list[_Item], carried: float) -> None:
+    def feed(self, chunk: list[_WireItem], carried: float) -> None:
         began = time.perf_counter()
         items, first = self.items, len(self.items)
-        for item in chunk:
-            self.chains.append(self._receiver.receive(item.request, item.extends, item.part))
-            shared = item.segments_from
-            whole = self._segments_receiver.receive(item.request, shared, item.part)
+        receive_ids, receive_segments = self._receiver.receive, self._segments_receiver.receive
+        for order, part, extends, shared, values in chunk:
+            if math.isnan(order[0]):
+                order = (carried, order[1], order[2])
+                changed = list(values)
+                changed[_TIMESTAMP] = carried
+                values = tuple(changed)
+            request = TokenizedRequest(*values)
+            self.chains.append(receive_ids(request, extends, part))
+            whole = receive_segments(request, shared, part)
             self.segments.append(whole if shared else None)
-            if math.isnan(item.order[0]):
-                item.order = (carried, item.order[1], item.order[2])
-                item.request = dataclasses.replace(item.request, timestamp=carried)
-            items.append(item)
+            items.append(_Item(order, request))
         if self._streaming and chunk:
             held = self._held
             for index in range(first, len(items)):
@@ -435,7 +464,8 @@ class BucketReplay:
                 self._dropped = True
                 self._batches.put(None)
             else:
-                self._newest = max(self._newest, max(item.order[0] for item in chunk))
+                newest = max(items[index].order[0] for index in range(first, len(items)))
+                self._newest = max(self._newest, newest)
                 self._release(self._newest - SPECULATION_HOLD_SECONDS)
         self._shuffle_seconds += time.perf_counter() - began
 
@@ -510,6 +540,7 @@ class BucketReplay:
         previous_order: list[OrderKey] = [(0.0, 0, 0)]
         items, chains, segments = self.items, self.chains, self.segments
         waited = 0.0  # for the next chunk (not replay time)
+        rebuilt = RebuiltIds()
 
         def ordered() -> Iterator[TokenizedRequest]:
             nonlocal waited
@@ -533,11 +564,13 @@ class BucketReplay:
                         if whole is None:
                             yield item.request
                         else:
-                            yield dataclasses.replace(item.request, segments=whole)
-                    elif whole is None:
-                        yield dataclasses.replace(item.request, tokens=chain.ids())
+                            yield with_changes(item.request, segments=whole)
+                        continue
+                    ids = rebuilt.ids(chain)
+                    if whole is None:
+                        yield with_changes(item.request, tokens=ids)
                     else:
-                        yield dataclasses.replace(item.request, tokens=chain.ids(), segments=whole)
+                        yield with_changes(item.request, tokens=ids, segments=whole)
             if current:
                 bucket.rows.append((previous_order[0], list(current)))
                 current.clear()
@@ -546,15 +579,16 @@ class BucketReplay:
             self.replayed += count
 
         self.replayed = 0
-        replay_targets(
-            ordered(),
-            bucket.totals,
-            ObservedModelMatcher(ContractStore(setup.database_url), setup.day),
-            progress,
-            current.append if setup.keep_rows else None,
-            setup.auto_cache_control,
-            explain=setup.explain_misses,
-        )
+        with paced_collection():  # as in one process, where the pass's reading paces it
+            replay_targets(
+                ordered(),
+                bucket.totals,
+                ObservedModelMatcher(ContractStore(setup.database_url), setup.day),
+                progress,
+                current.append if setup.keep_rows else None,
+                setup.auto_cache_control,
+                explain=setup.explain_misses,
+            )
         if setup.keep_rows:
             bucket.rows = [(order, [row.slim() for row in rows]) for order, rows in bucket.rows]
         bucket.stages.replay = time.perf_counter() - began - waited
@@ -577,9 +611,8 @@ class _Replayer:
         for bucket in buckets:
             self._buckets[pass_id, bucket] = BucketReplay(setup)
 
-    def feed(
-        self, pass_id: str, carried: float, buckets: list[int], chunks: list[list[_Item]]
-    ) -> None:
+    def feed(self, pass_id: str, carried: float, buckets: list[int], packed: bytes) -> None:
+        chunks: list[list[_WireItem]] = pickle.loads(packed)  # from our own tasks: _packed
         for bucket, chunk in zip(buckets, chunks, strict=True):
             self._buckets[pass_id, bucket].feed(chunk, carried)
 

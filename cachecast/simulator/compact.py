@@ -24,7 +24,6 @@ matches token by token) gets full requests, which is correct, only larger.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,7 +36,7 @@ from cachecast.simulator.policies import (
     VllmPrefixCache,
 )
 from cachecast.simulator.policies.explicit import PrefixKeys
-from cachecast.tokenizers.types import PromptKeys, TokenizedRequest
+from cachecast.tokenizers.types import PromptKeys, TokenizedRequest, with_changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +96,7 @@ class Compactor:
             for size in self.needs.prefixes:
                 keys = PrefixKeys(self._keyers[size], request)
                 prefixes[size] = {offset: keys.at(offset) for offset in offsets}
-        return dataclasses.replace(
+        return with_changes(
             request,
             tokens=request.tokens if keep else None,
             segments=request.segments if keep or self.needs.segments else (),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import itertools
 from array import array
@@ -15,7 +14,7 @@ from cachecast.simulator.blocks import REMEMBERED_IDLE_SECONDS
 from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies.base import CachePolicy
 from cachecast.simulator.types import RequestUsage
-from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.tokenizers.types import TokenizedRequest, with_changes
 
 DEFAULT_REORDER_WINDOW = 4096
 # What the window may hold of prompts (token ids, keys), whatever its count: on a log of
@@ -141,7 +140,7 @@ class PromptPacker:
         node = self.extension(request)
         if node is None or node.parent is None:
             return request
-        packed = dataclasses.replace(request, tokens=None)
+        packed = with_changes(request, tokens=None)
         self._held[id(packed)] = node
         return packed
 
@@ -176,7 +175,7 @@ class PromptPacker:
         node = self._held.pop(id(request), None)
         if node is None:
             return request
-        return dataclasses.replace(request, tokens=node.ids())
+        return with_changes(request, tokens=node.ids())
 
     def _forget(self, now: float) -> None:
         latest = self._latest
@@ -221,6 +220,28 @@ class ExtensionReceiver:
             node = parent.extend(tokens)
         self._latest[key] = node
         return node
+
+
+class RebuiltIds:
+    """:meth:`Extension.ids` for requests replayed in order, each built from its parent's
+    ids where those were the last built for that chain (one copy of the prompt instead of
+    a walk that concatenates every tail): a session's requests come one after the other.
+    Holds the latest ids of at most ``chains`` chains (the oldest built dropped first)."""
+
+    def __init__(self, *, chains: int = 1024) -> None:
+        self._latest: dict[int, tuple[Extension, array[int]]] = {}  # by id() of the node
+        self._chains = chains
+
+    def ids(self, node: Extension) -> array[int]:
+        parent = node.parent
+        # An entry holds its node alive, so no other node can have an id() kept here.
+        found = self._latest.pop(id(parent), None) if parent is not None else None
+        ids = found[1] + node.tail if found is not None else node.ids()
+        latest = self._latest
+        latest[id(node)] = (node, ids)
+        if len(latest) > self._chains:
+            del latest[next(iter(latest))]
+        return ids
 
 
 def _where(request: TokenizedRequest) -> str:

@@ -151,8 +151,25 @@ class TokenizedRequest:
         return (TokenizedRequest, _request_fields(self))
 
 
+def request_values(request: TokenizedRequest) -> tuple[Any, ...]:
+    """``request``'s field values in field order (``TokenizedRequest(*values)`` is it again):
+    a plain tuple, which pickles without a Python call per request."""
+    values: tuple[Any, ...] = _request_fields(request)
+    return values
+
+
+def with_changes(request: TokenizedRequest, **changes: Any) -> TokenizedRequest:
+    """``request`` with the named fields changed: ``dataclasses.replace`` for the hot paths
+    (it looks the fields up and passes them by keyword each time: about twice as slow)."""
+    values = list(_request_fields(request))
+    for name, value in changes.items():
+        values[REQUEST_FIELD_INDEX[name]] = value
+    return TokenizedRequest(*values)
+
+
 __all__ = [
     "NO_CONTROLS",
+    "REQUEST_FIELD_INDEX",
     "Breakpoint",
     "CacheControls",
     "CacheCreation",
@@ -160,8 +177,11 @@ __all__ = [
     "PromptKeys",
     "Segment",
     "TokenizedRequest",
+    "request_values",
+    "with_changes",
 ]
 
 
 _controls_fields = attrgetter(*(item.name for item in fields(CacheControls)))
 _request_fields = attrgetter(*(item.name for item in fields(TokenizedRequest)))
+REQUEST_FIELD_INDEX = {item.name: index for index, item in enumerate(fields(TokenizedRequest))}

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from array import array
 
 import pytest
 
-from cachecast.simulator.ordering import ExtensionReceiver, PromptPacker
+from cachecast.simulator.ordering import Extension, ExtensionReceiver, PromptPacker, RebuiltIds
 from cachecast.tokenizers.types import TokenizedRequest
 from tests.distributed.conftest import shipped_request
 
@@ -66,3 +67,25 @@ def test_an_extension_whose_prompt_did_not_arrive_is_refused() -> None:
     receiver.receive(request("a", 1, 1, 2, 3), 0, stream="part-1")
     with pytest.raises(ValueError, match="not received before it"):
         receiver.receive(item, extends, stream="part-0")
+
+
+def test_ids_rebuilt_in_replay_order_equal_the_chains_walked() -> None:
+    # Chains by hand: a session a of three prompts, b of two, interleaved as a replay
+    # meets them; the rebuilder keeps at most two chains' latest ids.
+    a1 = Extension(None, array("I", [1, 2]), 0, 2)
+    a2 = a1.extend(array("I", [3]))
+    b1 = Extension(None, array("I", [7]), 0, 1)
+    b2 = b1.extend(array("I", [8, 9]))
+    a3 = a2.extend(array("I", [4, 5]))
+    rebuilt = RebuiltIds(chains=2)
+    expected = [[1, 2], [1, 2, 3], [7], [7, 8, 9], [1, 2, 3, 4, 5]]
+    got = [list(rebuilt.ids(node)) for node in (a1, a2, b1, b2, a3)]
+    assert got == expected
+    # Room for one chain: b1 pushes a1's ids out, so a2 is its chain walked, a3 built on it.
+    fresh = RebuiltIds(chains=1)
+    assert [list(fresh.ids(node)) for node in (a1, b1, a2, a3)] == [
+        [1, 2],
+        [7],
+        [1, 2, 3],
+        [1, 2, 3, 4, 5],
+    ]

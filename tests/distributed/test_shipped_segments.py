@@ -8,13 +8,15 @@ import pickle
 
 import pytest
 
-from cachecast.app.ray_executor import _Item, _SegmentsReceiver, _SegmentsSender
+from cachecast.app.ray_executor import _SegmentsReceiver, _SegmentsSender
 from cachecast.tokenizers.types import (
     Breakpoint,
     CacheControls,
     PromptKeys,
     Segment,
     TokenizedRequest,
+    request_values,
+    with_changes,
 )
 from tests.distributed.conftest import shipped_request
 
@@ -57,7 +59,7 @@ def test_shared_segments_that_did_not_arrive_are_refused() -> None:
         _SegmentsReceiver().receive(wire, 3, stream=0)
 
 
-def test_pickled_requests_and_items_are_equal_values() -> None:
+def test_pickled_requests_and_their_values_are_equal_values() -> None:
     full = dataclasses.replace(
         request("a", 1, TOOLS, SYSTEM),
         breakpoints=(Breakpoint(80, "5m"),),
@@ -65,12 +67,8 @@ def test_pickled_requests_and_items_are_equal_values() -> None:
         prompt_keys=PromptKeys({128: [b"k" * 16]}, {}),
     )
     assert pickle.loads(pickle.dumps(full)) == full
-    item = _Item((1.0, 0, 1), full, 3, 7, 2)
-    back = pickle.loads(pickle.dumps(item))
-    assert (back.order, back.request, back.part, back.extends, back.segments_from) == (
-        (1.0, 0, 1),
-        full,
-        3,
-        7,
-        2,
-    )
+    # What a tokenizing task ships: the field values as a plain tuple.
+    values = request_values(full)
+    assert type(values) is tuple
+    assert TokenizedRequest(*pickle.loads(pickle.dumps(values))) == full
+    assert with_changes(full, line=9, tokens=None) == dataclasses.replace(full, line=9, tokens=None)
