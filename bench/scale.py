@@ -11,7 +11,9 @@ Workload: a text agent log (``bench.agent_traffic``: the example agent log's gen
 ``--targets`` (default openai:gpt-4o). One file by default: Ray's tokenizing tasks then
 share it by byte ranges; ``--files N`` deals it over N files instead.
 
-Baseline: the single-process ``estimate`` on the same log, measured in the same run. Each
+Baseline: the single-process ``estimate`` on the same log, measured in the same run, in a
+process of its own that never imports Ray (as ``cachecast estimate`` runs: Ray's modules
+make every full collection of the garbage collector longer, about 10% of a pass). Each
 mode runs in its own process, so that its environment holds from the start:
 
 * ``one-thread``: every side held to one thread: the tokenizer's encoding thread off
@@ -81,8 +83,12 @@ def main() -> None:
         " to compare settings",
     )
     parser.add_argument("--run-mode", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.baseline:
+        serve_baseline(args)
+        return
     if args.run_mode is not None:
         run_mode(args)
         return
@@ -116,6 +122,75 @@ def main() -> None:
             subprocess.run(command, env=env, check=True)
 
 
+def estimate_request(args: argparse.Namespace) -> Any:
+    """The bench's ``EstimateRequest`` over the log files in ``args.folder``."""
+    from cachecast.app.estimate import EstimateRequest
+    from cachecast.app.logs import LogInput
+
+    return EstimateRequest(
+        log=LogInput.of_paths(sorted(args.folder.glob("agent*.jsonl"))),
+        targets=args.targets,
+        at=AT,
+        explain_misses=not args.no_miss_causes,
+    )
+
+
+def serve_baseline(args: argparse.Namespace) -> None:
+    """The single process, in a process of its own (Ray never imported): one line on stdin
+    per run ("estimate", or "read": reading and tokenizing alone), one JSON line back."""
+    import json
+
+    from cachecast.app.estimate import estimate, plan_estimate
+    from cachecast.app.logs import LogReading
+    from cachecast.contracts import ContractStore
+
+    store = ContractStore(f"sqlite:///{args.folder / 'contracts.db'}")
+    request = estimate_request(args)
+    tokenize_as = plan_estimate(request, store)[2][0].tokenize_as
+    for command in sys.stdin:
+        started = time.perf_counter()
+        if command.strip() == "read":
+            read_all(LogReading(request.log, tokenize_as))
+            report = None
+        else:
+            report = estimate(request, store).model_dump(mode="json")
+        answer = {"seconds": time.perf_counter() - started, "report": report}
+        print(json.dumps(answer), flush=True)
+    if "ray" in sys.modules:
+        raise SystemExit("the baseline process imported ray")
+
+
+class Baseline:
+    """The baseline process (:func:`serve_baseline`), run after run."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        command = [sys.executable, "-m", "bench.scale", "--baseline"]
+        command += ["--folder", str(args.folder), "--targets", *args.targets]
+        command += ["--no-miss-causes"] if args.no_miss_causes else []
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, what: str = "estimate") -> tuple[float, Any]:
+        """(seconds, the report as JSON or None for "read")."""
+        import json
+
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(what + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit("the baseline process ended")
+        answer = json.loads(line)
+        return float(answer["seconds"]), answer["report"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        if self.process.wait() != 0:
+            raise SystemExit("the baseline process failed")
+
+
 def run_mode(args: argparse.Namespace) -> None:
     """One mode, in this process (its environment set by the parent)."""
     from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
@@ -124,8 +199,7 @@ def run_mode(args: argparse.Namespace) -> None:
 
     import ray
 
-    from cachecast.app.estimate import EstimateRequest, estimate, plan_estimate
-    from cachecast.app.logs import LogInput, LogReading
+    from cachecast.app.estimate import estimate
     from cachecast.app.ray_executor import RayExecutor, wait_for_cluster
     from cachecast.contracts import ContractStore
     from cachecast.simulator.pricing import PerRequestRow
@@ -133,12 +207,7 @@ def run_mode(args: argparse.Namespace) -> None:
     directory: Path = args.folder
     store = ContractStore(f"sqlite:///{directory / 'contracts.db'}")
     paths = sorted(directory.glob("agent*.jsonl"))
-    request = EstimateRequest(
-        log=LogInput.of_paths(paths),
-        targets=args.targets,
-        at=AT,
-        explain_misses=not args.no_miss_causes,
-    )
+    request = estimate_request(args)
     print(f"\n[{args.run_mode}]", flush=True)
 
     single_rows: list[PerRequestRow] = []
@@ -148,8 +217,10 @@ def run_mode(args: argparse.Namespace) -> None:
     requests = single["targets"][0]["requests"]
     tokens = single["targets"][0]["input_tokens"]
     size = sum(path.stat().st_size for path in paths)
-    tokenize_as = plan_estimate(request, store)[2][0].tokenize_as
-    reading = best_of(args.repeats, lambda: read_all(LogReading(request.log, tokenize_as)), None)
+    baseline_process = Baseline(args)
+    if baseline_process.run()[1] != single:  # also its warm-up (imports, tokenizer files)
+        raise SystemExit("the baseline process's report DIFFERS")
+    reading = min(baseline_process.run("read")[0] for _ in range(args.repeats))
     print(
         f"{tokens:,} prompt tokens ({tokens / requests:,.0f} a request);"
         f" single process, reading and tokenizing alone: {reading:.2f} s"
@@ -189,12 +260,10 @@ def run_mode(args: argparse.Namespace) -> None:
             on_ray = ray_run(request, store, executors, options)
             load_before = os.getloadavg()[0]
             for _ in range(args.repeats):
-                best_of(
-                    1,
-                    lambda: estimate(request, store).model_dump(mode="json"),
-                    single,
-                    single_times,
-                )
+                seconds, report = baseline_process.run()
+                if report != single:
+                    raise SystemExit("a timed report DIFFERS from the single-process report")
+                single_times.append(seconds)
                 best_of(1, on_ray, single, ray_times)
         finally:
             ray.shutdown()
@@ -206,7 +275,8 @@ def run_mode(args: argparse.Namespace) -> None:
         ratios = [single / ray for single, ray in zip(single_times, ray_times, strict=True)]
         print(
             f"single process    {requests / baseline:9.1f} req/s   1.00x   ({baseline:.2f} s,"
-            f" {tokens / baseline / 1e6:.1f} M tokens/s; runs {spread(single_times)} s)\n"
+            f" {tokens / baseline / 1e6:.1f} M tokens/s; runs {spread(single_times)} s;"
+            " a process of its own, Ray not imported)\n"
             f"ray {workers:>2} worker(s)  {requests / seconds:9.1f} req/s"
             f"   {baseline / seconds:.2f}x"
             f"   ({seconds:.2f} s, runs {spread(ray_times)} s; each run against the single"
@@ -223,6 +293,7 @@ def run_mode(args: argparse.Namespace) -> None:
             f" their chunks came, {stats.replayed_again} again; {busy})",
             flush=True,
         )
+    baseline_process.close()
 
 
 def executor_options(given: list[str]) -> dict[str, Any]:
