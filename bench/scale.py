@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -280,7 +281,8 @@ def run_mode(args: argparse.Namespace) -> None:
             f"ray {workers:>2} worker(s)  {requests / seconds:9.1f} req/s"
             f"   {baseline / seconds:.2f}x"
             f"   ({seconds:.2f} s, runs {spread(ray_times)} s; each run against the single"
-            f" run before it {spread(ratios, 'x')}; report and per-request rows equal to the"
+            f" run before it {spread(ratios, 'x')}, median {statistics.median(ratios):.2f}x;"
+            " report and per-request rows equal to the"
             f" single process; worker CACHECAST_TOKENIZER_THREADS={','.join(sorted(settings))};"
             f" chunks of {stats.chunk_requests} requests)\n"
             f"    stages, task seconds over all workers: read {stages.read:.2f}"
