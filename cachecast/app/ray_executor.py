@@ -10,14 +10,16 @@ resolution to the report, is the same code as in one process). One pass, in thre
    smaller towards its end (:func:`tapered_cuts`: less is left to replay once the
    tokenizing ends). A task reads and tokenizes its part exactly
    as one process does (``LogReading.source_requests``), computes each request's partition
-   key (``partition.partition_key``) and the keys the replay's policies will look up
-   (``simulator.compact``: 16 bytes per block instead of 4 bytes per token). Where the
-   replay reads the ids too (explaining misses compares each prompt's ids with earlier
-   ones), they travel as well, a prompt that extends its session's previous one in the
-   bucket as its new ids only (``ordering.PromptPacker.extension``), and its segments as
-   those the previous one did not have (:class:`_SegmentsSender`). Every
-   ``chunk_requests`` requests it yields one list per shuffle bucket; a worker holds one
-   chunk at a time, the chunks wait in Ray's object store.
+   key (``partition.partition_key``) and, where the replay does not read the ids, the keys
+   the replay's policies will look up instead of them (``simulator.compact``: 16 bytes per
+   block instead of 4 bytes per token). Where the replay reads the ids (explaining misses
+   compares each prompt's ids with earlier ones), they travel instead of keys (the
+   replay's policies key them as one process does), a prompt that extends its session's
+   previous one in the bucket as its new ids only (``ordering.PromptPacker.extension``),
+   and its segments as those the previous one did not have (:class:`_SegmentsSender`).
+   Every ``chunk_requests`` requests it yields, per replayer, the lists of its shuffle
+   buckets, pickled in one call (:func:`_packed`); a worker holds one chunk at a time, the
+   chunks wait in Ray's object store.
 2. **Replay** (:class:`BucketReplay`, on replayer actors: one process per CPU, kept from
    pass to pass). The driver hands each chunk to its buckets' replayer as it comes, part
    after part in plan order. A bucket is replayed in the single-process order (timestamp,
