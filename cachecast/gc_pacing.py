@@ -36,8 +36,7 @@ def paced_collection() -> Iterator[None]:
     global _holders, _saved
     with _lock:
         if _holders == 0:
-            found = gc.get_threshold()
-            _saved = (found[0], found[1], found[2])
+            _saved = found = gc.get_threshold()
             if found[0] != 0:  # 0: collection is off (the caller's choice): leave it so
                 gc.set_threshold(max(found[0], PASS_FIRST_THRESHOLD), found[1], found[2])
         _holders += 1

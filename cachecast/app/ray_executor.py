@@ -100,10 +100,10 @@ from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.encode import THREADS_ENV
 from cachecast.tokenizers.types import (
-    REQUEST_FIELD_INDEX,
     Segment,
     TokenizedRequest,
     request_values,
+    values_with,
     with_changes,
 )
 
@@ -183,10 +183,6 @@ only (``extends``: how many it takes from that prompt; ``ordering.ExtensionRecei
 without the leading segments that are that prompt's (``shared`` of them;
 :class:`_SegmentsSender`). Plain tuples: they pickle without a Python call per request,
 and nothing is built on the sending side that is not shipped."""
-
-_TOKENS = REQUEST_FIELD_INDEX["tokens"]
-_SEGMENTS = REQUEST_FIELD_INDEX["segments"]
-_TIMESTAMP = REQUEST_FIELD_INDEX["timestamp"]
 
 
 _SessionKey = tuple[str | None, str, str | None]
@@ -356,13 +352,11 @@ def _tokenize_and_shuffle(
         node = packer.extension(request, bucket) if packer is not None else None
         shared = segments.split(request, bucket)
         values = request_values(request)
-        if (node is not None and node.parent is not None) or shared:
-            changed = list(values)
-            if node is not None and node.parent is not None:
-                extends = node.parent.length
-                changed[_TOKENS] = node.tail
-            changed[_SEGMENTS] = request.segments[shared:]
-            values = tuple(changed)
+        if node is not None and node.parent is not None:
+            extends = node.parent.length
+            values = values_with(values, tokens=node.tail, segments=request.segments[shared:])
+        elif shared:
+            values = values_with(values, segments=request.segments[shared:])
         chunk[bucket].append(
             ((timestamp, part.file_index, request.line), part.index, extends, shared, values)
         )
@@ -448,9 +442,7 @@ class BucketReplay:
         for order, part, extends, shared, values in chunk:
             if math.isnan(order[0]):
                 order = (carried, order[1], order[2])
-                changed = list(values)
-                changed[_TIMESTAMP] = carried
-                values = tuple(changed)
+                values = values_with(values, timestamp=carried)
             request = TokenizedRequest(*values)
             self.chains.append(receive_ids(request, extends, part))
             whole = receive_segments(request, shared, part)
@@ -562,17 +554,12 @@ class BucketReplay:
                     previous_order[0] = item.order
                     chain, whole = chains[index], segments[index]
                     # The whole ids only while the request is replayed: the bucket holds tails.
-                    if chain is None:
-                        if whole is None:
-                            yield item.request
-                        else:
-                            yield with_changes(item.request, segments=whole)
-                        continue
-                    ids = rebuilt.ids(chain)
-                    if whole is None:
-                        yield with_changes(item.request, tokens=ids)
-                    else:
-                        yield with_changes(item.request, tokens=ids, segments=whole)
+                    changes: dict[str, Any] = {}
+                    if chain is not None:
+                        changes["tokens"] = rebuilt.ids(chain)
+                    if whole is not None:
+                        changes["segments"] = whole
+                    yield with_changes(item.request, **changes) if changes else item.request
             if current:
                 bucket.rows.append((previous_order[0], list(current)))
                 current.clear()

@@ -71,16 +71,11 @@ def key_needs(policies: Iterable[CachePolicy], *, tokens: bool = False) -> KeyNe
 
 class Compactor:
     """Turns tokenized requests into compact ones for one set of needs, remembering each
-    session's keys across requests as the policies themselves would.
+    session's keys across requests as the policies themselves would. (A replay that reads
+    the ids besides, to explain misses, gets the requests whole: its policies key them.)"""
 
-    ``keep_ids``: the keys are added and the ids and segments kept, for a replay that reads
-    the ids besides the policies (explaining misses compares each prompt's ids with earlier
-    prompts', ``misses.PromptHistory``): the policies read the keys computed here (given
-    keys take precedence over ids), so the replay hashes nothing."""
-
-    def __init__(self, needs: KeyNeeds, *, keep_ids: bool = False) -> None:
+    def __init__(self, needs: KeyNeeds) -> None:
         self.needs = needs
-        self.keep_ids = keep_ids
         self._keyers = {size: BlockKeyer(size) for size in needs.blocks | needs.prefixes}
 
     def compact(self, request: TokenizedRequest) -> TokenizedRequest:
@@ -88,7 +83,6 @@ class Compactor:
         carries no ids, and any request under needs that read ids, come back as they are)."""
         if self.needs.tokens or request.tokens is None:
             return request
-        keep = self.keep_ids
         blocks = {size: self._keyers[size].keys(request) for size in self.needs.blocks}
         prefixes = {}
         if self.needs.prefixes:
@@ -98,8 +92,8 @@ class Compactor:
                 prefixes[size] = {offset: keys.at(offset) for offset in offsets}
         return with_changes(
             request,
-            tokens=request.tokens if keep else None,
-            segments=request.segments if keep or self.needs.segments else (),
+            tokens=None,
+            segments=request.segments if self.needs.segments else (),
             prompt_keys=PromptKeys(blocks, prefixes),
         )
 
