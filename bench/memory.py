@@ -99,7 +99,7 @@ def main() -> None:
     commands = [tuple(pair) for pair in args.command] if args.command else DEFAULT_COMMANDS
     with tempfile.TemporaryDirectory() as folder:
         directory = Path(folder)
-        from cachecast import db
+        from cachecast.core import db
 
         url = f"sqlite:///{directory / 'contracts.db'}"
         db.upgrade(url)

@@ -108,7 +108,7 @@ def main() -> None:
             f" built in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
-        from cachecast import db
+        from cachecast.core import db
 
         db.upgrade(f"sqlite:///{directory / 'contracts.db'}")
         for mode in args.modes:
@@ -125,8 +125,8 @@ def main() -> None:
 
 def estimate_request(args: argparse.Namespace) -> Any:
     """The bench's ``EstimateRequest`` over the log files in ``args.folder``."""
-    from cachecast.app.estimate import EstimateRequest
-    from cachecast.app.logs import LogInput
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.estimate import EstimateRequest
 
     return EstimateRequest(
         log=LogInput.of_paths(sorted(args.folder.glob("agent*.jsonl"))),
@@ -141,9 +141,9 @@ def serve_baseline(args: argparse.Namespace) -> None:
     per run ("estimate", or "read": reading and tokenizing alone), one JSON line back."""
     import json
 
-    from cachecast.app.estimate import estimate, plan_estimate
-    from cachecast.app.logs import LogReading
     from cachecast.contracts import ContractStore
+    from cachecast.passes.log_input import LogReading
+    from cachecast.usecases.estimate import estimate, plan_estimate
 
     store = ContractStore(f"sqlite:///{args.folder / 'contracts.db'}")
     request = estimate_request(args)
@@ -200,10 +200,10 @@ def run_mode(args: argparse.Namespace) -> None:
 
     import ray
 
-    from cachecast.app.estimate import estimate
-    from cachecast.app.ray_executor import RayExecutor, wait_for_cluster
     from cachecast.contracts import ContractStore
+    from cachecast.passes.ray_executor import RayExecutor, wait_for_cluster
     from cachecast.simulator.pricing import PerRequestRow
+    from cachecast.usecases.estimate import estimate
 
     directory: Path = args.folder
     store = ContractStore(f"sqlite:///{directory / 'contracts.db'}")
@@ -311,8 +311,8 @@ def executor_options(given: list[str]) -> dict[str, Any]:
 
 def ray_run(request: Any, store: Any, executors: list[Any], options: dict[str, Any]) -> Any:
     """One Ray estimate per call, each executor kept for its stage figures."""
-    from cachecast.app.estimate import estimate
-    from cachecast.app.ray_executor import RayExecutor
+    from cachecast.passes.ray_executor import RayExecutor
+    from cachecast.usecases.estimate import estimate
 
     def run() -> dict[str, Any]:
         executors.append(RayExecutor(**options))

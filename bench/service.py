@@ -27,10 +27,10 @@ from typing import Any  # noqa: E402
 
 import httpx  # noqa: E402
 
-from cachecast import db  # noqa: E402
-from cachecast.app.estimate import EstimateRequest, estimate  # noqa: E402
-from cachecast.app.logs import LogInput  # noqa: E402
 from cachecast.contracts import ContractStore  # noqa: E402
+from cachecast.core import db  # noqa: E402
+from cachecast.passes.log_input import LogInput  # noqa: E402
+from cachecast.usecases.estimate import EstimateRequest, estimate  # noqa: E402
 from tests.service.server import Server  # noqa: E402
 
 TARGETS = ["openai:gpt-4o", "anthropic:claude-sonnet-4-5", "openai:gpt-5.6"]

@@ -1,14 +1,14 @@
-"""Alembic environment: runs cachecast's migrations against the URL set by cachecast.db."""
+"""Alembic environment: runs cachecast's migrations against the URL set by cachecast.core.db."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlmodel import SQLModel
 
-from cachecast.db import get_engine
+from cachecast.core.db import get_engine
 
 # Import every module that declares tables so their metadata is known to Alembic.
-from cachecast.tables import import_all_tables
+from cachecast.core.table_modules import import_all_tables
 
 import_all_tables()
 target_metadata = SQLModel.metadata

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole check, from nothing: a virtual environment in .venv with cachecast, its dev
-# dependencies and vLLM's CPU build (for the engine-equivalence tests), then ruff, mypy, pytest.
+# dependencies and vLLM's CPU build (for the engine-equivalence tests), then ruff, mypy,
+# import-linter (the layers of docs/architecture.md), pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,4 +18,5 @@ PIP=".venv/bin/pip"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy cachecast
+.venv/bin/lint-imports
 .venv/bin/pytest "$@"

@@ -25,7 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-only", action="store_true", help="build the model and stop")
     options = parser.parse_args(argv)
 
-    from cachecast.gpu_backend.engine.tiny_qwen import build_tiny_qwen, server_arguments
+    # The model builder is test support (tests/gpu_backend/tiny_qwen.py), not part of the
+    # package: the repository root goes on the path to reach it.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.gpu_backend.tiny_qwen import build_tiny_qwen, server_arguments
 
     directory: Path = options.model_dir
     if not (directory / "config.json").is_file():

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from cachecast import db
+from cachecast.core import db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Third-party data (public traces, recordings written by other projects) is never committed:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cachecast import __version__, db
+from cachecast import __version__
 from cachecast.cli import contracts as contracts_cli
 from cachecast.cli import economics as economics_cli
 from cachecast.cli import estimate as estimate_cli
@@ -24,6 +24,7 @@ from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
 from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
+from cachecast.core import db
 
 app = typer.Typer(
     name="cachecast",

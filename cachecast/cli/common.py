@@ -1,8 +1,8 @@
 """What every command shares: ``--database-url``, a progress bar, and one way to fail.
 
 A command is a thin adapter: parse its arguments into the use case's request, call the use
-case (``cachecast.app``), render the report, exit. :func:`command` wraps it so that every
-error ends the same way: a :class:`~cachecast.errors.CachecastError` prints one line on
+case (``cachecast.usecases``), render the report, exit. :func:`command` wraps it so that every
+error ends the same way: a :class:`~cachecast.core.errors.CachecastError` prints one line on
 stderr (``error: <where>: <what>``, plus close matches where there are some) and exits with
 its family's code (2 for bad input or configuration); anything else is a bug and exits 3
 with one line (``CACHECAST_DEBUG=1`` prints the traceback too). See docs/errors.md.
@@ -25,8 +25,8 @@ from rich.markup import escape
 from rich.progress import TaskID
 from typer.exceptions import TyperException
 
-from cachecast import db
-from cachecast.errors import EXIT_INTERNAL, BadInputError, CachecastError, Location
+from cachecast.core import db
+from cachecast.core.errors import EXIT_INTERNAL, BadInputError, CachecastError, Location
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
@@ -108,7 +108,7 @@ def contract_store(database_url: str | None, *, must_exist: bool = True) -> Cont
     A read command never creates anything: a SQLite file that does not exist is bad
     configuration, not a new empty database."""
     from cachecast.contracts import ContractStore
-    from cachecast.errors import NotMigratedError
+    from cachecast.core.errors import NotMigratedError
 
     url = db.resolve_database_url(database_url)
     if must_exist:

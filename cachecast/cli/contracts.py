@@ -1,6 +1,6 @@
 """``cachecast contracts``: list, show, history, import, export and audit dated contracts.
 
-Thin adapters over :mod:`cachecast.app.contracts`: options in, the use case's report out
+Thin adapters over :mod:`cachecast.usecases.contracts`: options in, the use case's report out
 (a rich table, or ``--json``: the contract versions as the store's JSON format).
 """
 
@@ -18,12 +18,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cachecast import db
-from cachecast.app.contracts import ImportFormat
 from cachecast.cli.common import DatabaseUrlOption, command, parse_day, stderr
 from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.sqltypes import decimal_text
-from cachecast.errors import ConfigurationError, Location
+from cachecast.core import db
+from cachecast.core.errors import ConfigurationError, Location
+from cachecast.usecases.contracts import ImportFormat
 
 if TYPE_CHECKING:
     from cachecast.contracts import ContractStore
@@ -136,7 +136,7 @@ def list_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Contracts in force on a date (default today)."""
-    from cachecast.app.contracts import ListRequest, list_contracts
+    from cachecast.usecases.contracts import ListRequest, list_contracts
 
     report = list_contracts(ListRequest(at=parse_day(at), provider=provider), _store(database_url))
     if as_json:
@@ -192,7 +192,7 @@ def show_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """The contract version in force for PROVIDER MODEL on a date (default today)."""
-    from cachecast.app.contracts import ShowRequest, show_contract
+    from cachecast.usecases.contracts import ShowRequest, show_contract
 
     report = show_contract(
         ShowRequest(provider=provider, model=model, at=parse_day(at)), _store(database_url)
@@ -220,7 +220,7 @@ def history_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Every stored version of one contract, oldest first."""
-    from cachecast.app.contracts import HistoryRequest, contract_history
+    from cachecast.usecases.contracts import HistoryRequest, contract_history
 
     report = contract_history(HistoryRequest(provider=provider, model=model), _store(database_url))
     if as_json:
@@ -254,7 +254,7 @@ def import_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Add versions from FILE in one transaction: all of them, or none on any error."""
-    from cachecast.app.contracts import ImportRequest, import_contracts
+    from cachecast.usecases.contracts import ImportRequest, import_contracts
 
     request = ImportRequest(
         file=file,
@@ -289,8 +289,8 @@ def export_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Write contracts (every version, or those in force --at a date) in our JSON format."""
-    from cachecast.app.contracts import ExportRequest, export_contracts
-    from cachecast.app.per_request import check_output_path
+    from cachecast.passes.per_request import check_output_path
+    from cachecast.usecases.contracts import ExportRequest, export_contracts
 
     if output is not None:
         check_output_path(output, "--output")
@@ -331,7 +331,7 @@ def audit_command(
 ) -> None:
     """Our contracts in force on a date held against LiteLLM's and genai-prices' price maps:
     every disagreement with both values and both sources (needs the 'audit' extra)."""
-    from cachecast.app.contracts import AuditRequest, audit
+    from cachecast.usecases.contracts import AuditRequest, audit
 
     request = AuditRequest(
         at=parse_day(at), provider=provider, litellm_file=litellm, genai_prices_file=genai_prices

@@ -1,7 +1,7 @@
 """``cachecast capacity``, ``compare`` and ``fleet``: self-hosted sizing and its economics.
 
-Thin adapters over :mod:`cachecast.app.capacity`, :mod:`cachecast.app.compare` and
-:mod:`cachecast.app.fleet`: options in, report out (a rich table, or ``--json`` = the
+Thin adapters over :mod:`cachecast.usecases.capacity`, :mod:`cachecast.usecases.compare` and
+:mod:`cachecast.usecases.fleet`: options in, report out (a rich table, or ``--json`` = the
 report's model dump; ``compare`` also ``--plot``/``--html``, whose paths are checked before
 the work starts). The use cases name their request's fields in errors; here they are shown
 as the options that set them (``kv_dtype`` is ``--kv-dtype``).
@@ -30,14 +30,14 @@ from cachecast.cli.common import (
     progress_bar,
     stderr,
 )
-from cachecast.errors import CachecastError
+from cachecast.core.errors import CachecastError
 
 if TYPE_CHECKING:
-    from cachecast.app.capacity import CapacityReport
-    from cachecast.app.compare import CompareReport, MeasurementFacts
-    from cachecast.app.fleet import FleetReport
-    from cachecast.app.logs import LogInput
-    from cachecast.app.reports import InputIssue
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.capacity import CapacityReport
+    from cachecast.usecases.compare import CompareReport, MeasurementFacts
+    from cachecast.usecases.fleet import FleetReport
+    from cachecast.usecases.reports import InputIssue
 
 ModelOption = Annotated[
     str,
@@ -130,7 +130,7 @@ def _deployment_fields(
     block_size: int | None,
 ) -> dict[str, Any]:
     """The deployment's fields of a request (``DeploymentRequest``)."""
-    from cachecast.app.capacity import ModelReference
+    from cachecast.usecases.capacity import ModelReference
 
     return {
         "model": ModelReference.of_text(model),
@@ -145,7 +145,7 @@ def _deployment_fields(
 
 
 def _log(logs: list[Path], strict: bool, provider: str | None = None) -> LogInput:
-    from cachecast.app.logs import LogInput
+    from cachecast.passes.log_input import LogInput
 
     return LogInput.of_paths(
         expand_globs(logs),
@@ -192,7 +192,7 @@ def capacity_command(
     Prefill of a CONTEXT-token prompt whose first CACHED tokens are cached. Exits 2 when the
     model does not fit (the report, printed first, says by how much).
     """
-    from cachecast.app.capacity import CapacityRequest, capacity, require_fit
+    from cachecast.usecases.capacity import CapacityRequest, capacity, require_fit
 
     with named_as_options():
         request = CapacityRequest(
@@ -328,8 +328,8 @@ def compare_command(
     hit rate at several KV capacities. Figures are roofline ceilings unless a vLLM
     measurement is used (the report's timing_source says which).
     """
-    from cachecast.app.compare import CompareRequest, compare, parse_price
-    from cachecast.app.per_request import check_output_path
+    from cachecast.passes.per_request import check_output_path
+    from cachecast.usecases.compare import CompareRequest, compare, parse_price
 
     if plot is not None:
         check_output_path(plot, "--plot")
@@ -373,7 +373,7 @@ def compare_command(
 
 def comparison_rows(report: CompareReport) -> list[list[str]]:
     """The summary table (header first): self-hosted lines, then every hosted target."""
-    from cachecast.app.compare import BreakEvenVolume
+    from cachecast.usecases.compare import BreakEvenVolume
 
     header = ["option", "hit rate", "GPU-h", "cost of log", "$/M input", "break-even req/month"]
     rows = [header]
@@ -517,8 +517,8 @@ def fleet_command(
     roofline prefill, mean and p90), GPU-hours of the fleet (the busiest replica bounds the
     makespan) and, with --gpu-price, their cost. Default routing: all.
     """
-    from cachecast.app.compare import parse_price
-    from cachecast.app.fleet import FleetRequest, fleet
+    from cachecast.usecases.compare import parse_price
+    from cachecast.usecases.fleet import FleetRequest, fleet
 
     with named_as_options():
         request = FleetRequest(

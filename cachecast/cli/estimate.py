@@ -1,6 +1,6 @@
 """``cachecast estimate``: bills of a prompt log under several providers' dated contracts.
 
-A thin adapter over :func:`cachecast.app.estimate.estimate`: options in, report out (a rich
+A thin adapter over :func:`cachecast.usecases.estimate.estimate`: options in, report out (a rich
 table, ``--json`` = the report's model dump, ``--csv``, ``--markdown``).
 """
 
@@ -30,10 +30,10 @@ from cachecast.cli.common import (
     stderr,
 )
 from cachecast.cli.html_report import HtmlOption, check_html_path, write_html
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
 
 if TYPE_CHECKING:
-    from cachecast.app.estimate import EstimateReport, TargetEstimate
+    from cachecast.usecases.estimate import EstimateReport, TargetEstimate
 
 TABLE_COLUMNS = (
     "target",
@@ -125,8 +125,9 @@ def estimate_command(
     to 1/10,000 of a dollar). Hit rate = cache read tokens / all prompt tokens.
     """
     # Imported here so that `cachecast --help` stays fast.
-    from cachecast.app.estimate import EstimateRequest, estimate, ray_executor
-    from cachecast.app.logs import LogInput
+    from cachecast.passes.executors import ray_executor
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.estimate import EstimateRequest, estimate
 
     if sum((as_json, as_csv, as_markdown)) > 1:
         raise BadInputError(

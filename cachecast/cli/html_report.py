@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from cachecast.app.estimate import EstimateReport
-    from cachecast.app.predictions import MissCauseTotal, TimelinePoint
-    from cachecast.app.reconcile import ReconcileReport
+    from cachecast.usecases.estimate import EstimateReport
+    from cachecast.usecases.predictions import MissCauseTotal, TimelinePoint
+    from cachecast.usecases.reconcile import ReconcileReport
 
 HtmlOption = Annotated[
     Path | None,
@@ -50,7 +50,7 @@ svg text { font-size: 11px; fill: #2d3748; }
 
 def check_html_path(path: Path) -> None:
     """A page can be written at ``path``: an .html name in an existing writable folder."""
-    from cachecast.app.per_request import check_suffixed_path
+    from cachecast.passes.per_request import check_suffixed_path
 
     check_suffixed_path(path, HTML_SUFFIXES, "--html", "an .html")
 
@@ -60,7 +60,7 @@ def write_html(path: Path, report: EstimateReport | ReconcileReport) -> None:
 
 
 def render_html(report: EstimateReport | ReconcileReport) -> str:
-    from cachecast.app.estimate import EstimateReport
+    from cachecast.usecases.estimate import EstimateReport
 
     if isinstance(report, EstimateReport):
         title, body = "cachecast estimate", _estimate_body(report)

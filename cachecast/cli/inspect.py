@@ -1,6 +1,6 @@
 """``cachecast inspect``: what a log holds, per file (the command to run first on a new file).
 
-A thin adapter over :func:`cachecast.app.inspect.inspect`.
+A thin adapter over :func:`cachecast.usecases.inspect.inspect`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rich.console import Console
 from cachecast.cli.common import FormatOption, ResultsOption, command, expand_globs, stderr
 
 if TYPE_CHECKING:
-    from cachecast.app.inspect import FileInspection
+    from cachecast.usecases.inspect import FileInspection
 
 
 def register(app: typer.Typer) -> None:
@@ -32,8 +32,8 @@ def inspect_command(
     """Per file: the detected format, billed requests, models and providers, the time span,
     observed usage totals, and every line that could not be read (file:line: field: reason).
     """
-    from cachecast.app.inspect import InspectRequest, inspect
-    from cachecast.app.logs import LogInput
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.inspect import InspectRequest, inspect
 
     files = LogInput.of_paths(expand_globs(logs), format=log_format, results=results).files
     report = inspect(InspectRequest(files=files))

@@ -1,9 +1,10 @@
 """``cachecast check`` (prompt-layout regressions in CI) and ``cachecast suggest``.
 
-Thin adapters over :func:`cachecast.app.check.check` / :func:`~cachecast.app.check.check_each`
-and :func:`cachecast.app.suggest.suggest`: options and ``[tool.cachecast]`` in pyproject.toml
-(the command line wins) -> request -> report -> text, Markdown, JSON. ``check`` exits 0 when
-the candidate passes, 1 on a regression, 2 on bad input or configuration, 3 on a bug.
+Thin adapters over :func:`cachecast.usecases.check.check` /
+:func:`~cachecast.usecases.check.check_each` and :func:`cachecast.usecases.suggest.suggest`:
+options and ``[tool.cachecast]`` in pyproject.toml (the command line wins) -> request ->
+report -> text, Markdown, JSON. ``check`` exits 0 when the candidate passes, 1 on a
+regression, 2 on bad input or configuration, 3 on a bug.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from cachecast.cli.common import (
     parse_day,
     progress_bar,
 )
-from cachecast.errors import EXIT_OK, EXIT_REGRESSION, BadInputError, Location
+from cachecast.core.errors import EXIT_OK, EXIT_REGRESSION, BadInputError, Location
 
 if TYPE_CHECKING:
-    from cachecast.app.check import CheckReport, DivergenceReport
-    from cachecast.app.engine_replay import EngineRun
-    from cachecast.app.suggest import SuggestionReport, SuggestReport
-    from cachecast.app.thresholds import CheckConfig, Thresholds
     from cachecast.contracts import ContractStore
+    from cachecast.usecases.check import CheckReport, DivergenceReport
+    from cachecast.usecases.engine_replay import EngineRun
+    from cachecast.usecases.suggest import SuggestionReport, SuggestReport
+    from cachecast.usecases.thresholds import CheckConfig, Thresholds
 
 TargetOption = Annotated[
     list[str] | None,
@@ -85,13 +86,13 @@ def _engine_settings(
     """The request fields of the engine options (a measurement database only when asked)."""
     from pydantic import SecretStr
 
-    from cachecast import db
+    from cachecast.core import db
 
     store = None
     if store_measurements:
         store = db.resolve_database_url(database_url)
         if not db.is_current(store):
-            from cachecast.errors import NotMigratedError
+            from cachecast.core.errors import NotMigratedError
 
             raise NotMigratedError(
                 f"the database at {db.display_url(store)} is not migrated: run"
@@ -114,7 +115,7 @@ def _settings(
 ) -> CheckConfig:
     """``[tool.cachecast]`` of ``--config`` (default: the nearest pyproject.toml) under the
     command line's values."""
-    from cachecast.app.thresholds import find_pyproject, load_config, merge
+    from cachecast.usecases.thresholds import find_pyproject, load_config, merge
 
     if config is not None and not config.is_file():
         raise BadInputError("no such file", location=Location(source=str(config), field="--config"))
@@ -131,7 +132,7 @@ def _settings(
 def _store(
     targets: tuple[str, ...], block_size: int | None, url: str | None
 ) -> ContractStore | None:
-    from cachecast.app.evaluation import needs_contract_store
+    from cachecast.usecases.evaluation import needs_contract_store
 
     return contract_store(url) if needs_contract_store(targets, block_size=block_size) else None
 
@@ -190,10 +191,10 @@ def check_command(
     """Fail (exit 1) when CANDIDATE's prompt layout regresses hit rate or cost (or, on a
     vllm-engine target, the measured TTFT) against BASELINE; exit 2 on bad input or
     configuration."""
-    from cachecast.app.check import CheckEachRequest, CheckRequest, check, check_each
-    from cachecast.app.per_request import check_output_path
-    from cachecast.app.prompt_sets import PromptSource
-    from cachecast.app.thresholds import parse_thresholds
+    from cachecast.passes.per_request import check_output_path
+    from cachecast.passes.prompt_sets import PromptSource
+    from cachecast.usecases.check import CheckEachRequest, CheckRequest, check, check_each
+    from cachecast.usecases.thresholds import parse_thresholds
 
     if len(paths) == 2 and not baseline_ref:
         pair = (paths[0], paths[1])
@@ -280,7 +281,7 @@ def _change(amount: Decimal) -> str:
 
 
 def summary_lines(report: CheckReport) -> list[str]:
-    from cachecast.app.evaluation import PER_REQUESTS
+    from cachecast.usecases.evaluation import PER_REQUESTS
 
     verdict = "PASS" if report.passed else "REGRESSION"
     lines = [f"cachecast check: {verdict}  ({report.baseline} -> {report.candidate})"]
@@ -458,9 +459,9 @@ def suggest_command(
 ) -> None:
     """Find volatile spans and propose layout changes that help, each re-simulated and
     ranked (and with --validate-on-engine, measured on a real vLLM server)."""
-    from cachecast.app.prompt_sets import PromptSource
-    from cachecast.app.suggest import EngineValidation, SuggestRequest, suggest
-    from cachecast.app.thresholds import parse_points
+    from cachecast.passes.prompt_sets import PromptSource
+    from cachecast.usecases.suggest import EngineValidation, SuggestRequest, suggest
+    from cachecast.usecases.thresholds import parse_points
 
     settings = _settings(None, targets=target, at=at, block_size=block_size)
     engine_fields = _engine_settings(engine_api_key, store_measurements, database_url)

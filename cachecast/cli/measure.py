@@ -1,6 +1,6 @@
 """``cachecast measure``: replay a log on a real vLLM engine and report hits and TTFT.
 
-A thin adapter over :func:`cachecast.app.measure.measure`: options in, report out (a rich
+A thin adapter over :func:`cachecast.usecases.measure.measure`: options in, report out (a rich
 table, or ``--json``: the report's model dump).
 """
 
@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cachecast import db
-from cachecast.app.measure import EngineKind
 from cachecast.cli.common import DatabaseUrlOption, command, progress_bar, stderr
+from cachecast.core import db
+from cachecast.usecases.measure import EngineKind
 
 if TYPE_CHECKING:
-    from cachecast.app.measure import MeasureReport
+    from cachecast.usecases.measure import MeasureReport
 
 
 def register(app: typer.Typer) -> None:
@@ -118,8 +118,8 @@ def measure_command(
     """Replay LOG on a real vLLM engine; measure cached tokens, hit rate, TTFT and tokens/s."""
     from pydantic import SecretStr
 
-    from cachecast.app.logs import LogInput
-    from cachecast.app.measure import MeasureRequest, measure
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.measure import MeasureRequest, measure
 
     request = MeasureRequest(
         log=LogInput.of_paths([log]),

@@ -25,7 +25,7 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from cachecast.app.compare import CompareReport
+    from cachecast.usecases.compare import CompareReport
 
 
 def _cost_panel(report: CompareReport, axes: Axes) -> None:

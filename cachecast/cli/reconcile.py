@@ -1,6 +1,6 @@
 """``cachecast reconcile``: predictions held against the usage the providers returned.
 
-A thin adapter over :func:`cachecast.app.reconcile.reconcile`: options in, report out (rich
+A thin adapter over :func:`cachecast.usecases.reconcile.reconcile`: options in, report out (rich
 tables, ``--json`` = the report's model dump, ``--html`` a self-contained page).
 """
 
@@ -29,7 +29,7 @@ from cachecast.cli.common import (
 from cachecast.cli.html_report import HtmlOption, check_html_path, write_html
 
 if TYPE_CHECKING:
-    from cachecast.app.reconcile import ReconcileReport
+    from cachecast.usecases.reconcile import ReconcileReport
 
 
 def register(app: typer.Typer) -> None:
@@ -72,8 +72,8 @@ def reconcile_command(
     every mismatch is classified (tokenizer approximation, warm cache at log start, contract
     disputed, provider best-effort miss, unexplained).
     """
-    from cachecast.app.logs import LogInput
-    from cachecast.app.reconcile import ReconcileRequest, reconcile
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 
     if html is not None:
         check_html_path(html)

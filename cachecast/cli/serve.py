@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from cachecast import db
 from cachecast.cli.common import DatabaseUrlOption, command, stderr
-from cachecast.errors import BadInputError, ConfigurationError, Location, UnavailableError
+from cachecast.core import db
+from cachecast.core.errors import BadInputError, ConfigurationError, Location, UnavailableError
 from cachecast.service.metrics import MULTIPROC_ENV
 from cachecast.service.settings import load_settings
 

@@ -1,6 +1,6 @@
 """``cachecast simulate``: cache-hit statistics of a log under one cache policy (no bills).
 
-A thin adapter over :func:`cachecast.app.simulate.simulate`: options in, report out (plain
+A thin adapter over :func:`cachecast.usecases.simulate.simulate`: options in, report out (plain
 text, or ``--json`` = the report's model dump).
 """
 
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cachecast.app.simulate import PolicyKind
 from cachecast.cli.common import (
     DatabaseUrlOption,
     FormatOption,
@@ -23,9 +22,10 @@ from cachecast.cli.common import (
     stderr,
 )
 from cachecast.simulator.routing import Routing
+from cachecast.usecases.simulate import PolicyKind
 
 if TYPE_CHECKING:
-    from cachecast.app.simulate import FleetSimulationReport, SimulationReport
+    from cachecast.usecases.simulate import FleetSimulationReport, SimulationReport
 
 
 def register(app: typer.Typer) -> None:
@@ -76,8 +76,8 @@ def simulate_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG through a cache model and print hit statistics (no bills)."""
-    from cachecast.app.logs import LogInput
-    from cachecast.app.simulate import FleetSimulationReport, SimulateRequest, simulate
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.simulate import FleetSimulationReport, SimulateRequest, simulate
 
     request = SimulateRequest(
         log=LogInput.of_paths(

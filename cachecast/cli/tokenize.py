@@ -1,6 +1,6 @@
 """``cachecast tokenize``: each request's token count, exactness, tokenizer and segment spans.
 
-A thin adapter over :func:`cachecast.app.tokenize.tokenize`: requests are printed as they
+A thin adapter over :func:`cachecast.usecases.tokenize.tokenize`: requests are printed as they
 are read (``--json``: one JSON object per line, the dump of ``RequestTokens``), skipped lines
 and the totals go to stderr.
 """
@@ -16,7 +16,7 @@ import typer
 from cachecast.cli.common import FormatOption, ResultsOption, command, progress_bar, stderr
 
 if TYPE_CHECKING:
-    from cachecast.app.tokenize import RequestTokens
+    from cachecast.usecases.tokenize import RequestTokens
 
 
 def register(app: typer.Typer) -> None:
@@ -35,9 +35,9 @@ def tokenize(
     results: ResultsOption = None,
 ) -> None:
     """Print each request's token total, exactness, tokenizer and segment spans."""
-    from cachecast.app.logs import LogInput
-    from cachecast.app.tokenize import TokenizeRequest
-    from cachecast.app.tokenize import tokenize as tokenize_log
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.tokenize import TokenizeRequest
+    from cachecast.usecases.tokenize import tokenize as tokenize_log
 
     request = TokenizeRequest(
         log=LogInput.of_paths(

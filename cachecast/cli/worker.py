@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from cachecast import db
 from cachecast.cli.common import DatabaseUrlOption, command, stderr
-from cachecast.errors import BadInputError, Location, NotMigratedError
+from cachecast.core import db
+from cachecast.core.errors import BadInputError, Location, NotMigratedError
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,7 @@ from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.serialize import loads_json
 from cachecast.contracts.sqltypes import canonical_decimal, decimal_text
 from cachecast.contracts.store import ContractStore, _best_alias_match, normalize_provider
-from cachecast.errors import MissingExtraError
+from cachecast.core.errors import MissingExtraError
 
 _MILLION = Decimal(1_000_000)
 LITELLM_DATA_FILE = "litellm/model_prices_and_context_window_backup.json"

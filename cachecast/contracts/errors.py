@@ -1,11 +1,11 @@
-"""Errors of the contract store, on the one error tree (``cachecast.errors``); each message is
+"""Errors of the contract store, on the one error tree (``cachecast.core.errors``); each message is
 one line a user can act on."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cachecast import errors
+from cachecast.core import errors
 
 # The database lacks the contract tables (one class for every table this version needs).
 DatabaseNotMigratedError = errors.NotMigratedError

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cachecast.iso import IsoDate
+from cachecast.core.dates import IsoDate
 
 
 class CacheMode(StrEnum):

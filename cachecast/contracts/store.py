@@ -1,6 +1,6 @@
 """The dated contract store: append-only history of provider caching contracts.
 
-Reads and writes go through one SQLAlchemy engine per URL (``cachecast.db.get_engine``).
+Reads and writes go through one SQLAlchemy engine per URL (``cachecast.core.db.get_engine``).
 Every write is one transaction that takes the write lock first (``BEGIN IMMEDIATE`` on
 SQLite, a table lock on PostgreSQL), so two processes adding versions at once serialise
 instead of both passing the overlap check.
@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
-from cachecast import db
 from cachecast.contracts.errors import (
     ContractConflictError,
     ContractKeyError,
@@ -42,10 +41,11 @@ from cachecast.contracts.tables import (
     ContractTtlOptionRow,
     ContractVersionRow,
 )
+from cachecast.core import db
 
 # (re-exported: the alias table lives apart from the database layer)
-from cachecast.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
-from cachecast.provider_names import normalize_provider as normalize_provider
+from cachecast.core.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
+from cachecast.core.provider_names import normalize_provider as normalize_provider
 
 VERSIONS: sa.Table = sa.inspect(ContractVersionRow).local_table  # type: ignore[assignment]
 TTL_OPTIONS: sa.Table = sa.inspect(ContractTtlOptionRow).local_table  # type: ignore[assignment]

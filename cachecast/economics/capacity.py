@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from cachecast.core.errors import BadInputError, Location
 from cachecast.economics.geometry import ModelGeometry, dtype_bytes
 from cachecast.economics.hardware import Accelerator
-from cachecast.errors import BadInputError, Location
 
 # vLLM's long-standing --gpu-memory-utilization default; vLLM 0.32 defaults to 0.92.
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)

@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from cachecast.core.errors import BadInputError, Location
 from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Capacity, Deployment, capacity
 from cachecast.economics.timing import (
     FloatArray,
@@ -51,7 +52,6 @@ from cachecast.economics.timing import (
     pollaczek_khinchine_wait,
     prefill_seconds_many,
 )
-from cachecast.errors import BadInputError, Location
 from cachecast.simulator import build_policy
 from cachecast.simulator.compact import Compactor, KeyNeeds
 from cachecast.simulator.policies import VllmPrefixCache

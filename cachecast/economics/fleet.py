@@ -41,6 +41,7 @@ from decimal import Decimal
 import numpy as np
 import numpy.typing as npt
 
+from cachecast.core.errors import Location
 from cachecast.economics.capacity import Deployment
 from cachecast.economics.compare import (
     DEFAULT_MAX_NUM_SEQS,
@@ -60,7 +61,6 @@ from cachecast.economics.timing import (
     pollaczek_khinchine_wait,
     prefill_seconds_many,
 )
-from cachecast.errors import Location
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Fleet, FleetReport, Routing
 
 ROOFLINE_TIMING = (

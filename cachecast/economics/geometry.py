@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path, PurePath
 from typing import Any
 
-from cachecast.errors import BadInputError, Location
-from cachecast.limits import check_count
+from cachecast.core.errors import BadInputError, Location
+from cachecast.core.limits import check_count
 
 # Bytes per element. int4 is half a byte: kept as a Fraction so that sizes stay exact.
 DTYPE_BYTES: dict[str, Fraction] = {

@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from cachecast.errors import Location, NotFoundError
+from cachecast.core.errors import Location, NotFoundError
 
 GIGA = 10**9
 TERA = 10**12

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from cachecast.core.errors import BadInputError, Location, NotFoundError
 from cachecast.economics.timing import attention_pairs
-from cachecast.errors import BadInputError, Location, NotFoundError
 
 
 class MeasurementError(BadInputError):

@@ -3,7 +3,8 @@
 From the volatile-span analysis (``volatile.analyze``) each applicable change is a record
 transform (applied to every request of a log or of an expanded layout) plus the diff that
 shows it: on the layout file itself where the change maps onto it, else on the first request
-it changes. Replaying the changed requests and ranking the changes is ``cachecast.app.suggest``.
+it changes. Replaying the changed requests and ranking the changes is
+``cachecast.usecases.suggest``.
 
 Changes:
 - ``move_to_end_of_system``: the volatile lines go to the end of the same system prompt

@@ -252,7 +252,7 @@ def find_divergence(
     """The earliest divergence over corresponding requests, or None when they are identical.
 
     Both record iterables are read once or twice (ids are looked at first), so they must give
-    the same records each time (a list, or an ``app.logs.RecordStream``). ``tokenize`` turns
+    the same records each time (a list, or an ``passes.log_input.RecordStream``). ``tokenize`` turns
     records into tokenized requests; without it (or without token ids) the divergence is
     located in text only.
     """

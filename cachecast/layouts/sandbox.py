@@ -14,7 +14,7 @@ Here every way a template makes text grows is bounded *before* the text is made:
   ``max_template_render_seconds`` (also shared by one layout's templates), so a template that
   loops without writing anything still stops in time.
 
-A limit crossed is a :class:`~cachecast.errors.LimitExceededError` naming the template's place
+A limit crossed is a :class:`~cachecast.core.errors.LimitExceededError` naming the template's place
 in the layout, the size and the limit (docs/limits.md).
 """
 
@@ -36,8 +36,8 @@ from jinja2.filters import FILTERS
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
-from cachecast.errors import LimitExceededError
-from cachecast.limits import current as current_limits
+from cachecast.core.errors import LimitExceededError
+from cachecast.core.limits import current as current_limits
 
 TICK = "cachecast_render_tick"
 _PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")

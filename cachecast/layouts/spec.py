@@ -43,7 +43,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from cachecast.errors import BadInputError, LimitExceededError, Location
+from cachecast.core.errors import BadInputError, LimitExceededError, Location
 from cachecast.layouts.sandbox import BoundedSandbox, render_bounded
 
 LAYOUT_FORMAT_KEY = "cachecast_layout"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record, require_dict, unrecorded_prompt
 from cachecast.logs.errors import LogError, LogFileError
 from cachecast.logs.stream import Item, LogStream, documents, json_lines

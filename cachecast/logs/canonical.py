@@ -13,7 +13,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.providers import resolve_provider
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import to_canonical

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
 from cachecast.logs.errors import LogError
 from cachecast.logs.stream import Item, LogStream, json_lines

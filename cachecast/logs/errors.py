@@ -1,4 +1,4 @@
-"""Errors of the log readers, on the one error tree (``cachecast.errors``): one bad record
+"""Errors of the log readers, on the one error tree (``cachecast.core.errors``): one bad record
 (file, line, field, reason), and a file that cannot be read as a whole (empty, over the size
 bound, of no format cachecast reads).
 
@@ -8,7 +8,7 @@ that every caller that reports bad log lines reports them the same way, with the
 
 from __future__ import annotations
 
-from cachecast.errors import LogRecordError
+from cachecast.core.errors import LogRecordError
 
 # A malformed log line: file, 1-based line number, the field at fault and why. For
 # whole-document formats (one JSON or YAML document) ``line`` is the record's line in the file

@@ -15,7 +15,7 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.errors import LogError
 from cachecast.logs.http import Exchange, read_exchanges

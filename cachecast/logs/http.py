@@ -49,7 +49,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record
 from cachecast.logs.errors import LogError
 from cachecast.logs.stream import Item, LogStream

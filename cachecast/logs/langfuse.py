@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict, unrecorded_prompt
 from cachecast.logs.errors import LogError
 from cachecast.logs.messages import (

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, unrecorded_prompt
 from cachecast.logs.messages import body_for, chat_messages, chat_tools, has_tool_calls, maybe_json
 from cachecast.logs.providers import resolve_provider

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _LANGCHAIN_ROLES = {

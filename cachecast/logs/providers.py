@@ -5,7 +5,7 @@ Logs spell providers many ways: OpenTelemetry's ``gen_ai.provider.name`` values
 (``vertex_ai/gemini-2.5-pro``, ``bedrock/anthropic.claude-...``), Helicone's upper-case
 enum, gateways whose model slug names the upstream provider (OpenRouter's
 ``anthropic/claude-sonnet-4.5``). :func:`normalize_provider_name` maps a name onto the store's
-ids (its own alias table first, then the store's, ``cachecast.provider_names``);
+ids (its own alias table first, then the store's, ``cachecast.core.provider_names``);
 :func:`split_model` takes a ``provider/model`` string apart; :func:`infer_provider` names the
 provider a bare model name belongs to where the log says nothing else (docs/log-formats.md).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
-from cachecast.provider_names import PROVIDER_ALIASES, normalize_provider
+from cachecast.core.provider_names import PROVIDER_ALIASES, normalize_provider
 
 # Names logs use beyond the store's own aliases (docs/log-formats.md, "Provider names").
 LOG_PROVIDER_ALIASES: dict[str, str] = {

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.errors import LogError, LogFileError
 
 Record = dict[str, Any] | LogError

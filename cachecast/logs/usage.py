@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cachecast.errors import RecordFieldError
-from cachecast.limits import check_tokens
+from cachecast.core.errors import RecordFieldError
+from cachecast.core.limits import check_tokens
 from cachecast.logs.types import ObservedUsage
 
 CANONICAL_KEYS = (

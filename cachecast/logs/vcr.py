@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.errors import LogError, LogFileError
 from cachecast.logs.http import Exchange, http_date, read_exchanges
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size

@@ -1,7 +1,7 @@
 """Estimates and simulations for the service: request bodies in, the use cases' reports out.
 
 Both endpoints take the log inline, either as a JSON body with a ``records`` array or as a
-JSONL file upload. An estimate body becomes ``cachecast.app.estimate``'s request and is
+JSONL file upload. An estimate body becomes ``cachecast.usecases.estimate``'s request and is
 priced by the same function as ``cachecast estimate``; its report is the response.
 """
 
@@ -23,15 +23,12 @@ from pydantic import (
 )
 from starlette.datastructures import FormData, UploadFile
 
-from cachecast.app.estimate import EstimateRequest as AppEstimateRequest
-from cachecast.app.estimate import estimate
-from cachecast.app.logs import LogInput
-from cachecast.app.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 from cachecast.contracts import ContractStore
-from cachecast.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
-from cachecast.iso import IsoDate
-from cachecast.limits import Limits, limits_in_force
-from cachecast.limits import current as current_limits
+from cachecast.core.dates import IsoDate
+from cachecast.core.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
+from cachecast.core.limits import Limits, limits_in_force
+from cachecast.core.limits import current as current_limits
+from cachecast.passes.log_input import LogInput
 from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import (
     FieldError,
@@ -42,6 +39,9 @@ from cachecast.service.problems import (
 )
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.simulator.routing import Routing
+from cachecast.usecases.estimate import EstimateRequest as AppEstimateRequest
+from cachecast.usecases.estimate import estimate
+from cachecast.usecases.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 
 SOURCE_NAME = "request"
 TARGET_PATTERN = r"^[^:\s]+:\S+$"

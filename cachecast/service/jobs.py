@@ -35,7 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.tables import JobStatus, ServiceJob
 from cachecast.tokenizers import refuse_local_tokenizer_directories
 

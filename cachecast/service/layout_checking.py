@@ -1,4 +1,4 @@
-"""Layout checks for the service: the request body in, ``cachecast.app.check``'s request out.
+"""Layout checks for the service: the request body in, ``cachecast.usecases.check``'s request out.
 
 Each side is a prompt layout (our YAML format, as text or as the equivalent JSON object, with
 optional sample values) or a list of log records, and is checked by the same function as
@@ -17,21 +17,21 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from cachecast.app.check import CheckRequest
-from cachecast.app.evaluation import ENGINE_TARGET
-from cachecast.app.prompt_sets import PromptSource
-from cachecast.app.thresholds import parse_thresholds
-from cachecast.errors import BadInputError, Location
-from cachecast.iso import IsoDate
+from cachecast.core.dates import IsoDate
+from cachecast.core.errors import BadInputError, Location
+from cachecast.passes.prompt_sets import PromptSource
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.server_paths import record_models, refuse_server_paths
+from cachecast.usecases.check import CheckRequest
+from cachecast.usecases.evaluation import ENGINE_TARGET
+from cachecast.usecases.thresholds import parse_thresholds
 
 # A few hundred bytes of layout can ask for millions of synthetic requests; over HTTP the
 # expansion is bounded so one request cannot hold a worker for hours.
 MAX_SYNTHETIC_REQUESTS = 20_000
 
 
-# vllm, vllm:BLOCK_SIZE (positive) or PROVIDER:MODEL, as app.evaluation reads them.
+# vllm, vllm:BLOCK_SIZE (positive) or PROVIDER:MODEL, as usecases.evaluation reads them.
 LayoutTargetText = Annotated[
     str, StringConstraints(pattern=r"^(?:[Vv][Ll][Ll][Mm](?::0*[1-9][0-9]{0,6})?|[^:\s]+:\S+)$")
 ]

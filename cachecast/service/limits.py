@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cachecast.limits import Limits, limits_in_force
+from cachecast.core.limits import Limits, limits_in_force
 from cachecast.service.problems import Problem, ProblemError, TrackedSend, problem_response
 from cachecast.tokenizers import local_tokenizer_directories
 
@@ -82,7 +82,7 @@ class BodyLimitMiddleware:
 
 
 class LimitsMiddleware:
-    """Run every request under the service's size limits (``cachecast.limits``; the settings
+    """Run every request under the service's size limits (``cachecast.core.limits``; the settings
     ``max_request_tokens`` ...): the context variable reaches the thread pool as below."""
 
     def __init__(self, app: ASGIApp, limits: Limits) -> None:

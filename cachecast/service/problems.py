@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cachecast.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
+from cachecast.core.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://cachecast.dev/problems/"

@@ -1,7 +1,7 @@
 """A service job run on a Ray cluster: one remote task per job, its runner only waiting.
 
 The task runs the same handler as a runner thread would (``run_estimate_job``) and streams
-its progress back (``app.progress.progress_events``); the runner advances the job's row with
+its progress back (``passes.progress.progress_events``); the runner advances the job's row with
 it, so its heartbeat, progress, cancellation and shutdown work as for a job run in-process:
 when the job is cancelled or the runner stops, the task is cancelled too.
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cachecast.app.progress import progress_events
 from cachecast.contracts import ContractStore
-from cachecast.errors import InternalError, MissingExtraError
-from cachecast.limits import Limits
+from cachecast.core.errors import InternalError, MissingExtraError
+from cachecast.core.limits import Limits
+from cachecast.passes.progress import progress_events
 from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobInputError, ProgressCallback
 from cachecast.tokenizers import refuse_local_tokenizer_directories

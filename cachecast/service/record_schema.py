@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachecast.limits import DEFAULT_LIMITS
+from cachecast.core.limits import DEFAULT_LIMITS
 
 MAX_TOKEN_ID = 2**32 - 1
 _PROMPT_KEYS = ("tokens", "prompt", "contents", "messages", "input", "instructions")

@@ -26,9 +26,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from cachecast import db
-from cachecast.errors import ConfigurationError, Location
-from cachecast.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
+from cachecast.core import db
+from cachecast.core.errors import ConfigurationError, Location
+from cachecast.core.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
 
 ENV_PREFIX = "CACHECAST_"
 SETTINGS_FILE_ENV = "CACHECAST_SETTINGS_FILE"
@@ -42,7 +42,7 @@ class ServiceSettings(BaseSettings):
     database_url: str | None = Field(
         default=None,
         description="SQLAlchemy URL; unset means cachecast's default SQLite file "
-        "(see cachecast.db.resolve_database_url). PostgreSQL: postgresql+psycopg://...",
+        "(see cachecast.core.db.resolve_database_url). PostgreSQL: postgresql+psycopg://...",
     )
     admin_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
@@ -96,7 +96,7 @@ class ServiceSettings(BaseSettings):
     job_sweep_seconds: float = Field(
         default=60.0, gt=0, description="how often finished jobs are swept (retention)"
     )
-    # The bounds of cachecast.limits (docs/limits.md gives the defaults and their reasons).
+    # The bounds of cachecast.core.limits (docs/limits.md gives the defaults and their reasons).
     max_request_tokens: int = Field(default=DEFAULT_LIMITS.max_request_tokens, gt=0)
     max_log_tokens: int = Field(default=DEFAULT_LIMITS.max_log_tokens, gt=0)
     max_log_records: int = Field(default=DEFAULT_LIMITS.max_log_records, gt=0)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cachecast.contracts import ContractStore
-from cachecast.limits import Limits
+from cachecast.core.limits import Limits
 from cachecast.service.estimating import run_estimate_job
 from cachecast.service.jobs import JobHandler, JobRunner, JobStore, ProgressCallback
 from cachecast.service.routers.estimates import ESTIMATE_JOB_KIND

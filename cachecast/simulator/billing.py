@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 
 from cachecast.contracts.model import ContractTerms
-from cachecast.errors import BadInputError
+from cachecast.core.errors import BadInputError
 from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers.types import ObservedUsage
 

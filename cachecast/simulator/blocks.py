@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 from xxhash import xxh3_128_digest
 
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
 from cachecast.tokenizers.sequences import common_prefix_length
 from cachecast.tokenizers.types import TokenizedRequest
 

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
 from cachecast.simulator.blocks import REMEMBERED_IDLE_SECONDS
 from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies.base import CachePolicy

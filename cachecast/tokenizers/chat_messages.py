@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 
 BILLING_HEADER = "x-anthropic-billing-header"  # a system text line vLLM drops (volatile)
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from cachecast.errors import ConfigurationError, Location
+from cachecast.core.errors import ConfigurationError, Location
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN, TiktokenTokenizer
 from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rendered
 from cachecast.tokenizers.types import Breakpoint, Segment

@@ -39,7 +39,7 @@ from typing import Any
 
 import tiktoken
 
-from cachecast.errors import ConfigurationError
+from cachecast.core.errors import ConfigurationError
 
 OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 

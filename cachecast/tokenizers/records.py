@@ -62,8 +62,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cachecast.errors import LimitExceededError, Location, RecordFieldError
-from cachecast.limits import check_tokens
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
+from cachecast.core.limits import check_tokens
 from cachecast.logs.errors import LogError
 from cachecast.logs.formats import open_log
 from cachecast.logs.providers import normalize_provider_name

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from cachecast import errors
+from cachecast.core import errors
 from cachecast.tokenizers.base import Tokenizer
 
 # (pattern, tokenizer key). Order matters: the first match wins.

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 # Token counts for one image (documented provider rules; dims are not in the log).

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cachecast import db
+from cachecast.core import db
 
 SEED_FILE = (
     Path(__file__).resolve().parents[2] / "cachecast" / "contracts" / "data" / "contracts-v1.json"

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cachecast import db
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
 from cachecast.contracts.audit import (
@@ -22,6 +21,7 @@ from cachecast.contracts.audit import (
     audit_contracts,
     litellm_bundled_file,
 )
+from cachecast.core import db
 from tests.contracts.conftest import TABLES
 
 NOV = dt.date(2026, 11, 1)

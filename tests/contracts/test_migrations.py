@@ -9,8 +9,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cachecast import db
 from cachecast.contracts import ContractStore
+from cachecast.core import db
 from tests.contracts.builders import terms
 from tests.contracts.conftest import SCHEMA_REVISION, SEED_REVISION, table_counts
 

@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from cachecast import db
 from cachecast.contracts import ContractConflictError, ContractStore
+from cachecast.core import db
 from tests.contracts.conftest import SCHEMA_REVISION, SEED_REVISION
 
 pytestmark = pytest.mark.postgres

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.pricing import PerRequestRow
+from cachecast.usecases.estimate import EstimateRequest, estimate
 from tests.distributed.conftest import write_multi_tenant_logs
 
 pytestmark = pytest.mark.ray
@@ -39,7 +39,7 @@ class Advances:
 def both_runs(
     paths: list[Path], targets: list[str], url: str, buckets: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], int]:
-    from cachecast.app.ray_executor import RayExecutor
+    from cachecast.passes.ray_executor import RayExecutor
 
     store = ContractStore(url)
     request = EstimateRequest(log=LogInput.of_paths(paths), targets=targets, at=AT)

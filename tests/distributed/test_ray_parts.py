@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
-from cachecast.errors import LogRecordError
+from cachecast.core.errors import LogRecordError
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.pricing import PerRequestRow
+from cachecast.usecases.estimate import EstimateRequest, estimate
 from tests.distributed.conftest import write_multi_tenant_logs
 
 pytestmark = pytest.mark.ray
@@ -32,7 +32,7 @@ TARGETS = ["openai:gpt-4o", "anthropic:claude-sonnet-4-5", "google:gemini-2.5-fl
 def run_both(
     request: EstimateRequest, url: str, part_bytes: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], Any]:
-    from cachecast.app.ray_executor import RayExecutor
+    from cachecast.passes.ray_executor import RayExecutor
 
     store = ContractStore(url)
     single_rows: list[PerRequestRow] = []
@@ -94,7 +94,7 @@ def log_with_gaps(directory: Path) -> Path:
 def test_records_without_timestamps_and_bad_lines_across_cuts(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    from cachecast.app.ray_executor import plan_parts
+    from cachecast.passes.ray_executor import plan_parts
 
     path = log_with_gaps(tmp_path)
     log = LogInput.of_paths([path])
@@ -119,7 +119,7 @@ def test_records_without_timestamps_and_bad_lines_across_cuts(
 def test_strict_reading_stops_at_the_same_first_bad_line(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    from cachecast.app.ray_executor import RayExecutor
+    from cachecast.passes.ray_executor import RayExecutor
 
     path = log_with_gaps(tmp_path)
     request = EstimateRequest(
@@ -166,7 +166,7 @@ def restamped(path: Path, name: str, stamp: Any) -> Path:
 def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    from cachecast.app.ray_executor import SPECULATION_HOLD_SECONDS
+    from cachecast.passes.ray_executor import SPECULATION_HOLD_SECONDS
 
     (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
     start = 1_767_600_000
@@ -196,7 +196,7 @@ def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
 
 
 def test_tapered_cuts_shrink_towards_the_end() -> None:
-    from cachecast.app.ray_executor import tapered_cuts
+    from cachecast.passes.ray_executor import tapered_cuts
 
     # By hand, 2 CPUs: each part a quarter of what is left from its start (floored), until
     # that is under 10; the last 33 bytes then in 33 // 10 = 3 parts of 11.
@@ -207,7 +207,7 @@ def test_tapered_cuts_shrink_towards_the_end() -> None:
 def test_one_file_in_tapered_parts_equals_single_process(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cachecast.app.ray_executor as ray_executor
+    import cachecast.passes.ray_executor as ray_executor
 
     (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
     # The default plan (no part_bytes) on a small file: parts from a small smallest part.

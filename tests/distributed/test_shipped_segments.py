@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from cachecast.app.ray_executor import _SegmentsReceiver, _SegmentsSender
+from cachecast.passes.ray_executor import _SegmentsReceiver, _SegmentsSender
 from cachecast.tokenizers.types import (
     Breakpoint,
     CacheControls,

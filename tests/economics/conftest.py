@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import typer
 
-from cachecast.app.capacity import ModelReference
 from cachecast.cli import economics as economics_cli
 from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.usecases.capacity import ModelReference
 
 
 def shared_prefix_log() -> list[TokenizedRequest]:

@@ -6,7 +6,6 @@ from fractions import Fraction
 
 import pytest
 
-from cachecast.app.capacity import CapacityFacts
 from cachecast.economics.capacity import Deployment, capacity
 from cachecast.economics.geometry import from_hf_config, load_model
 from cachecast.economics.hardware import (
@@ -25,6 +24,7 @@ from cachecast.economics.timing import (
     prefill_time,
     tier_fetch_seconds,
 )
+from cachecast.usecases.capacity import CapacityFacts
 
 
 def _tiny_accelerator(peak: int, bandwidth: int, link: int = 1) -> Accelerator:

@@ -31,15 +31,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cachecast.app.compare import CompareRequest, compare
-from cachecast.app.fleet import FleetRequest, fleet
-from cachecast.app.logs import LogInput
 from cachecast.economics.capacity import Deployment
 from cachecast.economics.fleet import PolicyResult
 from cachecast.economics.geometry import load_model
 from cachecast.economics.hardware import get_accelerator
 from cachecast.economics.timing import pollaczek_khinchine_wait, prefill_time
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.routing import Routing
+from cachecast.usecases.compare import CompareRequest, compare
+from cachecast.usecases.fleet import FleetRequest, fleet
 from tests.economics.conftest import deployment as deployment_fields
 
 ORDER = "aabbab"

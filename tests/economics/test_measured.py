@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import Session
 
-from cachecast import db
-from cachecast.app.compare import load_measurement
+from cachecast.core import db
+from cachecast.core.errors import NotFoundError
 from cachecast.economics.capacity import Deployment
 from cachecast.economics.compare import compare_self_hosted
 from cachecast.economics.geometry import load_model
@@ -20,8 +20,8 @@ from cachecast.economics.measured import (
     UnknownMeasurementError,
     fit_from_report,
 )
-from cachecast.errors import NotFoundError
 from cachecast.gpu_backend.tables import EngineMeasurement
+from cachecast.usecases.compare import load_measurement
 from tests.economics.conftest import shared_prefix_log
 
 FIXED, PER_TOKEN, PER_PAIR = 0.01, 1e-4, 1e-8

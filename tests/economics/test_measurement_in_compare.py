@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from cachecast import db
-from cachecast.app.compare import CompareRequest, compare
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
+from cachecast.core import db
 from cachecast.economics.capacity import Deployment
 from cachecast.economics.geometry import load_model
 from cachecast.economics.hardware import get_accelerator
 from cachecast.economics.timing import prefill_time
 from cachecast.gpu_backend.tables import EngineMeasurement
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.compare import CompareRequest, compare
 from tests.economics.conftest import deployment, shared_prefix_file
 from tests.economics.test_measured import _report, _seconds
 

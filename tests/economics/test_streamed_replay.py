@@ -32,12 +32,12 @@ import pytest
 
 from bench.agent_traffic import write_agent_log
 from bench.peak import run_measured
-from cachecast.app.compare import CompareReport, CompareRequest, compare
-from cachecast.app.fleet import FleetRequest, fleet
-from cachecast.app.logs import LogInput, LogReading
 from cachecast.economics.compare import ComparisonError
+from cachecast.passes.log_input import LogInput, LogReading
 from cachecast.simulator.distributed.partition import bucket_of, partition_key
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, OutOfOrderError
+from cachecast.usecases.compare import CompareReport, CompareRequest, compare
+from cachecast.usecases.fleet import FleetRequest, fleet
 from tests.economics.conftest import deployment
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cachecast.app.capacity import CapacityRequest, ModelReference, capacity
-from cachecast.app.compare import CompareRequest, compare
-from cachecast.app.fleet import FleetRequest, fleet
-from cachecast.app.logs import LogInput
 from cachecast.cli import app
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.capacity import CapacityRequest, ModelReference, capacity
+from cachecast.usecases.compare import CompareRequest, compare
+from cachecast.usecases.fleet import FleetRequest, fleet
 from tests.economics.conftest import deployment, shared_prefix_file
 
 

@@ -19,12 +19,12 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.service.app import create_app
 from cachecast.tokenizers import read_log
+from cachecast.usecases.estimate import EstimateRequest, estimate
 from tests.conftest import REPO_ROOT
 from tests.service.conftest import make_settings
 

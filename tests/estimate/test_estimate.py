@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from cachecast.app.estimate import EstimateReport, EstimateRequest, estimate
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
-from cachecast.errors import UnknownContractError
+from cachecast.core.errors import UnknownContractError
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.pricing import PerRequestRow
+from cachecast.usecases.estimate import EstimateReport, EstimateRequest, estimate
 
 AT = dt.date(2026, 11, 1)
 TARGET_KEYS = {

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from cachecast.app.targets import parse_target
-from cachecast.errors import BadInputError
+from cachecast.core.errors import BadInputError
+from cachecast.passes.targets import parse_target
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, OutOfOrderError, in_timestamp_order
 from cachecast.simulator.pricing import Target
 from cachecast.tokenizers.types import TokenizedRequest
 
 
 def _time_ordered(streams: list[Iterator[TokenizedRequest]]) -> Iterator[TokenizedRequest]:
-    """As ``app.logs.LogReading.requests`` merges files: by timestamp, then the window."""
+    """As ``passes.log_input.LogReading.requests`` merges files: by timestamp, then the window."""
     merged = heapq.merge(*streams, key=lambda request: request.timestamp)
     return in_timestamp_order(merged, DEFAULT_REORDER_WINDOW)
 

@@ -1,5 +1,5 @@
 """The tiny random-weight Qwen2.5 with the REAL vocabulary and chat template
-(``cachecast.gpu_backend.engine.tiny_qwen``: built offline, no download), and the chat
+(``tests.gpu_backend.tiny_qwen``: built offline, no download), and the chat
 requests the engine tests send it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from cachecast.gpu_backend.engine import tiny_qwen
+from tests.gpu_backend import tiny_qwen
 
 QWEN_MODEL = tiny_qwen.TINY_QWEN_MODEL
 QWEN_BLOCK_SIZE = tiny_qwen.TINY_QWEN_BLOCK_SIZE

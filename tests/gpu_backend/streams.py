@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 
-from cachecast.gpu_backend.engine.report import MeasurementReport
+from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.tokenizers.types import TokenizedRequest
 from tests.gpu_backend.conftest import NUM_BLOCKS, as_requests, token_ids
 

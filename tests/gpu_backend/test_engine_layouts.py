@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cachecast import db
-from cachecast.app.engine_replay import EngineRun
-from cachecast.app.prompt_sets import PromptSource, load_prompt_set
-from cachecast.app.suggest import EngineValidation, SuggestRequest, suggest
 from cachecast.cli import app
+from cachecast.core import db
 from cachecast.layouts.changes import candidate_changes
 from cachecast.layouts.volatile import analyze
+from cachecast.passes.prompt_sets import PromptSource, load_prompt_set
 from cachecast.tokenizers import read_records
+from cachecast.usecases.engine_replay import EngineRun
+from cachecast.usecases.suggest import EngineValidation, SuggestRequest, suggest
 from tests.conftest import REPO_ROOT
 from tests.gpu_backend.conftest import VllmServer
 from tests.gpu_backend.real_vocab import QWEN_BLOCK_SIZE, QWEN_MODEL, QWEN_NUM_BLOCKS, vllm_hit_rule

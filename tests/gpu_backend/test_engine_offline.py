@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from cachecast.app.measure import MeasureReport
-from cachecast.db import get_engine
-from cachecast.gpu_backend.engine.offline import OfflineBackend
-from cachecast.gpu_backend.engine.passport import list_measurements, store_report
-from cachecast.gpu_backend.engine.replay import LogFormatError, measure_layout
-from cachecast.gpu_backend.engine.report import MeasurementReport
-from cachecast.gpu_backend.engine.types import ReplayOptions
+from cachecast.core.db import get_engine
+from cachecast.gpu_backend.offline import OfflineBackend
+from cachecast.gpu_backend.passport import list_measurements, store_report
+from cachecast.gpu_backend.replay import LogFormatError, measure_layout
+from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.gpu_backend.tables import EngineMeasurement
+from cachecast.gpu_backend.types import ReplayOptions
+from cachecast.usecases.measure import MeasureReport
 from tests.gpu_backend.conftest import (
     BLOCK_BYTES,
     BLOCK_SIZE,

@@ -12,11 +12,11 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from cachecast.cli import app
-from cachecast.db import get_engine
-from cachecast.gpu_backend.engine.http_backend import HttpBackend
-from cachecast.gpu_backend.engine.replay import LogFormatError, measure_layout, settled_metrics
-from cachecast.gpu_backend.engine.types import ReplayOptions
+from cachecast.core.db import get_engine
+from cachecast.gpu_backend.http_backend import HttpBackend
+from cachecast.gpu_backend.replay import LogFormatError, measure_layout, settled_metrics
 from cachecast.gpu_backend.tables import EngineMeasurement
+from cachecast.gpu_backend.types import ReplayOptions
 from tests.gpu_backend.conftest import (
     BLOCK_SIZE,
     MAX_MODEL_LEN,

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.app.measure import MeasureReport
-from cachecast.gpu_backend.engine.chat_replay import chat_payload
-from cachecast.gpu_backend.engine.http_backend import check_same_prompt
-from cachecast.gpu_backend.engine.metrics import (
+from cachecast.gpu_backend.chat_replay import chat_payload
+from cachecast.gpu_backend.http_backend import check_same_prompt
+from cachecast.gpu_backend.metrics import (
     cache_geometry,
     parse_prometheus_text,
     snapshot_from_samples,
 )
-from cachecast.gpu_backend.engine.replay import (
+from cachecast.gpu_backend.replay import (
     LogFormatError,
     LogSurvey,
     ReplayBuilder,
@@ -30,8 +29,8 @@ from cachecast.gpu_backend.engine.replay import (
     to_replay_requests,
     with_token_ids,
 )
-from cachecast.gpu_backend.engine.report import MeasurementReport, RequestComparison, percentile
-from cachecast.gpu_backend.engine.types import (
+from cachecast.gpu_backend.report import MeasurementReport, RequestComparison, percentile
+from cachecast.gpu_backend.types import (
     EngineError,
     EngineInfo,
     MetricsSnapshot,
@@ -39,6 +38,7 @@ from cachecast.gpu_backend.engine.types import (
     ReplayRequest,
 )
 from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.usecases.measure import MeasureReport
 
 # Two engines (data parallel) in vLLM's exposition format; values chosen by hand.
 EXPOSITION = """\
@@ -250,7 +250,7 @@ def test_report_arithmetic() -> None:
 def test_engine_measurements_migration_goes_down_and_up(migrated_db_url: str) -> None:
     from sqlalchemy import inspect
 
-    from cachecast import db
+    from cachecast.core import db
 
     def tables() -> set[str]:
         engine = db.get_engine(migrated_db_url)

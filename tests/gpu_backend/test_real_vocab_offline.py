@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from cachecast.app.measure import MeasureReport
-from cachecast.gpu_backend.engine.chat_replay import measure_chat_records
-from cachecast.gpu_backend.engine.offline import OfflineBackend
-from cachecast.gpu_backend.engine.report import MeasurementReport
-from cachecast.gpu_backend.engine.types import ReplayOptions
+from cachecast.gpu_backend.chat_replay import measure_chat_records
+from cachecast.gpu_backend.offline import OfflineBackend
+from cachecast.gpu_backend.report import MeasurementReport
+from cachecast.gpu_backend.types import ReplayOptions
 from cachecast.tokenizers import read_records
+from cachecast.usecases.measure import MeasureReport
 from tests.gpu_backend.real_vocab import (
     AGREEMENT_CHATS,
     QWEN_BLOCK_BYTES,
@@ -136,10 +136,10 @@ def test_faulty_example_and_its_top_suggestion_measure_as_simulated(
     import json
     from decimal import Decimal
 
-    from cachecast.app.prompt_sets import PromptSource, load_prompt_set
-    from cachecast.app.suggest import SuggestRequest, suggest
     from cachecast.layouts.changes import candidate_changes
     from cachecast.layouts.volatile import analyze
+    from cachecast.passes.prompt_sets import PromptSource, load_prompt_set
+    from cachecast.usecases.suggest import SuggestRequest, suggest
 
     source = PromptSource(path=EXAMPLE_LOG)
     report = suggest(SuggestRequest(source=source, targets=["vllm:32"], at=date(2026, 12, 2)), None)

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from cachecast.gpu_backend.engine.chat_replay import measure_chat_records
-from cachecast.gpu_backend.engine.http_backend import HttpBackend
-from cachecast.gpu_backend.engine.types import EngineError, ReplayOptions
+from cachecast.gpu_backend.chat_replay import measure_chat_records
+from cachecast.gpu_backend.http_backend import HttpBackend
+from cachecast.gpu_backend.types import EngineError, ReplayOptions
 from cachecast.tokenizers import read_records
 from tests.gpu_backend.conftest import VllmServer
 from tests.gpu_backend.real_vocab import (

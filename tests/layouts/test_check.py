@@ -208,7 +208,7 @@ def test_each_side_is_tokenized_once_per_tokenizer(
 ) -> None:
     # A spy around the real reader (it still reads): one read of the inline records is one
     # tokenization of a side.
-    import cachecast.app.logs as logs
+    import cachecast.passes.log_input as logs
 
     reads: list[str | None] = []
     real = logs.read_records

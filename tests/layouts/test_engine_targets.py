@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.app.thresholds import DEFAULT_THRESHOLDS, load_config
-from cachecast.errors import ConfigurationError
+from cachecast.core.errors import ConfigurationError
+from cachecast.usecases.thresholds import DEFAULT_THRESHOLDS, load_config
 from tests.layouts.conftest import REPO_ROOT, Invoke
 
 FAULTY = REPO_ROOT / "examples" / "faulty-agent-log.jsonl"

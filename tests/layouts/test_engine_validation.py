@@ -67,9 +67,9 @@ def test_the_library_reaches_the_engine_without_the_cli(tmp_path: Path) -> None:
     script = f"""
 import json, sys
 from pathlib import Path
-from cachecast.app.prompt_sets import PromptSource
-from cachecast.app.suggest import EngineValidation, SuggestRequest, suggest
-from cachecast.errors import UnavailableError
+from cachecast.passes.prompt_sets import PromptSource
+from cachecast.usecases.suggest import EngineValidation, SuggestRequest, suggest
+from cachecast.core.errors import UnavailableError
 request = SuggestRequest(
     source=PromptSource(path=Path({str(_layout(tmp_path))!r})),
     targets=["vllm:16"],

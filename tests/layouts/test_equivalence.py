@@ -11,11 +11,11 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from cachecast.app.check import CheckEachRequest, CheckRequest, check, check_each
-from cachecast.app.prompt_sets import PromptSource
-from cachecast.app.suggest import SuggestRequest, suggest
-from cachecast.app.thresholds import Thresholds
 from cachecast.contracts import ContractStore
+from cachecast.passes.prompt_sets import PromptSource
+from cachecast.usecases.check import CheckEachRequest, CheckRequest, check, check_each
+from cachecast.usecases.suggest import SuggestRequest, suggest
+from cachecast.usecases.thresholds import Thresholds
 from tests.layouts.conftest import OPENAI, Invoke, agent_layout, git, make_repo, write_yaml
 
 DAY = "2026-11-01"

@@ -156,7 +156,7 @@ def _inject_a_bug(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> No
 def test_check_internal_error_exits_3_with_one_line(
     invoke: Invoke, sides: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _inject_a_bug(monkeypatch, "cachecast.app.check", "find_divergence")
+    _inject_a_bug(monkeypatch, "cachecast.usecases.check", "find_divergence")
     result = invoke("check", *sides, "--target", OPENAI)
     assert result.exit_code == 3
     line = _one_error_line(result)
@@ -178,7 +178,7 @@ def test_suggest_exit_codes(
         result = invoke("suggest", *args)
         assert result.exit_code == 2, (args, result.output)
         assert expected in _one_error_line(result)
-    _inject_a_bug(monkeypatch, "cachecast.app.suggest", "analyze")
+    _inject_a_bug(monkeypatch, "cachecast.usecases.suggest", "analyze")
     result = invoke("suggest", candidate, "--target", OPENAI)
     assert result.exit_code == 3
     assert _one_error_line(result).startswith("internal error: ZeroDivisionError")

@@ -128,9 +128,9 @@ def test_check_inline_documents(migrated_db_url: str) -> None:
     on the other; errors name the side's document and the field, never a file."""
     import yaml
 
-    from cachecast.app.check import CheckRequest, check
-    from cachecast.app.prompt_sets import PromptSource
     from cachecast.contracts import ContractStore
+    from cachecast.passes.prompt_sets import PromptSource
+    from cachecast.usecases.check import CheckRequest, check
 
     document = agent_layout(sessions=2, turns=2)
     text = yaml.safe_dump(document, sort_keys=False)  # key order is prompt text too

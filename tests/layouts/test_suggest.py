@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.app.evaluation import evaluate, parse_layout_targets
-from cachecast.app.prompt_sets import PromptSource, load_prompt_set
-from cachecast.app.suggest import SuggestReport, SuggestRequest, suggest
 from cachecast.contracts import ContractStore
 from cachecast.layouts.expand import expand, iter_records
 from cachecast.layouts.spec import parse_layout
 from cachecast.layouts.volatile import analyze, classify
+from cachecast.passes.prompt_sets import PromptSource, load_prompt_set
+from cachecast.usecases.evaluation import evaluate, parse_layout_targets
+from cachecast.usecases.suggest import SuggestReport, SuggestRequest, suggest
 from tests.layouts.conftest import OPENAI, Invoke, agent_layout, write_yaml
 
 DAY = dt.date(2026, 12, 1)

@@ -7,11 +7,11 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from cachecast.app.prompt_sets import PromptSource, load_prompt_set
-from cachecast.app.suggest import SuggestReport, SuggestRequest, suggest
 from cachecast.layouts.changes import candidate_changes
 from cachecast.layouts.volatile import analyze
+from cachecast.passes.prompt_sets import PromptSource, load_prompt_set
 from cachecast.tokenizers import read_records
+from cachecast.usecases.suggest import SuggestReport, SuggestRequest, suggest
 from tests.gpu_backend.real_vocab import vllm_hit_rule
 from tests.layouts.conftest import OPENAI, REPO_ROOT, Invoke, agent_layout, write_yaml
 

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.app.thresholds import (
+from cachecast.core.errors import ConfigurationError
+from cachecast.usecases.thresholds import (
     ThresholdError,
     parse_points,
     parse_rate,
     parse_relative,
 )
-from cachecast.errors import ConfigurationError
 from tests.layouts.conftest import OPENAI, Invoke, token_log
 
 PREFIX = list(range(1000, 3048))  # 2,048 distinct token ids
@@ -177,7 +177,7 @@ def test_unmigrated_database_exits_2(sqlite_url: str, tmp_path: Path, logs) -> N
 
 
 def test_pyproject_misspelling_is_refused(tmp_path: Path) -> None:
-    from cachecast.app.thresholds import load_config
+    from cachecast.usecases.thresholds import load_config
 
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.cachecast]\nmax_cost_increase = "5%"\n')

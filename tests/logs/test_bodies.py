@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers import read_records
 from cachecast.tokenizers.render import detect_api
 

@@ -6,7 +6,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from cachecast.app.inspect import MAX_REPORTED_ERRORS, inspect_logs
+from cachecast.usecases.inspect import MAX_REPORTED_ERRORS, inspect_logs
 from tests.conftest import shared_data
 from tests.logs.helpers import write_jsonl
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.inspect import inspect_logs
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.billing import bill_request, usage_from_observed
+from cachecast.usecases.estimate import EstimateRequest, estimate
+from cachecast.usecases.inspect import inspect_logs
 from tests.conftest import shared_data
 from tests.logs.helpers import read
 
@@ -90,7 +90,7 @@ def recording(relative: str) -> Path:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> ContractStore:
-    from cachecast import db
+    from cachecast.core import db
 
     url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'cachecast.db'}"
     db.upgrade(url)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.usage import (
     canonical_observed,
     detect_convention,

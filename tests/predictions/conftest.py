@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cachecast import db
 from cachecast.contracts import ContractStore
+from cachecast.core import db
 
 
 @pytest.fixture(scope="module")

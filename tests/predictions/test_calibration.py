@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from cachecast.app.logs import LogInput
-from cachecast.app.reconcile import TOLERANCE_TOKENS, ReconcileRequest, reconcile
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.tokenizers import read_records
 from cachecast.tokenizers.calibration import Calibrator, tokenizer_family
 from cachecast.tokenizers.openai_data import load_openai_encoding
+from cachecast.usecases.reconcile import TOLERANCE_TOKENS, ReconcileRequest, reconcile
 
 ENCODING = load_openai_encoding("o200k_base")
 BLOCK_FRAMING = 4  # <start> role <message> ... <end>, the role being one token

@@ -20,8 +20,10 @@ import httpx
 import pytest
 import yaml
 
-from cachecast.app.logs import LogInput
-from cachecast.app.reconcile import (
+from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
+from cachecast.simulator.misses import CAUSES, TTL_EXPIRED
+from cachecast.usecases.reconcile import (
     BEST_EFFORT_MISS,
     TOKENIZER_APPROXIMATION,
     TOLERANCE_TOKENS,
@@ -29,8 +31,6 @@ from cachecast.app.reconcile import (
     ReconcileRequest,
     reconcile,
 )
-from cachecast.contracts import ContractStore
-from cachecast.simulator.misses import CAUSES, TTL_EXPIRED
 from tests.conftest import REPO_ROOT, shared_data
 from tests.logs.test_http import cassette_usage
 from tests.service.conftest import make_settings, open_client

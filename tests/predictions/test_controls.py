@@ -14,13 +14,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.misses import OVER_WRITE_LIMIT, SCOPE_DIFFERS, TTL_EXPIRED
 from cachecast.simulator.pricing import PerRequestRow
 from cachecast.tokenizers import read_records
 from cachecast.tokenizers.openai_data import load_openai_encoding
+from cachecast.usecases.estimate import EstimateRequest, estimate
 
 ENCODING = load_openai_encoding("o200k_base")
 NOW = 1_785_000_000  # 2026-07-25, GPT-5.6 terms in force

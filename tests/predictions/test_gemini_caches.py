@@ -10,12 +10,12 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
-from cachecast.app.reconcile import ReconcileRequest, reconcile
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.simulator.billing import bill_request
 from cachecast.simulator.pricing import PerRequestRow
+from cachecast.usecases.estimate import EstimateRequest, estimate
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.logs.test_http import entry
 
 GEMINI = "https://generativelanguage.googleapis.com/v1beta"

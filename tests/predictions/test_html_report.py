@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
-from cachecast.app.reconcile import ReconcileRequest, reconcile
 from cachecast.cli.html_report import PALETTE, render_html, write_html
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.estimate import EstimateRequest, estimate
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.conftest import shared_data
 
 REQUIRE_BROWSER_ENV = "CACHECAST_REQUIRE_BROWSER"

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.app import create_app
 from cachecast.service.settings import ServiceSettings
 

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from cachecast import db
 from cachecast.cli import app as cli_app
+from cachecast.core import db
 from tests.service.conftest import ADMIN_KEY, make_settings, open_client
 from tests.service.logs import (
     GPT4O_DAY,

@@ -224,10 +224,10 @@ async def test_library_cli_and_api_give_the_same_report(
     # a default provider for the records naming none) and options, the library's report, the
     # CLI's --json and the API's response are the same JSON; only the log's name differs
     # between a file and inline records.
-    from cachecast.app.capacity import ModelReference
-    from cachecast.app.compare import CompareRequest, compare
-    from cachecast.app.logs import LogInput
     from cachecast.contracts import ContractStore
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.capacity import ModelReference
+    from cachecast.usecases.compare import CompareRequest, compare
 
     records = mixed_records()
     log = tmp_path / "mixed.jsonl"

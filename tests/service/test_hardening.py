@@ -22,8 +22,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from cachecast import db
-from cachecast.errors import MAX_LISTED_PROBLEMS
+from cachecast.core import db
+from cachecast.core.errors import MAX_LISTED_PROBLEMS
 from cachecast.service.jobs import JobStore, jobs_table
 from tests.service.conftest import ADMIN_KEY, make_settings, open_client
 from tests.service.server import Server

@@ -22,12 +22,12 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
-from cachecast import db
-from cachecast.app.estimate import EstimateRequest, estimate
-from cachecast.app.logs import LogInput
 from cachecast.contracts import ContractStore
 from cachecast.contracts.store import ALIASES, TTL_OPTIONS, VERSIONS
+from cachecast.core import db
+from cachecast.passes.log_input import LogInput
 from cachecast.service.jobs import jobs_table
+from cachecast.usecases.estimate import EstimateRequest, estimate
 from tests.service.conftest import ADMIN_KEY
 from tests.service.logs import PREFIX_TOKENS, SUFFIX_TOKENS, shared_prefix_records
 from tests.service.server import Server

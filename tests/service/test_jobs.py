@@ -15,7 +15,7 @@ import threading
 
 import sqlalchemy as sa
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.jobs import JobStore, _process_start_ticks, jobs_table, new_worker_id
 
 

@@ -236,14 +236,14 @@ async def test_unknown_target_is_404_with_close_matches(client: httpx.AsyncClien
 async def test_the_api_answers_the_library_report(
     client: httpx.AsyncClient, service_db_url: str
 ) -> None:
-    # The route calls app.check.check: the same request built by hand (sides inline, named
+    # The route calls usecases.check.check: the same request built by hand (sides inline, named
     # as the API names them) gives the very JSON the API answers.
     import datetime as dt
 
-    from cachecast.app.check import CheckRequest, check
-    from cachecast.app.prompt_sets import PromptSource
-    from cachecast.app.thresholds import Thresholds
     from cachecast.contracts import ContractStore
+    from cachecast.passes.prompt_sets import PromptSource
+    from cachecast.usecases.check import CheckRequest, check
+    from cachecast.usecases.thresholds import Thresholds
 
     base, cand = layout(), layout(system_top=TIMESTAMP)
     body = check_body(base, cand, targets=["openai:gpt-4o", "vllm:32"])

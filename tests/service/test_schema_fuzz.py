@@ -26,7 +26,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.app import create_app
 from tests.service.conftest import make_settings
 

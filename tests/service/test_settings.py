@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from cachecast.errors import ConfigurationError
+from cachecast.core.errors import ConfigurationError
 from cachecast.service.auth import key_is_valid
 from cachecast.service.settings import ServiceSettings, load_settings
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.jobs import jobs_table
 from tests.service.conftest import ADMIN_KEY
 from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body

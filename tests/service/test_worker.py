@@ -17,7 +17,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.jobs import JobStore, jobs_table
 from tests.service.conftest import make_settings, open_client
 from tests.service.logs import big_job_body, estimate_body, shared_prefix_records

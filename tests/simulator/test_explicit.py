@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from cachecast.contracts.model import TtlOption
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
 from cachecast.simulator.policies.explicit import ExplicitBreakpointCache
 from cachecast.tokenizers.types import Breakpoint, Segment
 

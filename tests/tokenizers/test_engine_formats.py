@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import quicktok
 
-from cachecast.errors import RecordFieldError
+from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers import get_tokenizer, read_records
 from cachecast.tokenizers.chat_messages import template_input
 from cachecast.tokenizers.hf import HFTokenizer, write_tokenizer_directory

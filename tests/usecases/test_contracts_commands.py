@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cachecast.app.contracts import (
+from cachecast.cli import app
+from cachecast.contracts import ContractStore
+from cachecast.usecases.contracts import (
     AuditRequest,
     ExportRequest,
     HistoryRequest,
@@ -23,8 +25,6 @@ from cachecast.app.contracts import (
     list_contracts,
     show_contract,
 )
-from cachecast.cli import app
-from cachecast.contracts import ContractStore
 from tests.contracts.test_audit import hand_made_litellm_map
 
 NOV = dt.date(2026, 11, 1)

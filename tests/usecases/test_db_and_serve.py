@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cachecast import db
 from cachecast.cli import app
+from cachecast.core import db
 from tests.conftest import REPO_ROOT
 from tests.service.server import Server
 

@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.peak import run_measured
-from cachecast import db
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
+from cachecast.core import db
 
 REPO = Path(__file__).resolve().parents[2]
 NOV = dt.date(2026, 11, 1)

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cachecast.app.measure import MeasureReport
 from cachecast.cli import app
-from cachecast.gpu_backend.engine.report import MeasurementReport, RequestComparison
-from cachecast.gpu_backend.engine.types import EngineInfo, MetricsSnapshot, ReplayOptions
+from cachecast.gpu_backend.report import MeasurementReport, RequestComparison
+from cachecast.gpu_backend.types import EngineInfo, MetricsSnapshot, ReplayOptions
+from cachecast.usecases.measure import MeasureReport
 
 
 def free_port() -> int:

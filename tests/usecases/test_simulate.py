@@ -12,11 +12,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from cachecast.app.logs import LogInput
-from cachecast.app.simulate import SimulateRequest, simulate
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
 from cachecast.service.app import create_app
+from cachecast.usecases.simulate import SimulateRequest, simulate
 from tests.conftest import REPO_ROOT
 from tests.distributed.test_routing import stream as routing_stream
 from tests.service.conftest import make_settings

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cachecast.app.logs import LogInput
-from cachecast.app.tokenize import RequestTokens, TokenizeRequest, tokenize
 from cachecast.cli import app
-from cachecast.errors import BadInputError
+from cachecast.core.errors import BadInputError
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.tokenize import RequestTokens, TokenizeRequest, tokenize
 from tests.conftest import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "agent-log.jsonl"

@@ -2,9 +2,9 @@
 
 The log comes inline (a ``records`` array, or a JSONL upload as ``log``); the model is a
 preset name or a Hugging Face ``config.json`` object (the server reads no files). The body
-becomes :class:`cachecast.app.compare.CompareRequest` with the records rejecting the whole
+becomes :class:`cachecast.usecases.compare.CompareRequest` with the records rejecting the whole
 request when any is bad (a 422 naming each; nothing is priced), and the response is
-:func:`cachecast.app.compare.compare`'s report.
+:func:`cachecast.usecases.compare.compare`'s report.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from cachecast.app.capacity import ModelReference
-from cachecast.app.compare import CompareReport, CompareRequest, compare, parse_price
-from cachecast.app.logs import LogInput
+from cachecast.core.dates import IsoDate
 from cachecast.economics.geometry import KV_DTYPES
-from cachecast.iso import IsoDate
+from cachecast.passes.log_input import LogInput
 from cachecast.service.estimating import (
     SOURCE_NAME,
     TARGET_PATTERN,
@@ -31,6 +29,8 @@ from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
+from cachecast.usecases.capacity import ModelReference
+from cachecast.usecases.compare import CompareReport, CompareRequest, compare, parse_price
 
 router = APIRouter(prefix="/v1", tags=["comparisons"])
 

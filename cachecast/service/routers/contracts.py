@@ -10,23 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cachecast.app import contracts as app_contracts
-from cachecast.app.contracts import (
-    ContractHistory,
-    ContractList,
-    HistoryRequest,
-    ListRequest,
-    ShowRequest,
-)
-from cachecast.app.contracts import (
-    contract_history as history_of,
-)
 from cachecast.contracts import ContractConflictError
 from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.rules import KEY_SCHEMA_PATTERN
 from cachecast.contracts.serialize import terms_to_json
 from cachecast.contracts.store import check_keys
-from cachecast.iso import IsoDate
+from cachecast.core.dates import IsoDate
 from cachecast.service.auth import AdminRequired
 from cachecast.service.problems import (
     FieldError,
@@ -36,6 +25,17 @@ from cachecast.service.problems import (
 )
 from cachecast.service.routers._body import read_json_body
 from cachecast.service.state import ServiceState, service_state
+from cachecast.usecases import contracts as app_contracts
+from cachecast.usecases.contracts import (
+    ContractHistory,
+    ContractList,
+    HistoryRequest,
+    ListRequest,
+    ShowRequest,
+)
+from cachecast.usecases.contracts import (
+    contract_history as history_of,
+)
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
 

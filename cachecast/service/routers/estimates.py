@@ -10,12 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from cachecast.app.estimate import EstimateReport, estimate, plan_estimate
 from cachecast.service.estimating import EstimateRequest, estimate_request
 from cachecast.service.jobs import JobQueueFullError
 from cachecast.service.problems import ProblemError, problem_responses
 from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
+from cachecast.usecases.estimate import EstimateReport, estimate, plan_estimate
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
 

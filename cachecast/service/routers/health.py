@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from cachecast import db
+from cachecast.core import db
 from cachecast.service.problems import Problem, problem_response, problem_responses
 from cachecast.service.state import ServiceState, service_state
 

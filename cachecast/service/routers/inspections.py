@@ -16,12 +16,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from cachecast.app.inspect import InspectReport, InspectRequest, inspect
-from cachecast.app.logs import LogInput
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
+from cachecast.passes.log_input import LogInput
 from cachecast.service.problems import ProblemError, problem_responses
 from cachecast.service.routers._body import keep_upload, read_form
 from cachecast.service.state import ServiceState, service_state
+from cachecast.usecases.inspect import InspectReport, InspectRequest, inspect
 
 router = APIRouter(prefix="/v1", tags=["inspections"])
 

@@ -2,7 +2,7 @@
 
 Each side is a prompt layout (our YAML format, as text or as the equivalent JSON object, with
 optional sample values) or a list of log records (``service.layout_checking`` turns the body
-into ``app.check``'s request). A regression is an answer, not an error: 200 with
+into ``usecases.check``'s request). A regression is an answer, not an error: 200 with
 ``passed: false``. Bad input is a 422 naming the field; an unknown target a 404 listing close
 matches.
 """
@@ -14,11 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from cachecast.app.check import CheckReport, check
 from cachecast.service.layout_checking import LayoutCheckRequest, check_request
 from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_json_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
+from cachecast.usecases.check import CheckReport, check
 
 router = APIRouter(prefix="/v1", tags=["layout checks"])
 

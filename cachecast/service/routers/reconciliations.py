@@ -17,14 +17,14 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
-from cachecast.app.logs import LogInput
-from cachecast.app.reconcile import ReconcileReport, ReconcileRequest, reconcile
-from cachecast.errors import BadInputError, Location
-from cachecast.iso import IsoDate, parse_iso_date
+from cachecast.core.dates import IsoDate, parse_iso_date
+from cachecast.core.errors import BadInputError, Location
+from cachecast.passes.log_input import LogInput
 from cachecast.service.problems import problem_responses
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.routers._body import keep_upload, read_form, read_json_body
 from cachecast.service.state import ServiceState, service_state
+from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
 
 router = APIRouter(prefix="/v1", tags=["reconciliations"])
 

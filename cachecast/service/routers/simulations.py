@@ -8,17 +8,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from cachecast.app.simulate import (
-    FleetSimulationReport,
-    PolicyKind,
-    SimulationReport,
-    simulate,
-)
 from cachecast.service.estimating import SimulationRequest, simulation_request
 from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
 from cachecast.simulator.routing import Routing
+from cachecast.usecases.simulate import (
+    FleetSimulationReport,
+    PolicyKind,
+    SimulationReport,
+    simulate,
+)
 
 router = APIRouter(prefix="/v1", tags=["simulations"])
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 
-from cachecast.errors import BadInputError
+from cachecast.core.errors import BadInputError
 from cachecast.simulator.blocks import KEY_BYTES, namespace_seed, token_bytes
 from cachecast.simulator.policies import (
     AutomaticPrefixCache,

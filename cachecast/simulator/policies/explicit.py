@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cachecast.contracts.model import TtlOption
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
 from cachecast.simulator.blocks import BlockKeyer, tail_key, token_bytes
 from cachecast.simulator.cache import EXPIRED, TtlLruCache
 from cachecast.simulator.misses import (

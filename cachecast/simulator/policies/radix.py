@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from cachecast.errors import BadInputError, Location
+from cachecast.core.errors import BadInputError, Location
 from cachecast.simulator.blocks import common_prefix_length, namespace_seed, token_bytes
 from cachecast.simulator.policies.base import (
     SELF_HOSTED_WRITE,

@@ -1,0 +1,395 @@
+"""The log a use case reads: files, or records given inline; one way to read either.
+
+Every use case that takes a log takes a :class:`LogInput`: the CLI fills ``files``, the API
+fills ``records`` (a JSON body) or ``files`` (an upload kept in a temporary file, named by
+its upload name). :class:`LogReading` is one pass over it, tokenized as one model: requests in
+replay order (files merged by timestamp, then placed within the reorder window), and every
+line or record that could not be read.
+
+What happens to a bad line is the request's ``on_bad_record``:
+
+- ``skip``: it is listed in the report and the rest is used (the CLI's default);
+- ``stop``: the first one is raised at once (``--strict``);
+- ``reject``: everything is read, then all of them are raised together and nothing is
+  priced (the API's default: a rejected request changes nothing).
+
+A source that yields no request at all is bad input whatever the setting: a log nobody can
+read must never come out as a $0 bill.
+"""
+
+from __future__ import annotations
+
+import heapq
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from cachecast.core.errors import (
+    BadInputError,
+    CachecastError,
+    LimitExceededError,
+    Location,
+    LogRecordError,
+    input_errors,
+)
+from cachecast.core.gc_pacing import paced_collection
+from cachecast.core.limits import check_count
+from cachecast.logs import LogStream, pair_batch_files
+from cachecast.simulator.ordering import (
+    DEFAULT_REORDER_WINDOW,
+    PromptPacker,
+    in_timestamp_order,
+)
+from cachecast.tokenizers import read_log, read_records
+from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
+from cachecast.tokenizers.records import count_lines
+from cachecast.tokenizers.types import TokenizedRequest
+
+OnBadRecord = Literal["skip", "stop", "reject"]
+DEFAULT_RECORDS_NAME = "request"
+
+
+class RecordStream(Protocol):
+    """Records read afresh on every pass (``check``'s and ``suggest``'s prompt sets: a log
+    file parsed line by line, or its requests after a change), so that no pass holds them
+    all. The same records, in the same order, on every iteration."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def line_of(self, position: int) -> int | None:
+        """The line of the file the record at 0-based ``position`` is on (None: no file)."""
+        ...
+
+
+class LogFile(BaseModel):
+    """A log file, and the name errors and reports call it by (default: its path)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path
+    name: str | None = None
+    format: str | None = Field(default=None, description="force a format (default: detected)")
+    results: Path | None = Field(
+        default=None, description="a batch's results file, joined to its requests"
+    )
+    results_name: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        return self.name or str(self.path)
+
+
+class LogInput(BaseModel):
+    """Where a use case reads its log from, and how it treats what it cannot read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    files: list[LogFile] = Field(default_factory=list)
+    records: list[dict[str, Any]] | None = Field(
+        default=None, description="records given inline, one per request"
+    )
+    record_lines: list[int] | None = Field(
+        default=None, description="for inline records: the line each came from, if any"
+    )
+    records_name: str = DEFAULT_RECORDS_NAME
+    default_model: str | None = Field(
+        default=None, description="the model of records that name none"
+    )
+    default_provider: str | None = Field(
+        default=None, description="the provider of records that name none"
+    )
+    on_bad_record: OnBadRecord = "skip"
+    # Records streamed instead of held (``of_stream``): read like inline records, named
+    # ``records_name`` with the line each is on. Not part of any request body.
+    _stream: RecordStream | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of_stream(cls, stream: RecordStream, **options: Any) -> LogInput:
+        """A log of records read from ``stream`` on every pass, as inline records are."""
+        log = cls(**options)
+        log._stream = stream
+        return log
+
+    @property
+    def inline(self) -> bool:
+        """Whether the log is records (given inline, or streamed) rather than files."""
+        return self.records is not None or self._stream is not None
+
+    def _inline_records(self) -> RecordStream | list[dict[str, Any]]:
+        if self._stream is not None:
+            return self._stream
+        return self.records or []
+
+    @classmethod
+    def of_paths(
+        cls,
+        paths: Sequence[Path | str],
+        *,
+        format: str | None = None,
+        results: Path | None = None,
+        **options: Any,
+    ) -> LogInput:
+        """The files at ``paths``. ``format`` forces one format for all; ``results`` is the
+        results file of a batch requests file among them. Without either, a batch requests
+        file and its results file given side by side are paired (``logs.pair_batch_files``)
+        and read as one log."""
+        files = [Path(path) for path in paths]
+        if format is not None or results is not None:
+            return cls(
+                files=[LogFile(path=path, format=format, results=results) for path in files],
+                **options,
+            )
+        readable = [path for path in files if path.is_file()]
+        paired = dict(pair_batch_files(readable))
+        chosen = [
+            LogFile(path=path, results=paired.get(path))
+            for path in files
+            if path in paired or path not in readable
+        ]
+        return cls(files=chosen, **options)
+
+    @property
+    def source_names(self) -> list[str]:
+        names = [file.display_name for file in self.files]
+        return names + ([self.records_name] if self.inline else [])
+
+    def count_records(self) -> int:
+        """An upper bound on the requests of one pass (a progress bar's total)."""
+        inline = len(self._inline_records())
+        return inline + (count_lines(file.path for file in self.files) if self.files else 0)
+
+    def check_sources(self) -> None:
+        """Refuse before any work what cannot be a log: a missing path, a directory, a
+        device or pipe; no source at all."""
+        if not self.files and not self.inline:
+            raise BadInputError("no log given", location=Location(field="log"))
+        if self.inline:
+            records = len(self._inline_records())
+            check_count("max_log_records", records, "records", what="a log of records")
+        for file in self.files:
+            check_regular_file(file.path, file.display_name)
+
+
+def check_regular_file(path: Path, name: str, what: str = "a log file") -> None:
+    """``path`` (called ``name``) exists and is a regular file: not a directory, device, pipe
+    or socket, each named as such (``what`` says what it should have been)."""
+    where = Location(source=name)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise BadInputError("no such file", location=where) from None
+    except OSError as error:
+        raise BadInputError(f"cannot read: {error.strerror}", location=where) from None
+    if stat.S_ISDIR(mode):
+        raise BadInputError(f"is a directory, not {what}", location=where)
+    if not stat.S_ISREG(mode):
+        raise BadInputError("is not a regular file (a device, pipe or socket)", location=where)
+
+
+class LogReading:
+    """One pass over a :class:`LogInput`, every request tokenized as ``tokenize_as`` (None:
+    each record's own model). Iterate :meth:`requests`, then call :meth:`finish`."""
+
+    def __init__(self, log: LogInput, tokenize_as: str | None) -> None:
+        self.log = log
+        self.tokenize_as = tokenize_as
+        self.errors: list[LogRecordError] = []
+        self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
+        # Running totals for the per-log limits (docs/limits.md), over every source.
+        self.records_read = 0
+        self.tokens_read = 0
+        # Approximate tokenizations are calibrated per source (file, or the inline records):
+        # a file reads the same whether it is read here or by a distributed worker.
+        self.calibrators: dict[int, Calibrator] = {}
+
+    def _count(self, request: TokenizedRequest, bad_lines: int) -> None:
+        """Count one request (and the bad lines met so far) against the per-log limits,
+        before the next request is read."""
+        self.records_read += 1
+        self.tokens_read += request.input_tokens + request.output_tokens
+        where = Location(source=request.source, line=request.line)
+        checks = (
+            # tokens a record carries, not claims (claims are checked as they are read)
+            ("max_request_tokens", request.input_tokens, "a prompt of"),
+            ("max_request_tokens", request.output_tokens, "an output of"),
+            ("max_log_records", self.records_read + bad_lines, "a log of records"),
+            ("max_log_tokens", self.tokens_read, "a log of tokens"),
+        )
+        try:
+            for name, value, what in checks:
+                check_count(name, value, None, what, location=where)
+        except LimitExceededError as error:
+            raise self.relocated(error) from None
+
+    def calibrator(self, index: int) -> Calibrator:
+        found = self.calibrators.get(index)
+        if found is None:
+            found = self.calibrators[index] = Calibrator(self.tokenize_as)
+        return found
+
+    @property
+    def calibration(self) -> dict[str, RatioStats]:
+        """What the calibration of every source read so far learned, per logged model."""
+        return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
+
+    def requests(
+        self,
+        prepare: Callable[[TokenizedRequest], TokenizedRequest] | None = None,
+        *,
+        cache_objects: bool = False,
+    ) -> Iterator[TokenizedRequest]:
+        """Every readable request of every source, in replay order. ``prepare`` is applied
+        to each request before the reorder window holds it (``simulator.compact``: keys
+        instead of token ids, so that the window costs little memory). Records that only
+        create a cache object (Gemini ``cachedContents``: no inference call) come only with
+        ``cache_objects`` (priced replays bill them; hit statistics would count them)."""
+        streams: list[Iterator[TokenizedRequest]] = [
+            self.source_requests(index) for index in range(len(self.log.source_names))
+        ]
+        if prepare is not None:
+            streams = [map(prepare, stream) for stream in streams]
+        # Requests that keep their ids (no prepare, or one that needs them) are held by the
+        # window as their new tokens only (ordering.PromptPacker).
+        packer = PromptPacker()
+        streams = [map(packer.pack, stream) for stream in streams]
+        if len(streams) == 1:
+            arriving = streams[0]
+        else:
+            arriving = heapq.merge(*streams, key=lambda request: request.timestamp)
+        window = in_timestamp_order(arriving, DEFAULT_REORDER_WINDOW, weigh=packer.held_bytes)
+        ordered = map(packer.unpack, window)
+        if cache_objects:
+            return ordered
+        return (request for request in ordered if request.controls.creates is None)
+
+    def source_requests(
+        self, index: int, opened: LogStream | None = None, first_timestamp: float = 0.0
+    ) -> Iterator[TokenizedRequest]:
+        """The requests of one source (a file, or the inline records) in file order.
+
+        ``opened``: the file's records from a stream opened by the caller (a part of the
+        file: ``logs.ranges``); ``first_timestamp``: see ``tokenizers.read_log``. While it
+        is read, the garbage collector runs rarely (``gc_pacing``: the pass allocates in
+        bursts that reference counting frees)."""
+        with paced_collection():
+            yield from self._source_requests(index, opened, first_timestamp)
+
+    def _source_requests(
+        self, index: int, opened: LogStream | None, first_timestamp: float
+    ) -> Iterator[TokenizedRequest]:
+        log = self.log
+        name = log.source_names[index]
+        strict = log.on_bad_record == "stop"
+        if index < len(log.files):
+            file = log.files[index]
+            found: list[LogRecordError] = []
+            stream = read_log(
+                opened if opened is not None else file.path,
+                name=name,
+                model=self.tokenize_as,
+                default_model=log.default_model,
+                default_provider=log.default_provider,
+                strict=strict,
+                errors=found,
+                format=file.format,
+                results=file.results,
+                calibrator=self.calibrator(index),
+                first_timestamp=first_timestamp,
+            )
+            try:
+                for request in stream:
+                    self.requests_by_source[name] += 1
+                    self._count(request, len(found))
+                    yield request
+            finally:
+                self.errors.extend(found)
+            return
+        records = log._inline_records()
+        found = []
+        try:
+            for request in read_records(
+                records,
+                name,
+                model=self.tokenize_as,
+                default_model=log.default_model,
+                default_provider=log.default_provider,
+                strict=strict,
+                errors=found,
+                settled=True,  # a LogInput's records are complete and frozen with it
+                calibrator=self.calibrator(index),
+            ):
+                self.requests_by_source[name] += 1
+                self._count(request, len(found))
+                yield request
+        except LogRecordError as error:
+            raise self._located(error) from None
+        except LimitExceededError as error:
+            raise self.relocated(error) from None
+        finally:
+            self.errors.extend(self._located(error) for error in found)
+
+    def _located(self, error: LogRecordError) -> LogRecordError:
+        """An inline record named by its index (and the line of the upload it came from,
+        where known) rather than by its position."""
+        line, position = self._record_place(error.line)
+        return LogRecordError(
+            self.log.records_name, line, error.field, error.reason, record=position
+        )
+
+    def _record_place(self, position_line: int) -> tuple[int | None, int]:
+        """(upload line or None, 0-based index) of the inline record at 1-based position."""
+        position = position_line - 1
+        stream = self.log._stream
+        if stream is not None:
+            return (stream.line_of(position) if position >= 0 else None), position
+        lines = self.log.record_lines
+        line = lines[position] if lines is not None and 0 <= position < len(lines) else None
+        return line, position
+
+    def relocated(self, error: CachecastError) -> CachecastError:
+        """``error``, raised about one request of this reading (its source and line), named
+        the way the reader names bad records: an inline record by its index. Errors about
+        files, or already located by record, are returned as they are."""
+        where = error.location
+        if (
+            not self.log.inline
+            or where.source != self.log.records_name
+            or where.line is None
+            or where.record is not None
+        ):
+            return error
+        line, position = self._record_place(where.line)
+        error.location = Location(
+            source=where.source, line=line, record=position, field=where.field
+        )
+        error.args = (error.one_line(),)
+        return error
+
+    def finish(self) -> None:
+        """After the pass: see :func:`check_reading`."""
+        check_reading(self.log, self.errors, self.requests_by_source)
+
+
+def check_reading(
+    log: LogInput, errors: Sequence[LogRecordError], requests_by_source: dict[str, int]
+) -> None:
+    """Refuse a source that yielded no readable request and, under ``reject``, any bad record
+    at all. Every pass over a log reads the same lines, so this runs once per use case."""
+    for name, count in requests_by_source.items():
+        if count == 0:
+            own = [error for error in errors if error.location.source == name]
+            detail = f"; {own[0].one_line()}" if own else ""
+            more = f" (and {len(own) - 1} more bad lines)" if len(own) > 1 else ""
+            raise BadInputError(
+                f"no readable record{detail}{more}",
+                location=Location(source=name),
+                problems=own,
+            )
+    if errors and log.on_bad_record == "reject":
+        problems: Sequence[CachecastError] = errors
+        raise input_errors(problems, "malformed log records")

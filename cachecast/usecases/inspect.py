@@ -1,0 +1,177 @@
+"""``inspect``: what a log holds, per file: the report a user reads first on a new file.
+
+:func:`inspect_logs` reads each file the way every command does (format detection, then the
+tokenizer's reader), so what it reports is what an estimate will see: the billed requests,
+their models and providers, the time span, the observed usage totals and how many requests
+carried usage, whether the prompts are complete, what the format holds that is not a billed
+request (``skipped``, by reason), and every line that could not be read
+(``file:line: field: reason``; the first :data:`MAX_REPORTED_ERRORS` are listed, all are
+counted). Batch requests and results files given together are paired
+(``logs.pair_batch_files``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachecast.logs import LogError, open_log, pair_batch_files
+from cachecast.passes.log_input import LogFile, LogInput
+from cachecast.tokenizers.records import read_log
+from cachecast.usecases.reports import Report
+
+# A file with a million bad lines lists this many; error_count says how many there were.
+MAX_REPORTED_ERRORS = 100
+
+
+class ObservedTotals(BaseModel):
+    """Sums of the usage the requests reported (requests without usage add nothing)."""
+
+    input_tokens: int = Field(0, description="prompt tokens, cached tokens included")
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = Field(0, description="output tokens, reasoning included where billed")
+    cost: Decimal | None = Field(None, description="cost a gateway reported (OpenRouter)")
+
+
+class FileInspection(Report):
+    path: str
+    format: str
+    results_path: str | None = None
+    requests: int = Field(description="billed requests read from the file")
+    models: dict[str, int] = Field(default_factory=dict, description="model -> requests")
+    providers: dict[str, int] = Field(default_factory=dict, description="provider -> requests")
+    first_timestamp: datetime | None = None
+    last_timestamp: datetime | None = None
+    observed: ObservedTotals = Field(default_factory=ObservedTotals)
+    requests_with_usage: int = 0
+    prompt_complete: bool = Field(
+        True, description="every request's whole prompt is in the log (false: transcripts)"
+    )
+    requests_prompt_incomplete: int = 0
+    skipped: dict[str, int] = Field(
+        default_factory=dict, description="entries that are not billed requests, by reason"
+    )
+    errors: list[str] = Field(default_factory=list, description="file:line: field: reason")
+    error_count: int = 0
+
+
+class InspectReport(Report):
+    files: list[FileInspection]
+
+
+class InspectRequest(BaseModel):
+    """The files to inspect. A file given without ``format`` and ``results`` is paired with
+    a batch results file among the others (``logs.pair_batch_files``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    files: list[LogFile] = Field(min_length=1)
+
+
+def inspect(request: InspectRequest) -> InspectReport:
+    """What each file holds (see the module docstring)."""
+    LogInput(files=request.files).check_sources()
+    plain = [file for file in request.files if file.format is None and file.results is None]
+    names = {file.path: file.display_name for file in request.files}
+    paired = dict(pair_batch_files([file.path for file in plain]))
+    inspections = []
+    for file in request.files:
+        if file in plain:
+            if file.path not in paired:
+                continue  # a results file paired with its requests
+            results = paired[file.path]
+        else:
+            results = file.results
+        inspection = inspect_file(
+            file.path, format=file.format, results=results, name=names[file.path]
+        )
+        shown = names.get(results) if results is not None else None
+        if file.results_name is not None:
+            shown = file.results_name
+        if shown is not None:
+            inspection = inspection.model_copy(update={"results_path": shown})
+        inspections.append(inspection)
+    return InspectReport(files=inspections)
+
+
+def inspect_logs(
+    paths: Sequence[str | Path], *, format: str | None = None, results: str | Path | None = None
+) -> InspectReport:
+    """:func:`inspect` on paths: ``format`` forces one format for every file; ``results`` is
+    the results file of the (one) batch requests file among ``paths``."""
+    files = [
+        LogFile(
+            path=Path(path),
+            format=format,
+            results=Path(results) if results is not None else None,
+        )
+        for path in paths
+    ]
+    return inspect(InspectRequest(files=files))
+
+
+def inspect_file(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    results: str | Path | None = None,
+    name: str | None = None,
+) -> FileInspection:
+    stream = open_log(path, format=format, results=results, name=name)
+    errors: list[LogError] = []
+    models: Counter[str] = Counter()
+    providers: Counter[str] = Counter()
+    totals = ObservedTotals()
+    cost: Decimal | None = None
+    first: float | None = None
+    last: float | None = None
+    count = with_usage = incomplete = 0
+    for request in read_log(stream, errors=errors):
+        count += 1
+        models[request.model or "(none)"] += 1
+        providers[request.provider or "(none)"] += 1
+        first = request.timestamp if first is None else min(first, request.timestamp)
+        last = request.timestamp if last is None else max(last, request.timestamp)
+        if not request.prompt_complete:
+            incomplete += 1
+        observed = request.observed
+        if observed is None:
+            continue
+        with_usage += 1
+        totals.input_tokens += observed.input_tokens or 0
+        totals.cache_read_tokens += observed.cache_read_tokens or 0
+        written = observed.cache_write_tokens
+        totals.cache_write_tokens += (
+            written if written is not None else sum(observed.cache_write_by_ttl.values())
+        )
+        totals.output_tokens += observed.output_tokens or 0
+        if observed.cost is not None:
+            cost = observed.cost if cost is None else cost + observed.cost
+    totals.cost = cost
+    return FileInspection(
+        path=stream.source,
+        format=stream.format,
+        results_path=None if stream.results is None else str(stream.results),
+        requests=count,
+        models=dict(models.most_common()),
+        providers=dict(providers.most_common()),
+        first_timestamp=_moment(first),
+        last_timestamp=_moment(last),
+        observed=totals,
+        requests_with_usage=with_usage,
+        prompt_complete=incomplete == 0,
+        requests_prompt_incomplete=incomplete,
+        skipped=dict(stream.skipped.most_common()),
+        errors=[str(error) for error in errors[:MAX_REPORTED_ERRORS]],
+        error_count=len(errors),
+    )
+
+
+def _moment(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, tz=UTC)

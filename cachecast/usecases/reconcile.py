@@ -1,0 +1,595 @@
+"""``reconcile``: our predictions held against what the providers really returned and billed.
+
+Every request of the log is replayed, in order, through the cache policy of the contract of
+the model that served it (the model the log names, ``TokenizedRequest.logged_model``, with
+its provider: aliases and regional profiles such as ``us.anthropic.claude-*`` resolve to
+their contract in the store), each model in a cache of its own. It is the estimate pipeline
+(``simulator.pricing.price_request``: the same policies, bills, miss causes and
+reconciliation) with one target per served model instead of the user's targets. The
+contract is the one in force on ``at``, else on the day of the model's first request (today
+where the log's times are not dates).
+
+For every request with observed usage, predicted and observed reads, writes and cost sit
+side by side (``simulator.reconcile``). A request is *within tolerance* when its token error
+is 0 where the tokenizer is public, and at most :data:`TOLERANCE_TOKENS` tokens or 1% of its
+prompt where it is approximated. Every request whose tokens do not match exactly is
+classified, first rule that applies:
+
+1. ``tokenizer_approximation``: an approximated tokenizer, and the error is within
+   tolerance or within the calibration's spread (``relative_spread`` x prompt);
+2. ``warm_cache_at_log_start``: the provider read more than we did, and what we did not
+   read was new to the log (first sight): it was cached before the log begins;
+3. ``contract_disputed``: the observation contradicts a stored term (a cached prefix shorter
+   than ``min_cacheable_tokens``; a hit off the ``increment_tokens`` steps; a read after the
+   TTL had run out; caching without a breakpoint under an explicit contract): the contract
+   version, the field and the request are named;
+4. ``provider_best_effort_miss``: the provider read less than we did, from a prefix the log
+   shows cached and alive, under an automatic cache whose provider documents it as best
+   effort (OpenAI: identical prompts sent seconds apart can miss);
+5. ``unexplained``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.passes.log_input import LogInput, LogReading, check_reading
+from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
+from cachecast.passes.progress import NoProgress, Progress
+from cachecast.simulator.billing import EXACT, BillTotals
+from cachecast.simulator.misses import (
+    FIRST_SIGHT,
+    PREFIX_NOT_IN_LOG,
+    TTL_EXPIRED,
+    MissSpan,
+    PromptHistory,
+)
+from cachecast.simulator.policies import CachePolicy
+from cachecast.simulator.pricing import (
+    PROGRESS_EVERY,
+    ObservedModelMatcher,
+    PerRequestRow,
+    Target,
+    TargetTotals,
+    price_request,
+    target_policy,
+)
+from cachecast.simulator.reconcile import ReconciledRequest, ReconciliationSummary, fraction_text
+from cachecast.tokenizers.calibration import RatioStats
+from cachecast.tokenizers.types import TokenizedRequest
+from cachecast.usecases.predictions import (
+    CalibrationReport,
+    MissCauseTotal,
+    TimelinePoint,
+    calibration_of,
+    miss_causes_of,
+    notes_of,
+    timeline_of,
+)
+from cachecast.usecases.reports import ContractReference, InputIssue, Money, Report, issues_of
+
+TOLERANCE_TOKENS = 8
+MAX_LISTED_REQUESTS = 1000
+
+TOKENIZER_APPROXIMATION = "tokenizer_approximation"
+WARM_CACHE = "warm_cache_at_log_start"
+CONTRACT_DISPUTED = "contract_disputed"
+BEST_EFFORT_MISS = "provider_best_effort_miss"
+UNEXPLAINED = "unexplained"
+CLASSES = (TOKENIZER_APPROXIMATION, WARM_CACHE, CONTRACT_DISPUTED, BEST_EFFORT_MISS, UNEXPLAINED)
+
+
+class ReconcileRequest(BaseModel):
+    """Replay ``log`` under the contracts of the models that served it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    log: LogInput
+    at: dt.date | None = Field(
+        default=None, description="contracts in force on this day (default: each model's first)"
+    )
+    per_request: Path | None = Field(
+        default=None, description="also write every replayed request to this .csv/.parquet"
+    )
+
+
+class MissSpanReport(Report):
+    cause: str
+    start: int
+    tokens: int
+    detail: str | None = None
+
+
+class ReconciledRow(Report):
+    """One request with observed usage: prediction, observation, and the verdict."""
+
+    source: str
+    line: int
+    request_id: str
+    timestamp: float
+    target: str = Field(description="provider:model of the contract that served it")
+    exact_tokens: bool = Field(description="the tokenizer is the provider's own")
+    input_tokens: int = Field(description="the prompt length the provider reported")
+    predicted_cache_read_tokens: int
+    observed_cache_read_tokens: int
+    predicted_cache_write_tokens: int
+    observed_cache_write_tokens: int | None
+    predicted_cost: Money
+    observed_cost: Money
+    token_error: int
+    exact_match: bool
+    within_tolerance: bool
+    classification: str | None = Field(description="why it does not match (None: it does)")
+    explanation: str
+    miss_causes: list[MissSpanReport] = Field(description="our prediction's tokens not read")
+
+
+class ReconcileSummary(Report):
+    """Error statistics over the reconciled requests."""
+
+    requests: int
+    exact_matches: int
+    exact_match_share: str
+    within_one_percent: int
+    within_one_percent_share: str
+    within_tolerance: int
+    within_tolerance_share: str
+    mean_abs_error_tokens: str
+    mean_abs_error_cost: str
+    read_bias_tokens: str = Field(description="mean predicted minus observed reads")
+    write_bias_tokens: str = Field(description="the same for writes, where reported")
+    cost_bias: str = Field(description="mean predicted minus observed bill, USD")
+    predicted_cache_read_tokens: int
+    observed_cache_read_tokens: int
+    predicted_cost: Money
+    observed_cost: Money
+    classes: dict[str, int] = Field(description="mismatches by classification")
+
+    @classmethod
+    def of(
+        cls, summary: ReconciliationSummary, tolerance: int, classes: Counter[str]
+    ) -> ReconcileSummary:
+        share = fraction_text(Fraction(tolerance, summary.requests)) if summary.requests else "0"
+        return cls(
+            requests=summary.requests,
+            exact_matches=summary.exact_matches,
+            exact_match_share=fraction_text(summary.exact_match_share),
+            within_one_percent=summary.within_one_percent,
+            within_one_percent_share=fraction_text(summary.within_one_percent_share),
+            within_tolerance=tolerance,
+            within_tolerance_share=share,
+            mean_abs_error_tokens=fraction_text(summary.mean_abs_error_tokens),
+            mean_abs_error_cost=fraction_text(summary.mean_abs_error_cost),
+            read_bias_tokens=fraction_text(summary.read_bias),
+            write_bias_tokens=fraction_text(summary.write_bias),
+            cost_bias=fraction_text(summary.cost_bias),
+            predicted_cache_read_tokens=summary.predicted_read_sum,
+            observed_cache_read_tokens=summary.observed_read_sum,
+            predicted_cost=summary.predicted_cost_sum,
+            observed_cost=summary.observed_cost_sum,
+            classes={name: classes[name] for name in CLASSES if classes[name]},
+        )
+
+
+class ReconcileTarget(Report):
+    """One served model: its contract, the replay's totals and its reconciliation."""
+
+    provider: str
+    model: str
+    logged_models: list[str] = Field(description="model ids the log names for it")
+    contract: ContractReference
+    tokenizer: str
+    requests: int
+    input_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    hit_rate: float
+    cost: Money
+    summary: ReconcileSummary
+    miss_causes: list[MissCauseTotal]
+    calibration: list[CalibrationReport]
+    timeline: list[TimelinePoint]
+    notes: list[str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+class ReconcileReport(Report):
+    """Predicted against observed, per served model and over the whole log."""
+
+    at: dt.date | None
+    tolerance: str = (
+        f"exact where the tokenizer is public; at most {TOLERANCE_TOKENS} tokens or 1% of the"
+        " prompt where it is approximated"
+    )
+    sources: list[str]
+    skipped_lines: int
+    errors: list[InputIssue]
+    summary: ReconcileSummary
+    targets: list[ReconcileTarget]
+    requests: list[ReconciledRow] = Field(
+        description=f"every reconciled request (mismatches first, at most {MAX_LISTED_REQUESTS})"
+    )
+    requests_listed: int
+    requests_without_usage: int
+    unpriced: dict[str, int] = Field(
+        default_factory=dict, description="requests no contract could be found for, by reason"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class _OwnModel(ObservedModelMatcher):
+    """Every target here is the model that served its requests."""
+
+    def __init__(self) -> None:
+        pass
+
+    def served_by(self, request: TokenizedRequest, contract: ContractTerms) -> bool:
+        return True
+
+
+@dataclass(slots=True)
+class _Served:
+    totals: TargetTotals
+    policy: CachePolicy
+    logged: set[str] = field(default_factory=set)
+    summary: ReconciliationSummary = field(default_factory=ReconciliationSummary)
+    within_tolerance: int = 0
+    classes: Counter[str] = field(default_factory=Counter)
+
+
+class _Replay:
+    """The one pass: requests routed to their served model's cache, reconciled as they go."""
+
+    def __init__(self, request: ReconcileRequest, store: ContractStore) -> None:
+        self.request = request
+        self.store = store
+        self.reading = LogReading(request.log, None)
+        self.history = PromptHistory()
+        self.matcher = _OwnModel()
+        self.contracts: dict[tuple[str, str], ContractTerms | str] = {}
+        self.served: dict[tuple[str, str, dt.date], _Served] = {}
+        self.rows: list[ReconciledRow] = []
+        self.without_usage = 0
+        self.unpriced: Counter[str] = Counter()
+        self.all = ReconciliationSummary()
+        self.all_within = 0
+        self.all_classes: Counter[str] = Counter()
+
+    def contract_for(self, request: TokenizedRequest) -> ContractTerms | str:
+        provider, model = request.provider, request.logged_model or request.model
+        if provider is None or model is None:
+            return "the log names no provider or model (give --provider/--model)"
+        key = (provider.lower(), model.lower())
+        found = self.contracts.get(key)
+        if found is None:
+            day = self.request.at or _day_of(request.timestamp)
+            try:
+                found = self.store.as_of(*key, day)
+            except UnknownContractError as error:
+                found = f"{key[0]}:{key[1]}: {error.message}"
+            self.contracts[key] = found
+        return found
+
+    def target(self, contract: ContractTerms, request: TokenizedRequest) -> _Served:
+        key = (contract.provider, contract.model, contract.effective_from)
+        served = self.served.get(key)
+        if served is None:
+            tokenizer = request.tokenizer.split(", ", 1)[0]  # without how it was calibrated
+            totals = TargetTotals(Target(contract.provider, contract.model), contract, tokenizer)
+            served = self.served[key] = _Served(totals, target_policy(totals, False))
+        return served
+
+    def run(
+        self, progress: Progress, sink: Callable[[PerRequestRow, ReconciledRow | None], None]
+    ) -> None:
+        pending = 0
+        for request in self.reading.requests(cache_objects=True):
+            sight = self.history.observe(request)
+            contract = self.contract_for(request)
+            pending += 1
+            if pending >= PROGRESS_EVERY:
+                progress.advance(pending)
+                pending = 0
+            if isinstance(contract, str):
+                self.unpriced[contract] += 1
+                continue
+            served = self.target(contract, request)
+            served.logged.add((request.logged_model or request.model or "").lower())
+            row = price_request(request, served.totals, served.policy, self.matcher, sight, None)
+            if row is None:
+                continue
+            verdict = None
+            if row.reconciled is None:
+                self.without_usage += 1
+            else:
+                verdict = self.judge(row, row.reconciled, served)
+            sink(row, verdict)
+        if pending:
+            progress.advance(pending)
+        for served in self.served.values():
+            for note, count in served.policy.notes.items():
+                served.totals.notes[note] = served.totals.notes.get(note, 0) + count
+
+    def judge(
+        self, row: PerRequestRow, reconciled: ReconciledRequest, served: _Served
+    ) -> ReconciledRow:
+        request = row.request
+        within = within_tolerance(reconciled, request.exact)
+        verdict, why = (None, "predicted exactly")
+        if not reconciled.exact_match:
+            # The calibration as learned so far (streaming), for approximated requests only.
+            stats = None
+            if not request.exact:
+                model = (request.logged_model or "").lower()
+                stats = self.reading.calibration.get(model)
+            verdict, why = classify(request, reconciled, row.misses, served.totals.contract, stats)
+        served.summary.add(reconciled)
+        self.all.add(reconciled)
+        served.within_tolerance += within
+        self.all_within += within
+        if verdict is not None:
+            served.classes[verdict] += 1
+            self.all_classes[verdict] += 1
+        contract = served.totals.contract
+        return ReconciledRow(
+            source=request.source,
+            line=request.line,
+            request_id=request.request_id,
+            timestamp=request.timestamp,
+            target=f"{contract.provider}:{contract.model}",
+            exact_tokens=request.exact,
+            input_tokens=reconciled.observed_input,
+            predicted_cache_read_tokens=reconciled.predicted_read,
+            observed_cache_read_tokens=reconciled.observed_read,
+            predicted_cache_write_tokens=reconciled.predicted_write,
+            observed_cache_write_tokens=reconciled.observed_write,
+            predicted_cost=reconciled.predicted_cost,
+            observed_cost=reconciled.observed_cost,
+            token_error=reconciled.token_error,
+            exact_match=reconciled.exact_match,
+            within_tolerance=within,
+            classification=verdict,
+            explanation=why,
+            miss_causes=[
+                MissSpanReport(cause=s.cause, start=s.start, tokens=s.tokens, detail=s.detail)
+                for s in row.misses
+            ],
+        )
+
+
+EPOCH_FLOOR = 1e9  # 2001-09-09: smaller timestamps are trace-relative or absent, not dates
+
+
+def _day_of(timestamp: float) -> dt.date:
+    """The UTC day of an epoch timestamp; today for a log whose times are not dates."""
+    if timestamp < EPOCH_FLOOR:
+        return dt.datetime.now(dt.UTC).date()
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).date()
+
+
+def within_tolerance(reconciled: ReconciledRequest, exact_tokens: bool) -> bool:
+    """Exact where the tokenizer is public; else within 8 tokens or 1% of the prompt."""
+    if exact_tokens:
+        return reconciled.exact_match
+    error = reconciled.token_error
+    return error <= TOLERANCE_TOKENS or 100 * error <= reconciled.observed_input
+
+
+def classify(
+    request: TokenizedRequest,
+    reconciled: ReconciledRequest,
+    spans: tuple[MissSpan, ...],
+    contract: ContractTerms,
+    stats: RatioStats | None,
+) -> tuple[str, str]:
+    """The classification of a mismatch and a sentence saying why (module docstring)."""
+    predicted, observed = reconciled.predicted_read, reconciled.observed_read
+    error = reconciled.token_error
+    if not request.exact:
+        spread = stats.relative_spread if stats is not None else 0.0
+        allowed = max(TOLERANCE_TOKENS, reconciled.observed_input / 100)
+        allowed = max(allowed, spread * reconciled.observed_input)
+        if error <= allowed:
+            return TOKENIZER_APPROXIMATION, (
+                f"{error} tokens off, within the approximate tokenizer's tolerance of"
+                f" {allowed:g} tokens (calibration spread {spread:.4%})"
+            )
+    if observed > predicted and _all_new(spans, predicted, observed):
+        return WARM_CACHE, (
+            f"the provider read {observed} tokens where the log shows the prefix for the first"
+            f" time: it was cached before the log begins"
+        )
+    disputed = dispute(request, reconciled, spans, contract)
+    if disputed is not None:
+        return CONTRACT_DISPUTED, disputed
+    if observed < predicted and contract.mode is CacheMode.AUTOMATIC:
+        return BEST_EFFORT_MISS, (
+            f"{predicted - observed} tokens of a prefix the log shows cached and alive were"
+            f" not read: {contract.provider}'s automatic cache is best effort"
+        )
+    if observed < predicted and contract.storage_per_mtok_hour is not None:
+        return BEST_EFFORT_MISS, (
+            f"{predicted - observed} tokens of a prefix the log shows cached were not read:"
+            f" {contract.provider}'s implicit cache has no documented lifetime"
+        )
+    return UNEXPLAINED, (
+        f"predicted read {predicted} / write {reconciled.predicted_write}, observed read"
+        f" {observed} / write {reconciled.observed_write}"
+    )
+
+
+def _all_new(spans: tuple[MissSpan, ...], start: int, end: int) -> bool:
+    """Whether the tokens [start, end) we did not read were all new to the log."""
+    covered = 0
+    for span in spans:
+        low, high = max(span.start, start), min(span.start + span.tokens, end)
+        if high <= low:
+            continue
+        if span.cause not in (FIRST_SIGHT, PREFIX_NOT_IN_LOG):
+            return False
+        covered += high - low
+    return covered == end - start
+
+
+def dispute(
+    request: TokenizedRequest,
+    reconciled: ReconciledRequest,
+    spans: tuple[MissSpan, ...],
+    contract: ContractTerms,
+) -> str | None:
+    """A stored term the observation contradicts, named with the contract and request."""
+    version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
+    where = f"request {request.request_id} ({request.source}:{request.line})"
+    read = reconciled.observed_read
+    written = reconciled.observed_write or 0
+    cached = read + written
+    if cached and cached < contract.min_cacheable_tokens:
+        return (
+            f"{version} min_cacheable_tokens = {contract.min_cacheable_tokens}, but {where}"
+            f" cached a prefix of {cached} tokens (read {read}, written {written})"
+        )
+    step = contract.increment_tokens
+    minimum = contract.min_cacheable_tokens
+    if step and read > minimum and (read - minimum) % step:
+        return (
+            f"{version} increment_tokens = {step}: {where} read {read} tokens, not"
+            f" {minimum} + a multiple of {step}"
+        )
+    expired = [s for s in spans if s.cause == TTL_EXPIRED and s.start < read]
+    if expired:
+        return (
+            f"{version} ttl_options: {where} read {read} tokens of a prefix whose entry had"
+            f" expired ({expired[0].detail})"
+        )
+    if contract.mode is CacheMode.EXPLICIT and not request.breakpoints and cached:
+        return (
+            f"{version} mode = explicit: {where} marks no breakpoint, yet the provider"
+            f" cached {cached} tokens"
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+
+RECONCILE_COLUMNS: dict[str, str] = {
+    **COLUMN_TYPES,
+    "within_tolerance": "boolean",
+    "classification": "string",
+}
+
+
+def reconcile(
+    request: ReconcileRequest,
+    store: ContractStore,
+    *,
+    progress: Progress | None = None,
+    on_row: Callable[[PerRequestRow, ReconciledRow | None], None] | None = None,
+) -> ReconcileReport:
+    """Replay and reconcile the log (module docstring). ``on_row`` gets every replayed
+    request with its verdict (None for a request without usage)."""
+    request.log.check_sources()
+    if request.per_request is not None:
+        check_table_path(request.per_request)
+    progress = progress or NoProgress()
+    progress.start("reconciling", request.log.count_records())
+    replay = _Replay(request, store)
+    table = None
+    if request.per_request is not None:
+        table = PerRequestTable(request.per_request, columns=RECONCILE_COLUMNS, record=_record)
+
+    def sink(row: PerRequestRow, verdict: ReconciledRow | None) -> None:
+        if verdict is not None:
+            replay.rows.append(verdict)
+            if len(replay.rows) > 4 * MAX_LISTED_REQUESTS:
+                _trim(replay.rows)
+        if table is not None:
+            table((row, verdict))
+        if on_row is not None:
+            on_row(row, verdict)
+
+    try:
+        replay.run(progress, sink)
+        check_reading(request.log, replay.reading.errors, replay.reading.requests_by_source)
+        if table is not None:
+            table.close()
+    except BaseException:
+        if table is not None:
+            table.discard()
+        raise
+    errors = replay.reading.errors
+    calibration = replay.reading.calibration
+    targets = [_target_report(served, calibration) for served in replay.served.values()]
+    _trim(replay.rows)
+    return ReconcileReport(
+        at=request.at,
+        sources=request.log.source_names,
+        skipped_lines=len(
+            {(e.location.source, e.location.line, e.location.record) for e in errors}
+        ),
+        errors=issues_of(errors),
+        summary=ReconcileSummary.of(replay.all, replay.all_within, replay.all_classes),
+        targets=targets,
+        requests=replay.rows,
+        requests_listed=len(replay.rows),
+        requests_without_usage=replay.without_usage,
+        unpriced=dict(replay.unpriced.most_common()),
+    )
+
+
+def _trim(rows: list[ReconciledRow]) -> None:
+    """Keep the mismatches first (in log order), then the matches, at most the limit."""
+    rows.sort(key=lambda row: (row.exact_match, row.source, row.line))
+    del rows[MAX_LISTED_REQUESTS:]
+
+
+def _record(item: tuple[PerRequestRow, ReconciledRow | None]) -> dict[str, Any]:
+    row, verdict = item
+    record = row.as_record()
+    record["within_tolerance"] = verdict.within_tolerance if verdict is not None else None
+    record["classification"] = verdict.classification if verdict is not None else None
+    return record
+
+
+def _target_report(served: _Served, calibration: dict[str, RatioStats]) -> ReconcileTarget:
+    totals = served.totals
+    bill = totals.totals
+    own = {name: stats for name, stats in calibration.items() if name in served.logged}
+    return ReconcileTarget(
+        provider=totals.target.provider,
+        model=totals.target.model,
+        logged_models=sorted(served.logged),
+        contract=ContractReference.of(totals.contract),
+        tokenizer=totals.tokenizer,
+        requests=bill.requests,
+        input_tokens=bill.input_tokens,
+        cache_read_tokens=bill.cache_read_tokens,
+        cache_write_tokens=bill.cache_write_total,
+        hit_rate=bill.hit_rate,
+        cost=_exact_total(bill),
+        summary=ReconcileSummary.of(served.summary, served.within_tolerance, served.classes),
+        miss_causes=miss_causes_of(totals),
+        calibration=calibration_of(own),
+        timeline=timeline_of(totals),
+        notes=notes_of(totals),
+    )
+
+
+def _exact_total(bill: BillTotals) -> Decimal:
+    with localcontext(EXACT):  # the default context would round at 28 digits
+        return bill.cost.total
