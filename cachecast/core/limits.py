@@ -41,6 +41,11 @@ class Limits:
     max_model_layers: int = 4096
     max_model_heads: int = 65_536
     max_model_dimension: int = 16_777_216
+    # Decoders (cachecast.logs.decoding): a YAML document with every alias expanded, in nodes
+    # and in scalar characters; the output of one compressed body.
+    max_yaml_nodes: int = 20_000_000
+    max_yaml_chars: int = 2_000_000_000
+    max_decompressed_bytes: int = 1_000_000_000
 
 
 DEFAULT_LIMITS = Limits()

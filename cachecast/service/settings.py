@@ -107,6 +107,9 @@ class ServiceSettings(BaseSettings):
     max_model_layers: int = Field(default=DEFAULT_LIMITS.max_model_layers, gt=0)
     max_model_heads: int = Field(default=DEFAULT_LIMITS.max_model_heads, gt=0)
     max_model_dimension: int = Field(default=DEFAULT_LIMITS.max_model_dimension, gt=0)
+    max_yaml_nodes: int = Field(default=DEFAULT_LIMITS.max_yaml_nodes, gt=0)
+    max_yaml_chars: int = Field(default=DEFAULT_LIMITS.max_yaml_chars, gt=0)
+    max_decompressed_bytes: int = Field(default=DEFAULT_LIMITS.max_decompressed_bytes, gt=0)
 
     @field_validator("admin_keys", mode="before")
     @classmethod
