@@ -357,13 +357,13 @@ def compare_command(
     _print_skipped(report.errors, report.skipped_lines)
     rows = comparison_rows(report)
     if plot is not None or html_file is not None:
-        from cachecast.cli.plots import write_html, write_png
+        from cachecast.cli.plots import write_comparison_html, write_png
 
         if plot is not None:
             write_png(report, plot)
             stderr.print(f"wrote {plot}")
         if html_file is not None:
-            write_html(report, html_file, rows)
+            write_comparison_html(report, html_file, rows)
             stderr.print(f"wrote {html_file}")
     if as_json:
         typer.echo(report.model_dump_json(indent=2))

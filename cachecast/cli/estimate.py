@@ -169,7 +169,7 @@ def estimate_command(
     elif as_csv:
         typer.echo(csv_text(report), nl=False)
     elif as_markdown:
-        typer.echo(markdown_text(report))
+        typer.echo(estimate_markdown(report))
     else:
         print_table(report)
 
@@ -207,7 +207,7 @@ def csv_text(report: EstimateReport) -> str:
     return buffer.getvalue()
 
 
-def markdown_text(report: EstimateReport) -> str:
+def estimate_markdown(report: EstimateReport) -> str:
     lines = [
         f"Contracts in force on {report.at.isoformat()}; hit rate = {report.hit_rate_definition}.",
         "",

@@ -39,8 +39,7 @@ from cachecast.service.problems import (
 )
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.simulator.routing import Routing
-from cachecast.usecases.estimate import EstimateRequest as AppEstimateRequest
-from cachecast.usecases.estimate import estimate
+from cachecast.usecases.estimate import EstimateRequest, estimate
 from cachecast.usecases.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 
 SOURCE_NAME = "request"
@@ -85,7 +84,7 @@ class LogPayload(BaseModel):
 TargetText = Annotated[str, StringConstraints(pattern=TARGET_PATTERN)]
 
 
-class EstimateRequest(LogPayload):
+class EstimateBody(LogPayload):
     targets: list[TargetText] = Field(
         min_length=1,
         max_length=64,
@@ -103,7 +102,7 @@ class EstimateRequest(LogPayload):
     )
 
 
-class SimulationRequest(LogPayload):
+class SimulationBody(LogPayload):
     policy: PolicyKind = Field(description="cache policy", examples=["vllm"])
     target: str | None = Field(
         default=None,
@@ -253,10 +252,10 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
     return validation_problem(field_errors, "Malformed log records")
 
 
-def estimate_request(body: EstimateRequest, lines: Sequence[int] | None) -> AppEstimateRequest:
+def estimate_request(body: EstimateBody, lines: Sequence[int] | None) -> EstimateRequest:
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request (nothing is priced then)."""
-    return AppEstimateRequest(
+    return EstimateRequest(
         log=inline_log(body, lines),
         targets=body.targets,
         at=body.at,
@@ -284,7 +283,7 @@ def run_estimate_job(
     """A stored estimate job (the use case's request as JSON): the report as JSON, under the
     service's ``limits``. Bad input fails the job with the problem a direct request would
     have had."""
-    request = AppEstimateRequest.model_validate(payload)
+    request = EstimateRequest.model_validate(payload)
     try:
         with limits_in_force(limits or current_limits()):
             report = estimate(request, store, progress=_JobProgress(progress))
@@ -307,7 +306,7 @@ def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
     )
 
 
-def simulation_request(body: SimulationRequest, lines: Sequence[int] | None) -> SimulateRequest:
+def simulation_request(body: SimulationBody, lines: Sequence[int] | None) -> SimulateRequest:
     """The use case's request for an API body (the same as ``cachecast simulate``'s)."""
     return SimulateRequest(
         log=inline_log(body, lines),

@@ -84,7 +84,7 @@ class ThresholdsBody(BaseModel):
     )
 
 
-class LayoutCheckRequest(BaseModel):
+class LayoutCheckBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     baseline: CheckSideBody
@@ -146,7 +146,7 @@ def refuse_engine_targets(targets: list[str]) -> None:
             )
 
 
-def check_request(body: LayoutCheckRequest) -> CheckRequest:
+def check_request(body: LayoutCheckBody) -> CheckRequest:
     """The use case's request for a body: every bad record listed (nothing half-checked),
     the expansion bounded, server paths refused before any work."""
     refuse_server_paths([("body.model", body.model)])

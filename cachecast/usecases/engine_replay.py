@@ -54,15 +54,16 @@ class EngineEndpoint(BaseModel):
     )
 
 
-class TtftSummary(Report):
-    """Time to first token over some requests (nearest-rank percentiles, seconds)."""
+class TtftBrief(Report):
+    """Time to first token over some requests: the median and p95 only (nearest-rank,
+    seconds; ``measure``'s :class:`~cachecast.usecases.measure.TtftSummary` has more)."""
 
     count: int
     p50_s: float | None
     p95_s: float | None
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> TtftSummary:
+    def of(cls, values: Sequence[float]) -> TtftBrief:
         from cachecast.gpu_backend.report import percentile
 
         return cls(
@@ -102,9 +103,9 @@ class EngineRun(Report):
     mismatched_requests: int | None = Field(
         description="requests whose measured cached tokens differ from the simulated ones"
     )
-    ttft: TtftSummary
-    ttft_cold: TtftSummary = Field(description="requests that read nothing from the cache")
-    ttft_warm: TtftSummary = Field(description="requests that read from the cache")
+    ttft: TtftBrief
+    ttft_cold: TtftBrief = Field(description="requests that read nothing from the cache")
+    ttft_warm: TtftBrief = Field(description="requests that read from the cache")
     counters_agree: bool = Field(
         description="the engine's counters moved by exactly the per-request figures"
     )
@@ -144,9 +145,9 @@ class EngineRun(Report):
             measured_hit_rate=hit_rate_of(measured, report.prompt_tokens),
             simulated_hit_rate=hit_rate_of(simulated, report.prompt_tokens),
             mismatched_requests=mismatches,
-            ttft=TtftSummary.of([row.ttft_s for row in report.requests]),
-            ttft_cold=TtftSummary.of([r.ttft_s for r in report.requests if r.warm is False]),
-            ttft_warm=TtftSummary.of([r.ttft_s for r in report.requests if r.warm is True]),
+            ttft=TtftBrief.of([row.ttft_s for row in report.requests]),
+            ttft_cold=TtftBrief.of([r.ttft_s for r in report.requests if r.warm is False]),
+            ttft_warm=TtftBrief.of([r.ttft_s for r in report.requests if r.warm is True]),
             counters_agree=report.counters_agree,
             measurement_id=measurement_id,
             per_request=[

@@ -338,7 +338,9 @@ class _Replay:
             if not request.exact:
                 model = (request.logged_model or "").lower()
                 stats = self.reading.calibration.get(model)
-            verdict, why = classify(request, reconciled, row.misses, served.totals.contract, stats)
+            verdict, why = classify_mismatch(
+                request, reconciled, row.misses, served.totals.contract, stats
+            )
         served.summary.add(reconciled)
         self.all.add(reconciled)
         served.within_tolerance += within
@@ -391,7 +393,7 @@ def within_tolerance(reconciled: ReconciledRequest, exact_tokens: bool) -> bool:
     return error <= TOLERANCE_TOKENS or 100 * error <= reconciled.observed_input
 
 
-def classify(
+def classify_mismatch(
     request: TokenizedRequest,
     reconciled: ReconciledRequest,
     spans: tuple[MissSpan, ...],

@@ -13,7 +13,7 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.layouts.expand import expand, iter_records
 from cachecast.layouts.spec import parse_layout
-from cachecast.layouts.volatile import analyze, classify
+from cachecast.layouts.volatile import analyze, value_kind
 from cachecast.passes.prompt_sets import PromptSource, load_prompt_set
 from cachecast.usecases.evaluation import evaluate, parse_layout_targets
 from cachecast.usecases.suggest import SuggestReport, SuggestRequest, suggest
@@ -141,8 +141,8 @@ def test_volatile_span_analysis() -> None:
         ("doc line\n" * 5, "document"),
     ],
 )
-def test_classify(value: str, kind: str) -> None:
-    assert classify(value) == kind
+def test_value_kind(value: str, kind: str) -> None:
+    assert value_kind(value) == kind
 
 
 def test_suggest_command_json(invoke: Invoke, tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ _RECORD_EXAMPLE = {
 }
 
 
-class ComparisonRequest(BaseModel):
+class ComparisonBody(BaseModel):
     """The options of ``cachecast compare``, with the log inline."""
 
     model_config = ConfigDict(extra="forbid")
@@ -108,7 +108,7 @@ class ComparisonRequest(BaseModel):
     response_model=CompareReport,
     responses=problem_responses(404, 413, 415, 422),
     openapi_extra=request_body_docs(
-        ComparisonRequest,
+        ComparisonBody,
         examples={
             "llama on H100 against gpt-4o": {
                 "value": {
@@ -148,14 +148,14 @@ async def create_comparison(
     """Self-hosted sizing, hit rate, GPU-hours and cost for the log, against each hosted
     target's bill. Figures are roofline ceilings (``timing_source`` says so). 422 names the
     wrong field or record; 404 an unknown target or accelerator, with close matches."""
-    body, lines = await read_body(request, ComparisonRequest, _FORM_FIELDS)
+    body, lines = await read_body(request, ComparisonBody, _FORM_FIELDS)
     refuse_server_paths(
         [("body.tokenizer", body.tokenizer), *record_models(body.records, "records")]
     )
     return await run_in_threadpool(compare, compare_request(body, lines), state.contracts)
 
 
-def compare_request(body: ComparisonRequest, lines: Sequence[int] | None) -> CompareRequest:
+def compare_request(body: ComparisonBody, lines: Sequence[int] | None) -> CompareRequest:
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request; the model a preset name (never a path: the server's files are not the
     client's to read) or a config object."""

@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from cachecast.service.estimating import EstimateRequest, estimate_request
+from cachecast.service.estimating import EstimateBody, estimate_request
 from cachecast.service.jobs import JobQueueFullError
 from cachecast.service.problems import ProblemError, problem_responses
 from cachecast.service.routers._body import read_body, request_body_docs
@@ -38,7 +38,7 @@ class JobAccepted(BaseModel):
         **problem_responses(404, 413, 415, 422, 429),
     },
     openapi_extra=request_body_docs(
-        EstimateRequest,
+        EstimateBody,
         examples={
             "two targets": {
                 "value": {
@@ -75,7 +75,7 @@ async def create_estimate(
     answered with 200. Larger ones are stored as a job and answered with 202 and the job's
     address; poll ``GET /v1/jobs/{id}``. Bad records are a 422 naming each record's index
     (and line, for an upload) and field; nothing is priced then."""
-    body, lines = await read_body(request, EstimateRequest, ("targets", "at", "auto_cache_control"))
+    body, lines = await read_body(request, EstimateBody, ("targets", "at", "auto_cache_control"))
     work = estimate_request(body, lines)
     _, _, passes = await run_in_threadpool(plan_estimate, work, state.contracts)
     if len(body.records) > state.settings.job_threshold_records:

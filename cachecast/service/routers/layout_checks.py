@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from cachecast.service.layout_checking import LayoutCheckRequest, check_request
+from cachecast.service.layout_checking import LayoutCheckBody, check_request
 from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_json_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
@@ -43,7 +43,7 @@ _LAYOUT_EXAMPLE: dict[str, Any] = {
     response_model=CheckReport,
     responses=problem_responses(404, 413, 415, 422),
     openapi_extra=request_body_docs(
-        LayoutCheckRequest,
+        LayoutCheckBody,
         examples={
             "timestamp moved to the top": {
                 "value": {
@@ -68,5 +68,5 @@ async def create_layout_check(
     """``passed`` says whether the candidate stays within the thresholds (a regression is
     200 with ``passed: false``); ``divergence`` names the first token where the prefixes
     differ. 422 names the wrong field; 404 an unknown target, with close matches."""
-    body = await read_json_body(request, LayoutCheckRequest)
+    body = await read_json_body(request, LayoutCheckBody)
     return await run_in_threadpool(check, check_request(body), state.contracts)

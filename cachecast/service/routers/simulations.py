@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from cachecast.service.estimating import SimulationRequest, simulation_request
+from cachecast.service.estimating import SimulationBody, simulation_request
 from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_body, request_body_docs
 from cachecast.service.state import ServiceState, service_state
@@ -42,7 +42,7 @@ FORM_FIELDS = (
     response_model=SimulationReport | FleetSimulationReport,
     responses=problem_responses(404, 413, 415, 422),
     openapi_extra=request_body_docs(
-        SimulationRequest,
+        SimulationBody,
         multipart_required=["log", "policy"],
         multipart_properties={
             "policy": {"type": "string", "enum": [kind.value for kind in PolicyKind]},
@@ -64,5 +64,5 @@ async def create_simulation(
     """A fleet report when ``replicas`` and ``routing`` are given, else one policy's
     statistics. Bad records are a 422 naming each record's index (and line, for an upload)
     and field; nothing is simulated then."""
-    body, lines = await read_body(request, SimulationRequest, FORM_FIELDS)
+    body, lines = await read_body(request, SimulationBody, FORM_FIELDS)
     return await run_in_threadpool(simulate, simulation_request(body, lines), state.contracts)
