@@ -20,12 +20,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
-from cachecast.contracts.errors import (
-    ContractConflictError,
-    ContractKeyError,
-    DatabaseNotMigratedError,
-    UnknownContractError,
-)
+from cachecast.contracts.errors import ContractConflictError, ContractKeyError
 from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
 from cachecast.contracts.rules import (
     coverage,
@@ -42,6 +37,7 @@ from cachecast.contracts.tables import (
     ContractVersionRow,
 )
 from cachecast.core import db
+from cachecast.core.errors import NotMigratedError, UnknownContractError
 
 # (re-exported: the alias table lives apart from the database layer)
 from cachecast.core.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
@@ -192,7 +188,7 @@ class ContractStore:
             return
         if not sa.inspect(self._engine).has_table(VERSIONS.name):
             shown = make_url(self.url).render_as_string(hide_password=True)
-            raise DatabaseNotMigratedError(
+            raise NotMigratedError(
                 f"database {shown} has no contract tables: run `cachecast db upgrade` first"
             )
         self._has_inferred = sa.inspect(self._engine).has_table(INFERRED.name)
@@ -291,7 +287,7 @@ class ContractStore:
         child_rows = child_row_values(terms, contract_id)
         if child_rows["inferred_fields"] and not self._has_inferred:
             shown = make_url(self.url).render_as_string(hide_password=True)
-            raise DatabaseNotMigratedError(
+            raise NotMigratedError(
                 f"database {shown} cannot store inferred fields of {terms.provider}/"
                 f"{terms.model}: run `cachecast db upgrade` first"
             )
@@ -391,7 +387,7 @@ class ContractStore:
             )
             matches = difflib.get_close_matches(provider_id, providers, n=5, cutoff=0.6)
             known = ", ".join(sorted(providers)) or "none"
-            raise UnknownContractError(
+            raise UnknownContractError.listing(
                 f"unknown provider {provider_id!r} (known: {known})",
                 matches or elsewhere,
             )
@@ -410,7 +406,7 @@ class ContractStore:
                 }
                 - set(names)
             )
-            raise UnknownContractError(
+            raise UnknownContractError.listing(
                 f"unknown model {model_id!r} for provider {provider_id!r}",
                 difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
             )
@@ -511,7 +507,7 @@ def _best_alias_match(
         if rank != best_rank:
             break
         if other_model != best_model:
-            raise UnknownContractError(
+            raise UnknownContractError.listing(
                 f"model {model_id!r} is ambiguous: alias {best_alias!r} of {best_model!r} and "
                 f"alias {other_alias!r} of {other_model!r} match equally",
                 sorted({best_model, other_model}),

@@ -10,14 +10,11 @@ from cachecast.core.errors import NotMigratedError
 from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.gpu_backend.tables import EngineMeasurement
 
-# The database is not at the newest migration; ``cachecast db upgrade`` fixes it.
-DatabaseNotMigratedError = NotMigratedError
-
 
 def _require_current(url: str) -> None:
     if not is_current(url):
         shown = make_url(url).render_as_string(hide_password=True)
-        raise DatabaseNotMigratedError(
+        raise NotMigratedError(
             f"database {shown} is not migrated to the newest revision: run `cachecast db upgrade`"
         )
 

@@ -224,14 +224,13 @@ def replay_on_engine(
 
 
 def _check_tokenizer(model: str, url: str, served: str, *, given: bool) -> None:
-    from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
     from cachecast.tokenizers import get_tokenizer
 
     try:
         get_tokenizer(model)
-    except TokenizerUnknownModel as error:
+    except UnknownModelError:
         if given:
-            raise UnknownModelError(error.message, location=Location(field="model")) from None
+            raise  # the registry's own error, at the field "model"
         raise UnknownModelError(
             f"the engine at {url} serves {served!r}, a name cachecast knows no tokenizer for:"
             " give the model to tokenize as (--model; e.g. qwen2.5-7b-instruct for a Qwen2.5)",

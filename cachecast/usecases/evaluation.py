@@ -23,14 +23,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from cachecast.contracts import ContractStore
-from cachecast.core.errors import BadInputError, ConfigurationError, Location, UnknownModelError
+from cachecast.core.errors import BadInputError, ConfigurationError, Location
 from cachecast.passes.executors import LocalExecutor, PassWork
 from cachecast.passes.log_input import LogReading, OnBadRecord
 from cachecast.passes.prompt_sets import PromptSet
 from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.simulator import build_policy
 from cachecast.simulator.pricing import Target
-from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.engine_replay import EngineEndpoint, EngineRun, replay_on_engine
@@ -311,10 +310,8 @@ class _FeedingExecutor(LocalExecutor):
 
 
 def _tokenizer_name(model: str) -> str:
-    try:
-        return get_tokenizer(model).name
-    except TokenizerUnknownModel as error:
-        raise UnknownModelError(error.message, location=Location(field="model")) from None
+    """The tokenizer of ``model``; an unknown one is UnknownModelError at the field "model"."""
+    return get_tokenizer(model).name
 
 
 def evaluate(

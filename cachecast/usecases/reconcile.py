@@ -42,8 +42,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.core.errors import UnknownContractError
 from cachecast.passes.log_input import LogInput, LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
