@@ -95,9 +95,9 @@ def describe_span(span: SpanFacts) -> str:
 @dataclass(frozen=True, slots=True)
 class ToolOrderIssue:
     template: int
-    orders: int  # distinct tool orders seen
+    distinct_orders: int  # distinct tool orders seen
     requests: int
-    canonical: tuple[str, ...]  # tool names sorted
+    canonical_order: tuple[str, ...]  # tool names sorted
 
 
 @dataclass(frozen=True, slots=True)

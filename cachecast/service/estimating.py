@@ -252,15 +252,27 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
     return validation_problem(field_errors, "Malformed log records")
 
 
+UseCaseRequest = TypeVar("UseCaseRequest", bound=BaseModel)
+
+
+def request_from_body(
+    request: type[UseCaseRequest], body: BaseModel, **values: Any
+) -> UseCaseRequest:
+    """The use case's ``request`` for an API ``body``: ``values``, and every other field of
+    the request that the body has too, as the body holds it (the body's other fields are the
+    caller's to turn into ``values``)."""
+    carried = {
+        name: getattr(body, name)
+        for name in request.model_fields
+        if name in type(body).model_fields and name not in values
+    }
+    return request.model_validate({**carried, **values})
+
+
 def estimate_request(body: EstimateBody, lines: Sequence[int] | None) -> EstimateRequest:
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request (nothing is priced then)."""
-    return EstimateRequest(
-        log=inline_log(body, lines),
-        targets=body.targets,
-        at=body.at,
-        auto_cache_control=body.auto_cache_control,
-    )
+    return request_from_body(EstimateRequest, body, log=inline_log(body, lines))
 
 
 class _JobProgress:
@@ -308,16 +320,4 @@ def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
 
 def simulation_request(body: SimulationBody, lines: Sequence[int] | None) -> SimulateRequest:
     """The use case's request for an API body (the same as ``cachecast simulate``'s)."""
-    return SimulateRequest(
-        log=inline_log(body, lines),
-        policy=body.policy,
-        target=body.target,
-        at=body.at,
-        block_size=body.block_size,
-        capacity_blocks=body.capacity_blocks,
-        ttl_seconds=body.ttl_seconds,
-        min_tokens=body.min_tokens,
-        increment=body.increment,
-        replicas=body.replicas,
-        routing=body.routing,
-    )
+    return request_from_body(SimulateRequest, body, log=inline_log(body, lines))

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.prompt_sets import PromptSource
+from cachecast.service.estimating import request_from_body
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.usecases.check import CheckRequest
@@ -156,14 +157,12 @@ def check_request(body: LayoutCheckBody) -> CheckRequest:
         thresholds = parse_thresholds(
             body.thresholds.model_dump(), lambda name: f"thresholds.{name}"
         )
-    return CheckRequest(
+    return request_from_body(
+        CheckRequest,
+        body,  # targets, at, model, block_size
         baseline=_side("baseline", body.baseline),
         candidate=_side("candidate", body.candidate),
-        targets=body.targets,
         thresholds=thresholds,
-        at=body.at,
-        model=body.model,
-        block_size=body.block_size,
         max_layout_requests=MAX_SYNTHETIC_REQUESTS,
         on_bad_record="reject",
     )

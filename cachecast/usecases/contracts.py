@@ -99,15 +99,6 @@ class VersionRef(Report):
     effective_from: dt.date
     effective_to: dt.date | None
 
-    @classmethod
-    def of(cls, terms: ContractTerms) -> VersionRef:
-        return cls(
-            provider=terms.provider,
-            model=terms.model,
-            effective_from=terms.effective_from,
-            effective_to=terms.effective_to,
-        )
-
 
 class ImportReport(Report):
     """What an import wrote: every version added and every version it closed."""
@@ -226,8 +217,8 @@ def import_contracts(request: ImportRequest, store: ContractStore) -> ImportRepo
     return ImportReport(
         file=file,
         format=kind,
-        added=[VersionRef.of(terms) for terms in result.added],
-        closed=[VersionRef.of(terms) for terms in result.closed],
+        added=result.added,  # each read as a VersionRef (Report)
+        closed=result.closed,
         unchanged=unchanged,
         skipped=skipped,
     )

@@ -151,14 +151,7 @@ class EngineRun(Report):
             counters_agree=report.counters_agree,
             measurement_id=measurement_id,
             per_request=[
-                EngineRequestRow(
-                    request_id=row.request_id,
-                    line=row.line,
-                    prompt_tokens=row.prompt_tokens,
-                    measured_cached_tokens=row.measured_cached_tokens,
-                    simulated_cached_tokens=row.predicted_cached_tokens or 0,
-                    ttft_s=row.ttft_s,
-                )
+                EngineRequestRow.read(row, simulated_cached_tokens=row.predicted_cached_tokens or 0)
                 for row in report.requests
             ],
         )

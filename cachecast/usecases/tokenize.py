@@ -71,25 +71,8 @@ class RequestTokens(Report):
 
     @classmethod
     def of(cls, request: TokenizedRequest) -> RequestTokens:
-        return cls(
-            request_id=request.request_id,
-            line=request.line,
-            timestamp=request.timestamp,
-            scope=request.scope,
-            provider=request.provider,
-            model=request.model,
-            input_tokens=request.input_tokens,
-            output_tokens=request.output_tokens,
-            exact=request.exact,
-            tokenizer=request.tokenizer,
-            segments=[
-                SegmentSpan(kind=s.kind, label=s.label, start=s.start, end=s.end)
-                for s in request.segments
-            ],
-            breakpoints=[BreakpointMark(offset=b.offset, ttl=b.ttl) for b in request.breakpoints],
-            block_size=request.block_size,
-            blocks=len(request.block_keys) if request.block_keys is not None else None,
-        )
+        blocks = len(request.block_keys) if request.block_keys is not None else None
+        return cls.read(request, blocks=blocks)
 
 
 class TokenizeReport(Report):

@@ -126,7 +126,7 @@ def test_volatile_span_analysis() -> None:
     assert span.lines_after == 101  # the greeting line and the 100 rules after it stay stable
     user_spans = [s for s in analysis.spans if s.role == "user"]
     assert user_spans and not any(s.movable for s in user_spans)
-    assert analysis.tool_order and analysis.tool_order[0].canonical == tuple(
+    assert analysis.tool_order and analysis.tool_order[0].canonical_order == tuple(
         sorted(["lookup_order", "check_stock", "create_return", "refund", "escalate", "search"])
     )
     assert analysis.scope_splits[0].scopes == 2

@@ -24,6 +24,7 @@ from cachecast.service.estimating import (
     TARGET_PATTERN,
     TargetText,
     records_field,
+    request_from_body,
 )
 from cachecast.service.problems import problem_responses
 from cachecast.service.routers._body import read_body, request_body_docs
@@ -164,27 +165,13 @@ def compare_request(body: ComparisonBody, lines: Sequence[int] | None) -> Compar
         if isinstance(body.model, str)
         else ModelReference(config=body.model)
     )
-    return CompareRequest(
-        log=LogInput(
-            records=body.records,
-            record_lines=list(lines) if lines is not None else None,
-            records_name=SOURCE_NAME,
-            default_provider=body.provider,
-            on_bad_record="reject",
-        ),
-        model=model,
-        params=body.params,
-        gpu=body.gpu,
-        gpus=body.gpus,
-        kv_dtype=body.kv_dtype,
-        weight_dtype=body.weight_dtype,
-        gpu_memory_utilization=body.gpu_memory_utilization,
-        block_size=body.block_size,
-        gpu_price=parse_price(body.gpu_price),
-        targets=body.targets,
-        at=body.at,
-        tokenizer=body.tokenizer,
-        host_memory_gib=body.host_memory_gib,
-        state_checkpoint=body.state_checkpoint,
-        max_utilization=body.max_utilization,
+    log = LogInput(
+        records=body.records,
+        record_lines=list(lines) if lines is not None else None,
+        records_name=SOURCE_NAME,
+        default_provider=body.provider,
+        on_bad_record="reject",
+    )
+    return request_from_body(
+        CompareRequest, body, log=log, model=model, gpu_price=parse_price(body.gpu_price)
     )
