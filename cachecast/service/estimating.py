@@ -11,7 +11,7 @@ import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -40,6 +40,7 @@ from cachecast.service.problems import (
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.simulator.routing import Routing
 from cachecast.usecases.estimate import EstimateRequest, estimate
+from cachecast.usecases.requests import request_of
 from cachecast.usecases.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 
 SOURCE_NAME = "request"
@@ -252,27 +253,10 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
     return validation_problem(field_errors, "Malformed log records")
 
 
-UseCaseRequest = TypeVar("UseCaseRequest", bound=BaseModel)
-
-
-def request_from_body(
-    request: type[UseCaseRequest], body: BaseModel, **values: Any
-) -> UseCaseRequest:
-    """The use case's ``request`` for an API ``body``: ``values``, and every other field of
-    the request that the body has too, as the body holds it (the body's other fields are the
-    caller's to turn into ``values``)."""
-    carried = {
-        name: getattr(body, name)
-        for name in request.model_fields
-        if name in type(body).model_fields and name not in values
-    }
-    return request.model_validate({**carried, **values})
-
-
 def estimate_request(body: EstimateBody, lines: Sequence[int] | None) -> EstimateRequest:
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request (nothing is priced then)."""
-    return request_from_body(EstimateRequest, body, log=inline_log(body, lines))
+    return request_of(EstimateRequest, dict(body), log=inline_log(body, lines))
 
 
 class _JobProgress:
@@ -306,7 +290,15 @@ def run_estimate_job(
     return report.model_dump(mode="json")
 
 
-def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
+class InlineLog(Protocol):
+    """A body carrying a log inline: its records and their default model and provider."""
+
+    records: list[dict[str, Any]]
+    model: str | None
+    provider: str | None
+
+
+def inline_log(body: InlineLog, lines: Sequence[int] | None) -> LogInput:
     """An API body's records as a use case's log: bad records reject the whole request."""
     return LogInput(
         records=body.records,
@@ -320,4 +312,4 @@ def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
 
 def simulation_request(body: SimulationBody, lines: Sequence[int] | None) -> SimulateRequest:
     """The use case's request for an API body (the same as ``cachecast simulate``'s)."""
-    return request_from_body(SimulateRequest, body, log=inline_log(body, lines))
+    return request_of(SimulateRequest, dict(body), log=inline_log(body, lines))

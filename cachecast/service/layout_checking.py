@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.prompt_sets import PromptSource
-from cachecast.service.estimating import request_from_body
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.usecases.check import CheckRequest
 from cachecast.usecases.evaluation import ENGINE_TARGET
+from cachecast.usecases.requests import request_of
 from cachecast.usecases.thresholds import parse_thresholds
 
 # A few hundred bytes of layout can ask for millions of synthetic requests; over HTTP the
@@ -157,9 +157,9 @@ def check_request(body: LayoutCheckBody) -> CheckRequest:
         thresholds = parse_thresholds(
             body.thresholds.model_dump(), lambda name: f"thresholds.{name}"
         )
-    return request_from_body(
+    return request_of(
         CheckRequest,
-        body,  # targets, at, model, block_size
+        dict(body),  # targets, at, model, block_size
         baseline=_side("baseline", body.baseline),
         candidate=_side("candidate", body.candidate),
         thresholds=thresholds,

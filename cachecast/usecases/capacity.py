@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from cachecast.core.errors import BadInputError, Location
 from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Capacity, Deployment
@@ -45,6 +45,7 @@ from cachecast.economics.timing import (
     prefill_time,
 )
 from cachecast.usecases.reports import Report
+from cachecast.usecases.requests import Request
 
 
 def exact_number(value: Fraction) -> int | float:
@@ -74,12 +75,10 @@ class DoesNotFitError(BadInputError):
 # Naming a deployment
 
 
-class ModelReference(BaseModel):
+class ModelReference(Request):
     """The self-hosted model: exactly one of a preset name, a ``config.json`` file (or the
     folder holding one; the command line only: a server never reads its own files for a
     client) and a config object given inline."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     preset: str | None = Field(default=None, examples=["llama-3.3-70b"])
     config_file: Path | None = None
@@ -102,10 +101,8 @@ class ModelReference(BaseModel):
         return cls(config_file=Path(text))
 
 
-class DeploymentRequest(BaseModel):
+class DeploymentRequest(Request):
     """One engine replica: a model on ``gpus`` accelerators of one kind."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: ModelReference
     params: int | None = Field(

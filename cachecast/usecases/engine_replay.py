@@ -30,11 +30,12 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from cachecast.core.errors import BadInputError, Location, UnavailableError, UnknownModelError
 from cachecast.usecases.measure import MeasureReport, Passport
 from cachecast.usecases.reports import DecimalNumber, Report, hit_rate_of
+from cachecast.usecases.requests import Request
 
 if TYPE_CHECKING:
     from cachecast.gpu_backend.report import MeasurementReport
@@ -42,10 +43,8 @@ if TYPE_CHECKING:
 WARMUP_REQUESTS = 1  # the first prompt shape once, so the replay's first request is not a JIT
 
 
-class EngineEndpoint(BaseModel):
+class EngineEndpoint(Request):
     """A vLLM OpenAI-compatible server to replay prompt sets on."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str = Field(examples=["http://127.0.0.1:8000"])
     api_key: SecretStr | None = Field(default=None, description="sent as a bearer token")
@@ -55,8 +54,8 @@ class EngineEndpoint(BaseModel):
 
 
 class TtftBrief(Report):
-    """Time to first token over some requests: the median and p95 only (nearest-rank,
-    seconds; ``measure``'s :class:`~cachecast.usecases.measure.TtftSummary` has more)."""
+    """Time to first token over some requests: count, median and p95 (nearest-rank,
+    seconds)."""
 
     count: int
     p50_s: float | None

@@ -17,12 +17,12 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import LogRecordError
 from cachecast.passes.executors import LocalExecutor, PassExecutor, PassWork
-from cachecast.passes.log_input import LogInput, check_reading
+from cachecast.passes.log_input import check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import (
@@ -56,18 +56,16 @@ from cachecast.usecases.reports import (
     Report,
     issues_of,
 )
+from cachecast.usecases.requests import LogRequest
 
 HIT_RATE_DEFINITION = (
     "cache_read_tokens / input_tokens (prompt tokens read from cache, all targets)"
 )
 
 
-class EstimateRequest(BaseModel):
+class EstimateRequest(LogRequest):
     """Price ``log`` under every target's contract in force on ``at``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     targets: list[str] = Field(min_length=1, description="PROVIDER:MODEL pairs")
     at: dt.date | None = Field(default=None, description="default: today, UTC")
     auto_cache_control: bool = Field(

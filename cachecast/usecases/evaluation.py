@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, ConfigurationError, Location
@@ -38,6 +38,7 @@ from cachecast.usecases.reports import ContractReference, Money, Report, hit_rat
 from cachecast.usecases.reports import (
     DecimalNumber as DecimalNumber,  # re-exported for check, suggest
 )
+from cachecast.usecases.requests import Request
 
 DEFAULT_VLLM_BLOCK_SIZE = 16
 PER_REQUESTS = 1000  # costs are compared per this many requests
@@ -143,10 +144,8 @@ def token_model_of(model: str | None, resolved: Sequence[ResolvedTarget]) -> str
     return model if model is not None else (resolved[0].tokenize_as if resolved else None)
 
 
-class TargetSettings(BaseModel):
+class TargetSettings(Request):
     """The targets a prompt set is replayed under, on which day, tokenized as what."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     targets: list[str] = Field(description="PROVIDER:MODEL (contract as of 'at'), or vllm[:BLOCK]")
     at: dt.date | None = Field(default=None, description="default: today, UTC")

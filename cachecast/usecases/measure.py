@@ -18,16 +18,16 @@ import json
 import os
 from enum import StrEnum
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 
 from cachecast.core import db
 from cachecast.core.errors import BadInputError, Location, NotMigratedError
 from cachecast.gpu_backend.backend import EngineBackend
 from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.gpu_backend.types import EngineInfo, ReplayOptions
-from cachecast.passes.log_input import LogInput
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.usecases.reports import Report
+from cachecast.usecases.requests import LogRequest
 
 
 class EngineKind(StrEnum):
@@ -35,12 +35,9 @@ class EngineKind(StrEnum):
     http = "http"
 
 
-class MeasureRequest(BaseModel):
+class MeasureRequest(LogRequest):
     """Replay ``log`` on an engine (offline needs ``model``, http needs ``url``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     engine: EngineKind = EngineKind.offline
     model: str | None = Field(
         default=None,

@@ -40,12 +40,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.core.errors import UnknownContractError
-from cachecast.passes.log_input import LogInput, LogReading, check_reading
+from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.billing import EXACT, BillTotals
@@ -88,6 +88,7 @@ from cachecast.usecases.reports import (
     Report,
     issues_of,
 )
+from cachecast.usecases.requests import LogRequest
 
 TOLERANCE_TOKENS = 8
 MAX_LISTED_REQUESTS = 1000
@@ -100,12 +101,9 @@ UNEXPLAINED = "unexplained"
 CLASSES = (TOKENIZER_APPROXIMATION, WARM_CACHE, CONTRACT_DISPUTED, BEST_EFFORT_MISS, UNEXPLAINED)
 
 
-class ReconcileRequest(BaseModel):
+class ReconcileRequest(LogRequest):
     """Replay ``log`` under the contracts of the models that served it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     at: dt.date | None = Field(
         default=None, description="contracts in force on this day (default: each model's first)"
     )

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, ConfigurationError, Location
-from cachecast.passes.log_input import LogInput, LogReading
+from cachecast.passes.log_input import LogReading
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.simulator.compact import Compactor, key_needs
@@ -32,6 +32,7 @@ from cachecast.simulator.routing import Fleet, FleetReport, Routing
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.reports import ContractReference, InputIssue, Report, issues_of
+from cachecast.usecases.requests import LogRequest
 
 HIT_RATE_DEFINITION = (
     "hit_tokens / input_tokens summed over the whole log, cold start (the cache is empty"
@@ -56,12 +57,9 @@ class PolicyKind(StrEnum):
     gemini = "gemini"
 
 
-class SimulateRequest(BaseModel):
+class SimulateRequest(LogRequest):
     """Replay ``log`` through one policy (or a fleet of vLLM replicas)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     policy: PolicyKind = PolicyKind.vllm
     target: str | None = Field(
         default=None,

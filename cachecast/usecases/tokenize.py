@@ -12,23 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from cachecast.passes.log_input import LogInput, LogReading
+from cachecast.passes.log_input import LogReading
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.reports import InputIssue, Report, issues_of
+from cachecast.usecases.requests import LogRequest
 
 PROGRESS_STEP = 256  # requests per progress update (a bar redrawn per request costs more)
 
 
-class TokenizeRequest(BaseModel):
+class TokenizeRequest(LogRequest):
     """Tokenize every request of ``log``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     model: str | None = Field(
         default=None,
         description="tokenize every request as this model (default: each record's own)",

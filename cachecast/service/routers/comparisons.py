@@ -24,14 +24,13 @@ from cachecast.service.estimating import (
     TARGET_PATTERN,
     TargetText,
     records_field,
-    request_from_body,
 )
-from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_body, request_body_docs
+from cachecast.service.routers._body import post_reading_body, read_body
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.capacity import ModelReference
 from cachecast.usecases.compare import CompareReport, CompareRequest, compare, parse_price
+from cachecast.usecases.requests import request_of
 
 router = APIRouter(prefix="/v1", tags=["comparisons"])
 
@@ -103,45 +102,43 @@ class ComparisonBody(BaseModel):
     max_utilization: float = Field(default=0.8, gt=0, lt=1)
 
 
-@router.post(
+_EXAMPLE = {
+    "records": [_RECORD_EXAMPLE],
+    "model": "llama-3.3-70b",
+    "gpu": "h100-sxm",
+    "gpus": 2,
+    "gpu_price": "2.50",
+    "targets": ["openai:gpt-4o"],
+    "at": "2026-11-01",
+}
+
+
+@post_reading_body(
+    router,
     "/comparisons",
+    ComparisonBody,
     summary="Hosted caching against self-hosted vLLM for a workload",
     response_model=CompareReport,
-    responses=problem_responses(404, 413, 415, 422),
-    openapi_extra=request_body_docs(
-        ComparisonBody,
-        examples={
-            "llama on H100 against gpt-4o": {
-                "value": {
-                    "records": [_RECORD_EXAMPLE],
-                    "model": "llama-3.3-70b",
-                    "gpu": "h100-sxm",
-                    "gpus": 2,
-                    "gpu_price": "2.50",
-                    "targets": ["openai:gpt-4o"],
-                    "at": "2026-11-01",
-                }
-            }
+    problems=(404, 413, 415, 422),
+    examples={"llama on H100 against gpt-4o": _EXAMPLE},
+    multipart_required=["log", "model", "gpu"],
+    multipart_properties={
+        "model": {"type": "string", "description": "a preset name"},
+        "gpu": {"type": "string"},
+        "gpus": {"type": "integer", "minimum": 1},
+        "gpu_price": {"type": "string"},
+        "targets": {
+            "type": "array",
+            "items": {"type": "string", "pattern": TARGET_PATTERN},
+            "description": "PROVIDER:MODEL, repeated or comma-separated",
         },
-        multipart_required=["log", "model", "gpu"],
-        multipart_properties={
-            "model": {"type": "string", "description": "a preset name"},
-            "gpu": {"type": "string"},
-            "gpus": {"type": "integer", "minimum": 1},
-            "gpu_price": {"type": "string"},
-            "targets": {
-                "type": "array",
-                "items": {"type": "string", "pattern": TARGET_PATTERN},
-                "description": "PROVIDER:MODEL, repeated or comma-separated",
-            },
-            "at": {"type": "string", "format": "date"},
-            "tokenizer": {"type": "string"},
-            "kv_dtype": {"type": "string", "enum": list(KV_DTYPES)},
-            "weight_dtype": {"type": "string"},
-            "block_size": {"type": "integer", "minimum": 1},
-            "params": {"type": "integer", "minimum": 1},
-        },
-    ),
+        "at": {"type": "string", "format": "date"},
+        "tokenizer": {"type": "string"},
+        "kv_dtype": {"type": "string", "enum": list(KV_DTYPES)},
+        "weight_dtype": {"type": "string"},
+        "block_size": {"type": "integer", "minimum": 1},
+        "params": {"type": "integer", "minimum": 1},
+    },
 )
 async def create_comparison(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -172,6 +169,6 @@ def compare_request(body: ComparisonBody, lines: Sequence[int] | None) -> Compar
         default_provider=body.provider,
         on_bad_record="reject",
     )
-    return request_from_body(
-        CompareRequest, body, log=log, model=model, gpu_price=parse_price(body.gpu_price)
+    return request_of(
+        CompareRequest, dict(body), log=log, model=model, gpu_price=parse_price(body.gpu_price)
     )
