@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
 
     from cachecast.contracts import ContractStore
+    from cachecast.passes.log_input import LogInput
+    from cachecast.usecases.reports import InputIssue
 
 DATABASE_URL_HELP = (
     "SQLAlchemy URL; default: $CACHECAST_DATABASE_URL, else a SQLite file in the user's data"
@@ -61,6 +63,15 @@ ResultsOption = Annotated[
         "--results", help="The results file of a batch requests file (OpenAI or Anthropic)."
     ),
 ]
+# The log's defaults for records that name no model or provider (LogInput's default_*).
+DefaultModelOption = Annotated[
+    str | None, typer.Option("--model", help="Model of the records that name none.")
+]
+DefaultProviderOption = Annotated[
+    str | None, typer.Option("--provider", help="Provider of the records that name none.")
+]
+StrictOption = Annotated[bool, typer.Option(help="Stop at the first bad log line.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -150,6 +161,37 @@ def expand_globs(paths: list[Path]) -> list[Path]:
         else:
             expanded.append(path)  # a literal name, or a glob matching nothing: "no such file"
     return expanded
+
+
+def log_of(
+    paths: list[Path],
+    *,
+    log_format: str | None = None,
+    results: Path | None = None,
+    model: str | None = None,
+    provider: str | None = None,
+    strict: bool = False,
+) -> LogInput:
+    """The log a command reads, from its options: bad lines are skipped (``--strict``:
+    the first one stops the run)."""
+    from cachecast.passes.log_input import LogInput
+
+    return LogInput.of_paths(
+        paths,
+        format=log_format,
+        results=results,
+        default_model=model,
+        default_provider=provider,
+        on_bad_record="stop" if strict else "skip",
+    )
+
+
+def print_skipped(errors: list[InputIssue], skipped_lines: int) -> None:
+    """Every skipped log line on stderr, naming file, line and field, then their count."""
+    for issue in errors:
+        stderr.print(issue.one_line(), markup=False)
+    if skipped_lines:
+        stderr.print(f"[yellow]skipped {skipped_lines} bad line(s)[/]", markup=True)
 
 
 class BarProgress:

@@ -21,23 +21,23 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cachecast.cli import common
 from cachecast.cli.common import (
-    DatabaseUrlOption,
     command,
     contract_store,
     expand_globs,
+    log_of,
     parse_day,
+    print_skipped,
     progress_bar,
     stderr,
 )
 from cachecast.core.errors import CachecastError
 
 if TYPE_CHECKING:
-    from cachecast.passes.log_input import LogInput
     from cachecast.usecases.capacity import CapacityReport
     from cachecast.usecases.compare import CompareReport, MeasurementFacts
     from cachecast.usecases.fleet import FleetReport
-    from cachecast.usecases.reports import InputIssue
 
 ModelOption = Annotated[
     str,
@@ -75,8 +75,6 @@ BlockSizeOption = Annotated[
     int | None,
     typer.Option("--block-size", min=1, help="KV block (default 16; a block-key trace's own)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
-StrictOption = Annotated[bool, typer.Option(help="Stop at the first bad log line.")]
 UtilizationOption = Annotated[
     float,
     typer.Option(
@@ -144,24 +142,6 @@ def _deployment_fields(
     }
 
 
-def _log(logs: list[Path], strict: bool, provider: str | None = None) -> LogInput:
-    from cachecast.passes.log_input import LogInput
-
-    return LogInput.of_paths(
-        expand_globs(logs),
-        default_provider=provider,
-        on_bad_record="stop" if strict else "skip",
-    )
-
-
-def _print_skipped(errors: list[InputIssue], skipped: int) -> None:
-    """Every skipped log line, on stderr, naming file, line and field."""
-    for issue in errors:
-        stderr.print(issue.one_line())
-    if skipped:
-        stderr.print(f"[yellow]skipped {skipped} bad line(s)[/]", markup=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # capacity
 
@@ -185,7 +165,7 @@ def capacity_command(
     params: ParamsOption = None,
     gpu_memory_utilization: UtilizationOption = 0.9,
     block_size: Annotated[int, typer.Option("--block-size", min=1)] = 16,
-    as_json: JsonOption = False,
+    as_json: common.JsonOption = False,
 ) -> None:
     """KV bytes per token, KV capacity, concurrency, decode ceiling, B* and prefill time.
 
@@ -313,13 +293,13 @@ def compare_command(
     provider: Annotated[
         str | None, typer.Option("--provider", help="Provider of the records that name none.")
     ] = None,
-    strict: StrictOption = False,
-    as_json: JsonOption = False,
+    strict: common.StrictOption = False,
+    as_json: common.JsonOption = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the charts as PNG.")] = None,
     html_file: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML report.")
     ] = None,
-    database_url: DatabaseUrlOption = None,
+    database_url: common.DatabaseUrlOption = None,
 ) -> None:
     """Self-hosted vLLM (prefix caching) against hosted contracts for the same LOG.
 
@@ -340,7 +320,7 @@ def compare_command(
             **_deployment_fields(
                 model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
             ),
-            log=_log(logs, strict, provider),
+            log=log_of(expand_globs(logs), provider=provider, strict=strict),
             gpu_price=parse_price(gpu_price),
             targets=target or [],
             at=parse_day(at),
@@ -354,16 +334,16 @@ def compare_command(
         store = contract_store(database_url) if needs_store else None
         with progress_bar() as progress:
             report = compare(request, store, progress=progress)
-    _print_skipped(report.errors, report.skipped_lines)
+    print_skipped(report.errors, report.skipped_lines)
     rows = comparison_rows(report)
     if plot is not None or html_file is not None:
-        from cachecast.cli.plots import write_html, write_png
+        from cachecast.cli.plots import write_comparison_html, write_png
 
         if plot is not None:
             write_png(report, plot)
             stderr.print(f"wrote {plot}")
         if html_file is not None:
-            write_html(report, html_file, rows)
+            write_comparison_html(report, html_file, rows)
             stderr.print(f"wrote {html_file}")
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
@@ -507,8 +487,8 @@ def fleet_command(
         str | None,
         typer.Option("--tokenizer", help="Model whose tokenizer counts the tokens."),
     ] = None,
-    strict: StrictOption = False,
-    as_json: JsonOption = False,
+    strict: common.StrictOption = False,
+    as_json: common.JsonOption = False,
 ) -> None:
     """K self-hosted vLLM replicas under each routing policy: hit rate, load, TTFT, cost.
 
@@ -525,7 +505,7 @@ def fleet_command(
             **_deployment_fields(
                 model, gpu, gpus, kv_dtype, weight_dtype, params, gpu_memory_utilization, block_size
             ),
-            log=_log(logs, strict),
+            log=log_of(expand_globs(logs), strict=strict),
             replicas=replicas,
             routings=routing or ["all"],
             gpu_price=parse_price(gpu_price),
@@ -534,7 +514,7 @@ def fleet_command(
         )
         with progress_bar() as progress:
             report = fleet(request, progress=progress)
-    _print_skipped(report.errors, report.skipped_lines)
+    print_skipped(report.errors, report.skipped_lines)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return

@@ -18,14 +18,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from cachecast.cli import common
 from cachecast.cli.common import (
-    DatabaseUrlOption,
-    FormatOption,
-    ResultsOption,
     command,
     contract_store,
     expand_globs,
+    log_of,
     parse_day,
+    print_skipped,
     progress_bar,
     stderr,
 )
@@ -71,15 +71,11 @@ def estimate_command(
         str | None,
         typer.Option(help="Use the contracts in force on this date (YYYY-MM-DD; default today)."),
     ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model of the records that name none.")
-    ] = None,
-    provider: Annotated[
-        str | None, typer.Option("--provider", help="Provider of the records that name none.")
-    ] = None,
-    log_format: FormatOption = None,
-    results: ResultsOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    model: common.DefaultModelOption = None,
+    provider: common.DefaultProviderOption = None,
+    log_format: common.FormatOption = None,
+    results: common.ResultsOption = None,
+    as_json: common.JsonOption = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV row per target.")] = False,
     as_markdown: Annotated[
         bool, typer.Option("--markdown", help="Print a Markdown table.")
@@ -89,7 +85,7 @@ def estimate_command(
         typer.Option(help="Also write every billed request to FILE (.csv or .parquet)."),
     ] = None,
     html: HtmlOption = None,
-    strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
+    strict: common.StrictOption = False,
     auto_cache_control: Annotated[
         bool,
         typer.Option(
@@ -117,7 +113,7 @@ def estimate_command(
         str | None,
         typer.Option(help="Ray cluster to join (host:port, or 'auto'); implies --ray."),
     ] = None,
-    database_url: DatabaseUrlOption = None,
+    database_url: common.DatabaseUrlOption = None,
 ) -> None:
     """Predict cache reads, writes and the exact bill of LOG under each target's contract.
 
@@ -126,7 +122,6 @@ def estimate_command(
     """
     # Imported here so that `cachecast --help` stays fast.
     from cachecast.passes.executors import ray_executor
-    from cachecast.passes.log_input import LogInput
     from cachecast.usecases.estimate import EstimateRequest, estimate
 
     if sum((as_json, as_csv, as_markdown)) > 1:
@@ -135,15 +130,16 @@ def estimate_command(
         )
     if html is not None:
         check_html_path(html)
+    log_input = log_of(
+        expand_globs(logs),
+        log_format=log_format,
+        results=results,
+        model=model,
+        provider=provider,
+        strict=strict,
+    )
     request = EstimateRequest(
-        log=LogInput.of_paths(
-            expand_globs(logs),
-            format=log_format,
-            results=results,
-            default_model=model,
-            default_provider=provider,
-            on_bad_record="stop" if strict else "skip",
-        ),
+        log=log_input,
         targets=target,
         at=parse_day(at),
         auto_cache_control=auto_cache_control,
@@ -155,10 +151,7 @@ def estimate_command(
     with progress_bar() as progress:
         report = estimate(request, store, progress=progress, executor=executor)
 
-    for issue in report.errors:
-        stderr.print(issue.one_line(), markup=False)
-    if report.skipped_lines:
-        stderr.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]", markup=True)
+    print_skipped(report.errors, report.skipped_lines)
     if per_request is not None:
         stderr.print(f"wrote {sum(t.requests for t in report.targets)} rows to {per_request}")
     if html is not None:
@@ -169,7 +162,7 @@ def estimate_command(
     elif as_csv:
         typer.echo(csv_text(report), nl=False)
     elif as_markdown:
-        typer.echo(markdown_text(report))
+        typer.echo(estimate_markdown(report))
     else:
         print_table(report)
 
@@ -207,7 +200,7 @@ def csv_text(report: EstimateReport) -> str:
     return buffer.getvalue()
 
 
-def markdown_text(report: EstimateReport) -> str:
+def estimate_markdown(report: EstimateReport) -> str:
     lines = [
         f"Contracts in force on {report.at.isoformat()}; hit rate = {report.hit_rate_definition}.",
         "",

@@ -261,7 +261,7 @@ def check_command(
         for line in summary_lines(report):
             typer.echo(line)
     if markdown is not None:
-        text = "".join(markdown_text(report) for report in reports)
+        text = "".join(check_markdown(report) for report in reports)
         _write_markdown(markdown, text or "### cachecast check: no layout to compare\n")
     if json_out is not None:
         json_out.write_text(document + "\n", encoding="utf-8")
@@ -311,7 +311,7 @@ def summary_lines(report: CheckReport) -> list[str]:
     return lines
 
 
-def markdown_text(report: CheckReport) -> str:
+def check_markdown(report: CheckReport) -> str:
     verdict = "✅ passed" if report.passed else "❌ regression"
     out = [
         f"### cachecast check: {verdict}",

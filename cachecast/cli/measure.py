@@ -116,31 +116,12 @@ def measure_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG on a real vLLM engine; measure cached tokens, hit rate, TTFT and tokens/s."""
-    from pydantic import SecretStr
-
+    options = dict(locals())  # every option named as the request's field it sets
     from cachecast.passes.log_input import LogInput
     from cachecast.usecases.measure import MeasureRequest, measure
+    from cachecast.usecases.requests import request_of
 
-    request = MeasureRequest(
-        log=LogInput.of_paths([log]),
-        engine=engine,
-        model=model,
-        url=url,
-        api_key=SecretStr(api_key) if api_key is not None else None,
-        device=device,
-        block_size=block_size,
-        kv_cache_bytes=kv_cache_bytes,
-        num_blocks=num_blocks,
-        max_model_len=max_model_len,
-        dtype=dtype,
-        enforce_eager=enforce_eager,
-        concurrency=concurrency,
-        arrival_scale=arrival_scale,
-        warmup=warmup,
-        max_tokens=max_tokens,
-        limit=limit,
-        compare_simulator=compare_simulator,
-    )
+    request = request_of(MeasureRequest, options, log=LogInput.of_paths([log]))
     store_url = db.resolve_database_url(database_url) if store else None
     with progress_bar(stderr) as progress:
         report = measure(request, store_url=store_url, progress=progress)

@@ -121,7 +121,7 @@ def write_png(report: CompareReport, path: Path) -> None:
     path.write_bytes(render_png(report))
 
 
-def write_html(report: CompareReport, path: Path, table_rows: list[list[str]]) -> None:
+def write_comparison_html(report: CompareReport, path: Path, table_rows: list[list[str]]) -> None:
     """A self-contained page: the table (first row is the header) and the chart inline."""
     image = base64.b64encode(render_png(report)).decode("ascii")
     header, *rows = table_rows

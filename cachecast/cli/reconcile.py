@@ -15,14 +15,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from cachecast.cli import common
 from cachecast.cli.common import (
-    DatabaseUrlOption,
-    FormatOption,
-    ResultsOption,
     command,
     contract_store,
     expand_globs,
+    log_of,
     parse_day,
+    print_skipped,
     progress_bar,
     stderr,
 )
@@ -48,22 +48,18 @@ def reconcile_command(
             help="Use the contracts in force on this date (default: each model's first day)."
         ),
     ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model of the records that name none.")
-    ] = None,
-    provider: Annotated[
-        str | None, typer.Option("--provider", help="Provider of the records that name none.")
-    ] = None,
-    log_format: FormatOption = None,
-    results: ResultsOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    model: common.DefaultModelOption = None,
+    provider: common.DefaultProviderOption = None,
+    log_format: common.FormatOption = None,
+    results: common.ResultsOption = None,
+    as_json: common.JsonOption = False,
     per_request: Annotated[
         Path | None,
         typer.Option(help="Also write every replayed request to FILE (.csv or .parquet)."),
     ] = None,
     html: HtmlOption = None,
-    strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
-    database_url: DatabaseUrlOption = None,
+    strict: common.StrictOption = False,
+    database_url: common.DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG under the contract of the model that served each request and compare the
     predicted cache reads, writes and bill with what the provider reported.
@@ -72,30 +68,23 @@ def reconcile_command(
     every mismatch is classified (tokenizer approximation, warm cache at log start, contract
     disputed, provider best-effort miss, unexplained).
     """
-    from cachecast.passes.log_input import LogInput
     from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 
     if html is not None:
         check_html_path(html)
-    request = ReconcileRequest(
-        log=LogInput.of_paths(
-            expand_globs(logs),
-            format=log_format,
-            results=results,
-            default_model=model,
-            default_provider=provider,
-            on_bad_record="stop" if strict else "skip",
-        ),
-        at=parse_day(at),
-        per_request=per_request,
+    log_input = log_of(
+        expand_globs(logs),
+        log_format=log_format,
+        results=results,
+        model=model,
+        provider=provider,
+        strict=strict,
     )
+    request = ReconcileRequest(log=log_input, at=parse_day(at), per_request=per_request)
     store = contract_store(database_url)
     with progress_bar() as progress:
         report = reconcile(request, store, progress=progress)
-    for issue in report.errors:
-        stderr.print(issue.one_line())
-    if report.skipped_lines:
-        stderr.print(f"[yellow]skipped {report.skipped_lines} bad line(s)[/]", markup=True)
+    print_skipped(report.errors, report.skipped_lines)
     if html is not None:
         write_html(html, report)
         stderr.print(f"wrote {html}")

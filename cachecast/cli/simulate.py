@@ -11,16 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cachecast.cli.common import (
-    DatabaseUrlOption,
-    FormatOption,
-    ResultsOption,
-    command,
-    contract_store,
-    parse_day,
-    progress_bar,
-    stderr,
-)
+from cachecast.cli import common
+from cachecast.cli.common import command, contract_store, log_of, parse_day, progress_bar, stderr
 from cachecast.simulator.routing import Routing
 from cachecast.usecases.simulate import PolicyKind
 
@@ -52,8 +44,9 @@ def simulate_command(
     capacity_blocks: Annotated[
         int | None, typer.Option(help="cache size in blocks (default: unbounded)", min=1)
     ] = None,
-    ttl: Annotated[
-        int | None, typer.Option(help="entry lifetime in seconds (provider policies)", min=1)
+    ttl_seconds: Annotated[
+        int | None,
+        typer.Option("--ttl", help="entry lifetime in seconds (provider policies)", min=1),
     ] = None,
     min_tokens: Annotated[
         int | None, typer.Option(help="shortest cacheable prefix (default 1024)", min=0)
@@ -61,44 +54,34 @@ def simulate_command(
     increment: Annotated[
         int | None, typer.Option(help="hit granularity past the minimum", min=1)
     ] = None,
-    model: Annotated[str | None, typer.Option(help="model of records that name none")] = None,
-    provider: Annotated[str | None, typer.Option(help="provider of records that name none")] = None,
-    log_format: FormatOption = None,
-    results: ResultsOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-    strict: Annotated[bool, typer.Option(help="Stop at the first bad log line.")] = False,
+    model: common.DefaultModelOption = None,
+    provider: common.DefaultProviderOption = None,
+    log_format: common.FormatOption = None,
+    results: common.ResultsOption = None,
+    as_json: common.JsonOption = False,
+    strict: common.StrictOption = False,
     replicas: Annotated[
         int | None, typer.Option(help="vLLM replicas, each with its own pool", min=1)
     ] = None,
     routing: Annotated[
         Routing | None, typer.Option(help="how requests are routed to the replicas")
     ] = None,
-    database_url: DatabaseUrlOption = None,
+    database_url: common.DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG through a cache model and print hit statistics (no bills)."""
-    from cachecast.passes.log_input import LogInput
+    options = dict(locals())  # the policy's options, named as the request's fields
+    from cachecast.usecases.requests import request_of
     from cachecast.usecases.simulate import FleetSimulationReport, SimulateRequest, simulate
 
-    request = SimulateRequest(
-        log=LogInput.of_paths(
-            [log],
-            format=log_format,
-            results=results,
-            default_model=model,
-            default_provider=provider,
-            on_bad_record="stop" if strict else "skip",
-        ),
-        policy=policy,
-        target=target,
-        at=parse_day(at),
-        block_size=block_size,
-        capacity_blocks=capacity_blocks,
-        ttl_seconds=ttl,
-        min_tokens=min_tokens,
-        increment=increment,
-        replicas=replicas,
-        routing=routing,
+    log_input = log_of(
+        [log],
+        log_format=log_format,
+        results=results,
+        model=model,
+        provider=provider,
+        strict=strict,
     )
+    request = request_of(SimulateRequest, options, log=log_input, at=parse_day(at))
     store = contract_store(database_url) if target is not None else None
     with progress_bar() as progress:
         report = simulate(request, store, progress=progress)

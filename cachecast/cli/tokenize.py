@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     """Add ``tokenize`` to the root app."""
-    app.command("tokenize")(command(tokenize))
+    app.command("tokenize")(command(tokenize_command))
 
 
-def tokenize(
+def tokenize_command(
     log: Annotated[Path, typer.Argument(help="JSONL prompt log.")],
     model: Annotated[
         str | None, typer.Option("--model", help="Tokenize as this model (overrides the log's).")
@@ -36,8 +36,7 @@ def tokenize(
 ) -> None:
     """Print each request's token total, exactness, tokenizer and segment spans."""
     from cachecast.passes.log_input import LogInput
-    from cachecast.usecases.tokenize import TokenizeRequest
-    from cachecast.usecases.tokenize import tokenize as tokenize_log
+    from cachecast.usecases.tokenize import TokenizeRequest, tokenize
 
     request = TokenizeRequest(
         log=LogInput.of_paths(
@@ -49,7 +48,7 @@ def tokenize(
         model=model,
     )
     with progress_bar() as progress:
-        report = tokenize_log(
+        report = tokenize(
             request, progress=progress, on_request=_print_json if as_json else _print_text
         )
     for issue in report.errors:

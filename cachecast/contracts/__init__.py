@@ -7,9 +7,6 @@
 from cachecast.contracts.errors import (
     ContractConflictError,
     ContractFormatError,
-    ContractStoreError,
-    DatabaseNotMigratedError,
-    UnknownContractError,
 )
 from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
 from cachecast.contracts.store import AddResult, ContractStore, normalize_provider
@@ -20,11 +17,8 @@ __all__ = [
     "ContractConflictError",
     "ContractFormatError",
     "ContractStore",
-    "ContractStoreError",
     "ContractTerms",
-    "DatabaseNotMigratedError",
     "PriceTier",
     "TtlOption",
-    "UnknownContractError",
     "normalize_provider",
 ]

@@ -25,12 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cachecast.contracts.errors import ContractFormatError, UnknownContractError
+from cachecast.contracts.errors import ContractFormatError
 from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.serialize import loads_json
 from cachecast.contracts.sqltypes import canonical_decimal, decimal_text
 from cachecast.contracts.store import ContractStore, _best_alias_match, normalize_provider
-from cachecast.core.errors import MissingExtraError
+from cachecast.core.errors import MissingExtraError, UnknownContractError
 
 _MILLION = Decimal(1_000_000)
 LITELLM_DATA_FILE = "litellm/model_prices_and_context_window_backup.json"

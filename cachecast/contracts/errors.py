@@ -1,24 +1,12 @@
 """Errors of the contract store, on the one error tree (``cachecast.core.errors``); each message is
-one line a user can act on."""
+one line a user can act on. An unknown contract and an unmigrated database are the tree's own
+``UnknownContractError`` and ``NotMigratedError``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from cachecast.core import errors
-
-# The database lacks the contract tables (one class for every table this version needs).
-DatabaseNotMigratedError = errors.NotMigratedError
-
-
-class UnknownContractError(errors.UnknownContractError):
-    """No contract for this provider/model (or none in force on the date asked)."""
-
-    def __init__(self, message: str, close_matches: list[str] | None = None) -> None:
-        matches = list(close_matches or [])
-        if matches:
-            message = f"{message}; close matches: {', '.join(matches)}"
-        super().__init__(message, close_matches=matches)
 
 
 class ContractConflictError(errors.ConflictError):
@@ -52,7 +40,3 @@ class ContractKeyError(ContractFormatError):
         errors.BadInputError.__init__(
             self, message, location=errors.Location(field=field), problems=problems
         )
-
-
-# Every error the store raises on purpose (for callers that catch them as one group).
-ContractStoreError = errors.CachecastError

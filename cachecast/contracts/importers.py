@@ -17,10 +17,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cachecast.contracts.errors import ContractFormatError, UnknownContractError
+from cachecast.contracts.errors import ContractFormatError
 from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.contracts.serialize import is_document, loads_json
 from cachecast.contracts.sqltypes import SCALE, canonical_decimal, check_storable
+from cachecast.core.errors import UnknownContractError
 
 MTOK = Decimal(1_000_000)
 _MULTIPLIER_QUANTUM = Decimal(1).scaleb(-SCALE)

@@ -18,14 +18,10 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from pydantic import BaseModel
 from sqlalchemy.engine import Connection, make_url
 
-from cachecast.contracts.errors import (
-    ContractConflictError,
-    ContractKeyError,
-    DatabaseNotMigratedError,
-    UnknownContractError,
-)
+from cachecast.contracts.errors import ContractConflictError, ContractKeyError
 from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
 from cachecast.contracts.rules import (
     coverage,
@@ -42,6 +38,7 @@ from cachecast.contracts.tables import (
     ContractVersionRow,
 )
 from cachecast.core import db
+from cachecast.core.errors import NotMigratedError, UnknownContractError
 
 # (re-exported: the alias table lives apart from the database layer)
 from cachecast.core.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
@@ -192,7 +189,7 @@ class ContractStore:
             return
         if not sa.inspect(self._engine).has_table(VERSIONS.name):
             shown = make_url(self.url).render_as_string(hide_password=True)
-            raise DatabaseNotMigratedError(
+            raise NotMigratedError(
                 f"database {shown} has no contract tables: run `cachecast db upgrade` first"
             )
         self._has_inferred = sa.inspect(self._engine).has_table(INFERRED.name)
@@ -291,7 +288,7 @@ class ContractStore:
         child_rows = child_row_values(terms, contract_id)
         if child_rows["inferred_fields"] and not self._has_inferred:
             shown = make_url(self.url).render_as_string(hide_password=True)
-            raise DatabaseNotMigratedError(
+            raise NotMigratedError(
                 f"database {shown} cannot store inferred fields of {terms.provider}/"
                 f"{terms.model}: run `cachecast db upgrade` first"
             )
@@ -318,12 +315,7 @@ class ContractStore:
             TTL_OPTIONS,
             ids,
             TTL_OPTIONS.c.position,
-            lambda option: TtlOption(
-                name=option.name,
-                ttl_seconds=option.ttl_seconds,
-                refresh_on_hit=option.refresh_on_hit,
-                write_multiplier=option.write_multiplier,
-            ),
+            lambda option: _from_row(TtlOption, option),
         )
         aliases = _children(
             connection, ALIASES, ids, ALIASES.c.position, lambda alias: str(alias.pattern)
@@ -333,11 +325,7 @@ class ContractStore:
             PRICE_TIERS,
             ids,
             PRICE_TIERS.c.above_input_tokens,
-            lambda tier: PriceTier(
-                above_input_tokens=tier.above_input_tokens,
-                input_per_mtok=tier.input_per_mtok,
-                output_per_mtok=tier.output_per_mtok,
-            ),
+            lambda tier: _from_row(PriceTier, tier),
         )
         inferred = (
             _children(connection, INFERRED, ids, INFERRED.c.position, lambda item: str(item.field))
@@ -345,27 +333,12 @@ class ContractStore:
             else {}
         )
         return [
-            ContractTerms(
-                provider=row.provider,
-                model=row.model,
-                aliases=tuple(aliases.get(row.id, ())),
-                effective_from=row.effective_from,
-                effective_to=row.effective_to,
-                verified_on=row.verified_on,
-                source=row.source,
-                notes=row.notes,
+            _from_row(
+                ContractTerms,
+                row,
                 mode=CacheMode(row.mode),
-                min_cacheable_tokens=row.min_cacheable_tokens,
-                increment_tokens=row.increment_tokens,
-                lookback_blocks=row.lookback_blocks,
-                max_breakpoints=row.max_breakpoints,
+                aliases=tuple(aliases.get(row.id, ())),
                 ttl_options=tuple(ttl.get(row.id, ())),
-                read_multiplier=row.read_multiplier,
-                storage_per_mtok_hour=row.storage_per_mtok_hour,
-                scope=row.scope,
-                reported_input_includes_cached=row.reported_input_includes_cached,
-                input_per_mtok=row.input_per_mtok,
-                output_per_mtok=row.output_per_mtok,
                 long_context_tiers=tuple(tiers.get(row.id, ())),
                 inferred_fields=tuple(inferred.get(row.id, ())),
             )
@@ -391,7 +364,7 @@ class ContractStore:
             )
             matches = difflib.get_close_matches(provider_id, providers, n=5, cutoff=0.6)
             known = ", ".join(sorted(providers)) or "none"
-            raise UnknownContractError(
+            raise UnknownContractError.listing(
                 f"unknown provider {provider_id!r} (known: {known})",
                 matches or elsewhere,
             )
@@ -410,7 +383,7 @@ class ContractStore:
                 }
                 - set(names)
             )
-            raise UnknownContractError(
+            raise UnknownContractError.listing(
                 f"unknown model {model_id!r} for provider {provider_id!r}",
                 difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
             )
@@ -511,7 +484,7 @@ def _best_alias_match(
         if rank != best_rank:
             break
         if other_model != best_model:
-            raise UnknownContractError(
+            raise UnknownContractError.listing(
                 f"model {model_id!r} is ambiguous: alias {best_alias!r} of {best_model!r} and "
                 f"alias {other_alias!r} of {other_model!r} match equally",
                 sorted({best_model, other_model}),
@@ -519,43 +492,32 @@ def _best_alias_match(
     return best_model
 
 
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def _from_row(model: type[Model], row: sa.Row[Any], **values: Any) -> Model:
+    """``model`` from a table row: ``values``, and every other field from the column of the
+    same name where the table has one."""
+    columns = row._mapping
+    read = {name: columns[name] for name in model.model_fields if name in columns}
+    return model.model_validate({**read, **values})
+
+
+def _columns(table: sa.Table, terms: BaseModel) -> dict[str, Any]:
+    """``terms``' fields that are columns of ``table``, by name (as stored: plain values)."""
+    return terms.model_dump(include=set(table.c.keys()))
+
+
 def version_row_values(terms: ContractTerms, origin: str) -> dict[str, Any]:
-    """Column values of one ``contract_version`` row (shared with the seed migration)."""
-    return {
-        "provider": terms.provider,
-        "model": terms.model,
-        "effective_from": terms.effective_from,
-        "effective_to": terms.effective_to,
-        "verified_on": terms.verified_on,
-        "source": terms.source,
-        "notes": terms.notes,
-        "mode": terms.mode.value,
-        "min_cacheable_tokens": terms.min_cacheable_tokens,
-        "increment_tokens": terms.increment_tokens,
-        "lookback_blocks": terms.lookback_blocks,
-        "max_breakpoints": terms.max_breakpoints,
-        "read_multiplier": terms.read_multiplier,
-        "storage_per_mtok_hour": terms.storage_per_mtok_hour,
-        "scope": terms.scope,
-        "reported_input_includes_cached": terms.reported_input_includes_cached,
-        "input_per_mtok": terms.input_per_mtok,
-        "output_per_mtok": terms.output_per_mtok,
-        "origin": origin,
-    }
+    """Column values of one ``contract_version`` row."""
+    return {**_columns(VERSIONS, terms), "mode": terms.mode.value, "origin": origin}
 
 
 def child_row_values(terms: ContractTerms, contract_id: int) -> dict[str, list[dict[str, Any]]]:
     """Rows of the child tables for one version."""
     return {
         "ttl_options": [
-            {
-                "contract_id": contract_id,
-                "position": position,
-                "name": option.name,
-                "ttl_seconds": option.ttl_seconds,
-                "refresh_on_hit": option.refresh_on_hit,
-                "write_multiplier": option.write_multiplier,
-            }
+            {"contract_id": contract_id, "position": position, **_columns(TTL_OPTIONS, option)}
             for position, option in enumerate(terms.ttl_options)
         ],
         "aliases": [
@@ -563,12 +525,7 @@ def child_row_values(terms: ContractTerms, contract_id: int) -> dict[str, list[d
             for position, alias in enumerate(terms.aliases)
         ],
         "price_tiers": [
-            {
-                "contract_id": contract_id,
-                "above_input_tokens": tier.above_input_tokens,
-                "input_per_mtok": tier.input_per_mtok,
-                "output_per_mtok": tier.output_per_mtok,
-            }
+            {"contract_id": contract_id, **_columns(PRICE_TIERS, tier)}
             for tier in terms.long_context_tiers
         ],
         "inferred_fields": [

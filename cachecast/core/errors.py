@@ -210,10 +210,21 @@ class NotFoundError(CachecastError):
 
 
 class UnknownModelError(NotFoundError):
-    """No tokenizer is known for a model name."""
+    """No tokenizer is known for a model name. ``known_patterns``: the model name patterns
+    that are known, where the raiser lists them (the tokenizer registry does)."""
 
     problem_slug = "unknown-model"
     title = "Unknown model"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location | None = None,
+        known_patterns: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message, location=location)
+        self.known_patterns = list(known_patterns)
 
 
 class UnknownContractError(NotFoundError):
@@ -221,6 +232,15 @@ class UnknownContractError(NotFoundError):
 
     problem_slug = "unknown-contract"
     title = "Unknown contract"
+
+    @classmethod
+    def listing(cls, message: str, close_matches: Sequence[str]) -> UnknownContractError:
+        """The error with its close matches named at the end of the message too (the
+        contract store's form: its callers may show the message alone)."""
+        matches = list(close_matches)
+        if matches:
+            message = f"{message}; close matches: {', '.join(matches)}"
+        return cls(message, close_matches=matches)
 
 
 class ConflictError(CachecastError):

@@ -21,7 +21,7 @@ CACHE_CONFIG_INFO = "vllm:cache_config_info"
 
 
 @dataclass(frozen=True, slots=True)
-class Sample:
+class MetricSample:
     """One Prometheus sample, name without the ``_total`` suffix of counters."""
 
     name: str
@@ -29,24 +29,24 @@ class Sample:
     value: float
 
 
-def parse_prometheus_text(text: str) -> list[Sample]:
+def parse_prometheus_text(text: str) -> list[MetricSample]:
     """Every sample of an exposition text; counters keep their family name (no ``_total``)."""
-    samples: list[Sample] = []
+    samples: list[MetricSample] = []
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             name = sample.name
             if family.type == "counter" and name == f"{family.name}_total":
                 name = family.name
-            samples.append(Sample(name, dict(sample.labels), float(sample.value)))
+            samples.append(MetricSample(name, dict(sample.labels), float(sample.value)))
     return samples
 
 
-def _sum(samples: Iterable[Sample], name: str) -> float | None:
+def _sum(samples: Iterable[MetricSample], name: str) -> float | None:
     values = [sample.value for sample in samples if sample.name == name]
     return sum(values) if values else None
 
 
-def snapshot_from_samples(samples: list[Sample], source: str) -> MetricsSnapshot:
+def snapshot_from_samples(samples: list[MetricSample], source: str) -> MetricsSnapshot:
     """The counters a measurement needs; a missing one is an error naming it and ``source``."""
     queries = _sum(samples, QUERIES)
     hits = _sum(samples, HITS)
@@ -83,7 +83,7 @@ def snapshot_from_samples(samples: list[Sample], source: str) -> MetricsSnapshot
     )
 
 
-def cache_geometry(samples: list[Sample], source: str) -> tuple[int, int]:
+def cache_geometry(samples: list[MetricSample], source: str) -> tuple[int, int]:
     """(block_size, num_gpu_blocks) from the labels of ``vllm:cache_config_info``."""
     for sample in samples:
         if sample.name == CACHE_CONFIG_INFO:
@@ -98,7 +98,7 @@ def cache_geometry(samples: list[Sample], source: str) -> tuple[int, int]:
     raise EngineError(f"{source}: metric {CACHE_CONFIG_INFO} not found")
 
 
-def cache_label(samples: list[Sample], name: str) -> str | None:
+def cache_label(samples: list[MetricSample], name: str) -> str | None:
     """One label of ``vllm:cache_config_info`` (e.g. ``cache_dtype``), None where absent."""
     for sample in samples:
         if sample.name == CACHE_CONFIG_INFO and name in sample.labels:
@@ -106,24 +106,28 @@ def cache_label(samples: list[Sample], name: str) -> str | None:
     return None
 
 
-def samples_from_engine_metrics(metrics: Iterable[object]) -> list[Sample]:
+def samples_from_engine_metrics(metrics: Iterable[object]) -> list[MetricSample]:
     """Samples from ``vllm.LLM.get_metrics()`` objects (Counter, Gauge, Histogram, Vector).
 
     The in-process objects mirror the server's exposition: a histogram gives ``_count``,
     ``_sum`` and cumulative ``_bucket`` samples, so both modes share one reader.
     """
-    samples: list[Sample] = []
+    samples: list[MetricSample] = []
     for metric in metrics:
         name: str = getattr(metric, "name", "")
         labels: dict[str, str] = dict(getattr(metric, "labels", {}) or {})
         kind = type(metric).__name__
         if kind == "Histogram":
-            samples.append(Sample(f"{name}_count", labels, float(getattr(metric, "count", 0))))
-            samples.append(Sample(f"{name}_sum", labels, float(getattr(metric, "sum", 0.0))))
+            samples.append(
+                MetricSample(f"{name}_count", labels, float(getattr(metric, "count", 0)))
+            )
+            samples.append(MetricSample(f"{name}_sum", labels, float(getattr(metric, "sum", 0.0))))
             # vLLM copies Prometheus' cumulative bucket samples, keyed by the upper bound.
             cumulative: Mapping[str, int] = getattr(metric, "buckets", {}) or {}
             for bound, count in cumulative.items():
-                samples.append(Sample(f"{name}_bucket", {**labels, "le": bound}, float(count)))
+                samples.append(
+                    MetricSample(f"{name}_bucket", {**labels, "le": bound}, float(count))
+                )
         elif kind in ("Counter", "Gauge"):
-            samples.append(Sample(name, labels, float(getattr(metric, "value", 0))))
+            samples.append(MetricSample(name, labels, float(getattr(metric, "value", 0))))
     return samples

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, col, select
 
@@ -10,14 +12,11 @@ from cachecast.core.errors import NotMigratedError
 from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.gpu_backend.tables import EngineMeasurement
 
-# The database is not at the newest migration; ``cachecast db upgrade`` fixes it.
-DatabaseNotMigratedError = NotMigratedError
-
 
 def _require_current(url: str) -> None:
     if not is_current(url):
         shown = make_url(url).render_as_string(hide_password=True)
-        raise DatabaseNotMigratedError(
+        raise NotMigratedError(
             f"database {shown} is not migrated to the newest revision: run `cachecast db upgrade`"
         )
 
@@ -26,37 +25,23 @@ def store_report(report: MeasurementReport, url: str, document: str) -> int:
     """Insert one passport row for ``report`` with ``document`` (the report's JSON, as the
     measure use case writes it); returns the row's id (also set on the report)."""
     _require_current(url)
-    cold = report.ttft(warm=False)
-    warm = report.ttft(warm=True)
     engine = report.engine
+    ttft = {
+        f"ttft_{side}_{name}": _float(value)
+        for side, warm in (("cold", False), ("warm", True))
+        for name, value in report.ttft(warm=warm).items()
+        if f"ttft_{side}_{name}" in EngineMeasurement.model_fields
+    }
+    # The row's columns are the engine's and the report's attributes of the same names.
     row = EngineMeasurement(
-        measured_at=report.measured_at,
-        engine_kind=engine.kind,
-        engine_version=engine.engine_version,
-        model=engine.model,
-        device=engine.device,
-        block_size=engine.block_size,
-        num_blocks=engine.num_blocks,
-        dtype=engine.dtype,
-        kv_cache_dtype=engine.kv_cache_dtype,
-        endpoint=engine.endpoint,
-        source=report.source,
-        requests=len(report.requests),
-        prompt_tokens=report.prompt_tokens,
-        output_tokens=report.output_tokens,
-        measured_cached_tokens=report.measured_cached_tokens,
-        predicted_cached_tokens=report.predicted_cached_tokens,
-        exact_match_share=report.exact_match_share,
-        hit_rate=report.hit_rate,
-        ttft_cold_p50_s=_float(cold["p50_s"]),
-        ttft_cold_p90_s=_float(cold["p90_s"]),
-        ttft_cold_p99_s=_float(cold["p99_s"]),
-        ttft_warm_p50_s=_float(warm["p50_s"]),
-        ttft_warm_p90_s=_float(warm["p90_s"]),
-        ttft_warm_p99_s=_float(warm["p99_s"]),
-        input_tokens_per_s=report.input_tokens_per_s,
-        output_tokens_per_s=report.output_tokens_per_s,
-        report_json=document,
+        **{
+            **_columns_of(engine),
+            **_columns_of(report),
+            **ttft,
+            "engine_kind": engine.kind,
+            "requests": len(report.requests),
+            "report_json": document,
+        }
     )
     with Session(get_engine(url)) as session:
         session.add(row)
@@ -77,6 +62,15 @@ def list_measurements(url: str, limit: int = 20) -> list[EngineMeasurement]:
             .limit(limit)
         )
         return list(session.exec(statement))
+
+
+def _columns_of(source: object) -> dict[str, Any]:
+    """``source``'s attributes that are columns of the passport table, by name."""
+    return {
+        name: getattr(source, name)
+        for name in EngineMeasurement.model_fields
+        if hasattr(source, name)
+    }
 
 
 def _float(value: float | int | None) -> float | None:

@@ -387,7 +387,7 @@ class _Feed:
             self._progress(count)
 
 
-class ReplaySettings(TypedDict, total=False):
+class ReplayKeywords(TypedDict, total=False):
     """The keywords of :func:`measure_layout` and :func:`replay_logged`."""
 
     options: ReplayOptions | None  # default ReplayOptions()
@@ -400,7 +400,7 @@ class ReplaySettings(TypedDict, total=False):
 def measure_layout(
     requests: Iterable[TokenizedRequest],
     backend: EngineBackend,
-    **settings: Unpack[ReplaySettings],
+    **settings: Unpack[ReplayKeywords],
 ) -> MeasurementReport:
     """Replay ``requests`` (log order) on ``backend`` and report measured against predicted.
 
@@ -415,7 +415,7 @@ def measure_layout(
 def replay_logged(
     requests: Iterable[LoggedRequest],
     backend: EngineBackend,
-    **settings: Unpack[ReplaySettings],
+    **settings: Unpack[ReplayKeywords],
 ) -> MeasurementReport:
     """Replay ``requests`` (log order, each with its chat payload or None) on ``backend``.
 

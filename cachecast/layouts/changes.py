@@ -511,7 +511,7 @@ def candidate_changes(analysis: Analysis, *, explicit_targets: Sequence[str]) ->
             Change(
                 "pin_tool_order",
                 "Pin the tool order (sort tools by name)",
-                f"{issue.orders} different tool orders in {issue.requests} requests of one"
+                f"{issue.distinct_orders} different tool orders in {issue.requests} requests of one"
                 " template: every order is a different prefix from the first tool on.",
                 False,
                 _pin_tools,

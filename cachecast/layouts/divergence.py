@@ -24,13 +24,20 @@ EXCERPT_AFTER = 80
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentName:
+    """Which segment of a prompt: its kind (``system``) and label (``messages[0]``)."""
+
+    kind: str | None
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Divergence:
     request_id: str  # the candidate request where the earliest divergence is
     token_position: int | None  # None where a side has no token ids (block-key traces)
-    segment_kind: str | None
-    segment_label: str | None
-    baseline_excerpt: str
-    candidate_excerpt: str
+    segment: SegmentName
+    baseline_text: str  # excerpts of both sides around the first differing character
+    candidate_text: str
     differing_requests: int
     compared_requests: int
 
@@ -294,10 +301,9 @@ def find_divergence(
     return Divergence(
         request_id=request_id,
         token_position=best.token_position,
-        segment_kind=kind,
-        segment_label=label,
-        baseline_excerpt=baseline_excerpt,
-        candidate_excerpt=candidate_excerpt,
+        segment=SegmentName(kind=kind, label=label),
+        baseline_text=baseline_excerpt,
+        candidate_text=candidate_excerpt,
         differing_requests=finder.differing,
         compared_requests=finder.compared,
     )

@@ -95,9 +95,9 @@ def describe_span(span: SpanFacts) -> str:
 @dataclass(frozen=True, slots=True)
 class ToolOrderIssue:
     template: int
-    orders: int  # distinct tool orders seen
+    distinct_orders: int  # distinct tool orders seen
     requests: int
-    canonical: tuple[str, ...]  # tool names sorted
+    canonical_order: tuple[str, ...]  # tool names sorted
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +122,7 @@ class Analysis:
     breakpoints: bool = False  # some request marks a cache breakpoint
 
 
-def classify(value: str) -> str:
+def value_kind(value: str) -> str:
     stripped = value.strip()
     if len(stripped) > 200 or stripped.count("\n") >= 3:
         return "document"
@@ -321,7 +321,7 @@ def _group_spans(group_index: int, group: _Group) -> list[VolatileSpan]:
                     line_count=end - first,
                     lines_after=lines_after,
                     part_lines=part_lines,
-                    kind=classify(sample_values[0]),
+                    kind=value_kind(sample_values[0]),
                     examples=tuple(value[:120] for value in sample_values),
                     distinct_values=len({"".join(block) for block in blocks}),
                     requests=count,

@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts import UnknownContractError as StoreUnknownContract
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, Location, UnknownContractError, UnknownModelError
 from cachecast.simulator.pricing import Target
-from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
 from cachecast.tokenizers import get_tokenizer
 
 
@@ -76,7 +74,7 @@ def resolve_target(
     """One target's contract in force on ``day`` and its tokenizer; errors are at ``where``."""
     try:
         contract = store.as_of(target.provider, target.model, day)
-    except StoreUnknownContract as error:
+    except UnknownContractError as error:
         close = list(error.close_matches)
         if not close:
             known = [f"{p}:{m}" for p, m in store.known_models()]
@@ -99,7 +97,7 @@ def _tokenizer_for(target: Target, contract: ContractTerms, where: Location) -> 
     for candidate in candidates:
         try:
             return candidate, get_tokenizer(candidate).name
-        except TokenizerUnknownModel as error:
+        except UnknownModelError as error:
             patterns = error.known_patterns
     raise UnknownModelError(
         f"{target}: no tokenizer is known for {' or '.join(dict.fromkeys(candidates))};"

@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from cachecast import __version__
-from cachecast.contracts.errors import DatabaseNotMigratedError
+from cachecast.core.errors import NotMigratedError
 from cachecast.service import openapi
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import (
@@ -100,7 +100,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         error = ProblemError(503, "Database not migrated", str(exc), slug="not-migrated")
         return problem_response(error.to_problem(request.url.path))
 
-    app.add_exception_handler(DatabaseNotMigratedError, on_not_migrated)
+    app.add_exception_handler(NotMigratedError, on_not_migrated)
     openapi.install(app)
     for module in (
         health,

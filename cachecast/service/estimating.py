@@ -11,7 +11,7 @@ import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -39,8 +39,8 @@ from cachecast.service.problems import (
 )
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.simulator.routing import Routing
-from cachecast.usecases.estimate import EstimateRequest as AppEstimateRequest
-from cachecast.usecases.estimate import estimate
+from cachecast.usecases.estimate import EstimateRequest, estimate
+from cachecast.usecases.requests import request_of
 from cachecast.usecases.simulate import MAX_CAPACITY_BLOCKS, PolicyKind, SimulateRequest
 
 SOURCE_NAME = "request"
@@ -85,7 +85,7 @@ class LogPayload(BaseModel):
 TargetText = Annotated[str, StringConstraints(pattern=TARGET_PATTERN)]
 
 
-class EstimateRequest(LogPayload):
+class EstimateBody(LogPayload):
     targets: list[TargetText] = Field(
         min_length=1,
         max_length=64,
@@ -103,7 +103,7 @@ class EstimateRequest(LogPayload):
     )
 
 
-class SimulationRequest(LogPayload):
+class SimulationBody(LogPayload):
     policy: PolicyKind = Field(description="cache policy", examples=["vllm"])
     target: str | None = Field(
         default=None,
@@ -253,15 +253,10 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
     return validation_problem(field_errors, "Malformed log records")
 
 
-def estimate_request(body: EstimateRequest, lines: Sequence[int] | None) -> AppEstimateRequest:
+def estimate_request(body: EstimateBody, lines: Sequence[int] | None) -> EstimateRequest:
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request (nothing is priced then)."""
-    return AppEstimateRequest(
-        log=inline_log(body, lines),
-        targets=body.targets,
-        at=body.at,
-        auto_cache_control=body.auto_cache_control,
-    )
+    return request_of(EstimateRequest, dict(body), log=inline_log(body, lines))
 
 
 class _JobProgress:
@@ -284,7 +279,7 @@ def run_estimate_job(
     """A stored estimate job (the use case's request as JSON): the report as JSON, under the
     service's ``limits``. Bad input fails the job with the problem a direct request would
     have had."""
-    request = AppEstimateRequest.model_validate(payload)
+    request = EstimateRequest.model_validate(payload)
     try:
         with limits_in_force(limits or current_limits()):
             report = estimate(request, store, progress=_JobProgress(progress))
@@ -295,7 +290,15 @@ def run_estimate_job(
     return report.model_dump(mode="json")
 
 
-def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
+class InlineLog(Protocol):
+    """A body carrying a log inline: its records and their default model and provider."""
+
+    records: list[dict[str, Any]]
+    model: str | None
+    provider: str | None
+
+
+def inline_log(body: InlineLog, lines: Sequence[int] | None) -> LogInput:
     """An API body's records as a use case's log: bad records reject the whole request."""
     return LogInput(
         records=body.records,
@@ -307,18 +310,6 @@ def inline_log(body: LogPayload, lines: Sequence[int] | None) -> LogInput:
     )
 
 
-def simulation_request(body: SimulationRequest, lines: Sequence[int] | None) -> SimulateRequest:
+def simulation_request(body: SimulationBody, lines: Sequence[int] | None) -> SimulateRequest:
     """The use case's request for an API body (the same as ``cachecast simulate``'s)."""
-    return SimulateRequest(
-        log=inline_log(body, lines),
-        policy=body.policy,
-        target=body.target,
-        at=body.at,
-        block_size=body.block_size,
-        capacity_blocks=body.capacity_blocks,
-        ttl_seconds=body.ttl_seconds,
-        min_tokens=body.min_tokens,
-        increment=body.increment,
-        replicas=body.replicas,
-        routing=body.routing,
-    )
+    return request_of(SimulateRequest, dict(body), log=inline_log(body, lines))

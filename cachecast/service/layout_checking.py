@@ -24,6 +24,7 @@ from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.usecases.check import CheckRequest
 from cachecast.usecases.evaluation import ENGINE_TARGET
+from cachecast.usecases.requests import request_of
 from cachecast.usecases.thresholds import parse_thresholds
 
 # A few hundred bytes of layout can ask for millions of synthetic requests; over HTTP the
@@ -84,7 +85,7 @@ class ThresholdsBody(BaseModel):
     )
 
 
-class LayoutCheckRequest(BaseModel):
+class LayoutCheckBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     baseline: CheckSideBody
@@ -146,7 +147,7 @@ def refuse_engine_targets(targets: list[str]) -> None:
             )
 
 
-def check_request(body: LayoutCheckRequest) -> CheckRequest:
+def check_request(body: LayoutCheckBody) -> CheckRequest:
     """The use case's request for a body: every bad record listed (nothing half-checked),
     the expansion bounded, server paths refused before any work."""
     refuse_server_paths([("body.model", body.model)])
@@ -156,14 +157,12 @@ def check_request(body: LayoutCheckRequest) -> CheckRequest:
         thresholds = parse_thresholds(
             body.thresholds.model_dump(), lambda name: f"thresholds.{name}"
         )
-    return CheckRequest(
+    return request_of(
+        CheckRequest,
+        dict(body),  # targets, at, model, block_size
         baseline=_side("baseline", body.baseline),
         candidate=_side("candidate", body.candidate),
-        targets=body.targets,
         thresholds=thresholds,
-        at=body.at,
-        model=body.model,
-        block_size=body.block_size,
         max_layout_requests=MAX_SYNTHETIC_REQUESTS,
         on_bad_record="reject",
     )

@@ -1,6 +1,6 @@
 """cachecast.simulator: replay tokenized requests through cache policies and bill them."""
 
-from cachecast.simulator.ordering import OutOfOrderError, simulate
+from cachecast.simulator.ordering import OutOfOrderError, usages_in_order
 from cachecast.simulator.policies import (
     POLICY_KINDS,
     CachePolicy,
@@ -14,5 +14,5 @@ __all__ = [
     "OutOfOrderError",
     "build_policy",
     "policy_for_contract",
-    "simulate",
+    "usages_in_order",
 ]

@@ -84,7 +84,7 @@ class MissSpan:
 
 
 @dataclass(frozen=True, slots=True)
-class Divergence:
+class PrefixDivergence:
     """Where a prompt left the closest earlier one: both sides around that token."""
 
     position: int
@@ -103,7 +103,7 @@ class Sight:
     shared: int = 0
     earlier_length: int | None = None
     other_scope_shared: int = 0
-    divergence: Divergence | None = None
+    divergence: PrefixDivergence | None = None
 
 
 NOTHING_SEEN = Sight()
@@ -255,7 +255,7 @@ def idle_before(now: float) -> float:
 
 def _divergence(
     request: TokenizedRequest, data: bytes, earlier: _Prompt, position: int
-) -> Divergence:
+) -> PrefixDivergence:
     assert isinstance(earlier.data, bytes)
     segment = next(
         (s.label for s in request.segments if s.start <= position < s.end),
@@ -264,7 +264,7 @@ def _divergence(
     end = (position + EXCERPT_TOKENS) * 4
     ours = tuple(memoryview(data[position * 4 : end]).cast("I"))
     theirs = tuple(memoryview(earlier.data[position * 4 : end]).cast("I"))
-    return Divergence(position, segment, f"{earlier.source}:{earlier.line}", ours, theirs)
+    return PrefixDivergence(position, segment, f"{earlier.source}:{earlier.line}", ours, theirs)
 
 
 def novelty(

@@ -248,7 +248,7 @@ def _where(request: TokenizedRequest) -> str:
     return f"{request.source}:{request.line}"
 
 
-def simulate(
+def usages_in_order(
     requests: Iterable[TokenizedRequest],
     policy: CachePolicy,
     *,

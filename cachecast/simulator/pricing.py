@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import Any
 
-from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.core.errors import UnknownContractError
 from cachecast.simulator.billing import (
     EXACT,
     BillTotals,

@@ -4,13 +4,13 @@
 ``get_tokenizer`` maps a model name to its tokenizer (see ``registry``).
 """
 
+from cachecast.core.errors import UnknownModelError
 from cachecast.tokenizers.base import Tokenizer
 from cachecast.tokenizers.encode import SegmentCache
 from cachecast.tokenizers.openai_data import VocabularyIntegrityError, load_openai_encoding
 from cachecast.tokenizers.records import LogError, read_log, read_records
 from cachecast.tokenizers.registry import (
     LocalTokenizerRefused,
-    UnknownModelError,
     get_tokenizer,
     local_tokenizer_directories,
     refuse_local_tokenizer_directories,

@@ -62,7 +62,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError, UnknownModelError
 from cachecast.core.limits import check_tokens
 from cachecast.logs.errors import LogError
 from cachecast.logs.formats import open_log
@@ -79,7 +79,7 @@ from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.chat_messages import template_input
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.hf import HFTokenizer
-from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
+from cachecast.tokenizers.registry import get_tokenizer
 from cachecast.tokenizers.render import (
     Rendered,
     conversation_field,

@@ -3,7 +3,7 @@
 ``get_tokenizer(model)`` matches the model name (lower-cased, an ``openai/``-style provider
 prefix removed) against :data:`MODEL_PATTERNS` with ``fnmatch``, first match wins. A path to a
 local Hugging Face tokenizer directory (or ``hf:PATH``) is loaded with transformers. An unknown
-model raises :class:`UnknownModelError` naming every known pattern.
+model raises :class:`~cachecast.core.errors.UnknownModelError` naming every known pattern.
 
 Tokenizer kinds:
 
@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from cachecast.core import errors
+from cachecast.core.errors import Location, UnknownModelError
 from cachecast.tokenizers.base import Tokenizer
 
 # (pattern, tokenizer key). Order matters: the first match wins.
@@ -77,21 +77,20 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
 )
 
 
-class UnknownModelError(errors.UnknownModelError):
-    """No tokenizer is known for a model; the message lists the known patterns."""
+def known_patterns() -> list[str]:
+    """Every model name pattern the registry maps, in match order."""
+    return [pattern for pattern, _ in MODEL_PATTERNS]
 
-    def __init__(self, model: str, message: str | None = None) -> None:
-        self.model = model
-        self.known_patterns = [pattern for pattern, _ in MODEL_PATTERNS]
-        super().__init__(
-            message
-            or (
-                f"unknown model {model!r}: no tokenizer matches it. Known model patterns: "
-                + ", ".join(self.known_patterns)
-                + "; or pass a local Hugging Face tokenizer directory (hf:PATH)."
-            ),
-            location=errors.Location(field="model"),
-        )
+
+def unknown_model(model: str) -> UnknownModelError:
+    """The error for a model no tokenizer is known for; the message lists the known patterns."""
+    return UnknownModelError(
+        f"unknown model {model!r}: no tokenizer matches it. Known model patterns: "
+        + ", ".join(known_patterns())
+        + "; or pass a local Hugging Face tokenizer directory (hf:PATH).",
+        location=Location(field="model"),
+        known_patterns=known_patterns(),
+    )
 
 
 def normalize_model_name(model: str) -> str:
@@ -104,9 +103,10 @@ class LocalTokenizerRefused(UnknownModelError):
 
     def __init__(self, model: str) -> None:
         super().__init__(
-            model,
             f"{model!r} names a tokenizer directory on this machine, which is not allowed"
             " here: give a model name",
+            location=Location(field="model"),
+            known_patterns=known_patterns(),
         )
 
 
@@ -150,7 +150,7 @@ def tokenizer_key_for(model: str) -> str:
         return "hf-dir:" + str(directory.resolve())
     key = _pattern_key(normalize_model_name(model))
     if key is None:
-        raise UnknownModelError(model)
+        raise unknown_model(model)
     return key
 
 

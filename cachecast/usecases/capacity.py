@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from cachecast.core.errors import BadInputError, Location
 from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Capacity, Deployment
@@ -36,7 +36,7 @@ from cachecast.economics.geometry import (
     model_name,
     preset_names,
 )
-from cachecast.economics.hardware import Accelerator, get_accelerator
+from cachecast.economics.hardware import get_accelerator
 from cachecast.economics.timing import (
     PrefillTime,
     b_star,
@@ -45,8 +45,7 @@ from cachecast.economics.timing import (
     prefill_time,
 )
 from cachecast.usecases.reports import Report
-
-ExactNumber = int | float  # an int when whole, else a binary fraction (int4: half a byte)
+from cachecast.usecases.requests import Request
 
 
 def exact_number(value: Fraction) -> int | float:
@@ -56,6 +55,14 @@ def exact_number(value: Fraction) -> int | float:
     if value.denominator == 1:
         return int(value)
     return float(value)
+
+
+def _exact_if_fraction(value: Any) -> Any:
+    return exact_number(value) if isinstance(value, Fraction) else value
+
+
+# An int when whole, else a binary fraction (int4: half a byte); a Fraction is converted.
+ExactNumber = Annotated[int | float, BeforeValidator(_exact_if_fraction)]
 
 
 class DoesNotFitError(BadInputError):
@@ -68,12 +75,10 @@ class DoesNotFitError(BadInputError):
 # Naming a deployment
 
 
-class ModelReference(BaseModel):
+class ModelReference(Request):
     """The self-hosted model: exactly one of a preset name, a ``config.json`` file (or the
     folder holding one; the command line only: a server never reads its own files for a
     client) and a config object given inline."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     preset: str | None = Field(default=None, examples=["llama-3.3-70b"])
     config_file: Path | None = None
@@ -96,10 +101,8 @@ class ModelReference(BaseModel):
         return cls(config_file=Path(text))
 
 
-class DeploymentRequest(BaseModel):
+class DeploymentRequest(Request):
     """One engine replica: a model on ``gpus`` accelerators of one kind."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: ModelReference
     params: int | None = Field(
@@ -190,27 +193,6 @@ class ModelFacts(Report):
     params_source: str
     weight_dtype: str
 
-    @classmethod
-    def of(cls, model: ModelGeometry) -> ModelFacts:
-        return cls(
-            name=model.name,
-            source=model.source,
-            attention_kind=model.attention_kind,
-            num_layers=model.num_layers,
-            full_attention_layers=model.full_attention_layers,
-            sliding_attention_layers=model.sliding_attention_layers,
-            recurrent_layers=model.recurrent_layers,
-            sliding_window=model.sliding_window,
-            num_query_heads=model.num_query_heads,
-            kv_elements_per_token_per_layer=model.kv_elements_per_token_per_layer,
-            attention_flops_dim=exact_number(model.attention_flops_dim),
-            recurrent_state_elements_per_layer=model.recurrent_state_elements_per_layer,
-            params_total=model.params_total,
-            params_active=model.params_active,
-            params_source=model.params_source,
-            weight_dtype=model.weight_dtype,
-        )
-
 
 class AcceleratorFacts(Report):
     """One accelerator's row of the dated hardware table, with its source."""
@@ -227,22 +209,6 @@ class AcceleratorFacts(Report):
     checked_on: str
     check: str
 
-    @classmethod
-    def of(cls, accelerator: Accelerator) -> AcceleratorFacts:
-        return cls(
-            name=accelerator.name,
-            label=accelerator.label,
-            vendor=accelerator.vendor,
-            memory_bytes=accelerator.memory_bytes,
-            memory_bandwidth_bytes_s=accelerator.memory_bandwidth_bytes_s,
-            bf16_dense_flops=float(accelerator.bf16_dense_flops),
-            host_link_bytes_s=accelerator.host_link_bytes_s,
-            host_link=accelerator.host_link,
-            source=accelerator.source,
-            checked_on=accelerator.checked_on,
-            check=accelerator.check,
-        )
-
 
 class DeploymentFacts(Report):
     """The deployment as sized: model, accelerator and engine settings."""
@@ -258,23 +224,10 @@ class DeploymentFacts(Report):
     block_size: int
 
     @classmethod
-    def facts(cls, deployment: Deployment) -> dict[str, Any]:
-        """The fields of the deployment's facts (for reports that add their own)."""
-        return {
-            "model": ModelFacts.of(deployment.model),
-            "accelerator": AcceleratorFacts.of(deployment.accelerator),
-            "gpus": deployment.gpus,
-            "kv_dtype": deployment.kv_dtype,
-            "weight_dtype": deployment.weight_dtype or deployment.model.weight_dtype,
-            "state_dtype": deployment.state_dtype,
-            "gpu_memory_utilization": float(deployment.gpu_memory_utilization),
-            "reserve_bytes_per_gpu": deployment.reserve_bytes_per_gpu,
-            "block_size": deployment.block_size,
-        }
-
-    @classmethod
-    def of(cls, deployment: Deployment) -> DeploymentFacts:
-        return cls(**cls.facts(deployment))
+    def of(cls, deployment: Deployment, **values: Any) -> Self:
+        """The deployment's facts, and ``values`` for a report that adds its own fields."""
+        weight_dtype = deployment.weight_dtype or deployment.model.weight_dtype
+        return cls.read(deployment, weight_dtype=weight_dtype, **values)
 
 
 class CapacityFacts(Report):
@@ -294,26 +247,9 @@ class CapacityFacts(Report):
     max_concurrent_requests: int
 
     @classmethod
-    def facts(cls, kv: Capacity) -> dict[str, Any]:
-        """The fields of the capacity's facts (for reports that add their own)."""
-        return {
-            "fits": kv.fits,
-            "error": kv.error,
-            "usable_bytes": kv.usable_bytes,
-            "weight_bytes": exact_number(kv.weight_bytes),
-            "kv_budget_bytes": exact_number(max(kv.kv_budget_bytes, Fraction(0))),
-            "kv_bytes_per_token": exact_number(kv.kv_bytes_per_token),
-            "block_bytes": exact_number(kv.block_bytes),
-            "num_blocks": kv.num_blocks,
-            "kv_capacity_tokens": kv.kv_capacity_tokens,
-            "context_tokens": kv.context_tokens,
-            "request_bytes": exact_number(kv.request_bytes),
-            "max_concurrent_requests": kv.max_concurrent_requests,
-        }
-
-    @classmethod
-    def of(cls, kv: Capacity) -> CapacityFacts:
-        return cls(**cls.facts(kv))
+    def of(cls, kv: Capacity, **values: Any) -> Self:
+        """The capacity's facts, and ``values`` for a report that adds its own fields."""
+        return cls.read(kv, kv_budget_bytes=max(kv.kv_budget_bytes, Fraction(0)), **values)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,13 +282,11 @@ class PrefillFacts(Report):
 
     @classmethod
     def of(cls, prefill: PrefillTime) -> PrefillFacts:
-        return cls(
-            flops=float(prefill.flops),
-            bytes_moved=float(prefill.bytes_moved),
+        return cls.read(
+            prefill,
             compute_ms=float(prefill.compute_seconds * 1000),
             memory_ms=float(prefill.memory_seconds * 1000),
             prefill_ms=float(prefill.seconds * 1000),
-            bound=prefill.bound,
         )
 
 
@@ -406,19 +340,16 @@ def capacity(request: CapacityRequest) -> CapacityReport:
     deployment = resolve_deployment(request)
     kv = kv_capacity(deployment, context)
     fixed: dict[str, Any] = {
-        **CapacityFacts.facts(kv),
-        "inputs": CapacityInputs(
-            **DeploymentFacts.facts(deployment),
-            context_tokens=context,
-            batch=batch,
-            cached_tokens=cached,
+        "inputs": CapacityInputs.of(
+            deployment, context_tokens=context, batch=batch, cached_tokens=cached
         ),
-        "recurrent_state_bytes_per_request": exact_number(
-            deployment.model.recurrent_state_bytes(deployment.state_dtype)
+        "recurrent_state_bytes_per_request": deployment.model.recurrent_state_bytes(
+            deployment.state_dtype
         ),
     }
     if not kv.fits:
-        return CapacityReport(
+        return CapacityReport.of(
+            kv,
             **fixed,
             decode_batch=None,
             decode_ceiling_tokens_per_s=None,
@@ -429,7 +360,8 @@ def capacity(request: CapacityRequest) -> CapacityReport:
         )
     decode_batch = batch if batch is not None else max(1, kv.max_concurrent_requests)
     prefill = prefill_time(deployment, cached, context - cached)
-    return CapacityReport(
+    return CapacityReport.of(
+        kv,
         **fixed,
         decode_batch=decode_batch,
         decode_ceiling_tokens_per_s=float(decode_ceiling(deployment, decode_batch, context)),

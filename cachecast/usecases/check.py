@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from cachecast.contracts import ContractStore
-from cachecast.layouts.divergence import Divergence, Tokenize, find_divergence
+from cachecast.layouts.divergence import Tokenize, find_divergence
 from cachecast.layouts.spec import NotALayoutError
 from cachecast.passes.prompt_sets import (
     MissingAtRevisionError,
@@ -143,18 +143,6 @@ class DivergenceReport(Report):
     candidate_text: str
     differing_requests: int
     compared_requests: int
-
-    @classmethod
-    def of(cls, divergence: Divergence) -> DivergenceReport:
-        return cls(
-            request_id=divergence.request_id,
-            token_position=divergence.token_position,
-            segment=SegmentReference(kind=divergence.segment_kind, label=divergence.segment_label),
-            baseline_text=divergence.baseline_excerpt,
-            candidate_text=divergence.candidate_excerpt,
-            differing_requests=divergence.differing_requests,
-            compared_requests=divergence.compared_requests,
-        )
 
 
 class CheckReport(Report):
@@ -333,7 +321,7 @@ def _compare(
         at=plan.day,
         thresholds=thresholds,
         targets=comparisons,
-        divergence=None if divergence is None else DivergenceReport.of(divergence),
+        divergence=None if divergence is None else DivergenceReport.model_validate(divergence),
         notes=notes,
     )
 

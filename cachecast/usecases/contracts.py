@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.audit import AuditReport, audit_contracts
@@ -26,13 +26,10 @@ from cachecast.contracts.serialize import DOCUMENT_FORMAT_VERSION, parse_documen
 from cachecast.core import db
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.usecases.reports import Report
+from cachecast.usecases.requests import Request
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ListRequest(_Request):
+class ListRequest(Request):
     at: dt.date | None = Field(default=None, description="default: today, UTC")
     provider: str | None = None
 
@@ -44,7 +41,7 @@ class ContractList(Report):
     contracts: list[ContractTerms]
 
 
-class ShowRequest(_Request):
+class ShowRequest(Request):
     provider: str
     model: str = Field(description="model id, alias or pattern match")
     at: dt.date | None = Field(default=None, description="default: today, UTC")
@@ -57,7 +54,7 @@ class ContractShown(Report):
     contract: ContractTerms
 
 
-class HistoryRequest(_Request):
+class HistoryRequest(Request):
     provider: str
     model: str
 
@@ -76,7 +73,7 @@ class ImportFormat(StrEnum):
     litellm = "litellm"
 
 
-class ImportRequest(_Request):
+class ImportRequest(Request):
     """Add the versions of ``file``: our own document, or LiteLLM's price map (whose prices
     become new dated versions of contracts the store already holds)."""
 
@@ -99,15 +96,6 @@ class VersionRef(Report):
     effective_from: dt.date
     effective_to: dt.date | None
 
-    @classmethod
-    def of(cls, terms: ContractTerms) -> VersionRef:
-        return cls(
-            provider=terms.provider,
-            model=terms.model,
-            effective_from=terms.effective_from,
-            effective_to=terms.effective_to,
-        )
-
 
 class ImportReport(Report):
     """What an import wrote: every version added and every version it closed."""
@@ -120,7 +108,7 @@ class ImportReport(Report):
     skipped: list[str] = Field(description="LiteLLM entries left out, with the reason")
 
 
-class ExportRequest(_Request):
+class ExportRequest(Request):
     at: dt.date | None = Field(default=None, description="only versions in force then")
     provider: str | None = None
 
@@ -133,7 +121,7 @@ class ContractDocument(Report):
     contracts: list[ContractTerms]
 
 
-class AuditRequest(_Request):
+class AuditRequest(Request):
     """Hold the versions in force on ``at`` against LiteLLM's and genai-prices' maps."""
 
     at: dt.date | None = Field(default=None, description="default: today, UTC")
@@ -226,8 +214,8 @@ def import_contracts(request: ImportRequest, store: ContractStore) -> ImportRepo
     return ImportReport(
         file=file,
         format=kind,
-        added=[VersionRef.of(terms) for terms in result.added],
-        closed=[VersionRef.of(terms) for terms in result.closed],
+        added=result.added,  # each read as a VersionRef (Report)
+        closed=result.closed,
         unchanged=unchanged,
         skipped=skipped,
     )

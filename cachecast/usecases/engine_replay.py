@@ -30,11 +30,12 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from cachecast.core.errors import BadInputError, Location, UnavailableError, UnknownModelError
 from cachecast.usecases.measure import MeasureReport, Passport
 from cachecast.usecases.reports import DecimalNumber, Report, hit_rate_of
+from cachecast.usecases.requests import Request
 
 if TYPE_CHECKING:
     from cachecast.gpu_backend.report import MeasurementReport
@@ -42,10 +43,8 @@ if TYPE_CHECKING:
 WARMUP_REQUESTS = 1  # the first prompt shape once, so the replay's first request is not a JIT
 
 
-class EngineEndpoint(BaseModel):
+class EngineEndpoint(Request):
     """A vLLM OpenAI-compatible server to replay prompt sets on."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str = Field(examples=["http://127.0.0.1:8000"])
     api_key: SecretStr | None = Field(default=None, description="sent as a bearer token")
@@ -54,15 +53,16 @@ class EngineEndpoint(BaseModel):
     )
 
 
-class TtftSummary(Report):
-    """Time to first token over some requests (nearest-rank percentiles, seconds)."""
+class TtftBrief(Report):
+    """Time to first token over some requests: count, median and p95 (nearest-rank,
+    seconds)."""
 
     count: int
     p50_s: float | None
     p95_s: float | None
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> TtftSummary:
+    def of(cls, values: Sequence[float]) -> TtftBrief:
         from cachecast.gpu_backend.report import percentile
 
         return cls(
@@ -102,9 +102,9 @@ class EngineRun(Report):
     mismatched_requests: int | None = Field(
         description="requests whose measured cached tokens differ from the simulated ones"
     )
-    ttft: TtftSummary
-    ttft_cold: TtftSummary = Field(description="requests that read nothing from the cache")
-    ttft_warm: TtftSummary = Field(description="requests that read from the cache")
+    ttft: TtftBrief
+    ttft_cold: TtftBrief = Field(description="requests that read nothing from the cache")
+    ttft_warm: TtftBrief = Field(description="requests that read from the cache")
     counters_agree: bool = Field(
         description="the engine's counters moved by exactly the per-request figures"
     )
@@ -144,20 +144,13 @@ class EngineRun(Report):
             measured_hit_rate=hit_rate_of(measured, report.prompt_tokens),
             simulated_hit_rate=hit_rate_of(simulated, report.prompt_tokens),
             mismatched_requests=mismatches,
-            ttft=TtftSummary.of([row.ttft_s for row in report.requests]),
-            ttft_cold=TtftSummary.of([r.ttft_s for r in report.requests if r.warm is False]),
-            ttft_warm=TtftSummary.of([r.ttft_s for r in report.requests if r.warm is True]),
+            ttft=TtftBrief.of([row.ttft_s for row in report.requests]),
+            ttft_cold=TtftBrief.of([r.ttft_s for r in report.requests if r.warm is False]),
+            ttft_warm=TtftBrief.of([r.ttft_s for r in report.requests if r.warm is True]),
             counters_agree=report.counters_agree,
             measurement_id=measurement_id,
             per_request=[
-                EngineRequestRow(
-                    request_id=row.request_id,
-                    line=row.line,
-                    prompt_tokens=row.prompt_tokens,
-                    measured_cached_tokens=row.measured_cached_tokens,
-                    simulated_cached_tokens=row.predicted_cached_tokens or 0,
-                    ttft_s=row.ttft_s,
-                )
+                EngineRequestRow.read(row, simulated_cached_tokens=row.predicted_cached_tokens or 0)
                 for row in report.requests
             ],
         )
@@ -223,14 +216,13 @@ def replay_on_engine(
 
 
 def _check_tokenizer(model: str, url: str, served: str, *, given: bool) -> None:
-    from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
     from cachecast.tokenizers import get_tokenizer
 
     try:
         get_tokenizer(model)
-    except TokenizerUnknownModel as error:
+    except UnknownModelError:
         if given:
-            raise UnknownModelError(error.message, location=Location(field="model")) from None
+            raise  # the registry's own error, at the field "model"
         raise UnknownModelError(
             f"the engine at {url} serves {served!r}, a name cachecast knows no tokenizer for:"
             " give the model to tokenize as (--model; e.g. qwen2.5-7b-instruct for a Qwen2.5)",

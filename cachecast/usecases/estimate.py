@@ -17,12 +17,12 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import LogRecordError
 from cachecast.passes.executors import LocalExecutor, PassExecutor, PassWork
-from cachecast.passes.log_input import LogInput, check_reading
+from cachecast.passes.log_input import check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import (
@@ -36,7 +36,6 @@ from cachecast.simulator.pricing import (
     PerRequestRow,
     TargetTotals,
 )
-from cachecast.simulator.reconcile import ReconciliationSummary, fraction_text
 from cachecast.usecases.predictions import (
     CalibrationReport,
     MissCauseTotal,
@@ -49,23 +48,24 @@ from cachecast.usecases.predictions import (
 from cachecast.usecases.reports import (
     ContractReference,
     CostBreakdown,
+    FractionText,
     InputIssue,
     Money,
+    ObservedReads,
+    PredictedReads,
     Report,
     issues_of,
 )
+from cachecast.usecases.requests import LogRequest
 
 HIT_RATE_DEFINITION = (
     "cache_read_tokens / input_tokens (prompt tokens read from cache, all targets)"
 )
 
 
-class EstimateRequest(BaseModel):
+class EstimateRequest(LogRequest):
     """Price ``log`` under every target's contract in force on ``at``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     targets: list[str] = Field(min_length=1, description="PROVIDER:MODEL pairs")
     at: dt.date | None = Field(default=None, description="default: today, UTC")
     auto_cache_control: bool = Field(
@@ -90,23 +90,11 @@ class ReconciliationReport(Report):
 
     requests: int
     exact_matches: int
-    exact_match_share: str
-    mean_abs_error_tokens: str
-    mean_abs_error_cost: str
-    predicted_cache_read_tokens: int
-    observed_cache_read_tokens: int
-
-    @classmethod
-    def of(cls, summary: ReconciliationSummary) -> ReconciliationReport:
-        return cls(
-            requests=summary.requests,
-            exact_matches=summary.exact_matches,
-            exact_match_share=fraction_text(summary.exact_match_share),
-            mean_abs_error_tokens=fraction_text(summary.mean_abs_error_tokens),
-            mean_abs_error_cost=fraction_text(summary.mean_abs_error_cost),
-            predicted_cache_read_tokens=summary.predicted_read_sum,
-            observed_cache_read_tokens=summary.observed_read_sum,
-        )
+    exact_match_share: FractionText
+    mean_abs_error_tokens: FractionText
+    mean_abs_error_cost: FractionText
+    predicted_cache_read_tokens: PredictedReads
+    observed_cache_read_tokens: ObservedReads
 
 
 class TargetEstimate(Report):
@@ -144,31 +132,20 @@ class TargetEstimate(Report):
 
     @classmethod
     def of(cls, result: TargetTotals) -> TargetEstimate:
-        totals = result.totals
-        return cls(
+        totals = result.totals  # the token counts and bills; the rest is the target's
+        return cls.read(
+            totals,
             provider=result.target.provider,
             model=result.target.model,
             contract=ContractReference.of(result.contract),
             tokenizer=result.tokenizer,
-            requests=totals.requests,
-            input_tokens=totals.input_tokens,
-            cache_read_tokens=totals.cache_read_tokens,
             cache_write_tokens=totals.cache_write_total,
             cache_write_tokens_by_ttl=dict(sorted(totals.cache_write_tokens.items())),
-            uncached_input_tokens=totals.uncached_input_tokens,
-            output_tokens=totals.output_tokens,
-            hit_rate=totals.hit_rate,
-            exact_tokens=totals.exact_tokens,
             requests_with_breakpoints=result.requests_with_breakpoints,
             assumed_breakpoint=result.assumed_breakpoint,
             cost=CostBreakdown.of(totals.cost),
             cost_without_cache=totals.cost_without_cache.total,
-            savings=totals.savings,
-            reconciliation=(
-                ReconciliationReport.of(result.reconciliation)
-                if result.reconciliation.requests
-                else None
-            ),
+            reconciliation=result.reconciliation if result.reconciliation.requests else None,
             miss_causes=miss_causes_of(result),
             timeline=timeline_of(result),
             notes=notes_of(result),

@@ -20,17 +20,16 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from cachecast.contracts import ContractStore
-from cachecast.core.errors import BadInputError, ConfigurationError, Location, UnknownModelError
+from cachecast.core.errors import BadInputError, ConfigurationError, Location
 from cachecast.passes.executors import LocalExecutor, PassWork
 from cachecast.passes.log_input import LogReading, OnBadRecord
 from cachecast.passes.prompt_sets import PromptSet
 from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.simulator import build_policy
 from cachecast.simulator.pricing import Target
-from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.engine_replay import EngineEndpoint, EngineRun, replay_on_engine
@@ -39,6 +38,7 @@ from cachecast.usecases.reports import ContractReference, Money, Report, hit_rat
 from cachecast.usecases.reports import (
     DecimalNumber as DecimalNumber,  # re-exported for check, suggest
 )
+from cachecast.usecases.requests import Request
 
 DEFAULT_VLLM_BLOCK_SIZE = 16
 PER_REQUESTS = 1000  # costs are compared per this many requests
@@ -144,10 +144,8 @@ def token_model_of(model: str | None, resolved: Sequence[ResolvedTarget]) -> str
     return model if model is not None else (resolved[0].tokenize_as if resolved else None)
 
 
-class TargetSettings(BaseModel):
+class TargetSettings(Request):
     """The targets a prompt set is replayed under, on which day, tokenized as what."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     targets: list[str] = Field(description="PROVIDER:MODEL (contract as of 'at'), or vllm[:BLOCK]")
     at: dt.date | None = Field(default=None, description="default: today, UTC")
@@ -311,10 +309,8 @@ class _FeedingExecutor(LocalExecutor):
 
 
 def _tokenizer_name(model: str) -> str:
-    try:
-        return get_tokenizer(model).name
-    except TokenizerUnknownModel as error:
-        raise UnknownModelError(error.message, location=Location(field="model")) from None
+    """The tokenizer of ``model``; an unknown one is UnknownModelError at the field "model"."""
+    return get_tokenizer(model).name
 
 
 def evaluate(

@@ -18,12 +18,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from cachecast.logs import LogError, open_log, pair_batch_files
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
+from cachecast.usecases.requests import Request
 
 # A file with a million bad lines lists this many; error_count says how many there were.
 MAX_REPORTED_ERRORS = 100
@@ -65,11 +66,9 @@ class InspectReport(Report):
     files: list[FileInspection]
 
 
-class InspectRequest(BaseModel):
+class InspectRequest(Request):
     """The files to inspect. A file given without ``format`` and ``results`` is paired with
     a batch results file among the others (``logs.pair_batch_files``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     files: list[LogFile] = Field(min_length=1)
 

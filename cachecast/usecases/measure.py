@@ -18,16 +18,16 @@ import json
 import os
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 
 from cachecast.core import db
 from cachecast.core.errors import BadInputError, Location, NotMigratedError
 from cachecast.gpu_backend.backend import EngineBackend
 from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.gpu_backend.types import EngineInfo, ReplayOptions
-from cachecast.passes.log_input import LogInput
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.usecases.reports import Report
+from cachecast.usecases.requests import LogRequest
 
 
 class EngineKind(StrEnum):
@@ -35,12 +35,9 @@ class EngineKind(StrEnum):
     http = "http"
 
 
-class MeasureRequest(BaseModel):
+class MeasureRequest(LogRequest):
     """Replay ``log`` on an engine (offline needs ``model``, http needs ``url``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     engine: EngineKind = EngineKind.offline
     model: str | None = Field(
         default=None,
@@ -71,7 +68,7 @@ class MeasureRequest(BaseModel):
 class Passport(Report):
     """What produced the figures: the engine, its model, device and cache geometry."""
 
-    engine_kind: str
+    engine_kind: str = Field(validation_alias=AliasChoices("engine_kind", "kind"))
     engine_version: str
     model: str
     device: str
@@ -84,18 +81,7 @@ class Passport(Report):
 
     @classmethod
     def of(cls, info: EngineInfo, measured_at: dt.datetime) -> Passport:
-        return cls(
-            engine_kind=info.kind,
-            engine_version=info.engine_version,
-            model=info.model,
-            device=info.device,
-            block_size=info.block_size,
-            num_blocks=info.num_blocks,
-            dtype=info.dtype,
-            kv_cache_dtype=info.kv_cache_dtype,
-            endpoint=info.endpoint,
-            measured_at=measured_at,
-        )
+        return cls.read(info, measured_at=measured_at)
 
 
 class ReplaySettings(Report):
@@ -169,54 +155,23 @@ class MeasureReport(Report):
 
     @classmethod
     def of(cls, measurement: MeasurementReport, stored_id: int | None = None) -> MeasureReport:
-        engine = measurement.engine
         delta = measurement.metrics_delta
-        options = measurement.options
-        return cls(
-            passport=Passport.of(engine, measurement.measured_at),
-            source=measurement.source,
-            options=ReplaySettings(
-                concurrency=options.concurrency,
-                arrival_scale=options.arrival_scale,
-                warmup_requests=options.warmup_requests,
-                max_tokens=options.max_tokens,
-                cache_isolation=measurement.cache_isolation,
+        return cls.read(
+            measurement,  # source, simulator_policy, the token counts and rates, wall_s
+            passport=Passport.of(measurement.engine, measurement.measured_at),
+            options=ReplaySettings.read(
+                measurement.options, cache_isolation=measurement.cache_isolation
             ),
-            simulator_policy=measurement.simulator_policy,
             requests=len(measurement.requests),
-            prompt_tokens=measurement.prompt_tokens,
-            output_tokens=measurement.output_tokens,
-            measured_cached_tokens=measurement.measured_cached_tokens,
-            predicted_cached_tokens=measurement.predicted_cached_tokens,
-            exact_match_share=measurement.exact_match_share,
-            hit_rate=measurement.hit_rate,
-            ttft=TtftSummary.model_validate(measurement.ttft()),
-            ttft_cold=TtftSummary.model_validate(measurement.ttft(warm=False)),
-            ttft_warm=TtftSummary.model_validate(measurement.ttft(warm=True)),
-            wall_s=measurement.wall_s,
-            input_tokens_per_s=measurement.input_tokens_per_s,
-            output_tokens_per_s=measurement.output_tokens_per_s,
-            engine_counters_delta=CountersDelta(
-                prefix_cache_queries=delta.prefix_cache_queries,
-                prefix_cache_hits=delta.prefix_cache_hits,
-                ttft_count=delta.ttft_count,
-                ttft_sum_s=delta.ttft_sum_s,
+            ttft=measurement.ttft(),
+            ttft_cold=measurement.ttft(warm=False),
+            ttft_warm=measurement.ttft(warm=True),
+            engine_counters_delta=CountersDelta.read(
+                delta,
                 ttft_buckets=[(str(bound), count) for bound, count in delta.ttft_buckets],
                 agree_with_requests=measurement.counters_agree,
             ),
-            per_request=[
-                RequestMeasurement(
-                    request_id=row.request_id,
-                    line=row.line,
-                    prompt_tokens=row.prompt_tokens,
-                    measured_cached_tokens=row.measured_cached_tokens,
-                    predicted_cached_tokens=row.predicted_cached_tokens,
-                    output_tokens=row.output_tokens,
-                    ttft_s=row.ttft_s,
-                    latency_s=row.latency_s,
-                )
-                for row in measurement.requests
-            ],
+            per_request=measurement.requests,
             stored_id=stored_id,
         )
 

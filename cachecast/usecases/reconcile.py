@@ -40,11 +40,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, Field
 
-from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
-from cachecast.passes.log_input import LogInput, LogReading, check_reading
+from cachecast.core.errors import UnknownContractError
+from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.billing import EXACT, BillTotals
@@ -65,7 +66,7 @@ from cachecast.simulator.pricing import (
     price_request,
     target_policy,
 )
-from cachecast.simulator.reconcile import ReconciledRequest, ReconciliationSummary, fraction_text
+from cachecast.simulator.reconcile import ReconciledRequest, ReconciliationSummary
 from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.predictions import (
@@ -77,7 +78,17 @@ from cachecast.usecases.predictions import (
     notes_of,
     timeline_of,
 )
-from cachecast.usecases.reports import ContractReference, InputIssue, Money, Report, issues_of
+from cachecast.usecases.reports import (
+    ContractReference,
+    FractionText,
+    InputIssue,
+    Money,
+    ObservedReads,
+    PredictedReads,
+    Report,
+    issues_of,
+)
+from cachecast.usecases.requests import LogRequest
 
 TOLERANCE_TOKENS = 8
 MAX_LISTED_REQUESTS = 1000
@@ -90,12 +101,9 @@ UNEXPLAINED = "unexplained"
 CLASSES = (TOKENIZER_APPROXIMATION, WARM_CACHE, CONTRACT_DISPUTED, BEST_EFFORT_MISS, UNEXPLAINED)
 
 
-class ReconcileRequest(BaseModel):
+class ReconcileRequest(LogRequest):
     """Replay ``log`` under the contracts of the models that served it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     at: dt.date | None = Field(
         default=None, description="contracts in force on this day (default: each model's first)"
     )
@@ -140,44 +148,41 @@ class ReconcileSummary(Report):
 
     requests: int
     exact_matches: int
-    exact_match_share: str
+    exact_match_share: FractionText
     within_one_percent: int
-    within_one_percent_share: str
+    within_one_percent_share: FractionText
     within_tolerance: int
-    within_tolerance_share: str
-    mean_abs_error_tokens: str
-    mean_abs_error_cost: str
-    read_bias_tokens: str = Field(description="mean predicted minus observed reads")
-    write_bias_tokens: str = Field(description="the same for writes, where reported")
-    cost_bias: str = Field(description="mean predicted minus observed bill, USD")
-    predicted_cache_read_tokens: int
-    observed_cache_read_tokens: int
-    predicted_cost: Money
-    observed_cost: Money
+    within_tolerance_share: FractionText
+    mean_abs_error_tokens: FractionText
+    mean_abs_error_cost: FractionText
+    read_bias_tokens: FractionText = Field(
+        description="mean predicted minus observed reads",
+        validation_alias=AliasChoices("read_bias_tokens", "read_bias"),
+    )
+    write_bias_tokens: FractionText = Field(
+        description="the same for writes, where reported",
+        validation_alias=AliasChoices("write_bias_tokens", "write_bias"),
+    )
+    cost_bias: FractionText = Field(description="mean predicted minus observed bill, USD")
+    predicted_cache_read_tokens: PredictedReads
+    observed_cache_read_tokens: ObservedReads
+    predicted_cost: Money = Field(
+        validation_alias=AliasChoices("predicted_cost", "predicted_cost_sum")
+    )
+    observed_cost: Money = Field(
+        validation_alias=AliasChoices("observed_cost", "observed_cost_sum")
+    )
     classes: dict[str, int] = Field(description="mismatches by classification")
 
     @classmethod
     def of(
         cls, summary: ReconciliationSummary, tolerance: int, classes: Counter[str]
     ) -> ReconcileSummary:
-        share = fraction_text(Fraction(tolerance, summary.requests)) if summary.requests else "0"
-        return cls(
-            requests=summary.requests,
-            exact_matches=summary.exact_matches,
-            exact_match_share=fraction_text(summary.exact_match_share),
-            within_one_percent=summary.within_one_percent,
-            within_one_percent_share=fraction_text(summary.within_one_percent_share),
+        share = Fraction(tolerance, summary.requests) if summary.requests else "0"
+        return cls.read(
+            summary,
             within_tolerance=tolerance,
             within_tolerance_share=share,
-            mean_abs_error_tokens=fraction_text(summary.mean_abs_error_tokens),
-            mean_abs_error_cost=fraction_text(summary.mean_abs_error_cost),
-            read_bias_tokens=fraction_text(summary.read_bias),
-            write_bias_tokens=fraction_text(summary.write_bias),
-            cost_bias=fraction_text(summary.cost_bias),
-            predicted_cache_read_tokens=summary.predicted_read_sum,
-            observed_cache_read_tokens=summary.observed_read_sum,
-            predicted_cost=summary.predicted_cost_sum,
-            observed_cost=summary.observed_cost_sum,
             classes={name: classes[name] for name in CLASSES if classes[name]},
         )
 
@@ -338,7 +343,9 @@ class _Replay:
             if not request.exact:
                 model = (request.logged_model or "").lower()
                 stats = self.reading.calibration.get(model)
-            verdict, why = classify(request, reconciled, row.misses, served.totals.contract, stats)
+            verdict, why = classify_mismatch(
+                request, reconciled, row.misses, served.totals.contract, stats
+            )
         served.summary.add(reconciled)
         self.all.add(reconciled)
         served.within_tolerance += within
@@ -347,10 +354,9 @@ class _Replay:
             served.classes[verdict] += 1
             self.all_classes[verdict] += 1
         contract = served.totals.contract
-        return ReconciledRow(
+        return ReconciledRow.read(
+            reconciled,  # request_id, line, the costs, token_error, exact_match
             source=request.source,
-            line=request.line,
-            request_id=request.request_id,
             timestamp=request.timestamp,
             target=f"{contract.provider}:{contract.model}",
             exact_tokens=request.exact,
@@ -359,17 +365,10 @@ class _Replay:
             observed_cache_read_tokens=reconciled.observed_read,
             predicted_cache_write_tokens=reconciled.predicted_write,
             observed_cache_write_tokens=reconciled.observed_write,
-            predicted_cost=reconciled.predicted_cost,
-            observed_cost=reconciled.observed_cost,
-            token_error=reconciled.token_error,
-            exact_match=reconciled.exact_match,
             within_tolerance=within,
             classification=verdict,
             explanation=why,
-            miss_causes=[
-                MissSpanReport(cause=s.cause, start=s.start, tokens=s.tokens, detail=s.detail)
-                for s in row.misses
-            ],
+            miss_causes=row.misses,
         )
 
 
@@ -391,7 +390,7 @@ def within_tolerance(reconciled: ReconciledRequest, exact_tokens: bool) -> bool:
     return error <= TOLERANCE_TOKENS or 100 * error <= reconciled.observed_input
 
 
-def classify(
+def classify_mismatch(
     request: TokenizedRequest,
     reconciled: ReconciledRequest,
     spans: tuple[MissSpan, ...],
@@ -570,17 +569,14 @@ def _target_report(served: _Served, calibration: dict[str, RatioStats]) -> Recon
     totals = served.totals
     bill = totals.totals
     own = {name: stats for name, stats in calibration.items() if name in served.logged}
-    return ReconcileTarget(
+    return ReconcileTarget.read(
+        bill,  # requests, input_tokens, cache_read_tokens, hit_rate
         provider=totals.target.provider,
         model=totals.target.model,
         logged_models=sorted(served.logged),
         contract=ContractReference.of(totals.contract),
         tokenizer=totals.tokenizer,
-        requests=bill.requests,
-        input_tokens=bill.input_tokens,
-        cache_read_tokens=bill.cache_read_tokens,
         cache_write_tokens=bill.cache_write_total,
-        hit_rate=bill.hit_rate,
         cost=_exact_total(bill),
         summary=ReconcileSummary.of(served.summary, served.within_tolerance, served.classes),
         miss_causes=miss_causes_of(totals),

@@ -11,13 +11,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
-from typing import Annotated
+from fractions import Fraction
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import CachecastError
 from cachecast.simulator.billing import EXACT, money
+from cachecast.simulator.reconcile import fraction_text
 from cachecast.simulator.types import Cost
 
 Money = Annotated[
@@ -43,9 +45,56 @@ def hit_rate_of(cached_tokens: int, input_tokens: int) -> Decimal:
 
 
 class Report(BaseModel):
-    """Base of every use case's report: immutable, no unknown fields."""
+    """Base of every use case's report: immutable, no unknown fields.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A report is read off the domain object it reports (pydantic's ``from_attributes``): a
+    field takes the object's attribute of the same name (or of its ``validation_alias``),
+    nested reports likewise, so a new field the object already holds is one line in the
+    report. :meth:`read` adds the fields the object does not hold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+
+    @classmethod
+    def read(cls, source: object, /, **values: Any) -> Self:
+        """The report of ``source``: the fields in ``values`` as given, every other one read
+        off ``source`` as :meth:`model_validate` reads an object (a missing attribute: the
+        field's default)."""
+        unknown = values.keys() - cls.model_fields.keys()
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+        return cls.model_validate(_Overlay(source, values) if values else source)
+
+
+class _Overlay:
+    """``source`` seen through ``values``: an attribute named there is the value given."""
+
+    __slots__ = ("_source", "_values")
+
+    def __init__(self, source: object, values: dict[str, Any]) -> None:
+        self._source = source
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        return getattr(self._source, name)
+
+
+def _fraction_as_text(value: Any) -> Any:
+    return fraction_text(value) if isinstance(value, Fraction) else value
+
+
+# An exact fraction as a decimal string in the report (``reconcile.fraction_text``).
+FractionText = Annotated[str, BeforeValidator(_fraction_as_text)]
+
+# A reconciliation's sums of predicted and observed cache reads, read off
+# ``simulator.reconcile.ReconciliationSummary`` (whose names say "sum").
+PredictedReads = Annotated[
+    int, Field(validation_alias=AliasChoices("predicted_cache_read_tokens", "predicted_read_sum"))
+]
+ObservedReads = Annotated[
+    int, Field(validation_alias=AliasChoices("observed_cache_read_tokens", "observed_read_sum"))
+]
 
 
 class CostBreakdown(Report):
@@ -61,15 +110,7 @@ class CostBreakdown(Report):
     @classmethod
     def of(cls, cost: Cost) -> CostBreakdown:
         with localcontext(EXACT):  # the default context would round at 28 digits
-            exact_total = cost.total
-        return cls(
-            input=cost.input,
-            cache_write=cost.cache_write,
-            cache_read=cost.cache_read,
-            output=cost.output,
-            storage=cost.storage,
-            total=exact_total,
-        )
+            return cls.read(cost, total=cost.total)
 
 
 class TtlOptionReference(Report):
@@ -97,28 +138,8 @@ class ContractReference(Report):
 
     @classmethod
     def of(cls, contract: ContractTerms) -> ContractReference:
-        return cls(
-            version=f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}",
-            provider=contract.provider,
-            model=contract.model,
-            effective_from=contract.effective_from,
-            effective_to=contract.effective_to,
-            verified_on=contract.verified_on,
-            source=contract.source,
-            mode=str(contract.mode),
-            input_per_mtok=contract.input_per_mtok,
-            output_per_mtok=contract.output_per_mtok,
-            read_multiplier=contract.read_multiplier,
-            ttl_options=[
-                TtlOptionReference(
-                    name=option.name,
-                    ttl_seconds=option.ttl_seconds,
-                    refresh_on_hit=option.refresh_on_hit,
-                    write_multiplier=option.write_multiplier,
-                )
-                for option in contract.ttl_options
-            ],
-        )
+        version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
+        return cls.read(contract, version=version)
 
 
 class InputIssue(Report):
@@ -133,12 +154,8 @@ class InputIssue(Report):
     @classmethod
     def of(cls, error: CachecastError) -> InputIssue:
         where = error.location
-        return cls(
-            file=where.source or "",
-            line=where.line,
-            record=where.record,
-            field=where.field or "",
-            reason=error.message,
+        return cls.read(
+            where, file=where.source or "", field=where.field or "", reason=error.message
         )
 
     def one_line(self) -> str:

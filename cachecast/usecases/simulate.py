@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, ConfigurationError, Location
-from cachecast.passes.log_input import LogInput, LogReading
+from cachecast.passes.log_input import LogReading
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.simulator.compact import Compactor, key_needs
@@ -32,6 +32,7 @@ from cachecast.simulator.routing import Fleet, FleetReport, Routing
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.reports import ContractReference, InputIssue, Report, issues_of
+from cachecast.usecases.requests import LogRequest
 
 HIT_RATE_DEFINITION = (
     "hit_tokens / input_tokens summed over the whole log, cold start (the cache is empty"
@@ -56,12 +57,9 @@ class PolicyKind(StrEnum):
     gemini = "gemini"
 
 
-class SimulateRequest(BaseModel):
+class SimulateRequest(LogRequest):
     """Replay ``log`` through one policy (or a fleet of vLLM replicas)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     policy: PolicyKind = PolicyKind.vllm
     target: str | None = Field(
         default=None,
@@ -164,30 +162,11 @@ class FleetSimulationReport(Report):
         errors: list[InputIssue],
         skipped_lines: int,
     ) -> FleetSimulationReport:
-        return cls(
-            routing=fleet.routing,
+        return cls.read(
+            fleet,  # routing, the token counts, hit_rate, imbalance, replicas
             replica_count=len(fleet.replicas),
-            options=FleetOptions(
-                window_seconds=fleet.window_seconds,
-                overlap_weight=fleet.overlap_weight,
-                load_weight=fleet.load_weight,
-                prefix_tokens=fleet.prefix_tokens,
-            ),
+            options=FleetOptions.model_validate(fleet),  # every parameter, None where unused
             requests=sum(replica.requests for replica in fleet.replicas),
-            input_tokens=fleet.input_tokens,
-            hit_tokens=fleet.hit_tokens,
-            hit_rate=fleet.hit_rate,
-            imbalance=fleet.imbalance,
-            replicas=[
-                ReplicaReport(
-                    requests=replica.requests,
-                    input_tokens=replica.input_tokens,
-                    hit_tokens=replica.hit_tokens,
-                    computed_tokens=replica.computed_tokens,
-                    hit_rate=replica.hit_rate,
-                )
-                for replica in fleet.replicas
-            ],
             policy=policy,
             skipped_lines=skipped_lines,
             errors=errors,
@@ -220,14 +199,8 @@ class HitStatistics:
     def report(
         self, policy: PolicySettings, errors: list[InputIssue], skipped_lines: int
     ) -> SimulationReport:
-        return SimulationReport(
-            requests=self.requests,
-            input_tokens=self.input_tokens,
-            hit_tokens=self.hit_tokens,
-            hit_rate=self.hit_rate,
-            written_tokens=self.written_tokens,
-            uncached_tokens=self.uncached_tokens,
-            requests_with_hit=self.requests_with_hit,
+        return SimulationReport.read(
+            self,
             policy=policy,
             skipped_lines=skipped_lines,
             errors=errors,
@@ -235,14 +208,10 @@ class HitStatistics:
 
 
 def policy_settings(request: SimulateRequest, resolved: ResolvedTarget | None) -> PolicySettings:
-    return PolicySettings(
+    return PolicySettings.read(
+        request,  # the policy's options as given
         kind=request.policy,
         contract=ContractReference.of(resolved.contract) if resolved is not None else None,
-        block_size=request.block_size,
-        capacity_blocks=request.capacity_blocks,
-        ttl_seconds=request.ttl_seconds,
-        min_tokens=request.min_tokens,
-        increment=request.increment,
     )
 
 

@@ -32,12 +32,12 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import ConfigurationError, Location
@@ -51,10 +51,6 @@ from cachecast.layouts.changes import (
     components,
 )
 from cachecast.layouts.volatile import (
-    Analysis,
-    ScopeSplit,
-    ToolOrderIssue,
-    VolatileSpan,
     analyze,
     describe_span,
 )
@@ -131,10 +127,6 @@ class VolatileSpanReport(Report):
     movable: bool
     data_only: bool
 
-    @classmethod
-    def of(cls, span: VolatileSpan) -> VolatileSpanReport:
-        return cls.model_validate({item.name: getattr(span, item.name) for item in fields(span)})
-
     def describe(self) -> str:
         return describe_span(self)
 
@@ -145,40 +137,23 @@ class ToolOrderReport(Report):
     requests: int
     canonical_order: list[str]
 
-    @classmethod
-    def of(cls, issue: ToolOrderIssue) -> ToolOrderReport:
-        return cls(
-            template=issue.template,
-            distinct_orders=issue.orders,
-            requests=issue.requests,
-            canonical_order=list(issue.canonical),
-        )
-
 
 class ScopeSplitReport(Report):
     template: int
     scopes: int
     requests: int
 
-    @classmethod
-    def of(cls, split: ScopeSplit) -> ScopeSplitReport:
-        return cls(template=split.template, scopes=split.scopes, requests=split.requests)
-
 
 class AnalysisReport(Report):
-    templates: list[int] = Field(description="requests of each template group")
-    volatile_spans: list[VolatileSpanReport]
+    templates: list[int] = Field(
+        description="requests of each template group",
+        validation_alias=AliasChoices("templates", "sizes"),
+    )
+    volatile_spans: list[VolatileSpanReport] = Field(
+        validation_alias=AliasChoices("volatile_spans", "spans")
+    )
     tool_order: list[ToolOrderReport]
     scope_splits: list[ScopeSplitReport]
-
-    @classmethod
-    def of(cls, analysis: Analysis) -> AnalysisReport:
-        return cls(
-            templates=list(analysis.sizes),
-            volatile_spans=[VolatileSpanReport.of(span) for span in analysis.spans],
-            tool_order=[ToolOrderReport.of(issue) for issue in analysis.tool_order],
-            scope_splits=[ScopeSplitReport.of(split) for split in analysis.scope_splits],
-        )
 
 
 class TargetOutcome(Report):
@@ -384,7 +359,7 @@ def suggest(
         input=prompt_set.label,
         at=day,
         targets=[target.name for target in targets],
-        analysis=AnalysisReport.of(analysis),
+        analysis=AnalysisReport.model_validate(analysis),
         suggestions=suggestions,
         hidden_changes=0 if request.include_all else len(unhelpful),
         other_changes=[item.report for item in unhelpful] if request.include_all else [],

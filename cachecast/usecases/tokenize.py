@@ -12,25 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from cachecast.core.errors import Location, UnknownModelError
-from cachecast.passes.log_input import LogInput, LogReading
+from cachecast.passes.log_input import LogReading
 from cachecast.passes.progress import NoProgress, Progress
-from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.reports import InputIssue, Report, issues_of
+from cachecast.usecases.requests import LogRequest
 
 PROGRESS_STEP = 256  # requests per progress update (a bar redrawn per request costs more)
 
 
-class TokenizeRequest(BaseModel):
+class TokenizeRequest(LogRequest):
     """Tokenize every request of ``log``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    log: LogInput
     model: str | None = Field(
         default=None,
         description="tokenize every request as this model (default: each record's own)",
@@ -73,25 +69,8 @@ class RequestTokens(Report):
 
     @classmethod
     def of(cls, request: TokenizedRequest) -> RequestTokens:
-        return cls(
-            request_id=request.request_id,
-            line=request.line,
-            timestamp=request.timestamp,
-            scope=request.scope,
-            provider=request.provider,
-            model=request.model,
-            input_tokens=request.input_tokens,
-            output_tokens=request.output_tokens,
-            exact=request.exact,
-            tokenizer=request.tokenizer,
-            segments=[
-                SegmentSpan(kind=s.kind, label=s.label, start=s.start, end=s.end)
-                for s in request.segments
-            ],
-            breakpoints=[BreakpointMark(offset=b.offset, ttl=b.ttl) for b in request.breakpoints],
-            block_size=request.block_size,
-            blocks=len(request.block_keys) if request.block_keys is not None else None,
-        )
+        blocks = len(request.block_keys) if request.block_keys is not None else None
+        return cls.read(request, blocks=blocks)
 
 
 class TokenizeReport(Report):
@@ -115,10 +94,7 @@ def tokenize(
     Checked before any work: the model (when one is given) and the log's sources. A source
     with no readable request is bad input; other bad lines follow ``on_bad_record``."""
     if request.model is not None:
-        try:
-            get_tokenizer(request.model)
-        except TokenizerUnknownModel as error:
-            raise UnknownModelError(error.message, location=Location(field="model")) from None
+        get_tokenizer(request.model)  # an unknown one: UnknownModelError at the field "model"
     log = request.log
     log.check_sources()
     progress = progress or NoProgress()

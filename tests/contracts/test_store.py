@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
-from cachecast.contracts import (
-    ContractConflictError,
-    ContractFormatError,
-    ContractStore,
-    DatabaseNotMigratedError,
-    UnknownContractError,
-)
+from cachecast.contracts import ContractConflictError, ContractFormatError, ContractStore
 from cachecast.contracts.serialize import terms_from_json, terms_to_json
+from cachecast.core.errors import NotMigratedError, UnknownContractError
 from tests.contracts.builders import JAN, terms
 from tests.contracts.conftest import dump_rows
 
@@ -202,5 +197,5 @@ def test_every_seed_row_has_a_source_and_verification_date(
 
 
 def test_store_on_an_unmigrated_database_says_to_upgrade(sqlite_url: str) -> None:
-    with pytest.raises(DatabaseNotMigratedError, match="cachecast db upgrade"):
+    with pytest.raises(NotMigratedError, match="cachecast db upgrade"):
         ContractStore(sqlite_url).list()

@@ -9,8 +9,9 @@ from decimal import Decimal
 
 import pytest
 
-from cachecast.contracts import ContractStore, UnknownContractError
+from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
+from cachecast.core.errors import UnknownContractError
 from cachecast.simulator.billing import bill_request, total_input_tokens, usage_from_observed
 from cachecast.tokenizers.types import ObservedUsage
 

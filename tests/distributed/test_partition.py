@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cachecast.simulator import build_policy, simulate
+from cachecast.simulator import build_policy, usages_in_order
 from cachecast.simulator.distributed import (
     CoupledCacheError,
     partition_key,
@@ -86,7 +86,7 @@ def reads(usages: list[object]) -> list[int]:
 
 
 def test_our_key_equals_single_process() -> None:
-    single = list(simulate(STREAM, make_policy()))
+    single = list(usages_in_order(STREAM, make_policy()))
     assert reads(single) == [0, 0, 4, 0]
     unit = partition_unit(make_policy())
     ours = replay_partitioned(STREAM, make_policy, lambda r: partition_key(r, unit))
@@ -104,7 +104,7 @@ def test_a_cache_identity_ignoring_scope_or_model_double_counts() -> None:
         [erased(r) for r in STREAM], make_policy, lambda r: partition_key(r, unit)
     )
     assert reads(wrong) == [0, 8, 4, 8]
-    assert sum(reads(wrong)) > sum(reads(list(simulate(STREAM, make_policy()))))
+    assert sum(reads(wrong)) > sum(reads(list(usages_in_order(STREAM, make_policy()))))
 
 
 def test_a_key_longer_than_the_unit_loses_hits() -> None:

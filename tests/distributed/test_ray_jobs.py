@@ -16,7 +16,7 @@ import pytest
 
 from cachecast.contracts import ContractStore
 from cachecast.service.estimating import (
-    EstimateRequest,
+    EstimateBody,
     estimate_request,
     run_estimate_job,
 )
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.ray
 
 def payload(body: dict[str, Any]) -> dict[str, Any]:
     """The stored job request for an API body, as POST /v1/estimates stores it."""
-    return estimate_request(EstimateRequest.model_validate(body), None).model_dump(mode="json")
+    return estimate_request(EstimateBody.model_validate(body), None).model_dump(mode="json")
 
 
 def wait(store: JobStore, job_id: str, until: Any, timeout: float = 300.0) -> JobView:

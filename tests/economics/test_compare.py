@@ -13,7 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from cachecast.cli import economics as economics_cli
-from cachecast.cli.plots import render_png, write_html
+from cachecast.cli.plots import render_png, write_comparison_html
 from cachecast.contracts import ContractStore
 from cachecast.economics.compare import ComparisonError
 from cachecast.passes.log_input import LogInput
@@ -140,7 +140,7 @@ def test_plot_is_a_readable_png(report: CompareReport, tmp_path: Path) -> None:
     # Not a blank canvas: many distinct colours were drawn.
     assert len({tuple(pixel) for pixel in image.reshape(-1, image.shape[2])[::97]}) > 10
     page = tmp_path / "report.html"
-    write_html(report, page, economics_cli.comparison_rows(report))
+    write_comparison_html(report, page, economics_cli.comparison_rows(report))
     text = page.read_text()
     assert "data:image/png;base64,iVBORw0KGgo" in text  # base64 of the PNG signature
     assert "self-hosted, fully used" in text

@@ -87,8 +87,8 @@ def test_divergence_in_text_without_tokens() -> None:
     divergence = find_divergence(base, cand)
     assert divergence is not None
     assert divergence.token_position is None  # no token ids given
-    assert (divergence.segment_kind, divergence.segment_label) == ("system", "messages[0]")
-    assert divergence.candidate_excerpt.startswith("Hi\nYou are the support agent")
+    assert (divergence.segment.kind, divergence.segment.label) == ("system", "messages[0]")
+    assert divergence.candidate_text.startswith("Hi\nYou are the support agent")
     assert find_divergence(base, base) is None
 
 

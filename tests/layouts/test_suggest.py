@@ -13,7 +13,7 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.layouts.expand import expand, iter_records
 from cachecast.layouts.spec import parse_layout
-from cachecast.layouts.volatile import analyze, classify
+from cachecast.layouts.volatile import analyze, value_kind
 from cachecast.passes.prompt_sets import PromptSource, load_prompt_set
 from cachecast.usecases.evaluation import evaluate, parse_layout_targets
 from cachecast.usecases.suggest import SuggestReport, SuggestRequest, suggest
@@ -126,7 +126,7 @@ def test_volatile_span_analysis() -> None:
     assert span.lines_after == 101  # the greeting line and the 100 rules after it stay stable
     user_spans = [s for s in analysis.spans if s.role == "user"]
     assert user_spans and not any(s.movable for s in user_spans)
-    assert analysis.tool_order and analysis.tool_order[0].canonical == tuple(
+    assert analysis.tool_order and analysis.tool_order[0].canonical_order == tuple(
         sorted(["lookup_order", "check_stock", "create_return", "refund", "escalate", "search"])
     )
     assert analysis.scope_splits[0].scopes == 2
@@ -141,8 +141,8 @@ def test_volatile_span_analysis() -> None:
         ("doc line\n" * 5, "document"),
     ],
 )
-def test_classify(value: str, kind: str) -> None:
-    assert classify(value) == kind
+def test_value_kind(value: str, kind: str) -> None:
+    assert value_kind(value) == kind
 
 
 def test_suggest_command_json(invoke: Invoke, tmp_path: Path) -> None:

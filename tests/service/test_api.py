@@ -105,6 +105,25 @@ async def test_openapi_documents_every_endpoint_with_examples(client: httpx.Asyn
     assert estimate_body_doc["application/json"]["examples"]
 
 
+async def test_openapi_documents_the_file_uploads(client: httpx.AsyncClient) -> None:
+    """The two endpoints that take files of any format: their multipart fields as the routers
+    read them (inspections: ``log`` files, ``results``, ``format``; reconciliations: ``log``
+    files, ``format`` and the records' defaults and day), ``log`` repeatable binary files."""
+    paths = (await client.get("/openapi.json")).json()["paths"]
+    files = {"type": "array", "items": {"type": "string", "format": "binary"}}
+    expected = {
+        "/v1/inspections": (set(), ["log", "results", "format"]),
+        "/v1/reconciliations": ({"application/json"}, ["log", "format", "model", "provider", "at"]),
+    }
+    for path, (other_media, fields) in expected.items():
+        content = paths[path]["post"]["requestBody"]["content"]
+        assert set(content) == other_media | {"multipart/form-data"}
+        upload = content["multipart/form-data"]["schema"]
+        assert upload["required"] == ["log"]
+        assert list(upload["properties"]) == fields
+        assert {key: upload["properties"]["log"][key] for key in files} == files
+
+
 # ------------------------------------------------------------------ contracts
 
 

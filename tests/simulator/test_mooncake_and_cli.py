@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cachecast.cli import app
-from cachecast.simulator import build_policy, simulate
+from cachecast.simulator import build_policy, usages_in_order
 from cachecast.tokenizers.types import TokenizedRequest
 
 from .helpers import make_trace_request
@@ -62,7 +62,7 @@ def as_requests(records: list[dict[str, object]]) -> list[TokenizedRequest]:
 def test_vllm_policy_on_mooncake_matches_an_independent_count(mooncake_trace: Path) -> None:
     records = load_trace(mooncake_trace)
     expected_hits, expected_input = independent_hit_tokens(records)
-    usages = list(simulate(as_requests(records), build_policy("vllm", block_size=BLOCK)))
+    usages = list(usages_in_order(as_requests(records), build_policy("vllm", block_size=BLOCK)))
     assert len(usages) == 3993  # the README's count
     assert sum(usage.input_tokens for usage in usages) == expected_input
     assert sum(usage.cache_read_tokens for usage in usages) == expected_hits

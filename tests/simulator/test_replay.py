@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from cachecast.contracts.model import CacheMode, ContractTerms, TtlOption
-from cachecast.simulator import OutOfOrderError, build_policy, policy_for_contract, simulate
+from cachecast.simulator import OutOfOrderError, build_policy, policy_for_contract, usages_in_order
 from cachecast.simulator.policies import (
     AutomaticPrefixCache,
     ExplicitBreakpointCache,
@@ -43,7 +43,7 @@ def test_requests_are_replayed_in_timestamp_order_within_the_window() -> None:
     prompt = run(64, 0)
     late = make_request(prompt, at=5.0, request_id="late")
     early = make_request(prompt, at=1.0, request_id="early")
-    usages = list(simulate([late, early], policy))
+    usages = list(usages_in_order([late, early], policy))
     assert [usage.request_id for usage in usages] == ["early", "late"]
     # The earlier one ran first, cold; the later one hit floor(63/16)*16 = 48 tokens.
     assert [usage.cache_read_tokens for usage in usages] == [0, 48]
@@ -56,7 +56,7 @@ def test_a_request_older_than_the_window_is_an_error_naming_its_line() -> None:
         make_request(run(16, 0), at=1.0, line=3),
     ]
     with pytest.raises(OutOfOrderError, match=r"test.jsonl:3: timestamp: "):
-        list(simulate(requests, build_policy("vllm"), window=1))
+        list(usages_in_order(requests, build_policy("vllm"), window=1))
 
 
 def test_policies_follow_the_contract_fields() -> None:

@@ -2,49 +2,98 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fastapi import Request
+from fastapi import APIRouter, Request
+from fastapi.types import DecoratedCallable
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from cachecast.service.estimating import payload_from_form, validate_payload
-from cachecast.service.problems import FieldError, ProblemError, from_pydantic, validation_problem
+from cachecast.service.problems import (
+    FieldError,
+    ProblemError,
+    from_pydantic,
+    problem_responses,
+    validation_problem,
+)
 
 Body = TypeVar("Body", bound=BaseModel)
 
-MULTIPART_FIELDS: dict[str, Any] = {
-    "log": {"type": "string", "format": "binary", "description": "the JSONL log"},
+# The multipart fields of an upload: one JSONL log (whose records' defaults may be given
+# too), or several files of any format cachecast reads.
+JSONL_UPLOAD: dict[str, Any] = {
+    "log": {"type": "string", "format": "binary", "description": "the JSONL log"}
+}
+FILE_UPLOADS: dict[str, Any] = {
+    "log": {
+        "type": "array",
+        "items": {"type": "string", "format": "binary"},
+        "description": "log files of any supported format",
+    }
+}
+FORMAT_FIELD: dict[str, Any] = {"format": {"type": "string", "description": "force one format"}}
+RECORD_DEFAULTS: dict[str, Any] = {
     "model": {"type": "string", "description": "model for records that name none"},
     "provider": {"type": "string"},
 }
+MULTIPART_FIELDS: dict[str, Any] = {**JSONL_UPLOAD, **RECORD_DEFAULTS}
 
 
 def request_body_docs(
-    model: type[BaseModel],
+    model: type[BaseModel] | None,
     *,
     examples: dict[str, Any] | None = None,
     multipart_required: Sequence[str] | None = None,
+    multipart_fields: dict[str, Any] = MULTIPART_FIELDS,
     multipart_properties: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``openapi_extra`` for an endpoint that reads its body itself: the JSON schema of
-    ``model`` (with ``examples``) and, given ``multipart_required``, a multipart JSONL upload
-    whose fields are :data:`MULTIPART_FIELDS` plus ``multipart_properties``."""
-    json_body: dict[str, Any] = {"schema": model.model_json_schema()}
+    ``model`` (None: no JSON body), each of ``examples`` (name: body) and, given
+    ``multipart_required``, a multipart upload whose fields are ``multipart_fields``
+    (default: one JSONL log, :data:`MULTIPART_FIELDS`) plus ``multipart_properties``."""
+    content: dict[str, Any] = {}
+    if model is not None:
+        content["application/json"] = {"schema": model.model_json_schema()}
     if examples is not None:
-        json_body["examples"] = examples
-    content: dict[str, Any] = {"application/json": json_body}
+        content["application/json"]["examples"] = {
+            name: {"value": value} for name, value in examples.items()
+        }
     if multipart_required is not None:
         content["multipart/form-data"] = {
             "schema": {
                 "type": "object",
                 "required": list(multipart_required),
-                "properties": {**MULTIPART_FIELDS, **(multipart_properties or {})},
+                "properties": {**multipart_fields, **(multipart_properties or {})},
             }
         }
     return {"requestBody": {"required": True, "content": content}}
+
+
+def post_reading_body(
+    router: APIRouter,
+    path: str,
+    body: type[BaseModel] | None,
+    *,
+    summary: str,
+    response_model: Any,
+    problems: Sequence[int],
+    responses: dict[int | str, dict[str, Any]] | None = None,
+    **docs: Any,
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """``router.post`` for an endpoint that reads its body itself (:func:`read_body`):
+    ``response_model`` on success, ``responses`` and a problem for each of ``problems``
+    otherwise, and the body documented by :func:`request_body_docs` (``body`` and
+    ``docs``)."""
+    return router.post(
+        path,
+        summary=summary,
+        response_model=response_model,
+        responses={**(responses or {}), **problem_responses(*problems)},
+        openapi_extra=request_body_docs(body, **docs),
+    )
 
 
 async def read_body(

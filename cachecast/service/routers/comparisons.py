@@ -25,12 +25,12 @@ from cachecast.service.estimating import (
     TargetText,
     records_field,
 )
-from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_body, request_body_docs
+from cachecast.service.routers._body import post_reading_body, read_body
 from cachecast.service.server_paths import record_models, refuse_server_paths
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.capacity import ModelReference
 from cachecast.usecases.compare import CompareReport, CompareRequest, compare, parse_price
+from cachecast.usecases.requests import request_of
 
 router = APIRouter(prefix="/v1", tags=["comparisons"])
 
@@ -54,7 +54,7 @@ _RECORD_EXAMPLE = {
 }
 
 
-class ComparisonRequest(BaseModel):
+class ComparisonBody(BaseModel):
     """The options of ``cachecast compare``, with the log inline."""
 
     model_config = ConfigDict(extra="forbid")
@@ -102,45 +102,43 @@ class ComparisonRequest(BaseModel):
     max_utilization: float = Field(default=0.8, gt=0, lt=1)
 
 
-@router.post(
+_EXAMPLE = {
+    "records": [_RECORD_EXAMPLE],
+    "model": "llama-3.3-70b",
+    "gpu": "h100-sxm",
+    "gpus": 2,
+    "gpu_price": "2.50",
+    "targets": ["openai:gpt-4o"],
+    "at": "2026-11-01",
+}
+
+
+@post_reading_body(
+    router,
     "/comparisons",
+    ComparisonBody,
     summary="Hosted caching against self-hosted vLLM for a workload",
     response_model=CompareReport,
-    responses=problem_responses(404, 413, 415, 422),
-    openapi_extra=request_body_docs(
-        ComparisonRequest,
-        examples={
-            "llama on H100 against gpt-4o": {
-                "value": {
-                    "records": [_RECORD_EXAMPLE],
-                    "model": "llama-3.3-70b",
-                    "gpu": "h100-sxm",
-                    "gpus": 2,
-                    "gpu_price": "2.50",
-                    "targets": ["openai:gpt-4o"],
-                    "at": "2026-11-01",
-                }
-            }
+    problems=(404, 413, 415, 422),
+    examples={"llama on H100 against gpt-4o": _EXAMPLE},
+    multipart_required=["log", "model", "gpu"],
+    multipart_properties={
+        "model": {"type": "string", "description": "a preset name"},
+        "gpu": {"type": "string"},
+        "gpus": {"type": "integer", "minimum": 1},
+        "gpu_price": {"type": "string"},
+        "targets": {
+            "type": "array",
+            "items": {"type": "string", "pattern": TARGET_PATTERN},
+            "description": "PROVIDER:MODEL, repeated or comma-separated",
         },
-        multipart_required=["log", "model", "gpu"],
-        multipart_properties={
-            "model": {"type": "string", "description": "a preset name"},
-            "gpu": {"type": "string"},
-            "gpus": {"type": "integer", "minimum": 1},
-            "gpu_price": {"type": "string"},
-            "targets": {
-                "type": "array",
-                "items": {"type": "string", "pattern": TARGET_PATTERN},
-                "description": "PROVIDER:MODEL, repeated or comma-separated",
-            },
-            "at": {"type": "string", "format": "date"},
-            "tokenizer": {"type": "string"},
-            "kv_dtype": {"type": "string", "enum": list(KV_DTYPES)},
-            "weight_dtype": {"type": "string"},
-            "block_size": {"type": "integer", "minimum": 1},
-            "params": {"type": "integer", "minimum": 1},
-        },
-    ),
+        "at": {"type": "string", "format": "date"},
+        "tokenizer": {"type": "string"},
+        "kv_dtype": {"type": "string", "enum": list(KV_DTYPES)},
+        "weight_dtype": {"type": "string"},
+        "block_size": {"type": "integer", "minimum": 1},
+        "params": {"type": "integer", "minimum": 1},
+    },
 )
 async def create_comparison(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -148,14 +146,14 @@ async def create_comparison(
     """Self-hosted sizing, hit rate, GPU-hours and cost for the log, against each hosted
     target's bill. Figures are roofline ceilings (``timing_source`` says so). 422 names the
     wrong field or record; 404 an unknown target or accelerator, with close matches."""
-    body, lines = await read_body(request, ComparisonRequest, _FORM_FIELDS)
+    body, lines = await read_body(request, ComparisonBody, _FORM_FIELDS)
     refuse_server_paths(
         [("body.tokenizer", body.tokenizer), *record_models(body.records, "records")]
     )
     return await run_in_threadpool(compare, compare_request(body, lines), state.contracts)
 
 
-def compare_request(body: ComparisonRequest, lines: Sequence[int] | None) -> CompareRequest:
+def compare_request(body: ComparisonBody, lines: Sequence[int] | None) -> CompareRequest:
     """The use case's request for an API body: the records inline, bad ones rejecting the
     whole request; the model a preset name (never a path: the server's files are not the
     client's to read) or a config object."""
@@ -164,27 +162,13 @@ def compare_request(body: ComparisonRequest, lines: Sequence[int] | None) -> Com
         if isinstance(body.model, str)
         else ModelReference(config=body.model)
     )
-    return CompareRequest(
-        log=LogInput(
-            records=body.records,
-            record_lines=list(lines) if lines is not None else None,
-            records_name=SOURCE_NAME,
-            default_provider=body.provider,
-            on_bad_record="reject",
-        ),
-        model=model,
-        params=body.params,
-        gpu=body.gpu,
-        gpus=body.gpus,
-        kv_dtype=body.kv_dtype,
-        weight_dtype=body.weight_dtype,
-        gpu_memory_utilization=body.gpu_memory_utilization,
-        block_size=body.block_size,
-        gpu_price=parse_price(body.gpu_price),
-        targets=body.targets,
-        at=body.at,
-        tokenizer=body.tokenizer,
-        host_memory_gib=body.host_memory_gib,
-        state_checkpoint=body.state_checkpoint,
-        max_utilization=body.max_utilization,
+    log = LogInput(
+        records=body.records,
+        record_lines=list(lines) if lines is not None else None,
+        records_name=SOURCE_NAME,
+        default_provider=body.provider,
+        on_bad_record="reject",
+    )
+    return request_of(
+        CompareRequest, dict(body), log=log, model=model, gpu_price=parse_price(body.gpu_price)
     )

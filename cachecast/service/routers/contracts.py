@@ -25,16 +25,15 @@ from cachecast.service.problems import (
 )
 from cachecast.service.routers._body import read_json_body
 from cachecast.service.state import ServiceState, service_state
-from cachecast.usecases import contracts as app_contracts
 from cachecast.usecases.contracts import (
     ContractHistory,
     ContractList,
     HistoryRequest,
     ListRequest,
     ShowRequest,
-)
-from cachecast.usecases.contracts import (
-    contract_history as history_of,
+    contract_history,
+    list_contracts,
+    show_contract,
 )
 
 router = APIRouter(prefix="/v1/contracts", tags=["contracts"])
@@ -94,7 +93,9 @@ class ContractChange(BaseModel):
 
 def _versions(state: ServiceState, provider: str, model: str) -> list[ContractTerms]:
     """Every stored version, oldest first; a 404 listing close matches when there is none."""
-    return history_of(HistoryRequest(provider=provider, model=model), state.contracts).versions
+    return contract_history(
+        HistoryRequest(provider=provider, model=model), state.contracts
+    ).versions
 
 
 @router.get(
@@ -103,14 +104,14 @@ def _versions(state: ServiceState, provider: str, model: str) -> list[ContractTe
     response_model=ContractList,
     responses=problem_responses(422),
 )
-def list_contracts(
+def get_contracts(
     state: State,
     provider: Annotated[
         str | None, Query(description="only this provider", examples=["anthropic"])
     ] = None,
     at: AtQuery = None,
 ) -> ContractList:
-    return app_contracts.list_contracts(ListRequest(at=at, provider=provider), state.contracts)
+    return list_contracts(ListRequest(at=at, provider=provider), state.contracts)
 
 
 @router.get(
@@ -119,11 +120,11 @@ def list_contracts(
     response_model=ContractTerms,
     responses=problem_responses(404, 422),
 )
-def show_contract(
+def get_contract(
     state: State, provider: ProviderPath, model: ModelPath, at: AtQuery = None
 ) -> ContractTerms:
     request = ShowRequest(provider=provider, model=model, at=at)
-    return app_contracts.show_contract(request, state.contracts).contract
+    return show_contract(request, state.contracts).contract
 
 
 @router.get(
@@ -132,8 +133,8 @@ def show_contract(
     response_model=ContractHistory,
     responses=problem_responses(404, 422),
 )
-def contract_history(state: State, provider: ProviderPath, model: ModelPath) -> ContractHistory:
-    return history_of(HistoryRequest(provider=provider, model=model), state.contracts)
+def get_contract_history(state: State, provider: ProviderPath, model: ModelPath) -> ContractHistory:
+    return contract_history(HistoryRequest(provider=provider, model=model), state.contracts)
 
 
 _PCHAR = "!$&'()*+,;=:@"
@@ -147,7 +148,7 @@ def _append(state: ServiceState, terms: ContractTerms, request: Request) -> JSON
     # Percent-encoded as a path segment (RFC 3986 pchar): a no-op for ids the key rule
     # admits, and never a header that cannot be sent.
     path = request.url_for(
-        "show_contract",
+        "get_contract",
         provider=quote(terms.provider, safe=_PCHAR),
         model=quote(terms.model, safe=_PCHAR),
     ).path

@@ -10,10 +10,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from cachecast.service.estimating import EstimateRequest, estimate_request
+from cachecast.service.estimating import EstimateBody, estimate_request
 from cachecast.service.jobs import JobQueueFullError
-from cachecast.service.problems import ProblemError, problem_responses
-from cachecast.service.routers._body import read_body, request_body_docs
+from cachecast.service.problems import ProblemError
+from cachecast.service.routers._body import post_reading_body, read_body
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.estimate import EstimateReport, estimate, plan_estimate
 
@@ -29,44 +29,42 @@ class JobAccepted(BaseModel):
     total_records: int
 
 
-@router.post(
+_EXAMPLE = {
+    "records": [
+        {
+            "timestamp": 1762074000,
+            "scope": "team-a",
+            "prompt": "You are a careful assistant. " * 100,
+            "output_tokens": 50,
+        }
+    ],
+    "model": "gpt-4o",
+    "targets": ["openai:gpt-4o", "openai:gpt-4.1"],
+    "at": "2026-11-01",
+}
+
+
+@post_reading_body(
+    router,
     "/estimates",
+    EstimateBody,
     summary="Price a log under dated provider contracts",
     response_model=EstimateReport,
+    problems=(404, 413, 415, 422, 429),
     responses={
-        202: {"model": JobAccepted, "description": "a large log: accepted as a background job"},
-        **problem_responses(404, 413, 415, 422, 429),
+        202: {"model": JobAccepted, "description": "a large log: accepted as a background job"}
     },
-    openapi_extra=request_body_docs(
-        EstimateRequest,
-        examples={
-            "two targets": {
-                "value": {
-                    "records": [
-                        {
-                            "timestamp": 1762074000,
-                            "scope": "team-a",
-                            "prompt": "You are a careful assistant. " * 100,
-                            "output_tokens": 50,
-                        }
-                    ],
-                    "model": "gpt-4o",
-                    "targets": ["openai:gpt-4o", "openai:gpt-4.1"],
-                    "at": "2026-11-01",
-                }
-            }
+    examples={"two targets": _EXAMPLE},
+    multipart_required=["log", "targets"],
+    multipart_properties={
+        "targets": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "PROVIDER:MODEL, repeated or comma-separated",
         },
-        multipart_required=["log", "targets"],
-        multipart_properties={
-            "targets": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "PROVIDER:MODEL, repeated or comma-separated",
-            },
-            "at": {"type": "string", "format": "date"},
-            "auto_cache_control": {"type": "boolean"},
-        },
-    ),
+        "at": {"type": "string", "format": "date"},
+        "auto_cache_control": {"type": "boolean"},
+    },
 )
 async def create_estimate(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -75,7 +73,7 @@ async def create_estimate(
     answered with 200. Larger ones are stored as a job and answered with 202 and the job's
     address; poll ``GET /v1/jobs/{id}``. Bad records are a 422 naming each record's index
     (and line, for an upload) and field; nothing is priced then."""
-    body, lines = await read_body(request, EstimateRequest, ("targets", "at", "auto_cache_control"))
+    body, lines = await read_body(request, EstimateBody, ("targets", "at", "auto_cache_control"))
     work = estimate_request(body, lines)
     _, _, passes = await run_in_threadpool(plan_estimate, work, state.contracts)
     if len(body.records) > state.settings.job_threshold_records:

@@ -18,8 +18,14 @@ from starlette.datastructures import UploadFile
 
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.log_input import LogInput
-from cachecast.service.problems import ProblemError, problem_responses
-from cachecast.service.routers._body import keep_upload, read_form
+from cachecast.service.problems import ProblemError
+from cachecast.service.routers._body import (
+    FILE_UPLOADS,
+    FORMAT_FIELD,
+    keep_upload,
+    post_reading_body,
+    read_form,
+)
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.inspect import InspectReport, InspectRequest, inspect
 
@@ -28,36 +34,22 @@ router = APIRouter(prefix="/v1", tags=["inspections"])
 MAX_FILES = 16
 
 
-@router.post(
+@post_reading_body(
+    router,
     "/inspections",
+    None,  # files only
     summary="Inspect log files: format, requests, models, time span, observed usage",
     response_model=InspectReport,
-    responses=problem_responses(413, 415, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "multipart/form-data": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["log"],
-                        "properties": {
-                            "log": {
-                                "type": "array",
-                                "items": {"type": "string", "format": "binary"},
-                                "description": "log files of any supported format",
-                            },
-                            "results": {
-                                "type": "string",
-                                "format": "binary",
-                                "description": "the results file of an uploaded batch file",
-                            },
-                            "format": {"type": "string", "description": "force one format"},
-                        },
-                    }
-                }
-            },
-        }
+    problems=(413, 415, 422),
+    multipart_required=["log"],
+    multipart_fields=FILE_UPLOADS,
+    multipart_properties={
+        "results": {
+            "type": "string",
+            "format": "binary",
+            "description": "the results file of an uploaded batch file",
+        },
+        **FORMAT_FIELD,
     },
 )
 async def create_inspection(

@@ -14,9 +14,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from cachecast.service.layout_checking import LayoutCheckRequest, check_request
-from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_json_body, request_body_docs
+from cachecast.service.layout_checking import LayoutCheckBody, check_request
+from cachecast.service.routers._body import post_reading_body, read_json_body
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.check import CheckReport, check
 
@@ -37,30 +36,25 @@ _LAYOUT_EXAMPLE: dict[str, Any] = {
 }
 
 
-@router.post(
+_EXAMPLE = {
+    "baseline": {"layout": _LAYOUT_EXAMPLE},
+    "candidate": {
+        "layout": {**_LAYOUT_EXAMPLE, "system": "Now: {{ now }}\n" + _LAYOUT_EXAMPLE["system"]}
+    },
+    "targets": ["openai:gpt-4o", "vllm"],
+    "thresholds": {"max_hit_rate_drop": "2pp"},
+    "at": "2026-11-01",
+}
+
+
+@post_reading_body(
+    router,
     "/layout-checks",
+    LayoutCheckBody,
     summary="Check a prompt layout change against a baseline for cache regressions",
     response_model=CheckReport,
-    responses=problem_responses(404, 413, 415, 422),
-    openapi_extra=request_body_docs(
-        LayoutCheckRequest,
-        examples={
-            "timestamp moved to the top": {
-                "value": {
-                    "baseline": {"layout": _LAYOUT_EXAMPLE},
-                    "candidate": {
-                        "layout": {
-                            **_LAYOUT_EXAMPLE,
-                            "system": "Now: {{ now }}\n" + _LAYOUT_EXAMPLE["system"],
-                        }
-                    },
-                    "targets": ["openai:gpt-4o", "vllm"],
-                    "thresholds": {"max_hit_rate_drop": "2pp"},
-                    "at": "2026-11-01",
-                }
-            }
-        },
-    ),
+    problems=(404, 413, 415, 422),
+    examples={"timestamp moved to the top": _EXAMPLE},
 )
 async def create_layout_check(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -68,5 +62,5 @@ async def create_layout_check(
     """``passed`` says whether the candidate stays within the thresholds (a regression is
     200 with ``passed: false``); ``divergence`` names the first token where the prefixes
     differ. 422 names the wrong field; 404 an unknown target, with close matches."""
-    body = await read_json_body(request, LayoutCheckRequest)
+    body = await read_json_body(request, LayoutCheckBody)
     return await run_in_threadpool(check, check_request(body), state.contracts)

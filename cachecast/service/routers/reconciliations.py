@@ -20,16 +20,24 @@ from starlette.datastructures import UploadFile
 from cachecast.core.dates import IsoDate, parse_iso_date
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.log_input import LogInput
-from cachecast.service.problems import problem_responses
+from cachecast.service.estimating import inline_log
 from cachecast.service.record_schema import RECORD_SCHEMA
-from cachecast.service.routers._body import keep_upload, read_form, read_json_body
+from cachecast.service.routers._body import (
+    FILE_UPLOADS,
+    FORMAT_FIELD,
+    RECORD_DEFAULTS,
+    keep_upload,
+    post_reading_body,
+    read_form,
+    read_json_body,
+)
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
+from cachecast.usecases.requests import request_of
 
 router = APIRouter(prefix="/v1", tags=["reconciliations"])
 
 MAX_FILES = 16
-SOURCE_NAME = "request"
 
 
 class ReconciliationBody(BaseModel):
@@ -47,36 +55,16 @@ class ReconciliationBody(BaseModel):
     at: IsoDate | None = Field(default=None, description="contracts in force on this day")
 
 
-@router.post(
+@post_reading_body(
+    router,
     "/reconciliations",
+    ReconciliationBody,
     summary="Hold predicted cache reads, writes and cost against the observed usage",
     response_model=ReconcileReport,
-    responses=problem_responses(404, 413, 415, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": ReconciliationBody.model_json_schema()},
-                "multipart/form-data": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["log"],
-                        "properties": {
-                            "log": {
-                                "type": "array",
-                                "items": {"type": "string", "format": "binary"},
-                                "description": "log files of any supported format",
-                            },
-                            "format": {"type": "string", "description": "force one format"},
-                            "model": {"type": "string"},
-                            "provider": {"type": "string"},
-                            "at": {"type": "string", "format": "date"},
-                        },
-                    }
-                },
-            },
-        }
-    },
+    problems=(404, 413, 415, 422),
+    multipart_required=["log"],
+    multipart_fields={**FILE_UPLOADS, **FORMAT_FIELD, **RECORD_DEFAULTS},
+    multipart_properties={"at": {"type": "string", "format": "date"}},
 )
 async def create_reconciliation(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -85,16 +73,7 @@ async def create_reconciliation(
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type != "multipart/form-data":  # a JSON body (anything else is refused there)
         body = await read_json_body(request, ReconciliationBody)
-        work = ReconcileRequest(
-            log=LogInput(
-                records=body.records,
-                records_name=SOURCE_NAME,
-                default_model=body.model,
-                default_provider=body.provider,
-                on_bad_record="reject",
-            ),
-            at=body.at,
-        )
+        work = request_of(ReconcileRequest, dict(body), log=inline_log(body, None))
         return await run_in_threadpool(reconcile, work, state.contracts)
     form = await read_form(request, max_files=MAX_FILES + 1, max_fields=16)
     try:

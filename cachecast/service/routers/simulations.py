@@ -8,9 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from cachecast.service.estimating import SimulationRequest, simulation_request
-from cachecast.service.problems import problem_responses
-from cachecast.service.routers._body import read_body, request_body_docs
+from cachecast.service.estimating import SimulationBody, simulation_request
+from cachecast.service.routers._body import post_reading_body, read_body
 from cachecast.service.state import ServiceState, service_state
 from cachecast.simulator.routing import Routing
 from cachecast.usecases.simulate import (
@@ -36,27 +35,26 @@ FORM_FIELDS = (
 )
 
 
-@router.post(
+@post_reading_body(
+    router,
     "/simulations",
+    SimulationBody,
     summary="Replay a log through a cache policy and count hits",
     response_model=SimulationReport | FleetSimulationReport,
-    responses=problem_responses(404, 413, 415, 422),
-    openapi_extra=request_body_docs(
-        SimulationRequest,
-        multipart_required=["log", "policy"],
-        multipart_properties={
-            "policy": {"type": "string", "enum": [kind.value for kind in PolicyKind]},
-            "target": {"type": "string"},
-            "at": {"type": "string", "format": "date"},
-            "block_size": {"type": "integer", "minimum": 1},
-            "capacity_blocks": {"type": "integer", "minimum": 1},
-            "ttl_seconds": {"type": "integer", "minimum": 1},
-            "min_tokens": {"type": "integer", "minimum": 0},
-            "increment": {"type": "integer", "minimum": 1},
-            "replicas": {"type": "integer", "minimum": 1},
-            "routing": {"type": "string", "enum": [routing.value for routing in Routing]},
-        },
-    ),
+    problems=(404, 413, 415, 422),
+    multipart_required=["log", "policy"],
+    multipart_properties={
+        "policy": {"type": "string", "enum": [kind.value for kind in PolicyKind]},
+        "target": {"type": "string"},
+        "at": {"type": "string", "format": "date"},
+        "block_size": {"type": "integer", "minimum": 1},
+        "capacity_blocks": {"type": "integer", "minimum": 1},
+        "ttl_seconds": {"type": "integer", "minimum": 1},
+        "min_tokens": {"type": "integer", "minimum": 0},
+        "increment": {"type": "integer", "minimum": 1},
+        "replicas": {"type": "integer", "minimum": 1},
+        "routing": {"type": "string", "enum": [routing.value for routing in Routing]},
+    },
 )
 async def create_simulation(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -64,5 +62,5 @@ async def create_simulation(
     """A fleet report when ``replicas`` and ``routing`` are given, else one policy's
     statistics. Bad records are a 422 naming each record's index (and line, for an upload)
     and field; nothing is simulated then."""
-    body, lines = await read_body(request, SimulationRequest, FORM_FIELDS)
+    body, lines = await read_body(request, SimulationBody, FORM_FIELDS)
     return await run_in_threadpool(simulate, simulation_request(body, lines), state.contracts)

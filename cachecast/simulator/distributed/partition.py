@@ -119,7 +119,7 @@ def replay_partitioned(
     """In-process reference of the partitioned replay: one fresh policy per partition.
 
     ``requests`` must already be in replay order; the usages come back in that order. With
-    ``key`` = ``partition_key(·, partition_unit(policy))`` this equals ``simulate`` on one
+    ``key`` = ``partition_key(·, partition_unit(policy))`` this equals ``usages_in_order`` on one
     policy; a key that splits requests able to share an entry loses their hits.
     """
     partitions: dict[PartitionKey, list[int]] = {}
