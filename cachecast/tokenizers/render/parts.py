@@ -1,0 +1,136 @@
+"""What a request body is rendered to: :class:`RenderedPart` objects held by a :class:`Rendered`.
+
+A part becomes one segment of the tokenized request; a part with a ``cache_control`` marker
+also carries a breakpoint at its end. Its items are text or :class:`NonText` (an image, a
+file), which the encoder turns into a run of placeholder ids (see ``base.NON_TEXT_ID_BASE``).
+Also here: the two part builders several APIs share (tool definitions, Anthropic-style
+``cache_control`` markers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.tokenizers.render.fields import as_dict, as_list, compact_json
+from cachecast.tokenizers.types import Breakpoint, Segment
+
+
+@dataclass(frozen=True, slots=True)
+class NonText:
+    """A non-text input (image, file) standing for ``count`` tokens; ``digest`` names it."""
+
+    digest: bytes
+    count: int
+
+    def ids(self, base: int, span: int) -> list[int]:
+        start = int.from_bytes(self.digest[:8], "little")
+        return [base + (start + i) % span for i in range(self.count)]
+
+
+PartItem = str | NonText
+
+NO_BREAKPOINT = "__none__"
+
+
+@dataclass(slots=True)
+class RenderedPart:
+    """One prompt part. ``framed`` parts get the chat framing around ``role`` + items."""
+
+    kind: str
+    label: str
+    role: str
+    items: list[PartItem] = field(default_factory=list)
+    breakpoint_ttl: str | None = NO_BREAKPOINT  # NO_BREAKPOINT: no cache_control here
+    framed: bool = True
+    cacheable: bool = True  # False where the API refuses cache_control (thinking blocks)
+    # Breakpoints inside the part: (number of leading items they follow, TTL name or None).
+    # OpenAI's prompt_cache_breakpoint marks one content part of a message, not the message.
+    inner_breakpoints: list[tuple[int, str | None]] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "".join(item for item in self.items if isinstance(item, str))
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Running totals after the header (tools, system) and the first i messages: what a later
+    request whose body starts with the same header and messages takes over unchanged."""
+
+    parts: int  # parts so far (one segment each)
+    breakpoints: int  # explicit cache_control breakpoints so far
+    last_cacheable: int  # index of the last part that may carry a breakpoint, -1: none
+    last_cacheable_marked: bool  # that part carries an explicit breakpoint itself
+    exact: bool
+    last_eligible: int = -1  # the last part of a message an OpenAI breakpoint may end
+
+
+@dataclass(slots=True)
+class Rendered:
+    """A request body reduced to parts; ``exact`` is False where our rendering guesses.
+
+    Conversations (chat, responses, anthropic, gemini, bedrock) also keep ``marks`` (one per
+    message boundary) and their body, so that a later request extending the same conversation
+    can take over this one's leading parts instead of rendering them again
+    (``render.render_after``): it then has ``prefix`` set to this request, ``prefix_parts`` /
+    ``prefix_breakpoints`` taken from it, and ``parts`` holding only the parts after them. The
+    encoder stores this request's result in the ``encoded_*`` fields for such later requests.
+    """
+
+    api: str
+    parts: list[RenderedPart]
+    exact: bool = True
+    reply_priming: bool = True
+    tokens: list[int] | None = None  # pre-tokenized input
+    chat_tools: list[dict[str, Any]] | None = None
+    body: dict[str, Any] | None = None
+    header_json: bytes | None = None  # see conversation.header_json; filled when compared
+    marks: list[Mark] = field(default_factory=list)  # marks[i]: header + messages[:i]
+    auto_breakpoint_part: int = -1  # Anthropic top-level cache_control: its part, -1: none
+    auto_breakpoint_ttl: str | None = None
+    # OpenAI request-level controls (prompt_cache_options, prompt_cache_retention): the part
+    # ending the newest message the implicit breakpoint may go on (-1: none), whether the
+    # implicit breakpoint is on (mode "implicit", the default), the request's TTL name.
+    implicit_part: int = -1
+    implicit_breakpoint: bool = True
+    cache_ttl: str | None = None
+    prefix: Rendered | None = None
+    prefix_parts: int = 0
+    prefix_breakpoints: int = 0
+    encoded_tokens: Any = None
+    encoded_segments: tuple[Segment, ...] = ()
+    encoded_explicit_breakpoints: tuple[Breakpoint, ...] = ()
+
+    @property
+    def part_count(self) -> int:
+        """All parts of the request, those taken over from ``prefix`` included."""
+        return self.prefix_parts + len(self.parts)
+
+
+def tool_parts(tools: Any, path: str) -> list[RenderedPart]:
+    """One part per tool definition, compact JSON of the tool object in its own key order
+    (OpenAI's own tool rendering is not public: the requests holding tools are not exact)."""
+    parts = []
+    for index, tool in enumerate(as_list(tools, path)):
+        label = f"{path}[{index}]"
+        tool = as_dict(tool, label)
+        ttl = breakpoint_ttl(tool, label)
+        definition = {key: value for key, value in tool.items() if key != "cache_control"}
+        parts.append(RenderedPart("tool", label, "system", [compact_json(definition)], ttl))
+    return parts
+
+
+def breakpoint_ttl(block: dict[str, Any], path: str) -> str | None:
+    """The TTL of a block's ``cache_control`` marker (None: the default), or NO_BREAKPOINT
+    where the block has none."""
+    marker = block.get("cache_control")
+    if marker is None:
+        return NO_BREAKPOINT
+    marker = as_dict(marker, f"{path}.cache_control")
+    ttl = marker.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError(
+            f"{path}.cache_control.ttl", "expected a string such as '5m' or '1h'"
+        )
+    return ttl
