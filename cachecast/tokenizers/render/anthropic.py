@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.tokenizers.render.conversation import Conversation
+from cachecast.tokenizers.render.conversation import Conversation, breakpoint_ttl, tool_parts
 from cachecast.tokenizers.render.fields import (
     as_dict,
     as_list,
@@ -23,14 +23,7 @@ from cachecast.tokenizers.render.fields import (
     digest,
     require,
 )
-from cachecast.tokenizers.render.parts import (
-    NonText,
-    PartItem,
-    Rendered,
-    RenderedPart,
-    breakpoint_ttl,
-    tool_parts,
-)
+from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 ANTHROPIC_IMAGE_ESTIMATE = 1600  # about (width*height)/750 for a ~1.15 megapixel image
 ANTHROPIC_MAX_BREAKPOINTS = 4  # the Messages API rejects a request with more (400)

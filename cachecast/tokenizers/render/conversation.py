@@ -5,7 +5,8 @@ An API's own module says how its header (tools, system) and one message render a
 its request-level rules add at the end (:class:`Conversation`); the loop over the messages,
 the running totals after each (:class:`~cachecast.tokenizers.render.parts.Mark`) and the
 reuse of an earlier request of the same conversation (:meth:`Conversation.render_after`)
-are the same for all of them.
+are the same for all of them. So are the parts of tool definitions (:func:`tool_parts`) and
+the Anthropic-style ``cache_control`` marker several APIs read (:func:`breakpoint_ttl`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 import orjson
 
-from cachecast.tokenizers.render.fields import as_list, require
-from cachecast.tokenizers.render.parts import NO_BREAKPOINT, Mark, Rendered
+from cachecast.core.errors import RecordFieldError
+from cachecast.tokenizers.render.fields import as_dict, as_list, compact_json, require
+from cachecast.tokenizers.render.parts import NO_BREAKPOINT, Mark, Rendered, RenderedPart
 
 
 def _no_request_rules(body: dict[str, Any], rendered: Rendered) -> None:
@@ -170,3 +172,31 @@ def _same_types(a: Any, b: Any) -> bool:
             if type(x) is not str and not _same_types(x, y):
                 return False
     return True
+
+
+def tool_parts(tools: Any, path: str) -> list[RenderedPart]:
+    """One part per tool definition, compact JSON of the tool object in its own key order
+    (OpenAI's own tool rendering is not public: the requests holding tools are not exact)."""
+    parts = []
+    for index, tool in enumerate(as_list(tools, path)):
+        label = f"{path}[{index}]"
+        tool = as_dict(tool, label)
+        ttl = breakpoint_ttl(tool, label)
+        definition = {key: value for key, value in tool.items() if key != "cache_control"}
+        parts.append(RenderedPart("tool", label, "system", [compact_json(definition)], ttl))
+    return parts
+
+
+def breakpoint_ttl(block: dict[str, Any], path: str) -> str | None:
+    """The TTL of a block's ``cache_control`` marker (None: the default), or NO_BREAKPOINT
+    where the block has none."""
+    marker = block.get("cache_control")
+    if marker is None:
+        return NO_BREAKPOINT
+    marker = as_dict(marker, f"{path}.cache_control")
+    ttl = marker.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError(
+            f"{path}.cache_control.ttl", "expected a string such as '5m' or '1h'"
+        )
+    return ttl

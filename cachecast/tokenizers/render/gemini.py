@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.tokenizers.render.conversation import Conversation
+from cachecast.tokenizers.render.conversation import Conversation, breakpoint_ttl, tool_parts
 from cachecast.tokenizers.render.fields import (
     as_dict,
     as_list,
@@ -22,14 +22,7 @@ from cachecast.tokenizers.render.fields import (
     digest,
     require,
 )
-from cachecast.tokenizers.render.parts import (
-    NonText,
-    PartItem,
-    Rendered,
-    RenderedPart,
-    breakpoint_ttl,
-    tool_parts,
-)
+from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 GEMINI_IMAGE_TOKENS = 258  # Gemini: an image up to 384 px per side is 258 tokens
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachecast.tokenizers.render.conversation import Conversation
+from cachecast.tokenizers.render.conversation import Conversation, tool_parts
 from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact_json, require
 from cachecast.tokenizers.render.openai_content import marked, openai_content, request_controls
-from cachecast.tokenizers.render.parts import Rendered, RenderedPart, tool_parts
+from cachecast.tokenizers.render.parts import Rendered, RenderedPart
 
 
 def _chat_header(body: dict[str, Any], rendered: Rendered) -> bool:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.tokenizers.render.conversation import Conversation
+from cachecast.tokenizers.render.conversation import Conversation, tool_parts
 from cachecast.tokenizers.render.fields import as_dict, as_str, compact_json, require
 from cachecast.tokenizers.render.openai_content import marked, openai_content, request_controls
-from cachecast.tokenizers.render.parts import PartItem, Rendered, RenderedPart, tool_parts
+from cachecast.tokenizers.render.parts import PartItem, Rendered, RenderedPart
 
 
 def _responses_header(body: dict[str, Any], rendered: Rendered) -> bool:

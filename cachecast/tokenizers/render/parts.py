@@ -3,8 +3,6 @@
 A part becomes one segment of the tokenized request; a part with a ``cache_control`` marker
 also carries a breakpoint at its end. Its items are text or :class:`NonText` (an image, a
 file), which the encoder turns into a run of placeholder ids (see ``base.NON_TEXT_ID_BASE``).
-Also here: the two part builders several APIs share (tool definitions, Anthropic-style
-``cache_control`` markers).
 """
 
 from __future__ import annotations
@@ -12,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cachecast.core.errors import RecordFieldError
-from cachecast.tokenizers.render.fields import as_dict, as_list, compact_json
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 
@@ -106,31 +102,3 @@ class Rendered:
     def part_count(self) -> int:
         """All parts of the request, those taken over from ``prefix`` included."""
         return self.prefix_parts + len(self.parts)
-
-
-def tool_parts(tools: Any, path: str) -> list[RenderedPart]:
-    """One part per tool definition, compact JSON of the tool object in its own key order
-    (OpenAI's own tool rendering is not public: the requests holding tools are not exact)."""
-    parts = []
-    for index, tool in enumerate(as_list(tools, path)):
-        label = f"{path}[{index}]"
-        tool = as_dict(tool, label)
-        ttl = breakpoint_ttl(tool, label)
-        definition = {key: value for key, value in tool.items() if key != "cache_control"}
-        parts.append(RenderedPart("tool", label, "system", [compact_json(definition)], ttl))
-    return parts
-
-
-def breakpoint_ttl(block: dict[str, Any], path: str) -> str | None:
-    """The TTL of a block's ``cache_control`` marker (None: the default), or NO_BREAKPOINT
-    where the block has none."""
-    marker = block.get("cache_control")
-    if marker is None:
-        return NO_BREAKPOINT
-    marker = as_dict(marker, f"{path}.cache_control")
-    ttl = marker.get("ttl")
-    if ttl is not None and not isinstance(ttl, str):
-        raise RecordFieldError(
-            f"{path}.cache_control.ttl", "expected a string such as '5m' or '1h'"
-        )
-    return ttl
