@@ -58,10 +58,9 @@ def read(stream: LogStream) -> Iterator[Item]:
     if not fits(data):
         yield 1, stream.error(1, "interactions", "missing: not a VCR cassette")
         return
-    interactions = data["interactions"]
     entries = (
         (lines[index] if index < len(lines) else index + 1, f"interactions[{index}]", entry)
-        for index, entry in enumerate(interactions)
+        for index, entry in enumerate(data["interactions"])
     )
     yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))
 
