@@ -30,7 +30,12 @@ from cachecast.tokenizers.record_fields import (
 )
 from cachecast.tokenizers.registry import UnknownModelError, get_tokenizer
 from cachecast.tokenizers.render import detect_api, render
-from cachecast.tokenizers.request_build import EncodedIds, ParsedRecord, RequestBuilder
+from cachecast.tokenizers.request_build import (
+    EncodedIds,
+    ModelChoice,
+    ParsedRecord,
+    RequestBuilder,
+)
 from cachecast.tokenizers.types import ObservedUsage, TokenizedRequest
 
 BATCH_SIZE = 256
@@ -55,9 +60,7 @@ class LogReader:
     def __init__(
         self,
         source: str,
-        model: str | None,
-        default_model: str | None,
-        default_provider: str | None,
+        models: ModelChoice,
         strict: bool,
         errors: list[LogError] | None,
         cache: SegmentCache | None,
@@ -66,20 +69,14 @@ class LogReader:
         first_timestamp: float = 0.0,
     ) -> None:
         self.source = source
-        self.model = model
-        self.default_model = default_model
-        self.default_provider = default_provider
+        self.models = models
         self.strict = strict
         self.errors = errors
         self.cache = cache if cache is not None else SegmentCache()
         self.encoders: dict[str, BatchEncoder] = {}
-        self.builder = RequestBuilder(
-            source,
-            model,
-            default_model,
-            default_provider,
-            calibrator if calibrator is not None else Calibrator(model),
-        )
+        if calibrator is None:
+            calibrator = Calibrator(models.model)
+        self.builder = RequestBuilder(source, models, calibrator)
         self.builder.last_timestamp = first_timestamp
         # Latest rendered request per conversation (None: no reuse).
         self.conversations = OpenConversations() if reuse else None
@@ -131,11 +128,12 @@ class LogReader:
         timestamp = timestamp_of(record, body)
         if "hash_ids" in body or "input_length" in body:
             return self.builder.mooncake(number, record, body)
-        provider = provider_of(record) or self.default_provider
+        models = self.models
+        provider = provider_of(record) or models.default_provider
         logged_model = (
-            optional_str(record, "model") or optional_str(body, "model") or self.default_model
+            optional_str(record, "model") or optional_str(body, "model") or models.default_model
         )
-        model = self.model or logged_model
+        model = models.model or logged_model
         if model is None and "tokens" not in body:
             raise RecordFieldError("model", "no model in the record and none given (--model)")
         # Raises UnknownModelError early, with this line's number.

@@ -67,6 +67,7 @@ from cachecast.logs.stream import READ_BUFFER_BYTES, LogStream
 from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.encode import SegmentCache
 from cachecast.tokenizers.log_reader import LogReader
+from cachecast.tokenizers.request_build import ModelChoice
 from cachecast.tokenizers.types import TokenizedRequest
 
 __all__ = ["LogError", "count_lines", "read_log", "read_records"]
@@ -101,9 +102,7 @@ def read_log(
     # and later requests may take their rendering over (see ``render.render_after``).
     reader = LogReader(
         name or stream.source,
-        model,
-        default_model,
-        default_provider,
+        ModelChoice(model, default_model, default_provider),
         strict,
         errors,
         cache,
@@ -154,9 +153,7 @@ def read_records(
     # unreliable.
     reader = LogReader(
         source,
-        model,
-        default_model,
-        default_provider,
+        ModelChoice(model, default_model, default_provider),
         strict,
         errors,
         cache,

@@ -44,6 +44,17 @@ MOONCAKE_BLOCK_SIZE = 512
 EncodedIds = tuple[Any, tuple[Segment, ...], tuple[Any, ...], int | None]
 
 
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The models a log is read with: ``model`` chooses the tokenization of every record
+    (None: each record's own model); ``default_model`` and ``default_provider`` stand in for
+    records that name none."""
+
+    model: str | None
+    default_model: str | None
+    default_provider: str | None
+
+
 @dataclass(slots=True)
 class ParsedRecord:
     """A record read and rendered, waiting for its ids."""
@@ -63,18 +74,9 @@ class RequestBuilder:
     """Builds the requests of one log, in its order (the clock runs from request to request:
     ``last_timestamp`` is what a record without a timestamp gets)."""
 
-    def __init__(
-        self,
-        source: str,
-        model: str | None,
-        default_model: str | None,
-        default_provider: str | None,
-        calibrator: Calibrator,
-    ) -> None:
+    def __init__(self, source: str, models: ModelChoice, calibrator: Calibrator) -> None:
         self.source = source
-        self.model = model
-        self.default_model = default_model
-        self.default_provider = default_provider
+        self.models = models
         self.calibrator = calibrator
         self.last_timestamp = 0.0
 
@@ -180,7 +182,8 @@ class RequestBuilder:
     ) -> TokenizedRequest:
         """A Mooncake trace record (``input_length``, ``output_length``, one hash id per
         512-token block, ``timestamp`` in milliseconds) as a request of block keys."""
-        logged_model = optional_str(record, "model") or self.default_model
+        models = self.models
+        logged_model = optional_str(record, "model") or models.default_model
         input_length = count_field(body, "input_length")
         output_length = count_field(body, "output_length")
         hash_ids = body.get("hash_ids")
@@ -210,8 +213,8 @@ class RequestBuilder:
             request_id=request_id_of(record, self.source, number),
             timestamp=timestamp,
             scope=scope_of(record, body),
-            provider=provider_of(record) or self.default_provider,
-            model=self.model or logged_model,
+            provider=provider_of(record) or models.default_provider,
+            model=models.model or logged_model,
             logged_model=logged_model,
             input_tokens=input_length,
             output_tokens=output_length,

@@ -15,14 +15,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.render.conversation import Conversation, breakpoint_ttl, tool_parts
-from cachecast.tokenizers.render.fields import (
-    as_dict,
-    as_list,
-    as_str,
-    compact_json,
-    digest,
-    require,
-)
+from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact_json, require
 from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 ANTHROPIC_IMAGE_ESTIMATE = 1600  # about (width*height)/750 for a ~1.15 megapixel image
@@ -100,7 +93,7 @@ def _anthropic_block(block: dict[str, Any], path: str) -> PartItem:
         source = require(block, "source", path)
         if kind == "document" and isinstance(source, dict) and source.get("type") == "text":
             return as_str(require(source, "data", f"{path}.source"), f"{path}.source.data")
-        return NonText(digest(source), ANTHROPIC_IMAGE_ESTIMATE)
+        return NonText.of(source, ANTHROPIC_IMAGE_ESTIMATE)
     if kind == "tool_use":
         return compact_json({"name": require(block, "name", path), "input": block.get("input", {})})
     if kind == "tool_result":

@@ -15,14 +15,7 @@ from typing import Any
 from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.render.anthropic import ANTHROPIC_IMAGE_ESTIMATE
 from cachecast.tokenizers.render.conversation import Conversation
-from cachecast.tokenizers.render.fields import (
-    as_dict,
-    as_list,
-    as_str,
-    compact_json,
-    digest,
-    require,
-)
+from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact_json, require
 from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 
@@ -111,7 +104,7 @@ def _converse_block(block: dict[str, Any], path: str) -> PartItem:
         return ""  # redacted reasoning: no text to count
     for kind in ("image", "document", "video"):
         if kind in block:
-            return NonText(digest(block[kind]), ANTHROPIC_IMAGE_ESTIMATE)
+            return NonText.of(block[kind], ANTHROPIC_IMAGE_ESTIMATE)
     if "guardContent" in block:
         return compact_json(block["guardContent"])
     raise RecordFieldError(

@@ -14,14 +14,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.render.conversation import Conversation, breakpoint_ttl, tool_parts
-from cachecast.tokenizers.render.fields import (
-    as_dict,
-    as_list,
-    as_str,
-    compact_json,
-    digest,
-    require,
-)
+from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact_json, require
 from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 GEMINI_IMAGE_TOKENS = 258  # Gemini: an image up to 384 px per side is 258 tokens
@@ -59,7 +52,7 @@ def _gemini_parts(parts: Any, path: str) -> list[PartItem]:
         if "text" in part:
             items.append(as_str(part["text"], f"{part_path}.text"))
         elif "inlineData" in part or "fileData" in part or "inline_data" in part:
-            items.append(NonText(digest(part), GEMINI_IMAGE_TOKENS))
+            items.append(NonText.of(part, GEMINI_IMAGE_TOKENS))
         elif "functionCall" in part or "functionResponse" in part:
             items.append(compact_json(part))
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, digest, require
+from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, require
 from cachecast.tokenizers.render.parts import (
     NO_BREAKPOINT,
     NonText,
@@ -118,9 +118,9 @@ def openai_content(
                 raise RecordFieldError(f"{part_path}.image_url", "missing url or file_id")
             count = OPENAI_IMAGE_LOW_TOKENS if detail == "low" else OPENAI_IMAGE_HIGH_ESTIMATE
             exact = exact and detail == "low"
-            items.append(NonText(digest(reference), count))
+            items.append(NonText.of(reference, count))
         elif kind in ("input_audio", "file", "input_file"):
-            items.append(NonText(digest(part), 0))
+            items.append(NonText.of(part, 0))
             exact = False
         else:
             raise RecordFieldError(f"{part_path}.type", f"unsupported content part type {kind!r}")

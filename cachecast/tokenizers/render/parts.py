@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachecast.tokenizers.render.fields import digest as digest_of
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 
@@ -19,6 +20,12 @@ class NonText:
 
     digest: bytes
     count: int
+
+    @classmethod
+    def of(cls, value: Any, count: int) -> NonText:
+        """The input ``value`` (its URL, source object, inline data...) for ``count`` tokens,
+        named by a digest of its compact JSON."""
+        return cls(digest_of(value), count)
 
     def ids(self, base: int, span: int) -> list[int]:
         start = int.from_bytes(self.digest[:8], "little")
