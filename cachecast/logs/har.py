@@ -18,7 +18,7 @@ from typing import Any
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.errors import LogError
-from cachecast.logs.http import Exchange, read_exchanges
+from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
 from cachecast.logs.stream import Item, LogStream, documents
 
 
@@ -33,21 +33,11 @@ def read(stream: LogStream) -> Iterator[Item]:
             yield line, document
             continue
         whole = stream.whole_document
-        yield from read_exchanges(
-            stream, _exchanges(stream, document["log"]["entries"], line, whole)
+        entries = (
+            (index + 1 if whole else line, f"log.entries[{index}]", entry)
+            for index, entry in enumerate(document["log"]["entries"])
         )
-
-
-def _exchanges(
-    stream: LogStream, entries: list[Any], line: int, whole: bool
-) -> Iterator[Exchange | LogError]:
-    for index, entry in enumerate(entries):
-        at = index + 1 if whole else line
-        where = f"log.entries[{index}]"
-        try:
-            yield _exchange(entry, at, where)
-        except RecordFieldError as exc:
-            yield stream.error(at, exc.field, exc.reason)
+        yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))
 
 
 def _exchange(entry: Any, line: int, where: str) -> Exchange:

@@ -21,7 +21,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
-from cachecast.logs.http import classify
+from cachecast.logs.http.endpoints import model_endpoint
 from cachecast.logs.messages import maybe_json
 from cachecast.logs.providers import resolve_provider
 from cachecast.logs.stream import Item, LogStream, each_record
@@ -68,7 +68,9 @@ def _request(stream: LogStream, line: int, record: Any) -> dict[str, Any] | None
     provider = record.get("provider")
     model = record.get("model") or record.get("request_model") or body.get("model")
     url = record.get("target_url") or record.get("request_path") or ""
-    endpoint = classify("POST", url) if isinstance(url, str) and url.startswith("http") else None
+    endpoint = None
+    if isinstance(url, str) and url.startswith("http"):
+        endpoint = model_endpoint("POST", url)
     provider, model = resolve_provider(
         provider if isinstance(provider, str) else (endpoint.provider if endpoint else None),
         model if isinstance(model, str) else None,

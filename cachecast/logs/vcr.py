@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.errors import LogError, LogFileError
-from cachecast.logs.http import Exchange, http_date, read_exchanges
+from cachecast.logs.errors import LogFileError
+from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -58,19 +58,11 @@ def read(stream: LogStream) -> Iterator[Item]:
     if not fits(data):
         yield 1, stream.error(1, "interactions", "missing: not a VCR cassette")
         return
-    yield from read_exchanges(stream, _exchanges(stream, data["interactions"], lines))
-
-
-def _exchanges(
-    stream: LogStream, interactions: list[Any], lines: list[int]
-) -> Iterator[Exchange | LogError]:
-    for index, interaction in enumerate(interactions):
-        line = lines[index] if index < len(lines) else index + 1
-        where = f"interactions[{index}]"
-        try:
-            yield _exchange(interaction, line, where)
-        except RecordFieldError as exc:
-            yield stream.error(line, exc.field, exc.reason)
+    entries = (
+        (lines[index] if index < len(lines) else index + 1, f"interactions[{index}]", entry)
+        for index, entry in enumerate(data["interactions"])
+    )
+    yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))
 
 
 def _exchange(interaction: Any, line: int, where: str) -> Exchange:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from cachecast.core.errors import ConfigurationError, Location
 from cachecast.tokenizers.base import NON_TEXT_ID_BASE, NON_TEXT_ID_SPAN, TiktokenTokenizer
-from cachecast.tokenizers.render import NO_BREAKPOINT, Item, NonText, Part, Rendered
+from cachecast.tokenizers.render import NO_BREAKPOINT, NonText, PartItem, Rendered, RenderedPart
 from cachecast.tokenizers.types import Breakpoint, Segment
 
 DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
@@ -42,10 +42,10 @@ DEFAULT_CACHE_TOKENS = 32_000_000  # ~128 MB of uint32 ids
 IDLE_SECONDS = 3600.0
 
 
-PartKey = tuple[str, str | None, tuple[Item, ...]]
+PartKey = tuple[str, str | None, tuple[PartItem, ...]]
 
 
-def part_key(namespace: str, part: Part) -> PartKey:
+def part_key(namespace: str, part: RenderedPart) -> PartKey:
     """The cache key of a part: tokenizer namespace, role (framed parts) and the content.
 
     Keyed by the content itself rather than a digest of it: a dict lookup is content-addressed
@@ -108,7 +108,7 @@ class PendingBatch:
 
     batch: Sequence[Rendered]
     found: dict[PartKey, array[int]]
-    missed: dict[PartKey, Part]
+    missed: dict[PartKey, RenderedPart]
     texts: list[str]
     encoded: Future[list[array[int]]] | list[array[int]]
 
@@ -155,7 +155,7 @@ class BatchEncoder:
         namespace = self.tokenizer.cache_namespace
         # Pass 1: look every part up (framing included); collect the texts of missed parts.
         found: dict[PartKey, array[int]] = {}
-        missed: dict[PartKey, Part] = {}
+        missed: dict[PartKey, RenderedPart] = {}
         texts: dict[str, None] = {}
         for rendered in batch:
             for part in rendered.parts:
@@ -208,7 +208,7 @@ class BatchEncoder:
         # Each request is the ids taken over from an earlier one plus its parts' ids.
         return [self._assemble(rendered, found, namespace) for rendered in pending.batch]
 
-    def _part_ids(self, part: Part, encoded: dict[str, array[int]]) -> array[int]:
+    def _part_ids(self, part: RenderedPart, encoded: dict[str, array[int]]) -> array[int]:
         ids: array[int] = array("I")
         if part.framed:
             ids.append(self._start)
@@ -271,7 +271,7 @@ class BatchEncoder:
             rendered.encoded_explicit_breakpoints = explicit
         return result
 
-    def _inner_breakpoints(self, part: Part, start: int) -> list[Breakpoint]:
+    def _inner_breakpoints(self, part: RenderedPart, start: int) -> list[Breakpoint]:
         """Breakpoints after some of a part's items (OpenAI content-part marks): the part's
         framing before its text, then the items' own lengths (each item is encoded alone,
         so the sum is exact). Rare, so the items are simply encoded again here."""

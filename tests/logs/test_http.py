@@ -426,6 +426,23 @@ def test_har_malformed_entries(tmp_path: Path) -> None:
     assert "cachePoint" in result.errors[1].reason
 
 
+def test_har_unreadable_entries_name_their_position(tmp_path: Path) -> None:
+    # A HAR file written as one JSON document over many lines: an entry's line is its 1-based
+    # position in log.entries (as logs/har.py states); an entry that is no object, or whose
+    # request lacks a method, is an error naming that entry, and the entries after it are
+    # still read.
+    good = har_entries()[0]
+    no_method = {**good, "request": {"url": good["request"]["url"]}}
+    path = tmp_path / "entries.har"
+    path.write_text(json.dumps({"log": {"entries": ["not an entry", no_method, good]}}, indent=1))
+    result = read(path)
+    assert [r.line for r in result.requests] == [3]
+    assert [(e.line, e.field, e.reason) for e in result.errors] == [
+        (1, "log.entries[0]", "expected an entry object"),
+        (2, "log.entries[1].request", "needs method and url"),
+    ]
+
+
 def test_cassette_with_gzip_and_bad_interaction(tmp_path: Path) -> None:
     body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
     response = {"usage": {"prompt_tokens": 8, "completion_tokens": 2}}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cachecast.tokenizers import LogError, get_tokenizer, read_log, read_records
-from cachecast.tokenizers import records as records_module
+from cachecast.tokenizers import conversations as conversations_module
 from cachecast.tokenizers.base import TiktokenTokenizer
 from cachecast.tokenizers.encode import BatchEncoder, SegmentCache, rendered_text
 from cachecast.tokenizers.render import Rendered, detect_api, render, render_after
@@ -32,7 +32,7 @@ def reused(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             taken.append(rendered.prefix_parts)
         return rendered
 
-    monkeypatch.setattr(records_module, "render_after", counting)
+    monkeypatch.setattr(conversations_module, "render_after", counting)
     return taken
 
 

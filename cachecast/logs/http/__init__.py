@@ -1,0 +1,118 @@
+"""Recorded HTTP exchanges (VCR cassettes, HAR files) -> canonical records.
+
+Only calls to model endpoints are requests (``endpoints``: which endpoint, which provider);
+everything else in a recording (auth, file uploads, listing models, telemetry) is counted in
+``skipped``. Responses other than 2xx were not billed. Bodies are decoded by ``bodies``
+(compression, server-sent events, Bedrock's binary event stream); the usage the provider
+reported is read from the response, streamed or not, or its headers by ``response_usage``.
+
+Conversation state the API keeps is followed within the recording (``state``): a Responses
+request with ``previous_response_id`` gets the earlier input and output in front of its own; a
+Gemini request naming ``cachedContent`` created earlier in the recording gets the cached
+system instruction, tools and contents in front, with a cache breakpoint at their end (the
+``cache_control`` mark the renderer reads on a Gemini content). A reference to state the
+recording does not hold makes the request ``prompt_complete`` false, and so does a stored
+request body whose length differs from the ``Content-Length`` the request was sent with (a
+recording filter replaced it: the text in the file is not the prompt the provider counted).
+The recording formats hand their exchanges over as ``exchange.Exchange`` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.logs.canonical import make_record
+from cachecast.logs.errors import LogError
+from cachecast.logs.http.bodies import decode_body, decode_json
+from cachecast.logs.http.endpoints import Endpoint, model_endpoint
+from cachecast.logs.http.exchange import Exchange, body_rewritten, exchanges_of, http_date
+from cachecast.logs.http.response_usage import final_response, reported_usage, response_id
+from cachecast.logs.http.state import (
+    ApiState,
+    cache_creation_record,
+    cache_lifetimes,
+    chain_response,
+    remember_response,
+    with_cache,
+)
+from cachecast.logs.stream import Item, LogStream
+
+__all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
+
+
+def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | LogError]) -> Iterator[Item]:
+    """The model calls among ``exchanges`` as records (an unreadable exchange comes as its
+    LogError, in order). Recordings are read whole, so the lifetime of every Gemini cache
+    (its TTL, updates and deletion later in the recording) is known before its creation
+    is handed on."""
+    state = ApiState()
+    exchanges = list(exchanges)
+    state.lifetimes = cache_lifetimes(exchanges)
+    for exchange in exchanges:
+        if isinstance(exchange, LogError):
+            yield exchange.line, exchange
+            continue
+        endpoint = model_endpoint(exchange.method, exchange.url)
+        if endpoint is None:
+            stream.skip("recorded call that is not a model endpoint")
+            continue
+        try:
+            record = _record(stream, exchange, endpoint, state)
+        except RecordFieldError as exc:
+            field_path = (
+                exc.field
+                if exc.field.startswith(exchange.where)
+                else f"{exchange.where}.{exc.field}"
+            )
+            yield exchange.line, stream.error(exchange.line, field_path, exc.reason)
+            continue
+        if record is not None:
+            yield exchange.line, record
+
+
+def _record(
+    stream: LogStream, exchange: Exchange, endpoint: Endpoint, state: ApiState
+) -> dict[str, Any] | None:
+    body = decode_json(exchange.request_body, exchange.request_headers, "request.body")
+    if not isinstance(body, dict):
+        raise RecordFieldError("request.body", "expected a JSON object")
+    status = exchange.status
+    if status is not None and not 200 <= status < 300:
+        stream.skip(f"HTTP {status} response (not billed)")
+        return None
+    response = decode_body(exchange.response_body, exchange.response_headers, "response.body")
+    if endpoint.api == "gemini-cache":
+        return cache_creation_record(exchange, body, response, state)
+    # A recording filter may replace the body it stores (secrets, long prompts): the stored
+    # body is then not what was sent, whose length the request's Content-Length still gives.
+    complete = not body_rewritten(exchange)
+    cached_content: str | None = None
+    model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
+    if endpoint.api == "responses":
+        body, chained = chain_response(body, state)
+        complete = complete and chained
+    elif endpoint.api == "gemini" and isinstance(body.get("cachedContent"), str):
+        cached_content = body["cachedContent"]
+        body, merged = with_cache(body, state)
+        complete = complete and merged
+    final = final_response(response, endpoint.api)
+    if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
+        model = final["model"]
+    observed = reported_usage(endpoint, final, response, exchange.response_headers)
+    if endpoint.api == "responses" and isinstance(final, dict):
+        remember_response(body, final, state)
+    request_id = response_id(exchange.response_headers, final)
+    record = make_record(
+        request=body,
+        model=model,
+        provider=endpoint.provider,
+        timestamp=exchange.timestamp,
+        request_id=request_id,
+        observed=observed,
+        prompt_complete=complete,
+    )
+    if cached_content is not None:
+        record["cached_content"] = cached_content
+    return record

@@ -1,0 +1,86 @@
+"""Which model endpoint a recorded request went to, and the provider behind its host.
+
+============================  ===================================================  =========
+endpoint                      path                                                 body read
+============================  ===================================================  =========
+OpenAI Chat Completions       ``.../chat/completions`` (OpenAI, Azure, gateways)   chat
+OpenAI Responses              ``.../responses``                                    responses
+Anthropic Messages            ``/v1/messages``                                     anthropic
+Bedrock Converse              ``/model/{id}/converse``, ``converse-stream``        bedrock
+Bedrock InvokeModel           ``/model/{id}/invoke``, ``invoke-with-response-stream`` by body
+Gemini generateContent        ``.../models/{model}:generateContent`` (and stream)  gemini
+Gemini cachedContents         ``POST .../cachedContents``                          (cache)
+============================  ===================================================  =========
+
+The provider comes from the host (api.openai.com, *.openai.azure.com, api.anthropic.com,
+bedrock-runtime.*.amazonaws.com, generativelanguage / aiplatform.googleapis.com,
+openrouter.ai and other OpenAI-compatible APIs), the model from the body or the URL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+_HOST_PROVIDERS = (
+    ("api.openai.com", "openai"),
+    (".openai.azure.com", "azure"),
+    (".cognitiveservices.azure.com", "azure"),
+    (".services.ai.azure.com", "azure"),
+    ("api.anthropic.com", "anthropic"),
+    ("bedrock-runtime.", "bedrock"),
+    ("generativelanguage.googleapis.com", "google"),
+    ("aiplatform.googleapis.com", "google"),
+    ("openrouter.ai", "openrouter"),
+    ("api.deepseek.com", "deepseek"),
+    ("api.x.ai", "xai"),
+    ("api.moonshot.ai", "moonshot"),
+    ("api.moonshot.cn", "moonshot"),
+    ("dashscope", "alibaba"),
+    ("api.mistral.ai", "mistral"),
+    ("api.groq.com", "groq"),
+)
+BEDROCK_ACTIONS = {
+    "converse": "converse",
+    "converse-stream": "converse",
+    "invoke": "invoke",
+    "invoke-with-response-stream": "invoke",
+}
+
+
+@dataclass(slots=True)
+class Endpoint:
+    api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini, gemini-cache
+    provider: str | None
+    model: str | None  # from the URL where it names one
+
+
+def model_endpoint(method: str, url: str) -> Endpoint | None:
+    """The model endpoint a request went to, or None for any other call."""
+    if method.upper() != "POST":
+        return None
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    path = unquote(parts.path)
+    provider = next((name for pattern, name in _HOST_PROVIDERS if pattern in host), None)
+    if "bedrock-runtime" in host or ("/model/" in path and provider == "bedrock"):
+        segments = path.split("/")
+        if len(segments) >= 4 and segments[-3] == "model" and segments[-1] in BEDROCK_ACTIONS:
+            kind = BEDROCK_ACTIONS[segments[-1]]
+            return Endpoint(f"bedrock-{kind}", "bedrock", segments[-2])
+        return None
+    if ":generateContent" in path or ":streamGenerateContent" in path:
+        model = path.rsplit("/models/", 1)[-1].split(":", 1)[0] if "/models/" in path else None
+        return Endpoint("gemini", provider or "google", model)
+    if path.rstrip("/").endswith("/cachedContents"):
+        return Endpoint("gemini-cache", provider or "google", None)
+    if path.endswith("/chat/completions"):
+        model = None
+        if "/openai/deployments/" in path:  # Azure: the deployment stands for the model
+            model = path.split("/openai/deployments/", 1)[1].split("/", 1)[0]
+        return Endpoint("chat", provider, model)
+    if path.endswith("/responses"):
+        return Endpoint("responses", provider, None)
+    if path.endswith("/v1/messages") or path == "/messages":
+        return Endpoint("anthropic", provider or "anthropic", None)
+    return None

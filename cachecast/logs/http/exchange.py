@@ -1,0 +1,68 @@
+"""One recorded HTTP exchange (a VCR interaction, a HAR entry), as the recording formats hand
+it to ``cachecast.logs.http``, and what those formats read alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.logs.errors import LogError
+from cachecast.logs.stream import LogStream
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One recorded request and its response; ``where`` prefixes field paths."""
+
+    line: int
+    where: str
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: Any  # bytes, str, an already parsed value, or None
+    status: int | None
+    response_headers: dict[str, str]
+    response_body: Any
+    timestamp: float | None = None
+
+
+def body_rewritten(exchange: Exchange) -> bool:
+    """Whether the stored request body differs in length from the Content-Length sent."""
+    declared = exchange.request_headers.get("content-length", "").strip()
+    raw = exchange.request_body
+    if not declared.isdigit() or not isinstance(raw, str | bytes | bytearray):
+        return False
+    if isinstance(raw, str):
+        if exchange.request_headers.get("content-encoding"):
+            return False  # the stored text is the decoded body, the length the encoded one
+        raw = raw.encode("utf-8")
+    return len(raw) != int(declared)
+
+
+def http_date(value: str | None) -> float | None:
+    """A ``Date`` header (RFC 9110) as epoch seconds, None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def exchanges_of(
+    stream: LogStream,
+    entries: Iterable[tuple[int, str, Any]],
+    parse: Callable[[Any, int, str], Exchange],
+) -> Iterator[Exchange | LogError]:
+    """A recording's entries, each given as (its line, its path in the file, the entry), read
+    by the format's ``parse``; an entry it cannot read comes as the LogError naming its line
+    and field instead."""
+    for line, where, entry in entries:
+        try:
+            yield parse(entry, line, where)
+        except RecordFieldError as exc:
+            yield stream.error(line, exc.field, exc.reason)

@@ -1,0 +1,125 @@
+"""A recorded response -> the usage the provider reported, its request id and model.
+
+Usage comes from the response body, from a streamed body (server-sent events: Anthropic's
+``message_start`` usage updated by ``message_delta``, OpenAI's final chunk with usage,
+Responses' ``response.completed``, Gemini's last chunk; Bedrock's binary event stream), or
+from Bedrock's ``X-Amzn-Bedrock-*-Token-Count`` headers; it is normalized by
+``cachecast.logs.usage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.logs.http.endpoints import Endpoint
+from cachecast.logs.types import ObservedUsage
+from cachecast.logs.usage import normalize_usage
+
+
+def final_response(response: Any, api: str) -> Any:
+    """The response object (the last one of a stream where it has one) for its model/id."""
+    if isinstance(response, list):
+        for event in reversed(response):
+            if api == "responses" and isinstance(event.get("response"), dict):
+                return event["response"]
+            if api in ("anthropic", "bedrock-invoke") and isinstance(event.get("message"), dict):
+                return event["message"]
+        return response[-1] if response else None
+    return response
+
+
+def reported_usage(
+    endpoint: Endpoint, final: Any, response: Any, headers: dict[str, str]
+) -> ObservedUsage | None:
+    api = endpoint.api
+    usage: dict[str, Any] | None = None
+    if isinstance(response, list):
+        usage = _streamed_usage(response, api)
+    elif isinstance(response, dict):
+        key = "usageMetadata" if api == "gemini" else "usage"
+        if isinstance(response.get(key), dict):
+            usage = response[key]
+    if usage:
+        convention = {
+            "anthropic": "anthropic",
+            "bedrock-converse": "bedrock",
+            "gemini": "gemini",
+        }.get(api)
+        if api == "bedrock-invoke" and ("input_tokens" in usage or "output_tokens" in usage):
+            convention = "anthropic"
+        return normalize_usage(usage, convention=convention, path="response.body.usage")
+    return _header_usage(headers)
+
+
+def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | None:
+    if api in ("anthropic", "bedrock-invoke"):
+        merged: dict[str, Any] = {}
+        metrics = None
+        for event in events:
+            kind = event.get("type", event.get("_event"))
+            if kind == "message_start" and isinstance(event.get("message"), dict):
+                merged.update(event["message"].get("usage") or {})
+            elif kind == "message_delta" and isinstance(event.get("usage"), dict):
+                merged.update(event["usage"])  # the final output count (and totals, newer)
+            if isinstance(event.get("amazon-bedrock-invocationMetrics"), dict):
+                metrics = event["amazon-bedrock-invocationMetrics"]
+        if merged:
+            return merged
+        if metrics is not None:
+            return {
+                "inputTokens": metrics.get("inputTokenCount"),
+                "outputTokens": metrics.get("outputTokenCount"),
+                "cacheReadInputTokens": metrics.get("cacheReadInputTokenCount"),
+                "cacheWriteInputTokens": metrics.get("cacheWriteInputTokenCount"),
+            }
+        return None
+    if api == "bedrock-converse":
+        for event in reversed(events):
+            if isinstance(event.get("usage"), dict) and (
+                event.get("_event") == "metadata" or "metrics" in event
+            ):
+                return dict(event["usage"])
+        return None
+    if api == "responses":
+        for event in reversed(events):
+            response = event.get("response")
+            if isinstance(response, dict) and isinstance(response.get("usage"), dict):
+                return dict(response["usage"])
+        return None
+    key = "usageMetadata" if api == "gemini" else "usage"
+    for event in reversed(events):  # OpenAI's final chunk, Gemini's last chunk
+        if isinstance(event.get(key), dict) and event[key]:
+            return dict(event[key])
+    return None
+
+
+def _header_usage(headers: dict[str, str]) -> ObservedUsage | None:
+    """Bedrock InvokeModel's token-count headers (input excludes cache reads and writes)."""
+    names = {
+        "inputTokens": "x-amzn-bedrock-input-token-count",
+        "outputTokens": "x-amzn-bedrock-output-token-count",
+        "cacheReadInputTokens": "x-amzn-bedrock-cache-read-input-token-count",
+        "cacheWriteInputTokens": "x-amzn-bedrock-cache-write-input-token-count",
+    }
+    usage: dict[str, Any] = {}
+    for key, header in names.items():
+        value = headers.get(header)
+        if value is not None:
+            if not value.strip().isdigit():
+                raise RecordFieldError(
+                    f"response.headers.{header}", f"expected a count, got {value!r}"
+                )
+            usage[key] = int(value)
+    if not usage:
+        return None
+    return normalize_usage(usage, convention="bedrock", path="response.headers")
+
+
+def response_id(headers: dict[str, str], final: Any) -> str | None:
+    for header in ("x-request-id", "request-id", "x-amzn-requestid", "apim-request-id"):
+        if headers.get(header):
+            return headers[header]
+    if isinstance(final, dict) and isinstance(final.get("id"), str):
+        return str(final["id"])
+    return None

@@ -1,0 +1,236 @@
+"""Conversation state the APIs keep between calls, followed within a recording.
+
+A Responses request with ``previous_response_id`` gets the earlier input and output in front
+of its own. A Gemini ``cachedContents`` creation becomes a record of its own (its content is
+its prompt), with the lifetime the recording shows (its TTL, moved by later updates, cut by
+a deletion); a request naming that ``cachedContent`` gets the cached system instruction,
+tools and contents in front, with a cache breakpoint at their end (the ``cache_control``
+mark the renderer reads on a Gemini content). A reference to state the recording does not
+hold leaves the request's prompt incomplete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.logs.canonical import make_record
+from cachecast.logs.errors import LogError
+from cachecast.logs.http.bodies import decode_body, decode_json
+from cachecast.logs.http.exchange import Exchange
+from cachecast.logs.types import ObservedUsage
+
+
+@dataclass(slots=True)
+class ApiState:
+    """What the API keeps between calls, as far as the recording shows it."""
+
+    responses: dict[str, list[Any]] = field(default_factory=dict)  # response id -> items
+    caches: dict[str, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
+    # cachedContents name -> (created, lifetime seconds, deleted before its TTL ran out)
+    lifetimes: dict[str, tuple[float | None, int, bool]] = field(default_factory=dict)
+
+
+GEMINI_DEFAULT_TTL_SECONDS = 3600  # "If not set, the TTL defaults to 1 hour" (Gemini docs)
+
+
+def chain_response(body: dict[str, Any], state: ApiState) -> tuple[dict[str, Any], bool]:
+    previous = body.get("previous_response_id")
+    if previous is None:
+        return body, True
+    earlier = state.responses.get(previous) if isinstance(previous, str) else None
+    if earlier is None:
+        return body, False  # the earlier turns are not in the recording
+    current = body.get("input", [])
+    items = (
+        [{"type": "message", "role": "user", "content": current}]
+        if isinstance(current, str)
+        else list(current)
+    )
+    chained = {k: v for k, v in body.items() if k != "previous_response_id"}
+    chained["input"] = [*earlier, *items]
+    return chained, True
+
+
+def remember_response(body: dict[str, Any], final: dict[str, Any], state: ApiState) -> None:
+    response_id = final.get("id")
+    output = final.get("output")
+    if not isinstance(response_id, str) or not isinstance(output, list):
+        return
+    current = body.get("input", [])
+    items = (
+        [{"type": "message", "role": "user", "content": current}]
+        if isinstance(current, str)
+        else list(current)
+    )
+    state.responses[response_id] = [*items, *(i for i in output if isinstance(i, dict))]
+
+
+def _ttl_name(ttl: Any) -> str | None:
+    """Gemini's ``ttl`` (``"3600s"``) as a TTL option name (``1h``, ``5m``, ``90s``)."""
+    if not isinstance(ttl, str) or not ttl.endswith("s"):
+        return None
+    try:
+        seconds = float(ttl[:-1])
+    except ValueError:
+        return None
+    whole = int(seconds)
+    if whole != seconds or whole <= 0:
+        return f"{ttl}"
+    if whole % 3600 == 0:
+        return f"{whole // 3600}h"
+    if whole % 60 == 0:
+        return f"{whole // 60}m"
+    return f"{whole}s"
+
+
+CACHE_KEYS = ("contents", "systemInstruction", "system_instruction", "tools")
+
+
+def cache_creation_record(
+    exchange: Exchange, body: dict[str, Any], response: Any, state: ApiState
+) -> dict[str, Any] | None:
+    """A ``cachedContents`` creation as a record of its own: its content is its prompt
+    (billed at the input price when created), its lifetime what the recording shows."""
+    name = response.get("name") if isinstance(response, dict) else None
+    if not isinstance(name, str):
+        raise RecordFieldError("response.body.name", "a cachedContents creation names no cache")
+    cached: dict[str, Any] = {k: body[k] for k in CACHE_KEYS if k in body}
+    ttl = _ttl_name(body.get("ttl"))
+    state.caches[name] = (cached, ttl)
+    _, lifetime, deleted = state.lifetimes.get(
+        name, (exchange.timestamp, GEMINI_DEFAULT_TTL_SECONDS, False)
+    )
+    count = None
+    usage = response.get("usageMetadata") if isinstance(response, dict) else None
+    if isinstance(usage, dict) and isinstance(usage.get("totalTokenCount"), int):
+        count = usage["totalTokenCount"]
+    model = body.get("model")
+    record = make_record(
+        request={**cached, "contents": cached.get("contents", [])},
+        model=model.removeprefix("models/") if isinstance(model, str) else None,
+        provider="google",
+        timestamp=exchange.timestamp,
+        request_id=name,
+        observed=(
+            ObservedUsage(input_tokens=count, cache_write_tokens=count, output_tokens=0)
+            if count is not None
+            else None
+        ),
+    )
+    record["cache_creation"] = {
+        "name": name,
+        "lifetime_seconds": lifetime,
+        "ttl": ttl,
+        "deleted": deleted,
+    }
+    return record
+
+
+def _seconds(ttl: Any) -> int | None:
+    if isinstance(ttl, str) and ttl.endswith("s"):
+        try:
+            return max(0, round(float(ttl[:-1])))
+        except ValueError:
+            return None
+    return None
+
+
+def _moment(value: Any) -> float | None:
+    """An RFC 3339 ``expireTime`` as epoch seconds."""
+    if not isinstance(value, str):
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def cache_lifetimes(
+    exchanges: list[Exchange | LogError],
+) -> dict[str, tuple[float | None, int, bool]]:
+    """Every cache the recording creates: (created, lifetime in seconds, deleted early).
+
+    The lifetime runs from the creation to the expiry its TTL (or ``expireTime``) sets, as
+    moved by later updates (``PATCH .../cachedContents/NAME``), or to its deletion
+    (``DELETE``) where that comes first; a recording without times keeps the TTL."""
+    lifetimes: dict[str, tuple[float | None, int, bool]] = {}
+    expiries: dict[str, float | None] = {}
+    for exchange in exchanges:
+        if isinstance(exchange, LogError) or not _is_success(exchange.status):
+            continue
+        path = unquote(urlsplit(exchange.url).path).rstrip("/")
+        if "/cachedContents" not in path:
+            continue
+        method = exchange.method.upper()
+        now = exchange.timestamp
+        try:
+            body = decode_json(exchange.request_body, exchange.request_headers, "request.body")
+        except RecordFieldError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        if method == "POST" and path.endswith("/cachedContents"):
+            try:
+                response = decode_body(
+                    exchange.response_body, exchange.response_headers, "response.body"
+                )
+            except RecordFieldError:
+                continue
+            name = response.get("name") if isinstance(response, dict) else None
+            if not isinstance(name, str):
+                continue
+            ttl = _seconds(body.get("ttl"))
+            expiry = _moment(body.get("expireTime"))
+            if expiry is None and now is not None:
+                expiry = now + (ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS)
+            lifetime = ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS
+            if expiry is not None and now is not None:
+                lifetime = max(0, round(expiry - now))
+            lifetimes[name] = (now, lifetime, False)
+            expiries[name] = expiry
+            continue
+        name = "cachedContents/" + path.rsplit("/cachedContents/", 1)[-1]
+        if name not in lifetimes or "/cachedContents/" not in path:
+            continue
+        created = lifetimes[name][0]
+        if method == "PATCH" and now is not None and created is not None:
+            ttl = _seconds(body.get("ttl"))
+            expiry = _moment(body.get("expireTime")) or (now + ttl if ttl is not None else None)
+            if expiry is not None:
+                expiries[name] = expiry
+                lifetimes[name] = (created, max(0, round(expiry - created)), False)
+        elif method == "DELETE":
+            expiry = expiries.get(name)
+            if now is not None and created is not None and (expiry is None or now < expiry):
+                lifetimes[name] = (created, max(0, round(now - created)), True)
+    return lifetimes
+
+
+def _is_success(status: int | None) -> bool:
+    return status is None or 200 <= status < 300
+
+
+def with_cache(body: dict[str, Any], state: ApiState) -> tuple[dict[str, Any], bool]:
+    name = body["cachedContent"]
+    merged = {k: v for k, v in body.items() if k != "cachedContent"}
+    found = state.caches.get(name)
+    if found is None:
+        return merged, False  # created outside the recording: its content is unknown
+    cached, ttl = found
+    marker: dict[str, Any] = {"type": "ephemeral"}
+    if ttl is not None:
+        marker["ttl"] = ttl
+    contents = [dict(c) if isinstance(c, dict) else c for c in cached.get("contents", [])]
+    for key in ("systemInstruction", "system_instruction", "tools"):
+        if key in cached:
+            merged[key] = cached[key]
+    if contents and isinstance(contents[-1], dict):
+        contents[-1]["cache_control"] = marker
+    elif isinstance(merged.get("systemInstruction"), dict):
+        merged["systemInstruction"] = {**merged["systemInstruction"], "cache_control": marker}
+    merged["contents"] = [*contents, *body.get("contents", [])]
+    return merged, True

@@ -1,0 +1,246 @@
+"""The reading pipeline behind ``records.read_log`` and ``records.read_records``: numbered
+records -> :class:`TokenizedRequest`, in order, with every bad line reported.
+
+Pipelined by batches of :data:`BATCH_SIZE`: batch k's new texts are encoded on a background
+thread (``encode.BatchEncoder``) while batch k is handed out and batch k+1 is parsed and
+rendered. Bad lines travel in their batch and are reported (or raised, strict) in line order
+between the requests. Parsing a record's wrapper is ``record_fields``; keeping conversations
+open for the next request to take over is ``conversations``; making the request from its ids
+is ``request_build``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError, UnknownModelError
+from cachecast.logs.errors import LogError
+from cachecast.logs.usage import observed_usage
+from cachecast.tokenizers.base import TiktokenTokenizer
+from cachecast.tokenizers.calibration import Calibrator
+from cachecast.tokenizers.conversations import OpenConversations
+from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
+from cachecast.tokenizers.record_fields import (
+    optional_str,
+    provider_of,
+    timestamp_of,
+    wrapped_body,
+)
+from cachecast.tokenizers.registry import get_tokenizer
+from cachecast.tokenizers.render import detect_api, render
+from cachecast.tokenizers.request_build import (
+    EncodedIds,
+    ModelChoice,
+    ParsedRecord,
+    RequestBuilder,
+)
+from cachecast.tokenizers.types import ObservedUsage, TokenizedRequest
+
+BATCH_SIZE = 256
+
+_Item = ParsedRecord | TokenizedRequest | LogError
+
+
+@dataclass(slots=True)
+class _Started:
+    """A batch whose tiktoken encoding has begun (see ``LogReader.start``)."""
+
+    items: list[_Item]
+    pending: list[tuple[BatchEncoder, list[ParsedRecord], PendingBatch]]
+
+
+class LogReader:
+    """Reads one log's numbered records. ``reuse``: the records are ours alone (nobody
+    changes one after handing it over), so a conversation's later requests may take its
+    earlier rendering over. ``first_timestamp`` is what records without a timestamp get
+    before any record with one."""
+
+    def __init__(
+        self,
+        source: str,
+        models: ModelChoice,
+        strict: bool,
+        errors: list[LogError] | None,
+        cache: SegmentCache | None,
+        reuse: bool,
+        calibrator: Calibrator | None = None,
+        first_timestamp: float = 0.0,
+    ) -> None:
+        self.source = source
+        self.models = models
+        self.strict = strict
+        self.errors = errors
+        self.cache = cache if cache is not None else SegmentCache()
+        self.encoders: dict[str, BatchEncoder] = {}
+        if calibrator is None:
+            calibrator = Calibrator(models.model)
+        self.builder = RequestBuilder(source, models, calibrator)
+        self.builder.last_timestamp = first_timestamp
+        # Latest rendered request per conversation (None: no reuse).
+        self.conversations = OpenConversations() if reuse else None
+        self.newest = 0.0  # the latest timestamp read: the log's "now"
+
+    def read(
+        self, numbered: Iterator[tuple[int, dict[str, Any] | LogError]]
+    ) -> Iterator[TokenizedRequest]:
+        """The requests of ``numbered`` (line number, record or the line's error) in order."""
+        try:
+            batch: list[_Item] = []
+            started: _Started | None = None
+            for number, record in numbered:
+                batch.append(record if isinstance(record, LogError) else self.parse(number, record))
+                if len(batch) >= BATCH_SIZE:
+                    done = self.complete(started) if started is not None else []
+                    started = self.start(batch)
+                    batch = []
+                    yield from self.emit(done)
+            done = self.complete(started) if started is not None else []
+            started = self.start(batch)
+            yield from self.emit(done)
+            yield from self.emit(self.complete(started))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for encoder in self.encoders.values():
+            encoder.close()
+
+    def fail(self, error: LogError) -> None:
+        if self.strict:
+            raise error
+        if self.errors is not None:
+            self.errors.append(error)
+
+    def parse(self, number: int, record: dict[str, Any]) -> _Item:
+        try:
+            return self._parse(number, record)
+        except RecordFieldError as exc:
+            return LogError(self.source, number, exc.field, exc.reason)
+        except UnknownModelError as exc:
+            return LogError(self.source, number, "model", str(exc))
+        except LimitExceededError as exc:
+            raise self.at_line(exc, number) from None
+
+    def _parse(self, number: int, record: dict[str, Any]) -> ParsedRecord | TokenizedRequest:
+        body = wrapped_body(record)
+        timestamp = timestamp_of(record, body)
+        if "hash_ids" in body or "input_length" in body:
+            return self.builder.mooncake(number, record, body)
+        models = self.models
+        provider = provider_of(record) or models.default_provider
+        logged_model = (
+            optional_str(record, "model") or optional_str(body, "model") or models.default_model
+        )
+        model = models.model or logged_model
+        if model is None and "tokens" not in body:
+            raise RecordFieldError("model", "no model in the record and none given (--model)")
+        # Raises UnknownModelError early, with this line's number.
+        tokenizer = get_tokenizer(model) if model is not None else None
+        api = detect_api(body, provider)
+        if timestamp is not None and timestamp > self.newest:
+            self.newest = timestamp
+        if self.conversations is None:
+            rendered = render(body, api)
+        else:
+            rendered = self.conversations.render(body, api, model, tokenizer, record, self.newest)
+        if "cache_creation" in record:
+            rendered.reply_priming = False  # a cache's content: no reply follows it
+        return ParsedRecord(
+            number,
+            record,
+            body,
+            model,
+            logged_model,
+            tokenizer,
+            provider,
+            timestamp,
+            rendered,
+        )
+
+    def start(self, items: list[_Item]) -> _Started:
+        """Begin encoding a batch's tiktoken requests (their new texts on a thread)."""
+        self.cache.now = self.newest  # the segment cache forgets parts idle in log time
+        by_model: dict[str, list[ParsedRecord]] = {}
+        for item in items:
+            if isinstance(item, ParsedRecord) and item.model is not None:
+                by_model.setdefault(item.model, []).append(item)
+        pending: list[tuple[BatchEncoder, list[ParsedRecord], PendingBatch]] = []
+        for parsed in by_model.values():
+            tokenizer = parsed[0].tokenizer
+            if not isinstance(tokenizer, TiktokenTokenizer):
+                continue
+            todo = [p for p in parsed if p.rendered is not None and p.rendered.tokens is None]
+            encoder = self.encoders.get(tokenizer.key)
+            if encoder is None:
+                encoder = self.encoders[tokenizer.key] = BatchEncoder(tokenizer, self.cache)
+            started = encoder.begin_batch([p.rendered for p in todo if p.rendered is not None])
+            pending.append((encoder, todo, started))
+        return _Started(items, pending)
+
+    def complete(self, started: _Started) -> list[TokenizedRequest | LogError]:
+        """Finish a started batch: its requests and bad lines, in line order.
+
+        Requests that report their prompt length are built first, so that the calibration
+        of approximate tokenizations has learned from the batch's usage before it sizes the
+        batch's requests without usage (``calibration``)."""
+        # By the parsed item itself: records of one line (a HAR or JSON document written on a
+        # single line) share their line number.
+        encoded: dict[int, EncodedIds] = {}
+        for encoder, todo, pending in started.pending:
+            for parsed, ids in zip(todo, encoder.end_batch(pending), strict=True):
+                encoded[id(parsed)] = (
+                    ids.tokens,
+                    ids.segments,
+                    ids.breakpoints,
+                    ids.implicit_offset,
+                )
+        done: list[TokenizedRequest | LogError | None] = [None] * len(started.items)
+        later: list[tuple[int, ParsedRecord, ObservedUsage | None]] = []
+        for index, item in enumerate(started.items):
+            if isinstance(item, TokenizedRequest | LogError):
+                done[index] = item
+                continue
+            assert isinstance(item, ParsedRecord) and item.rendered is not None
+            try:
+                observed = observed_usage(item.record, item.rendered.api)
+            except RecordFieldError as exc:
+                done[index] = LogError(self.source, item.line, exc.field, exc.reason)
+                continue
+            except LimitExceededError as exc:
+                raise self.at_line(exc, item.line) from None
+            if observed is not None and observed.input_tokens is not None:
+                done[index] = self._built(item, encoded.get(id(item)), observed)
+            else:
+                later.append((index, item, observed))
+        for index, item, observed in later:
+            done[index] = self._built(item, encoded.get(id(item)), observed)
+        return [item for item in done if item is not None]
+
+    def _built(
+        self,
+        item: ParsedRecord,
+        encoded: EncodedIds | None,
+        observed: ObservedUsage | None,
+    ) -> TokenizedRequest | LogError:
+        try:
+            return self.builder.build(item, encoded, observed)
+        except RecordFieldError as exc:
+            return LogError(self.source, item.line, exc.field, exc.reason)
+        except LimitExceededError as exc:
+            raise self.at_line(exc, item.line) from None
+
+    def at_line(self, error: LimitExceededError, line: int) -> LimitExceededError:
+        """A size over its limit is never a line to skip: the read stops there, the error
+        naming this log's line (docs/limits.md)."""
+        error.location = Location(source=self.source, line=line, field=error.location.field)
+        error.args = (error.one_line(),)
+        return error
+
+    def emit(self, done: list[TokenizedRequest | LogError]) -> Iterator[TokenizedRequest]:
+        for item in done:
+            if isinstance(item, LogError):
+                self.fail(item)
+            else:
+                yield item

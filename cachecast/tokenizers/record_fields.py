@@ -1,0 +1,167 @@
+"""The fields of a log record's wrapper, read and checked (see ``records`` for the shape):
+its body, timestamp, scope, request id, provider, output length, whether its prompt is
+complete, and its request-level caching controls. Each bad field raises
+:class:`RecordFieldError` naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.core.limits import check_tokens
+from cachecast.logs.providers import normalize_provider_name
+from cachecast.tokenizers.render import Rendered
+from cachecast.tokenizers.types import NO_CONTROLS, CacheControls, CacheCreation, ObservedUsage
+
+SCOPE_FIELDS = (
+    "org",
+    "organization",
+    "project",
+    "api_key",
+    "prompt_cache_key",
+    "cache_salt",
+    "user",
+)
+WRAPPER_KEYS = ("request", "body")
+
+
+def wrapped_body(record: dict[str, Any]) -> dict[str, Any]:
+    """The request body of a wrapper record (``request``, or ``body`` in OpenAI batch files),
+    or the record itself where it is a bare body."""
+    for key in WRAPPER_KEYS:
+        if key in record:
+            if not isinstance(record[key], dict):
+                raise RecordFieldError(key, f"expected an object, got {type(record[key]).__name__}")
+            body: dict[str, Any] = record[key]
+            return body
+    return record
+
+
+def cache_controls(
+    record: dict[str, Any], rendered: Rendered, implicit: int | None
+) -> CacheControls:
+    """The request-level caching controls of a record (see ``CacheControls``)."""
+    cached = optional_str(record, "cached_content")
+    creates = cache_creation(record)
+    if (
+        implicit is None
+        and rendered.implicit_breakpoint
+        and rendered.cache_ttl is None
+        and cached is None
+        and creates is None
+    ):
+        return NO_CONTROLS
+    return CacheControls(
+        implicit_breakpoint=rendered.implicit_breakpoint,
+        implicit_offset=implicit,
+        ttl=rendered.cache_ttl,
+        cached_content=cached,
+        creates=creates,
+    )
+
+
+def cache_creation(record: dict[str, Any]) -> CacheCreation | None:
+    """The canonical ``cache_creation`` key: this record creates a named cache object."""
+    value = record.get("cache_creation")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RecordFieldError("cache_creation", "expected an object")
+    name = value.get("name")
+    lifetime = value.get("lifetime_seconds")
+    if not isinstance(name, str) or not name:
+        raise RecordFieldError("cache_creation.name", "expected the cache's name")
+    if not isinstance(lifetime, int) or isinstance(lifetime, bool) or lifetime < 0:
+        raise RecordFieldError("cache_creation.lifetime_seconds", "expected whole seconds >= 0")
+    ttl = value.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise RecordFieldError("cache_creation.ttl", "expected a TTL name such as '1h'")
+    return CacheCreation(name, lifetime, ttl, value.get("deleted") is True)
+
+
+def optional_str(record: dict[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RecordFieldError(key, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def count_field(record: dict[str, Any], key: str) -> int:
+    if key not in record:
+        raise RecordFieldError(key, "missing")
+    value = record[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RecordFieldError(key, f"expected an integer, got {value!r}")
+    if value < 0:
+        raise RecordFieldError(key, f"negative length {value}")
+    check_tokens(value, key)
+    return value
+
+
+def timestamp_of(record: dict[str, Any], body: dict[str, Any]) -> float | None:
+    raw = record.get("timestamp", record.get("created_at", body.get("timestamp")))
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        raise RecordFieldError("timestamp", "expected ISO 8601 or epoch seconds, got a boolean")
+    if isinstance(raw, int | float):
+        if not math.isfinite(raw) or raw < 0:
+            raise RecordFieldError("timestamp", f"expected a non-negative epoch, got {raw!r}")
+        return raw / 1000.0 if raw > 1e11 else float(raw)
+    if isinstance(raw, str):
+        try:
+            moment = datetime.fromisoformat(raw)
+        except ValueError as exc:
+            raise RecordFieldError("timestamp", f"not ISO 8601: {raw!r}") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    raise RecordFieldError("timestamp", f"expected ISO 8601 or epoch, got {type(raw).__name__}")
+
+
+def scope_of(record: dict[str, Any], body: dict[str, Any]) -> str:
+    explicit = record.get("scope")
+    if explicit is not None:
+        if isinstance(explicit, bool) or not isinstance(explicit, str | int):
+            raise RecordFieldError("scope", f"expected a string, got {type(explicit).__name__}")
+        return str(explicit)
+    pairs = []
+    for key in SCOPE_FIELDS:
+        value = record.get(key, body.get(key))
+        if value is not None:
+            pairs.append(f"{key}={value}")
+    return ";".join(pairs) if pairs else "default"
+
+
+def request_id_of(record: dict[str, Any], source: str, line: int) -> str:
+    for key in ("request_id", "id", "custom_id"):
+        value = record.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return f"{Path(source).name}:{line}"
+
+
+def provider_of(record: dict[str, Any]) -> str | None:
+    name = optional_str(record, "provider")
+    return None if name is None else normalize_provider_name(name)
+
+
+def prompt_complete(record: dict[str, Any]) -> bool:
+    value = record.get("prompt_complete", True)
+    if value is not True and value is not False:
+        raise RecordFieldError("prompt_complete", f"expected true or false, got {value!r}")
+    return value
+
+
+def output_tokens(record: dict[str, Any], observed: ObservedUsage | None) -> int:
+    if "output_tokens" in record:
+        return count_field(record, "output_tokens")
+    if observed is not None and observed.output_tokens is not None:
+        return observed.output_tokens
+    return 0
