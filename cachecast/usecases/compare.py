@@ -27,7 +27,7 @@ import json
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 from pydantic import ConfigDict, Field
@@ -129,18 +129,18 @@ class LogSummary(Report):
     block_size: int
 
     @classmethod
-    def figures(cls, sources: list[str], sized: SizedLog) -> dict[str, Any]:
-        """The fields of the summary (for reports that add their own)."""
-        return {
+    def of(cls, sources: list[str], sized: SizedLog, **given: Any) -> Self:
+        """The summary of ``sized``, read from ``sources``: the fields named otherwise than
+        its attributes are set here, those of ``given`` (a subclass's that ``sized`` lacks)
+        as given, every other one is ``sized``'s attribute of that name."""
+        renamed = {
             "sources": sources,
             "requests": sized.count,
-            "input_tokens": sized.input_tokens,
-            "output_tokens": sized.output_tokens,
             "duration_s": sized.duration,
-            "arrival_rate_per_s": sized.arrival_rate_per_s,
             "mean_decode_context_tokens": sized.decode_context,
-            "block_size": sized.block_size,
         }
+        named = cls.model_fields.keys() - renamed.keys() - given.keys()
+        return cls(**renamed, **given, **{name: getattr(sized, name) for name in named})
 
 
 class CompareLog(LogSummary):
@@ -477,14 +477,8 @@ def compare(
     return CompareReport(
         deployment=DeploymentFacts.of(sized.deployment),
         capacity=CapacityFacts.of(sized.capacity),
-        log=CompareLog(
-            **LogSummary.figures(request.log.source_names, sized),
-            mean_input_tokens=sized.mean_input_tokens,
-            p95_input_tokens=sized.p95_input_tokens,
-            max_input_tokens=sized.max_input_tokens,
-            state_checkpoint_tokens=request.state_checkpoint,
-            tokenizer=sized.tokenizer,
-            exact_tokens=sized.exact_tokens,
+        log=CompareLog.of(
+            request.log.source_names, sized, state_checkpoint_tokens=request.state_checkpoint
         ),
         timing_source=result.timing_source,
         gpu_price_per_hour=request.gpu_price,

@@ -147,7 +147,7 @@ def fleet(request: FleetRequest, *, progress: Progress | None = None) -> FleetRe
         ),
         deployment=DeploymentFacts.of(deployment),
         capacity=CapacityFacts.of(kv),
-        log=LogSummary(**LogSummary.figures(sources, sized)),
+        log=LogSummary.of(sources, sized),
         policies=policies,
         skipped_lines=skipped_lines(passes.errors),
         errors=issues_of(passes.errors),
