@@ -155,14 +155,14 @@ class CompareLog(LogSummary):
 class HostedBill(Report):
     """One hosted target's bill for the log, as ``estimate`` priced it."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     provider: str
     model: str
     contract: ContractReference
     hit_rate: float
     cost: CostBreakdown
     cost_without_cache: Money
-
-    model_config = ConfigDict(from_attributes=True)
 
     @classmethod
     def of(cls, result: TargetEstimate) -> HostedBill:
