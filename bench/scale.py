@@ -201,7 +201,7 @@ def run_mode(args: argparse.Namespace) -> None:
     import ray
 
     from cachecast.contracts import ContractStore
-    from cachecast.passes.ray_executor import RayExecutor, wait_for_cluster
+    from cachecast.passes.ray.executor import RayExecutor, wait_for_cluster
     from cachecast.simulator.pricing import PerRequestRow
     from cachecast.usecases.estimate import estimate
 
@@ -311,7 +311,7 @@ def executor_options(given: list[str]) -> dict[str, Any]:
 
 def ray_run(request: Any, store: Any, executors: list[Any], options: dict[str, Any]) -> Any:
     """One Ray estimate per call, each executor kept for its stage figures."""
-    from cachecast.passes.ray_executor import RayExecutor
+    from cachecast.passes.ray.executor import RayExecutor
     from cachecast.usecases.estimate import estimate
 
     def run() -> dict[str, Any]:

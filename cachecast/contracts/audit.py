@@ -1,10 +1,11 @@
 """``contracts audit``: our stored terms on a date held against public price maps.
 
-Two maps are read: LiteLLM's ``model_prices_and_context_window_backup.json`` (the file its
-wheel ships, read without importing litellm, or any file in that format) and genai-prices'
-bundled provider data (or its ``data.json``). Both are optional dependencies (the ``audit``
-extra). Every disagreement names both values and both sources, so drift between our dated
-contracts and the maps is visible; neither side is assumed right.
+Two maps are read (:mod:`price_maps`): LiteLLM's
+``model_prices_and_context_window_backup.json`` (the file its wheel ships, read without
+importing litellm, or any file in that format) and genai-prices' bundled provider data (or
+its ``data.json``). Both are optional dependencies (the ``audit`` extra). Every disagreement
+names both values and both sources, so drift between our dated contracts and the maps is
+visible; neither side is assumed right.
 
 Prices are compared per million tokens as exact decimals. A map entry is matched to the
 contract the store would choose for its model id (exact id, then aliases), on the day asked.
@@ -13,9 +14,6 @@ contract the store would choose for its model id (exact id, then aliases), on th
 from __future__ import annotations
 
 import datetime as dt
-import importlib.metadata
-import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
@@ -25,19 +23,24 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cachecast.contracts.errors import ContractFormatError
 from cachecast.contracts.model import ContractTerms
-from cachecast.contracts.serialize import loads_json
+from cachecast.contracts.price_maps import (
+    AuditError,
+    genai_price,
+    litellm_model_id,
+    litellm_tiers,
+    per_mtok,
+    read_genai_prices,
+    read_litellm,
+)
 from cachecast.contracts.sqltypes import canonical_decimal, decimal_text
 from cachecast.contracts.store import ContractStore, _best_alias_match, normalize_provider
-from cachecast.core.errors import MissingExtraError, UnknownContractError
+from cachecast.core.errors import UnknownContractError
 
-_MILLION = Decimal(1_000_000)
-LITELLM_DATA_FILE = "litellm/model_prices_and_context_window_backup.json"
 # Modes whose prompts our simulator prices; image, audio and embedding entries are not compared.
 TEXT_MODES = frozenset({"chat", "responses", "completion"})
 
-# Our provider ids -> LiteLLM's ``litellm_provider`` values and the key prefixes they use.
+# Our provider ids -> LiteLLM's ``litellm_provider`` values (key prefixes: ``price_maps``).
 LITELLM_PROVIDERS: dict[str, tuple[str, ...]] = {
     "openai": ("openai",),
     "azure": ("azure",),
@@ -50,7 +53,6 @@ LITELLM_PROVIDERS: dict[str, tuple[str, ...]] = {
     "xai": ("xai",),
     "alibaba": ("dashscope",),
 }
-_KEY_PREFIXES = ("azure/", "gemini/", "vertex_ai/", "xai/", "moonshot/", "dashscope/", "deepseek/")
 # Our provider ids -> genai-prices provider ids.
 GENAI_PROVIDERS: dict[str, str] = {
     "openai": "openai",
@@ -63,10 +65,6 @@ GENAI_PROVIDERS: dict[str, str] = {
     "moonshot": "moonshotai",
     "xai": "x-ai",
 }
-
-
-class AuditError(ContractFormatError):
-    """A price map cannot be read (not installed, unreadable, malformed)."""
 
 
 class MapName(StrEnum):
@@ -129,14 +127,64 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else decimal_text(canonical_decimal(value))
 
 
-def _per_mtok(value: Any) -> Decimal | None:
-    if value is None or isinstance(value, bool):
-        return None
-    return canonical_decimal(Decimal(value) * _MILLION)
-
-
 def _version_label(terms: ContractTerms) -> str:
     return f"{terms.provider}/{terms.model}@{terms.effective_from.isoformat()} ({terms.source})"
+
+
+class _Differences:
+    """One contract held against one map's entry (``their_source``): every disagreement, in
+    the order the terms are compared. Both maps are compared through it."""
+
+    def __init__(self, terms: ContractTerms, name: MapName, their_source: str) -> None:
+        self.terms = terms
+        self.name = name
+        self.their_source = their_source
+        self.found: list[Disagreement] = []
+
+    def add(self, kind: DisagreementKind, field: str, ours: str | None, theirs: str | None) -> None:
+        self.found.append(
+            Disagreement(
+                kind=kind,
+                map=self.name,
+                provider=self.terms.provider,
+                model=self.terms.model,
+                field=field,
+                ours=ours,
+                theirs=theirs,
+                our_source=_version_label(self.terms),
+                their_source=self.their_source,
+            )
+        )
+
+    def differ(
+        self, kind: DisagreementKind, field: str, ours: Decimal | None, theirs: Decimal | None
+    ) -> None:
+        """A disagreement where two prices (USD per MTok; None: none) are not equal."""
+        if ours != theirs:
+            self.add(kind, field, _text(ours), _text(theirs))
+
+    def long_context_tiers(
+        self,
+        inputs: Mapping[int, Decimal],
+        outputs: Mapping[int, Decimal],
+        reads: Mapping[int, Decimal] | None = None,
+    ) -> None:
+        """Our long-context tiers against the map's, by threshold (input tokens above which a
+        tier applies): input and output prices, and cache reads where the map prices them."""
+        terms = self.terms
+        ours = {tier.above_input_tokens: tier for tier in terms.long_context_tiers}
+        kind = DisagreementKind.LONG_CONTEXT_TIER
+        for threshold in sorted(set(inputs) | set(ours)):
+            mine = ours.get(threshold)
+            label = f"tier>{threshold}"
+            ours_input = mine.input_per_mtok if mine else None
+            ours_output = mine.output_per_mtok if mine else None
+            self.differ(kind, f"{label}.input", ours_input, inputs.get(threshold))
+            self.differ(kind, f"{label}.output", ours_output, outputs.get(threshold))
+            read = None if reads is None else reads.get(threshold)
+            if mine and read is not None:
+                our_read = mine.input_per_mtok * terms.read_multiplier
+                self.differ(kind, f"{label}.cache_read", our_read, read)
 
 
 class _Resolver:
@@ -164,94 +212,23 @@ class _Resolver:
 # ------------------------------------------------------------------------------- LiteLLM
 
 
-def litellm_bundled_file() -> tuple[Path, str]:
-    """The price map inside the installed litellm wheel (found without importing litellm)."""
-    try:
-        distribution = importlib.metadata.distribution("litellm")
-    except importlib.metadata.PackageNotFoundError:
-        # A LiteLLM-format file given instead needs no package.
-        raise MissingExtraError(
-            "contracts audit without --litellm FILE", "audit", "litellm"
-        ) from None
-    path = Path(str(distribution.locate_file(LITELLM_DATA_FILE)))
-    return path, distribution.version
-
-
-def read_litellm(path: Path | None = None) -> tuple[dict[str, Any], str, str]:
-    """(entries, version, location) of a LiteLLM price map; the bundled one by default."""
-    version = "file"
-    if path is None:
-        path, version = litellm_bundled_file()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise AuditError(str(path), "", "", f"cannot read: {error.strerror}") from error
-    data = loads_json(text, str(path))
-    if not isinstance(data, dict):
-        raise AuditError(str(path), "", "", "a LiteLLM price map must be a JSON object")
-    return data, version, str(path)
-
-
-def _litellm_model_id(key: str) -> str:
-    for prefix in _KEY_PREFIXES:
-        if key.startswith(prefix):
-            return key[len(prefix) :]
-    return key
-
-
-def _litellm_tiers(entry: Mapping[str, Any]) -> dict[int, tuple[Decimal, Decimal, Decimal | None]]:
-    tiers: dict[int, tuple[Decimal, Decimal, Decimal | None]] = {}
-    for key, value in entry.items():
-        match = re.fullmatch(r"input_cost_per_token_above_(\d+)k_tokens", key)
-        if match is None:
-            continue
-        size = match.group(1)
-        output = entry.get(f"output_cost_per_token_above_{size}k_tokens")
-        read = entry.get(f"cache_read_input_token_cost_above_{size}k_tokens")
-        tier_input = _per_mtok(value)
-        tier_output = _per_mtok(output if output is not None else entry["output_cost_per_token"])
-        if tier_input is not None and tier_output is not None:
-            tiers[int(size) * 1000] = (tier_input, tier_output, _per_mtok(read))
-    return tiers
-
-
 def _compare_litellm(
     terms: ContractTerms, entry: Mapping[str, Any], their_source: str
 ) -> list[Disagreement]:
-    found: list[Disagreement] = []
-
-    def differ(
-        kind: DisagreementKind, name: str, ours: Decimal | None, theirs: Decimal | None
-    ) -> None:
-        if ours != theirs:
-            found.append(
-                Disagreement(
-                    kind=kind,
-                    map=MapName.LITELLM,
-                    provider=terms.provider,
-                    model=terms.model,
-                    field=name,
-                    ours=_text(ours),
-                    theirs=_text(theirs),
-                    our_source=_version_label(terms),
-                    their_source=their_source,
-                )
-            )
-
+    found = _Differences(terms, MapName.LITELLM, their_source)
+    differ = found.differ
     base = terms.input_per_mtok
-    differ(
-        DisagreementKind.INPUT_PRICE, "input", base, _per_mtok(entry.get("input_cost_per_token"))
-    )
+    differ(DisagreementKind.INPUT_PRICE, "input", base, per_mtok(entry.get("input_cost_per_token")))
     differ(
         DisagreementKind.OUTPUT_PRICE,
         "output",
         terms.output_per_mtok,
-        _per_mtok(entry.get("output_cost_per_token")),
+        per_mtok(entry.get("output_cost_per_token")),
     )
     read_key = "cache_read_input_token_cost"
     if terms.mode.value != "automatic" and "explicit_cache_read_input_token_cost" in entry:
         read_key = "explicit_cache_read_input_token_cost"  # Qwen: explicit reads priced apart
-    theirs_read = _per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
+    theirs_read = per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
     differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, theirs_read)
     for option in terms.ttl_options:
         key = (
@@ -261,57 +238,26 @@ def _compare_litellm(
             if option.ttl_seconds == 3600
             else None
         )
-        theirs = _per_mtok(entry.get(key)) if key else None
+        theirs = per_mtok(entry.get(key)) if key else None
         ours = base * option.write_multiplier
         # The map writes 0 or leaves the key out when writes cost the plain input price.
         if option.write_multiplier == 1 and theirs in (None, Decimal(0)):
             continue
         differ(DisagreementKind.CACHE_WRITE, f"cache_write[{option.name}]", ours, theirs)
-    their_tiers = _litellm_tiers(entry)
-    our_tiers = {tier.above_input_tokens: tier for tier in terms.long_context_tiers}
-    for threshold in sorted(set(their_tiers) | set(our_tiers)):
-        mine = our_tiers.get(threshold)
-        theirs_tier = their_tiers.get(threshold)
-        label = f"tier>{threshold}"
-        differ(
-            DisagreementKind.LONG_CONTEXT_TIER,
-            f"{label}.input",
-            mine.input_per_mtok if mine else None,
-            theirs_tier[0] if theirs_tier else None,
-        )
-        differ(
-            DisagreementKind.LONG_CONTEXT_TIER,
-            f"{label}.output",
-            mine.output_per_mtok if mine else None,
-            theirs_tier[1] if theirs_tier else None,
-        )
-        if mine and theirs_tier and theirs_tier[2] is not None:
-            differ(
-                DisagreementKind.LONG_CONTEXT_TIER,
-                f"{label}.cache_read",
-                mine.input_per_mtok * terms.read_multiplier,
-                theirs_tier[2],
-            )
+    found.long_context_tiers(*litellm_tiers(entry))
     minimum = entry.get("prompt_cache_min_tokens")
     if (
         minimum is not None
         and not isinstance(minimum, bool)
         and Decimal(minimum) != terms.min_cacheable_tokens
     ):
-        found.append(
-            Disagreement(
-                kind=DisagreementKind.MIN_TOKENS,
-                map=MapName.LITELLM,
-                provider=terms.provider,
-                model=terms.model,
-                field="min_cacheable_tokens",
-                ours=str(terms.min_cacheable_tokens),
-                theirs=decimal_text(canonical_decimal(Decimal(minimum))),
-                our_source=_version_label(terms),
-                their_source=their_source,
-            )
+        found.add(
+            DisagreementKind.MIN_TOKENS,
+            "min_cacheable_tokens",
+            str(terms.min_cacheable_tokens),
+            decimal_text(canonical_decimal(Decimal(minimum))),
         )
-    return found
+    return found.found
 
 
 def _other_dates(history: list[ContractTerms], provider: str, model_id: str) -> str:
@@ -363,7 +309,7 @@ def audit_litellm(
         ):
             left_out["no cache price"] += 1
             continue
-        model_id = _litellm_model_id(key)
+        model_id = litellm_model_id(key)
         if model_id.startswith("ft:"):
             left_out["fine-tuned model"] += 1
             continue
@@ -423,78 +369,22 @@ def _missing_in_map(terms: ContractTerms, name: MapName, source: str) -> Disagre
 # --------------------------------------------------------------------------- genai-prices
 
 
-def read_genai_prices(path: Path | None = None) -> tuple[list[Any], str, str]:
-    """(providers, version, location): the installed package's data, or a ``data.json``."""
-    try:
-        version = importlib.metadata.version("genai-prices")
-        from genai_prices import types as genai_types
-    except (importlib.metadata.PackageNotFoundError, ImportError):
-        raise MissingExtraError("contracts audit", "audit", "genai-prices") from None
-    if path is None:
-        from genai_prices.data import providers
-
-        return list(providers), version, "genai_prices.data (bundled)"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise AuditError(str(path), "", "", f"cannot read: {error.strerror}") from error
-    except json.JSONDecodeError as error:
-        raise AuditError(str(path), f"line {error.lineno}", "", "invalid JSON") from error
-    try:
-        # The package's own reader of its data.json (the format its updater fetches).
-        parsed = genai_types._providers_from_raw(raw)
-    except ValueError as error:
-        raise AuditError(str(path), "", "", f"not genai-prices data: {error}") from error
-    return list(parsed), f"{version} reader", str(path)
-
-
-def _genai_price(value: Any) -> tuple[Decimal | None, dict[int, Decimal]]:
-    """A genai-prices price: a Decimal, or tiered (base plus thresholds)."""
-    if value is None:
-        return None, {}
-    tiers = getattr(value, "tiers", None)
-    if tiers is not None:
-        return canonical_decimal(value.base), {
-            int(tier.start): canonical_decimal(tier.price) for tier in tiers
-        }
-    return canonical_decimal(Decimal(value)), {}
-
-
 def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list[Disagreement]:
-    found: list[Disagreement] = []
-
-    def differ(
-        kind: DisagreementKind, name: str, ours: Decimal | None, theirs: Decimal | None
-    ) -> None:
-        if ours != theirs:
-            found.append(
-                Disagreement(
-                    kind=kind,
-                    map=MapName.GENAI_PRICES,
-                    provider=terms.provider,
-                    model=terms.model,
-                    field=name,
-                    ours=_text(ours),
-                    theirs=_text(theirs),
-                    our_source=_version_label(terms),
-                    their_source=their_source,
-                )
-            )
-
+    found = _Differences(terms, MapName.GENAI_PRICES, their_source)
+    differ = found.differ
     base = terms.input_per_mtok
-    our_tiers = {tier.above_input_tokens: tier for tier in terms.long_context_tiers}
-    input_base, input_tiers = _genai_price(getattr(prices, "input_mtok", None))
-    output_base, output_tiers = _genai_price(getattr(prices, "output_mtok", None))
-    read_base, _ = _genai_price(getattr(prices, "cache_read_mtok", None))
+    input_base, input_tiers = genai_price(getattr(prices, "input_mtok", None))
+    output_base, output_tiers = genai_price(getattr(prices, "output_mtok", None))
+    read_base, _ = genai_price(getattr(prices, "cache_read_mtok", None))
     differ(DisagreementKind.INPUT_PRICE, "input", base, input_base)
     differ(DisagreementKind.OUTPUT_PRICE, "output", terms.output_per_mtok, output_base)
     if read_base is not None:
         differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, read_base)
     for option in terms.ttl_options:
         key = "cache_write_1h_mtok" if option.ttl_seconds == 3600 else "cache_write_5m_mtok"
-        theirs, _ = _genai_price(getattr(prices, key, None))
+        theirs, _ = genai_price(getattr(prices, key, None))
         if theirs is None:
-            theirs, _ = _genai_price(getattr(prices, "cache_write_mtok", None))
+            theirs, _ = genai_price(getattr(prices, "cache_write_mtok", None))
         if theirs is None and option.write_multiplier == 1:
             continue  # no write price listed: writes cost the input price
         if theirs is not None:
@@ -504,22 +394,8 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
                 base * option.write_multiplier,
                 theirs,
             )
-    for threshold in sorted(set(input_tiers) | set(our_tiers)):
-        mine = our_tiers.get(threshold)
-        label = f"tier>{threshold}"
-        differ(
-            DisagreementKind.LONG_CONTEXT_TIER,
-            f"{label}.input",
-            mine.input_per_mtok if mine else None,
-            input_tiers.get(threshold),
-        )
-        differ(
-            DisagreementKind.LONG_CONTEXT_TIER,
-            f"{label}.output",
-            mine.output_per_mtok if mine else None,
-            output_tiers.get(threshold),
-        )
-    return found
+    found.long_context_tiers(input_tiers, output_tiers)
+    return found.found
 
 
 def audit_genai_prices(

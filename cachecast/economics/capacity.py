@@ -28,6 +28,9 @@ from cachecast.economics.hardware import Accelerator
 # vLLM's long-standing --gpu-memory-utilization default; vLLM 0.32 defaults to 0.92.
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV block size (tokens)
+# vLLM 0.32's --max-num-seqs default on GPUs under 70 GB and on A100; on H100, H200, B200
+# (70 GB and more) it is 1024 (docs/economics.md).
+DEFAULT_MAX_NUM_SEQS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,7 @@ class Capacity:
     error: str | None
 
 
-def capacity(deployment: Deployment, context_tokens: int) -> Capacity:
+def kv_capacity(deployment: Deployment, context_tokens: int) -> Capacity:
     """KV blocks after weights and reserve; requests of ``context_tokens`` that fit at once.
 
     ``num_blocks = floor(kv_budget / (block_size * kv_bytes_per_token))``; a request of N

@@ -1,7 +1,7 @@
 """A fleet of K self-hosted vLLM replicas under each routing policy, priced and timed.
 
 :func:`route_fleet` is the math behind ``cachecast fleet``. From a log sized as ``compare``
-sizes it (:func:`compare.size_deployment`: one replica's KV blocks after weights, at the
+sizes it (:func:`sizing.size_deployment`: one replica's KV blocks after weights, at the
 log's mean decode context), it
 
 1. takes that replica as the unit of the fleet;
@@ -42,26 +42,23 @@ import numpy as np
 import numpy.typing as npt
 
 from cachecast.core.errors import Location
-from cachecast.economics.capacity import Deployment
-from cachecast.economics.compare import (
-    DEFAULT_MAX_NUM_SEQS,
-    ComparisonError,
-    SizedLog,
+from cachecast.economics.capacity import DEFAULT_MAX_NUM_SEQS, Deployment
+from cachecast.economics.errors import ComparisonError
+from cachecast.economics.gpu_hours import check_gpu_price, gpu_hours_of, round_dollars
+from cachecast.economics.pools import (
     block_key_prepare,
     check_all_read,
-    check_gpu_price,
     check_same_request,
-    decode_seconds_per_token,
-    gpu_hours_of,
-    money,
     vllm_pool,
 )
+from cachecast.economics.sizing import SizedLog
 from cachecast.economics.timing import (
     FloatArray,
+    decode_seconds_per_token,
     pollaczek_khinchine_wait,
     prefill_seconds_many,
 )
-from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Fleet, FleetReport, Routing
+from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Fleet, Routing, RoutingStats
 
 ROOFLINE_TIMING = (
     "roofline model: max(FLOPs/peak, bytes/bandwidth) per prefill,"
@@ -129,7 +126,7 @@ class PolicyResult:
     replicas: list[ReplicaTiming]
 
 
-def assumptions(window_seconds: float) -> list[str]:
+def fleet_assumptions(window_seconds: float) -> list[str]:
     """What the fleet's figures assume, in words (the report lists them)."""
     return [
         "each replica: the simulator's vLLM prefix cache with capacity_blocks = the KV"
@@ -144,7 +141,7 @@ def assumptions(window_seconds: float) -> list[str]:
     ]
 
 
-def check_options(replicas: int, window_seconds: float, gpu_price: Decimal | None) -> None:
+def check_fleet_options(replicas: int, window_seconds: float, gpu_price: Decimal | None) -> None:
     """The options of :func:`route_fleet` that need no log, checked (a caller may check them
     before reading one)."""
     if replicas < 1:
@@ -170,7 +167,7 @@ def route_fleet(
     ``gpu_price``) cost."""
     if not routings:
         raise ComparisonError("no routing policy given", location=Location(field="routings"))
-    check_options(replicas, window_seconds, gpu_price)
+    check_fleet_options(replicas, window_seconds, gpu_price)
     size, deployment, kv = sized.block_size, sized.deployment, sized.capacity
     decode_per_token = decode_seconds_per_token(
         deployment, min(kv.max_concurrent_requests, max_num_seqs), sized.decode_context
@@ -214,7 +211,7 @@ def route_fleet(
 
 
 def _time_policy(
-    report: FleetReport,
+    report: RoutingStats,
     deployment: Deployment,
     placed: npt.NDArray[np.int64],
     cached: FloatArray,
@@ -266,7 +263,7 @@ def _time_policy(
     makespan = max(duration, busiest)
     gpu_hours = gpu_hours_of(len(timings) * makespan, deployment.gpus)
     busy_gpu_hours = gpu_hours_of(sum(timing.busy_seconds for timing in timings), deployment.gpus)
-    cost = None if gpu_price is None else money(gpu_hours * gpu_price)
+    cost = None if gpu_price is None else round_dollars(gpu_hours * gpu_price)
     input_tokens = report.input_tokens
     return PolicyResult(
         routing=report.routing,
@@ -285,9 +282,11 @@ def _time_policy(
         gpu_hours=gpu_hours,
         busy_gpu_hours=busy_gpu_hours,
         cost=cost,
-        busy_cost=None if gpu_price is None else money(busy_gpu_hours * gpu_price),
+        busy_cost=None if gpu_price is None else round_dollars(busy_gpu_hours * gpu_price),
         cost_per_million_input_tokens=(
-            None if cost is None or input_tokens == 0 else money(cost * 1_000_000 / input_tokens)
+            None
+            if cost is None or input_tokens == 0
+            else round_dollars(cost * 1_000_000 / input_tokens)
         ),
         replicas=timings,
     )

@@ -214,3 +214,26 @@ def pollaczek_khinchine_wait(
     if service_seconds.size == 0:
         return 0.0
     return arrival_rate * float(np.mean(service_seconds**2)) / (2 * (1 - utilization))
+
+
+def decode_batch_at_rate(
+    deployment: Deployment, rate: float, mean_output: float, context: int, cap: int
+) -> tuple[float, bool]:
+    """Little's-law decode batch B = rate * mean_output * step(B), solved in closed form:
+    step(B) = (W + B*kv)/BW gives B = (r*m*W/BW) / (1 - r*m*kv/BW). Saturated (B = cap)
+    when there is no solution below the cap."""
+    weights = float(deployment.weight_bytes)
+    per_request = float(deployment.request_bytes(context))
+    bandwidth = float(deployment.memory_bandwidth)
+    denominator = 1 - rate * mean_output * per_request / bandwidth
+    if denominator <= 0:
+        return float(cap), True
+    batch = rate * mean_output * weights / bandwidth / denominator
+    if batch > cap:
+        return float(cap), True
+    return max(batch, 1.0), False
+
+
+def decode_seconds_per_token(deployment: Deployment, batch: float, context: int) -> float:
+    moved = float(deployment.weight_bytes) + batch * float(deployment.request_bytes(context))
+    return moved / float(deployment.memory_bandwidth) / batch

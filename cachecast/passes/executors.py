@@ -96,6 +96,6 @@ def ray_executor(address: str | None = None) -> PassExecutor:
         from cachecast.simulator.distributed.local_cluster import bind_local_cluster_to_loopback
 
         bind_local_cluster_to_loopback()
-    from cachecast.passes.ray_executor import RayExecutor
+    from cachecast.passes.ray.executor import RayExecutor
 
     return RayExecutor(address)

@@ -68,7 +68,7 @@ class ReplicaStats:
 
 
 @dataclass(slots=True)
-class FleetReport:
+class RoutingStats:
     """Hit rate and load balance of one routing policy over a log."""
 
     routing: Routing
@@ -181,9 +181,9 @@ class Fleet:
         self.load.add(replica, request.timestamp, usage.input_tokens - usage.cache_read_tokens)
         return replica, usage
 
-    def report(self) -> FleetReport:
+    def report(self) -> RoutingStats:
         cache_aware = self.routing is Routing.cache_aware
-        return FleetReport(
+        return RoutingStats(
             self.routing,
             self.stats,
             window_seconds=self.load.window,

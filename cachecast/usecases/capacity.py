@@ -22,8 +22,7 @@ from typing import Annotated, Any, Self
 from pydantic import BeforeValidator, Field, model_validator
 
 from cachecast.core.errors import BadInputError, Location
-from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Capacity, Deployment
-from cachecast.economics.capacity import capacity as kv_capacity
+from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, Capacity, Deployment, kv_capacity
 from cachecast.economics.geometry import (
     KV_DTYPES,
     ConfigOrigin,

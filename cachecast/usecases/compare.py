@@ -1,16 +1,15 @@
 """``compare``: hosted caching bills against a self-hosted vLLM deployment, for one log.
 
 The self-hosted side is :func:`cachecast.economics.compare.compare_self_hosted` on the log's
-requests, read through :class:`LogPasses` (tokenized as ``tokenizer`` or each record's own
-model) in the replay order of every other command, timestamp order within the reorder
-window: a first pass for the sizing (numbers per request), one more for every replay at
-once, so that the memory follows the live cache states, not the log. Every hosted target is
-priced by :func:`cachecast.usecases.estimate.estimate` on the same
-:class:`~cachecast.passes.log_input.LogInput` (each target counts the log with its own tokenizer),
-and its
-:class:`~cachecast.usecases.estimate.TargetEstimate` is set against the self-hosted cost
-(:func:`~cachecast.economics.compare.versus`). The CLI and ``POST /v1/comparisons`` both
-call :func:`compare`.
+requests, read through :class:`~cachecast.passes.log_passes.LogPasses` (tokenized as
+``tokenizer`` or each record's own model) in the replay order of every other command,
+timestamp order within the reorder window: a first pass for the sizing (numbers per request),
+one more for every replay at once, so that the memory follows the live cache states, not the
+log. Every hosted target is priced by :func:`cachecast.usecases.estimate.estimate` on the
+same :class:`~cachecast.passes.log_input.LogInput` (each target counts the log with its own
+tokenizer), and its :class:`~cachecast.usecases.estimate.TargetEstimate` is set against the
+self-hosted cost (:func:`~cachecast.economics.versus.versus`). The CLI and
+``POST /v1/comparisons`` both call :func:`compare`.
 
 Checked before any log is read: the deployment (model, accelerator, dtypes), the options,
 every target's contract, the measurement. A stored vLLM measurement (``measurement_id``)
@@ -25,51 +24,38 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from cachecast.core import db
-from cachecast.core.errors import (
-    BadInputError,
-    CachecastError,
-    ConfigurationError,
-    Location,
-    LogRecordError,
-    UnknownModelError,
-)
-from cachecast.economics.capacity import Deployment
+from cachecast.core.errors import BadInputError, ConfigurationError, Location
+from cachecast.economics.capacity import DEFAULT_MAX_NUM_SEQS, Deployment
 from cachecast.economics.compare import (
     DEFAULT_CAPACITY_FACTORS,
-    DEFAULT_MAX_NUM_SEQS,
     DEFAULT_MAX_UTILIZATION,
     HIT_RATE_DEFINITION,
     CapacityPoint,
-    HostTier,
     PrefillSpread,
-    Prepare,
     SelfHosted,
     SelfHostedComparison,
-    SizedLog,
-    Versus,
-    check_options,
+    check_comparison_options,
     compare_self_hosted,
-    monthly_self_hosted_cost,
-    versus,
 )
-from cachecast.economics.compare import BreakEvenVolume as BreakEvenVolume
+from cachecast.economics.gpu_hours import monthly_self_hosted_cost
+from cachecast.economics.host_tier import HostTier
 from cachecast.economics.measured import FittedPrefill, UnknownMeasurementError, fit_from_report
+from cachecast.economics.sizing import SizedLog
 from cachecast.economics.timing import prefill_seconds_many
-from cachecast.passes.log_input import LogInput, LogReading
+from cachecast.economics.versus import BreakEvenVolume as BreakEvenVolume
+from cachecast.economics.versus import Versus, versus
+from cachecast.passes.log_input import LogInput
+from cachecast.passes.log_passes import LogPasses, skipped_lines
 from cachecast.passes.progress import NoProgress, Progress
-from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
-from cachecast.tokenizers.registry import tokenizer_key_for
-from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.capacity import (
     CapacityFacts,
     DeploymentFacts,
@@ -143,18 +129,18 @@ class LogSummary(Report):
     block_size: int
 
     @classmethod
-    def figures(cls, sources: list[str], sized: SizedLog) -> dict[str, Any]:
-        """The fields of the summary (for reports that add their own)."""
-        return {
+    def of(cls, sources: list[str], sized: SizedLog, **given: Any) -> Self:
+        """The summary of ``sized``, read from ``sources``: the fields named otherwise than
+        its attributes are set here, those of ``given`` (a subclass's that ``sized`` lacks)
+        as given, every other one is ``sized``'s attribute of that name."""
+        renamed = {
             "sources": sources,
             "requests": sized.count,
-            "input_tokens": sized.input_tokens,
-            "output_tokens": sized.output_tokens,
             "duration_s": sized.duration,
-            "arrival_rate_per_s": sized.arrival_rate_per_s,
             "mean_decode_context_tokens": sized.decode_context,
-            "block_size": sized.block_size,
         }
+        named = cls.model_fields.keys() - renamed.keys() - given.keys()
+        return cls(**renamed, **given, **{name: getattr(sized, name) for name in named})
 
 
 class CompareLog(LogSummary):
@@ -169,6 +155,8 @@ class CompareLog(LogSummary):
 class HostedBill(Report):
     """One hosted target's bill for the log, as ``estimate`` priced it."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     provider: str
     model: str
     contract: ContractReference
@@ -179,7 +167,7 @@ class HostedBill(Report):
     @classmethod
     def of(cls, result: TargetEstimate) -> HostedBill:
         """The target's estimate, these fields of it (the very values ``estimate`` gave)."""
-        return cls.model_validate({name: getattr(result, name) for name in cls.model_fields})
+        return cls.model_validate(result)
 
 
 class MeasuredPassport(Passport):
@@ -193,7 +181,10 @@ class MeasuredPassport(Passport):
 
 
 class MeasurementFit(Report):
-    """``ttft(C, S) = fixed + per_token * S + per_pair * pairs(C, S)`` (docs/economics.md)."""
+    """``ttft(C, S) = fixed + per_token * S + per_pair * pairs(C, S)`` (docs/economics.md):
+    a :class:`FittedPrefill`'s coefficients, read from it by name."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     fixed_s: float
     per_token_s: float
@@ -295,17 +286,6 @@ def parse_price(text: str | None, field: str = "gpu_price") -> Decimal | None:
     return price
 
 
-def check_tokenizer(model: str | None, field: str = "tokenizer") -> None:
-    """A model to tokenize the log as must have a known tokenizer: checked before reading,
-    so that an unknown one is named once, as the option or field that gave it."""
-    if model is None:
-        return
-    try:
-        tokenizer_key_for(model)
-    except TokenizerUnknownModel as error:
-        raise UnknownModelError(error.message, location=Location(field=field)) from None
-
-
 def load_measurement(url: str, measurement_id: int) -> FittedPrefill:
     """The prefill fit of measurement ``measurement_id`` stored by ``cachecast measure`` in
     the database at ``url``; an unknown id is not found."""
@@ -387,12 +367,7 @@ def measurement_facts(
     )
     return MeasurementFacts(
         passport=passport_facts,
-        fit=MeasurementFit(
-            fixed_s=fitted.fixed_s,
-            per_token_s=fitted.per_token_s,
-            per_pair_s=fitted.per_pair_s,
-            rows=fitted.rows,
-        ),
+        fit=MeasurementFit.model_validate(fitted),
         against_roofline=RooflineAgainstMeasurement(
             measured_requests=len(rows),
             measured_ttft_mean_ms=float(measured.mean()) * 1000,
@@ -443,68 +418,6 @@ def _dtype(name: str) -> str:
     return short.get(name.lower(), name.lower())
 
 
-READ_LABEL = "reading"
-PROGRESS_STEP = 256  # requests per progress update
-
-
-class LogPasses:
-    """``log`` as the :class:`~cachecast.economics.compare.RequestLog` the self-hosted side
-    reads twice: each :meth:`read` is one pass of a :class:`LogReading` (replay order,
-    cache-object records too, as the replays always counted them), tokenized as
-    ``tokenize_as``.
-
-    The first pass lists the bad lines (:attr:`errors`) and refuses what
-    :meth:`LogReading.finish` refuses; a later pass reads the same lines. Progress: the
-    first pass is ``READ_LABEL`` over the log's records (the lines that were no request
-    are counted when it ends), a later one is ``replay_label`` over the requests the first
-    pass read: every total is what is advanced."""
-
-    def __init__(
-        self, log: LogInput, tokenize_as: str | None, progress: Progress, replay_label: str
-    ) -> None:
-        log.check_sources()
-        check_tokenizer(tokenize_as)
-        self.log = log
-        self.tokenize_as = tokenize_as
-        self.progress = progress
-        self.replay_label = replay_label
-        self.errors: list[LogRecordError] = []
-        self.passes = 0
-        self.requests = 0  # read by the first pass
-
-    def read(self, prepare: Prepare | None = None) -> Iterator[TokenizedRequest]:
-        first = self.passes == 0
-        self.passes += 1
-        reading = LogReading(self.log, self.tokenize_as)
-        total = self.log.count_records() if first else self.requests
-        self.progress.start(READ_LABEL if first else self.replay_label, total)
-        done = pending = 0
-        try:
-            for request in reading.requests(prepare, cache_objects=True):
-                yield request
-                done += 1
-                pending += 1
-                if pending == PROGRESS_STEP:
-                    self.progress.advance(pending)
-                    pending = 0
-            if first:
-                reading.finish()
-        except BadInputError as error:
-            raise reading.relocated(error) from None
-        if first:
-            self.errors, self.requests = reading.errors, done
-        self.progress.advance(pending + max(0, total - done))
-
-    def relocated(self, error: BadInputError) -> CachecastError:
-        """``error``, raised about one request while the log was replayed, named as the
-        reader names bad records (:meth:`LogReading.relocated`)."""
-        return LogReading(self.log, self.tokenize_as).relocated(error)
-
-
-def skipped_lines(errors: list[LogRecordError]) -> int:
-    return len({(e.location.source, e.location.line, e.location.record) for e in errors})
-
-
 def compare(
     request: CompareRequest,
     store: ContractStore | None = None,
@@ -514,7 +427,7 @@ def compare(
     """Compare self-hosting with every hosted target; see the module docstring. ``store``
     holds the contracts (and the measurement): needed with targets or a measurement."""
     deployment = resolve_deployment(request)
-    check_options(
+    check_comparison_options(
         request.gpu_price,
         request.max_utilization,
         request.host_tier_bytes,
@@ -564,14 +477,8 @@ def compare(
     return CompareReport(
         deployment=DeploymentFacts.of(sized.deployment),
         capacity=CapacityFacts.of(sized.capacity),
-        log=CompareLog(
-            **LogSummary.figures(request.log.source_names, sized),
-            mean_input_tokens=sized.mean_input_tokens,
-            p95_input_tokens=sized.p95_input_tokens,
-            max_input_tokens=sized.max_input_tokens,
-            state_checkpoint_tokens=request.state_checkpoint,
-            tokenizer=sized.tokenizer,
-            exact_tokens=sized.exact_tokens,
+        log=CompareLog.of(
+            request.log.source_names, sized, state_checkpoint_tokens=request.state_checkpoint
         ),
         timing_source=result.timing_source,
         gpu_price_per_hour=request.gpu_price,

@@ -5,7 +5,7 @@ looked up first; the same contract applies to every request whatever the request
 date: the question answered is "what would this traffic cost under the terms in force on
 ``at``". Targets whose models share a tokenizer share one pass over the log
 (``targets.tokenizer_passes``); a pass is run by an executor (:class:`LocalExecutor` in this
-process, or the Ray executor in ``passes.ray_executor``) and its targets' totals come back to be
+process, or the Ray executor in ``passes.ray``) and its targets' totals come back to be
 put in the user's order. Nothing else differs between the CLI, the API, service jobs and Ray.
 
 Hit rate is token-weighted over the whole log from a cold cache (:data:`HIT_RATE_DEFINITION`).

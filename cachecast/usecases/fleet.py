@@ -1,7 +1,7 @@
 """``fleet``: K self-hosted vLLM replicas under each routing policy, priced and timed.
 
 One replica is sized for the log as ``compare`` sizes it; the log (read as ``compare`` reads
-it: :class:`~cachecast.usecases.compare.LogPasses`, a pass for the sizing, one more for every
+it: :class:`~cachecast.passes.log_passes.LogPasses`, a pass for the sizing, one more for every
 routing policy at once, in the replay order of every other command: timestamp order within
 the reorder window) is then routed over ``replicas`` such replicas by every policy asked
 for (:func:`cachecast.economics.fleet.route_fleet`): hit rate, load imbalance, TTFT, GPU-hours
@@ -17,16 +17,19 @@ from decimal import Decimal
 from pydantic import Field
 
 from cachecast.core.errors import BadInputError, Location
-from cachecast.economics.compare import DEFAULT_MAX_NUM_SEQS, ComparisonError, size_deployment
+from cachecast.economics.capacity import DEFAULT_MAX_NUM_SEQS
+from cachecast.economics.errors import ComparisonError
 from cachecast.economics.fleet import (
     DEFINITIONS,
     ROOFLINE_TIMING,
     PolicyResult,
-    assumptions,
-    check_options,
+    check_fleet_options,
+    fleet_assumptions,
     route_fleet,
 )
+from cachecast.economics.sizing import size_deployment
 from cachecast.passes.log_input import LogInput
+from cachecast.passes.log_passes import LogPasses, skipped_lines
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Routing
 from cachecast.usecases.capacity import (
@@ -35,7 +38,7 @@ from cachecast.usecases.capacity import (
     DeploymentRequest,
     resolve_deployment,
 )
-from cachecast.usecases.compare import LogPasses, LogSummary, skipped_lines
+from cachecast.usecases.compare import LogSummary
 from cachecast.usecases.reports import InputIssue, Report, issues_of
 
 ALL_ROUTINGS = "all"
@@ -112,7 +115,7 @@ def fleet(request: FleetRequest, *, progress: Progress | None = None) -> FleetRe
     """Route the log under every policy asked for; see the module docstring."""
     deployment = resolve_deployment(request)
     routings = parse_routings(request.routings)
-    check_options(request.replicas, request.window_seconds, request.gpu_price)
+    check_fleet_options(request.replicas, request.window_seconds, request.gpu_price)
     passes = LogPasses(request.log, request.tokenizer, progress or NoProgress(), "routing")
     try:
         sized = size_deployment(passes, deployment, request.block_size)
@@ -144,9 +147,9 @@ def fleet(request: FleetRequest, *, progress: Progress | None = None) -> FleetRe
         ),
         deployment=DeploymentFacts.of(deployment),
         capacity=CapacityFacts.of(kv),
-        log=LogSummary(**LogSummary.figures(sources, sized)),
+        log=LogSummary.of(sources, sized),
         policies=policies,
         skipped_lines=skipped_lines(passes.errors),
         errors=issues_of(passes.errors),
-        assumptions=assumptions(request.window_seconds),
+        assumptions=fleet_assumptions(request.window_seconds),
     )

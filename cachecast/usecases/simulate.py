@@ -28,7 +28,7 @@ from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_targe
 from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies import CachePolicy, VllmPrefixCache, build_policy
 from cachecast.simulator.policies.vllm import UNBOUNDED_BLOCKS
-from cachecast.simulator.routing import Fleet, FleetReport, Routing
+from cachecast.simulator.routing import Fleet, Routing, RoutingStats
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.reports import ContractReference, InputIssue, Report, issues_of
@@ -157,7 +157,7 @@ class FleetSimulationReport(Report):
     @classmethod
     def of(
         cls,
-        fleet: FleetReport,
+        fleet: RoutingStats,
         policy: PolicySettings,
         errors: list[InputIssue],
         skipped_lines: int,

@@ -19,8 +19,8 @@ from cachecast.contracts.audit import (
     DisagreementKind,
     MapName,
     audit_contracts,
-    litellm_bundled_file,
 )
+from cachecast.contracts.price_maps import litellm_bundled_file
 from cachecast.core import db
 from tests.contracts.conftest import TABLES
 

@@ -29,7 +29,7 @@ def ray_cluster() -> Iterator[str]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from cachecast.passes.ray_executor import wait_for_cluster
+    from cachecast.passes.ray.executor import wait_for_cluster
 
     cluster = Cluster(
         initialize_head=True,

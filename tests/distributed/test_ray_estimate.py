@@ -39,7 +39,7 @@ class Advances:
 def both_runs(
     paths: list[Path], targets: list[str], url: str, buckets: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], int]:
-    from cachecast.passes.ray_executor import RayExecutor
+    from cachecast.passes.ray.executor import RayExecutor
 
     store = ContractStore(url)
     request = EstimateRequest(log=LogInput.of_paths(paths), targets=targets, at=AT)

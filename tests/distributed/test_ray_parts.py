@@ -32,7 +32,7 @@ TARGETS = ["openai:gpt-4o", "anthropic:claude-sonnet-4-5", "google:gemini-2.5-fl
 def run_both(
     request: EstimateRequest, url: str, part_bytes: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], Any]:
-    from cachecast.passes.ray_executor import RayExecutor
+    from cachecast.passes.ray.executor import RayExecutor
 
     store = ContractStore(url)
     single_rows: list[PerRequestRow] = []
@@ -94,7 +94,7 @@ def log_with_gaps(directory: Path) -> Path:
 def test_records_without_timestamps_and_bad_lines_across_cuts(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    from cachecast.passes.ray_executor import plan_parts
+    from cachecast.passes.ray.planning import plan_parts
 
     path = log_with_gaps(tmp_path)
     log = LogInput.of_paths([path])
@@ -119,7 +119,7 @@ def test_records_without_timestamps_and_bad_lines_across_cuts(
 def test_strict_reading_stops_at_the_same_first_bad_line(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    from cachecast.passes.ray_executor import RayExecutor
+    from cachecast.passes.ray.executor import RayExecutor
 
     path = log_with_gaps(tmp_path)
     request = EstimateRequest(
@@ -166,7 +166,7 @@ def restamped(path: Path, name: str, stamp: Any) -> Path:
 def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path
 ) -> None:
-    from cachecast.passes.ray_executor import SPECULATION_HOLD_SECONDS
+    from cachecast.passes.ray.replayers import SPECULATION_HOLD_SECONDS
 
     (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
     start = 1_767_600_000
@@ -196,7 +196,7 @@ def test_chunks_replayed_as_they_come_and_again_when_a_cut_goes_back_in_time(
 
 
 def test_tapered_cuts_shrink_towards_the_end() -> None:
-    from cachecast.passes.ray_executor import tapered_cuts
+    from cachecast.passes.ray.planning import tapered_cuts
 
     # By hand, 2 CPUs: each part a quarter of what is left from its start (floored), until
     # that is under 10; the last 33 bytes then in 33 // 10 = 3 parts of 11.
@@ -207,16 +207,17 @@ def test_tapered_cuts_shrink_towards_the_end() -> None:
 def test_one_file_in_tapered_parts_equals_single_process(
     ray_cluster: str, migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cachecast.passes.ray_executor as ray_executor
+    import cachecast.passes.ray.planning as planning
+    from cachecast.passes.ray.executor import RayExecutor
 
     (path,) = write_multi_tenant_logs(tmp_path, files=1, requests=240)
     # The default plan (no part_bytes) on a small file: parts from a small smallest part.
-    monkeypatch.setattr(ray_executor, "MIN_PART_BYTES", path.stat().st_size // 30)
+    monkeypatch.setattr(planning, "MIN_PART_BYTES", path.stat().st_size // 30)
     request = EstimateRequest(log=LogInput.of_paths([path]), targets=TARGETS[:1], at=AT)
     store = ContractStore(migrated_db_url)
     single_rows: list[PerRequestRow] = []
     single = estimate(request, store, on_row=single_rows.append)
-    executor = ray_executor.RayExecutor(buckets=5, chunk_requests=20)
+    executor = RayExecutor(buckets=5, chunk_requests=20)
     ray_rows: list[PerRequestRow] = []
     partitioned = estimate(request, store, executor=executor, on_row=ray_rows.append)
     assert partitioned.model_dump(mode="json") == single.model_dump(mode="json")

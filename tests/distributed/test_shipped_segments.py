@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from cachecast.passes.ray_executor import _SegmentsReceiver, _SegmentsSender
+from cachecast.passes.ray.shipping import SegmentsReceiver, SegmentsSender
 from cachecast.tokenizers.types import (
     Breakpoint,
     CacheControls,
@@ -42,10 +42,10 @@ def test_shared_leading_segments_stay_behind_and_come_back() -> None:
         (request("a", 6, TOOLS, Segment("system", "messages[0].content", 80, 200)), 0),
         (request(None, 7, TOOLS, SYSTEM), 0),  # no session: as it is
     ]
-    sender = _SegmentsSender()
+    sender = SegmentsSender()
     shared = [sender.split(item, channel) for item, channel in sent]
     assert shared == [0, 3, 0, 0, 2, 1, 0]
-    receivers = {0: _SegmentsReceiver(), 1: _SegmentsReceiver()}
+    receivers = {0: SegmentsReceiver(), 1: SegmentsReceiver()}
     for (original, channel), count in zip(sent, shared, strict=True):
         wire = dataclasses.replace(original, segments=original.segments[count:])
         arrived = pickle.loads(pickle.dumps(wire))
@@ -56,7 +56,7 @@ def test_shared_leading_segments_stay_behind_and_come_back() -> None:
 def test_shared_segments_that_did_not_arrive_are_refused() -> None:
     wire = request("a", 2, REPLY)
     with pytest.raises(ValueError, match="line 2: 3 shared segments, 0 received before"):
-        _SegmentsReceiver().receive(wire, 3, stream=0)
+        SegmentsReceiver().receive(wire, 3, stream=0)
 
 
 def test_pickled_requests_and_their_values_are_equal_values() -> None:

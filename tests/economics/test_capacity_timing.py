@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from cachecast.economics.capacity import Deployment, capacity
+from cachecast.economics.capacity import Deployment, kv_capacity
 from cachecast.economics.geometry import from_hf_config, load_model
 from cachecast.economics.hardware import (
     Accelerator,
@@ -77,7 +77,7 @@ def test_hardware_table_has_the_required_rows_with_source_and_date() -> None:
 
 def test_capacity_llama_8b_on_l40s_by_hand() -> None:
     deployment = Deployment(load_model("llama-3.1-8b"), get_accelerator("l40s"))
-    result = capacity(deployment, 8192)
+    result = kv_capacity(deployment, 8192)
     # usable 48e9 * 0.9 = 43,200,000,000; weights 16,060,522,496 -> budget 27,139,477,504.
     assert result.usable_bytes == 43_200_000_000
     assert result.kv_budget_bytes == 27_139_477_504
@@ -94,7 +94,7 @@ def test_capacity_llama_8b_on_l40s_by_hand() -> None:
 
 def test_model_that_does_not_fit() -> None:
     # 70.55e9 params * 2 B = 141.1 GB of weights against 80 GB * 0.9 = 72 GB usable.
-    result = capacity(Deployment(load_model("llama-3.3-70b"), get_accelerator("h100")), 4096)
+    result = kv_capacity(Deployment(load_model("llama-3.3-70b"), get_accelerator("h100")), 4096)
     assert not result.fits
     assert (result.num_blocks, result.kv_capacity_tokens, result.max_concurrent_requests) == (
         0,
@@ -106,7 +106,7 @@ def test_model_that_does_not_fit() -> None:
     assert CapacityFacts.of(result).kv_budget_bytes == 0  # reported as 0, not negative
     # With two GPUs the weights fit (144 GB usable) but a 131,072-token request needs
     # 131,072 * 327,680 = 42.9 GB of KV against a 2.9 GB budget: fits, zero concurrency.
-    two = capacity(
+    two = kv_capacity(
         Deployment(load_model("llama-3.3-70b"), get_accelerator("h100"), gpus=2), 131_072
     )
     assert two.fits and two.max_concurrent_requests == 0
@@ -114,8 +114,8 @@ def test_model_that_does_not_fit() -> None:
 
 
 def test_kv_dtype_scales_capacity_exactly() -> None:
-    bf16 = capacity(Deployment(load_model("llama-3.1-8b"), get_accelerator("l40s")), 8192)
-    int4 = capacity(
+    bf16 = kv_capacity(Deployment(load_model("llama-3.1-8b"), get_accelerator("l40s")), 8192)
+    int4 = kv_capacity(
         Deployment(load_model("llama-3.1-8b"), get_accelerator("l40s"), kv_dtype="int4"), 8192
     )
     # int4 blocks are a quarter of bf16 ones: 2,097,152 / 4 = 524,288 B.

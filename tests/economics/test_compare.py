@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from cachecast.cli import economics as economics_cli
 from cachecast.cli.plots import render_png, write_comparison_html
 from cachecast.contracts import ContractStore
-from cachecast.economics.compare import ComparisonError
+from cachecast.economics.errors import ComparisonError
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.compare import BreakEvenVolume, CompareReport, CompareRequest, compare
 from tests.economics.conftest import deployment, shared_prefix_file, shared_prefix_records

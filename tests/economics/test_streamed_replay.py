@@ -32,7 +32,7 @@ import pytest
 
 from bench.agent_traffic import write_agent_log
 from bench.peak import run_measured
-from cachecast.economics.compare import ComparisonError
+from cachecast.economics.errors import ComparisonError
 from cachecast.passes.log_input import LogInput, LogReading
 from cachecast.simulator.distributed.partition import bucket_of, partition_key
 from cachecast.simulator.ordering import DEFAULT_REORDER_WINDOW, OutOfOrderError

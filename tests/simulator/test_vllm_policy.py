@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cachecast.simulator.policies.vllm import FreeBlockQueue, VllmPrefixCache
+from cachecast.simulator.policies.vllm import VllmPrefixCache
+from cachecast.simulator.policies.vllm_free_queue import FreeBlockQueue
 
 from .helpers import make_request, run
 
