@@ -51,6 +51,7 @@ from cachecast.economics.host_tier import HostTier, host_tier
 from cachecast.economics.pools import replay_pools
 from cachecast.economics.sizing import RequestLog, SizedLog, size_deployment
 from cachecast.economics.timing import (
+    ROOFLINE_TIMING,
     FloatArray,
     PrefillMeasurement,
     b_star,
@@ -71,10 +72,6 @@ DEFAULT_CAPACITY_FACTORS: tuple[Fraction, ...] = tuple(
 HIT_RATE_DEFINITION = (
     "cache_read_tokens / input_tokens over the whole log from a cold cache"
     " (self-hosted: the simulator's vLLM policy; hosted: each contract's policy)"
-)
-ROOFLINE_TIMING = (
-    "roofline model: max(FLOPs/peak, bytes/bandwidth) per prefill, memory-bound decode"
-    " ceiling; no vLLM measurement of this deployment was given"
 )
 COST_SPLIT = "GPU time split between prefill (input) and decode (output) as modelled"
 

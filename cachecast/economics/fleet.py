@@ -60,10 +60,6 @@ from cachecast.economics.timing import (
 )
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Fleet, Routing, RoutingStats
 
-ROOFLINE_TIMING = (
-    "roofline model: max(FLOPs/peak, bytes/bandwidth) per prefill,"
-    " memory-bound decode ceiling; no vLLM measurement"
-)
 DEFINITIONS = {
     "hit_rate": "hit tokens / input tokens over the whole log, cold start",
     "load": "prompt tokens a replica computed (input - hit)",

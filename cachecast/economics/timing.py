@@ -34,6 +34,13 @@ import numpy.typing as npt
 from cachecast.economics.capacity import Deployment
 from cachecast.economics.geometry import ModelGeometry, dtype_bytes
 
+# How a report says where its timings came from when no measurement of the deployment was
+# given (comparisons and fleets alike).
+ROOFLINE_TIMING = (
+    "roofline model: max(FLOPs/peak, bytes/bandwidth) per prefill, memory-bound decode"
+    " ceiling; no vLLM measurement of this deployment was given"
+)
+
 FloatArray = npt.NDArray[np.float64]
 
 

@@ -7,7 +7,7 @@ wrapper shape the tokenizer's reader takes (the "log" stage, before tokenization
 describes each format and every usage convention.
 """
 
-from cachecast.logs.errors import LogError, LogFileError, UnknownLogFormatError
+from cachecast.logs.errors import LogFileError, LogRecordError, UnknownLogFormatError
 from cachecast.logs.formats import FORMATS, detect_format, format_names, open_log, pair_batch_files
 from cachecast.logs.stream import MAX_DOCUMENT_BYTES, MAX_YAML_BYTES, LogStream
 
@@ -15,8 +15,8 @@ __all__ = [
     "FORMATS",
     "MAX_DOCUMENT_BYTES",
     "MAX_YAML_BYTES",
-    "LogError",
     "LogFileError",
+    "LogRecordError",
     "LogStream",
     "UnknownLogFormatError",
     "detect_format",

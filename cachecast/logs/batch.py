@@ -26,7 +26,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record, require_dict, unrecorded_prompt
-from cachecast.logs.errors import LogError, LogFileError
+from cachecast.logs.errors import LogFileError, LogRecordError
 from cachecast.logs.stream import Item, LogStream, documents, json_lines
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage, to_canonical
@@ -197,23 +197,23 @@ def _requests(stream: LogStream, path: Path, anthropic: bool) -> Iterator[tuple[
 
 def _load_results(
     stream: LogStream, path: Path, parse: _ResultParser
-) -> tuple[dict[str, _Result], list[LogError]]:
+) -> tuple[dict[str, _Result], list[LogRecordError]]:
     file = str(path)
     results: dict[str, _Result] = {}
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     for line, record in json_lines(path, file):
-        if isinstance(record, LogError):
+        if isinstance(record, LogRecordError):
             errors.append(record)
             continue
         custom_id = record.get("custom_id")
         if not isinstance(custom_id, str):
             errors.append(
-                LogError(file, line, "custom_id", f"expected a string, got {custom_id!r}")
+                LogRecordError(file, line, "custom_id", f"expected a string, got {custom_id!r}")
             )
             continue
         if custom_id in results:
             errors.append(
-                LogError(
+                LogRecordError(
                     file,
                     line,
                     "custom_id",
@@ -224,7 +224,7 @@ def _load_results(
         try:
             results[custom_id] = parse(stream, line, record, file)
         except RecordFieldError as exc:
-            errors.append(LogError(file, line, exc.field, exc.reason))
+            errors.append(LogRecordError(file, line, exc.field, exc.reason))
     return results, errors
 
 
@@ -242,7 +242,7 @@ def _read(
             yield error.line, error
     matched = 0
     for line, record in _requests(stream, stream.path, anthropic):
-        if isinstance(record, LogError):
+        if isinstance(record, LogRecordError):
             yield line, record
             continue
         if not isinstance(record, dict):
@@ -285,7 +285,7 @@ def _read_results_only(
     stream: LogStream, parse_result: _ResultParser, provider: str
 ) -> Iterator[Item]:
     for line, record in json_lines(stream.path, stream.source):
-        if isinstance(record, LogError):
+        if isinstance(record, LogRecordError):
             yield line, record
             continue
         custom_id = record.get("custom_id")

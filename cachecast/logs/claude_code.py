@@ -36,7 +36,7 @@ import orjson
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import Item, LogStream, json_lines
 from cachecast.logs.usage import normalize_usage, to_canonical
 
@@ -103,7 +103,7 @@ def read(stream: LogStream) -> Iterator[Item]:
     # started) holds back what came after it, which is at most one response per lineage.
     queue: deque[_Slot] = deque()
     for line, event in json_lines(stream.path, stream.source):
-        if isinstance(event, LogError):
+        if isinstance(event, LogRecordError):
             queue.append(_Slot((line, event)))
         else:
             try:

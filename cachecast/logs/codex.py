@@ -31,7 +31,7 @@ import orjson
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import Item, LogStream, json_lines
 from cachecast.logs.usage import normalize_usage, to_canonical
 
@@ -125,7 +125,7 @@ def read(stream: LogStream) -> Iterator[Item]:
     total: dict[str, Any] | None = None
     count = 0
     for line, event in json_lines(stream.path, stream.source):
-        if isinstance(event, LogError):
+        if isinstance(event, LogRecordError):
             yield line, event
             continue
         try:

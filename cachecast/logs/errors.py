@@ -2,7 +2,7 @@
 (file, line, field, reason), and a file that cannot be read as a whole (empty, over the size
 bound, of no format cachecast reads).
 
-The file-level errors are LogErrors too (at line 1, field ``<file>`` or ``<format>``), so
+The file-level errors are LogRecordErrors too (at line 1, field ``<file>`` or ``<format>``), so
 that every caller that reports bad log lines reports them the same way, with the file named.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from cachecast.core.errors import LogRecordError
 
-# A malformed log line: file, 1-based line number, the field at fault and why. For
-# whole-document formats (one JSON or YAML document) ``line`` is the record's line in the file
-# where the reader knows it, else its 1-based position, and ``field`` spells the path inside
-# the document (``observations[3].usageDetails.input``).
-LogError = LogRecordError
+# LogRecordError is a malformed log line: file, 1-based line number, the field at fault and
+# why. For whole-document formats (one JSON or YAML document) ``line`` is the record's line in
+# the file where the reader knows it, else its 1-based position, and ``field`` spells the path
+# inside the document (``observations[3].usageDetails.input``).
+__all__ = ["LogFileError", "LogRecordError", "UnknownLogFormatError"]
 
 
 class LogFileError(LogRecordError):

@@ -17,7 +17,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
 from cachecast.logs.stream import Item, LogStream, documents
 
@@ -29,7 +29,7 @@ def fits(value: Any) -> bool:
 
 def read(stream: LogStream) -> Iterator[Item]:
     for line, document in documents(stream, fits, ("log.entries", "missing: not a HAR document")):
-        if isinstance(document, LogError):
+        if isinstance(document, LogRecordError):
             yield line, document
             continue
         whole = stream.whole_document

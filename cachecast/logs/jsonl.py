@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import orjson
 
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import READ_BUFFER_BYTES, Item, LogStream
 
 # Keys one of which a cachecast record has at its top level (see the records module).
@@ -56,11 +56,11 @@ def read_range(stream: LogStream, start: int, end: int | None, first_line: int) 
                     record = orjson.loads(text)
                 except orjson.JSONDecodeError as exc:
                     errors += 1
-                    yield number, LogError(source, number, "<line>", f"invalid JSON: {exc}")
+                    yield number, LogRecordError(source, number, "<line>", f"invalid JSON: {exc}")
                     continue
                 if not isinstance(record, dict):
                     errors += 1
-                    yield number, LogError(source, number, "<line>", "expected a JSON object")
+                    yield number, LogRecordError(source, number, "<line>", "expected a JSON object")
                     continue
                 records += 1
                 yield number, record

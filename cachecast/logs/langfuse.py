@@ -28,7 +28,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict, unrecorded_prompt
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.messages import (
     body_for,
     chat_messages,
@@ -77,7 +77,7 @@ def fits(value: Any) -> bool:
 
 def read(stream: LogStream) -> Iterator[Item]:
     for line, document in documents(stream):
-        if isinstance(document, LogError):
+        if isinstance(document, LogRecordError):
             yield line, document
             continue
         if isinstance(document, dict) and "observations" in document:

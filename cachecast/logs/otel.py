@@ -31,7 +31,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import epoch_nanos, make_record, unrecorded_prompt
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.messages import (
     body_for,
     chat_messages,
@@ -53,7 +53,7 @@ def fits(value: Any) -> bool:
 def read(stream: LogStream) -> Iterator[Item]:
     missing = ("resourceSpans", "missing: not an OTLP/JSON traces document")
     for line, document in documents(stream, fits, missing):
-        if isinstance(document, LogError):
+        if isinstance(document, LogRecordError):
             yield line, document
             continue
         yield from _document(stream, line, document)

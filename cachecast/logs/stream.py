@@ -1,9 +1,9 @@
-"""A log file as a stream of canonical records: ``(line, record | LogError)`` pairs.
+"""A log file as a stream of canonical records: ``(line, record | LogRecordError)`` pairs.
 
 A record is a dict in the wrapper shape ``cachecast.tokenizers.records`` reads (timestamp,
 scope, session, provider, model, request_id, request = a provider body, usage or the
 normalized ``observed``, ``prompt_complete``); a line the reader could not turn into one is a
-:class:`LogError` in its place, so errors stay in line order between the records.
+:class:`LogRecordError` in its place, so errors stay in line order between the records.
 
 Reading helpers shared by the format adapters live here: JSON lines (streamed; bytes go
 straight to orjson) and whole documents (one JSON document per file, or one per line),
@@ -21,9 +21,9 @@ from typing import Any
 import orjson
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.errors import LogError, LogFileError
+from cachecast.logs.errors import LogFileError, LogRecordError
 
-Record = dict[str, Any] | LogError
+Record = dict[str, Any] | LogRecordError
 Item = tuple[int, Record]
 
 # Whole-document formats (one OTLP/JSON document, a Langfuse export, a HAR file) are parsed
@@ -42,7 +42,7 @@ class LogStream:
     """One log file read as canonical records, once.
 
     ``format`` names the detected (or forced) format and ``source`` the file. Iterating
-    yields ``(line, record | LogError)``; afterwards ``records`` and ``errors`` count what
+    yields ``(line, record | LogRecordError)``; afterwards ``records`` and ``errors`` count what
     came out and ``skipped`` counts, by reason, the entries the format holds that are not
     billed requests (a failed batch request, a Claude Code line repeating a response, a
     recorded call to an endpoint that is not a model call). A stream with ``records == 0``
@@ -83,14 +83,14 @@ class LogStream:
 
     def _counted(self, items: Iterator[Item]) -> Iterator[Item]:
         for item in items:
-            if isinstance(item[1], LogError):
+            if isinstance(item[1], LogRecordError):
                 self.errors += 1
             else:
                 self.records += 1
             yield item
 
-    def error(self, line: int, field: str, reason: str, file: str | None = None) -> LogError:
-        return LogError(file or self.source, line, field, reason)
+    def error(self, line: int, field: str, reason: str, file: str | None = None) -> LogRecordError:
+        return LogRecordError(file or self.source, line, field, reason)
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count
@@ -102,7 +102,7 @@ class LogStream:
 
 def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
     """The JSON objects of a JSONL file with their 1-based line numbers (blank lines
-    skipped; a line that is not a JSON object comes as its LogError)."""
+    skipped; a line that is not a JSON object comes as its LogRecordError)."""
     name = source or str(path)
     with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
         for number, text in enumerate(handle, start=1):
@@ -111,10 +111,10 @@ def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
             try:
                 record = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
-                yield number, LogError(name, number, "<line>", f"invalid JSON: {exc}")
+                yield number, LogRecordError(name, number, "<line>", f"invalid JSON: {exc}")
                 continue
             if not isinstance(record, dict):
-                yield number, LogError(name, number, "<line>", "expected a JSON object")
+                yield number, LogRecordError(name, number, "<line>", "expected a JSON object")
                 continue
             yield number, record
 
@@ -146,9 +146,9 @@ def documents(
 ) -> Iterator[tuple[int, Any]]:
     """The documents of a whole-document format: the file as one document (line 1), or
     one document per line (JSON lines). A line that is not JSON, or (given ``check``) a
-    document ``check`` refuses, comes as its LogError (``missing``: field and reason)."""
+    document ``check`` refuses, comes as its LogRecordError (``missing``: field and reason)."""
     for line, document in _documents(stream):
-        if check is not None and not isinstance(document, LogError) and not check(document):
+        if check is not None and not isinstance(document, LogRecordError) and not check(document):
             document = stream.error(line, *missing)
         yield line, document
 
@@ -160,10 +160,10 @@ def each_record(
 ) -> Iterator[Item]:
     """Formats of one record per JSON line or a JSON list of records: ``parse(line,
     value)`` builds each record (None: not a request, counted by ``parse`` itself); its
-    RecordFieldError becomes the record's LogError. ``line`` is the JSON line, or the record's
+    RecordFieldError becomes the record's LogRecordError. ``line`` is the JSON line, or the record's
     position in a whole document."""
     for line, document in documents(stream):
-        if isinstance(document, LogError):
+        if isinstance(document, LogRecordError):
             yield line, document
             continue
         document = unwrap(document)

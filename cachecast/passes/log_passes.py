@@ -18,7 +18,6 @@ from cachecast.core.errors import (
 )
 from cachecast.passes.log_input import LogInput, LogReading
 from cachecast.passes.progress import Progress
-from cachecast.tokenizers import UnknownModelError as TokenizerUnknownModel
 from cachecast.tokenizers.registry import tokenizer_key_for
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -30,7 +29,7 @@ def check_tokenizer(model: str | None, field: str = "tokenizer") -> None:
         return
     try:
         tokenizer_key_for(model)
-    except TokenizerUnknownModel as error:
+    except UnknownModelError as error:
         raise UnknownModelError(error.message, location=Location(field=field)) from None
 
 

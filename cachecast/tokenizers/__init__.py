@@ -8,7 +8,7 @@ from cachecast.core.errors import UnknownModelError
 from cachecast.tokenizers.base import Tokenizer
 from cachecast.tokenizers.encode import SegmentCache
 from cachecast.tokenizers.openai_data import VocabularyIntegrityError, load_openai_encoding
-from cachecast.tokenizers.records import LogError, read_log, read_records
+from cachecast.tokenizers.records import read_log, read_records
 from cachecast.tokenizers.registry import (
     LocalTokenizerRefused,
     get_tokenizer,
@@ -20,7 +20,6 @@ from cachecast.tokenizers.types import Breakpoint, ObservedUsage, Segment, Token
 __all__ = [
     "Breakpoint",
     "LocalTokenizerRefused",
-    "LogError",
     "ObservedUsage",
     "Segment",
     "SegmentCache",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError, UnknownModelError
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.usage import observed_usage
 from cachecast.tokenizers.base import TiktokenTokenizer
 from cachecast.tokenizers.calibration import Calibrator
@@ -40,7 +40,7 @@ from cachecast.tokenizers.types import ObservedUsage, TokenizedRequest
 
 BATCH_SIZE = 256
 
-_Item = ParsedRecord | TokenizedRequest | LogError
+_Item = ParsedRecord | TokenizedRequest | LogRecordError
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ class LogReader:
         source: str,
         models: ModelChoice,
         strict: bool,
-        errors: list[LogError] | None,
+        errors: list[LogRecordError] | None,
         cache: SegmentCache | None,
         reuse: bool,
         calibrator: Calibrator | None = None,
@@ -83,14 +83,16 @@ class LogReader:
         self.newest = 0.0  # the latest timestamp read: the log's "now"
 
     def read(
-        self, numbered: Iterator[tuple[int, dict[str, Any] | LogError]]
+        self, numbered: Iterator[tuple[int, dict[str, Any] | LogRecordError]]
     ) -> Iterator[TokenizedRequest]:
         """The requests of ``numbered`` (line number, record or the line's error) in order."""
         try:
             batch: list[_Item] = []
             started: _Started | None = None
             for number, record in numbered:
-                batch.append(record if isinstance(record, LogError) else self.parse(number, record))
+                batch.append(
+                    record if isinstance(record, LogRecordError) else self.parse(number, record)
+                )
                 if len(batch) >= BATCH_SIZE:
                     done = self.complete(started) if started is not None else []
                     started = self.start(batch)
@@ -107,7 +109,7 @@ class LogReader:
         for encoder in self.encoders.values():
             encoder.close()
 
-    def fail(self, error: LogError) -> None:
+    def fail(self, error: LogRecordError) -> None:
         if self.strict:
             raise error
         if self.errors is not None:
@@ -117,9 +119,9 @@ class LogReader:
         try:
             return self._parse(number, record)
         except RecordFieldError as exc:
-            return LogError(self.source, number, exc.field, exc.reason)
+            return LogRecordError(self.source, number, exc.field, exc.reason)
         except UnknownModelError as exc:
-            return LogError(self.source, number, "model", str(exc))
+            return LogRecordError(self.source, number, "model", str(exc))
         except LimitExceededError as exc:
             raise self.at_line(exc, number) from None
 
@@ -179,7 +181,7 @@ class LogReader:
             pending.append((encoder, todo, started))
         return _Started(items, pending)
 
-    def complete(self, started: _Started) -> list[TokenizedRequest | LogError]:
+    def complete(self, started: _Started) -> list[TokenizedRequest | LogRecordError]:
         """Finish a started batch: its requests and bad lines, in line order.
 
         Requests that report their prompt length are built first, so that the calibration
@@ -196,17 +198,17 @@ class LogReader:
                     ids.breakpoints,
                     ids.implicit_offset,
                 )
-        done: list[TokenizedRequest | LogError | None] = [None] * len(started.items)
+        done: list[TokenizedRequest | LogRecordError | None] = [None] * len(started.items)
         later: list[tuple[int, ParsedRecord, ObservedUsage | None]] = []
         for index, item in enumerate(started.items):
-            if isinstance(item, TokenizedRequest | LogError):
+            if isinstance(item, TokenizedRequest | LogRecordError):
                 done[index] = item
                 continue
             assert isinstance(item, ParsedRecord) and item.rendered is not None
             try:
                 observed = observed_usage(item.record, item.rendered.api)
             except RecordFieldError as exc:
-                done[index] = LogError(self.source, item.line, exc.field, exc.reason)
+                done[index] = LogRecordError(self.source, item.line, exc.field, exc.reason)
                 continue
             except LimitExceededError as exc:
                 raise self.at_line(exc, item.line) from None
@@ -223,11 +225,11 @@ class LogReader:
         item: ParsedRecord,
         encoded: EncodedIds | None,
         observed: ObservedUsage | None,
-    ) -> TokenizedRequest | LogError:
+    ) -> TokenizedRequest | LogRecordError:
         try:
             return self.builder.build(item, encoded, observed)
         except RecordFieldError as exc:
-            return LogError(self.source, item.line, exc.field, exc.reason)
+            return LogRecordError(self.source, item.line, exc.field, exc.reason)
         except LimitExceededError as exc:
             raise self.at_line(exc, item.line) from None
 
@@ -238,9 +240,9 @@ class LogReader:
         error.args = (error.one_line(),)
         return error
 
-    def emit(self, done: list[TokenizedRequest | LogError]) -> Iterator[TokenizedRequest]:
+    def emit(self, done: list[TokenizedRequest | LogRecordError]) -> Iterator[TokenizedRequest]:
         for item in done:
-            if isinstance(item, LogError):
+            if isinstance(item, LogRecordError):
                 self.fail(item)
             else:
                 yield item

@@ -47,7 +47,7 @@ Other formats (observability exports, agent transcripts, batch files, recorded H
 traffic) are read through ``cachecast.logs.open_log``, which detects them and hands this
 reader the same records (``read_log(path, format=..., results=...)``).
 
-Bad lines raise or record :class:`LogError` (file, line, field, reason); nothing is skipped
+Bad lines raise or record :class:`LogRecordError` (file, line, field, reason); nothing is skipped
 without being recorded.
 
 This module holds the entry points; the pipeline is ``log_reader``, a wrapper's fields are
@@ -61,7 +61,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.formats import open_log
 from cachecast.logs.stream import READ_BUFFER_BYTES, LogStream
 from cachecast.tokenizers.calibration import Calibrator
@@ -70,7 +70,7 @@ from cachecast.tokenizers.log_reader import LogReader
 from cachecast.tokenizers.request_build import ModelChoice
 from cachecast.tokenizers.types import TokenizedRequest
 
-__all__ = ["LogError", "count_lines", "read_log", "read_records"]
+__all__ = ["count_lines", "read_log", "read_records"]
 
 
 def read_log(
@@ -81,7 +81,7 @@ def read_log(
     default_model: str | None = None,
     default_provider: str | None = None,
     strict: bool = False,
-    errors: list[LogError] | None = None,
+    errors: list[LogRecordError] | None = None,
     cache: SegmentCache | None = None,
     format: str | None = None,
     results: str | Path | None = None,
@@ -131,7 +131,7 @@ def read_records(
     default_model: str | None = None,
     default_provider: str | None = None,
     strict: bool = False,
-    errors: list[LogError] | None = None,
+    errors: list[LogRecordError] | None = None,
     cache: SegmentCache | None = None,
     settled: bool = False,
     calibrator: Calibrator | None = None,
@@ -141,12 +141,12 @@ def read_records(
     list held for the whole read), so later requests may take a conversation's earlier
     rendering over, as for a file."""
 
-    def numbered() -> Iterator[tuple[int, dict[str, Any] | LogError]]:
+    def numbered() -> Iterator[tuple[int, dict[str, Any] | LogRecordError]]:
         for number, record in enumerate(records, start=1):
             if isinstance(record, dict):
                 yield number, record
             else:
-                yield number, LogError(source, number, "<record>", "expected a JSON object")
+                yield number, LogRecordError(source, number, "<record>", "expected a JSON object")
 
     # No reuse across records unless settled: the caller owns them and may change one after
     # handing it over (a history list appended to in place), which would make an earlier body

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from cachecast.contracts import ContractStore
+from cachecast.core.errors import LogRecordError
 from cachecast.layouts.divergence import Tokenize, find_divergence
 from cachecast.layouts.spec import NotALayoutError
 from cachecast.passes.prompt_sets import (
@@ -33,7 +34,7 @@ from cachecast.passes.prompt_sets import (
     PromptSource,
     load_prompt_set,
 )
-from cachecast.tokenizers import LogError, read_records
+from cachecast.tokenizers import read_records
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.evaluation import (
     PER_REQUESTS,
@@ -332,7 +333,7 @@ def _tokenizing(model: str | None) -> Tokenize:
 
     def tokenize(records: Sequence[dict[str, Any]]) -> list[TokenizedRequest | None]:
         tokenized: list[TokenizedRequest | None] = [None] * len(records)
-        errors: list[LogError] = []  # a side's bad records were refused by its replay
+        errors: list[LogRecordError] = []  # a side's bad records were refused by its replay
         for request in read_records(records, "divergence", model=model, errors=errors):
             tokenized[request.line - 1] = request
         return tokenized

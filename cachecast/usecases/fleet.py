@@ -21,13 +21,13 @@ from cachecast.economics.capacity import DEFAULT_MAX_NUM_SEQS
 from cachecast.economics.errors import ComparisonError
 from cachecast.economics.fleet import (
     DEFINITIONS,
-    ROOFLINE_TIMING,
     PolicyResult,
     check_fleet_options,
     fleet_assumptions,
     route_fleet,
 )
 from cachecast.economics.sizing import size_deployment
+from cachecast.economics.timing import ROOFLINE_TIMING
 from cachecast.passes.log_input import LogInput
 from cachecast.passes.log_passes import LogPasses, skipped_lines
 from cachecast.passes.progress import NoProgress, Progress

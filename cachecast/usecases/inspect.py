@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from cachecast.logs import LogError, open_log, pair_batch_files
+from cachecast.logs import LogRecordError, open_log, pair_batch_files
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
@@ -123,7 +123,7 @@ def inspect_file(
     name: str | None = None,
 ) -> FileInspection:
     stream = open_log(path, format=format, results=results, name=name)
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     models: Counter[str] = Counter()
     providers: Counter[str] = Counter()
     totals = ObservedTotals()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachecast.logs import LogError, open_log
+from cachecast.logs import LogRecordError, open_log
 from cachecast.tokenizers import TokenizedRequest, read_log
 
 
@@ -16,7 +16,7 @@ from cachecast.tokenizers import TokenizedRequest, read_log
 class Read:
     format: str
     requests: list[TokenizedRequest]
-    errors: list[LogError]
+    errors: list[LogRecordError]
     skipped: dict[str, int]
 
 
@@ -24,7 +24,7 @@ def read(path: Path, **options: Any) -> Read:
     stream = open_log(
         path, format=options.pop("format", None), results=options.pop("results", None)
     )
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     requests = list(read_log(stream, errors=errors, **options))
     return Read(stream.format, requests, errors, dict(stream.skipped))
 

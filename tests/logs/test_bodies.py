@@ -140,11 +140,11 @@ def test_malformed_converse_blocks() -> None:
 
 
 def read_records_strict(body: dict[str, Any]) -> None:
-    from cachecast.tokenizers import LogError
+    from cachecast.core.errors import LogRecordError
 
     try:
         list(read_records([{"model": MODEL, "request": body}], "mem", strict=True))
-    except LogError as exc:
+    except LogRecordError as exc:
         raise RecordFieldError(exc.field, exc.reason) from exc
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from cachecast.core.errors import LogRecordError
 from cachecast.service.app import create_app
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.tokenizers import read_records
-from cachecast.tokenizers.records import LogError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VALIDATOR = jsonschema.Draft202012Validator(RECORD_SCHEMA)
@@ -60,8 +60,8 @@ REFUSED: dict[str, dict[str, Any]] = {
 }
 
 
-def _read(record: dict[str, Any]) -> tuple[int, list[LogError]]:
-    errors: list[LogError] = []
+def _read(record: dict[str, Any]) -> tuple[int, list[LogRecordError]]:
+    errors: list[LogRecordError] = []
     requests = list(read_records([record], "schema-test", errors=errors))
     return len(requests), errors
 

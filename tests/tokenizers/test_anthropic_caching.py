@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cachecast.tokenizers import LogError, read_log, read_records
+from cachecast.core.errors import LogRecordError
+from cachecast.tokenizers import read_log, read_records
 
 HW = "hello world"
 
@@ -29,8 +30,8 @@ def body(messages: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
     return {"model": "claude-sonnet-4-5", "messages": messages, **fields}
 
 
-def run(records: list[dict[str, Any]]) -> tuple[list[Any], list[LogError]]:
-    errors: list[LogError] = []
+def run(records: list[dict[str, Any]]) -> tuple[list[Any], list[LogRecordError]]:
+    errors: list[LogRecordError] = []
     return list(read_records(records, "mem.jsonl", errors=errors)), errors
 
 
@@ -118,7 +119,7 @@ def test_automatic_breakpoint_moves_forward_as_the_conversation_grows(tmp_path: 
         {"session": "s", "request": body(second, cache_control={"type": "ephemeral"})},
     ]
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     one, two = list(read_log(log, errors=errors))
     assert errors == []
     assert [(b.offset, b.ttl) for b in one.breakpoints] == [(12, None)]

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from cachecast.tokenizers import LogError, get_tokenizer, read_log, read_records
+from cachecast.core.errors import LogRecordError
 from cachecast.tokenizers import conversations as conversations_module
+from cachecast.tokenizers import get_tokenizer, read_log, read_records
 from cachecast.tokenizers.base import TiktokenTokenizer
 from cachecast.tokenizers.encode import BatchEncoder, SegmentCache, rendered_text
 from cachecast.tokenizers.render import Rendered, detect_api, render, render_after
@@ -97,7 +98,7 @@ def test_chat_conversation_with_look_alike_edits(tmp_path: Path, reused: list[in
     ]
     log = tmp_path / "chat.jsonl"
     write(log, records)
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     requests = list(read_log(log, errors=errors))
     assert errors == []
     assert [list(r.tokens or []) for r in requests] == [whole_request_ids(r) for r in records]
@@ -166,7 +167,7 @@ def test_interleaved_conversations_and_other_apis(tmp_path: Path, reused: list[i
     ]
     log = tmp_path / "mixed.jsonl"
     write(log, records)
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     requests = list(read_log(log, errors=errors))
     assert errors == []
     alone = list(read_records(records, str(log)))
@@ -215,7 +216,7 @@ def test_strict_raises_after_the_earlier_requests(tmp_path: Path) -> None:
     good = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
     log.write_text(json.dumps(good) + "\n" + '{"model": "gpt-4o"}\n' + json.dumps(good) + "\n")
     seen = []
-    with pytest.raises(LogError) as raised:
+    with pytest.raises(LogRecordError) as raised:
         for request in read_log(log, strict=True):
             seen.append(request.line)
     assert seen == [1]

@@ -9,14 +9,15 @@ from typing import Any
 import pytest
 import quicktok
 
-from cachecast.tokenizers import LogError, get_tokenizer, read_log, read_records
+from cachecast.core.errors import LogRecordError
+from cachecast.tokenizers import get_tokenizer, read_log, read_records
 from cachecast.tokenizers.base import TiktokenTokenizer
 from cachecast.tokenizers.encode import rendered_text
 from cachecast.tokenizers.render import detect_api, render
 
 
 def one(record: dict[str, Any], **options: Any):
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     results = list(read_records([record], "mem.jsonl", errors=errors, **options))
     assert errors == []
     assert len(results) == 1
@@ -297,7 +298,7 @@ def test_prompt_tokens_and_epoch_timestamps() -> None:
 
 
 def test_mooncake_trace(mooncake_trace: Path) -> None:
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     first = next(iter(read_log(mooncake_trace, errors=errors)))
     # First line of the trace: timestamp 0, input_length 40160, output 6, 79 hash ids (0..78):
     # ceil(40160 / 512) = 79.
@@ -309,7 +310,7 @@ def test_mooncake_trace(mooncake_trace: Path) -> None:
 def test_model_option_overrides_and_unknown_model_lists_patterns() -> None:
     request = one({"model": "gpt-4", "prompt": "hello world"}, model="gpt-4o")
     assert request.tokenizer == "o200k_base"
-    with pytest.raises(LogError) as raised:
+    with pytest.raises(LogRecordError) as raised:
         list(read_records([{"model": "llama-9", "prompt": "x"}], "m.jsonl", strict=True))
     assert raised.value.field == "model" and "gpt-4o*" in str(raised.value)
 
@@ -346,7 +347,7 @@ def test_every_bad_line_reported_with_file_line_field(tmp_path: Path) -> None:
         lines.append(text)
     lines.append(good)
     log.write_text("\n".join(lines) + "\n")
-    errors: list[LogError] = []
+    errors: list[LogRecordError] = []
     results = list(read_log(log, errors=errors))
     assert [r.line for r in results] == [1, len(lines)]
     assert len(errors) == len(BAD_LINES)
@@ -356,6 +357,6 @@ def test_every_bad_line_reported_with_file_line_field(tmp_path: Path) -> None:
         assert (error.file, error.line, error.field) == (str(log), line, field)
         assert reason in error.reason
         assert str(error).startswith(f"{log}:{line}: {field}: ")
-    with pytest.raises(LogError) as raised:
+    with pytest.raises(LogRecordError) as raised:
         list(read_log(log, strict=True))
     assert raised.value.line == 2

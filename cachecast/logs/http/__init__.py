@@ -24,7 +24,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.logs.http.exchange import Exchange, body_rewritten, exchanges_of, http_date
@@ -42,16 +42,18 @@ from cachecast.logs.stream import Item, LogStream
 __all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
 
 
-def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | LogError]) -> Iterator[Item]:
+def read_exchanges(
+    stream: LogStream, exchanges: Iterable[Exchange | LogRecordError]
+) -> Iterator[Item]:
     """The model calls among ``exchanges`` as records (an unreadable exchange comes as its
-    LogError, in order). Recordings are read whole, so the lifetime of every Gemini cache
+    LogRecordError, in order). Recordings are read whole, so the lifetime of every Gemini cache
     (its TTL, updates and deletion later in the recording) is known before its creation
     is handed on."""
     state = ApiState()
     exchanges = list(exchanges)
     state.lifetimes = cache_lifetimes(exchanges)
     for exchange in exchanges:
-        if isinstance(exchange, LogError):
+        if isinstance(exchange, LogRecordError):
             yield exchange.line, exchange
             continue
         endpoint = model_endpoint(exchange.method, exchange.url)

@@ -10,7 +10,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import LogStream
 
 
@@ -57,9 +57,9 @@ def exchanges_of(
     stream: LogStream,
     entries: Iterable[tuple[int, str, Any]],
     parse: Callable[[Any, int, str], Exchange],
-) -> Iterator[Exchange | LogError]:
+) -> Iterator[Exchange | LogRecordError]:
     """A recording's entries, each given as (its line, its path in the file, the entry), read
-    by the format's ``parse``; an entry it cannot read comes as the LogError naming its line
+    by the format's ``parse``; an entry it cannot read comes as the LogRecordError naming its line
     and field instead."""
     for line, where, entry in entries:
         try:

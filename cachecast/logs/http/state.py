@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record
-from cachecast.logs.errors import LogError
+from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.exchange import Exchange
 from cachecast.logs.types import ObservedUsage
@@ -151,7 +151,7 @@ def _moment(value: Any) -> float | None:
 
 
 def cache_lifetimes(
-    exchanges: list[Exchange | LogError],
+    exchanges: list[Exchange | LogRecordError],
 ) -> dict[str, tuple[float | None, int, bool]]:
     """Every cache the recording creates: (created, lifetime in seconds, deleted early).
 
@@ -161,7 +161,7 @@ def cache_lifetimes(
     lifetimes: dict[str, tuple[float | None, int, bool]] = {}
     expiries: dict[str, float | None] = {}
     for exchange in exchanges:
-        if isinstance(exchange, LogError) or not _is_success(exchange.status):
+        if isinstance(exchange, LogRecordError) or not _is_success(exchange.status):
             continue
         path = unquote(urlsplit(exchange.url).path).rstrip("/")
         if "/cachedContents" not in path:
