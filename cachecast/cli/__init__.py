@@ -1,7 +1,7 @@
-"""The ``cachecast`` command: a thin typer front over the subpackages' own CLI modules.
+"""The ``cachecast`` command: a thin typer front over one module per command group.
 
-Each subpackage exposes ``register(app)`` in its ``cli`` module and owns its commands; this
-module only assembles them and holds the database commands shared by all.
+Each command group is one module of this package exposing ``register(app)``; this module
+only assembles them and holds the database commands shared by all.
 """
 
 from __future__ import annotations
