@@ -87,13 +87,15 @@ def iso_seconds(value: Any, field: str) -> float:
     raise RecordFieldError(field, f"expected ISO 8601 or epoch, got {type(value).__name__}")
 
 
-def optional_str(obj: dict[str, Any], key: str, path: str) -> str | None:
+def optional_str(obj: dict[str, Any], key: str, path: str = "") -> str | None:
+    """``obj[key]`` if it is a string, None if absent or null; anything else is an error naming
+    the field (``path.key``) and the value's type (never the value: it may be a secret)."""
     value = obj.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
         raise RecordFieldError(
-            f"{path}.{key}" if path else key, f"expected a string, got {value!r}"
+            f"{path}.{key}" if path else key, f"expected a string, got {type(value).__name__}"
         )
     return value
 

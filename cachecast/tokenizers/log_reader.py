@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError, UnknownModelError
+from cachecast.logs.canonical import optional_str
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.usage import observed_usage
 from cachecast.tokenizers.base import TiktokenTokenizer
@@ -23,7 +24,6 @@ from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.conversations import OpenConversations
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.record_fields import (
-    optional_str,
     provider_of,
     timestamp_of,
     wrapped_body,

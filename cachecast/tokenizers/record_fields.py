@@ -13,6 +13,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import check_tokens
+from cachecast.logs.canonical import optional_str
 from cachecast.logs.providers import normalize_provider_name
 from cachecast.tokenizers.render import Rendered
 from cachecast.tokenizers.types import NO_CONTROLS, CacheControls, CacheCreation, ObservedUsage
@@ -81,15 +82,6 @@ def cache_creation(record: dict[str, Any]) -> CacheCreation | None:
     if ttl is not None and not isinstance(ttl, str):
         raise RecordFieldError("cache_creation.ttl", "expected a TTL name such as '1h'")
     return CacheCreation(name, lifetime, ttl, value.get("deleted") is True)
-
-
-def optional_str(record: dict[str, Any], key: str) -> str | None:
-    value = record.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise RecordFieldError(key, f"expected a string, got {type(value).__name__}")
-    return value
 
 
 def count_field(record: dict[str, Any], key: str) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.logs.canonical import optional_str
 from cachecast.tokenizers.base import (
     NON_TEXT_ID_BASE,
     NON_TEXT_ID_SPAN,
@@ -28,7 +29,6 @@ from cachecast.tokenizers.hf import HFTokenizer
 from cachecast.tokenizers.record_fields import (
     cache_controls,
     count_field,
-    optional_str,
     output_tokens,
     prompt_complete,
     provider_of,
