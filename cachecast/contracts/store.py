@@ -38,7 +38,11 @@ from cachecast.contracts.tables import (
     ContractVersionRow,
 )
 from cachecast.core import db
-from cachecast.core.errors import NotMigratedError, UnknownContractError
+from cachecast.core.errors import (
+    ContractNotYetInForceError,
+    NotMigratedError,
+    UnknownContractError,
+)
 
 # (re-exported: the alias table lives apart from the database layer)
 from cachecast.core.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
@@ -95,6 +99,12 @@ class ContractStore:
         name = f"{versions[0].provider}/{versions[0].model}"
         requested = model.strip().lower()
         via = f" (alias {requested!r})" if requested != versions[0].model else ""
+        first = min(terms.effective_from for terms in versions)
+        if day < first:
+            raise ContractNotYetInForceError(
+                f"{name}{via} has no contract before {first.isoformat()}, its first version"
+                f" (asked for {day.isoformat()})"
+            )
         raise UnknownContractError(
             f"{name}{via} has no contract version in force on {day.isoformat()} "
             f"(stored versions: {known})"
