@@ -357,6 +357,20 @@ def _print_audit(report: AuditReport) -> None:
             + (f"; not compared: {left_out}" if left_out else ""),
             markup=False,
         )
+    history = report.history
+    if history is not None:
+        out.print(
+            f"history up to {history.until.isoformat()}: {history.contracts} contract(s),"
+            f" {len(history.gaps)} gap(s), {history.retired} retired, launch date known for"
+            f" {history.launch_known} (unknown: {len(history.launch_unknown)}; --json lists them)",
+            markup=False,
+        )
+        for gap in history.gaps:
+            out.print(
+                f"  {gap.kind.value} {gap.provider}/{gap.model}: no contract"
+                f" [{gap.start.isoformat()}, {gap.end.isoformat()}) ({gap.evidence})",
+                markup=False,
+            )
     if not report.disagreements:
         out.print("no disagreement", markup=False)
         return
