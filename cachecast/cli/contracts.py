@@ -160,6 +160,14 @@ def _field_text(terms: ContractTerms, name: str) -> str:
             f"out {decimal_text(tier.output_per_mtok)}"
             for tier in terms.long_context_tiers
         )
+    if name == "off_peak" and terms.off_peak is not None:
+        off_peak = terms.off_peak
+        return (
+            f"in {decimal_text(off_peak.input_per_mtok)} out "
+            f"{decimal_text(off_peak.output_per_mtok)} read x"
+            f"{decimal_text(off_peak.read_multiplier)} during (UTC, ISO weekdays) "
+            + "; ".join(window.text() for window in off_peak.windows)
+        )
     if name == "aliases":
         return ", ".join(terms.aliases)
     if name == "inferred_fields":

@@ -25,9 +25,16 @@ from decimal import Decimal
 from typing import Any
 
 from cachecast.contracts.history import Lifecycle
-from cachecast.contracts.importers import MTOK, _updated_terms
-from cachecast.contracts.model import INFERABLE_FIELDS, ContractTerms, PriceTier
+from cachecast.contracts.importers import MTOK, _ratio, _updated_terms
+from cachecast.contracts.model import (
+    INFERABLE_FIELDS,
+    ContractTerms,
+    OffPeakPrices,
+    OffPeakWindow,
+    PriceTier,
+)
 from cachecast.contracts.price_maps import genai_price, litellm_model_id, litellm_tiers
+from cachecast.contracts.sqltypes import canonical_decimal
 
 # The mechanics a filled version takes over from its family (prices come from the map).
 MECHANICS = tuple(
@@ -44,6 +51,18 @@ _VENDORS = {
     "moonshotai": "moonshot",
     "deepseek": "deepseek",
     "google": "google",
+}
+_LINES = {
+    "google": "gemini",
+    "vertex": "gemini",
+    "openai": "gpt",
+    "azure": "gpt",
+    "anthropic": "claude",
+    "bedrock": "amazon.nova",
+    "alibaba": "qwen",
+    "deepseek": "deepseek",
+    "xai": "grok",
+    "moonshot": "kimi",
 }
 _DATED = re.compile(r"(20\d\d)-?([01]\d)-?([0-3]\d)")
 
@@ -122,7 +141,74 @@ class Families:
                 length += 1
             return length, terms.effective_from
 
-        return max(candidates, key=shared), False
+        best = max(candidates, key=shared)
+        if shared(best)[0] < 3:
+            # Nothing shares a name: the provider's own line of models (a Gemini-family
+            # model on Vertex, not a Claude one).
+            line = _LINES.get(provider, "")
+            own = [terms for terms in candidates if terms.model.startswith(line)]
+            best = max(own or candidates, key=lambda terms: terms.effective_from)
+        return best, False
+
+
+def _clock(text: str, end: bool) -> str:
+    """LiteLLM writes midnight as the end of a window as ``00:00``; ours is ``24:00``."""
+    return "24:00" if end and text == "00:00" else text
+
+
+def litellm_off_peak(entry: Mapping[str, Any]) -> OffPeakPrices | None:
+    """The entry's ``off_peak_pricing`` as our off-peak prices (UTC windows only: an entry
+    whose weekdays follow another time zone is not taken)."""
+    block = entry.get("off_peak_pricing")
+    if not isinstance(block, Mapping) or block.get("weekday_timezone") not in (None, "UTC"):
+        return None
+    windows = []
+    for window in block.get("windows", ()):
+        hours = window["hours_utc"]
+        for span in [hours] if isinstance(hours, str) else hours:
+            start, _, end = str(span).partition("-")
+            windows.append(
+                OffPeakWindow(
+                    weekdays=tuple(int(day) for day in window["weekdays"]),
+                    start=start,
+                    end=_clock(end, True),
+                )
+            )
+    input_cost = Decimal(block["input_cost_per_token"])
+    ratio, _ = _ratio(Decimal(block["cache_read_input_token_cost"]), input_cost)
+    return OffPeakPrices(
+        windows=tuple(windows),
+        input_per_mtok=canonical_decimal(input_cost * MTOK),
+        output_per_mtok=canonical_decimal(Decimal(block["output_cost_per_token"]) * MTOK),
+        read_multiplier=ratio,
+    )
+
+
+def off_peak_correction(
+    stored: ContractTerms, key: str, entry: Mapping[str, Any], map_version: str, read_on: dt.date
+) -> ContractTerms:
+    """The stored version in force, with the off-peak prices of its LiteLLM entry, from the
+    next day (a start date cannot be shared; the stored version is kept as history)."""
+    off_peak = litellm_off_peak(entry)
+    assert off_peak is not None
+    return stored.model_copy(
+        update={
+            "effective_from": stored.effective_from + dt.timedelta(days=1),
+            "effective_to": None,
+            "verified_on": read_on,
+            "off_peak": off_peak,
+            "notes": (
+                f"Correction of the version of {stored.effective_from.isoformat()}, which "
+                f"lacked the off-peak prices: the same terms plus the off-peak windows and "
+                f"prices of LiteLLM {map_version} entry {key!r} (off_peak_pricing, UTC windows; "
+                f"half the peak prices). When the discount began is not in our sources [U]: it "
+                f"applies here from the day after the stored version's start. "
+                + stored.notes.replace(
+                    " Off-peak half prices (LiteLLM off_peak_pricing) are not modelled.", ""
+                )
+            ),
+        }
+    )
 
 
 def _first_day(
@@ -231,7 +317,7 @@ def litellm_version(
     minimum = entry.get("prompt_cache_min_tokens")
     label = f"LiteLLM {map_version} entry {key!r}"
     source = str(entry.get("source") or family.source)
-    return _with_prices(
+    terms = _with_prices(
         family,
         (provider, model),
         aliases,
@@ -245,6 +331,15 @@ def litellm_version(
         start,
         end,
         read_on,
+    )
+    off_peak = litellm_off_peak(entry)
+    if off_peak is None:
+        return terms
+    return terms.model_copy(
+        update={
+            "off_peak": off_peak,
+            "notes": terms.notes + " Off-peak prices from the same entry.",
+        }
     )
 
 
@@ -367,6 +462,10 @@ def fill(
     return sorted([*found, *by_hand], key=lambda t: (t.provider, t.model, t.effective_from))
 
 
+# Stored versions in force whose LiteLLM entry has off-peak prices they lack.
+OFF_PEAK_CORRECTIONS = (("deepseek", "deepseek-v4-flash", "deepseek-v4-flash"),)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Write the filled catalog document: ``catalog_fill DATABASE_URL HAND.json OUT.json``
     (the database migrated to the revision before the one that seeds the output)."""
@@ -391,6 +490,9 @@ def main(argv: list[str] | None = None) -> None:
     data, version, _ = read_litellm()
     providers, genai_version_text, _ = read_genai_prices()
     written = parse_document(loads_json(Path(hand).read_text("utf-8"), hand), hand)
+    for provider, model, key in OFF_PEAK_CORRECTIONS:
+        stored = store.as_of(provider, model, read_on)
+        written.append(off_peak_correction(stored, key, data[key], version, read_on))
     versions = fill(
         store.list(),
         missing,

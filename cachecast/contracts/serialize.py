@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cachecast.contracts.errors import ContractFormatError
-from cachecast.contracts.model import ContractTerms, PriceTier, TtlOption
+from cachecast.contracts.model import ContractTerms, OffPeakPrices, PriceTier, TtlOption
 from cachecast.contracts.sqltypes import decimal_text
 
 DOCUMENT_FORMAT = "cachecast-contracts"
@@ -78,7 +78,20 @@ def terms_to_json(terms: ContractTerms) -> dict[str, Any]:
             }
             for tier in terms.long_context_tiers
         ],
+        "off_peak": None if terms.off_peak is None else off_peak_to_json(terms.off_peak),
         "inferred_fields": list(terms.inferred_fields),
+    }
+
+
+def off_peak_to_json(prices: OffPeakPrices) -> dict[str, Any]:
+    return {
+        "windows": [
+            {"weekdays": list(window.weekdays), "start": window.start, "end": window.end}
+            for window in prices.windows
+        ],
+        "input_per_mtok": decimal_text(prices.input_per_mtok),
+        "output_per_mtok": decimal_text(prices.output_per_mtok),
+        "read_multiplier": decimal_text(prices.read_multiplier),
     }
 
 
