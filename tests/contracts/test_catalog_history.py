@@ -164,9 +164,9 @@ def _dump(path: Path) -> list[tuple[Any, ...]]:
 def test_v3_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
     before, after = tmp_path / "before.db", tmp_path / "after.db"
     for path in (before, after):
-        db.upgrade(f"sqlite:///{path}", "0007_engine_measurement_dtype")
+        db.upgrade(f"sqlite:///{path}", "0008_contract_off_peak")
     url = f"sqlite:///{after}"
-    db.upgrade(url, "0008_seed_contracts_v3")
+    db.upgrade(url, "0009_seed_contracts_v3")
     v3 = V2_FILE.with_name("contracts-v3.json")
     entries = json.loads(v3.read_text("utf-8"))["contracts"]
     with sqlite3.connect(after) as connection:
@@ -174,7 +174,7 @@ def test_v3_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
             "SELECT count(*) FROM contract_version WHERE origin = 'seed:contracts-v3'"
         ).fetchone()
     assert added == len(entries)
-    db.downgrade(url, "0007_engine_measurement_dtype")
+    db.downgrade(url, "0008_contract_off_peak")
     assert _dump(after) == _dump(before)
     db.upgrade(url)
     assert db.current_revision(url) == db.head_revision()
