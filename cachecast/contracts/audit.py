@@ -237,13 +237,12 @@ def _compare_litellm(
     theirs_read = per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
     differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, theirs_read)
     for option in terms.ttl_options:
-        key = (
-            "cache_creation_input_token_cost"
-            if option.ttl_seconds < 3600
-            else "cache_creation_input_token_cost_above_1hr"
-            if option.ttl_seconds == 3600
-            else None
-        )
+        key = {
+            3600: "cache_creation_input_token_cost_above_1hr",
+            12 * 3600: "cache_creation_input_token_cost_above_12hr",
+        }.get(option.ttl_seconds)
+        if option.ttl_seconds < 3600:
+            key = "cache_creation_input_token_cost"
         theirs = per_mtok(entry.get(key)) if key else None
         ours = base * option.write_multiplier
         # The map writes 0 or leaves the key out when writes cost the plain input price.

@@ -25,16 +25,17 @@ from decimal import Decimal
 from typing import Any
 
 from cachecast.contracts.history import Lifecycle
-from cachecast.contracts.importers import MTOK, _ratio, _updated_terms
+from cachecast.contracts.importers import _PRICE_FIELDS, MTOK, _ratio, _updated_terms
 from cachecast.contracts.model import (
     INFERABLE_FIELDS,
     ContractTerms,
     OffPeakPrices,
     OffPeakWindow,
     PriceTier,
+    TtlOption,
 )
 from cachecast.contracts.price_maps import genai_price, litellm_model_id, litellm_tiers
-from cachecast.contracts.sqltypes import canonical_decimal
+from cachecast.contracts.sqltypes import canonical_decimal, decimal_text
 
 # The mechanics a filled version takes over from its family (prices come from the map).
 MECHANICS = tuple(
@@ -211,6 +212,44 @@ def off_peak_correction(
     )
 
 
+TWELVE_HOURS = 12 * 3600
+
+
+def with_12h_retention(
+    stored: ContractTerms, key: str, entry: Mapping[str, Any], map_version: str, read_on: dt.date
+) -> ContractTerms | None:
+    """The stored version plus the 12-hour write option its LiteLLM entry prices
+    (``cache_creation_input_token_cost_above_12hr``), from the day the map was read; None
+    when the version has it already or the entry gives no usable price."""
+    price = entry.get("cache_creation_input_token_cost_above_12hr")
+    base = entry.get("input_cost_per_token")
+    if price is None or not base or any(o.ttl_seconds == TWELVE_HOURS for o in stored.ttl_options):
+        return None
+    multiplier, rounded = _ratio(Decimal(price), Decimal(base))
+    option = TtlOption(
+        name="12h", ttl_seconds=TWELVE_HOURS, refresh_on_hit=True, write_multiplier=multiplier
+    )
+    return stored.model_copy(
+        update={
+            "effective_from": read_on,
+            "effective_to": None,
+            "verified_on": read_on,
+            "ttl_options": (*stored.ttl_options, option),
+            "notes": (
+                f"The version of {stored.effective_from.isoformat()} plus the 12-hour cache "
+                f"retention ('12h', the SDK's ttl_12h_tokens) at the write price of LiteLLM "
+                f"{map_version} entry {key!r} (cache_creation_input_token_cost_above_12hr: "
+                f"{decimal_text(canonical_decimal(Decimal(price) * MTOK))} per MTok, "
+                f"x{decimal_text(multiplier)} the input price"
+                + (", rounded to 10 places" if rounded else "")
+                + "). No OpenAI guide text for the 12-hour tier is in our sources [U]: its "
+                "start date (this version starts on the day the map was read) and whether a "
+                "hit restarts its lifetime (assumed, as for 30m) are not stated. " + stored.notes
+            ),
+        }
+    )
+
+
 def _first_day(
     model_key: tuple[str, str],
     map_id: str,
@@ -288,15 +327,7 @@ def litellm_version(
     map_id = litellm_model_id(key)
     model, aliases = our_model_id(map_id)
     costs = {
-        name: None if entry.get(name) is None else Decimal(entry[name])
-        for name in (
-            "input_cost_per_token",
-            "output_cost_per_token",
-            "cache_read_input_token_cost",
-            "cache_creation_input_token_cost",
-            "cache_creation_input_token_cost_above_1hr",
-            "explicit_cache_read_input_token_cost",
-        )
+        name: None if entry.get(name) is None else Decimal(entry[name]) for name in _PRICE_FIELDS
     }
     if costs["cache_read_input_token_cost"] is None and "input_cost_per_token_cache_hit" in entry:
         costs["cache_read_input_token_cost"] = Decimal(entry["input_cost_per_token_cache_hit"])
@@ -493,6 +524,16 @@ def main(argv: list[str] | None = None) -> None:
     for provider, model, key in OFF_PEAK_CORRECTIONS:
         stored = store.as_of(provider, model, read_on)
         written.append(off_peak_correction(stored, key, data[key], version, read_on))
+    for key, entry in data.items():
+        if not isinstance(entry, Mapping) or entry.get("litellm_provider") != "openai":
+            continue
+        if "cache_creation_input_token_cost_above_12hr" not in entry:
+            continue
+        longer = with_12h_retention(
+            store.as_of("openai", key, read_on), key, entry, version, read_on
+        )
+        if longer is not None:
+            written.append(longer)
     versions = fill(
         store.list(),
         missing,

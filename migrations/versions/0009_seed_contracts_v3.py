@@ -49,50 +49,42 @@ def _seeding() -> ModuleType:
     return module
 
 
-versions_table = sa.table(
-    "contract_version",
-    sa.column("id", sa.Integer),
-    sa.column("provider", sa.String),
-    sa.column("model", sa.String),
-    sa.column("effective_from", sa.Date),
-    sa.column("origin", sa.String),
-)
+# The off-peak table as revision 0008 created it: its text windows and three exact prices.
+PRICES = ("input_per_mtok", "output_per_mtok", "read_multiplier")
 off_peak_table = sa.table(
     "contract_off_peak",
     sa.column("contract_id", sa.Integer),
     sa.column("windows", sa.Text),
-    sa.column("input_per_mtok", ExactDecimal()),
-    sa.column("output_per_mtok", ExactDecimal()),
-    sa.column("read_multiplier", ExactDecimal()),
+    *(sa.column(name, ExactDecimal()) for name in PRICES),
 )
 
 
 def upgrade() -> None:
-    _seeding().seed_file(SEED_FILE, ORIGIN)
+    seeding = _seeding()
+    seeding.seed_file(SEED_FILE, ORIGIN)
+    versions = seeding.versions_table
     text = resources.files("cachecast.contracts").joinpath("data", SEED_FILE).read_text("utf-8")
     connection = op.get_bind()
     for terms in parse_document(loads_json(text, SEED_FILE), SEED_FILE):
         if terms.off_peak is None:
             continue
         contract_id = connection.execute(
-            sa.select(versions_table.c.id).where(
-                versions_table.c.provider == terms.provider,
-                versions_table.c.model == terms.model,
-                versions_table.c.effective_from == terms.effective_from,
+            sa.select(versions.c.id).where(
+                versions.c.provider == terms.provider,
+                versions.c.model == terms.model,
+                versions.c.effective_from == terms.effective_from,
             )
         ).scalar_one()
+        windows = "; ".join(window.text() for window in terms.off_peak.windows)
+        prices = {name: getattr(terms.off_peak, name) for name in PRICES}
         connection.execute(
-            off_peak_table.insert().values(
-                contract_id=contract_id,
-                windows="; ".join(window.text() for window in terms.off_peak.windows),
-                input_per_mtok=terms.off_peak.input_per_mtok,
-                output_per_mtok=terms.off_peak.output_per_mtok,
-                read_multiplier=terms.off_peak.read_multiplier,
-            )
+            off_peak_table.insert().values(contract_id=contract_id, windows=windows, **prices)
         )
 
 
 def downgrade() -> None:
-    seeded = sa.select(versions_table.c.id).where(versions_table.c.origin == ORIGIN)
+    seeding = _seeding()
+    versions = seeding.versions_table
+    seeded = sa.select(versions.c.id).where(versions.c.origin == ORIGIN)
     op.execute(off_peak_table.delete().where(off_peak_table.c.contract_id.in_(seeded)))
-    _seeding().unseed(ORIGIN)
+    seeding.unseed(ORIGIN)

@@ -20,8 +20,7 @@ from cachecast.contracts.history import GapKind, Lifecycle, NotServed, history_g
 from cachecast.contracts.price_maps import litellm_bundled_file
 from cachecast.core import db
 from cachecast.core.errors import ContractNotYetInForceError
-from tests.contracts.conftest import TABLES
-from tests.contracts.test_audit import V2_FILE
+from tests.contracts.test_audit import V2_FILE, _dump
 
 TODAY = dt.date(2026, 12, 3)
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "agent-log.jsonl"
@@ -153,14 +152,6 @@ def test_an_imported_model_names_its_map_entry_and_what_it_inferred(
     assert "mode" in terms.inferred_fields and "min_cacheable_tokens" in terms.inferred_fields
 
 
-def _dump(path: Path) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(path) as connection:
-        rows: list[tuple[Any, ...]] = []
-        for table in (*TABLES, "contract_inferred_field"):
-            rows += [(table, *r) for r in connection.execute(f"SELECT * FROM {table} ORDER BY id")]
-        return rows
-
-
 def test_v3_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
     before, after = tmp_path / "before.db", tmp_path / "after.db"
     for path in (before, after):
@@ -180,3 +171,18 @@ def test_v3_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
     assert db.current_revision(url) == db.head_revision()
     for path in (before, after):
         db.get_engine(f"sqlite:///{path}").dispose()
+
+
+def test_openai_12h_retention_is_priced_from_the_day_the_map_was_read(
+    migrated_db_url: str,
+) -> None:
+    store = ContractStore(migrated_db_url)
+    # LiteLLM 1.110.2 'gpt-6-sol': input 2e-6, cache_creation_input_token_cost_above_12hr
+    # 5e-6 per token, so a 12-hour write costs 5 / 2 = 2.5 times the $2 input price.
+    terms = store.as_of("openai", "gpt-6-sol", TODAY)
+    option = terms.ttl_by_name("12h")
+    assert (option.ttl_seconds, option.write_multiplier) == (43_200, Decimal("2.5"))
+    assert terms.ttl_by_name("30m").write_multiplier == Decimal("1.25")
+    # Before that day no source prices it: the previous version has only 30m.
+    earlier = store.as_of("openai", "gpt-6-sol", TODAY - dt.timedelta(days=1))
+    assert [o.name for o in earlier.ttl_options] == ["30m"]
