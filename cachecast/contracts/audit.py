@@ -24,7 +24,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from cachecast.contracts.history import HistorySummary, history_gaps
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.importers import litellm_off_peak
+from cachecast.contracts.model import ContractTerms, OffPeakPrices
 from cachecast.contracts.price_maps import (
     AuditError,
     genai_price,
@@ -80,6 +81,7 @@ class DisagreementKind(StrEnum):
     CACHE_WRITE = "cache_write"
     LONG_CONTEXT_TIER = "long_context_tier"
     MIN_TOKENS = "min_tokens"
+    OFF_PEAK = "off_peak"
     MISSING_IN_OURS = "missing_in_ours"
     # Stored, but not in force on the day (retired before it, or launched after it).
     NOT_IN_FORCE = "not_in_force"
@@ -250,6 +252,14 @@ def _compare_litellm(
             continue
         differ(DisagreementKind.CACHE_WRITE, f"cache_write[{option.name}]", ours, theirs)
     found.long_context_tiers(*litellm_tiers(entry))
+    theirs_off_peak = litellm_off_peak(entry, their_source, str(entry.get("litellm_provider")))
+    if terms.off_peak != theirs_off_peak:
+        found.add(
+            DisagreementKind.OFF_PEAK,
+            "off_peak",
+            _off_peak_text(terms.off_peak),
+            _off_peak_text(theirs_off_peak),
+        )
     minimum = entry.get("prompt_cache_min_tokens")
     if (
         minimum is not None
@@ -263,6 +273,16 @@ def _compare_litellm(
             decimal_text(canonical_decimal(Decimal(minimum))),
         )
     return found.found
+
+
+def _off_peak_text(prices: OffPeakPrices | None) -> str | None:
+    if prices is None:
+        return None
+    windows = "; ".join(window.text() for window in prices.windows)
+    return (
+        f"in {decimal_text(prices.input_per_mtok)} out {decimal_text(prices.output_per_mtok)}"
+        f" read x{decimal_text(prices.read_multiplier)} during {windows}"
+    )
 
 
 def _other_dates(history: list[ContractTerms], provider: str, model_id: str) -> str:
@@ -390,6 +410,8 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
     if read_base is not None:
         differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, read_base)
     for option in terms.ttl_options:
+        if option.ttl_seconds > 3600:
+            continue  # genai-prices has no price for longer retention (OpenAI's 12h, 24h)
         key = "cache_write_1h_mtok" if option.ttl_seconds == 3600 else "cache_write_5m_mtok"
         theirs, _ = genai_price(getattr(prices, key, None))
         if theirs is None:

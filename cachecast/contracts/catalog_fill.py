@@ -25,12 +25,16 @@ from decimal import Decimal
 from typing import Any
 
 from cachecast.contracts.history import Lifecycle
-from cachecast.contracts.importers import _PRICE_FIELDS, MTOK, _ratio, _updated_terms
+from cachecast.contracts.importers import (
+    _PRICE_FIELDS,
+    MTOK,
+    _ratio,
+    _updated_terms,
+    litellm_off_peak,
+)
 from cachecast.contracts.model import (
     INFERABLE_FIELDS,
     ContractTerms,
-    OffPeakPrices,
-    OffPeakWindow,
     PriceTier,
     TtlOption,
 )
@@ -150,39 +154,6 @@ class Families:
             own = [terms for terms in candidates if terms.model.startswith(line)]
             best = max(own or candidates, key=lambda terms: terms.effective_from)
         return best, False
-
-
-def _clock(text: str, end: bool) -> str:
-    """LiteLLM writes midnight as the end of a window as ``00:00``; ours is ``24:00``."""
-    return "24:00" if end and text == "00:00" else text
-
-
-def litellm_off_peak(entry: Mapping[str, Any]) -> OffPeakPrices | None:
-    """The entry's ``off_peak_pricing`` as our off-peak prices (UTC windows only: an entry
-    whose weekdays follow another time zone is not taken)."""
-    block = entry.get("off_peak_pricing")
-    if not isinstance(block, Mapping) or block.get("weekday_timezone") not in (None, "UTC"):
-        return None
-    windows = []
-    for window in block.get("windows", ()):
-        hours = window["hours_utc"]
-        for span in [hours] if isinstance(hours, str) else hours:
-            start, _, end = str(span).partition("-")
-            windows.append(
-                OffPeakWindow(
-                    weekdays=tuple(int(day) for day in window["weekdays"]),
-                    start=start,
-                    end=_clock(end, True),
-                )
-            )
-    input_cost = Decimal(block["input_cost_per_token"])
-    ratio, _ = _ratio(Decimal(block["cache_read_input_token_cost"]), input_cost)
-    return OffPeakPrices(
-        windows=tuple(windows),
-        input_per_mtok=canonical_decimal(input_cost * MTOK),
-        output_per_mtok=canonical_decimal(Decimal(block["output_cost_per_token"]) * MTOK),
-        read_multiplier=ratio,
-    )
 
 
 def off_peak_correction(

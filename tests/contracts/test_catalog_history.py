@@ -186,3 +186,61 @@ def test_openai_12h_retention_is_priced_from_the_day_the_map_was_read(
     # Before that day no source prices it: the previous version has only 30m.
     earlier = store.as_of("openai", "gpt-6-sol", TODAY - dt.timedelta(days=1))
     assert [o.name for o in earlier.ttl_options] == ["30m"]
+
+
+def _import(url: str, path: Path) -> Any:
+    return CliRunner().invoke(
+        app,
+        ["contracts", "import", str(path), "--effective-from", "2026-12-10", "--database-url", url],
+    )
+
+
+def test_a_litellm_import_takes_the_entrys_off_peak_prices(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # Peak prices as stored ($0.30 in, $0.006 read, $1.20 out); off-peak now $0.10 in,
+    # $0.002 read (0.002 / 0.10 = 0.02), $0.40 out, weekends only.
+    entry = {
+        "litellm_provider": "deepseek",
+        "mode": "chat",
+        "input_cost_per_token": 3e-07,
+        "output_cost_per_token": 1.2e-06,
+        "cache_read_input_token_cost": 6e-09,
+        "off_peak_pricing": {
+            "input_cost_per_token": 1e-07,
+            "output_cost_per_token": 4e-07,
+            "cache_read_input_token_cost": 2e-09,
+            "windows": [{"hours_utc": "00:00-00:00", "weekdays": [6, 7]}],
+        },
+    }
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"deepseek-v4-flash": entry}), encoding="utf-8")
+    result = _import(migrated_db_url, path)
+    assert result.exit_code == 0, result.output
+    terms = ContractStore(migrated_db_url).as_of(
+        "deepseek", "deepseek-v4-flash", dt.date(2026, 12, 10)
+    )
+    assert terms.off_peak is not None
+    assert (terms.off_peak.input_per_mtok, terms.off_peak.output_per_mtok) == (
+        Decimal("0.1"),
+        Decimal("0.4"),
+    )
+    assert terms.off_peak.read_multiplier == Decimal("0.02")
+    assert [window.text() for window in terms.off_peak.windows] == ["6,7 00:00-24:00"]
+
+
+def test_a_malformed_off_peak_block_names_its_entry_and_field(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    entry = {
+        "litellm_provider": "deepseek",
+        "input_cost_per_token": 3e-07,
+        "output_cost_per_token": 1.2e-06,
+        "off_peak_pricing": {"input_cost_per_token": 1e-07, "windows": "weekends"},
+    }
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"deepseek-v4-flash": entry}), encoding="utf-8")
+    result = _import(migrated_db_url, path)
+    assert result.exit_code == 2
+    assert "deepseek-v4-flash" in result.output and "off_peak_pricing" in result.output
+    assert "Traceback" not in result.output
