@@ -238,9 +238,13 @@ def _first_day(
         return dated, f"first day = the date of the snapshot id {map_id!r}"
     if same_model:
         first = families.first[(family.provider, family.model)]
+        launched = lifecycle.get((family.provider, family.model), Lifecycle()).launched_on
+        if launched is not None and launched < first:
+            first = launched  # the family's versions are carried back to its launch too
         return first, (
-            f"first day = the first version of the same model as {family.provider}/"
-            f"{family.model} ({first.isoformat()}); its own launch date is in none of our sources"
+            f"first day = the first day (launch or first version) of the same model as "
+            f"{family.provider}/{family.model} ({first.isoformat()}); its own launch date is "
+            f"in none of our sources"
         )
     return read_on, (
         f"launch date in none of our sources [U]: first day = the day the map was read "
