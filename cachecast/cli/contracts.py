@@ -160,6 +160,14 @@ def _field_text(terms: ContractTerms, name: str) -> str:
             f"out {decimal_text(tier.output_per_mtok)}"
             for tier in terms.long_context_tiers
         )
+    if name == "off_peak" and terms.off_peak is not None:
+        off_peak = terms.off_peak
+        return (
+            f"in {decimal_text(off_peak.input_per_mtok)} out "
+            f"{decimal_text(off_peak.output_per_mtok)} read x"
+            f"{decimal_text(off_peak.read_multiplier)} during (UTC, ISO weekdays) "
+            + "; ".join(window.text() for window in off_peak.windows)
+        )
     if name == "aliases":
         return ", ".join(terms.aliases)
     if name == "inferred_fields":
@@ -357,6 +365,20 @@ def _print_audit(report: AuditReport) -> None:
             + (f"; not compared: {left_out}" if left_out else ""),
             markup=False,
         )
+    history = report.history
+    if history is not None:
+        out.print(
+            f"history up to {history.until.isoformat()}: {history.contracts} contract(s),"
+            f" {len(history.gaps)} gap(s), {history.retired} retired, launch date known for"
+            f" {history.launch_known} (unknown: {len(history.launch_unknown)}; --json lists them)",
+            markup=False,
+        )
+        for gap in history.gaps:
+            out.print(
+                f"  {gap.kind.value} {gap.provider}/{gap.model}: no contract"
+                f" [{gap.start.isoformat()}, {gap.end.isoformat()}) ({gap.evidence})",
+                markup=False,
+            )
     if not report.disagreements:
         out.print("no disagreement", markup=False)
         return

@@ -23,7 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.history import HistorySummary, history_gaps
+from cachecast.contracts.importers import litellm_off_peak
+from cachecast.contracts.model import ContractTerms, OffPeakPrices
 from cachecast.contracts.price_maps import (
     AuditError,
     genai_price,
@@ -79,7 +81,10 @@ class DisagreementKind(StrEnum):
     CACHE_WRITE = "cache_write"
     LONG_CONTEXT_TIER = "long_context_tier"
     MIN_TOKENS = "min_tokens"
+    OFF_PEAK = "off_peak"
     MISSING_IN_OURS = "missing_in_ours"
+    # Stored, but not in force on the day (retired before it, or launched after it).
+    NOT_IN_FORCE = "not_in_force"
     MISSING_IN_MAP = "missing_in_map"
 
 
@@ -95,6 +100,7 @@ class Disagreement(BaseModel):
     theirs: str | None = Field(description="the map's value (None: the map has none)")
     our_source: str | None = Field(description="our contract version and its source address")
     their_source: str = Field(description="the map, its version and the entry compared")
+    map_key: str | None = Field(default=None, description="the map's key or model id")
     note: str = ""
 
 
@@ -111,12 +117,14 @@ class MapSummary(BaseModel):
 
 
 class AuditReport(BaseModel):
-    """Every disagreement between our contracts in force on ``at`` and the maps read."""
+    """Every disagreement between our contracts in force on ``at`` and the maps read, and
+    the gaps in each stored contract's history up to ``at``."""
 
     at: dt.date
     contracts_in_force: int
     maps: list[MapSummary]
     disagreements: list[Disagreement]
+    history: HistorySummary | None = None
 
     @property
     def counts_by_kind(self) -> dict[str, int]:
@@ -231,13 +239,12 @@ def _compare_litellm(
     theirs_read = per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
     differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, theirs_read)
     for option in terms.ttl_options:
-        key = (
-            "cache_creation_input_token_cost"
-            if option.ttl_seconds < 3600
-            else "cache_creation_input_token_cost_above_1hr"
-            if option.ttl_seconds == 3600
-            else None
-        )
+        key = {
+            3600: "cache_creation_input_token_cost_above_1hr",
+            12 * 3600: "cache_creation_input_token_cost_above_12hr",
+        }.get(option.ttl_seconds)
+        if option.ttl_seconds < 3600:
+            key = "cache_creation_input_token_cost"
         theirs = per_mtok(entry.get(key)) if key else None
         ours = base * option.write_multiplier
         # The map writes 0 or leaves the key out when writes cost the plain input price.
@@ -245,6 +252,14 @@ def _compare_litellm(
             continue
         differ(DisagreementKind.CACHE_WRITE, f"cache_write[{option.name}]", ours, theirs)
     found.long_context_tiers(*litellm_tiers(entry))
+    theirs_off_peak = litellm_off_peak(entry, their_source, str(entry.get("litellm_provider")))
+    if terms.off_peak != theirs_off_peak:
+        found.add(
+            DisagreementKind.OFF_PEAK,
+            "off_peak",
+            _off_peak_text(terms.off_peak),
+            _off_peak_text(theirs_off_peak),
+        )
     minimum = entry.get("prompt_cache_min_tokens")
     if (
         minimum is not None
@@ -258,6 +273,16 @@ def _compare_litellm(
             decimal_text(canonical_decimal(Decimal(minimum))),
         )
     return found.found
+
+
+def _off_peak_text(prices: OffPeakPrices | None) -> str | None:
+    if prices is None:
+        return None
+    windows = "; ".join(window.text() for window in prices.windows)
+    return (
+        f"in {decimal_text(prices.input_per_mtok)} out {decimal_text(prices.output_per_mtok)}"
+        f" read x{decimal_text(prices.read_multiplier)} during {windows}"
+    )
 
 
 def _other_dates(history: list[ContractTerms], provider: str, model_id: str) -> str:
@@ -321,9 +346,12 @@ def audit_litellm(
         source = f"LiteLLM {version} {location} entry {key!r}"
         terms = resolver.find(provider, model_id)
         if terms is None:
+            elsewhen = _other_dates(history or [], provider, model_id)
             found.append(
                 Disagreement(
-                    kind=DisagreementKind.MISSING_IN_OURS,
+                    kind=DisagreementKind.NOT_IN_FORCE
+                    if elsewhen
+                    else DisagreementKind.MISSING_IN_OURS,
                     map=MapName.LITELLM,
                     provider=provider,
                     model=model_id,
@@ -332,7 +360,8 @@ def audit_litellm(
                     theirs=f"priced with cache costs ({entry.get('mode')})",
                     our_source=None,
                     their_source=source,
-                    note=_other_dates(history or [], provider, model_id),
+                    map_key=key,
+                    note=elsewhen,
                 )
             )
             continue
@@ -381,6 +410,8 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
     if read_base is not None:
         differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, read_base)
     for option in terms.ttl_options:
+        if option.ttl_seconds > 3600:
+            continue  # genai-prices has no price for longer retention (OpenAI's 12h, 24h)
         key = "cache_write_1h_mtok" if option.ttl_seconds == 3600 else "cache_write_5m_mtok"
         theirs, _ = genai_price(getattr(prices, key, None))
         if theirs is None:
@@ -399,9 +430,13 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
 
 
 def audit_genai_prices(
-    contracts: list[ContractTerms], day: dt.date, path: Path | None = None
+    contracts: list[ContractTerms],
+    day: dt.date,
+    path: Path | None = None,
+    history: list[ContractTerms] | None = None,
 ) -> tuple[MapSummary, list[Disagreement]]:
-    """Disagreements between ``contracts`` (in force on ``day``) and genai-prices' data."""
+    """Disagreements between ``contracts`` (in force on ``day``) and genai-prices' data;
+    ``history`` (every stored version) tells models stored on other days from missing ones."""
     providers, version, location = read_genai_prices(path)
     by_id = {provider.id: provider for provider in providers}
     moment = dt.datetime.combine(day, dt.time(12), tzinfo=dt.UTC)
@@ -445,19 +480,23 @@ def audit_genai_prices(
                 continue
             if any(_genai_matches(model, terms) for terms in ours):
                 continue
+            stored = [t for t in history or [] if t.provider in {x.provider for x in ours}]
+            elsewhen = next((t for t in stored if _genai_matches(model, t)), None)
             found.append(
                 Disagreement(
-                    kind=DisagreementKind.MISSING_IN_OURS,
+                    kind=DisagreementKind.NOT_IN_FORCE
+                    if elsewhen
+                    else DisagreementKind.MISSING_IN_OURS,
                     map=MapName.GENAI_PRICES,
-                    provider=ours[0].provider
-                    if len({t.provider for t in ours}) == 1
-                    else provider_id,
+                    provider=_genai_our_provider(provider_id, str(model.id), ours),
                     model=model.id,
                     field="contract",
                     ours=None,
                     theirs="priced with a cache read price",
-                    our_source=None,
+                    our_source=None if elsewhen is None else _version_label(elsewhen),
                     their_source=f"genai-prices {version} {location}, provider {provider.id!r}",
+                    map_key=f"{provider.id}/{model.id}",
+                    note="" if elsewhen is None else "stored, but not in force on the day",
                 )
             )
     summary = MapSummary(
@@ -470,9 +509,19 @@ def audit_genai_prices(
     return summary, found
 
 
+def _genai_our_provider(genai_id: str, model_id: str, ours: list[ContractTerms]) -> str:
+    """Our provider for a genai-prices model: genai-prices' 'google' holds both Gemini API
+    and Vertex models; its Claude models are Vertex's."""
+    providers = sorted({terms.provider for terms in ours})
+    if len(providers) == 1:
+        return providers[0]
+    return "vertex" if model_id.startswith("claude") else genai_id
+
+
 def _genai_matches(model: Any, terms: ContractTerms) -> bool:
     names = [terms.model, *(alias for alias in terms.aliases if not _is_pattern(alias))]
-    return any(model.is_match(name) for name in names)
+    # A model imported from genai-prices keeps its id, which its own match rule may not take.
+    return str(model.id).lower() in names or any(model.is_match(name) for name in names)
 
 
 def _is_pattern(alias: str) -> bool:
@@ -502,14 +551,18 @@ def audit_contracts(
         maps.append(summary)
         disagreements += found
     if genai_prices:
-        summary, found = audit_genai_prices(contracts, at, genai_prices_file)
+        summary, found = audit_genai_prices(contracts, at, genai_prices_file, history)
         maps.append(summary)
         disagreements += found
     if provider is not None:
         wanted = normalize_provider(provider)
         disagreements = [item for item in disagreements if item.provider == wanted]
     return AuditReport(
-        at=at, contracts_in_force=len(contracts), maps=maps, disagreements=disagreements
+        at=at,
+        contracts_in_force=len(contracts),
+        maps=maps,
+        disagreements=disagreements,
+        history=history_gaps(history, at),
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.contracts.errors import ContractFormatError
-from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.contracts.model import CacheMode, ContractTerms, OffPeakPrices, OffPeakWindow
 from cachecast.contracts.serialize import is_document, loads_json
 from cachecast.contracts.sqltypes import SCALE, canonical_decimal, check_storable
 from cachecast.core.errors import UnknownContractError
@@ -116,6 +116,46 @@ def _model_id(key: str, litellm_provider: str) -> str:
     return key
 
 
+def litellm_off_peak(
+    entry: Mapping[str, Any], file: str = "", name: str = ""
+) -> OffPeakPrices | None:
+    """The entry's ``off_peak_pricing`` (DeepSeek) as off-peak prices; None without one or
+    when its weekdays follow another time zone than UTC (``weekday_timezone``: not taken).
+    LiteLLM writes midnight at a window's end as ``00:00``; ours is ``24:00``."""
+    block = entry.get("off_peak_pricing")
+    if block is None:
+        return None
+    try:
+        if block.get("weekday_timezone") not in (None, "UTC"):
+            return None
+        windows = []
+        for window in block["windows"]:
+            hours = window["hours_utc"]
+            for span in [hours] if isinstance(hours, str) else hours:
+                start, _, end = str(span).partition("-")
+                windows.append(
+                    OffPeakWindow(
+                        weekdays=tuple(int(day) for day in window["weekdays"]),
+                        start=start,
+                        end="24:00" if end == "00:00" else end,
+                    )
+                )
+        input_cost = Decimal(block["input_cost_per_token"])
+        read, _ = _ratio(Decimal(block["cache_read_input_token_cost"]), input_cost)
+        return OffPeakPrices(
+            windows=tuple(windows),
+            input_per_mtok=_per_mtok(input_cost, file, name, "off_peak_pricing"),
+            output_per_mtok=_per_mtok(
+                Decimal(block["output_cost_per_token"]), file, name, "off_peak_pricing"
+            ),
+            read_multiplier=read,
+        )
+    except (AttributeError, KeyError, TypeError, ValueError, ArithmeticError) as error:
+        raise ContractFormatError(
+            file, name, "off_peak_pricing", f"not a LiteLLM off-peak block: {error!r}"
+        ) from error
+
+
 def plan_litellm_import(
     data: Any,
     *,
@@ -181,6 +221,9 @@ def plan_litellm_import(
         terms = _updated_terms(
             base, name, costs, minimum, file, effective_from, verified_on, source
         )
+        if base.off_peak is not None or "off_peak_pricing" in entry:
+            # The map's off-peak prices replace the stored ones (none: the discount ended).
+            terms = terms.model_copy(update={"off_peak": litellm_off_peak(entry, file, name)})
         candidates.append((model_id.lower() != base.model, name, base, terms))
 
     # Several entries can name one contract (an id and its dated aliases, regional
@@ -208,6 +251,7 @@ def _price_terms(terms: ContractTerms) -> tuple[Any, ...]:
         terms.read_multiplier,
         terms.min_cacheable_tokens,
         tuple((option.name, option.write_multiplier) for option in terms.ttl_options),
+        terms.off_peak,
     )
 
 

@@ -8,6 +8,7 @@ Dates are half-open: a version is in force on ``effective_from <= day < effectiv
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 from enum import StrEnum
 
@@ -43,6 +44,70 @@ class PriceTier(BaseModel):
     above_input_tokens: int = Field(gt=0)
     input_per_mtok: Decimal = Field(ge=0)
     output_per_mtok: Decimal = Field(ge=0)
+
+
+_CLOCK = re.compile(r"([01]\d|2[0-4]):([0-5]\d)")
+
+
+def _minute_of_day(text: str) -> int:
+    match = _CLOCK.fullmatch(text)
+    if match is None or (match.group(1) == "24" and match.group(2) != "00"):
+        raise ValueError(f"{text!r} is not a time HH:MM between 00:00 and 24:00")
+    return int(match.group(1)) * 60 + int(match.group(2))
+
+
+class OffPeakWindow(BaseModel):
+    """A discount window: on these ISO weekdays (1 = Monday ... 7 = Sunday), from ``start``
+    (inclusive) to ``end`` (exclusive), UTC clock time; ``24:00`` ends at midnight."""
+
+    model_config = ConfigDict(frozen=True)
+
+    weekdays: tuple[int, ...] = Field(min_length=1)
+    start: str
+    end: str
+
+    @model_validator(mode="after")
+    def _check(self) -> OffPeakWindow:
+        if any(day < 1 or day > 7 for day in self.weekdays):
+            raise ValueError("weekdays are ISO numbers 1 (Monday) to 7 (Sunday)")
+        if list(self.weekdays) != sorted(set(self.weekdays)):
+            raise ValueError("weekdays must be increasing, without repeats")
+        if _minute_of_day(self.start) >= _minute_of_day(self.end):
+            raise ValueError("start must be before end (a window past midnight is two windows)")
+        return self
+
+    def contains(self, moment: dt.datetime) -> bool:
+        utc = moment.astimezone(dt.UTC)
+        minute = utc.hour * 60 + utc.minute
+        return utc.isoweekday() in self.weekdays and _minute_of_day(
+            self.start
+        ) <= minute < _minute_of_day(self.end)
+
+    def text(self) -> str:
+        """The stored form, e.g. ``1,2,3,4,5 10:00-24:00``."""
+        return f"{','.join(str(day) for day in self.weekdays)} {self.start}-{self.end}"
+
+    @classmethod
+    def parse(cls, text: str) -> OffPeakWindow:
+        days, _, hours = text.strip().partition(" ")
+        start, _, end = hours.partition("-")
+        return cls(weekdays=tuple(int(day) for day in days.split(",")), start=start, end=end)
+
+
+class OffPeakPrices(BaseModel):
+    """Prices that replace the base ones for a request sent inside one of the windows
+    (DeepSeek's off-peak discount). Decided by the request's timestamp; a request without
+    one pays the base prices (the report says how many)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    windows: tuple[OffPeakWindow, ...] = Field(min_length=1)
+    input_per_mtok: Decimal = Field(ge=0)
+    output_per_mtok: Decimal = Field(ge=0)
+    read_multiplier: Decimal = Field(ge=0, description="read price / off-peak input price")
+
+    def applies_at(self, moment: dt.datetime) -> bool:
+        return any(window.contains(moment) for window in self.windows)
 
 
 # The terms a version can take over from its model family: everything except what names,
@@ -96,6 +161,9 @@ class ContractTerms(BaseModel):
     input_per_mtok: Decimal = Field(ge=0)
     output_per_mtok: Decimal = Field(ge=0)
     long_context_tiers: tuple[PriceTier, ...] = ()
+    off_peak: OffPeakPrices | None = Field(
+        default=None, description="discount windows by UTC time of day (DeepSeek)"
+    )
     inferred_fields: tuple[str, ...] = Field(
         default=(),
         description=(
@@ -128,6 +196,9 @@ class ContractTerms(BaseModel):
         thresholds = [tier.above_input_tokens for tier in self.long_context_tiers]
         if thresholds != sorted(set(thresholds)):
             raise ValueError("long_context_tiers must have strictly increasing thresholds")
+        if self.off_peak is not None and self.long_context_tiers:
+            # No provider publishes both; which would win is not documented.
+            raise ValueError("off_peak and long_context_tiers cannot be combined")
         return self
 
     @property

@@ -14,7 +14,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from cachecast.contracts.errors import ContractFormatError
-from cachecast.contracts.model import ContractTerms, PriceTier, TtlOption
+from cachecast.contracts.model import (
+    ContractTerms,
+    OffPeakPrices,
+    OffPeakWindow,
+    PriceTier,
+    TtlOption,
+)
 from cachecast.contracts.sqltypes import decimal_text
 
 DOCUMENT_FORMAT = "cachecast-contracts"
@@ -23,6 +29,8 @@ DOCUMENT_FORMAT_VERSION = 1
 _TERMS_KEYS = frozenset(ContractTerms.model_fields)
 _TTL_KEYS = frozenset(TtlOption.model_fields)
 _TIER_KEYS = frozenset(PriceTier.model_fields)
+_OFF_PEAK_KEYS = frozenset(OffPeakPrices.model_fields)
+_WINDOW_KEYS = frozenset(OffPeakWindow.model_fields)
 _DECIMAL_KEYS = frozenset(
     {
         "write_multiplier",
@@ -78,7 +86,20 @@ def terms_to_json(terms: ContractTerms) -> dict[str, Any]:
             }
             for tier in terms.long_context_tiers
         ],
+        "off_peak": None if terms.off_peak is None else off_peak_to_json(terms.off_peak),
         "inferred_fields": list(terms.inferred_fields),
+    }
+
+
+def off_peak_to_json(prices: OffPeakPrices) -> dict[str, Any]:
+    return {
+        "windows": [
+            {"weekdays": list(window.weekdays), "start": window.start, "end": window.end}
+            for window in prices.windows
+        ],
+        "input_per_mtok": decimal_text(prices.input_per_mtok),
+        "output_per_mtok": decimal_text(prices.output_per_mtok),
+        "read_multiplier": decimal_text(prices.read_multiplier),
     }
 
 
@@ -133,6 +154,13 @@ def terms_from_json(data: Any, *, file: str = "", entry: str = "") -> ContractTe
             if not isinstance(item, Mapping):
                 raise ContractFormatError(file, entry, f"{list_key}[{index}]", "must be an object")
             _check_keys(item, allowed, file, entry, f"{list_key}[{index}].")
+    off_peak = data.get("off_peak")
+    if isinstance(off_peak, Mapping):
+        _check_keys(off_peak, _OFF_PEAK_KEYS, file, entry, "off_peak.")
+        windows = off_peak.get("windows", [])
+        for index, window in enumerate(windows if isinstance(windows, list) else []):
+            if isinstance(window, Mapping):
+                _check_keys(window, _WINDOW_KEYS, file, entry, f"off_peak.windows[{index}].")
     _check_decimals(data, file, entry, "")
     try:
         return ContractTerms.model_validate(data)

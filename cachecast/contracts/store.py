@@ -22,7 +22,14 @@ from pydantic import BaseModel
 from sqlalchemy.engine import Connection, make_url
 
 from cachecast.contracts.errors import ContractConflictError, ContractKeyError
-from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
+from cachecast.contracts.model import (
+    CacheMode,
+    ContractTerms,
+    OffPeakPrices,
+    OffPeakWindow,
+    PriceTier,
+    TtlOption,
+)
 from cachecast.contracts.rules import (
     coverage,
     first_lost_span,
@@ -33,12 +40,17 @@ from cachecast.contracts.sqltypes import check_storable
 from cachecast.contracts.tables import (
     ContractAliasRow,
     ContractInferredFieldRow,
+    ContractOffPeakRow,
     ContractPriceTierRow,
     ContractTtlOptionRow,
     ContractVersionRow,
 )
 from cachecast.core import db
-from cachecast.core.errors import NotMigratedError, UnknownContractError
+from cachecast.core.errors import (
+    ContractNotYetInForceError,
+    NotMigratedError,
+    UnknownContractError,
+)
 
 # (re-exported: the alias table lives apart from the database layer)
 from cachecast.core.provider_names import PROVIDER_ALIASES as PROVIDER_ALIASES
@@ -49,6 +61,7 @@ TTL_OPTIONS: sa.Table = sa.inspect(ContractTtlOptionRow).local_table  # type: ig
 ALIASES: sa.Table = sa.inspect(ContractAliasRow).local_table  # type: ignore[assignment]
 PRICE_TIERS: sa.Table = sa.inspect(ContractPriceTierRow).local_table  # type: ignore[assignment]
 INFERRED: sa.Table = sa.inspect(ContractInferredFieldRow).local_table  # type: ignore[assignment]
+OFF_PEAK: sa.Table = sa.inspect(ContractOffPeakRow).local_table  # type: ignore[assignment]
 
 
 def _range_text(terms: ContractTerms) -> str:
@@ -81,6 +94,7 @@ class ContractStore:
         # A database below migration 0005 has no table for inferred fields: it reads as
         # "nothing inferred", and writing a version that has some asks for the upgrade.
         self._has_inferred = False
+        self._has_off_peak = False  # below migration 0008: no off-peak prices stored
 
     # ----------------------------------------------------------------- reading
 
@@ -95,6 +109,12 @@ class ContractStore:
         name = f"{versions[0].provider}/{versions[0].model}"
         requested = model.strip().lower()
         via = f" (alias {requested!r})" if requested != versions[0].model else ""
+        first = min(terms.effective_from for terms in versions)
+        if day < first:
+            raise ContractNotYetInForceError(
+                f"{name}{via} has no contract before {first.isoformat()}, its first version"
+                f" (asked for {day.isoformat()})"
+            )
         raise UnknownContractError(
             f"{name}{via} has no contract version in force on {day.isoformat()} "
             f"(stored versions: {known})"
@@ -193,6 +213,7 @@ class ContractStore:
                 f"database {shown} has no contract tables: run `cachecast db upgrade` first"
             )
         self._has_inferred = sa.inspect(self._engine).has_table(INFERRED.name)
+        self._has_off_peak = sa.inspect(self._engine).has_table(OFF_PEAK.name)
         self._ready = True
 
     def _begin_write(self, connection: Connection) -> None:
@@ -292,7 +313,14 @@ class ContractStore:
                 f"database {shown} cannot store inferred fields of {terms.provider}/"
                 f"{terms.model}: run `cachecast db upgrade` first"
             )
+        if child_rows["off_peak"] and not self._has_off_peak:
+            shown = make_url(self.url).render_as_string(hide_password=True)
+            raise NotMigratedError(
+                f"database {shown} cannot store the off-peak prices of {terms.provider}/"
+                f"{terms.model}: run `cachecast db upgrade` first"
+            )
         for table, rows in (
+            (OFF_PEAK, child_rows["off_peak"]),
             (TTL_OPTIONS, child_rows["ttl_options"]),
             (ALIASES, child_rows["aliases"]),
             (PRICE_TIERS, child_rows["price_tiers"]),
@@ -332,6 +360,11 @@ class ContractStore:
             if self._has_inferred
             else {}
         )
+        off_peak = (
+            _children(connection, OFF_PEAK, ids, OFF_PEAK.c.id, _off_peak_from_row)
+            if self._has_off_peak
+            else {}
+        )
         return [
             _from_row(
                 ContractTerms,
@@ -341,6 +374,7 @@ class ContractStore:
                 ttl_options=tuple(ttl.get(row.id, ())),
                 long_context_tiers=tuple(tiers.get(row.id, ())),
                 inferred_fields=tuple(inferred.get(row.id, ())),
+                off_peak=next(iter(off_peak.get(row.id, ())), None),
             )
             for row in rows
         ]
@@ -439,6 +473,11 @@ def _check_exact_columns(terms: ContractTerms) -> None:
     for index, tier in enumerate(terms.long_context_tiers):
         values.append((f"long_context_tiers[{index}].input_per_mtok", tier.input_per_mtok))
         values.append((f"long_context_tiers[{index}].output_per_mtok", tier.output_per_mtok))
+    if terms.off_peak is not None:
+        values += [
+            (f"off_peak.{name}", getattr(terms.off_peak, name))
+            for name in ("input_per_mtok", "output_per_mtok", "read_multiplier")
+        ]
     for name, value in values:
         if value is None:
             continue
@@ -532,4 +571,24 @@ def child_row_values(terms: ContractTerms, contract_id: int) -> dict[str, list[d
             {"contract_id": contract_id, "position": position, "field": name}
             for position, name in enumerate(terms.inferred_fields)
         ],
+        "off_peak": []
+        if terms.off_peak is None
+        else [
+            {
+                "contract_id": contract_id,
+                "windows": "; ".join(window.text() for window in terms.off_peak.windows),
+                "input_per_mtok": terms.off_peak.input_per_mtok,
+                "output_per_mtok": terms.off_peak.output_per_mtok,
+                "read_multiplier": terms.off_peak.read_multiplier,
+            }
+        ],
     }
+
+
+def _off_peak_from_row(row: sa.Row[Any]) -> OffPeakPrices:
+    return OffPeakPrices(
+        windows=tuple(OffPeakWindow.parse(text) for text in str(row.windows).split(";")),
+        input_per_mtok=row.input_per_mtok,
+        output_per_mtok=row.output_per_mtok,
+        read_multiplier=row.read_multiplier,
+    )

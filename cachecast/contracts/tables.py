@@ -1,4 +1,4 @@
-"""SQLModel tables of the contract store (created only by migrations 0001 and 0005).
+"""SQLModel tables of the contract store (created only by migrations 0001, 0005 and 0008).
 
 One ``contract_version`` row per dated version of a provider+model contract; its TTL
 options, aliases and long-context price tiers hang off it in child tables. Money columns
@@ -127,3 +127,18 @@ class ContractInferredFieldRow(SQLModel, table=True):
     contract_id: int = Field(sa_column=_contract_id_column("fk_contract_inferred_field_contract"))
     position: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     field: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+
+
+class ContractOffPeakRow(SQLModel, table=True):
+    """A version's off-peak prices and windows (created by migration 0008). The windows are
+    one text column, ``OffPeakWindow.text()`` forms joined by ``'; '``."""
+
+    __tablename__ = "contract_off_peak"
+    __table_args__ = (sa.UniqueConstraint("contract_id", name="uq_contract_off_peak_contract"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    contract_id: int = Field(sa_column=_contract_id_column("fk_contract_off_peak_contract"))
+    windows: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    input_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    output_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    read_multiplier: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))

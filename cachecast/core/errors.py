@@ -243,6 +243,15 @@ class UnknownContractError(NotFoundError):
         return cls(message, close_matches=matches)
 
 
+class ContractNotYetInForceError(UnknownContractError):
+    """The day asked is before a contract's first version: the model had no published terms
+    yet (it had not launched). The message names the first version's date; there are no
+    close matches to offer, since the model named is the right one."""
+
+    problem_slug = "contract-not-yet-in-force"
+    title = "Contract not yet in force"
+
+
 class ConflictError(CachecastError):
     """The change clashes with what is stored; nothing was written."""
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
-from cachecast.core.errors import BadInputError, Location, UnknownContractError, UnknownModelError
+from cachecast.core.errors import (
+    BadInputError,
+    ContractNotYetInForceError,
+    Location,
+    UnknownContractError,
+    UnknownModelError,
+)
 from cachecast.simulator.pricing import Target
 from cachecast.tokenizers import get_tokenizer
 
@@ -76,10 +82,12 @@ def resolve_target(
         contract = store.as_of(target.provider, target.model, day)
     except UnknownContractError as error:
         close = list(error.close_matches)
-        if not close:
+        # Before the first version the target is right and its date is wrong: a list of
+        # "close matches" would only repeat the target.
+        if not close and not isinstance(error, ContractNotYetInForceError):
             known = [f"{p}:{m}" for p, m in store.known_models()]
             close = difflib.get_close_matches(str(target), known, n=5, cutoff=0.4)
-        raise UnknownContractError(
+        raise type(error)(
             f"{target}: {error.message}", location=where, close_matches=close
         ) from None
     tokenize_as, tokenizer = _tokenizer_for(target, contract, where)

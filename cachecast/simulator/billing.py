@@ -16,10 +16,15 @@ Cost rules (docs/billing.md):
 - long-context tiers: when a request's whole prompt exceeds a tier's ``above_input_tokens``,
   that tier's input and output prices apply to the whole request, every token type (reads and
   writes are multiples of the tier's input price). The highest threshold exceeded wins.
+- off-peak prices (DeepSeek): a request whose timestamp falls inside one of the contract's
+  UTC windows pays the off-peak input, output and read prices instead of the base ones
+  (writes are multiples of the off-peak input price). A request without an epoch timestamp
+  (none in the log, or a trace-relative clock) pays the base prices: the report counts it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 
@@ -34,6 +39,9 @@ EXACT = Context(prec=60, traps=[Inexact, InvalidOperation])
 STORAGE_QUANTUM = Decimal("1e-15")
 _MILLION = Decimal(1_000_000)
 _SECONDS_PER_HOUR = Decimal(3600)
+# Timestamps below this (2000-01-01T00:00:00Z) are not wall-clock times: a log without
+# timestamps counts from 0, a trace from its own start. Off-peak windows need a real time.
+EPOCH_FLOOR = 946_684_800.0
 
 
 class BillingError(BadInputError):
@@ -47,21 +55,54 @@ class RequestPrices:
     input_per_mtok: Decimal
     output_per_mtok: Decimal
     tier_above_input_tokens: int | None  # None: the contract's base prices
+    read_multiplier: Decimal
+    # True: off-peak prices; False: base prices at a known time; None: the contract has
+    # off-peak windows but the request has no wall-clock time (base prices); also False
+    # for contracts without windows.
+    off_peak: bool | None = False
 
 
-def prices_for(contract: ContractTerms, input_tokens: int) -> RequestPrices:
-    """The prices for a request whose whole prompt is ``input_tokens`` long.
+def prices_for(
+    contract: ContractTerms, input_tokens: int, timestamp: float | None = None
+) -> RequestPrices:
+    """The prices for a request whose whole prompt is ``input_tokens`` long, sent at
+    ``timestamp`` (epoch seconds; None or a value before ``EPOCH_FLOOR``: not known).
 
     Thresholds are exclusive ("above"): a 200,000-token prompt does not reach a tier
     ``above_input_tokens=200000``; 200,001 does.
     """
+    off_peak = contract.off_peak
+    if off_peak is not None:
+        if timestamp is None or timestamp < EPOCH_FLOOR:
+            return RequestPrices(
+                contract.input_per_mtok,
+                contract.output_per_mtok,
+                None,
+                contract.read_multiplier,
+                None,
+            )
+        if off_peak.applies_at(dt.datetime.fromtimestamp(timestamp, dt.UTC)):
+            return RequestPrices(
+                off_peak.input_per_mtok,
+                off_peak.output_per_mtok,
+                None,
+                off_peak.read_multiplier,
+                True,
+            )
     chosen = None
     for tier in contract.long_context_tiers:  # strictly increasing thresholds (validated)
         if input_tokens > tier.above_input_tokens:
             chosen = tier
     if chosen is None:
-        return RequestPrices(contract.input_per_mtok, contract.output_per_mtok, None)
-    return RequestPrices(chosen.input_per_mtok, chosen.output_per_mtok, chosen.above_input_tokens)
+        return RequestPrices(
+            contract.input_per_mtok, contract.output_per_mtok, None, contract.read_multiplier
+        )
+    return RequestPrices(
+        chosen.input_per_mtok,
+        chosen.output_per_mtok,
+        chosen.above_input_tokens,
+        contract.read_multiplier,
+    )
 
 
 def _per_mtok(tokens: int, price_per_mtok: Decimal, multiplier: Decimal = Decimal(1)) -> Decimal:
@@ -87,7 +128,7 @@ def storage_cost(storage_token_seconds: int, contract: ContractTerms) -> Decimal
 def bill_request(usage: RequestUsage, contract: ContractTerms) -> Cost:
     """The bill of one request under ``contract`` with caching as the usage says."""
     usage.check()
-    prices = prices_for(contract, usage.input_tokens)
+    prices = prices_for(contract, usage.input_tokens, usage.timestamp)
     cache_write = Decimal(0)
     for ttl_name, tokens in sorted(usage.cache_write_tokens.items()):
         try:
@@ -102,7 +143,7 @@ def bill_request(usage: RequestUsage, contract: ContractTerms) -> Cost:
         input=_per_mtok(usage.uncached_input_tokens, prices.input_per_mtok),
         cache_write=cache_write,
         cache_read=_per_mtok(
-            usage.cache_read_tokens, prices.input_per_mtok, contract.read_multiplier
+            usage.cache_read_tokens, prices.input_per_mtok, prices.read_multiplier
         ),
         output=_per_mtok(usage.output_tokens, prices.output_per_mtok),
         storage=storage_cost(usage.storage_token_seconds, contract),
@@ -111,7 +152,7 @@ def bill_request(usage: RequestUsage, contract: ContractTerms) -> Cost:
 
 def bill_without_cache(usage: RequestUsage, contract: ContractTerms) -> Cost:
     """The bill of the same request with caching off: every prompt token at the input price."""
-    prices = prices_for(contract, usage.input_tokens)
+    prices = prices_for(contract, usage.input_tokens, usage.timestamp)
     nothing = Decimal(0)
     return Cost(
         input=_per_mtok(usage.input_tokens, prices.input_per_mtok),

@@ -26,6 +26,7 @@ from cachecast.core.errors import UnknownContractError
 from cachecast.simulator.billing import (
     EXACT,
     BillTotals,
+    RequestPrices,
     bill_request,
     bill_without_cache,
     cost_strings,
@@ -298,6 +299,20 @@ def history_unit(policies: list[CachePolicy]) -> int:
         return HISTORY_BLOCK_TOKENS  # a shared capacity: no partitioning anyway
 
 
+OFF_PEAK_NOTE = "billed at the off-peak prices (the request's UTC time is in a window)"
+NO_TIME_NOTE = (
+    "no wall-clock timestamp: billed at the base (peak) prices, off-peak windows not applied"
+)
+
+
+def _count_off_peak(result: TargetTotals, prices: RequestPrices) -> None:
+    """Count, in the target's notes, the requests billed off-peak and those whose time
+    was unknown (which pay the base prices)."""
+    note = {True: OFF_PEAK_NOTE, None: NO_TIME_NOTE}.get(prices.off_peak)
+    if note is not None:
+        result.notes[note] = result.notes.get(note, 0) + 1
+
+
 def price_request(
     request: TokenizedRequest,
     result: TargetTotals,
@@ -317,6 +332,8 @@ def price_request(
     contract = result.contract
     cost = bill_request(usage, contract)
     cost_off = bill_without_cache(usage, contract)
+    if contract.off_peak is not None:
+        _count_off_peak(result, prices_for(contract, usage.input_tokens, usage.timestamp))
     result.totals.add(usage, cost, cost_off, request.exact)
     result.requests_with_breakpoints += bool(request.breakpoints)
     result.add_timeline(usage)

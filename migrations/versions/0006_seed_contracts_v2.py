@@ -97,9 +97,9 @@ def _end(span: Span) -> dt.date:
     return span[1] or dt.date.max
 
 
-def _read_seed() -> list[ContractTerms]:
-    text = resources.files("cachecast.contracts").joinpath("data", SEED_FILE).read_text("utf-8")
-    return parse_document(loads_json(text, SEED_FILE), SEED_FILE)
+def _read_seed(seed_file: str) -> list[ContractTerms]:
+    text = resources.files("cachecast.contracts").joinpath("data", seed_file).read_text("utf-8")
+    return parse_document(loads_json(text, seed_file), seed_file)
 
 
 def _stored_spans(connection: sa.Connection) -> dict[tuple[str, str], list[Span]]:
@@ -119,7 +119,9 @@ def _stored_spans(connection: sa.Connection) -> dict[tuple[str, str], list[Span]
     return spans
 
 
-def _check(seed: list[ContractTerms], stored: dict[tuple[str, str], list[Span]]) -> None:
+def _check(
+    seed: list[ContractTerms], stored: dict[tuple[str, str], list[Span]], seed_file: str
+) -> None:
     """Raise on any overlap the seed would make, before anything is written."""
     for key, group in itertools.groupby(
         sorted(seed, key=lambda t: (t.provider, t.model, t.effective_from)),
@@ -133,17 +135,24 @@ def _check(seed: list[ContractTerms], stored: dict[tuple[str, str], list[Span]])
                     spans[index] = (old[0], new[0])  # closed on the day the new one starts
                 elif old[0] < _end(new) and new[0] < _end(old):
                     raise ValueError(
-                        f"{SEED_FILE}: {key[0]}/{key[1]} from {new[0]} overlaps the stored"
+                        f"{seed_file}: {key[0]}/{key[1]} from {new[0]} overlaps the stored"
                         f" version from {old[0]}"
                     )
             spans.append(new)
 
 
 def upgrade() -> None:
-    seed = _read_seed()
+    seed_file(SEED_FILE, ORIGIN)
+
+
+def seed_file(name: str, origin: str) -> None:
+    """Add every version of the packaged document ``name`` with ``origin`` (also used by
+    later seed revisions: a revision's tables are the frozen shapes above, and a later seed
+    that needs new columns writes them itself)."""
+    seed = _read_seed(name)
     connection = op.get_bind()
     stored = _stored_spans(connection)
-    _check(seed, stored)
+    _check(seed, stored, name)
     for terms in sorted(seed, key=lambda t: (t.provider, t.model, t.effective_from)):
         connection.execute(
             versions_table.update()
@@ -176,7 +185,7 @@ def upgrade() -> None:
                 reported_input_includes_cached=terms.reported_input_includes_cached,
                 input_per_mtok=terms.input_per_mtok,
                 output_per_mtok=terms.output_per_mtok,
-                origin=ORIGIN,
+                origin=origin,
             )
             .returning(versions_table.c.id)
         )
@@ -217,17 +226,22 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    unseed(ORIGIN)
+
+
+def unseed(origin: str) -> None:
+    """Delete the rows of ``origin`` and reopen the versions they closed."""
     connection = op.get_bind()
     seeded = connection.execute(
         sa.select(
             versions_table.c.provider, versions_table.c.model, versions_table.c.effective_from
-        ).where(versions_table.c.origin == ORIGIN)
+        ).where(versions_table.c.origin == origin)
     ).all()
-    seeded_ids = sa.select(versions_table.c.id).where(versions_table.c.origin == ORIGIN)
+    seeded_ids = sa.select(versions_table.c.id).where(versions_table.c.origin == origin)
     # Children first: SQLite enforces the foreign keys only when the pragma is on.
     for child in CHILDREN:
         op.execute(child.delete().where(child.c.contract_id.in_(seeded_ids)))
-    op.execute(versions_table.delete().where(versions_table.c.origin == ORIGIN))
+    op.execute(versions_table.delete().where(versions_table.c.origin == origin))
     # Reopen what the upgrade closed: a remaining version that ended where a seeded one began,
     # unless another remaining version begins there, ends where the next one starts now.
     for provider, model, start in seeded:

@@ -27,7 +27,8 @@ def test_as_of_on_version_boundaries(empty_url: str) -> None:
     assert (second.effective_from, second.effective_to) == (MAR, None)
 
     # effective_from is inclusive, effective_to exclusive.
-    with pytest.raises(UnknownContractError, match="no contract version in force on 2025-12-31"):
+    # A day before the first version names that version's date (issue 26).
+    with pytest.raises(UnknownContractError, match="no contract before 2026-01-01, its first"):
         store.as_of("acme", "acme-1", dt.date(2025, 12, 31))
     assert store.as_of("acme", "acme-1", JAN).read_multiplier == Decimal("0.5")
     assert store.as_of("acme", "acme-1", dt.date(2026, 2, 28)).read_multiplier == Decimal("0.5")

@@ -56,8 +56,10 @@ def test_json_of_the_read_commands_is_the_use_cases_report(migrated_db_url: str)
     assert cli_json(migrated_db_url, "history", "google", "gemini-2.5-flash") == [
         terms.model_dump(mode="json") for terms in history.versions
     ]
-    # Reference section 5: 2.5 Flash's minimum was 1024 on the Feb-2026 page, 2048 later.
-    assert [terms.min_cacheable_tokens for terms in history.versions] == [1024, 2048]
+    # Reference section 5: 2.5 Flash's minimum was 1024 on the Feb-2026 page, 2048 later;
+    # contracts-v3 carries the Feb-2026 terms back to the GA launch (2025-06-17).
+    assert [terms.min_cacheable_tokens for terms in history.versions] == [1024, 1024, 2048]
+    assert history.versions[0].effective_from.isoformat() == "2025-06-17"
 
 
 def test_export_is_the_document_import_reads(migrated_db_url: str, tmp_path: Path) -> None:
