@@ -16,12 +16,14 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-from cachecast.core.errors import RecordFieldError
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
+from cachecast.core.limits import current
 from cachecast.logs.errors import LogFileError, LogRecordError
+from cachecast.logs.sanitize import checked
 
 Record = dict[str, Any] | LogRecordError
 Item = tuple[int, Record]
@@ -78,16 +80,24 @@ class LogStream:
         if self._started:
             raise RuntimeError(f"{self.source}: a log stream is read once")
         self._started = True
-        items = self._reader(self)
-        return items if self._counts_itself else self._counted(items)
+        return self._sanitized(self._reader(self))
 
-    def _counted(self, items: Iterator[Item]) -> Iterator[Item]:
-        for item in items:
-            if isinstance(item[1], LogRecordError):
-                self.errors += 1
-            else:
-                self.records += 1
-            yield item
+    def _sanitized(self, items: Iterator[Item]) -> Iterator[Item]:
+        """Every record through the one sanitizer (``logs.sanitize``): a record it refuses
+        comes as its LogRecordError; a limit crossed stops the read, naming the line."""
+        counts = not self._counts_itself
+        for line, record in items:
+            if not isinstance(record, LogRecordError):
+                record = checked(record, self.source, line)
+                if not counts and isinstance(record, LogRecordError):
+                    self.records -= 1  # the reader counted it as a record
+                    self.errors += 1
+            if counts:
+                if isinstance(record, LogRecordError):
+                    self.errors += 1
+                else:
+                    self.records += 1
+            yield line, record
 
     def error(self, line: int, field: str, reason: str, file: str | None = None) -> LogRecordError:
         return LogRecordError(file or self.source, line, field, reason)
@@ -100,12 +110,37 @@ class LogStream:
         return document
 
 
+def bounded_lines(
+    handle: BinaryIO, source: str, first_line: int = 1, size: int | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``handle`` (of its next ``size`` bytes, which end at a line start) with
+    their numbers from ``first_line``. A line longer than ``max_line_bytes`` is refused
+    (LimitExceededError naming the file and line) once that many bytes of it are read, never
+    read whole: a 200 MB line costs no more memory than the limit."""
+    limit = current().max_line_bytes
+    number = first_line - 1
+    while size is None or size > 0:
+        text = handle.readline(limit + 1)
+        if not text:
+            return
+        number += 1
+        if len(text) > limit and not (len(text) == limit + 1 and text.endswith(b"\n")):
+            raise LimitExceededError(
+                f"a line longer than {limit:,} bytes is over the limit (setting max_line_bytes;"
+                " docs/limits.md); refused before it is read whole",
+                location=Location(source=source, line=number, field="<line>"),
+            )
+        if size is not None:
+            size -= len(text)
+        yield number, text
+
+
 def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
     """The JSON objects of a JSONL file with their 1-based line numbers (blank lines
     skipped; a line that is not a JSON object comes as its LogRecordError)."""
     name = source or str(path)
     with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
-        for number, text in enumerate(handle, start=1):
+        for number, text in bounded_lines(handle, name):
             if text.isspace():
                 continue
             try:
@@ -226,7 +261,7 @@ def _documents(stream: LogStream) -> Iterator[tuple[int, Any]]:
 
 def _first_line_is_json(path: Path) -> bool:
     with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
-        for text in handle:
+        for _, text in bounded_lines(handle, str(path)):
             if text.isspace():
                 continue
             try:

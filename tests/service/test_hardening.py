@@ -35,8 +35,8 @@ PROBLEM = "application/problem+json"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 REPO = Path(__file__).resolve().parents[2]
 DAY = "2026-11-01"
-# docs/limits.md: the default of max_request_tokens.
-MAX_REQUEST_TOKENS = 10_000_000
+# docs/limits.md: the service's default of max_request_tokens.
+MAX_REQUEST_TOKENS = 2_000_000
 
 
 def problem(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def test_1_a_claimed_token_count_is_refused_at_once_with_memory_unchanged(
     migrated_db_url: str,
 ) -> None:
     """80 bytes claiming 1e40 prompt tokens for a model whose tokenizer is approximate: the
-    count is over max_request_tokens (10,000,000 by default), so a 422 well under a second
+    count is over max_request_tokens (2,000,000 by the service's default), so a 422 well under a second
     and no memory taken, instead of padding tokens one by one."""
     ran = subprocess.run(
         [sys.executable, "-m", "tests.service.hostile_claim", migrated_db_url],
