@@ -49,9 +49,11 @@ class Limits:
     # Work budgets of one pass, checked before anything is built: bytes of the log files read
     # (as stored; a compressed file's output is bounded by max_decompressed_bytes), bytes of
     # one line of JSON lines (refused before the line is read whole), characters of text one
-    # record holds (checked before any of it is rendered or tokenized; logs.sanitize).
+    # record holds (checked before any of it is rendered or tokenized; logs.sanitize); bytes of
+    # a whole JSON document (a HAR file, an OTLP export), read and parsed at once.
     max_log_bytes: int = 64_000_000_000
     max_line_bytes: int = 64 * 1024 * 1024
+    max_document_bytes: int = 64 * 1024 * 1024
     max_record_chars: int = 40_000_000
 
 
@@ -70,6 +72,7 @@ SERVICE_LIMITS = Limits(
     max_decompressed_bytes=100_000_000,
     max_log_bytes=200_000_000,
     max_line_bytes=16 * 1024 * 1024,
+    max_document_bytes=32 * 1024 * 1024,
     max_record_chars=8_000_000,
 )
 # A frozen dataclass: the shared default cannot be changed in place.

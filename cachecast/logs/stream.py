@@ -160,13 +160,15 @@ def check_size(path: Path, bound: int, what: str) -> None:
         raise LogFileError(
             str(path),
             f"{size:,} bytes, over the {bound // (1024 * 1024)} MiB bound for {what} read "
-            "whole; export it as JSON lines (one document per line, streamed) or split it",
+            "whole (setting max_document_bytes; docs/limits.md); export it as JSON lines (one "
+            "document per line, streamed) or split it",
         )
 
 
 def load_document(path: Path) -> Any:
-    """One whole JSON document, refused above MAX_DOCUMENT_BYTES before it is read."""
-    check_size(path, MAX_DOCUMENT_BYTES, "a JSON document")
+    """One whole JSON document, refused above MAX_DOCUMENT_BYTES, and above the limit
+    ``max_document_bytes`` in force, before it is read."""
+    check_size(path, min(MAX_DOCUMENT_BYTES, current().max_document_bytes), "a JSON document")
     data = path.read_bytes()
     try:
         return orjson.loads(data)

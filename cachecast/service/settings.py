@@ -113,6 +113,7 @@ class ServiceSettings(BaseSettings):
     max_decompressed_bytes: int = Field(default=SERVICE_LIMITS.max_decompressed_bytes, gt=0)
     max_log_bytes: int = Field(default=SERVICE_LIMITS.max_log_bytes, gt=0)
     max_line_bytes: int = Field(default=SERVICE_LIMITS.max_line_bytes, gt=0)
+    max_document_bytes: int = Field(default=SERVICE_LIMITS.max_document_bytes, gt=0)
     max_record_chars: int = Field(default=SERVICE_LIMITS.max_record_chars, gt=0)
 
     @field_validator("admin_keys", mode="before")
