@@ -71,7 +71,8 @@ async def cancel_job(
     if before is None:
         raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
     job = await run_in_threadpool(state.jobs.cancel, job_id)
-    assert job is not None  # jobs are never deleted
+    if job is None:  # the retention sweep deleted it (finished) between the two reads
+        raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
     if before.status not in ("queued", "running") or not _cancelled(job):
         raise ProblemError(
             409,

@@ -1,0 +1,147 @@
+"""Issue 28 on the service: the JSON bodies' timestamps and integers, an upload's file name
+with a NUL, a DELETE racing the retention sweep, and the service's own lower limits. Each is a
+4xx naming the field, never a 500. The real app over a real migrated SQLite database."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from cachecast.core import db
+from cachecast.core.limits import DEFAULT_LIMITS, SERVICE_LIMITS
+from cachecast.service.jobs import jobs_table
+from cachecast.service.settings import ServiceSettings
+from tests.service.conftest import make_settings, open_client
+
+pytestmark = pytest.mark.anyio
+
+RECORD = {
+    "provider": "openai",
+    "model": "gpt-4o",
+    "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+}
+ESTIMATE = {"targets": ["openai:gpt-4o"], "at": "2026-11-01"}
+RANGE = "is outside 1970-01-01 to 9999-12-31 (UTC)"
+
+
+def problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def multipart(filename: bytes, content: bytes) -> tuple[bytes, dict[str, str]]:
+    """A multipart body written by hand: a client library would escape the NUL."""
+    body = (
+        b'--BOUNDARY\r\nContent-Disposition: form-data; name="log"; filename="'
+        + filename
+        + b'"\r\nContent-Type: application/x-ndjson\r\n\r\n'
+        + content
+        + b"\r\n--BOUNDARY--\r\n"
+    )
+    return body, {"content-type": "multipart/form-data; boundary=BOUNDARY"}
+
+
+@pytest.mark.parametrize(
+    "timestamp", [1e18, 1e300, 10**39, "9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"]
+)
+async def test_a_timestamp_out_of_range_in_an_estimate_body_is_a_422(
+    client: httpx.AsyncClient, timestamp: Any
+) -> None:
+    answer = await client.post(
+        "/v1/estimates", json={"records": [{**RECORD, "timestamp": timestamp}], **ESTIMATE}
+    )
+    body = problem(answer, 422)
+    (error,) = [error for error in body["errors"] if error["field"] == "records[0].timestamp"]
+    assert RANGE in error["message"] or "non-negative" in error["message"]
+
+
+async def test_an_integer_of_5000_digits_in_a_body_is_a_422(client: httpx.AsyncClient) -> None:
+    text = json.dumps({"records": [{**RECORD, "output_tokens": 0}], **ESTIMATE})
+    text = text.replace('"output_tokens": 0', '"output_tokens": ' + "9" * 5000)
+    answer = await client.post(
+        "/v1/estimates", content=text, headers={"content-type": "application/json"}
+    )
+    body = problem(answer, 422)
+    assert len(answer.text) < 3000  # the number is not repeated
+    assert body["errors"][0]["field"] == "body"
+
+
+@pytest.mark.parametrize("path", ["/v1/inspections", "/v1/estimates", "/v1/reconciliations"])
+@pytest.mark.parametrize("name", [b"a\x00b.jsonl", b"a\nb.jsonl", b"x" * 300 + b".jsonl"])
+async def test_a_file_name_with_a_nul_or_too_long_is_a_422(
+    client: httpx.AsyncClient, path: str, name: bytes
+) -> None:
+    body, headers = multipart(name, json.dumps(RECORD).encode())
+    answer = await client.post(path, content=body, headers=headers)
+    found = problem(answer, 422)
+    assert [error["field"] for error in found["errors"]] == ["log.filename"]
+    assert "\x00" not in answer.text and "xxxxxxxxxx" not in answer.text
+
+
+async def test_a_plain_file_name_is_still_read(client: httpx.AsyncClient) -> None:
+    body, headers = multipart(b"agent log.jsonl", json.dumps(RECORD).encode())
+    answer = await client.post("/v1/inspections", content=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["files"][0]["path"] == "agent log.jsonl"
+
+
+async def test_delete_racing_the_retention_sweep_is_a_404_not_a_500(migrated_db_url: str) -> None:
+    """The job is deleted (as the sweep deletes a finished job) between the route's first read
+    and its cancel: before, an ``assert`` made this a 500."""
+    settings = make_settings(migrated_db_url, job_runners=0, job_threshold_records=1)
+    engine = db.get_engine(migrated_db_url)
+    async for http in open_client(settings):
+        accepted = await http.post("/v1/estimates", json={"records": [RECORD] * 2, **ESTIMATE})
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+
+        def swept_first(
+            connection: Any, cursor: Any, statement: str, *_: Any, doomed: str = job_id
+        ) -> None:
+            if statement.startswith(f"UPDATE {jobs_table.name} SET status"):
+                cursor.execute(f"DELETE FROM {jobs_table.name} WHERE id = ?", (doomed,))
+
+        sa.event.listen(engine, "before_cursor_execute", swept_first)
+        try:
+            answer = await http.delete(f"/v1/jobs/{job_id}")
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", swept_first)
+        found = problem(answer, 404)
+        assert found["type"].endswith("/unknown-job")
+    with engine.connect() as connection:
+        left = connection.execute(
+            sa.select(sa.func.count()).select_from(jobs_table).where(jobs_table.c.id == job_id)
+        ).scalar()
+    assert left == 0
+
+
+def test_the_service_runs_under_its_own_lower_limits() -> None:
+    """docs/limits.md: the service's per-request budgets are far below the command line's."""
+    limits = ServiceSettings().limits
+    assert limits == SERVICE_LIMITS
+    assert limits.max_log_tokens == 50_000_000 < DEFAULT_LIMITS.max_log_tokens
+    assert limits.max_request_tokens == 2_000_000 < DEFAULT_LIMITS.max_request_tokens
+    assert limits.max_line_bytes == 16 * 1024 * 1024 < DEFAULT_LIMITS.max_line_bytes
+    for name in ("max_log_records", "max_log_bytes", "max_record_chars", "max_document_bytes"):
+        assert getattr(limits, name) < getattr(DEFAULT_LIMITS, name), name
+
+
+async def test_100_claims_just_under_the_cli_cap_are_refused_by_the_service_budget(
+    migrated_db_url: str,
+) -> None:
+    """Issue 28: 9,000,000 claimed tokens x 100 records (a 17 KB body) took the server to 8 GB.
+    The service's max_request_tokens (2,000,000) refuses the first claim, naming it."""
+    record = {**RECORD, "usage": {"prompt_tokens": 9_000_000, "completion_tokens": 1}}
+    # (run at once: 100 records are under the default job_threshold_records of 1000)
+    settings = make_settings(migrated_db_url, job_threshold_records=1000)
+    async for http in open_client(settings):
+        answer = await http.post("/v1/estimates", json={"records": [record] * 100, **ESTIMATE})
+        found = problem(answer, 422)
+        assert found["type"].endswith("/limit-exceeded")
+        assert "max_request_tokens" in found["detail"] and "9000000" in found["detail"]
