@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.core.identity import hashed
 from cachecast.core.limits import check_tokens
 from cachecast.logs.providers import normalize_provider_name
 from cachecast.logs.sanitize import epoch_seconds
@@ -118,7 +119,9 @@ def scope_of(record: dict[str, Any], body: dict[str, Any]) -> str:
     for key in SCOPE_FIELDS:
         value = record.get(key, body.get(key))
         if value is not None:
-            pairs.append(f"{key}={value}")
+            # An identity (an API key, an organization, a user) is kept as its keyed hash
+            # only: scopes stay apart, and no output ever carries the value (core.identity).
+            pairs.append(f"{key}={hashed(str(value))}")
     return ";".join(pairs) if pairs else "default"
 
 

@@ -4,6 +4,7 @@ with a NUL, a DELETE racing the retention sweep, and the service's own lower lim
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -145,3 +146,30 @@ async def test_100_claims_just_under_the_cli_cap_are_refused_by_the_service_budg
         found = problem(answer, 422)
         assert found["type"].endswith("/limit-exceeded")
         assert "max_request_tokens" in found["detail"] and "9000000" in found["detail"]
+
+
+async def test_identity_canaries_never_reach_an_answer_or_a_job_result(
+    migrated_db_url: str,
+) -> None:
+    """An api_key, org and user in the records become hashed scopes (core.identity): neither
+    the direct answer nor the stored job result holds them."""
+    canaries = {"api_key": "sk-CANARY-0123456789", "org": "CANARY-ORG", "user": "CANARY-USER"}
+    records = [{**RECORD, **canaries, "timestamp": index} for index in range(3)]
+    settings = make_settings(migrated_db_url, job_threshold_records=2)
+    async for http in open_client(settings):
+        direct = await http.post("/v1/estimates", json={"records": records[:2], **ESTIMATE})
+        assert direct.status_code == 200, direct.text
+        accepted = await http.post("/v1/estimates", json={"records": records, **ESTIMATE})
+        assert accepted.status_code == 202, accepted.text
+        status_url = accepted.json()["status_url"]
+        for _ in range(600):
+            job = await http.get(status_url)
+            if job.json()["status"] in ("done", "failed"):
+                break
+            await asyncio.sleep(0.05)
+        assert job.json()["status"] == "done", job.text
+        for answer in (direct, accepted, job):
+            assert "CANARY" not in answer.text
+    with db.get_engine(migrated_db_url).connect() as connection:
+        stored = connection.execute(sa.select(jobs_table.c.result_json)).scalars().all()
+    assert stored and all("CANARY" not in (text or "") for text in stored)
