@@ -80,6 +80,15 @@ class ServiceSettings(BaseSettings):
         gt=0,
         description="jobs queued or running at most; a submit beyond answers 429 (Retry-After)",
     )
+    max_concurrent_requests: int = Field(
+        default=4,
+        gt=0,
+        description="heavy requests (estimates, inspections, ...) running at once per worker"
+        " process; one more answers 503 with Retry-After at once",
+    )
+    busy_retry_after_seconds: int = Field(
+        default=5, gt=0, description="the Retry-After of a 503 for all heavy slots taken"
+    )
     job_retry_after_seconds: int = Field(
         default=30, gt=0, description="the Retry-After of a 429 for a full job queue"
     )

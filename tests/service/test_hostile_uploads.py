@@ -173,3 +173,39 @@ async def test_identity_canaries_never_reach_an_answer_or_a_job_result(
     with db.get_engine(migrated_db_url).connect() as connection:
         stored = connection.execute(sa.select(jobs_table.c.result_json)).scalars().all()
     assert stored and all("CANARY" not in (text or "") for text in stored)
+
+
+async def test_heavy_requests_beyond_the_bound_are_a_503_and_health_still_answers(
+    migrated_db_url: str,
+) -> None:
+    """max_concurrent_requests = 1: while one estimate runs (its body still streaming in),
+    another is answered 503 with Retry-After before its body is read; /healthz and job reads
+    are not held up; once the first ends, the next is served."""
+    settings = make_settings(migrated_db_url, max_concurrent_requests=1, busy_retry_after_seconds=9)
+    release = asyncio.Event()
+    started = asyncio.Event()
+    body = json.dumps({"records": [RECORD], **ESTIMATE}).encode()
+
+    async def slow_body() -> Any:
+        yield body[:10]
+        started.set()
+        await release.wait()
+        yield body[10:]
+
+    async for http in open_client(settings):
+        first = asyncio.create_task(
+            http.post(
+                "/v1/estimates", content=slow_body(), headers={"content-type": "application/json"}
+            )
+        )
+        await asyncio.wait_for(started.wait(), 30)
+        busy = await http.post("/v1/estimates", json={"records": [RECORD], **ESTIMATE})
+        found = problem(busy, 503)
+        assert found["type"].endswith("/busy")
+        assert busy.headers["Retry-After"] == "9"
+        assert "max_concurrent_requests" in found["detail"]
+        assert (await http.get("/healthz")).status_code == 200
+        release.set()
+        assert (await first).status_code == 200
+        again = await http.post("/v1/estimates", json={"records": [RECORD], **ESTIMATE})
+        assert again.status_code == 200, again.text
