@@ -81,7 +81,7 @@ class ServiceSettings(BaseSettings):
         description="jobs queued or running at most; a submit beyond answers 429 (Retry-After)",
     )
     max_concurrent_requests: int = Field(
-        default=4,
+        default=8,
         gt=0,
         description="heavy requests (estimates, inspections, ...) running at once per worker"
         " process; one more answers 503 with Retry-After at once",

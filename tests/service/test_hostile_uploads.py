@@ -5,6 +5,7 @@ with a NUL, a DELETE racing the retention sweep, and the service's own lower lim
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from typing import Any
 
@@ -16,7 +17,7 @@ from cachecast.core import db
 from cachecast.core.limits import DEFAULT_LIMITS, SERVICE_LIMITS
 from cachecast.service.jobs import jobs_table
 from cachecast.service.settings import ServiceSettings
-from tests.service.conftest import make_settings, open_client
+from tests.service.conftest import ADMIN_KEY, make_settings, open_client
 
 pytestmark = pytest.mark.anyio
 
@@ -27,6 +28,7 @@ RECORD = {
 }
 ESTIMATE = {"targets": ["openai:gpt-4o"], "at": "2026-11-01"}
 RANGE = "is outside 1970-01-01 to 9999-12-31 (UTC)"
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 
 def problem(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -101,6 +103,7 @@ async def test_delete_racing_the_retention_sweep_is_a_404_not_a_500(migrated_db_
         accepted = await http.post("/v1/estimates", json={"records": [RECORD] * 2, **ESTIMATE})
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
+        mine = {"X-Job-Token": accepted.json()["owner_token"]}
 
         def swept_first(
             connection: Any, cursor: Any, statement: str, *_: Any, doomed: str = job_id
@@ -110,7 +113,7 @@ async def test_delete_racing_the_retention_sweep_is_a_404_not_a_500(migrated_db_
 
         sa.event.listen(engine, "before_cursor_execute", swept_first)
         try:
-            answer = await http.delete(f"/v1/jobs/{job_id}")
+            answer = await http.delete(f"/v1/jobs/{job_id}", headers=mine)
         finally:
             sa.event.remove(engine, "before_cursor_execute", swept_first)
         found = problem(answer, 404)
@@ -162,8 +165,9 @@ async def test_identity_canaries_never_reach_an_answer_or_a_job_result(
         accepted = await http.post("/v1/estimates", json={"records": records, **ESTIMATE})
         assert accepted.status_code == 202, accepted.text
         status_url = accepted.json()["status_url"]
+        mine = {"X-Job-Token": accepted.json()["owner_token"]}
         for _ in range(600):
-            job = await http.get(status_url)
+            job = await http.get(status_url, headers=mine)
             if job.json()["status"] in ("done", "failed"):
                 break
             await asyncio.sleep(0.05)
@@ -209,3 +213,60 @@ async def test_heavy_requests_beyond_the_bound_are_a_503_and_health_still_answer
         assert (await first).status_code == 200
         again = await http.post("/v1/estimates", json={"records": [RECORD], **ESTIMATE})
         assert again.status_code == 200, again.text
+
+
+async def test_a_job_belongs_to_who_submitted_it(migrated_db_url: str) -> None:
+    """Only the owner token the 202 answered with (or an admin key) reads or cancels a job;
+    anyone else gets the 404 an unknown id gets. Only the token's SHA-256 is stored."""
+    settings = make_settings(migrated_db_url, job_runners=0, job_threshold_records=1)
+    async for http in open_client(settings):
+        accepted = await http.post("/v1/estimates", json={"records": [RECORD] * 2, **ESTIMATE})
+        assert accepted.status_code == 202, accepted.text
+        job_id, token = accepted.json()["job_id"], accepted.json()["owner_token"]
+        assert len(token) >= 40  # 32 random bytes, URL-safe base64
+        unknown = problem(await http.get("/v1/jobs/no-such-job"), 404)
+        strangers: list[dict[str, str]] = [
+            {},
+            {"X-Job-Token": token[:-1] + ("A" if token[-1] != "A" else "B")},
+            {"X-Job-Token": ""},
+            {"Authorization": f"Bearer {token}"},  # the owner token is not an admin key
+            {"Authorization": "Bearer not-an-admin-key-of-this-server"},
+        ]
+        for headers in strangers:
+            for method in ("GET", "DELETE"):
+                answer = await http.request(method, f"/v1/jobs/{job_id}", headers=headers)
+                found = problem(answer, 404)
+                assert {k: found[k] for k in ("type", "title", "status")} == {
+                    k: unknown[k] for k in ("type", "title", "status")
+                }
+        mine = await http.get(f"/v1/jobs/{job_id}", headers={"X-Job-Token": token})
+        assert mine.status_code == 200 and mine.json()["status"] == "queued"  # not cancelled
+        admin = await http.get(f"/v1/jobs/{job_id}", headers=ADMIN)
+        assert admin.json() == mine.json()
+        cancelled = await http.delete(f"/v1/jobs/{job_id}", headers={"X-Job-Token": token})
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "failed"
+    with db.get_engine(migrated_db_url).connect() as connection:
+        row = connection.execute(sa.select(jobs_table).where(jobs_table.c.id == job_id)).one()
+    assert row.owner_digest == hashlib.sha256(token.encode()).hexdigest()
+    assert all(token not in str(value) for value in row)
+
+
+async def test_the_schema_states_what_the_server_enforces(client: httpx.AsyncClient) -> None:
+    """ST202: a body the schema accepts must not be refused. A change's keys are contract
+    fields only (not the identifying ones), a comparison's gpu is not empty, a job read names
+    its owner-token header."""
+    document = (await client.get("/openapi.json")).json()
+    paths = document["paths"]
+    change = paths["/v1/contracts/{provider}/{model}/changes"]["post"]["requestBody"]
+    changes = change["content"]["application/json"]["schema"]["properties"]["changes"]
+    assert changes["additionalProperties"] is False
+    assert "read_multiplier" in changes["properties"]
+    assert not {"provider", "model", "effective_from", "effective_to"} & set(changes["properties"])
+    compare = paths["/v1/comparisons"]["post"]["requestBody"]["content"]["application/json"]
+    gpu = compare["schema"]
+    if "$ref" in gpu:
+        gpu = document["components"]["schemas"][gpu["$ref"].rsplit("/", 1)[1]]
+    assert gpu["properties"]["gpu"]["minLength"] == 1
+    for method in ("get", "delete"):
+        names = [p["name"] for p in paths["/v1/jobs/{job_id}"][method]["parameters"]]
+        assert "X-Job-Token" in names
