@@ -11,10 +11,10 @@ Each is refused here as a bad record naming its field, before any of it is used:
 - :func:`int_text` reads an integer written as text (a status code, a ``Content-Length``,
   OTLP's ``intValue``, the ``<N>`` of ``gen_ai.prompt.<N>``) of at most
   :data:`MAX_INT_DIGITS` digits;
-- :func:`check_record` walks a canonical record once: depth at most
-  :data:`MAX_RECORD_DEPTH`, every integer within 64 bits, its timestamp in range, and its
-  text at most ``max_record_chars`` characters (a limit, docs/limits.md) before any of it
-  is rendered or tokenized.
+- :func:`check_record` checks a canonical record: depth at most :data:`MAX_RECORD_DEPTH`,
+  every integer within 64 bits, its timestamp in range, and its text at most
+  ``max_record_chars`` characters (a limit, docs/limits.md) before any of it is rendered
+  or tokenized.
 
 :class:`~cachecast.logs.stream.LogStream` hands every record it yields to
 :func:`check_record`, so a format adapter needs none of its own checks (docs/limits.md).
@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.core.limits import current, exceeded
@@ -37,11 +39,14 @@ MAX_EPOCH = 253_402_300_799.0
 MILLISECONDS_ABOVE = 1e11
 # No count, status or index a log holds needs more digits; Python refuses past 4,300 anyway.
 MAX_INT_DIGITS = 20
-# Nesting of a record (its body, tool schemas, a trace's input): real ones nest a few tens of
-# levels; JSON encoders and recursive renderers fail a few hundred levels down.
-MAX_RECORD_DEPTH = 100
-# The integers a record may hold anywhere (orjson gives larger ones as floats already).
+# Nesting of a record (its body, tool schemas, a trace's input), the record itself level 1:
+# real ones nest a few tens of levels; orjson's encoder stops past 254 (and Python's
+# recursion not far beyond), so a deeper record is refused before anything encodes it.
+MAX_RECORD_DEPTH = 254
+# The integers a record may hold anywhere: what orjson encodes (it parses larger ones as
+# floats already).
 _INT_BOUND = 1 << 64
+_INT_MIN = -(1 << 63)
 # How much of a refused value a message repeats, and of a deep path.
 _SHOWN_CHARS = 40
 _SPELLED_LEVELS = 8
@@ -122,13 +127,36 @@ def int_text(text: str, field: str) -> int:
 def check_record(record: dict[str, Any], field: str = "") -> None:
     """Refuse a record nested too deep, holding an integer beyond 64 bits, a timestamp out of
     range, or more text than ``max_record_chars`` (RecordFieldError naming the field; a
-    LimitExceededError for the text, which stops the read). One walk, no recursion."""
+    LimitExceededError for the text, which stops the read). No recursion in Python: orjson's
+    encoder (C) checks depth and integers and gives the size at once (its bytes are at least
+    the record's characters); only a record it refuses, or a large one, is walked to name
+    the field."""
     timestamp = record.get("timestamp")
     if timestamp is not None and not isinstance(timestamp, str):
         epoch_seconds(timestamp, "timestamp")
-    chars = 0
     limit = current().max_record_chars
-    # (value, depth, path-builder): paths are spelled only for a value that is refused.
+    try:
+        size = len(orjson.dumps(record))
+    except orjson.JSONEncodeError:  # too deep, an integer beyond 64 bits, a key not text
+        size = None
+    if size is None or size > limit:
+        _refuse(record, field, limit)
+
+
+def check_nesting(document: Any, field: str = "") -> None:
+    """Refuse a document (a JSON line, an export) nested deeper than MAX_RECORD_DEPTH or
+    holding an integer beyond 64 bits, before a format adapter reads it (an adapter may
+    encode part of it, or recurse through it); its size is bounded where it was read."""
+    try:
+        orjson.dumps(document)
+    except orjson.JSONEncodeError:
+        _refuse(document, field, math.inf)
+
+
+def _refuse(record: Any, field: str, limit: float) -> None:
+    """Raise the error of what is wrong with ``record``, naming the field; return where
+    nothing is (a key that is not text, bytes, more bytes than characters)."""
+    chars = 0
     stack: list[tuple[Any, int, tuple[Any, ...]]] = [(record, 1, ())]
     while stack:
         value, depth, path = stack.pop()
@@ -150,7 +178,7 @@ def check_record(record: dict[str, Any], field: str = "") -> None:
             elif isinstance(item, dict | list):
                 if item:
                     stack.append((item, depth + 1, (*path, key)))
-            elif isinstance(item, int) and not -_INT_BOUND < item < _INT_BOUND:
+            elif isinstance(item, int) and not _INT_MIN <= item < _INT_BOUND:
                 raise RecordFieldError(
                     _spell(field, (*path, key)), f"{shown(item)} is out of range"
                 )

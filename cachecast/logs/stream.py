@@ -23,7 +23,7 @@ import orjson
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.core.limits import current
 from cachecast.logs.errors import LogFileError, LogRecordError
-from cachecast.logs.sanitize import checked
+from cachecast.logs.sanitize import check_nesting, checked
 
 Record = dict[str, Any] | LogRecordError
 Item = tuple[int, Record]
@@ -151,6 +151,11 @@ def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
             if not isinstance(record, dict):
                 yield number, LogRecordError(name, number, "<line>", "expected a JSON object")
                 continue
+            try:
+                check_nesting(record)  # before an adapter (Claude Code, Codex, batch) reads it
+            except RecordFieldError as exc:
+                yield number, LogRecordError(name, number, exc.field, exc.reason)
+                continue
             yield number, record
 
 
@@ -185,9 +190,21 @@ def documents(
     one document per line (JSON lines). A line that is not JSON, or (given ``check``) a
     document ``check`` refuses, comes as its LogRecordError (``missing``: field and reason)."""
     for line, document in _documents(stream):
+        if not isinstance(document, LogRecordError):
+            document = _nesting_checked(stream, line, document)
         if check is not None and not isinstance(document, LogRecordError) and not check(document):
             document = stream.error(line, *missing)
         yield line, document
+
+
+def _nesting_checked(stream: LogStream, line: int, document: Any) -> Any:
+    """The document, or the LogRecordError of its nesting (``logs.sanitize``), before any
+    adapter reads it."""
+    try:
+        check_nesting(document)
+    except RecordFieldError as exc:
+        return stream.error(line, exc.field, exc.reason)
+    return document
 
 
 def each_record(

@@ -148,17 +148,20 @@ def test_int_text() -> None:
 
 def test_an_integer_beyond_64_bits_inside_a_body_names_its_path() -> None:
     # orjson reads such a number as a float; a YAML or in-memory record keeps the int.
-    record = {**RECORD, "request": {**CHAT, "seed": 2**64}}
-    with pytest.raises(RecordFieldError) as caught:
-        sanitize.check_record(record)
-    assert caught.value.field == "request.seed"
-    sanitize.check_record({**RECORD, "request": {**CHAT, "seed": 2**64 - 1}})
+    # The range is what JSON encoders take: -2**63 .. 2**64 - 1.
+    for value in (2**64, -(2**63) - 1):
+        with pytest.raises(RecordFieldError) as caught:
+            sanitize.check_record({**RECORD, "request": {**CHAT, "seed": value}})
+        assert caught.value.field == "request.seed"
+    for value in (2**64 - 1, -(2**63)):
+        sanitize.check_record({**RECORD, "request": {**CHAT, "seed": value}})
 
 
 # ------------------------------------------------------------------- depth
 
 
 def test_input_nested_255_levels_is_a_bad_line_naming_the_field(tmp_path: Path) -> None:
+    # record 1, request 2, messages 3, the message 4: content's 255 lists reach level 259.
     content = "[" * 255 + '"hi"' + "]" * 255
     line = json.dumps(RECORD).replace('"content": "hi"', f'"content": {content}')
     path = tmp_path / "deep.jsonl"
@@ -168,7 +171,7 @@ def test_input_nested_255_levels_is_a_bad_line_naming_the_field(tmp_path: Path) 
     (error,) = result.errors
     assert error.line == 1
     assert error.field.startswith("request.messages[0].content[0][0]")
-    assert error.field.endswith("... (100 levels)")  # a deep path is shortened
+    assert error.field.endswith("... (254 levels)")  # a deep path is shortened
     assert error.reason == f"nested more than {sanitize.MAX_RECORD_DEPTH} levels deep"
 
 
@@ -180,23 +183,25 @@ def test_a_tool_schema_nested_1000_levels(tmp_path: Path) -> None:
     ((number, field, reason),) = errors_of(path)
     assert number == 1
     assert field.startswith("request.tools[0].function.parameters.a.a")
-    assert "nested more than 100 levels" in reason
+    assert "nested more than 254 levels" in reason
 
 
 def test_depth_up_to_the_bound_is_read() -> None:
-    # nested_json(n) is n objects, the record itself the first: 100 levels are allowed.
-    sanitize.check_record(json.loads(nested_json(100)))
-    with pytest.raises(RecordFieldError):
-        sanitize.check_record(json.loads(nested_json(101)))
+    # nested_json(n) is n objects, the record itself the first: 254 levels are allowed
+    # (what orjson's encoder takes), the 255th is refused.
+    sanitize.check_record(json.loads(nested_json(254)))
+    with pytest.raises(RecordFieldError) as caught:
+        sanitize.check_record(json.loads(nested_json(255)))
+    assert caught.value.reason == "nested more than 254 levels deep"
 
 
 def test_inline_records_pass_the_same_sanitizer() -> None:
     errors: list[LogRecordError] = []
-    records = [{**RECORD, "timestamp": 1e300}, json.loads(nested_json(150))]
+    records = [{**RECORD, "timestamp": 1e300}, json.loads(nested_json(300))]
     assert list(read_records(records, "request", errors=errors)) == []
     assert [(error.line, error.field) for error in errors] == [
         (1, "timestamp"),
-        (2, "a.a.a.a.a.a.a.a... (100 levels)"),  # the path to the 101st object
+        (2, "a.a.a.a.a.a.a.a... (254 levels)"),  # the path to the 255th object
     ]
 
 
@@ -238,3 +243,65 @@ def test_a_line_longer_than_max_line_bytes_is_refused_before_it_is_read(tmp_path
     # The newline is not part of the line: exactly the limit is read.
     with limits_in_force(dataclasses.replace(tight, max_line_bytes=len(long))):
         assert len(read(path).requests) == 2
+
+
+def lists(depth: int) -> str:
+    return "[" * depth + '"hi"' + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_langfuse_and_langsmith_inputs_nested_deep_name_the_field(
+    tmp_path: Path, depth: int
+) -> None:
+    """Before: an encoder's "Recursion limit reached" inside the adapter (a 500, exit 3). The
+    document is checked before any adapter reads it."""
+    observation = {
+        "id": "g1",
+        "traceId": "t1",
+        "type": "GENERATION",
+        "model": "gpt-4o",
+        "startTime": "2026-01-05T10:00:00Z",
+        "input": "INPUT",
+        "usageDetails": {"input": 10, "output": 2},
+    }
+    export = tmp_path / "export.json"
+    content = '[{"role":"user","content":' + lists(depth) + "}]"
+    text = json.dumps({"trace": {"id": "t1"}, "observations": [observation]})
+    export.write_text(text.replace('"INPUT"', content))
+    ((line, field, reason),) = errors_of(export)
+    assert line == 1 and field.startswith("observations[0].input[0].content[0][0]")
+    assert reason == "nested more than 254 levels deep"
+
+    run = {
+        "id": "r1",
+        "run_type": "llm",
+        "start_time": "2026-01-05T10:00:00Z",
+        "inputs": "INPUT",
+        "extra": {"invocation_params": {"model": "gpt-4o"}},
+        "outputs": {"llm_output": {"token_usage": {"prompt_tokens": 5, "completion_tokens": 1}}},
+    }
+    runs = tmp_path / "runs.jsonl"
+    inputs = '{"messages":[{"role":"user","content":' + lists(depth) + "}]}"
+    runs.write_text(json.dumps(run).replace('"INPUT"', inputs) + "\n")
+    ((line, field, reason),) = errors_of(runs)
+    assert line == 1 and field.startswith("inputs.messages[0].content[0][0]")
+    assert reason == "nested more than 254 levels deep"
+
+
+def test_inputs_nested_just_within_the_bound_are_read(tmp_path: Path) -> None:
+    # 240 lists inside observations[0].input[0].content: level 245 of the document.
+    observation = {
+        "id": "g1",
+        "traceId": "t1",
+        "type": "GENERATION",
+        "model": "gpt-4o",
+        "startTime": "2026-01-05T10:00:00Z",
+        "input": "INPUT",
+        "usageDetails": {"input": 10, "output": 2},
+    }
+    export = tmp_path / "export.json"
+    content = '[{"role":"user","content":' + lists(240) + "}]"
+    text = json.dumps({"trace": {"id": "t1"}, "observations": [observation]})
+    export.write_text(text.replace('"INPUT"', content))
+    result = read(export)
+    assert len(result.requests) == 1 and result.errors == []

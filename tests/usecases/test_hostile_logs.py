@@ -105,7 +105,7 @@ def test_a_tool_schema_nested_1000_levels_is_exit_2(migrated_db_url: str, tmp_pa
     )
     assert ran.returncode == 2, ran.stderr
     assert f"{log}:1: request.tools[0].function.parameters.a.a" in ran.stderr
-    assert "nested more than 100 levels deep" in ran.stderr
+    assert "nested more than 254 levels deep" in ran.stderr
 
 
 def test_the_pass_byte_budget_is_checked_before_anything_is_read(tmp_path: Path) -> None:
