@@ -249,37 +249,31 @@ def lists(depth: int) -> str:
     return "[" * depth + '"hi"' + "]" * depth
 
 
+def langfuse_export(path: Path, content: str) -> Path:
+    """A Langfuse export of one generation whose input is the JSON text ``content``."""
+    observation = {"id": "g1", "traceId": "t1", "type": "GENERATION", "model": "gpt-4o"}
+    observation |= {"startTime": "2026-01-05T10:00:00Z", "input": "INPUT"}
+    observation["usageDetails"] = {"input": 10, "output": 2}
+    text = json.dumps({"trace": {"id": "t1"}, "observations": [observation]})
+    path.write_text(text.replace('"INPUT"', content))
+    return path
+
+
 @pytest.mark.parametrize("depth", [300, 1000])
 def test_langfuse_and_langsmith_inputs_nested_deep_name_the_field(
     tmp_path: Path, depth: int
 ) -> None:
     """Before: an encoder's "Recursion limit reached" inside the adapter (a 500, exit 3). The
     document is checked before any adapter reads it."""
-    observation = {
-        "id": "g1",
-        "traceId": "t1",
-        "type": "GENERATION",
-        "model": "gpt-4o",
-        "startTime": "2026-01-05T10:00:00Z",
-        "input": "INPUT",
-        "usageDetails": {"input": 10, "output": 2},
-    }
-    export = tmp_path / "export.json"
     content = '[{"role":"user","content":' + lists(depth) + "}]"
-    text = json.dumps({"trace": {"id": "t1"}, "observations": [observation]})
-    export.write_text(text.replace('"INPUT"', content))
+    export = langfuse_export(tmp_path / "export.json", content)
     ((line, field, reason),) = errors_of(export)
     assert line == 1 and field.startswith("observations[0].input[0].content[0][0]")
     assert reason == "nested more than 254 levels deep"
 
-    run = {
-        "id": "r1",
-        "run_type": "llm",
-        "start_time": "2026-01-05T10:00:00Z",
-        "inputs": "INPUT",
-        "extra": {"invocation_params": {"model": "gpt-4o"}},
-        "outputs": {"llm_output": {"token_usage": {"prompt_tokens": 5, "completion_tokens": 1}}},
-    }
+    run = {"id": "r1", "run_type": "llm", "start_time": "2026-01-05T10:00:00Z"}
+    run |= {"inputs": "INPUT", "extra": {"invocation_params": {"model": "gpt-4o"}}}
+    run["outputs"] = {"llm_output": {"token_usage": {"prompt_tokens": 5, "completion_tokens": 1}}}
     runs = tmp_path / "runs.jsonl"
     inputs = '{"messages":[{"role":"user","content":' + lists(depth) + "}]}"
     runs.write_text(json.dumps(run).replace('"INPUT"', inputs) + "\n")
@@ -290,18 +284,6 @@ def test_langfuse_and_langsmith_inputs_nested_deep_name_the_field(
 
 def test_inputs_nested_just_within_the_bound_are_read(tmp_path: Path) -> None:
     # 240 lists inside observations[0].input[0].content: level 245 of the document.
-    observation = {
-        "id": "g1",
-        "traceId": "t1",
-        "type": "GENERATION",
-        "model": "gpt-4o",
-        "startTime": "2026-01-05T10:00:00Z",
-        "input": "INPUT",
-        "usageDetails": {"input": 10, "output": 2},
-    }
-    export = tmp_path / "export.json"
     content = '[{"role":"user","content":' + lists(240) + "}]"
-    text = json.dumps({"trace": {"id": "t1"}, "observations": [observation]})
-    export.write_text(text.replace('"INPUT"', content))
-    result = read(export)
+    result = read(langfuse_export(tmp_path / "export.json", content))
     assert len(result.requests) == 1 and result.errors == []
