@@ -116,6 +116,12 @@ class CachecastError(Exception):
     def problem_type(self) -> str:
         return PROBLEM_TYPE_BASE + self.problem_slug
 
+    def located(self, source: str, line: int) -> CachecastError:
+        """The same error placed at ``line`` of ``source``, its field kept."""
+        self.location = Location(source=source, line=line, field=self.location.field)
+        self.args = (self.one_line(),)
+        return self
+
     def named(self, source: str) -> CachecastError:
         """The same error with its source called ``source`` (a file known to the user by
         another name than its path: an upload, a temporary copy)."""

@@ -46,9 +46,35 @@ class Limits:
     max_yaml_nodes: int = 20_000_000
     max_yaml_chars: int = 2_000_000_000
     max_decompressed_bytes: int = 1_000_000_000
+    # Work budgets of one pass, checked before anything is built: bytes of the log files read
+    # (as stored; a compressed file's output is bounded by max_decompressed_bytes), bytes of
+    # one line of JSON lines (refused before the line is read whole), characters of text one
+    # record holds (checked before any of it is rendered or tokenized; logs.sanitize); bytes of
+    # a whole JSON document (a HAR file, an OTLP export), read and parsed at once.
+    max_log_bytes: int = 64_000_000_000
+    max_line_bytes: int = 64 * 1024 * 1024
+    max_document_bytes: int = 64 * 1024 * 1024
+    max_record_chars: int = 40_000_000
 
 
 DEFAULT_LIMITS = Limits()
+# The service's own, much lower, per-request budgets: one unauthenticated request must not be
+# able to keep a worker busy for minutes or take gigabytes (docs/limits.md gives the reasons).
+# The body itself is bounded by the service setting max_body_bytes (50 MB).
+SERVICE_LIMITS = Limits(
+    max_request_tokens=2_000_000,
+    max_log_tokens=50_000_000,
+    max_log_records=1_000_000,
+    max_template_output_chars=10_000_000,
+    max_template_render_seconds=5.0,
+    max_yaml_nodes=2_000_000,
+    max_yaml_chars=100_000_000,
+    max_decompressed_bytes=100_000_000,
+    max_log_bytes=200_000_000,
+    max_line_bytes=16 * 1024 * 1024,
+    max_document_bytes=32 * 1024 * 1024,
+    max_record_chars=8_000_000,
+)
 # A frozen dataclass: the shared default cannot be changed in place.
 _CURRENT: ContextVar[Limits] = ContextVar("cachecast_limits", default=DEFAULT_LIMITS)
 
@@ -99,10 +125,17 @@ def check_tokens(value: float, field: str) -> None:
 
 
 def check_count(
-    name: str, value: int, field: str | None, what: str, *, location: Location | None = None
+    name: str,
+    value: int,
+    field: str | None,
+    what: str,
+    *,
+    location: Location | None = None,
+    unit: str = "",
 ) -> int:
-    """``value`` at most the limit ``name`` (an integer limit)."""
+    """``value`` at most the limit ``name`` (an integer limit); ``unit`` follows the value."""
     limit = getattr(current(), name)
     if value > limit:
-        raise exceeded(name, value, field=field, what=what, location=location)
+        shown = f"{value:,} {unit}" if unit else value
+        raise exceeded(name, shown, field=field, what=what, location=location)
     return value

@@ -9,11 +9,10 @@ names providers as the contract store does.
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.logs import sanitize
 from cachecast.logs.providers import resolve_provider
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import to_canonical
@@ -61,30 +60,12 @@ def unrecorded_prompt(source: str, line: int, what: str = "prompt") -> dict[str,
 
 def epoch_nanos(value: Any, field: str) -> float:
     """OTLP's ``startTimeUnixNano`` (a decimal string or an integer) as epoch seconds."""
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RecordFieldError(field, f"expected nanoseconds since the epoch, got {value!r}")
-    return value / 1e9
+    return sanitize.epoch_nanos(value, field)
 
 
 def iso_seconds(value: Any, field: str) -> float:
     """An ISO 8601 string (naive = UTC) or epoch number (seconds, or ms above 1e11)."""
-    if isinstance(value, bool):
-        raise RecordFieldError(field, "expected ISO 8601 or epoch seconds, got a boolean")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise RecordFieldError(field, f"expected a non-negative epoch, got {value!r}")
-        return value / 1000.0 if value > 1e11 else float(value)
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise RecordFieldError(field, f"not ISO 8601: {value!r}") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp()
-    raise RecordFieldError(field, f"expected ISO 8601 or epoch, got {type(value).__name__}")
+    return sanitize.epoch_seconds(value, field)
 
 
 def optional_str(obj: dict[str, Any], key: str, path: str = "") -> str | None:

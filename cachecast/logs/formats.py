@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from cachecast.core.limits import current
 from cachecast.logs import (
     batch,
     claude_code,
@@ -277,11 +278,20 @@ def sample(path: Path) -> Sample:
             if not head:
                 raise LogFileError(str(path), "the file is empty")
             raise LogFileError(str(path), "the file holds only whitespace")
-        while b"\n" not in head.lstrip() and len(head) < SNIFF_MAX_LINE_BYTES:
+        # Only each new chunk is searched, and the chunks joined once: a first line of many
+        # megabytes costs one pass over it, not one per chunk.
+        chunks = [head]
+        size = len(head)
+        bound = min(SNIFF_MAX_LINE_BYTES, current().max_line_bytes + 1)
+        found = b"\n" in head.lstrip()
+        while not found and size < bound:
             more = handle.read(SNIFF_BYTES)
             if not more:
                 break
-            head += more
+            chunks.append(more)
+            size += len(more)
+            found = b"\n" in more
+        head = b"".join(chunks) if len(chunks) > 1 else head
         at_end = not handle.read(1)
     lines = head.split(b"\n")
     if not at_end:

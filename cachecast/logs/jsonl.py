@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO
 
 import orjson
 
 from cachecast.logs.errors import LogRecordError
-from cachecast.logs.stream import READ_BUFFER_BYTES, Item, LogStream
+from cachecast.logs.stream import READ_BUFFER_BYTES, Item, LogStream, bounded_lines
 
 # Keys one of which a cachecast record has at its top level (see the records module).
 RECORD_KEYS = (
@@ -48,8 +47,8 @@ def read_range(stream: LogStream, start: int, end: int | None, first_line: int) 
         # Bytes straight to orjson (strict RFC 8259 JSON, UTF-8 checked): no separate decode.
         with open(stream.path, "rb", buffering=READ_BUFFER_BYTES) as handle:
             handle.seek(start)
-            lines = handle if end is None else _lines_before(handle, end - start)
-            for number, text in enumerate(lines, start=first_line):
+            size = None if end is None else end - start
+            for number, text in bounded_lines(handle, source, first_line, size):
                 if text.isspace():  # (stops at the first other byte; no copy of the line)
                     continue
                 try:
@@ -67,14 +66,3 @@ def read_range(stream: LogStream, start: int, end: int | None, first_line: int) 
     finally:
         stream.records += records
         stream.errors += errors
-
-
-def _lines_before(handle: BinaryIO, size: int) -> Iterator[bytes]:
-    """The lines of the next ``size`` bytes (which end at a line start)."""
-    if size <= 0:
-        return
-    for text in handle:
-        yield text
-        size -= len(text)
-        if size <= 0:
-            return

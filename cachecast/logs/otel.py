@@ -40,6 +40,7 @@ from cachecast.logs.messages import (
     maybe_json,
 )
 from cachecast.logs.providers import resolve_provider
+from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
 from cachecast.logs.usage import normalize_usage
 
@@ -106,10 +107,14 @@ def any_value(value: Any, path: str) -> Any:
         return value["stringValue"]
     if "intValue" in value:
         raw = value["intValue"]
-        try:
-            return int(raw)  # OTLP/JSON writes 64-bit integers as decimal strings
-        except (TypeError, ValueError):
-            raise RecordFieldError(path, f"intValue {raw!r} is not an integer") from None
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+        text = raw.removeprefix("-") if isinstance(raw, str) else ""
+        if not text.isdigit() or not text.isascii():
+            raise RecordFieldError(path, f"intValue {shown(raw)} is not an integer")
+        # OTLP/JSON writes 64-bit integers as decimal strings: more digits are refused here.
+        number = int_text(text, path)
+        return -number if raw.startswith("-") else number
     if "doubleValue" in value:
         return value["doubleValue"]
     if "boolValue" in value:
@@ -241,11 +246,12 @@ def _indexed_messages(
             continue
         rest = key[len(prefix) :]
         number, _, field = rest.partition(".")
-        if not number.isdigit():
+        index = _index(number, key)
+        if index is None:
             continue
         if inner and field.startswith(inner):
             field = field[len(inner) :]
-        by_index.setdefault(int(number), {})[field] = value
+        by_index.setdefault(index, {})[field] = value
     messages = []
     for index in sorted(by_index):
         fields = by_index[index]
@@ -275,10 +281,11 @@ def _indexed_calls(fields: dict[str, Any]) -> list[dict[str, Any]]:
         if not key.startswith("tool_calls."):
             continue
         number, _, rest = key[len("tool_calls.") :].partition(".")
-        if not number.isdigit():
+        index = _index(number, key)
+        if index is None:
             continue
         rest = rest.removeprefix("tool_call.")
-        entry = calls.setdefault(int(number), {})
+        entry = calls.setdefault(index, {})
         if rest in ("name", "function.name"):
             entry["name"] = value
         elif rest in ("arguments", "function.arguments"):
@@ -294,6 +301,15 @@ def _indexed_functions(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any
         if not key.startswith(prefix):
             continue
         number, _, field = key[len(prefix) :].partition(".")
-        if number.isdigit():
-            functions.setdefault(int(number), {})[field] = maybe_json(value)
+        index = _index(number, key)
+        if index is not None:
+            functions.setdefault(index, {})[field] = maybe_json(value)
     return chat_tools([functions[i] for i in sorted(functions)]) if functions else None
+
+
+def _index(number: str, key: str) -> int | None:
+    """The ``<N>`` of an indexed attribute (``gen_ai.prompt.<N>.content``); None where the
+    part is not a number, a RecordFieldError where it has too many digits to be an index."""
+    if not number.isdigit():
+        return None
+    return int_text(number, f"attributes.{key[:60]}")

@@ -16,12 +16,14 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-from cachecast.core.errors import RecordFieldError
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
+from cachecast.core.limits import current
 from cachecast.logs.errors import LogFileError, LogRecordError
+from cachecast.logs.sanitize import check_nesting, checked
 
 Record = dict[str, Any] | LogRecordError
 Item = tuple[int, Record]
@@ -78,16 +80,24 @@ class LogStream:
         if self._started:
             raise RuntimeError(f"{self.source}: a log stream is read once")
         self._started = True
-        items = self._reader(self)
-        return items if self._counts_itself else self._counted(items)
+        return self._sanitized(self._reader(self))
 
-    def _counted(self, items: Iterator[Item]) -> Iterator[Item]:
-        for item in items:
-            if isinstance(item[1], LogRecordError):
-                self.errors += 1
-            else:
-                self.records += 1
-            yield item
+    def _sanitized(self, items: Iterator[Item]) -> Iterator[Item]:
+        """Every record through the one sanitizer (``logs.sanitize``): a record it refuses
+        comes as its LogRecordError; a limit crossed stops the read, naming the line."""
+        counts = not self._counts_itself
+        for line, record in items:
+            if not isinstance(record, LogRecordError):
+                record = checked(record, self.source, line)
+                if not counts and isinstance(record, LogRecordError):
+                    self.records -= 1  # the reader counted it as a record
+                    self.errors += 1
+            if counts:
+                if isinstance(record, LogRecordError):
+                    self.errors += 1
+                else:
+                    self.records += 1
+            yield line, record
 
     def error(self, line: int, field: str, reason: str, file: str | None = None) -> LogRecordError:
         return LogRecordError(file or self.source, line, field, reason)
@@ -100,12 +110,37 @@ class LogStream:
         return document
 
 
+def bounded_lines(
+    handle: BinaryIO, source: str, first_line: int = 1, size: int | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``handle`` (of its next ``size`` bytes, which end at a line start) with
+    their numbers from ``first_line``. A line longer than ``max_line_bytes`` is refused
+    (LimitExceededError naming the file and line) once that many bytes of it are read, never
+    read whole: a 200 MB line costs no more memory than the limit."""
+    limit = current().max_line_bytes
+    number = first_line - 1
+    while size is None or size > 0:
+        text = handle.readline(limit + 1)
+        if not text:
+            return
+        number += 1
+        if len(text) > limit and not (len(text) == limit + 1 and text.endswith(b"\n")):
+            raise LimitExceededError(
+                f"a line longer than {limit:,} bytes is over the limit (setting max_line_bytes;"
+                " docs/limits.md); refused before it is read whole",
+                location=Location(source=source, line=number, field="<line>"),
+            )
+        if size is not None:
+            size -= len(text)
+        yield number, text
+
+
 def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
     """The JSON objects of a JSONL file with their 1-based line numbers (blank lines
     skipped; a line that is not a JSON object comes as its LogRecordError)."""
     name = source or str(path)
     with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
-        for number, text in enumerate(handle, start=1):
+        for number, text in bounded_lines(handle, name):
             if text.isspace():
                 continue
             try:
@@ -116,6 +151,11 @@ def json_lines(path: Path, source: str | None = None) -> Iterator[Item]:
             if not isinstance(record, dict):
                 yield number, LogRecordError(name, number, "<line>", "expected a JSON object")
                 continue
+            try:
+                check_nesting(record)  # before an adapter (Claude Code, Codex, batch) reads it
+            except RecordFieldError as exc:
+                yield number, LogRecordError(name, number, exc.field, exc.reason)
+                continue
             yield number, record
 
 
@@ -125,13 +165,15 @@ def check_size(path: Path, bound: int, what: str) -> None:
         raise LogFileError(
             str(path),
             f"{size:,} bytes, over the {bound // (1024 * 1024)} MiB bound for {what} read "
-            "whole; export it as JSON lines (one document per line, streamed) or split it",
+            "whole (setting max_document_bytes; docs/limits.md); export it as JSON lines (one "
+            "document per line, streamed) or split it",
         )
 
 
 def load_document(path: Path) -> Any:
-    """One whole JSON document, refused above MAX_DOCUMENT_BYTES before it is read."""
-    check_size(path, MAX_DOCUMENT_BYTES, "a JSON document")
+    """One whole JSON document, refused above MAX_DOCUMENT_BYTES, and above the limit
+    ``max_document_bytes`` in force, before it is read."""
+    check_size(path, min(MAX_DOCUMENT_BYTES, current().max_document_bytes), "a JSON document")
     data = path.read_bytes()
     try:
         return orjson.loads(data)
@@ -148,9 +190,21 @@ def documents(
     one document per line (JSON lines). A line that is not JSON, or (given ``check``) a
     document ``check`` refuses, comes as its LogRecordError (``missing``: field and reason)."""
     for line, document in _documents(stream):
+        if not isinstance(document, LogRecordError):
+            document = _nesting_checked(stream, line, document)
         if check is not None and not isinstance(document, LogRecordError) and not check(document):
             document = stream.error(line, *missing)
         yield line, document
+
+
+def _nesting_checked(stream: LogStream, line: int, document: Any) -> Any:
+    """The document, or the LogRecordError of its nesting (``logs.sanitize``), before any
+    adapter reads it."""
+    try:
+        check_nesting(document)
+    except RecordFieldError as exc:
+        return stream.error(line, exc.field, exc.reason)
+    return document
 
 
 def each_record(
@@ -226,7 +280,7 @@ def _documents(stream: LogStream) -> Iterator[tuple[int, Any]]:
 
 def _first_line_is_json(path: Path) -> bool:
     with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
-        for text in handle:
+        for _, text in bounded_lines(handle, str(path)):
             if text.isspace():
                 continue
             try:

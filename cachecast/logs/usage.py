@@ -26,6 +26,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import check_tokens
+from cachecast.logs.sanitize import shown
 from cachecast.logs.types import ObservedUsage
 
 CANONICAL_KEYS = (
@@ -451,11 +452,11 @@ CONVENTIONS: dict[str, Callable[[Mapping[str, Any], str], ObservedUsage]] = {
 
 def _int(value: Any, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
+        raise RecordFieldError(path, f"expected a non-negative integer, got {shown(value)}")
     if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
+        raise RecordFieldError(path, f"expected a non-negative integer, got {shown(value)}")
     if value < 0:
-        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
+        raise RecordFieldError(path, f"expected a non-negative integer, got {shown(value)}")
     # Every count here is a token count the record claims: bounded before anything is sized
     # by it (a claimed 1e40 must not become 1e40 of anything; docs/limits.md).
     check_tokens(value, path)

@@ -171,8 +171,12 @@ class LogInput(BaseModel):
         if self.inline:
             records = len(self._inline_records())
             check_count("max_log_records", records, "records", what="a log of records")
+        stored = 0
         for file in self.files:
             check_regular_file(file.path, file.display_name)
+            stored += file.path.stat().st_size
+        # The whole pass's bytes, before any is read (docs/limits.md: max_log_bytes).
+        check_count("max_log_bytes", stored, "log", what="a log (all its files) of", unit="bytes")
 
 
 def check_regular_file(path: Path, name: str, what: str = "a log file") -> None:

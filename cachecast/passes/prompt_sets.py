@@ -41,6 +41,7 @@ from cachecast.core.errors import (
 )
 from cachecast.layouts.expand import expand, iter_records
 from cachecast.layouts.spec import LAYOUT_FORMAT_KEY, Layout, is_jinja_name, load_layout_text
+from cachecast.logs.stream import bounded_lines
 from cachecast.passes.log_input import LogInput, OnBadRecord, RecordStream, check_regular_file
 
 LAYOUT_SUFFIXES = (".yaml", ".yml", ".j2", ".jinja", ".jinja2")
@@ -130,7 +131,7 @@ class LogFileRecords:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with self.path.open("rb") as handle:
             # Split on newlines only: a JSON string may hold U+2028 and other separators.
-            for line in handle:
+            for _, line in bounded_lines(handle, self.name):
                 if line.strip():
                     record: dict[str, Any] = orjson.loads(line)
                     yield record
@@ -150,7 +151,7 @@ def _checked_lines(path: Path, name: str) -> array[int]:
     errors: list[CachecastError] = []
     offset = 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in bounded_lines(handle, name):
             _check_text(raw, offset, name)
             offset += len(raw)
             if not raw.strip():

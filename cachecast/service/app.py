@@ -15,6 +15,7 @@ from cachecast.service import openapi
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import (
     BodyLimitMiddleware,
+    HeavyRequestsMiddleware,
     LimitsMiddleware,
     NoLocalTokenizersMiddleware,
 )
@@ -119,5 +120,10 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.add_middleware(LimitsMiddleware, limits=settings.limits)
     app.add_middleware(NoLocalTokenizersMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        HeavyRequestsMiddleware,
+        slots=settings.max_concurrent_requests,
+        retry_after_seconds=settings.busy_retry_after_seconds,
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -123,6 +123,7 @@ class JobView:
     finished_at: dt.datetime | None
     result: dict[str, Any] | None
     error: dict[str, Any] | None
+    owner_digest: str | None = None
 
     @property
     def processed(self) -> int:
@@ -150,6 +151,7 @@ class JobStore:
         total_records: int,
         *,
         queue_limit: int | None = None,
+        owner_digest: str | None = None,
     ) -> str:
         """Queue a job; with ``queue_limit``, refuse it (:class:`JobQueueFullError`) when
         that many jobs are already queued or running. The count and the insert are one
@@ -164,6 +166,7 @@ class JobStore:
             "total_records": total_records,
             "processed_records": 0,
             "created_at": utcnow(),
+            "owner_digest": owner_digest,
         }
         with self.engine.begin() as connection:
             if queue_limit is None:
@@ -214,6 +217,7 @@ class JobStore:
             finished_at=as_utc(row["finished_at"]),
             result=json.loads(row["result_json"]) if row["result_json"] else None,
             error=json.loads(row["error_json"]) if row["error_json"] else None,
+            owner_digest=row["owner_digest"],
         )
 
     def claim_next(self, worker_id: str) -> tuple[str, str, dict[str, Any]] | None:

@@ -74,11 +74,7 @@ class BodyLimitMiddleware:
     @staticmethod
     async def _send_problem(scope: Scope, send: Send, error: ProblemError) -> None:
         problem: Problem = error.to_problem(scope.get("path"))
-
-        async def no_body() -> Message:
-            return {"type": "http.disconnect"}
-
-        await problem_response(problem)(scope, no_body, send)
+        await problem_response(problem)(scope, _no_body, send)
 
 
 class LimitsMiddleware:
@@ -92,6 +88,65 @@ class LimitsMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         with limits_in_force(self.limits):
             await self.app(scope, receive, send)
+
+
+# The endpoints whose work grows with what a client sends (a log, a layout, a fleet): each
+# request to one holds a slot while it runs.
+HEAVY_PATHS = (
+    "/v1/estimates",
+    "/v1/inspections",
+    "/v1/reconciliations",
+    "/v1/simulations",
+    "/v1/layout-checks",
+    "/v1/comparisons",
+)
+
+
+class HeavyRequestsMiddleware:
+    """At most ``slots`` heavy requests (a POST to :data:`HEAVY_PATHS`) run at once in this
+    process; one more is answered at once with 503 ``busy`` and ``Retry-After``, before its
+    body is read. Health, metrics, jobs and contracts are never held up: the API stays
+    responsive while its heavy slots are taken (docs/limits.md, "Concurrency")."""
+
+    def __init__(self, app: ASGIApp, slots: int, retry_after_seconds: int) -> None:
+        self.app = app
+        self.slots = slots
+        self.retry_after = retry_after_seconds
+        self.running = 0  # touched on the event loop only: no lock needed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not _is_heavy(scope):
+            await self.app(scope, receive, send)
+            return
+        if self.running >= self.slots:
+            error = ProblemError(
+                503,
+                "Busy",
+                f"{self.slots} heavy requests are running (setting max_concurrent_requests);"
+                f" retry after {self.retry_after} s",
+                slug="busy",
+            )
+            problem = error.to_problem(scope.get("path"))
+            headers = {"Retry-After": str(self.retry_after)}
+            await problem_response(problem, headers)(scope, _no_body, send)
+            return
+        self.running += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.running -= 1
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def _is_heavy(scope: Scope) -> bool:
+    return (
+        scope["type"] == "http"
+        and scope.get("method") == "POST"
+        and str(scope.get("path", "")).rstrip("/") in HEAVY_PATHS
+    )
 
 
 class NoLocalTokenizersMiddleware:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachecast.core.limits import DEFAULT_LIMITS
+from cachecast.core.limits import SERVICE_LIMITS
 
 MAX_TOKEN_ID = 2**32 - 1
 _PROMPT_KEYS = ("tokens", "prompt", "contents", "messages", "input", "instructions")
 
-_COUNT = {"type": "integer", "minimum": 0, "maximum": DEFAULT_LIMITS.max_request_tokens}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": SERVICE_LIMITS.max_request_tokens}
 _TEXT = {"type": "string"}
 # Read as absent when null (the reader's optional strings and ids).
 _OPTIONAL_TEXT = {"anyOf": [{"type": "string"}, {"type": "null"}]}
@@ -88,7 +88,7 @@ SHAPES: list[dict[str, Any]] = [
         {
             "type": "array",
             "items": {"type": "integer", "minimum": 0, "maximum": MAX_TOKEN_ID},
-            "maxItems": DEFAULT_LIMITS.max_request_tokens,
+            "maxItems": SERVICE_LIMITS.max_request_tokens,
         },
         "pre-tokenized: the prompt's token ids",
     ),

@@ -28,7 +28,7 @@ from pydantic_settings import (
 
 from cachecast.core import db
 from cachecast.core.errors import ConfigurationError, Location
-from cachecast.core.limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
+from cachecast.core.limits import LIMIT_NAMES, SERVICE_LIMITS, Limits
 
 ENV_PREFIX = "CACHECAST_"
 SETTINGS_FILE_ENV = "CACHECAST_SETTINGS_FILE"
@@ -80,6 +80,15 @@ class ServiceSettings(BaseSettings):
         gt=0,
         description="jobs queued or running at most; a submit beyond answers 429 (Retry-After)",
     )
+    max_concurrent_requests: int = Field(
+        default=8,
+        gt=0,
+        description="heavy requests (estimates, inspections, ...) running at once per worker"
+        " process; one more answers 503 with Retry-After at once",
+    )
+    busy_retry_after_seconds: int = Field(
+        default=5, gt=0, description="the Retry-After of a 503 for all heavy slots taken"
+    )
     job_retry_after_seconds: int = Field(
         default=30, gt=0, description="the Retry-After of a 429 for a full job queue"
     )
@@ -96,20 +105,25 @@ class ServiceSettings(BaseSettings):
     job_sweep_seconds: float = Field(
         default=60.0, gt=0, description="how often finished jobs are swept (retention)"
     )
-    # The bounds of cachecast.core.limits (docs/limits.md gives the defaults and their reasons).
-    max_request_tokens: int = Field(default=DEFAULT_LIMITS.max_request_tokens, gt=0)
-    max_log_tokens: int = Field(default=DEFAULT_LIMITS.max_log_tokens, gt=0)
-    max_log_records: int = Field(default=DEFAULT_LIMITS.max_log_records, gt=0)
-    max_template_output_chars: int = Field(default=DEFAULT_LIMITS.max_template_output_chars, gt=0)
+    # The bounds of cachecast.core.limits, at the service's own lower defaults (SERVICE_LIMITS;
+    # docs/limits.md gives each default and its reason).
+    max_request_tokens: int = Field(default=SERVICE_LIMITS.max_request_tokens, gt=0)
+    max_log_tokens: int = Field(default=SERVICE_LIMITS.max_log_tokens, gt=0)
+    max_log_records: int = Field(default=SERVICE_LIMITS.max_log_records, gt=0)
+    max_template_output_chars: int = Field(default=SERVICE_LIMITS.max_template_output_chars, gt=0)
     max_template_render_seconds: float = Field(
-        default=DEFAULT_LIMITS.max_template_render_seconds, gt=0
+        default=SERVICE_LIMITS.max_template_render_seconds, gt=0
     )
-    max_model_layers: int = Field(default=DEFAULT_LIMITS.max_model_layers, gt=0)
-    max_model_heads: int = Field(default=DEFAULT_LIMITS.max_model_heads, gt=0)
-    max_model_dimension: int = Field(default=DEFAULT_LIMITS.max_model_dimension, gt=0)
-    max_yaml_nodes: int = Field(default=DEFAULT_LIMITS.max_yaml_nodes, gt=0)
-    max_yaml_chars: int = Field(default=DEFAULT_LIMITS.max_yaml_chars, gt=0)
-    max_decompressed_bytes: int = Field(default=DEFAULT_LIMITS.max_decompressed_bytes, gt=0)
+    max_model_layers: int = Field(default=SERVICE_LIMITS.max_model_layers, gt=0)
+    max_model_heads: int = Field(default=SERVICE_LIMITS.max_model_heads, gt=0)
+    max_model_dimension: int = Field(default=SERVICE_LIMITS.max_model_dimension, gt=0)
+    max_yaml_nodes: int = Field(default=SERVICE_LIMITS.max_yaml_nodes, gt=0)
+    max_yaml_chars: int = Field(default=SERVICE_LIMITS.max_yaml_chars, gt=0)
+    max_decompressed_bytes: int = Field(default=SERVICE_LIMITS.max_decompressed_bytes, gt=0)
+    max_log_bytes: int = Field(default=SERVICE_LIMITS.max_log_bytes, gt=0)
+    max_line_bytes: int = Field(default=SERVICE_LIMITS.max_line_bytes, gt=0)
+    max_document_bytes: int = Field(default=SERVICE_LIMITS.max_document_bytes, gt=0)
+    max_record_chars: int = Field(default=SERVICE_LIMITS.max_record_chars, gt=0)
 
     @field_validator("admin_keys", mode="before")
     @classmethod

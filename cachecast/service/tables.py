@@ -24,7 +24,7 @@ class JobStatus(StrEnum):
 
 class ServiceJob(SQLModel, table=True):
     __tablename__ = "service_jobs"
-    # Kept identical to migration 0003 (tables are created only by migrations).
+    # Kept identical to migrations 0003 and 0008 (tables are created only by migrations).
     __table_args__ = (
         sa.CheckConstraint(
             "status IN ('queued', 'running', 'done', 'failed')", name="ck_service_jobs_status"
@@ -56,3 +56,6 @@ class ServiceJob(SQLModel, table=True):
     )
     result_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     error_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # SHA-256 (hex) of the owner token the submission answered with (migration 0008): the
+    # token itself is never stored. None: a job from before owners, readable by admins only.
+    owner_digest: str | None = Field(default=None, max_length=64)

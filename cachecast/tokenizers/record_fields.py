@@ -6,15 +6,15 @@ complete, and its request-level caching controls. Each bad field raises
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.core.identity import hashed
 from cachecast.core.limits import check_tokens
 from cachecast.logs.canonical import optional_str
 from cachecast.logs.providers import normalize_provider_name
+from cachecast.logs.sanitize import epoch_seconds
 from cachecast.tokenizers.render import Rendered
 from cachecast.tokenizers.types import NO_CONTROLS, CacheControls, CacheCreation, ObservedUsage
 
@@ -98,23 +98,7 @@ def count_field(record: dict[str, Any], key: str) -> int:
 
 def timestamp_of(record: dict[str, Any], body: dict[str, Any]) -> float | None:
     raw = record.get("timestamp", record.get("created_at", body.get("timestamp")))
-    if raw is None:
-        return None
-    if isinstance(raw, bool):
-        raise RecordFieldError("timestamp", "expected ISO 8601 or epoch seconds, got a boolean")
-    if isinstance(raw, int | float):
-        if not math.isfinite(raw) or raw < 0:
-            raise RecordFieldError("timestamp", f"expected a non-negative epoch, got {raw!r}")
-        return raw / 1000.0 if raw > 1e11 else float(raw)
-    if isinstance(raw, str):
-        try:
-            moment = datetime.fromisoformat(raw)
-        except ValueError as exc:
-            raise RecordFieldError("timestamp", f"not ISO 8601: {raw!r}") from exc
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp()
-    raise RecordFieldError("timestamp", f"expected ISO 8601 or epoch, got {type(raw).__name__}")
+    return None if raw is None else epoch_seconds(raw, "timestamp")
 
 
 def scope_of(record: dict[str, Any], body: dict[str, Any]) -> str:
@@ -127,7 +111,9 @@ def scope_of(record: dict[str, Any], body: dict[str, Any]) -> str:
     for key in SCOPE_FIELDS:
         value = record.get(key, body.get(key))
         if value is not None:
-            pairs.append(f"{key}={value}")
+            # An identity (an API key, an organization, a user) is kept as its keyed hash
+            # only: scopes stay apart, and no output ever carries the value (core.identity).
+            pairs.append(f"{key}={hashed(str(value))}")
     return ";".join(pairs) if pairs else "default"
 
 

@@ -63,6 +63,7 @@ from typing import Any
 
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.formats import open_log
+from cachecast.logs.sanitize import checked
 from cachecast.logs.stream import READ_BUFFER_BYTES, LogStream
 from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.encode import SegmentCache
@@ -144,7 +145,7 @@ def read_records(
     def numbered() -> Iterator[tuple[int, dict[str, Any] | LogRecordError]]:
         for number, record in enumerate(records, start=1):
             if isinstance(record, dict):
-                yield number, record
+                yield number, checked(record, source, number)  # the one sanitizer
             else:
                 yield number, LogRecordError(source, number, "<record>", "expected a JSON object")
 

@@ -36,14 +36,20 @@ def estimate_body(
     return {"records": records, "targets": targets, "at": at}
 
 
+def owner(accepted: dict[str, Any]) -> dict[str, str]:
+    """The header that reads or cancels the job a 202 answer ``accepted`` describes."""
+    return {"X-Job-Token": accepted["owner_token"]}
+
+
 async def wait_for_job(
-    client: httpx.AsyncClient, job_id: str, timeout: float = 60.0
+    client: httpx.AsyncClient, job_id: str, token: str, timeout: float = 60.0
 ) -> dict[str, Any]:
-    """Poll until the job is done or failed; a bounded wait, never a hang."""
+    """Poll (as the job's owner, ``token``) until the job is done or failed; a bounded wait,
+    never a hang."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        response = await client.get(f"/v1/jobs/{job_id}")
+        response = await client.get(f"/v1/jobs/{job_id}", headers={"X-Job-Token": token})
         assert response.status_code == 200, response.text
         job: dict[str, Any] = response.json()
         if job["status"] in ("done", "failed"):

@@ -104,11 +104,17 @@ class Server(Process):
         self.log.close()
 
 
-def poll_job(base_url: str, job_id: str, until: Any, timeout: float = 60.0) -> dict[str, Any]:
-    """GET the job until ``until(job)``; a bounded wait, never a hang."""
+def poll_job(
+    base_url: str, job_id: str, until: Any, token: str, timeout: float = 60.0
+) -> dict[str, Any]:
+    """GET the job (as its owner, ``token``) until ``until(job)``; a bounded wait, never a
+    hang."""
     deadline = time.monotonic() + timeout
+    headers = {"X-Job-Token": token}
     while True:
-        job: dict[str, Any] = httpx.get(f"{base_url}/v1/jobs/{job_id}", timeout=30).json()
+        job: dict[str, Any] = httpx.get(
+            f"{base_url}/v1/jobs/{job_id}", headers=headers, timeout=30
+        ).json()
         if until(job):
             return job
         if time.monotonic() > deadline:

@@ -22,6 +22,7 @@ from tests.service.conftest import ADMIN_KEY, make_settings, open_client
 from tests.service.logs import (
     GPT4O_DAY,
     estimate_body,
+    owner,
     shared_prefix_records,
     slow_job_body,
     wait_for_job,
@@ -418,11 +419,12 @@ async def test_large_estimate_becomes_a_job_with_the_same_result(
     assert accepted.status_code == 202, accepted.text
     job = accepted.json()
     assert accepted.headers["location"] == job["status_url"] == f"/v1/jobs/{job['job_id']}"
-    done = await wait_for_job(client, job["job_id"])
+    done = await wait_for_job(client, job["job_id"], job["owner_token"])
     assert done["status"] == "done", done
     # The result lives in the database: a fresh app (a restarted server) serves it unchanged.
     async for restarted in open_client(make_settings(service_db_url, job_runners=0)):
-        assert (await restarted.get(f"/v1/jobs/{job['job_id']}")).json() == done
+        again = await restarted.get(f"/v1/jobs/{job['job_id']}", headers=owner(job))
+        assert again.json() == done
     assert done["progress"] == {"processed_records": 60, "total_records": 60, "fraction": 1.0}
     (target,) = done["result"]["targets"]
     # 30 independent sessions (scopes) of the 2-request pattern: 30 times the small case.
@@ -539,7 +541,7 @@ async def test_a_job_with_malformed_records_fails_naming_them(client: httpx.Asyn
     records[41]["tokens"] = [1, "two", 3]
     accepted = await client.post("/v1/estimates", json=estimate_body(records, ["openai:gpt-4o"]))
     assert accepted.status_code == 202, accepted.text
-    failed = await wait_for_job(client, accepted.json()["job_id"])
+    failed = await wait_for_job(client, accepted.json()["job_id"], accepted.json()["owner_token"])
     assert (failed["status"], failed["result"]) == ("failed", None)
     error = failed["error"]
     assert error["status"] == 422
@@ -560,10 +562,11 @@ async def test_shutdown_fails_a_running_job_at_once(service_db_url: str) -> None
         accepted = await http.post("/v1/estimates", json=slow_job_body())
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
-        while (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "queued":
+        mine = owner(accepted.json())
+        while (await http.get(f"/v1/jobs/{job_id}", headers=mine)).json()["status"] == "queued":
             await asyncio.sleep(0.02)
     # The app has shut down with the job unfinished: a fresh app sees it failed, no result.
     async for http in open_client(make_settings(service_db_url, job_runners=0)):
-        job = (await http.get(f"/v1/jobs/{job_id}")).json()
+        job = (await http.get(f"/v1/jobs/{job_id}", headers=mine)).json()
         assert (job["status"], job["result"]) == ("failed", None), job
         assert "shut down" in job["error"]["detail"]

@@ -35,8 +35,8 @@ PROBLEM = "application/problem+json"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 REPO = Path(__file__).resolve().parents[2]
 DAY = "2026-11-01"
-# docs/limits.md: the default of max_request_tokens.
-MAX_REQUEST_TOKENS = 10_000_000
+# docs/limits.md: the service's default of max_request_tokens.
+MAX_REQUEST_TOKENS = 2_000_000
 
 
 def problem(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -70,8 +70,8 @@ def test_1_a_claimed_token_count_is_refused_at_once_with_memory_unchanged(
     migrated_db_url: str,
 ) -> None:
     """80 bytes claiming 1e40 prompt tokens for a model whose tokenizer is approximate: the
-    count is over max_request_tokens (10,000,000 by default), so a 422 well under a second
-    and no memory taken, instead of padding tokens one by one."""
+    count is over max_request_tokens (2,000,000 by the service's default), so a 422 well
+    under a second and no memory taken, instead of padding tokens one by one."""
     ran = subprocess.run(
         [sys.executable, "-m", "tests.service.hostile_claim", migrated_db_url],
         cwd=REPO,
@@ -443,10 +443,11 @@ async def test_7_finished_jobs_go_after_their_retention(migrated_db_url: str) ->
         accepted = await http.post("/v1/estimates", json=estimate(many_records(3)))
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
+        mine = {"X-Job-Token": accepted.json()["owner_token"]}
         deadline = time.monotonic() + 60
         seen_done = body_dropped = False
         while time.monotonic() < deadline:
-            answer = await http.get(f"/v1/jobs/{job_id}")
+            answer = await http.get(f"/v1/jobs/{job_id}", headers=mine)
             if answer.status_code == 404:
                 break
             seen_done = seen_done or answer.json()["status"] == "done"
@@ -459,7 +460,7 @@ async def test_7_finished_jobs_go_after_their_retention(migrated_db_url: str) ->
         else:
             raise AssertionError("the finished job was never swept")
         assert seen_done and body_dropped
-        problem(await http.get(f"/v1/jobs/{job_id}"), 404)
+        problem(await http.get(f"/v1/jobs/{job_id}", headers=mine), 404)
 
 
 def test_7_the_sweep_drops_bodies_then_jobs_by_age_then_by_size(migrated_db_url: str) -> None:

@@ -91,7 +91,9 @@ def _wait_done(base_url: str, job_id: str, timeout: float = 45.0) -> dict[str, A
     """Poll until done or failed: a bounded wait, never a hang."""
     deadline = time.monotonic() + timeout
     while True:
-        job: dict[str, Any] = httpx.get(f"{base_url}/v1/jobs/{job_id}", timeout=10).json()
+        job: dict[str, Any] = httpx.get(
+            f"{base_url}/v1/jobs/{job_id}", headers=ADMIN, timeout=10
+        ).json()
         if job["status"] in ("done", "failed"):
             return job
         if time.monotonic() > deadline:
@@ -192,7 +194,7 @@ def test_jobs_submitted_to_both_run_once_and_read_the_same_everywhere(
     for job_id, sessions, body in zip(job_ids, session_counts, bodies, strict=True):
         job = _wait_done(a.base_url, job_id)
         assert job["status"] == "done", job
-        from_b = httpx.get(f"{b.base_url}/v1/jobs/{job_id}", timeout=10).json()
+        from_b = httpx.get(f"{b.base_url}/v1/jobs/{job_id}", headers=ADMIN, timeout=10).json()
         assert from_b == job  # the same stored job, whichever instance is asked
         result = job["result"]
         expected = _in_process_estimate(instances.url, body["records"], tmp_path / f"{job_id}.jl")

@@ -42,7 +42,12 @@ def test_end_to_end_with_two_workers(migrated_db_url: str, tmp_path: Path) -> No
                 json=estimate_body(shared_prefix_records(sessions=6), ["openai:gpt-4o"]),
             )
             assert accepted.status_code == 202, accepted.text
-            job = poll_job(base, accepted.json()["job_id"], lambda j: j["status"] == "done")
+            job = poll_job(
+                base,
+                accepted.json()["job_id"],
+                lambda j: j["status"] == "done",
+                accepted.json()["owner_token"],
+            )
             (target,) = job["result"]["targets"]
             assert (target["input_tokens"], target["cache_read_tokens"]) == (6 * 4196, 6 * 2048)
 
@@ -74,11 +79,13 @@ def test_a_job_cut_off_by_a_crash_is_failed_never_half_written(
         accepted = httpx.post(f"{first.base_url}/v1/estimates", json=slow_job_body(), timeout=60)
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
+        token = accepted.json()["owner_token"]
         # Mid-job: a heartbeat has recorded progress, and the job is not finished.
         running = poll_job(
             first.base_url,
             job_id,
             lambda j: j["status"] != "queued" and j["progress"]["processed_records"] > 0,
+            token,
         )
         assert running["status"] == "running", running
         first.kill()
@@ -97,7 +104,9 @@ def test_a_job_cut_off_by_a_crash_is_failed_never_half_written(
     second = Server(migrated_db_url, tmp_path / "second.log", **settings)
     try:
         second.wait_ready()
-        job = httpx.get(f"{second.base_url}/v1/jobs/{job_id}", timeout=10).json()
+        job = httpx.get(
+            f"{second.base_url}/v1/jobs/{job_id}", headers={"X-Job-Token": token}, timeout=10
+        ).json()
         assert job["status"] == "failed", job
         assert job["result"] is None
         assert "interrupted" in job["error"]["detail"]

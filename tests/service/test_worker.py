@@ -50,7 +50,8 @@ def test_a_worker_process_runs_the_jobs_while_the_api_answers(
         accepted = httpx.post(f"{base}/v1/estimates", json=big_job_body(), timeout=60)
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
-        poll_job(base, job_id, running)
+        token = accepted.json()["owner_token"]
+        poll_job(base, job_id, running, token)
         api_before = cpu_seconds(server.process.pid)
         worker_before = cpu_seconds(worker.process.pid)
         answers = []
@@ -58,8 +59,10 @@ def test_a_worker_process_runs_the_jobs_while_the_api_answers(
             started = time.monotonic()
             health = httpx.get(f"{base}/healthz", timeout=30)
             answers.append((health.status_code, round(time.monotonic() - started, 3)))
-        during = httpx.get(f"{base}/v1/jobs/{job_id}", timeout=30).json()
-        done = poll_job(base, job_id, lambda job: job["status"] in ("done", "failed"), 300)
+        during = httpx.get(
+            f"{base}/v1/jobs/{job_id}", headers={"X-Job-Token": token}, timeout=30
+        ).json()
+        done = poll_job(base, job_id, lambda job: job["status"] in ("done", "failed"), token, 300)
         api_spent = cpu_seconds(server.process.pid) - api_before
         worker_spent = cpu_seconds(worker.process.pid) - worker_before
         print(f"health checks during the job (status, seconds): {answers}")
@@ -81,21 +84,28 @@ def test_a_worker_process_runs_the_jobs_while_the_api_answers(
         # Cancelled while running: the worker stops it and goes on with the next job.
         accepted = httpx.post(f"{base}/v1/estimates", json=big_job_body(), timeout=60)
         cancelled_id = accepted.json()["job_id"]
-        poll_job(base, cancelled_id, running)
-        cancelled = httpx.delete(f"{base}/v1/jobs/{cancelled_id}", timeout=30)
+        mine = {"X-Job-Token": accepted.json()["owner_token"]}
+        poll_job(base, cancelled_id, running, mine["X-Job-Token"])
+        cancelled = httpx.delete(f"{base}/v1/jobs/{cancelled_id}", headers=mine, timeout=30)
         assert cancelled.status_code == 200, cancelled.text
         assert cancelled.json()["status"] == "failed"
         assert cancelled.json()["error"]["type"] == CANCELLED
-        assert httpx.delete(f"{base}/v1/jobs/{cancelled_id}", timeout=30).status_code == 409
+        again = httpx.delete(f"{base}/v1/jobs/{cancelled_id}", headers=mine, timeout=30)
+        assert again.status_code == 409
         # 60 sessions = 120 records > 100: a job for the worker, after the cancelled one.
         body = estimate_body(shared_prefix_records(sessions=60), ["openai:gpt-4o"])
-        next_id = httpx.post(f"{base}/v1/estimates", json=body, timeout=60).json()["job_id"]
-        after = poll_job(base, next_id, lambda job: job["status"] in ("done", "failed"))
+        following = httpx.post(f"{base}/v1/estimates", json=body, timeout=60).json()
+        after = poll_job(
+            base,
+            following["job_id"],
+            lambda job: job["status"] in ("done", "failed"),
+            following["owner_token"],
+        )
         assert after["status"] == "done", after
         (target,) = after["result"]["targets"]
         # Hand-derived in test_api: per session 2048 + 2148 input tokens, 2048 read.
         assert (target["input_tokens"], target["cache_read_tokens"]) == (60 * 4196, 60 * 2048)
-        final = httpx.get(f"{base}/v1/jobs/{cancelled_id}", timeout=30).json()
+        final = httpx.get(f"{base}/v1/jobs/{cancelled_id}", headers=mine, timeout=30).json()
         assert (final["status"], final["result"], final["error"]["type"]) == (
             "failed",
             None,
@@ -116,16 +126,17 @@ async def test_a_queued_job_is_cancelled_and_never_claimed(migrated_db_url: str)
         accepted = await http.post("/v1/estimates", json=body)
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
-        assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "queued"
+        mine = {"X-Job-Token": accepted.json()["owner_token"]}
+        assert (await http.get(f"/v1/jobs/{job_id}", headers=mine)).json()["status"] == "queued"
 
-        cancelled = await http.delete(f"/v1/jobs/{job_id}")
+        cancelled = await http.delete(f"/v1/jobs/{job_id}", headers=mine)
         assert cancelled.status_code == 200, cancelled.text
         job = cancelled.json()
         assert (job["status"], job["result"]) == ("failed", None)
         assert job["error"]["type"] == CANCELLED
         assert "while queued" in job["error"]["detail"]
 
-        again = await http.delete(f"/v1/jobs/{job_id}")
+        again = await http.delete(f"/v1/jobs/{job_id}", headers=mine)
         assert again.status_code == 409
         assert again.headers["content-type"].startswith("application/problem+json")
         unknown = await http.delete("/v1/jobs/no-such-job")

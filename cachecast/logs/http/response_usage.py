@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http.endpoints import Endpoint
+from cachecast.logs.sanitize import int_text
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
 
@@ -106,11 +106,7 @@ def _header_usage(headers: dict[str, str]) -> ObservedUsage | None:
     for key, header in names.items():
         value = headers.get(header)
         if value is not None:
-            if not value.strip().isdigit():
-                raise RecordFieldError(
-                    f"response.headers.{header}", f"expected a count, got {value!r}"
-                )
-            usage[key] = int(value)
+            usage[key] = int_text(value, f"response.headers.{header}")
     if not usage:
         return None
     return normalize_usage(usage, convention="bedrock", path="response.headers")

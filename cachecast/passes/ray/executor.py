@@ -18,6 +18,7 @@ from typing import Any
 import ray
 
 from cachecast.core.errors import BadInputError, Location
+from cachecast.core.identity import SCOPE_KEY_ENV, scope_key
 from cachecast.passes.executors import PassOutcome, PassWork
 from cachecast.passes.ray.planning import (
     LogPart,
@@ -46,7 +47,10 @@ def connect(address: str | None, *, object_store_bytes: int | None = None) -> No
     if ray.is_initialized():
         return
     if address:
-        ray.init(address=address, log_to_driver=False)
+        # The workers of a remote cluster hash identity fields with this run's key, so that
+        # one scope stays one scope on every node (core.identity).
+        key = {SCOPE_KEY_ENV: scope_key()}
+        ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": key})
     else:
         # A local cluster must bind to loopback; callers set that up before importing ray.
         # "local": a new cluster of our own, never one another program started here.

@@ -124,7 +124,7 @@ async def read_form(request: Request, *, max_files: int, max_fields: int) -> For
     """The multipart form; a broken one (or one with too many parts) is a 422 naming the
     body, not Starlette's undocumented 400."""
     try:
-        return await request.form(max_files=max_files, max_fields=max_fields)
+        form = await request.form(max_files=max_files, max_fields=max_fields)
     except ProblemError:
         raise  # the body limit, hit while the form streamed in
     except Exception as error:
@@ -132,6 +132,31 @@ async def read_form(request: Request, *, max_files: int, max_fields: int) -> For
         raise validation_problem(
             [FieldError(field="body", message=f"malformed multipart body: {detail}")]
         ) from error
+    problems = [
+        FieldError(field=f"{name}.filename", message=reason)
+        for name, value in form.multi_items()
+        if isinstance(value, UploadFile) and (reason := bad_filename(value.filename)) is not None
+    ]
+    if problems:
+        await form.close()
+        raise validation_problem(problems)
+    return form
+
+
+# A file name is echoed in reports and errors and may be stored with a job (PostgreSQL refuses
+# a NUL in text): one with a control character, or longer than a path component, is refused.
+MAX_FILENAME_CHARS = 255
+
+
+def bad_filename(name: str | None) -> str | None:
+    """Why an upload's file name cannot be used, or None."""
+    if name is None:
+        return None
+    if len(name) > MAX_FILENAME_CHARS:
+        return f"a file name of {len(name):,} characters (at most {MAX_FILENAME_CHARS})"
+    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+        return "the file name holds a control character (NUL, a newline ...)"
+    return None
 
 
 def unsupported_media_type(media_type: str, wanted: str) -> ProblemError:

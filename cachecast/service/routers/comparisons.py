@@ -71,7 +71,10 @@ class ComparisonBody(BaseModel):
         default=None, gt=0, description="total parameter count, where the config cannot give it"
     )
     gpu: str = Field(
-        description="h100-sxm, h200, b200, a100-80gb, l40s or mi300x", examples=["h100-sxm"]
+        min_length=1,
+        max_length=64,
+        description="h100-sxm, h200, b200, a100-80gb, l40s or mi300x",
+        examples=["h100-sxm"],
     )
     gpus: int = Field(default=1, ge=1, le=1024, description="GPUs per replica (tensor parallel)")
     gpu_price: str | None = Field(

@@ -182,6 +182,23 @@ def _terms_schema() -> dict[str, Any]:
     return schema
 
 
+def _change_schema() -> dict[str, Any]:
+    """ContractChange's schema with ``changes`` stating what the write accepts: only contract
+    fields, none of those that identify or date the version (additionalProperties false)."""
+    schema = ContractChange.model_json_schema()
+    terms = _terms_schema()
+    schema.setdefault("$defs", {}).update(terms.pop("$defs", {}))
+    allowed = {
+        name: value for name, value in terms["properties"].items() if name not in _IDENTITY_FIELDS
+    }
+    schema["properties"]["changes"] = {
+        **schema["properties"]["changes"],
+        "properties": allowed,
+        "additionalProperties": False,
+    }
+    return schema
+
+
 @router.post(
     "",
     summary="Append a contract version (admin)",
@@ -206,7 +223,7 @@ async def add_contract(state: State, request: Request) -> JSONResponse:
     response_model=ContractTerms,
     dependencies=[AdminRequired],
     responses=problem_responses(401, 403, 404, 409, 413, 415, 422),
-    openapi_extra=_write_body_docs(ContractChange.model_json_schema(), None),
+    openapi_extra=_write_body_docs(_change_schema(), None),
 )
 async def change_contract(
     state: State, provider: ProviderPath, model: ModelPath, request: Request

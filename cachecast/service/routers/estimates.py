@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from cachecast.service.estimating import EstimateBody, estimate_request
 from cachecast.service.jobs import JobQueueFullError
+from cachecast.service.ownership import new_owner_token
 from cachecast.service.problems import ProblemError
 from cachecast.service.routers._body import post_reading_body, read_body
 from cachecast.service.state import ServiceState, service_state
@@ -27,6 +28,10 @@ class JobAccepted(BaseModel):
     status: str = Field(examples=["queued"])
     status_url: str = Field(examples=["/v1/jobs/5f0c2f7e-8a53-4d8b-9a39-0d9b0b1c2d3e"])
     total_records: int
+    owner_token: str = Field(
+        description="send it as the X-Job-Token header to read or cancel the job; it is"
+        " shown once, and only its digest is stored"
+    )
 
 
 _EXAMPLE = {
@@ -78,9 +83,14 @@ async def create_estimate(
     _, _, passes = await run_in_threadpool(plan_estimate, work, state.contracts)
     if len(body.records) > state.settings.job_threshold_records:
         total = len(body.records) * len(passes)
+        owner_token, owner_digest = new_owner_token()
         try:
             job_id = await run_in_threadpool(
-                partial(state.jobs.submit, queue_limit=state.settings.job_queue_limit),
+                partial(
+                    state.jobs.submit,
+                    queue_limit=state.settings.job_queue_limit,
+                    owner_digest=owner_digest,
+                ),
                 ESTIMATE_JOB_KIND,
                 work.model_dump(mode="json"),
                 total,
@@ -98,7 +108,11 @@ async def create_estimate(
             state.runner.notify()
         status_url = request.url_for("get_job", job_id=job_id).path
         accepted = JobAccepted(
-            job_id=job_id, status="queued", status_url=status_url, total_records=total
+            job_id=job_id,
+            status="queued",
+            status_url=status_url,
+            total_records=total,
+            owner_token=owner_token,
         )
         return JSONResponse(
             accepted.model_dump(), status_code=202, headers={"Location": status_url}

@@ -6,15 +6,29 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Header, Path
 from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, Field
 
+from cachecast.service.auth import bearer_scheme
 from cachecast.service.jobs import JobView
+from cachecast.service.ownership import JOB_TOKEN_HEADER, may_see
 from cachecast.service.problems import ProblemError, problem_responses
 from cachecast.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+JobId = Annotated[str, Path(max_length=64, examples=["5f0c2f7e-8a53-4d8b-9a39-0d9b0b1c2d3e"])]
+OwnerToken = Annotated[
+    str | None,
+    Header(
+        alias=JOB_TOKEN_HEADER,
+        max_length=128,
+        description="the owner_token the submission answered with",
+    ),
+]
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
 
 
 class JobProgress(BaseModel):
@@ -46,13 +60,14 @@ class JobStatusResponse(BaseModel):
     responses=problem_responses(404),
 )
 async def get_job(
-    job_id: Annotated[str, Path(max_length=64, examples=["5f0c2f7e-8a53-4d8b-9a39-0d9b0b1c2d3e"])],
+    job_id: JobId,
     state: Annotated[ServiceState, Depends(service_state)],
+    owner_token: OwnerToken = None,
+    credentials: Credentials = None,
 ) -> JobStatusResponse:
-    job = await run_in_threadpool(state.jobs.get, job_id)
-    if job is None:
-        raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
-    return _status(job)
+    """Needs the job's owner token (``X-Job-Token``, from the submission's answer) or an
+    admin key (``Authorization: Bearer KEY``); otherwise 404, as for an unknown id."""
+    return _status(await _owned_job(job_id, state, owner_token, credentials))
 
 
 @router.delete(
@@ -62,16 +77,18 @@ async def get_job(
     responses=problem_responses(404, 409),
 )
 async def cancel_job(
-    job_id: Annotated[str, Path(max_length=64, examples=["5f0c2f7e-8a53-4d8b-9a39-0d9b0b1c2d3e"])],
+    job_id: JobId,
     state: Annotated[ServiceState, Depends(service_state)],
+    owner_token: OwnerToken = None,
+    credentials: Credentials = None,
 ) -> JobStatusResponse:
     """The job ends ``failed`` with a ``job-cancelled`` problem and no result; a worker
-    running it stops within about a second. A job already done or failed is a 409."""
-    before = await run_in_threadpool(state.jobs.get, job_id)
-    if before is None:
-        raise ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
+    running it stops within about a second. A job already done or failed is a 409. Needs
+    the owner token or an admin key, as ``GET``."""
+    before = await _owned_job(job_id, state, owner_token, credentials)
     job = await run_in_threadpool(state.jobs.cancel, job_id)
-    assert job is not None  # jobs are never deleted
+    if job is None:  # the retention sweep deleted it (finished) between the two reads
+        raise _unknown(job_id)
     if before.status not in ("queued", "running") or not _cancelled(job):
         raise ProblemError(
             409,
@@ -80,6 +97,23 @@ async def cancel_job(
             slug="job-finished",
         )
     return _status(job)
+
+
+async def _owned_job(
+    job_id: str,
+    state: ServiceState,
+    owner_token: str | None,
+    credentials: HTTPAuthorizationCredentials | None,
+) -> JobView:
+    job = await run_in_threadpool(state.jobs.get, job_id)
+    bearer = credentials.credentials if credentials is not None else None
+    if job is None or not may_see(job, owner_token, bearer, state.settings):
+        raise _unknown(job_id)  # the same answer: an id alone does not reveal a job
+    return job
+
+
+def _unknown(job_id: str) -> ProblemError:
+    return ProblemError(404, "Unknown job", f"no job with id {job_id!r}", slug="unknown-job")
 
 
 def _cancelled(job: JobView) -> bool:
