@@ -1,7 +1,7 @@
 """service jobs: the digest of the owner token returned at submission
 
-Revision ID: 0008_job_owner
-Revises: 0007_engine_measurement_dtype
+Revision ID: 0010_job_owner
+Revises: 0009_seed_contracts_v3
 
 A job belongs to whoever submitted it: the submission answers with a random owner token, and
 only its SHA-256 digest is stored here; reading or cancelling the job needs the token (or an
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008_job_owner"
-down_revision: str | None = "0007_engine_measurement_dtype"
+revision: str = "0010_job_owner"
+down_revision: str | None = "0009_seed_contracts_v3"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
