@@ -137,13 +137,18 @@ def _cachecast_fits(sample: Sample) -> str | None:
     return f"line 1: {reasons[0]}"
 
 
-_YAML_INTERACTIONS = re.compile(r"^interactions:\s*$", re.MULTILINE)
+# vcrpy and go-vcr write ``interactions:``, Ruby VCR ``http_interactions:``; their JSON
+# serializers the same keys as the first of a JSON document.
+_YAML_INTERACTIONS = re.compile(r"^(?:http_)?interactions:\s*$", re.MULTILINE)
+_JSON_INTERACTIONS = re.compile(r'"(?:http_)?interactions"\s*:\s*\[')
 
 
 def _vcr_fits(sample: Sample) -> str | None:
     if _YAML_INTERACTIONS.search(sample.text, 0, 1 << 16):  # the key opens a cassette
         return None
-    return "no 'interactions:' key at the top of a YAML document"
+    if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
+        return None
+    return "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top"
 
 
 def _anthropic_requests_fit(sample: Sample) -> str | None:
