@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -35,6 +36,7 @@ CANONICAL_KEYS = (
     "cache_write_by_ttl",
     "output_tokens",
     "cost",
+    "contradiction",
 )
 
 
@@ -104,6 +106,11 @@ def canonical_observed(value: Any, path: str = "observed") -> ObservedUsage:
         output_tokens=_count(value, "output_tokens", path),
         cost=_cost(value.get("cost"), f"{path}.cost"),
     )
+    contradiction = value.get("contradiction")
+    if contradiction is not None:
+        if not isinstance(contradiction, str):
+            raise RecordFieldError(f"{path}.contradiction", "expected a string")
+        return replace(observed, contradiction=contradiction[:500])
     _check_parts(observed, path)
     return observed
 
@@ -119,6 +126,8 @@ def to_canonical(observed: ObservedUsage) -> dict[str, Any]:
         out["cache_write_by_ttl"] = dict(observed.cache_write_by_ttl)
     if observed.cost is not None:
         out["cost"] = str(observed.cost)
+    if observed.contradiction is not None:
+        out["contradiction"] = observed.contradiction
     return out
 
 
@@ -141,8 +150,7 @@ def normalize_usage(
     except KeyError:
         raise ValueError(f"unknown usage convention {name!r}") from None
     observed = normalizer(usage, path)
-    _check_parts(observed, path)
-    return observed
+    return _flag_contradiction(observed, path)
 
 
 def detect_convention(usage: Mapping[str, Any], api: str | None, path: str = "usage") -> str:
@@ -160,6 +168,8 @@ def detect_convention(usage: Mapping[str, Any], api: str | None, path: str = "us
         return "gemini"
     if {"inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"} & keys:
         return "bedrock"
+    if "billed_units" in keys:
+        return "cohere"
     if {"prompt_cache_hit_tokens", "prompt_cache_miss_tokens"} & keys:
         return "deepseek"
     if {"input_token_details", "output_token_details"} & keys:
@@ -330,13 +340,44 @@ def _openai_chat(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         written = _count(usage, "cache_creation_input_tokens", path)
     split = _object(details, "cache_creation_token_details", where)
     by_ttl = _ttl_split(split, f"{where}.cache_creation_token_details")
+    prompt = _count(usage, "prompt_tokens", path)
+    completion = _count(usage, "completion_tokens", path)
+    # Reasoning is inside completion_tokens (OpenAI, DeepSeek, OpenRouter, Z.ai), except
+    # where the total says otherwise: xAI's chat completions report total = prompt +
+    # completion + reasoning, reasoning billed as output but outside completion_tokens.
+    reasoning = _count(
+        _object(usage, "completion_tokens_details", path),
+        "reasoning_tokens",
+        f"{path}.completion_tokens_details",
+    )
+    total = _count(usage, "total_tokens", path)
+    if (
+        reasoning
+        and completion is not None
+        and prompt is not None
+        and total == prompt + completion + reasoning
+    ):
+        completion += reasoning
     return ObservedUsage(
-        input_tokens=_count(usage, "prompt_tokens", path),
+        input_tokens=prompt,
         cache_read_tokens=read,
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
-        output_tokens=_count(usage, "completion_tokens", path),
+        output_tokens=completion,
         cost=_cost(usage.get("cost"), f"{path}.cost"),
+    )
+
+
+def _cohere(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # Cohere (v2 ``usage``, v1 ``meta``): billed_units are what is billed; ``tokens`` are the
+    # raw counts of the templated prompt; ``cached_tokens`` is measured on that raw prompt
+    # and may exceed the billed input (flagged as a contradiction, not used).
+    billed = _object(usage, "billed_units", path)
+    where = f"{path}.billed_units"
+    return ObservedUsage(
+        input_tokens=_count(billed, "input_tokens", where),
+        cache_read_tokens=_count(usage, "cached_tokens", path),
+        output_tokens=_count(billed, "output_tokens", where),
     )
 
 
@@ -440,6 +481,7 @@ CONVENTIONS: dict[str, Callable[[Mapping[str, Any], str], ObservedUsage]] = {
     "langchain": _langchain,
     "codex": _codex,
     "openai-chat": _openai_chat,
+    "cohere": _cohere,
     "anthropic": _anthropic,
     "openai-responses": _openai_responses,
     "langfuse": _langfuse,
@@ -496,6 +538,23 @@ def _cost(value: Any, path: str) -> Decimal | None:
     if not cost.is_finite() or cost < 0:
         raise RecordFieldError(path, f"expected a non-negative amount, got {value!r}")
     return cost
+
+
+def _flag_contradiction(observed: ObservedUsage, path: str) -> ObservedUsage:
+    """A provider's usage whose reads and writes exceed the prompt they are parts of: kept
+    as reported, with the contradiction named (no bill or reconciliation is made from it)."""
+    total = observed.input_tokens
+    if total is None:
+        return observed
+    check_tokens(total, path)
+    read, written = observed.cache_read_tokens or 0, observed.cache_write_tokens or 0
+    if read + written <= total:
+        return observed
+    return replace(
+        observed,
+        contradiction=f"{path}: cache read {read} + write {written} exceed the input of"
+        f" {total} tokens",
+    )
 
 
 def _check_parts(observed: ObservedUsage, path: str) -> None:

@@ -230,6 +230,11 @@ class ReconcileReport(Report):
     )
     requests_listed: int
     requests_without_usage: int
+    contradictory_observations: list[str] = Field(
+        default_factory=list,
+        description="file:line: requests whose reported usage contradicts itself (cache"
+        " reads and writes above the prompt): not reconciled",
+    )
     unpriced: dict[str, int] = Field(
         default_factory=dict, description="requests no contract could be found for, by reason"
     )
@@ -271,6 +276,7 @@ class _Replay:
         self.served: dict[tuple[str, str, dt.date], _Served] = {}
         self.rows: list[ReconciledRow] = []
         self.without_usage = 0
+        self.contradictory: list[str] = []
         self.unpriced: Counter[str] = Counter()
         self.all = ReconciliationSummary()
         self.all_within = 0
@@ -322,6 +328,12 @@ class _Replay:
             verdict = None
             if row.reconciled is None:
                 self.without_usage += 1
+                observed = request.observed
+                if observed is not None and observed.contradiction is not None:
+                    if len(self.contradictory) < MAX_LISTED_REQUESTS:
+                        self.contradictory.append(
+                            f"{request.source}:{request.line}: {observed.contradiction}"
+                        )
             else:
                 verdict = self.judge(row, row.reconciled, served)
             sink(row, verdict)
@@ -547,6 +559,7 @@ def reconcile(
         requests=replay.rows,
         requests_listed=len(replay.rows),
         requests_without_usage=replay.without_usage,
+        contradictory_observations=replay.contradictory,
         unpriced=dict(replay.unpriced.most_common()),
     )
 

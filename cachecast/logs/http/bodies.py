@@ -75,10 +75,29 @@ def decode_body(raw: Any, headers: dict[str, str], path: str) -> Any:
         "content-type", ""
     ):
         return server_sent_events(value)
+    content_type = headers.get("content-type", "")
+    if "stream+json" in content_type or "ndjson" in content_type or "jsonl" in content_type:
+        return json_lines(value, path)
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError as exc:
         raise RecordFieldError(path, f"not JSON nor server-sent events: {exc}") from None
+
+
+def json_lines(text: str, path: str) -> list[dict[str, Any]]:
+    """A newline-delimited JSON stream (Cohere v1's ``application/stream+json``) as its
+    objects."""
+    events: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise RecordFieldError(path, f"line {number} of the JSON stream: {exc}") from None
+        if isinstance(value, dict):
+            events.append(value)
+    return events
 
 
 def _is_event_stream(headers: dict[str, str]) -> bool:

@@ -2,7 +2,8 @@
 
 Usage comes from the response body, from a streamed body (server-sent events: Anthropic's
 ``message_start`` usage updated by ``message_delta``, OpenAI's final chunk with usage,
-Responses' ``response.completed``, Gemini's last chunk; Bedrock's binary event stream), or
+Responses' ``response.completed``, Gemini's last chunk, Cohere's ``message-end`` (v2) or
+``stream-end`` (v1, a JSON-lines stream); Bedrock's binary event stream), or
 from Bedrock's ``X-Amzn-Bedrock-*-Token-Count`` headers; it is normalized by
 ``cachecast.logs.usage``.
 """
@@ -21,6 +22,8 @@ def final_response(response: Any, api: str) -> Any:
     """The response object (the last one of a stream where it has one) for its model/id."""
     if isinstance(response, list):
         for event in reversed(response):
+            if api == "cohere-v1" and isinstance(event.get("response"), dict):
+                return event["response"]  # the stream-end event's whole response
             if api == "responses" and isinstance(event.get("response"), dict):
                 return event["response"]
             if api in ("anthropic", "bedrock-invoke") and isinstance(event.get("message"), dict):
@@ -37,7 +40,7 @@ def reported_usage(
     if isinstance(response, list):
         usage = _streamed_usage(response, api)
     elif isinstance(response, dict):
-        key = "usageMetadata" if api == "gemini" else "usage"
+        key = {"gemini": "usageMetadata", "cohere-v1": "meta"}.get(api, "usage")
         if isinstance(response.get(key), dict):
             usage = response[key]
     if usage:
@@ -45,6 +48,8 @@ def reported_usage(
             "anthropic": "anthropic",
             "bedrock-converse": "bedrock",
             "gemini": "gemini",
+            "cohere": "cohere",
+            "cohere-v1": "cohere",
         }.get(api)
         if api == "bedrock-invoke" and ("input_tokens" in usage or "output_tokens" in usage):
             convention = "anthropic"
@@ -80,6 +85,18 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
                 event.get("_event") == "metadata" or "metrics" in event
             ):
                 return dict(event["usage"])
+        return None
+    if api in ("cohere", "cohere-v1"):
+        # v2: the message-end event's delta.usage; v1: the stream-end event's response.meta
+        for event in reversed(events):
+            kind = event.get("type", event.get("event_type"))
+            delta, whole = event.get("delta"), event.get("response")
+            if kind == "message-end" and isinstance(delta, dict):
+                if isinstance(delta.get("usage"), dict):
+                    return dict(delta["usage"])
+            if kind == "stream-end" and isinstance(whole, dict):
+                if isinstance(whole.get("meta"), dict):
+                    return dict(whole["meta"])
         return None
     if api == "responses":
         for event in reversed(events):
