@@ -28,3 +28,6 @@ class ObservedUsage:
     output_tokens: int | None = None
     cost: Decimal | None = None
     contradiction: str | None = None
+    # Anthropic compaction (``usage.iterations``): each sampling iteration is its own request
+    # to the model and is billed on its own; the fields above are then their sums.
+    iterations: tuple[ObservedUsage, ...] = ()

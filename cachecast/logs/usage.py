@@ -37,6 +37,7 @@ CANONICAL_KEYS = (
     "output_tokens",
     "cost",
     "contradiction",
+    "iterations",
 )
 
 
@@ -49,7 +50,9 @@ def observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
     if found is None:
         return None
     usage, path = found
-    return normalize_usage(usage, api=api, path=path)
+    request = record.get("request")
+    ttl = requested_ttl(request) if isinstance(request, dict) else None
+    return normalize_usage(usage, api=api, path=path, write_ttl=ttl)
 
 
 def find_usage(record: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
@@ -106,6 +109,19 @@ def canonical_observed(value: Any, path: str = "observed") -> ObservedUsage:
         output_tokens=_count(value, "output_tokens", path),
         cost=_cost(value.get("cost"), f"{path}.cost"),
     )
+    iterations = value.get("iterations")
+    if iterations is not None:
+        if not isinstance(iterations, list) or len(iterations) > MAX_ITERATIONS:
+            raise RecordFieldError(
+                f"{path}.iterations", f"expected a list of at most {MAX_ITERATIONS} usages"
+            )
+        parts = []
+        for index, item in enumerate(iterations):
+            where = f"{path}.iterations[{index}]"
+            if isinstance(item, dict) and "iterations" in item:
+                raise RecordFieldError(f"{where}.iterations", "iterations do not nest")
+            parts.append(canonical_observed(item, where))
+        observed = replace(observed, iterations=tuple(parts))
     contradiction = value.get("contradiction")
     if contradiction is not None:
         if not isinstance(contradiction, str):
@@ -128,6 +144,8 @@ def to_canonical(observed: ObservedUsage) -> dict[str, Any]:
         out["cost"] = str(observed.cost)
     if observed.contradiction is not None:
         out["contradiction"] = observed.contradiction
+    if observed.iterations:
+        out["iterations"] = [to_canonical(part) for part in observed.iterations]
     return out
 
 
@@ -140,17 +158,69 @@ def normalize_usage(
     convention: str | None = None,
     api: str | None = None,
     path: str = "usage",
+    write_ttl: str | None = None,
 ) -> ObservedUsage:
     """Normalize one usage object. ``convention`` names its convention (a key of
     :data:`CONVENTIONS`); None picks it from the keys present (``api`` decides between
-    Anthropic's and OpenAI Responses' ``input_tokens``, which mean different things)."""
+    Anthropic's and OpenAI Responses' ``input_tokens``, which mean different things).
+
+    ``write_ttl``: the one TTL the request asked for on every cache mark
+    (:func:`requested_ttl`); writes the usage does not split by TTL are that TTL's, not the
+    default 5 minutes (a 1-hour write costs 2x input, a 5-minute one 1.25x)."""
     name = convention or detect_convention(usage, api, path)
     try:
         normalizer = CONVENTIONS[name]
     except KeyError:
         raise ValueError(f"unknown usage convention {name!r}") from None
-    observed = normalizer(usage, path)
-    return _flag_contradiction(observed, path)
+    observed = _flag_contradiction(normalizer(usage, path), path)
+    if write_ttl is not None and write_ttl != "5m" and not _splits_writes(usage):
+        observed = _with_write_ttl(observed, write_ttl)
+    return observed
+
+
+MAX_ITERATIONS = 1000  # sampling iterations of one request (compaction, server tools)
+_SPLIT_KEYS = ("cache_creation", "cacheDetails", "cache_creation_token_details")
+
+
+def _splits_writes(usage: Mapping[str, Any]) -> bool:
+    details = usage.get("prompt_tokens_details")
+    nested = details if isinstance(details, dict) else {}
+    return any(usage.get(k) is not None or nested.get(k) is not None for k in _SPLIT_KEYS)
+
+
+def _with_write_ttl(observed: ObservedUsage, ttl: str) -> ObservedUsage:
+    iterations = tuple(_with_write_ttl(part, ttl) for part in observed.iterations)
+    written = observed.cache_write_tokens
+    if not written:
+        return replace(observed, iterations=iterations)
+    return replace(observed, cache_write_by_ttl={ttl: written}, iterations=iterations)
+
+
+def requested_ttl(body: Mapping[str, Any]) -> str | None:
+    """The TTL a request asked for where every cache mark asks for the same one: Anthropic's
+    ``cache_control: {"type": "ephemeral", "ttl": "1h"}`` (on blocks, tools, or at the top:
+    automatic caching) and Bedrock's ``cachePoint: {"type": "default", "ttl": "1h"}``; a
+    mark without ``ttl`` is the default ``5m``. None where the request marks nothing or mixes
+    TTLs (the response's split, where it gives one, says the rest)."""
+    found: set[str] = set()
+    pending: list[Any] = [body]
+    visited = 0
+    while pending and visited < MAX_TTL_WALK:
+        value = pending.pop()
+        visited += 1
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in ("cache_control", "cachePoint") and isinstance(item, dict):
+                    ttl = item.get("ttl", "5m")
+                    found.add(ttl if isinstance(ttl, str) else "5m")
+                elif isinstance(item, dict | list):
+                    pending.append(item)
+        elif isinstance(value, list):
+            pending.extend(item for item in value if isinstance(item, dict | list))
+    return found.pop() if len(found) == 1 else None
+
+
+MAX_TTL_WALK = 100_000  # containers looked at for cache marks (a body is bounded before)
 
 
 def detect_convention(usage: Mapping[str, Any], api: str | None, path: str = "usage") -> str:
@@ -383,7 +453,26 @@ def _cohere(usage: Mapping[str, Any], path: str) -> ObservedUsage:
 
 def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
     # Anthropic Messages: input_tokens excludes cache reads and writes; cache_creation
-    # splits the writes by TTL (ephemeral_5m / ephemeral_1h).
+    # splits the writes by TTL (ephemeral_5m / ephemeral_1h). With compaction, ``iterations``
+    # lists every sampling iteration (the compaction, then the message), each with usage of
+    # the same shape; the top-level counts are the message's only. The request's usage is the
+    # sum of its iterations, and each is billed as the request it is.
+    iterations = usage.get("iterations")
+    if iterations is not None:
+        where = f"{path}.iterations"
+        if not isinstance(iterations, list) or len(iterations) > MAX_ITERATIONS:
+            raise RecordFieldError(where, f"expected a list of at most {MAX_ITERATIONS} usages")
+        parts = []
+        for index, item in enumerate(iterations):
+            if not isinstance(item, dict):
+                raise RecordFieldError(f"{where}[{index}]", "expected an object")
+            parts.append(
+                _anthropic(
+                    {k: v for k, v in item.items() if k != "iterations"}, f"{where}[{index}]"
+                )
+            )
+        if parts:
+            return _summed(tuple(parts))
     uncached = _count(usage, "input_tokens", path)
     written = _count(usage, "cache_creation_input_tokens", path) or 0
     read = _count(usage, "cache_read_input_tokens", path) or 0
@@ -398,6 +487,21 @@ def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
         output_tokens=_count(usage, "output_tokens", path),
+    )
+
+
+def _summed(parts: tuple[ObservedUsage, ...]) -> ObservedUsage:
+    by_ttl: dict[str, int] = {}
+    for part in parts:
+        for ttl, tokens in part.cache_write_by_ttl.items():
+            by_ttl[ttl] = by_ttl.get(ttl, 0) + tokens
+    return ObservedUsage(
+        input_tokens=_sum(*(p.input_tokens for p in parts)),
+        cache_read_tokens=_sum(*(p.cache_read_tokens for p in parts)),
+        cache_write_tokens=_sum(*(p.cache_write_tokens for p in parts)),
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_sum(*(p.output_tokens for p in parts)),
+        iterations=parts,
     )
 
 

@@ -329,11 +329,14 @@ class _Replay:
             if row.reconciled is None:
                 self.without_usage += 1
                 observed = request.observed
-                if observed is not None and observed.contradiction is not None:
-                    if len(self.contradictory) < MAX_LISTED_REQUESTS:
-                        self.contradictory.append(
-                            f"{request.source}:{request.line}: {observed.contradiction}"
-                        )
+                if (
+                    observed is not None
+                    and observed.contradiction is not None
+                    and len(self.contradictory) < MAX_LISTED_REQUESTS
+                ):
+                    self.contradictory.append(
+                        f"{request.source}:{request.line}: {observed.contradiction}"
+                    )
             else:
                 verdict = self.judge(row, row.reconciled, served)
             sink(row, verdict)

@@ -38,6 +38,7 @@ from cachecast.logs.http.state import (
     with_cache,
 )
 from cachecast.logs.stream import Item, LogStream
+from cachecast.logs.usage import requested_ttl
 
 __all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
 
@@ -137,7 +138,9 @@ def _record(
     final = final_response(response, endpoint.api)
     if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
         model = final["model"]
-    observed = reported_usage(endpoint, final, response, exchange.response_headers)
+    observed = reported_usage(
+        endpoint, final, response, exchange.response_headers, write_ttl=requested_ttl(body)
+    )
     if endpoint.api == "responses" and isinstance(final, dict):
         remember_response(body, final, state)
     request_id = response_id(exchange.response_headers, final)

@@ -87,7 +87,9 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
             model = path.split("/openai/deployments/", 1)[1].split("/", 1)[0]
         return Endpoint("chat", provider, model)
     if provider == "cohere" and path.rstrip("/").endswith(("/v1/chat", "/v2/chat")):
-        return Endpoint("cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None)
+        return Endpoint(
+            "cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None
+        )
     if path.endswith("/responses"):
         return Endpoint("responses", provider, None)
     if path.endswith("/v1/messages") or path == "/messages":

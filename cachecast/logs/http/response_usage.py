@@ -33,8 +33,14 @@ def final_response(response: Any, api: str) -> Any:
 
 
 def reported_usage(
-    endpoint: Endpoint, final: Any, response: Any, headers: dict[str, str]
+    endpoint: Endpoint,
+    final: Any,
+    response: Any,
+    headers: dict[str, str],
+    write_ttl: str | None = None,
 ) -> ObservedUsage | None:
+    """The usage the response reports; ``write_ttl``: the TTL the request asked for, for
+    writes the response does not split by TTL (``cachecast.logs.usage.requested_ttl``)."""
     api = endpoint.api
     usage: dict[str, Any] | None = None
     if isinstance(response, list):
@@ -53,8 +59,10 @@ def reported_usage(
         }.get(api)
         if api == "bedrock-invoke" and ("input_tokens" in usage or "output_tokens" in usage):
             convention = "anthropic"
-        return normalize_usage(usage, convention=convention, path="response.body.usage")
-    return _header_usage(headers)
+        return normalize_usage(
+            usage, convention=convention, path="response.body.usage", write_ttl=write_ttl
+        )
+    return _header_usage(headers, write_ttl)
 
 
 def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | None:
@@ -91,12 +99,18 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
         for event in reversed(events):
             kind = event.get("type", event.get("event_type"))
             delta, whole = event.get("delta"), event.get("response")
-            if kind == "message-end" and isinstance(delta, dict):
-                if isinstance(delta.get("usage"), dict):
-                    return dict(delta["usage"])
-            if kind == "stream-end" and isinstance(whole, dict):
-                if isinstance(whole.get("meta"), dict):
-                    return dict(whole["meta"])
+            if (
+                kind == "message-end"
+                and isinstance(delta, dict)
+                and isinstance(delta.get("usage"), dict)
+            ):
+                return dict(delta["usage"])
+            if (
+                kind == "stream-end"
+                and isinstance(whole, dict)
+                and isinstance(whole.get("meta"), dict)
+            ):
+                return dict(whole["meta"])
         return None
     if api == "responses":
         for event in reversed(events):
@@ -111,7 +125,7 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
     return None
 
 
-def _header_usage(headers: dict[str, str]) -> ObservedUsage | None:
+def _header_usage(headers: dict[str, str], write_ttl: str | None) -> ObservedUsage | None:
     """Bedrock InvokeModel's token-count headers (input excludes cache reads and writes)."""
     names = {
         "inputTokens": "x-amzn-bedrock-input-token-count",
@@ -130,7 +144,9 @@ def _header_usage(headers: dict[str, str]) -> ObservedUsage | None:
             usage[key] = int(value)
     if not usage:
         return None
-    return normalize_usage(usage, convention="bedrock", path="response.headers")
+    return normalize_usage(
+        usage, convention="bedrock", path="response.headers", write_ttl=write_ttl
+    )
 
 
 def response_id(headers: dict[str, str], final: Any) -> str | None:

@@ -2,8 +2,9 @@
 
 Tools first (compact JSON, as for Chat Completions: such a request is not exact), then the
 instructions as a system part, then one part per input item: messages (content parts as in
-``openai_content``), function calls and their outputs as compact JSON; built-in tools' items (``*_call``,
-``*_call_output``) as compact JSON of their fields, marked not exact. Reasoning items add no
+``openai_content``), function calls and their outputs as compact JSON; built-in tools'
+items (``*_call``, ``*_call_output``) as compact JSON of their fields, marked not exact.
+Reasoning items add no
 tokens: the API does not re-send them as prompt text. A whole input given as one string is
 one user message.
 """
