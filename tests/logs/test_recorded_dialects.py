@@ -19,7 +19,6 @@ import pytest
 from tests.conftest import shared_data
 from tests.logs.helpers import read, totals
 
-
 # file -> (requests, (input, read, write, output), per request (read, write))
 EXPECTED: dict[str, tuple[int, tuple[int, int, int, int], list[tuple[int, int]]]] = {
     # --- pydantic-ai (parsed_body; Bedrock bodies as strings, header values !!binary)
@@ -272,7 +271,7 @@ def test_recording_totals_match_the_documented_usage(relative: str) -> None:
     count, (input_tokens, read_tokens, written, output), per_request = EXPECTED[relative]
     result = read(recording(relative))
     assert result.errors == []
-    assert result.format == ("har" if relative.endswith(".har") else "vcr")
+    assert result.format == ("har" if relative.startswith("har/") else "vcr")
     assert len(result.requests) == count
     assert totals(result.requests) == {
         "input": input_tokens,
