@@ -11,6 +11,7 @@ and why it did not fit. ``format=`` skips detection.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from cachecast.logs import (
     otel,
     vcr,
 )
+from cachecast.logs.compressed import compression_of, decompressed_copy, remove
 from cachecast.logs.errors import LogFileError, UnknownLogFormatError
 from cachecast.logs.stream import Item, LogStream, load_document
 
@@ -332,17 +334,27 @@ def open_log(
     results: str | Path | None = None,
     name: str | None = None,
 ) -> LogStream:
-    """Open a log of any supported format as a :class:`LogStream` of canonical records.
+    """Open a log of any supported format as a :class:`LogStream` of canonical records; a
+    compressed file (gzip, zstd, bzip2, xz) is read inflated (``logs.compressed``).
 
     ``format`` forces a format (a name from :func:`format_names`); ``results`` gives a batch
     requests file its results file (either may be given first: they are told apart);
     ``name`` is what errors call the file (default: its path)."""
+    log = Path(path)
+    kind = compression_of(log)
+    if kind is not None:  # .gz, .zst, .bz2, .xz: inflated (bounded) to a file of its own
+        name = name if name is not None else str(log)
+        log = decompressed_copy(log, kind, name)
     try:
-        stream = _open(Path(path), format, results)
+        stream = _open(log, format, results)
     except LogFileError as error:
+        if kind is not None:
+            remove(str(log))
         raise (error.named(name) if name is not None else error) from None
     if name is not None:
         stream.source = name
+    if kind is not None:
+        weakref.finalize(stream, remove, str(log))
     return stream
 
 

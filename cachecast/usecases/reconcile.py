@@ -44,7 +44,7 @@ from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
-from cachecast.core.errors import UnknownContractError
+from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
@@ -546,6 +546,8 @@ def reconcile(
         if table is not None:
             table.discard()
         raise
+    if replay.all.requests == 0:
+        _refuse_nothing_reconciled(replay)
     errors = replay.reading.errors
     calibration = replay.reading.calibration
     targets = [_target_report(served, calibration) for served in replay.served.values()]
@@ -564,6 +566,24 @@ def reconcile(
         requests_without_usage=replay.without_usage,
         contradictory_observations=replay.contradictory,
         unpriced=dict(replay.unpriced.most_common()),
+    )
+
+
+def _refuse_nothing_reconciled(replay: _Replay) -> None:
+    """A reconciliation that compared nothing is bad input, said with why (no contract for
+    the log's models on its dates, no usage in the log, only contradictory usage): never a
+    table of zeros with exit 0 (docs/errors.md)."""
+    reasons = [f"{count} request(s): {reason}" for reason, count in replay.unpriced.most_common(5)]
+    if replay.contradictory:
+        reasons.append(f"{len(replay.contradictory)} request(s) report contradictory usage")
+    without = replay.without_usage - len(replay.contradictory)
+    if without > 0:
+        reasons.append(f"{without} request(s) carry no usage")
+    raise BadInputError(
+        "nothing to reconcile: no request was priced against usage it reported ("
+        + "; ".join(reasons or ["the log holds no request"])
+        + ")",
+        location=Location(field="log"),
     )
 
 
