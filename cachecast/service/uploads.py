@@ -7,8 +7,8 @@ Langfuse, agent transcripts, batch files...), compressed or not: it is kept in a
 file for the request only, its format detected as the CLI's is, and its requests turned
 into canonical records (``cachecast.logs``), each remembering the line it came from. Every
 unreadable line is a 422 naming the upload, line and field; nothing is priced then.
-cachecast's own JSON lines keep their own reading (``estimating.parse_jsonl``), so that an
-upload and a JSON body refuse the same records.
+cachecast's own JSON lines, and a file no format fits, keep their own reading
+(``estimating.parse_jsonl``), so that an upload and a JSON body refuse the same records.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import MAX_LISTED_PROBLEMS
-from cachecast.logs import LogRecordError, open_log
+from cachecast.logs import LogRecordError, UnknownLogFormatError, open_log
 from cachecast.service.estimating import JsonlLog, parse_jsonl
 from cachecast.service.problems import FieldError, validation_problem
 
@@ -31,7 +31,12 @@ def records_of_upload(data: bytes, filename: str | None, field: str = "log") -> 
     with tempfile.TemporaryDirectory(prefix="cachecast-upload-") as folder:
         path = Path(folder) / name
         path.write_bytes(data)
-        stream = open_log(path, name=name)
+        try:
+            stream = open_log(path, name=name)
+        except UnknownLogFormatError:
+            # No format fits: read as cachecast's JSON lines, whose refusal names every bad
+            # line (an upload of broken JSON lines is answered line by line).
+            return parse_jsonl(data, field)
         if stream.format == OWN_FORMAT:
             return parse_jsonl(stream.path.read_bytes(), field)
         records: list[dict[str, Any]] = []
