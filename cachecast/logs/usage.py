@@ -19,16 +19,21 @@ A wrapper record may instead carry the normalized form itself under ``observed``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import check_tokens
+from cachecast.logs import usage_fields
 from cachecast.logs.types import ObservedUsage
+from cachecast.logs.usage_fields import requested_ttl, splits_writes, with_write_ttl
 
+# The field readers every convention uses (usage_fields), under short names.
+_int, _count, _object = usage_fields.count_value, usage_fields.count_at, usage_fields.object_at
+_sum, _cost = usage_fields.total_of, usage_fields.amount
+
+MAX_ITERATIONS = 1000  # sampling iterations of one request (compaction, server tools)
 CANONICAL_KEYS = (
     "input_tokens",
     "cache_read_tokens",
@@ -173,54 +178,9 @@ def normalize_usage(
     except KeyError:
         raise ValueError(f"unknown usage convention {name!r}") from None
     observed = _flag_contradiction(normalizer(usage, path), path)
-    if write_ttl is not None and write_ttl != "5m" and not _splits_writes(usage):
-        observed = _with_write_ttl(observed, write_ttl)
+    if write_ttl is not None and write_ttl != "5m" and not splits_writes(usage):
+        observed = with_write_ttl(observed, write_ttl)
     return observed
-
-
-MAX_ITERATIONS = 1000  # sampling iterations of one request (compaction, server tools)
-_SPLIT_KEYS = ("cache_creation", "cacheDetails", "cache_creation_token_details")
-
-
-def _splits_writes(usage: Mapping[str, Any]) -> bool:
-    details = usage.get("prompt_tokens_details")
-    nested = details if isinstance(details, dict) else {}
-    return any(usage.get(k) is not None or nested.get(k) is not None for k in _SPLIT_KEYS)
-
-
-def _with_write_ttl(observed: ObservedUsage, ttl: str) -> ObservedUsage:
-    iterations = tuple(_with_write_ttl(part, ttl) for part in observed.iterations)
-    written = observed.cache_write_tokens
-    if not written:
-        return replace(observed, iterations=iterations)
-    return replace(observed, cache_write_by_ttl={ttl: written}, iterations=iterations)
-
-
-def requested_ttl(body: Mapping[str, Any]) -> str | None:
-    """The TTL a request asked for where every cache mark asks for the same one: Anthropic's
-    ``cache_control: {"type": "ephemeral", "ttl": "1h"}`` (on blocks, tools, or at the top:
-    automatic caching) and Bedrock's ``cachePoint: {"type": "default", "ttl": "1h"}``; a
-    mark without ``ttl`` is the default ``5m``. None where the request marks nothing or mixes
-    TTLs (the response's split, where it gives one, says the rest)."""
-    found: set[str] = set()
-    pending: list[Any] = [body]
-    visited = 0
-    while pending and visited < MAX_TTL_WALK:
-        value = pending.pop()
-        visited += 1
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key in ("cache_control", "cachePoint") and isinstance(item, dict):
-                    ttl = item.get("ttl", "5m")
-                    found.add(ttl if isinstance(ttl, str) else "5m")
-                elif isinstance(item, dict | list):
-                    pending.append(item)
-        elif isinstance(value, list):
-            pending.extend(item for item in value if isinstance(item, dict | list))
-    return found.pop() if len(found) == 1 else None
-
-
-MAX_TTL_WALK = 100_000  # containers looked at for cache marks (a body is bounded before)
 
 
 def detect_convention(usage: Mapping[str, Any], api: str | None, path: str = "usage") -> str:
@@ -590,58 +550,6 @@ CONVENTIONS: dict[str, Callable[[Mapping[str, Any], str], ObservedUsage]] = {
     "openai-responses": _openai_responses,
     "langfuse": _langfuse,
 }
-
-
-# --- field helpers -----------------------------------------------------------------------
-
-
-def _int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
-    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
-    if value < 0:
-        raise RecordFieldError(path, f"expected a non-negative integer, got {value!r}")
-    # Every count here is a token count the record claims: bounded before anything is sized
-    # by it (a claimed 1e40 must not become 1e40 of anything; docs/limits.md).
-    check_tokens(value, path)
-    return int(value)
-
-
-def _count(usage: Mapping[str, Any], key: str, path: str) -> int | None:
-    value = usage.get(key)
-    if value is None:
-        return None
-    return _int(value, f"{path}.{key}")
-
-
-def _object(usage: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = usage.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise RecordFieldError(f"{path}.{key}", f"expected an object, got {type(value).__name__}")
-    return value
-
-
-def _sum(*values: int | None) -> int | None:
-    present = [value for value in values if value is not None]
-    return sum(present) if present else None
-
-
-def _cost(value: Any, path: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise RecordFieldError(path, f"expected a number, got {value!r}")
-    try:
-        # str() of a float is its shortest round-trip text, so 0.0012 stays 0.0012.
-        cost = Decimal(str(value))
-    except InvalidOperation:
-        raise RecordFieldError(path, f"expected a number, got {value!r}") from None
-    if not cost.is_finite() or cost < 0:
-        raise RecordFieldError(path, f"expected a non-negative amount, got {value!r}")
-    return cost
 
 
 def _flag_contradiction(observed: ObservedUsage, path: str) -> ObservedUsage:

@@ -27,6 +27,12 @@ classified, first rule that applies:
    shows cached and alive, under an automatic cache whose provider documents it as best
    effort (OpenAI: identical prompts sent seconds apart can miss);
 5. ``unexplained``.
+
+A request whose reported usage contradicts itself (``ObservedUsage.contradiction``) is
+listed, not compared; a reconciliation that compared nothing is refused with why.
+
+(Over 600 lines: the request, the report's models and the one replay that fills them are one
+use case, and the CLI, the API and the HTML page import the report from here.)
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from cachecast.logs.http.state import (
     with_cache,
 )
 from cachecast.logs.stream import Item, LogStream
-from cachecast.logs.usage import requested_ttl
+from cachecast.logs.usage_fields import requested_ttl
 
 __all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
 
