@@ -26,7 +26,13 @@ from rich.progress import TaskID
 from typer.exceptions import TyperException
 
 from cachecast.core import db
-from cachecast.core.errors import EXIT_INTERNAL, BadInputError, CachecastError, Location
+from cachecast.core.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    BadInputError,
+    CachecastError,
+    Location,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
@@ -192,6 +198,19 @@ def print_skipped(errors: list[InputIssue], skipped_lines: int) -> None:
         stderr.print(issue.one_line(), markup=False)
     if skipped_lines:
         stderr.print(f"[yellow]skipped {skipped_lines} bad line(s)[/]", markup=True)
+
+
+def exit_if_files_unreadable(errors: list[InputIssue]) -> None:
+    """After the report: a run over many files in which some file could not be read at
+    all (its issue has field "file" and no line) exits 2 (docs/errors.md, "Runs over many
+    files"), the files read having been reported on."""
+    unreadable = [i for i in errors if i.field == "file" and i.line is None and i.record is None]
+    if unreadable:
+        stderr.print(
+            f"error: {len(unreadable)} file(s) could not be read (listed above); exit 2",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 class BarProgress:

@@ -22,6 +22,7 @@ from cachecast.cli import common
 from cachecast.cli.common import (
     command,
     contract_store,
+    exit_if_files_unreadable,
     expand_globs,
     log_of,
     parse_day,
@@ -165,6 +166,7 @@ def estimate_command(
         typer.echo(estimate_markdown(report))
     else:
         print_table(report)
+    exit_if_files_unreadable(report.errors)
 
 
 def _row(result: TargetEstimate) -> dict[str, object]:

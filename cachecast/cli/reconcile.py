@@ -19,6 +19,7 @@ from cachecast.cli import common
 from cachecast.cli.common import (
     command,
     contract_store,
+    exit_if_files_unreadable,
     expand_globs,
     log_of,
     parse_day,
@@ -92,6 +93,7 @@ def reconcile_command(
         typer.echo(report.model_dump_json(indent=2))
     else:
         print_report(report)
+    exit_if_files_unreadable(report.errors)
 
 
 def print_report(report: ReconcileReport) -> None:

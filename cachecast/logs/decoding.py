@@ -42,18 +42,22 @@ class YamlError(ValueError):
         self.line = line
 
 
-def load_yaml(text: str, *, source: str) -> tuple[Any, yaml.Node | None]:
+def load_yaml(
+    text: str, *, source: str, loader: type[yaml.SafeLoader] | None = None
+) -> tuple[Any, yaml.Node | None]:
     """The document in ``text`` and its root node (for line numbers), with aliases counted.
+    ``loader``: a subclass of the safe loader with constructors of its own (a cassette's
+    ``!binary`` tag); the safe loader by default.
 
     Raises :class:`YamlError` for text that is not YAML or holds a cyclic alias, and
     :class:`~cachecast.core.errors.LimitExceededError` when the document, every alias
     expanded, has more nodes than ``max_yaml_nodes`` or more scalar characters than
     ``max_yaml_chars`` (both in docs/limits.md).
     """
-    loader = _Loader(text)
+    parser = (loader or _Loader)(text)
     try:
         try:
-            node = loader.get_single_node()
+            node = parser.get_single_node()
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             raise YamlError(str(exc), mark.line + 1 if mark is not None else None) from None
@@ -61,14 +65,14 @@ def load_yaml(text: str, *, source: str) -> tuple[Any, yaml.Node | None]:
             return None, None
         _check_expansion(node, source)
         try:
-            return loader.construct_document(node), node
+            return parser.construct_document(node), node
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             raise YamlError(str(exc), mark.line + 1 if mark is not None else None) from None
         except RecursionError:
             raise YamlError("nested too deeply to read") from None
     finally:
-        loader.dispose()
+        parser.dispose()
 
 
 def _check_expansion(root: yaml.Node, source: str) -> None:

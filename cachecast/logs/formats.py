@@ -11,6 +11,7 @@ and why it did not fit. ``format=`` skips detection.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from cachecast.logs import (
     otel,
     vcr,
 )
+from cachecast.logs.compressed import compression_of, decompressed_copy, remove
 from cachecast.logs.errors import LogFileError, UnknownLogFormatError
 from cachecast.logs.stream import Item, LogStream, load_document
 
@@ -138,13 +140,18 @@ def _cachecast_fits(sample: Sample) -> str | None:
     return f"line 1: {reasons[0]}"
 
 
-_YAML_INTERACTIONS = re.compile(r"^interactions:\s*$", re.MULTILINE)
+# vcrpy and go-vcr write ``interactions:``, Ruby VCR ``http_interactions:``; their JSON
+# serializers the same keys as the first of a JSON document.
+_YAML_INTERACTIONS = re.compile(r"^(?:http_)?interactions:\s*$", re.MULTILINE)
+_JSON_INTERACTIONS = re.compile(r'"(?:http_)?interactions"\s*:\s*\[')
 
 
 def _vcr_fits(sample: Sample) -> str | None:
     if _YAML_INTERACTIONS.search(sample.text, 0, 1 << 16):  # the key opens a cassette
         return None
-    return "no 'interactions:' key at the top of a YAML document"
+    if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
+        return None
+    return "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top"
 
 
 def _anthropic_requests_fit(sample: Sample) -> str | None:
@@ -337,17 +344,27 @@ def open_log(
     results: str | Path | None = None,
     name: str | None = None,
 ) -> LogStream:
-    """Open a log of any supported format as a :class:`LogStream` of canonical records.
+    """Open a log of any supported format as a :class:`LogStream` of canonical records; a
+    compressed file (gzip, zstd, bzip2, xz) is read inflated (``logs.compressed``).
 
     ``format`` forces a format (a name from :func:`format_names`); ``results`` gives a batch
     requests file its results file (either may be given first: they are told apart);
     ``name`` is what errors call the file (default: its path)."""
+    log = Path(path)
+    kind = compression_of(log)
+    if kind is not None:  # .gz, .zst, .bz2, .xz: inflated (bounded) to a file of its own
+        name = name if name is not None else str(log)
+        log = decompressed_copy(log, kind, name)
     try:
-        stream = _open(Path(path), format, results)
+        stream = _open(log, format, results)
     except LogFileError as error:
+        if kind is not None:
+            remove(str(log))
         raise (error.named(name) if name is not None else error) from None
     if name is not None:
         stream.source = name
+    if kind is not None:
+        weakref.finalize(stream, remove, str(log))
     return stream
 
 

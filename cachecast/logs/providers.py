@@ -102,6 +102,9 @@ _MODEL_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
 @functools.lru_cache(maxsize=256)
 def normalize_provider_name(name: str) -> str:
     """The store's provider id for a provider name as a log writes it."""
@@ -119,6 +122,8 @@ def split_model(model: str, provider: str | None = None) -> tuple[str | None, st
     ``vertex_ai/gemini-2.5-pro`` -> ``("google", "gemini-2.5-pro")``;
     ``openrouter/anthropic/claude-3.5-sonnet`` and, with ``provider="openrouter"``,
     ``anthropic/claude-3.5-sonnet`` -> ``("anthropic", "claude-3.5-sonnet")``;
+    Anthropic models with gateways' dotted versions -> Anthropic's ids
+    (``anthropic/claude-sonnet-4.6`` -> ``("anthropic", "claude-sonnet-4-6")``);
     Gemini resource names (``models/gemini-2.5-flash``,
     ``projects/p/locations/l/publishers/google/models/gemini-2.5-flash``) -> the model id.
     A first segment that names no provider (``meta-llama/Llama-3-8B``) is kept as it is.
@@ -143,6 +148,11 @@ def split_model(model: str, provider: str | None = None) -> tuple[str | None, st
     if normalized in GATEWAYS:
         # A gateway slug without a provider segment: infer from the model family.
         normalized = infer_provider(name)
+    if normalized == "anthropic" and name.lower().startswith("claude"):
+        # Gateways write Anthropic's versions with dots (OpenRouter's
+        # ``anthropic/claude-sonnet-4.6``, ``claude-3.5-sonnet``); Anthropic's own ids
+        # never have one (``claude-sonnet-4-6``).
+        name = _VERSION_DOT.sub("-", name)
     return normalized, name
 
 

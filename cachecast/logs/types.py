@@ -14,7 +14,11 @@ class ObservedUsage:
     provider's own convention was; ``cache_write_by_ttl`` maps TTL option names to tokens;
     ``output_tokens`` includes reasoning tokens the provider bills as output. ``cost`` is the
     charge a gateway reported for the request (OpenRouter's ``usage.cost``, USD), never an
-    estimate from a price table.
+    estimate from a price table. ``contradiction`` says why the observation contradicts
+    itself where it does (cache reads and writes above the prompt they are parts of: Cohere's
+    ``cached_tokens`` counted on the templated prompt, OpenRouter's overlapping read and write,
+    an Azure deployment's ``cached_tokens`` above ``prompt_tokens``): the counts are kept as
+    reported, but no bill or reconciliation is made from them (docs/log-formats.md).
     """
 
     input_tokens: int | None = None
@@ -23,3 +27,7 @@ class ObservedUsage:
     cache_write_by_ttl: dict[str, int] = field(default_factory=dict)
     output_tokens: int | None = None
     cost: Decimal | None = None
+    contradiction: str | None = None
+    # Anthropic compaction (``usage.iterations``): each sampling iteration is its own request
+    # to the model and is billed on its own; the fields above are then their sums.
+    iterations: tuple[ObservedUsage, ...] = ()

@@ -19,16 +19,21 @@ A wrapper record may instead carry the normalized form itself under ``observed``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
+from dataclasses import replace
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import check_tokens
-from cachecast.logs.sanitize import shown
+from cachecast.logs import usage_fields
 from cachecast.logs.types import ObservedUsage
+from cachecast.logs.usage_fields import requested_ttl, splits_writes, with_write_ttl
 
+# The field readers every convention uses (usage_fields), under short names.
+_int, _count, _object = usage_fields.count_value, usage_fields.count_at, usage_fields.object_at
+_sum, _cost = usage_fields.total_of, usage_fields.amount
+
+MAX_ITERATIONS = 1000  # sampling iterations of one request (compaction, server tools)
 CANONICAL_KEYS = (
     "input_tokens",
     "cache_read_tokens",
@@ -36,6 +41,8 @@ CANONICAL_KEYS = (
     "cache_write_by_ttl",
     "output_tokens",
     "cost",
+    "contradiction",
+    "iterations",
 )
 
 
@@ -48,7 +55,9 @@ def observed_usage(record: dict[str, Any], api: str) -> ObservedUsage | None:
     if found is None:
         return None
     usage, path = found
-    return normalize_usage(usage, api=api, path=path)
+    request = record.get("request")
+    ttl = requested_ttl(request) if isinstance(request, dict) else None
+    return normalize_usage(usage, api=api, path=path, write_ttl=ttl)
 
 
 def find_usage(record: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
@@ -105,6 +114,24 @@ def canonical_observed(value: Any, path: str = "observed") -> ObservedUsage:
         output_tokens=_count(value, "output_tokens", path),
         cost=_cost(value.get("cost"), f"{path}.cost"),
     )
+    iterations = value.get("iterations")
+    if iterations is not None:
+        if not isinstance(iterations, list) or len(iterations) > MAX_ITERATIONS:
+            raise RecordFieldError(
+                f"{path}.iterations", f"expected a list of at most {MAX_ITERATIONS} usages"
+            )
+        parts = []
+        for index, item in enumerate(iterations):
+            where = f"{path}.iterations[{index}]"
+            if isinstance(item, dict) and "iterations" in item:
+                raise RecordFieldError(f"{where}.iterations", "iterations do not nest")
+            parts.append(canonical_observed(item, where))
+        observed = replace(observed, iterations=tuple(parts))
+    contradiction = value.get("contradiction")
+    if contradiction is not None:
+        if not isinstance(contradiction, str):
+            raise RecordFieldError(f"{path}.contradiction", "expected a string")
+        return replace(observed, contradiction=contradiction[:500])
     _check_parts(observed, path)
     return observed
 
@@ -120,6 +147,10 @@ def to_canonical(observed: ObservedUsage) -> dict[str, Any]:
         out["cache_write_by_ttl"] = dict(observed.cache_write_by_ttl)
     if observed.cost is not None:
         out["cost"] = str(observed.cost)
+    if observed.contradiction is not None:
+        out["contradiction"] = observed.contradiction
+    if observed.iterations:
+        out["iterations"] = [to_canonical(part) for part in observed.iterations]
     return out
 
 
@@ -132,17 +163,23 @@ def normalize_usage(
     convention: str | None = None,
     api: str | None = None,
     path: str = "usage",
+    write_ttl: str | None = None,
 ) -> ObservedUsage:
     """Normalize one usage object. ``convention`` names its convention (a key of
     :data:`CONVENTIONS`); None picks it from the keys present (``api`` decides between
-    Anthropic's and OpenAI Responses' ``input_tokens``, which mean different things)."""
+    Anthropic's and OpenAI Responses' ``input_tokens``, which mean different things).
+
+    ``write_ttl``: the one TTL the request asked for on every cache mark
+    (:func:`requested_ttl`); writes the usage does not split by TTL are that TTL's, not the
+    default 5 minutes (a 1-hour write costs 2x input, a 5-minute one 1.25x)."""
     name = convention or detect_convention(usage, api, path)
     try:
         normalizer = CONVENTIONS[name]
     except KeyError:
         raise ValueError(f"unknown usage convention {name!r}") from None
-    observed = normalizer(usage, path)
-    _check_parts(observed, path)
+    observed = _flag_contradiction(normalizer(usage, path), path)
+    if write_ttl is not None and write_ttl != "5m" and not splits_writes(usage):
+        observed = with_write_ttl(observed, write_ttl)
     return observed
 
 
@@ -161,6 +198,8 @@ def detect_convention(usage: Mapping[str, Any], api: str | None, path: str = "us
         return "gemini"
     if {"inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"} & keys:
         return "bedrock"
+    if "billed_units" in keys:
+        return "cohere"
     if {"prompt_cache_hit_tokens", "prompt_cache_miss_tokens"} & keys:
         return "deepseek"
     if {"input_token_details", "output_token_details"} & keys:
@@ -331,19 +370,69 @@ def _openai_chat(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         written = _count(usage, "cache_creation_input_tokens", path)
     split = _object(details, "cache_creation_token_details", where)
     by_ttl = _ttl_split(split, f"{where}.cache_creation_token_details")
+    prompt = _count(usage, "prompt_tokens", path)
+    completion = _count(usage, "completion_tokens", path)
+    # Reasoning is inside completion_tokens (OpenAI, DeepSeek, OpenRouter, Z.ai), except
+    # where the total says otherwise: xAI's chat completions report total = prompt +
+    # completion + reasoning, reasoning billed as output but outside completion_tokens.
+    reasoning = _count(
+        _object(usage, "completion_tokens_details", path),
+        "reasoning_tokens",
+        f"{path}.completion_tokens_details",
+    )
+    total = _count(usage, "total_tokens", path)
+    if (
+        reasoning
+        and completion is not None
+        and prompt is not None
+        and total == prompt + completion + reasoning
+    ):
+        completion += reasoning
     return ObservedUsage(
-        input_tokens=_count(usage, "prompt_tokens", path),
+        input_tokens=prompt,
         cache_read_tokens=read,
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
-        output_tokens=_count(usage, "completion_tokens", path),
+        output_tokens=completion,
         cost=_cost(usage.get("cost"), f"{path}.cost"),
+    )
+
+
+def _cohere(usage: Mapping[str, Any], path: str) -> ObservedUsage:
+    # Cohere (v2 ``usage``, v1 ``meta``): billed_units are what is billed; ``tokens`` are the
+    # raw counts of the templated prompt; ``cached_tokens`` is measured on that raw prompt
+    # and may exceed the billed input (flagged as a contradiction, not used).
+    billed = _object(usage, "billed_units", path)
+    where = f"{path}.billed_units"
+    return ObservedUsage(
+        input_tokens=_count(billed, "input_tokens", where),
+        cache_read_tokens=_count(usage, "cached_tokens", path),
+        output_tokens=_count(billed, "output_tokens", where),
     )
 
 
 def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
     # Anthropic Messages: input_tokens excludes cache reads and writes; cache_creation
-    # splits the writes by TTL (ephemeral_5m / ephemeral_1h).
+    # splits the writes by TTL (ephemeral_5m / ephemeral_1h). With compaction, ``iterations``
+    # lists every sampling iteration (the compaction, then the message), each with usage of
+    # the same shape; the top-level counts are the message's only. The request's usage is the
+    # sum of its iterations, and each is billed as the request it is.
+    iterations = usage.get("iterations")
+    if iterations is not None:
+        where = f"{path}.iterations"
+        if not isinstance(iterations, list) or len(iterations) > MAX_ITERATIONS:
+            raise RecordFieldError(where, f"expected a list of at most {MAX_ITERATIONS} usages")
+        parts = []
+        for index, item in enumerate(iterations):
+            if not isinstance(item, dict):
+                raise RecordFieldError(f"{where}[{index}]", "expected an object")
+            parts.append(
+                _anthropic(
+                    {k: v for k, v in item.items() if k != "iterations"}, f"{where}[{index}]"
+                )
+            )
+        if parts:
+            return _summed(tuple(parts))
     uncached = _count(usage, "input_tokens", path)
     written = _count(usage, "cache_creation_input_tokens", path) or 0
     read = _count(usage, "cache_read_input_tokens", path) or 0
@@ -358,6 +447,21 @@ def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
         output_tokens=_count(usage, "output_tokens", path),
+    )
+
+
+def _summed(parts: tuple[ObservedUsage, ...]) -> ObservedUsage:
+    by_ttl: dict[str, int] = {}
+    for part in parts:
+        for ttl, tokens in part.cache_write_by_ttl.items():
+            by_ttl[ttl] = by_ttl.get(ttl, 0) + tokens
+    return ObservedUsage(
+        input_tokens=_sum(*(p.input_tokens for p in parts)),
+        cache_read_tokens=_sum(*(p.cache_read_tokens for p in parts)),
+        cache_write_tokens=_sum(*(p.cache_write_tokens for p in parts)),
+        cache_write_by_ttl=by_ttl,
+        output_tokens=_sum(*(p.output_tokens for p in parts)),
+        iterations=parts,
     )
 
 
@@ -441,62 +545,28 @@ CONVENTIONS: dict[str, Callable[[Mapping[str, Any], str], ObservedUsage]] = {
     "langchain": _langchain,
     "codex": _codex,
     "openai-chat": _openai_chat,
+    "cohere": _cohere,
     "anthropic": _anthropic,
     "openai-responses": _openai_responses,
     "langfuse": _langfuse,
 }
 
 
-# --- field helpers -----------------------------------------------------------------------
-
-
-def _int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RecordFieldError(path, f"expected a non-negative integer, got {shown(value)}")
-    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-        raise RecordFieldError(path, f"expected a non-negative integer, got {shown(value)}")
-    if value < 0:
-        raise RecordFieldError(path, f"expected a non-negative integer, got {shown(value)}")
-    # Every count here is a token count the record claims: bounded before anything is sized
-    # by it (a claimed 1e40 must not become 1e40 of anything; docs/limits.md).
-    check_tokens(value, path)
-    return int(value)
-
-
-def _count(usage: Mapping[str, Any], key: str, path: str) -> int | None:
-    value = usage.get(key)
-    if value is None:
-        return None
-    return _int(value, f"{path}.{key}")
-
-
-def _object(usage: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = usage.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise RecordFieldError(f"{path}.{key}", f"expected an object, got {type(value).__name__}")
-    return value
-
-
-def _sum(*values: int | None) -> int | None:
-    present = [value for value in values if value is not None]
-    return sum(present) if present else None
-
-
-def _cost(value: Any, path: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise RecordFieldError(path, f"expected a number, got {value!r}")
-    try:
-        # str() of a float is its shortest round-trip text, so 0.0012 stays 0.0012.
-        cost = Decimal(str(value))
-    except InvalidOperation:
-        raise RecordFieldError(path, f"expected a number, got {value!r}") from None
-    if not cost.is_finite() or cost < 0:
-        raise RecordFieldError(path, f"expected a non-negative amount, got {value!r}")
-    return cost
+def _flag_contradiction(observed: ObservedUsage, path: str) -> ObservedUsage:
+    """A provider's usage whose reads and writes exceed the prompt they are parts of: kept
+    as reported, with the contradiction named (no bill or reconciliation is made from it)."""
+    total = observed.input_tokens
+    if total is None:
+        return observed
+    check_tokens(total, path)
+    read, written = observed.cache_read_tokens or 0, observed.cache_write_tokens or 0
+    if read + written <= total:
+        return observed
+    return replace(
+        observed,
+        contradiction=f"{path}: cache read {read} + write {written} exceed the input of"
+        f" {total} tokens",
+    )
 
 
 def _check_parts(observed: ObservedUsage, path: str) -> None:

@@ -1,52 +1,86 @@
-"""VCR cassettes (vcrpy, pytest-recording, VCR.py's YAML): ``interactions: [{request:
-{method, uri, headers, body}, response: {status: {code}, headers, body: {string: ...}}}]``.
+"""VCR cassettes, in every dialect users bring (docs/log-formats.md, "Recorded HTTP"):
 
-Bodies are text, gzip ``!!binary`` (un-gzipped here), or already parsed (``parsed_body``);
-streamed responses are kept as their server-sent events text. The cassette is YAML and
-read whole, refused above :data:`~cachecast.logs.stream.MAX_YAML_BYTES` before it is read;
-``line`` is the line where the interaction starts. Cassettes carry no request times; the
-response's ``Date`` header (one-second resolution) stands for it where present. The
-exchanges are read by :mod:`cachecast.logs.http`.
+- vcrpy / pytest-recording (YAML or JSON): ``interactions: [{request: {method, uri, headers,
+  body}, response: {status: {code, message}, headers, body: {string}}}]``, ``version: 1``.
+  Bodies are text, ``!!binary`` bytes (gzip or not: un-gzipped by ``cachecast.logs.http``), or
+  already parsed: pydantic-ai's serializer writes ``parsed_body`` (a mapping) next to the
+  request or response instead of ``body``.
+- Ruby VCR: ``http_interactions: [{request, response, recorded_at}]``, lower-case methods,
+  ``body: {encoding, string}`` where ``string`` is ``!binary`` base64 (Ruby's one-``!`` tag)
+  for ASCII-8BIT bodies, or ``body: {encoding, base64_string}`` (``preserve_exact_body_bytes``);
+  placeholders such as ``<AWS_REGION>`` inside URLs.
+- go-vcr v1 and v2: ``version``, ``interactions[].request: {body, headers, url, method, form,
+  proto...}``, ``response: {body, headers, status: "200 OK", code: 200, duration}``;
+  headers map names to lists.
+
+The cassette is read whole (YAML through :func:`cachecast.logs.decoding.load_yaml`, which
+bounds what aliases expand to), refused above :data:`~cachecast.logs.stream.MAX_YAML_BYTES`
+before it is read; ``line`` is the line where the interaction starts (its position in a JSON
+cassette). Times: the response's ``Date`` header (one-second resolution), else Ruby VCR's
+``recorded_at``; a cassette with neither has none. The exchanges are read by
+:mod:`cachecast.logs.http`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import yaml
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+KEYS = ("interactions", "http_interactions")  # vcrpy and go-vcr; Ruby VCR
+
+
+class CassetteLoader(_Base):  # type: ignore[misc, valid-type]
+    """Safe YAML plus Ruby's ``!binary`` tag (Psych writes it for ASCII-8BIT strings: the
+    same base64 payload as YAML's ``!!binary``)."""
+
+
+CassetteLoader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)
 
 
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
-    return isinstance(value, dict) and isinstance(value.get("interactions"), list)
+    return isinstance(value, dict) and any(isinstance(value.get(key), list) for key in KEYS)
+
+
+def _interactions(data: Any) -> list[Any]:
+    for key in KEYS:
+        if isinstance(data, dict) and isinstance(data.get(key), list):
+            return list(data[key])
+    return []
 
 
 def load(path: Any) -> tuple[Any, list[int]]:
     """The cassette and the 1-based line where each interaction starts."""
     check_size(path, MAX_YAML_BYTES, "a YAML cassette")
     text = path.read_text(encoding="utf-8", errors="strict")
-    loader = _Loader(text)
+    if text.lstrip().startswith("{"):  # vcrpy's and Ruby VCR's JSON serializers
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise LogFileError(str(path), f"not a JSON cassette: {exc}") from None
+        return data, [index + 1 for index in range(len(_interactions(data)))]
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
-        raise LogFileError(str(path), f"not a YAML cassette: {exc}") from None
-    finally:
-        loader.dispose()
+        data, node = load_yaml(text, source=str(path), loader=CassetteLoader)
+    except YamlError as exc:
+        where = f" (line {exc.line})" if exc.line is not None else ""
+        raise LogFileError(str(path), f"not a YAML cassette{where}: {exc.reason}") from None
     lines: list[int] = []
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            if getattr(key, "value", None) == "interactions" and isinstance(
-                value, yaml.SequenceNode
-            ):
+            if getattr(key, "value", None) in KEYS and isinstance(value, yaml.SequenceNode):
                 lines = [item.start_mark.line + 1 for item in value.value]
+                break
     return data, lines
 
 
@@ -58,9 +92,10 @@ def read(stream: LogStream) -> Iterator[Item]:
     if not fits(data):
         yield 1, stream.error(1, "interactions", "missing: not a VCR cassette")
         return
+    key = next(k for k in KEYS if isinstance(data.get(k), list))
     entries = (
-        (lines[index] if index < len(lines) else index + 1, f"interactions[{index}]", entry)
-        for index, entry in enumerate(data["interactions"])
+        (lines[index] if index < len(lines) else index + 1, f"{key}[{index}]", entry)
+        for index, entry in enumerate(data[key])
     )
     yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))
 
@@ -80,27 +115,50 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
     response_headers: dict[str, str] = {}
     response_body = None
     if isinstance(response, dict):
-        code = response.get("status")
-        status = code.get("code") if isinstance(code, dict) else code
-        if status is not None and not isinstance(status, int):
-            raise RecordFieldError(
-                f"{where}.response.status.code", f"expected an integer, got {status!r}"
-            )
+        status = _status(response, f"{where}.response")
         response_headers = _headers(response.get("headers"))
-        response_body = _body(response.get("body"))
+        response_body = _body(response, f"{where}.response")
     request_headers = _headers(request.get("headers"))
+    timestamp = http_date(response_headers.get("date"))
+    if timestamp is None and isinstance(interaction.get("recorded_at"), str):
+        timestamp = http_date(interaction["recorded_at"])  # Ruby VCR, RFC 2822
     return Exchange(
         line=line,
         where=where,
         method=method,
         url=uri,
         request_headers=request_headers,
-        request_body=_body(request.get("body")),
+        request_body=_body(request, f"{where}.request"),
         status=status,
         response_headers=response_headers,
         response_body=response_body,
-        timestamp=http_date(response_headers.get("date")),
+        timestamp=timestamp,
     )
+
+
+def _status(response: dict[str, Any], where: str) -> int | None:
+    """vcrpy and Ruby VCR: ``status: {code, message}``; go-vcr: ``code: 200`` beside
+    ``status: "200 OK"`` (v1 and v2)."""
+    code = response.get("code")
+    status = response.get("status")
+    if isinstance(status, dict):
+        code, field = status.get("code"), f"{where}.status.code"
+    elif code is not None:
+        field = f"{where}.code"
+    elif isinstance(status, str):
+        head = status.strip().split(" ", 1)[0]
+        if not head.isdigit():
+            raise RecordFieldError(f"{where}.status", f"expected '200 OK', got {status!r}")
+        return int(head)
+    else:
+        code, field = status, f"{where}.status"
+    if code is None:
+        return None
+    if isinstance(code, str) and code.strip().isdigit():
+        return int(code)
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise RecordFieldError(field, f"expected an integer, got {code!r}")
+    return code
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -115,11 +173,21 @@ def _headers(value: Any) -> dict[str, str]:
     return headers
 
 
-def _body(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "parsed_body" in value:
-            return value["parsed_body"]
-        if "string" in value:
-            return value["string"]
-        return None
-    return value
+def _body(message: dict[str, Any], where: str) -> Any:
+    """A request's or response's body: ``parsed_body`` (pydantic-ai) wins; else ``body`` as
+    a string, bytes, ``{string}`` (vcrpy, Ruby VCR) or ``{base64_string}`` (Ruby VCR)."""
+    if "parsed_body" in message:
+        return message["parsed_body"]
+    value = message.get("body")
+    if not isinstance(value, dict):
+        return value
+    if "parsed_body" in value:
+        return value["parsed_body"]
+    if isinstance(value.get("base64_string"), str):
+        try:
+            return base64.b64decode(value["base64_string"])
+        except binascii.Error:
+            raise RecordFieldError(f"{where}.body.base64_string", "not base64") from None
+    if "string" in value:
+        return value["string"]
+    return None

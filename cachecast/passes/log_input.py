@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import stat
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -37,7 +38,7 @@ from cachecast.core.errors import (
 )
 from cachecast.core.gc_pacing import paced_collection
 from cachecast.core.limits import check_count
-from cachecast.logs import LogStream, pair_batch_files
+from cachecast.logs import LogFileError, LogStream, pair_batch_files
 from cachecast.simulator.ordering import (
     DEFAULT_REORDER_WINDOW,
     PromptPacker,
@@ -49,6 +50,8 @@ from cachecast.tokenizers.records import count_lines
 from cachecast.tokenizers.types import TokenizedRequest
 
 OnBadRecord = Literal["skip", "stop", "reject"]
+# The ``field`` of the error that reports a whole file as unreadable (no line).
+UNREADABLE_FIELD = "file"
 DEFAULT_RECORDS_NAME = "request"
 
 
@@ -138,7 +141,7 @@ class LogInput(BaseModel):
         results file of a batch requests file among them. Without either, a batch requests
         file and its results file given side by side are paired (``logs.pair_batch_files``)
         and read as one log."""
-        files = [Path(path) for path in paths]
+        files = expand_log_paths(paths)
         if format is not None or results is not None:
             return cls(
                 files=[LogFile(path=path, format=format, results=results) for path in files],
@@ -177,6 +180,58 @@ class LogInput(BaseModel):
             stored += file.path.stat().st_size
         # The whole pass's bytes, before any is read (docs/limits.md: max_log_bytes).
         check_count("max_log_bytes", stored, "log", what="a log (all its files) of", unit="bytes")
+
+
+# What a folder given as a log contributes: files of the kinds logs are kept in, compressed
+# or not (docs/log-formats.md, "Files, folders, globs").
+LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".yaml", ".yml", ".har", ".log", ".txt")
+COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2", ".xz")
+GLOB_CHARACTERS = "*?["
+
+
+def expand_log_paths(paths: Sequence[Path | str]) -> list[Path]:
+    """The files ``paths`` name: a folder stands for every log file under it (recursively,
+    hidden entries skipped, in name order), a glob that names no file for its matches (in
+    name order; ``**`` descends). A folder without any log file is refused, naming it."""
+    import glob
+
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        text = str(given)
+        if not path.exists() and any(char in text for char in GLOB_CHARACTERS):
+            matches = sorted(glob.glob(text, recursive=True))
+            if matches:
+                for match in map(Path, matches):
+                    found.extend(_folder_logs(match) if match.is_dir() else [match])
+                continue
+        if path.is_dir():
+            inside = _folder_logs(path)
+            if not inside:
+                raise BadInputError(
+                    "a folder without log files (looked for "
+                    + ", ".join(LOG_SUFFIXES)
+                    + ", each optionally compressed)",
+                    location=Location(source=text),
+                )
+            found.extend(inside)
+        else:
+            found.append(path)
+    return found
+
+
+def _folder_logs(folder: Path) -> list[Path]:
+    logs: list[Path] = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).parts
+        if any(part.startswith(".") for part in relative) or not path.is_file():
+            continue
+        name = path.name.lower()
+        for suffix in COMPRESSED_SUFFIXES:
+            name = name.removesuffix(suffix)
+        if name.endswith(LOG_SUFFIXES):
+            logs.append(path)
+    return logs
 
 
 def check_regular_file(path: Path, name: str, what: str = "a log file") -> None:
@@ -290,31 +345,10 @@ class LogReading:
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"
         if index < len(log.files):
-            file = log.files[index]
-            found: list[LogRecordError] = []
-            stream = read_log(
-                opened if opened is not None else file.path,
-                name=name,
-                model=self.tokenize_as,
-                default_model=log.default_model,
-                default_provider=log.default_provider,
-                strict=strict,
-                errors=found,
-                format=file.format,
-                results=file.results,
-                calibrator=self.calibrator(index),
-                first_timestamp=first_timestamp,
-            )
-            try:
-                for request in stream:
-                    self.requests_by_source[name] += 1
-                    self._count(request, len(found))
-                    yield request
-            finally:
-                self.errors.extend(found)
+            yield from self._file_requests(index, name, opened, first_timestamp)
             return
         records = log._inline_records()
-        found = []
+        found: list[LogRecordError] = []
         try:
             for request in read_records(
                 records,
@@ -336,6 +370,58 @@ class LogReading:
             raise self.relocated(error) from None
         finally:
             self.errors.extend(self._located(error) for error in found)
+
+    def _file_requests(
+        self, index: int, name: str, opened: LogStream | None, first_timestamp: float
+    ) -> Iterator[TokenizedRequest]:
+        """One file's requests. In a run over several files (bad lines skipped), a file that
+        cannot be read at all is reported (``field`` "file", no line) and the run goes on
+        with the others (docs/errors.md, "Runs over many files"); a file whose first request
+        has no timestamp keeps a cache of its own (its scope names the file), since nothing
+        says when its requests ran next to the other files'."""
+        log = self.log
+        file = log.files[index]
+        found: list[LogRecordError] = []
+        several = len(log.source_names) > 1
+        tolerant = several and log.on_bad_record == "skip"
+        own_scope: bool | None = None if several else False
+        try:
+            stream = read_log(
+                opened if opened is not None else file.path,
+                name=name,
+                model=self.tokenize_as,
+                default_model=log.default_model,
+                default_provider=log.default_provider,
+                strict=log.on_bad_record == "stop",
+                errors=found,
+                format=file.format,
+                results=file.results,
+                calibrator=self.calibrator(index),
+                first_timestamp=first_timestamp,
+            )
+            for request in stream:
+                if own_scope is None:
+                    own_scope = request.timestamp == first_timestamp == 0.0
+                if own_scope:
+                    request = replace(request, scope=f"{request.scope} [{name}]")
+                self.requests_by_source[name] += 1
+                self._count(request, len(found))
+                yield request
+        except LogFileError as error:
+            if not tolerant:
+                raise
+            found.append(LogRecordError(name, None, UNREADABLE_FIELD, error.reason))
+        finally:
+            if (
+                tolerant
+                and self.requests_by_source[name] == 0
+                and not any(e.field == UNREADABLE_FIELD for e in found)
+            ):
+                first = f": {found[0].one_line()}" if found else ""
+                found.append(
+                    LogRecordError(name, None, UNREADABLE_FIELD, f"no readable record{first}")
+                )
+            self.errors.extend(found)
 
     def _located(self, error: LogRecordError) -> LogRecordError:
         """An inline record named by its index (and the line of the upload it came from,
@@ -383,9 +469,17 @@ def check_reading(
     log: LogInput, errors: Sequence[LogRecordError], requests_by_source: dict[str, int]
 ) -> None:
     """Refuse a source that yielded no readable request and, under ``reject``, any bad record
-    at all. Every pass over a log reads the same lines, so this runs once per use case."""
+    at all. Every pass over a log reads the same lines, so this runs once per use case.
+    In a run over several files with bad lines skipped, an unreadable file is reported (its
+    error has ``field`` "file") and the others are used, as long as one of them is readable.
+    """
+    tolerant = (
+        len(requests_by_source) > 1
+        and log.on_bad_record == "skip"
+        and any(requests_by_source.values())
+    )
     for name, count in requests_by_source.items():
-        if count == 0:
+        if count == 0 and not tolerant:
             own = [error for error in errors if error.location.source == name]
             detail = f"; {own[0].one_line()}" if own else ""
             more = f" (and {len(own) - 1} more bad lines)" if len(own) > 1 else ""

@@ -21,6 +21,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
 )
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from cachecast.contracts import ContractStore
@@ -202,12 +203,15 @@ def _form_value(model: type[BaseModel], name: str, text: str) -> Any:
 async def payload_from_form(
     form: FormData, extra_fields: Sequence[str], model: type[BaseModel]
 ) -> tuple[dict[str, Any], list[int]]:
-    """A multipart upload (file field ``log``) as the JSON body it stands for (``model``'s
-    fields typed as in JSON), and the line of the uploaded file each record came from."""
+    """A multipart upload (file field ``log``: any format cachecast reads, compressed or
+    not: ``service.uploads``) as the JSON body it stands for (``model``'s fields typed as in
+    JSON), and the line of the uploaded file each record came from."""
     upload = form.get("log")
     if not isinstance(upload, UploadFile):
-        raise validation_problem([FieldError(field="log", message="upload the JSONL log as 'log'")])
-    log = parse_jsonl(await upload.read(), "log")
+        raise validation_problem([FieldError(field="log", message="upload the log as 'log'")])
+    from cachecast.service.uploads import records_of_upload  # (it imports this module)
+
+    log = await run_in_threadpool(records_of_upload, await upload.read(), upload.filename)
     payload: dict[str, Any] = {"records": log.records}
     for name in ("model", "provider", "at", *extra_fields):
         text = _form_text(form, name)

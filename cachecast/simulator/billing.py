@@ -270,6 +270,33 @@ def usage_from_observed(
     )
 
 
+def bill_observed(observed: ObservedUsage, contract: ContractTerms, usage: RequestUsage) -> Cost:
+    """The bill of what the provider reported: ``usage`` (``usage_from_observed``) billed as
+    one request, or, where the request sampled several times (Anthropic compaction's
+    ``usage.iterations``), the sum of each iteration billed as its own request: long-context
+    tiers apply to each iteration's own prompt, never to their sum."""
+    if not observed.iterations:
+        return bill_request(usage, contract)
+    total: Cost | None = None
+    for index, part in enumerate(observed.iterations):
+        cost = bill_request(
+            usage_from_observed(
+                part,
+                contract,
+                request_id=f"{usage.request_id} iteration {index}",
+                line=usage.line,
+                timestamp=usage.timestamp,
+                scope=usage.scope,
+                fallback_input_tokens=0,
+                fallback_output_tokens=0,
+            ),
+            contract,
+        )
+        total = cost if total is None else add_costs(total, cost)
+    assert total is not None
+    return total
+
+
 # ---------------------------------------------------------------------------------------------
 # Totals over a run.
 

@@ -347,7 +347,11 @@ def price_request(
             )
         result.add_misses(spans, usage)
     reconciled = None
-    if request.observed is not None and matcher.served_by(request, contract):
+    if (
+        request.observed is not None
+        and request.observed.contradiction is None  # (never reconciled: docs/log-formats.md)
+        and matcher.served_by(request, contract)
+    ):
         reconciled = reconcile_request(usage, request.observed, contract, cost)
         result.reconciliation.add(reconciled)
     row = PerRequestRow(result.target, request, usage, cost, cost_off, reconciled, tuple(spans))

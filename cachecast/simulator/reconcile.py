@@ -19,7 +19,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 from cachecast.contracts.model import ContractTerms
-from cachecast.simulator.billing import EXACT, bill_request, usage_from_observed
+from cachecast.simulator.billing import EXACT, bill_observed, bill_request, usage_from_observed
 from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers.types import ObservedUsage
 
@@ -94,7 +94,7 @@ def reconcile_request(
         predicted_write=predicted.cache_write_total,
         observed_write=observed_usage.cache_write_total if writes_reported else None,
         predicted_cost=predicted_cost.total,
-        observed_cost=bill_request(observed_usage, contract).total,
+        observed_cost=bill_observed(observed, contract, observed_usage).total,
         observed_input=observed_usage.input_tokens,
     )
 

@@ -74,6 +74,14 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("pixtral-*", "hf:tekken_240911"),
     # Hosted Qwen (Alibaba Cloud): its serving-side framing is not public; o200k approximates.
     ("qwen*", "approx:o200k_base"),
+    # Other hosted models seen in recordings, no public tokenizer matched: approximated
+    # (exact counts come from the usage the recording carries).
+    ("mistral-*", "approx:o200k_base"),
+    ("magistral-*", "approx:o200k_base"),
+    ("codestral-*", "approx:o200k_base"),
+    ("glm-*", "approx:o200k_base"),
+    ("command-*", "approx:o200k_base"),
+    ("nova-*", "approx:o200k_base"),
 )
 
 

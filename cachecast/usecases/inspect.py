@@ -60,6 +60,11 @@ class FileInspection(Report):
     )
     errors: list[str] = Field(default_factory=list, description="file:line: field: reason")
     error_count: int = 0
+    contradictory: list[str] = Field(
+        default_factory=list,
+        description="file:line: usage that contradicts itself (cache reads and writes above"
+        " the prompt): kept as reported, never billed or reconciled",
+    )
 
 
 class InspectReport(Report):
@@ -131,6 +136,7 @@ def inspect_file(
     first: float | None = None
     last: float | None = None
     count = with_usage = incomplete = 0
+    contradictory: list[str] = []
     for request in read_log(stream, errors=errors):
         count += 1
         models[request.model or "(none)"] += 1
@@ -143,6 +149,8 @@ def inspect_file(
         if observed is None:
             continue
         with_usage += 1
+        if observed.contradiction is not None and len(contradictory) < MAX_REPORTED_ERRORS:
+            contradictory.append(f"{stream.source}:{request.line}: {observed.contradiction}")
         totals.input_tokens += observed.input_tokens or 0
         totals.cache_read_tokens += observed.cache_read_tokens or 0
         written = observed.cache_write_tokens
@@ -169,6 +177,7 @@ def inspect_file(
         skipped=dict(stream.skipped.most_common()),
         errors=[str(error) for error in errors[:MAX_REPORTED_ERRORS]],
         error_count=len(errors),
+        contradictory=contradictory,
     )
 
 

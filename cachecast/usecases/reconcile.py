@@ -27,6 +27,12 @@ classified, first rule that applies:
    shows cached and alive, under an automatic cache whose provider documents it as best
    effort (OpenAI: identical prompts sent seconds apart can miss);
 5. ``unexplained``.
+
+A request whose reported usage contradicts itself (``ObservedUsage.contradiction``) is
+listed, not compared; a reconciliation that compared nothing is refused with why.
+
+(Over 600 lines: the request, the report's models and the one replay that fills them are one
+use case, and the CLI, the API and the HTML page import the report from here.)
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
-from cachecast.core.errors import UnknownContractError
+from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
@@ -230,6 +236,11 @@ class ReconcileReport(Report):
     )
     requests_listed: int
     requests_without_usage: int
+    contradictory_observations: list[str] = Field(
+        default_factory=list,
+        description="file:line: requests whose reported usage contradicts itself (cache"
+        " reads and writes above the prompt): not reconciled",
+    )
     unpriced: dict[str, int] = Field(
         default_factory=dict, description="requests no contract could be found for, by reason"
     )
@@ -271,6 +282,7 @@ class _Replay:
         self.served: dict[tuple[str, str, dt.date], _Served] = {}
         self.rows: list[ReconciledRow] = []
         self.without_usage = 0
+        self.contradictory: list[str] = []
         self.unpriced: Counter[str] = Counter()
         self.all = ReconciliationSummary()
         self.all_within = 0
@@ -322,6 +334,15 @@ class _Replay:
             verdict = None
             if row.reconciled is None:
                 self.without_usage += 1
+                observed = request.observed
+                if (
+                    observed is not None
+                    and observed.contradiction is not None
+                    and len(self.contradictory) < MAX_LISTED_REQUESTS
+                ):
+                    self.contradictory.append(
+                        f"{request.source}:{request.line}: {observed.contradiction}"
+                    )
             else:
                 verdict = self.judge(row, row.reconciled, served)
             sink(row, verdict)
@@ -531,6 +552,8 @@ def reconcile(
         if table is not None:
             table.discard()
         raise
+    if replay.all.requests == 0:
+        _refuse_nothing_reconciled(replay)
     errors = replay.reading.errors
     calibration = replay.reading.calibration
     targets = [_target_report(served, calibration) for served in replay.served.values()]
@@ -547,7 +570,26 @@ def reconcile(
         requests=replay.rows,
         requests_listed=len(replay.rows),
         requests_without_usage=replay.without_usage,
+        contradictory_observations=replay.contradictory,
         unpriced=dict(replay.unpriced.most_common()),
+    )
+
+
+def _refuse_nothing_reconciled(replay: _Replay) -> None:
+    """A reconciliation that compared nothing is bad input, said with why (no contract for
+    the log's models on its dates, no usage in the log, only contradictory usage): never a
+    table of zeros with exit 0 (docs/errors.md)."""
+    reasons = [f"{count} request(s): {reason}" for reason, count in replay.unpriced.most_common(5)]
+    if replay.contradictory:
+        reasons.append(f"{len(replay.contradictory)} request(s) report contradictory usage")
+    without = replay.without_usage - len(replay.contradictory)
+    if without > 0:
+        reasons.append(f"{without} request(s) carry no usage")
+    raise BadInputError(
+        "nothing to reconcile: no request was priced against usage it reported ("
+        + "; ".join(reasons or ["the log holds no request"])
+        + ")",
+        location=Location(field="log"),
     )
 
 

@@ -26,6 +26,14 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.strip()]
 
 
+def empty_folder(tmp: Path) -> Path:
+    """A folder holding no log file (a folder stands for the logs in it)."""
+    folder = tmp / "empty"
+    folder.mkdir(exist_ok=True)
+    (folder / "notes.md").write_text("not a log")
+    return folder
+
+
 @pytest.fixture
 def good_log(tmp_path: Path) -> Path:
     path = tmp_path / "good.jsonl"
@@ -43,7 +51,10 @@ def test_success_exits_0(migrated_db_url: str) -> None:
     ("make_args", "needle"),
     [
         (lambda log, tmp: [str(tmp / "missing.jsonl"), "-t", "openai:gpt-4o"], "no such file"),
-        (lambda log, tmp: [str(tmp), "-t", "openai:gpt-4o"], "is a directory"),
+        (
+            lambda log, tmp: [str(empty_folder(tmp)), "-t", "openai:gpt-4o"],
+            "a folder without log files",
+        ),
         (lambda log, tmp: ["/dev/null", "-t", "openai:gpt-4o"], "not a regular file"),
         (lambda log, tmp: [str(log), "-t", "gpt-4o"], "PROVIDER:MODEL"),
         (lambda log, tmp: [str(log), "-t", "openai:gpt-4oo"], "unknown model"),

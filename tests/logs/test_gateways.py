@@ -247,7 +247,10 @@ def test_litellm_payloads(tmp_path: Path) -> None:
     assert first.breakpoints  # the cache_control LiteLLM passes through
     assert first.observed is not None and first.observed.cost is None  # response_cost: an estimate
     # OpenRouter: the upstream provider from the slug; its reported cost kept exactly.
-    assert (second.provider, second.model) == ("anthropic", "claude-3.5-sonnet")
+    assert (second.provider, second.model) == (
+        "anthropic",
+        "claude-3-5-sonnet",
+    )  # Anthropic's own id
     assert second.observed is not None and second.observed.cost == Decimal("0.00123")
     assert result.skipped == {
         "LiteLLM response-cache hit (no provider call)": 1,

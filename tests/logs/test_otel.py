@@ -199,11 +199,14 @@ def test_malformed_spans_name_the_attribute(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(document(bad, worse), indent=1))
     result = read(path)
-    assert result.requests == []
     prefix = "resourceSpans[0].scopeSpans[0].spans"
     assert [str(e) for e in result.errors] == [
         f"{path}:1: {prefix}[0].attributes[gen_ai.usage.input_tokens]: intValue 'lots' is not an "
         "integer",
-        f"{path}:2: {prefix}[1].attributes: cache read 20 + write 0 exceed the input of 10 "
-        "tokens: this usage does not follow the convention its keys name (docs/log-formats.md)",
     ]
+    # Reads above the prompt: read, kept as reported, and flagged (never billed from).
+    (request,) = result.requests
+    assert request.observed is not None
+    assert request.observed.contradiction == (
+        f"{prefix}[1].attributes: cache read 20 + write 0 exceed the input of 10 tokens"
+    )

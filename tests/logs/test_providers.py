@@ -42,7 +42,9 @@ def test_names_as_users_write_them(written: str, stored: str) -> None:
             "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0",
             ("bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0"),
         ),
-        (None, "openrouter/anthropic/claude-3.5-sonnet", ("anthropic", "claude-3.5-sonnet")),
+        # Gateways' dotted Anthropic versions are Anthropic's dashed ids
+        (None, "openrouter/anthropic/claude-3.5-sonnet", ("anthropic", "claude-3-5-sonnet")),
+        ("openrouter", "anthropic/claude-sonnet-4.6", ("anthropic", "claude-sonnet-4-6")),
         ("openrouter", "google/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # its slug
         ("openrouter", "gpt-4o", ("openai", "gpt-4o")),  # a slug without provider: the family
         (None, "models/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # Gemini's name

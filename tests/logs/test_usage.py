@@ -247,7 +247,6 @@ def test_records_find_usage_in_every_wrapper_place() -> None:
 @pytest.mark.parametrize(
     ("usage", "message"),
     [
-        ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 11}}, "exceed the input"),
         ({"prompt_tokens": -1}, "usage.prompt_tokens: expected a non-negative integer"),
         ({"prompt_tokens": 2.5}, "usage.prompt_tokens: expected a non-negative integer"),
         ({"prompt_tokens": True}, "usage.prompt_tokens: expected a non-negative integer"),
@@ -258,6 +257,21 @@ def test_records_find_usage_in_every_wrapper_place() -> None:
 def test_malformed_usage_names_the_field(usage: dict[str, Any], message: str) -> None:
     with pytest.raises(RecordFieldError, match=message.replace("[", r"\[").replace("]", r"\]")):
         normalize_usage(usage)
+
+
+def test_contradictory_usage_is_kept_and_flagged() -> None:
+    # 11 cached of a 10-token prompt: the parts exceed the whole. Kept as reported, named.
+    usage = {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 11}}
+    observed = normalize_usage(usage, path="response.body.usage")
+    assert (observed.input_tokens, observed.cache_read_tokens) == (10, 11)
+    assert observed.contradiction == (
+        "response.body.usage: cache read 11 + write 0 exceed the input of 10 tokens"
+    )
+    # The flag survives the canonical form the adapters write.
+    assert canonical_observed(to_canonical(observed)) == observed
+    # A canonical record without the flag is still refused (a producer's mistake).
+    with pytest.raises(RecordFieldError, match="exceed the input"):
+        canonical_observed({"input_tokens": 10, "cache_read_tokens": 11})
 
 
 def test_canonical_observed_is_checked() -> None:

@@ -25,6 +25,13 @@ def free_port() -> int:
         return port
 
 
+def empty_folder(tmp: Path) -> Path:
+    folder = tmp / "empty"
+    folder.mkdir()
+    (folder / "notes.md").write_text("not a log")
+    return folder
+
+
 @pytest.fixture
 def token_log(tmp_path: Path) -> Path:
     log = tmp_path / "tokens.jsonl"
@@ -37,7 +44,11 @@ def token_log(tmp_path: Path) -> Path:
     [
         (lambda log, tmp: [str(log), "--engine", "http"], "url: an http engine needs"),
         (lambda log, tmp: [str(log)], "model: an offline engine needs the model"),
-        (lambda log, tmp: [str(tmp), "--engine", "http", "--url", "x"], "is a directory"),
+        # A folder stands for the logs in it; one that holds none is refused by name.
+        (
+            lambda log, tmp: [str(empty_folder(tmp)), "--engine", "http", "--url", "x"],
+            "a folder without log files",
+        ),
         (lambda log, tmp: [str(tmp / "none.jsonl"), "--model", "m"], "no such file"),
         (lambda log, tmp: [str(bad_log(tmp)), "--model", "m"], ":2: tokens[1]: not a token id"),
         (

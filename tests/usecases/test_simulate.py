@@ -26,6 +26,14 @@ EXAMPLE = REPO_ROOT / "examples" / "agent-log.jsonl"
 CLI_OPTION = {"ttl_seconds": "--ttl"}
 
 
+def empty_folder(tmp: Path) -> Path:
+    """A folder holding no log file (a folder stands for the logs in it)."""
+    folder = tmp / "empty"
+    folder.mkdir(exist_ok=True)
+    (folder / "notes.md").write_text("not a log")
+    return folder
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -184,7 +192,7 @@ def good_log(tmp_path: Path) -> Path:
     ("make_args", "needle"),
     [
         (lambda log, tmp: [str(tmp / "missing.jsonl")], "no such file"),
-        (lambda log, tmp: [str(tmp)], "is a directory"),
+        (lambda log, tmp: [str(empty_folder(tmp))], "a folder without log files"),
         (lambda log, tmp: [str(log), "--ttl", "5"], "ttl_seconds: the vllm policy does not use"),
         (lambda log, tmp: [str(log), "--capacity-blocks", "1"], "capacity_blocks: the vllm"),
         (lambda log, tmp: [str(log), "--replicas", "2"], "routing: replicas and routing go"),

@@ -36,6 +36,14 @@ def cli_rows(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
+def empty_folder(tmp: Path) -> Path:
+    """A folder holding no log file (a folder stands for the logs in it)."""
+    folder = tmp / "empty"
+    folder.mkdir(exist_ok=True)
+    (folder / "notes.md").write_text("not a log")
+    return folder
+
+
 @pytest.fixture
 def small_log(tmp_path: Path) -> Path:
     log = tmp_path / "log.jsonl"
@@ -103,7 +111,7 @@ def test_strict_stops_at_the_first_bad_line(small_log: Path) -> None:
     ("make_args", "needle"),
     [
         (lambda log, tmp: [str(tmp / "missing.jsonl")], "no such file"),
-        (lambda log, tmp: [str(tmp)], "is a directory"),
+        (lambda log, tmp: [str(empty_folder(tmp))], "a folder without log files"),
         (lambda log, tmp: ["/dev/null"], "not a regular file"),
         (lambda log, tmp: [str(log), "--model", "zz-1"], "model: unknown model 'zz-1'"),
         (lambda log, tmp: [str(log), "--strict"], ":4: <line>: invalid JSON"),

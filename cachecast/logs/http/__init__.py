@@ -38,6 +38,7 @@ from cachecast.logs.http.state import (
     with_cache,
 )
 from cachecast.logs.stream import Item, LogStream
+from cachecast.logs.usage_fields import requested_ttl
 
 __all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
 
@@ -74,6 +75,38 @@ def read_exchanges(
             yield exchange.line, record
 
 
+_COHERE_ROLES = {"USER": "user", "CHATBOT": "assistant", "SYSTEM": "system", "TOOL": "tool"}
+
+
+def cohere_v1_as_chat(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A Cohere v1 ``/v1/chat`` body (``preamble``, ``chat_history``, ``message``) as the
+    messages it stands for, and whether that is the whole prompt: documents, connectors'
+    search results and tools are placed by Cohere's own template, which is not published."""
+    messages: list[dict[str, Any]] = []
+    if isinstance(body.get("preamble"), str):
+        messages.append({"role": "system", "content": body["preamble"]})
+    history = body.get("chat_history")
+    for index, turn in enumerate(history if isinstance(history, list) else []):
+        if not isinstance(turn, dict):
+            raise RecordFieldError(f"request.body.chat_history[{index}]", "expected an object")
+        role = _COHERE_ROLES.get(str(turn.get("role", "")).upper())
+        text = turn.get("message")
+        if role is None or not isinstance(text, str):
+            raise RecordFieldError(
+                f"request.body.chat_history[{index}]", "expected a role and a message text"
+            )
+        messages.append({"role": role, "content": text})
+    if isinstance(body.get("message"), str):
+        messages.append({"role": "user", "content": body["message"]})
+    if not messages:
+        raise RecordFieldError("request.body.message", "missing")
+    chat: dict[str, Any] = {"messages": messages}
+    if isinstance(body.get("model"), str):
+        chat["model"] = body["model"]
+    extra = ("documents", "connectors", "tools", "tool_results")
+    return chat, not any(body.get(key) for key in extra)
+
+
 def _record(
     stream: LogStream, exchange: Exchange, endpoint: Endpoint, state: ApiState
 ) -> dict[str, Any] | None:
@@ -90,6 +123,9 @@ def _record(
     # A recording filter may replace the body it stores (secrets, long prompts): the stored
     # body is then not what was sent, whose length the request's Content-Length still gives.
     complete = not body_rewritten(exchange)
+    if endpoint.api == "cohere-v1":
+        body, whole = cohere_v1_as_chat(body)
+        complete = complete and whole
     cached_content: str | None = None
     model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
     if endpoint.api == "responses":
@@ -102,7 +138,9 @@ def _record(
     final = final_response(response, endpoint.api)
     if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
         model = final["model"]
-    observed = reported_usage(endpoint, final, response, exchange.response_headers)
+    observed = reported_usage(
+        endpoint, final, response, exchange.response_headers, write_ttl=requested_ttl(body)
+    )
     if endpoint.api == "responses" and isinstance(final, dict):
         remember_response(body, final, state)
     request_id = response_id(exchange.response_headers, final)

@@ -10,6 +10,8 @@ Bedrock Converse              ``/model/{id}/converse``, ``converse-stream``     
 Bedrock InvokeModel           ``/model/{id}/invoke``, ``invoke-with-response-stream`` by body
 Gemini generateContent        ``.../models/{model}:generateContent`` (and stream)  gemini
 Gemini cachedContents         ``POST .../cachedContents``                          (cache)
+Cohere Chat v2                ``/v2/chat``                                         chat
+Cohere Chat v1                ``/v1/chat`` (``message``, ``chat_history``)         as chat
 ============================  ===================================================  =========
 
 The provider comes from the host (api.openai.com, *.openai.azure.com, api.anthropic.com,
@@ -39,6 +41,10 @@ _HOST_PROVIDERS = (
     ("dashscope", "alibaba"),
     ("api.mistral.ai", "mistral"),
     ("api.groq.com", "groq"),
+    ("api.cohere.com", "cohere"),
+    ("api.cohere.ai", "cohere"),
+    ("api.z.ai", "zai"),
+    ("open.bigmodel.cn", "zai"),
 )
 BEDROCK_ACTIONS = {
     "converse": "converse",
@@ -50,7 +56,8 @@ BEDROCK_ACTIONS = {
 
 @dataclass(slots=True)
 class Endpoint:
-    api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini, gemini-cache
+    api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
+    # gemini-cache, cohere (v2), cohere-v1
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -79,6 +86,10 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         if "/openai/deployments/" in path:  # Azure: the deployment stands for the model
             model = path.split("/openai/deployments/", 1)[1].split("/", 1)[0]
         return Endpoint("chat", provider, model)
+    if provider == "cohere" and path.rstrip("/").endswith(("/v1/chat", "/v2/chat")):
+        return Endpoint(
+            "cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None
+        )
     if path.endswith("/responses"):
         return Endpoint("responses", provider, None)
     if path.endswith("/v1/messages") or path == "/messages":

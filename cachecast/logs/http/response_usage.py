@@ -2,7 +2,8 @@
 
 Usage comes from the response body, from a streamed body (server-sent events: Anthropic's
 ``message_start`` usage updated by ``message_delta``, OpenAI's final chunk with usage,
-Responses' ``response.completed``, Gemini's last chunk; Bedrock's binary event stream), or
+Responses' ``response.completed``, Gemini's last chunk, Cohere's ``message-end`` (v2) or
+``stream-end`` (v1, a JSON-lines stream); Bedrock's binary event stream), or
 from Bedrock's ``X-Amzn-Bedrock-*-Token-Count`` headers; it is normalized by
 ``cachecast.logs.usage``.
 """
@@ -21,6 +22,8 @@ def final_response(response: Any, api: str) -> Any:
     """The response object (the last one of a stream where it has one) for its model/id."""
     if isinstance(response, list):
         for event in reversed(response):
+            if api == "cohere-v1" and isinstance(event.get("response"), dict):
+                return event["response"]  # the stream-end event's whole response
             if api == "responses" and isinstance(event.get("response"), dict):
                 return event["response"]
             if api in ("anthropic", "bedrock-invoke") and isinstance(event.get("message"), dict):
@@ -30,14 +33,20 @@ def final_response(response: Any, api: str) -> Any:
 
 
 def reported_usage(
-    endpoint: Endpoint, final: Any, response: Any, headers: dict[str, str]
+    endpoint: Endpoint,
+    final: Any,
+    response: Any,
+    headers: dict[str, str],
+    write_ttl: str | None = None,
 ) -> ObservedUsage | None:
+    """The usage the response reports; ``write_ttl``: the TTL the request asked for, for
+    writes the response does not split by TTL (``cachecast.logs.usage.requested_ttl``)."""
     api = endpoint.api
     usage: dict[str, Any] | None = None
     if isinstance(response, list):
         usage = _streamed_usage(response, api)
     elif isinstance(response, dict):
-        key = "usageMetadata" if api == "gemini" else "usage"
+        key = {"gemini": "usageMetadata", "cohere-v1": "meta"}.get(api, "usage")
         if isinstance(response.get(key), dict):
             usage = response[key]
     if usage:
@@ -45,11 +54,15 @@ def reported_usage(
             "anthropic": "anthropic",
             "bedrock-converse": "bedrock",
             "gemini": "gemini",
+            "cohere": "cohere",
+            "cohere-v1": "cohere",
         }.get(api)
         if api == "bedrock-invoke" and ("input_tokens" in usage or "output_tokens" in usage):
             convention = "anthropic"
-        return normalize_usage(usage, convention=convention, path="response.body.usage")
-    return _header_usage(headers)
+        return normalize_usage(
+            usage, convention=convention, path="response.body.usage", write_ttl=write_ttl
+        )
+    return _header_usage(headers, write_ttl)
 
 
 def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | None:
@@ -81,6 +94,24 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
             ):
                 return dict(event["usage"])
         return None
+    if api in ("cohere", "cohere-v1"):
+        # v2: the message-end event's delta.usage; v1: the stream-end event's response.meta
+        for event in reversed(events):
+            kind = event.get("type", event.get("event_type"))
+            delta, whole = event.get("delta"), event.get("response")
+            if (
+                kind == "message-end"
+                and isinstance(delta, dict)
+                and isinstance(delta.get("usage"), dict)
+            ):
+                return dict(delta["usage"])
+            if (
+                kind == "stream-end"
+                and isinstance(whole, dict)
+                and isinstance(whole.get("meta"), dict)
+            ):
+                return dict(whole["meta"])
+        return None
     if api == "responses":
         for event in reversed(events):
             response = event.get("response")
@@ -94,7 +125,7 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
     return None
 
 
-def _header_usage(headers: dict[str, str]) -> ObservedUsage | None:
+def _header_usage(headers: dict[str, str], write_ttl: str | None) -> ObservedUsage | None:
     """Bedrock InvokeModel's token-count headers (input excludes cache reads and writes)."""
     names = {
         "inputTokens": "x-amzn-bedrock-input-token-count",
@@ -109,7 +140,9 @@ def _header_usage(headers: dict[str, str]) -> ObservedUsage | None:
             usage[key] = int_text(value, f"response.headers.{header}")
     if not usage:
         return None
-    return normalize_usage(usage, convention="bedrock", path="response.headers")
+    return normalize_usage(
+        usage, convention="bedrock", path="response.headers", write_ttl=write_ttl
+    )
 
 
 def response_id(headers: dict[str, str], final: Any) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import ray
 
 from cachecast.logs import detect_format
+from cachecast.logs.compressed import compression_of
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.ranges import SPLITTABLE_FORMATS, LineRange, split_at, split_lines
 from cachecast.passes.log_input import LogInput
@@ -83,6 +84,8 @@ def tapered_cuts(size: int, cpus: int, smallest: int) -> list[int]:
 
 def _splittable(log: LogInput, file_index: int) -> bool:
     file = log.files[file_index]
+    if compression_of(file.path) is not None:
+        return False  # a compressed file is read whole, inflated (logs.compressed)
     if file.format is not None:
         return file.format in SPLITTABLE_FORMATS
     try:

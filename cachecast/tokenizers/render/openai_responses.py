@@ -2,7 +2,9 @@
 
 Tools first (compact JSON, as for Chat Completions: such a request is not exact), then the
 instructions as a system part, then one part per input item: messages (content parts as in
-``openai_content``), function calls and their outputs as compact JSON. Reasoning items add no
+``openai_content``), function calls and their outputs as compact JSON; built-in tools'
+items (``*_call``, ``*_call_output``) as compact JSON of their fields, marked not exact.
+Reasoning items add no
 tokens: the API does not re-send them as prompt text. A whole input given as one string is
 one user message.
 """
@@ -54,6 +56,14 @@ def _responses_item(item: Any, path: str, rendered: Rendered) -> bool:
     elif kind == "reasoning":
         # Reasoning items are not re-sent as prompt text by the API; they add no tokens.
         return True
+    elif isinstance(kind, str) and kind.endswith(("_call", "_call_output")):
+        # Built-in tools' items (web_search_call, file_search_call, computer_call and its
+        # output, code_interpreter_call, custom_tool_call, mcp_call, ...): sent back as the
+        # model's and the tool's turns, in a framing the API does not publish. Their fields
+        # as compact JSON approximate it; the request is not exact.
+        role = "tool" if kind.endswith("_output") else "assistant"
+        items = [compact_json({k: v for k, v in item.items() if k not in ("id", "status")})]
+        exact = False
     else:
         raise RecordFieldError(f"{path}.type", f"unsupported input item type {kind!r}")
     part_kind = "system" if role in ("system", "developer") else "message"

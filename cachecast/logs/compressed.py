@@ -1,0 +1,118 @@
+"""Compressed log files (``.gz``, ``.zst``, ``.bz2``, ``.xz``), read as users keep them.
+
+A compressed file is inflated, streamed in pieces, into a temporary file beside nothing
+else of the user's, and read from there like any other log (every reader works on a
+seekable file); at most ``max_decompressed_bytes`` per file (docs/limits.md), checked
+piece by piece, so that a small bomb stops within one piece of the bound. The kind is told
+by the magic number, not the name (a ``.gz`` that is plain text is read as it is). The
+temporary file is removed when the stream that reads it is collected, and at exit at the
+latest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import bz2
+import contextlib
+import gzip
+import lzma
+import os
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from cachecast.core.limits import current, exceeded
+from cachecast.logs.errors import LogFileError
+
+SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2", ".xz")
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+_PIECE = 1 << 20
+_MADE: set[str] = set()
+
+
+def compression_of(path: Path) -> str | None:
+    """``gzip``, ``zstd``, ``bzip2``, ``xz`` or None (not compressed)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(6)
+    except OSError:
+        return None
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    return None
+
+
+def inner_name(path: Path) -> str:
+    """The file's name without its compression suffix (``a.jsonl.gz`` -> ``a.jsonl``)."""
+    return path.stem if path.suffix.lower() in SUFFIXES else path.name
+
+
+def decompressed_copy(path: Path, kind: str, source: str) -> Path:
+    """The inflated content of ``path`` in a temporary file (see the module docstring)."""
+    limit = current().max_decompressed_bytes
+    handle, name = tempfile.mkstemp(prefix="cachecast-", suffix=f"-{inner_name(path)}")
+    _MADE.add(name)
+    written = 0
+    try:
+        with os.fdopen(handle, "wb") as out, _reader(path, kind, source) as read:
+            while piece := read(_PIECE):
+                written += len(piece)
+                if written > limit:
+                    raise exceeded(
+                        "max_decompressed_bytes",
+                        written,
+                        field=None,
+                        what=f"{source}: a compressed log inflating past a size of",
+                    )
+                out.write(piece)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        remove(name)
+        raise LogFileError(source, f"cannot decompress the {kind} file: {exc}") from None
+    except BaseException:
+        remove(name)
+        raise
+    return Path(name)
+
+
+_OPENERS: dict[str, Callable[[Path], Any]] = {  # file objects opened for reading
+    "gzip": gzip.GzipFile,  # members back to back: one stream
+    "bzip2": bz2.BZ2File,
+    "xz": lzma.LZMAFile,
+}
+
+
+@contextlib.contextmanager
+def _reader(path: Path, kind: str, source: str) -> Iterator[Callable[[int], bytes]]:
+    opener = _OPENERS.get(kind)
+    if opener is not None:
+        with opener(path) as opened:
+            yield opened.read
+        return
+    try:
+        import zstandard
+    except ImportError:
+        raise LogFileError(
+            source, "a zstd-compressed log: install the zstandard package to read it"
+        ) from None
+    with path.open("rb") as raw:
+        yield zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read
+
+
+def remove(name: str) -> None:
+    _MADE.discard(name)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
+@atexit.register
+def _remove_all() -> None:
+    for name in list(_MADE):
+        remove(name)
