@@ -82,6 +82,24 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("glm-*", "approx:o200k_base"),
     ("command-*", "approx:o200k_base"),
     ("nova-*", "approx:o200k_base"),
+    # Image and realtime models bill image or audio tokens no text tokenizer counts; their
+    # text prompt is approximated (exact counts come from the usage a recording carries).
+    ("gpt-image-*", "approx:o200k_base"),
+    ("chatgpt-image-*", "approx:o200k_base"),
+    ("gpt-realtime*", "approx:o200k_base"),
+    ("gemma-*", "approx:o200k_base"),
+    ("deep-research-*", "approx:o200k_base"),
+)
+
+# Deployment prefixes a cloud puts before a model id (Azure's ``eu.``/``global-standard.``,
+# Bedrock's ``us.``/``apac.``/``us-gov.`` cross-region profiles) and the vendor prefixes of a
+# marketplace id (Bedrock's ``openai.``, ``xai.``, ``moonshotai.``): the tokenizer is the
+# model's, so a name no pattern matches is tried again without them (docs/log-formats.md).
+DEPLOYMENT_PREFIXES = frozenset(
+    {"us", "eu", "apac", "us-gov", "global", "global-standard", "regional", "in", "jp", "au"}
+)
+VENDOR_PREFIXES = frozenset(
+    {"openai", "xai", "moonshotai", "zai", "anthropic", "amazon", "meta", "mistral", "google"}
 )
 
 
@@ -170,6 +188,9 @@ def _pattern_key(name: str) -> str | None:
     for pattern, key in MODEL_PATTERNS:
         if fnmatch.fnmatchcase(name, pattern):
             return key
+    head, dot, rest = name.partition(".")
+    if dot and rest and (head in DEPLOYMENT_PREFIXES or head in VENDOR_PREFIXES):
+        return _pattern_key(rest)
     return None
 
 

@@ -70,6 +70,13 @@ def test_registry_patterns() -> None:
     assert tokenizer_key_for("gpt-3.5-turbo-0125") == "cl100k_base"
     assert tokenizer_key_for("claude-opus-4-5") == "approx:o200k_base"
     assert tokenizer_key_for("gemini-2.5-pro") == "approx:o200k_base"
+    # A cloud's deployment and vendor prefixes name where the model runs, not its vocabulary.
+    assert tokenizer_key_for("eu.gpt-4.1-mini") == "o200k_base"
+    assert tokenizer_key_for("global-standard.gpt-4o-2024-11-20") == "o200k_base"
+    assert tokenizer_key_for("us.openai.gpt-5.4") == "o200k_base"
+    assert tokenizer_key_for("global.moonshotai.kimi-k3") == "approx:o200k_base"
+    with pytest.raises(UnknownModelError):
+        get_tokenizer("us.acme-1")
     with pytest.raises(UnknownModelError) as raised:
         get_tokenizer("gpt-2-xl")
     assert "claude-*" in str(raised.value) and "cl100k" not in raised.value.known_patterns
