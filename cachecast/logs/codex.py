@@ -124,6 +124,8 @@ def read(stream: LogStream) -> Iterator[Item]:
     started: str | None = None  # timestamp of its first output item
     total: dict[str, Any] | None = None
     count = 0
+    version: str | None = None
+    session_event: str | None = None  # "compacted" until the next request
     for line, event in json_lines(stream.path, stream.source):
         if isinstance(event, LogRecordError):
             yield line, event
@@ -138,6 +140,8 @@ def read(stream: LogStream) -> Iterator[Item]:
                 instructions = unredact(text) if isinstance(text, str) else instructions
                 named = payload.get("model_provider")
                 provider = named if isinstance(named, str) else provider
+                cli = payload.get("cli_version")
+                version = cli[:40] if isinstance(cli, str) else version
                 continue
             if kind == "turn_context":
                 named = payload.get("model")
@@ -153,6 +157,7 @@ def read(stream: LogStream) -> Iterator[Item]:
                 else:
                     history = []
                 snapshot = None
+                session_event = "compacted"
                 continue
             if kind == "response_item":
                 item = _item(payload, "payload")
@@ -203,6 +208,11 @@ def read(stream: LogStream) -> Iterator[Item]:
                 prompt_complete=False,
             )
             record["observed"] = to_canonical(observed)
+            if version is not None:
+                record["client_version"] = version
+            if session_event is not None:
+                record["session_event"] = session_event
+                session_event = None
             snapshot, started = None, None
         except RecordFieldError as exc:
             yield line, stream.error(line, exc.field, exc.reason)
