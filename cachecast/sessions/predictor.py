@@ -40,7 +40,9 @@ class PromptFacts:
     model: str
     timestamp: float
     prompt_tokens: int  # the length of the prompt: input + cache read + cache write
-    root: str | None = None  # fingerprint of the first visible message (shared roots, shared prefix)
+    root: str | None = (
+        None  # fingerprint of the first visible message (shared roots, shared prefix)
+    )
     event: str | None = None  # "compacted", "restarted": what the log says happened before it
     subagent: bool = False  # a sub-agent or sidechain lineage (its own system prompt)
     parent: str | None = None  # the lineage a compaction agent summarises (it shares its cache)
@@ -143,7 +145,7 @@ class SessionPredictor:
         gap, ttl = context.get("gap_seconds"), context.get("ttl_seconds")
         if isinstance(gap, float) and isinstance(ttl, float) and gap > ttl:
             return (
-                f"the idle gap of {_duration(gap)} outlived the cache's {_duration(ttl)}"
+                f"the idle gap of {duration(gap)} outlived the cache's {duration(ttl)}"
                 " lifetime: the prompt is written anew"
             )
         return "no cached prefix of this prompt is known: the prompt is written anew"
@@ -153,17 +155,24 @@ class SessionPredictor:
         context = self._context(facts)
         lineage = self.lineages.get(facts.lineage)
         read, basis = 0, ""
-        if lineage is not None and lineage.model == facts.model and facts.event is None:
-            if self._alive(lineage.entry, facts.timestamp, total):
-                assert lineage.entry is not None
-                read, basis = lineage.entry.end, "reads the prefix its previous request cached"
+        if (
+            lineage is not None
+            and lineage.model == facts.model
+            and facts.event is None
+            and self._alive(lineage.entry, facts.timestamp, total)
+        ):
+            assert lineage.entry is not None
+            read, basis = lineage.entry.end, "reads the prefix its previous request cached"
         if not read and facts.parent is not None:
             parent = self.lineages.get(facts.parent)
-            if parent is not None and parent.model == facts.model:
-                if self._alive(parent.entry, facts.timestamp, total):
-                    assert parent.entry is not None
-                    read = parent.entry.end
-                    basis = "a compaction of its session: reads the prefix the session cached"
+            if (
+                parent is not None
+                and parent.model == facts.model
+                and self._alive(parent.entry, facts.timestamp, total)
+            ):
+                assert parent.entry is not None
+                read = parent.entry.end
+                basis = "a compaction of its session: reads the prefix the session cached"
         if not read and facts.root is not None:
             entry = self.roots.get((facts.model, facts.root))
             if self._alive(entry, facts.timestamp, total):
@@ -279,7 +288,7 @@ def _ttl_name(seconds: float) -> str:
     return "1h" if seconds >= ONE_HOUR else "5m"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``4m 36s``, ``1h 02m``: a gap or lifetime as a user reads it."""
     whole = int(seconds)
     if whole >= 3600:

@@ -8,7 +8,7 @@ so what the reading keeps per session is a few integers, whatever the prompt's l
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ import orjson
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.formats import open_log
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
 from cachecast.sessions.predictor import ObservedSplit, PromptFacts
 
@@ -29,7 +30,8 @@ COMPACTION_MARK = "/agent-acompact"
 @dataclass(frozen=True, slots=True)
 class SessionRequest:
     facts: PromptFacts
-    observed: ObservedSplit
+    observed: ObservedSplit  # never handed to a prediction: SessionPredictor.learn only
+    usage: ObservedUsage  # the usage as reported (for the bill)
     provider: str | None
     client_version: str | None
 
@@ -52,6 +54,20 @@ def session_requests(
             yield built
 
 
+def record_requests(
+    records: Iterable[dict[str, Any]], source: str
+) -> Iterator[SessionRequest | LogRecordError]:
+    """The same for records given inline (canonical wrapper records with ``observed``)."""
+    for index, record in enumerate(records):
+        try:
+            built = _request(source, index + 1, record)
+        except RecordFieldError as exc:
+            yield LogRecordError(source, None, exc.field, exc.reason, record=index)
+            continue
+        if built is not None:
+            yield built
+
+
 def log_format(path: Path, format: str | None = None) -> str:
     """The format name a file is read as (forced, or detected)."""
     return open_log(path, format=format).format
@@ -66,7 +82,9 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
         raise RecordFieldError("usage", "the request's usage states no input token count")
     read = usage.cache_read_tokens or 0
     by_ttl = dict(usage.cache_write_by_ttl)
-    write = usage.cache_write_tokens if usage.cache_write_tokens is not None else sum(by_ttl.values())
+    write = (
+        usage.cache_write_tokens if usage.cache_write_tokens is not None else sum(by_ttl.values())
+    )
     reported = usage.cache_write_tokens is not None or bool(by_ttl)
     total = usage.input_tokens
     lineage = str(record.get("session") or source)
@@ -96,6 +114,7 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
     return SessionRequest(
         facts,
         observed,
+        usage,
         provider if isinstance(provider, str) else None,
         version if isinstance(version, str) else None,
     )
