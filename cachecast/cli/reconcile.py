@@ -112,13 +112,13 @@ def print_report(report: ReconcileReport) -> None:
         files = Table(title="session files", box=box.SIMPLE_HEAD, pad_edge=False)
         for header in ("file", "requests", "in tol.", "exact", "causes"):
             files.add_column(header, justify="left" if header in ("file", "causes") else "right")
-        for each in report.files:
-            causes = ", ".join(f"{name} {count}" for name, count in each.causes.items())
+        for figures in report.files:
+            causes = ", ".join(f"{name} {count}" for name, count in figures.causes.items())
             files.add_row(
-                Path(each.source).name,
-                str(each.requests),
-                str(each.within_tolerance),
-                str(each.exact),
+                Path(figures.source).name,
+                str(figures.requests),
+                str(figures.within_tolerance),
+                str(figures.exact),
                 causes,
             )
         out.print(files)
