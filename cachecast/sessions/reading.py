@@ -17,6 +17,7 @@ import orjson
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.formats import open_log
+from cachecast.logs.stream import LogStream
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
 from cachecast.sessions.predictor import ObservedSplit, PromptFacts
@@ -52,6 +53,46 @@ def session_requests(
             continue
         if built is not None:
             yield built
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """What a session log's record says of its request, without its prompt (``inspect``)."""
+
+    model: str | None
+    provider: str | None
+    timestamp: float
+    prompt_complete: bool
+    observed: ObservedUsage | None
+
+
+def session_records(
+    stream: LogStream, errors: list[LogRecordError], versions: set[str]
+) -> Iterator[SessionRecord]:
+    """Every request record of an open session log, its prompt left unread (no tokenizer, no
+    token list: a claim of millions of tokens stays a number); bad lines go to ``errors``
+    and the client versions the records name to ``versions``."""
+    for line, item in stream:
+        if isinstance(item, LogRecordError):
+            errors.append(item)
+            continue
+        try:
+            raw = item.get("observed")
+            observed = None if raw is None else canonical_observed(raw)
+        except RecordFieldError as exc:
+            errors.append(stream.error(line, exc.field, exc.reason))
+            continue
+        version = item.get("client_version")
+        if isinstance(version, str):
+            versions.add(version)
+        model, provider = item.get("model"), item.get("provider")
+        yield SessionRecord(
+            model if isinstance(model, str) else None,
+            provider if isinstance(provider, str) else None,
+            float(item.get("timestamp") or 0.0),
+            item.get("prompt_complete", True) is not False,
+            observed,
+        )
 
 
 def record_requests(

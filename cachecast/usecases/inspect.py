@@ -22,9 +22,12 @@ from pydantic import BaseModel, Field
 
 from cachecast.logs import LogRecordError, open_log, pair_batch_files
 from cachecast.passes.log_input import LogFile, LogInput
+from cachecast.sessions.profiles import profile_for_format
+from cachecast.sessions.reading import session_records
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
 from cachecast.usecases.requests import Request
+from cachecast.usecases.session_reports import ClientReport, client_report
 
 # A file with a million bad lines lists this many; error_count says how many there were.
 MAX_REPORTED_ERRORS = 100
@@ -60,6 +63,9 @@ class FileInspection(Report):
     )
     errors: list[str] = Field(default_factory=list, description="file:line: field: reason")
     error_count: int = 0
+    client: ClientReport | None = Field(
+        default=None, description="agent sessions: the client that wrote them (docs/clients.md)"
+    )
 
 
 class InspectReport(Report):
@@ -131,7 +137,17 @@ def inspect_file(
     first: float | None = None
     last: float | None = None
     count = with_usage = incomplete = 0
-    for request in read_log(stream, errors=errors):
+    profile = profile_for_format(stream.format)
+    versions: set[str] = set()
+    # Agent sessions are read without a tokenizer (their prompts lack the system prompt and
+    # tools, and their usage can claim millions of tokens): what inspect reports is in the
+    # records, and nothing per request is kept.
+    requests = (
+        read_log(stream, errors=errors)
+        if profile is None
+        else session_records(stream, errors, versions)
+    )
+    for request in requests:
         count += 1
         models[request.model or "(none)"] += 1
         providers[request.provider or "(none)"] += 1
@@ -169,6 +185,7 @@ def inspect_file(
         skipped=dict(stream.skipped.most_common()),
         errors=[str(error) for error in errors[:MAX_REPORTED_ERRORS]],
         error_count=len(errors),
+        client=None if profile is None else client_report(profile, versions, "log format"),
     )
 
 

@@ -44,7 +44,7 @@ from cachecast.usecases.reconcile import (
     ReconcileTarget,
 )
 from cachecast.usecases.reports import ContractReference, issues_of
-from cachecast.usecases.session_reports import ClientReport, SessionFileReport
+from cachecast.usecases.session_reports import SessionFileReport, client_report
 
 TOLERANCE = "each of reads and writes within max(8 tokens, 1% of the prompt)"
 
@@ -161,13 +161,7 @@ def reconcile_sessions(
         raise BadInputError(f"nothing in the log can be priced: {reasons}")
     rows.sort(key=lambda row: (row.within_tolerance, row.exact_match, row.source, row.line))
     del rows[MAX_LISTED_REQUESTS:]
-    client = ClientReport(
-        name=profile.name,
-        title=profile.title,
-        versions=sorted(versions),
-        chosen_by=chosen_by,
-        source=profile.source,
-    )
+    client = client_report(profile, versions, chosen_by)
     return ReconcileReport(
         at=request.at,
         tolerance=TOLERANCE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from cachecast.sessions.profiles import ClientProfile
 from cachecast.usecases.reports import Report
 
 
@@ -26,3 +27,13 @@ class SessionFileReport(Report):
     within_tolerance: int
     exact: int
     causes: dict[str, int] = Field(description="requests outside tolerance, by cause")
+
+
+def client_report(profile: ClientProfile, versions: set[str], chosen_by: str) -> ClientReport:
+    return ClientReport(
+        name=profile.name,
+        title=profile.title,
+        versions=sorted(versions),
+        chosen_by=chosen_by,
+        source=profile.source,
+    )
