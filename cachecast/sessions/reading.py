@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
-from cachecast.logs.formats import open_log
+from cachecast.logs.formats import detect_format, open_log
 from cachecast.logs.stream import LogStream
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
@@ -110,8 +110,11 @@ def record_requests(
 
 
 def log_format(path: Path, format: str | None = None) -> str:
-    """The format name a file is read as (forced, or detected)."""
-    return open_log(path, format=format).format
+    """The format name a file is read as: forced, or detected from its first bytes (the
+    file is not parsed here)."""
+    if format is not None:
+        return format
+    return detect_format(path)[0].name
 
 
 def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from cachecast.logs import LogRecordError, open_log, pair_batch_files
 from cachecast.passes.log_input import LogFile, LogInput
-from cachecast.sessions.profiles import profile_for_format
+from cachecast.sessions.profiles import profile_for_format, profile_named
 from cachecast.sessions.reading import session_records
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
@@ -77,6 +77,9 @@ class InspectRequest(Request):
     a batch results file among the others (``logs.pair_batch_files``)."""
 
     files: list[LogFile] = Field(min_length=1)
+    client: str | None = Field(
+        default=None, description="the agent client (docs/clients.md; default: from the format)"
+    )
 
 
 def inspect(request: InspectRequest) -> InspectReport:
@@ -94,7 +97,11 @@ def inspect(request: InspectRequest) -> InspectReport:
         else:
             results = file.results
         inspection = inspect_file(
-            file.path, format=file.format, results=results, name=names[file.path]
+            file.path,
+            format=file.format,
+            results=results,
+            name=names[file.path],
+            client=request.client,
         )
         shown = names.get(results) if results is not None else None
         if file.results_name is not None:
@@ -127,7 +134,9 @@ def inspect_file(
     format: str | None = None,
     results: str | Path | None = None,
     name: str | None = None,
+    client: str | None = None,
 ) -> FileInspection:
+    chosen = profile_named(client) if client is not None else None
     stream = open_log(path, format=format, results=results, name=name)
     errors: list[LogRecordError] = []
     models: Counter[str] = Counter()
@@ -137,7 +146,7 @@ def inspect_file(
     first: float | None = None
     last: float | None = None
     count = with_usage = incomplete = 0
-    profile = profile_for_format(stream.format)
+    profile = chosen or profile_for_format(stream.format)
     versions: set[str] = set()
     # Agent sessions are read without a tokenizer (their prompts lack the system prompt and
     # tools, and their usage can claim millions of tokens): what inspect reports is in the
@@ -185,7 +194,9 @@ def inspect_file(
         skipped=dict(stream.skipped.most_common()),
         errors=[str(error) for error in errors[:MAX_REPORTED_ERRORS]],
         error_count=len(errors),
-        client=None if profile is None else client_report(profile, versions, "log format"),
+        client=None
+        if profile is None
+        else client_report(profile, versions, "client option" if chosen else "log format"),
     )
 
 

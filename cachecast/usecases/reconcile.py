@@ -88,7 +88,7 @@ from cachecast.usecases.reports import (
     issues_of,
 )
 from cachecast.usecases.requests import LogRequest
-from cachecast.usecases.session_reports import ClientReport, SessionFileReport
+from cachecast.usecases.session_reports import ClientReport, SessionFileReport, session_profile
 
 TOLERANCE_TOKENS = 8
 MAX_LISTED_REQUESTS = 1000
@@ -109,9 +109,6 @@ class ReconcileRequest(LogRequest):
     )
     per_request: Path | None = Field(
         default=None, description="also write every replayed request to this .csv/.parquet"
-    )
-    client: str | None = Field(
-        default=None, description="the agent client's profile (default: from the log's format)"
     )
 
 
@@ -503,9 +500,9 @@ def reconcile(
     """Replay and reconcile the log (module docstring). ``on_row`` gets every replayed
     request with its verdict (None for a request without usage)."""
     request.log.check_sources()
-    from cachecast.usecases import session_reconcile as sessions  # it imports this module
+    if (profile := session_profile(request)) is not None:
+        from cachecast.usecases import session_reconcile as sessions  # it imports this module
 
-    if (profile := sessions.session_profile(request)) is not None:
         return sessions.reconcile_sessions(request, store, *profile, progress=progress)
     if request.per_request is not None:
         check_table_path(request.per_request)

@@ -26,8 +26,8 @@ from cachecast.passes.log_input import check_reading
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.causes import explain, within
 from cachecast.sessions.predictor import Prediction, SessionPredictor
-from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
-from cachecast.sessions.reading import SessionRequest, log_format, record_requests, session_requests
+from cachecast.sessions.profiles import ClientProfile
+from cachecast.sessions.reading import SessionRequest, record_requests, session_requests
 from cachecast.simulator.billing import EXACT
 from cachecast.simulator.reconcile import (
     ReconciledRequest,
@@ -47,18 +47,6 @@ from cachecast.usecases.reports import ContractReference, issues_of
 from cachecast.usecases.session_reports import SessionFileReport, client_report
 
 TOLERANCE = "each of reads and writes within max(8 tokens, 1% of the prompt)"
-
-
-def session_profile(request: ReconcileRequest) -> tuple[ClientProfile, str] | None:
-    """The client profile a log is predicted with, and what chose it (None: not a session)."""
-    if request.client is not None:
-        return profile_named(request.client), "client option"
-    if request.log.inline or not request.log.files:
-        return None
-    found = {profile_for_format(log_format(file.path, file.format)) for file in request.log.files}
-    if len(found) == 1 and (profile := found.pop()) is not None:
-        return profile, "log format"
-    return None
 
 
 @dataclass(slots=True)
