@@ -21,7 +21,6 @@ from decimal import Decimal, localcontext
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
-from cachecast.logs.types import ObservedUsage
 from cachecast.passes.log_input import check_reading
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.causes import explain, within
@@ -225,14 +224,7 @@ def _reconciled(
         cache_write_tokens=writes,
         uncached_input_tokens=predicted.uncached,
     )
-    observed = ObservedUsage(
-        input_tokens=usage.input_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cache_write_by_ttl=usage.cache_write_by_ttl,
-        output_tokens=usage.output_tokens,
-    )
-    return reconcile_request(usage_predicted, observed, contract)
+    return reconcile_request(usage_predicted, usage, contract)
 
 
 def _row(

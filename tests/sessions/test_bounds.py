@@ -15,41 +15,16 @@ from typer.testing import CliRunner
 
 from cachecast.cli import app
 from cachecast.core import db
+from tests.sessions.helpers import codex_rollout
 
 PEAK_MB = 500  # issue 28: a hostile file of a few MB keeps a command under 500 MB
 
 
-def codex_with_span(path: Path, length: str) -> Path:
-    usage = {"input_tokens": 5000, "cached_input_tokens": 0, "output_tokens": 10}
-    text = f"[REDACTED_TEXT len={length} sha=ab12]"
-    lines = [
-        {"timestamp": "2026-02-23T11:40:00Z", "type": "session_meta", "payload": {"id": "x"}},
-        {"timestamp": "2026-02-23T11:40:01Z", "type": "turn_context", "payload": {"model": "m"}},
-        {
-            "timestamp": "2026-02-23T11:40:02Z",
-            "type": "response_item",
-            "payload": {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": text}],
-            },
-        },
-        {
-            "timestamp": "2026-02-23T11:40:03Z",
-            "type": "event_msg",
-            "payload": {
-                "type": "token_count",
-                "info": {"total_token_usage": usage, "last_token_usage": usage},
-            },
-        },
-    ]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
-
-
 @pytest.mark.parametrize("length", ["9" * 5000, "1000000000"])
 def test_redacted_span_refused_by_its_length(tmp_path: Path, length: str) -> None:
-    rollout = codex_with_span(tmp_path / "rollout.jsonl", length)
+    rollout = codex_rollout(
+        tmp_path / "rollout.jsonl", user_text=f"[REDACTED_TEXT len={length} sha=ab12]"
+    )
     # Line 3 holds the span; the field is the message's text.
     result = CliRunner().invoke(app, ["inspect", str(rollout), "--json"])
     assert result.exit_code == 0, result.output

@@ -21,6 +21,7 @@ from cachecast.service.app import create_app
 from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
 from tests.conftest import shared_data
 from tests.service.conftest import make_settings
+from tests.sessions.helpers import codex_rollout
 
 
 @pytest.fixture(scope="module")
@@ -107,24 +108,6 @@ def test_codex_sessions_within_tolerance(store_url: str) -> None:
     # OpenAI's cache is best effort: about one request in ten misses a prefix it had.
     assert within >= 0.85 * report.summary.requests
     assert report.summary.classes.get("provider_best_effort", 0) > 0
-
-
-def codex_rollout(path: Path, model: str) -> Path:
-    usage = {"input_tokens": 5000, "cached_input_tokens": 0, "output_tokens": 10}
-    lines = [
-        {"timestamp": "2026-02-23T11:40:00Z", "type": "session_meta", "payload": {"id": "x"}},
-        {"timestamp": "2026-02-23T11:40:01Z", "type": "turn_context", "payload": {"model": model}},
-        {
-            "timestamp": "2026-02-23T11:40:02Z",
-            "type": "event_msg",
-            "payload": {
-                "type": "token_count",
-                "info": {"total_token_usage": usage, "last_token_usage": usage},
-            },
-        },
-    ]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
 
 
 def test_nothing_priced_is_bad_input(store_url: str, tmp_path: Path) -> None:
