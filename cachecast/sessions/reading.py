@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
+from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.formats import detect_format, open_log
 from cachecast.logs.stream import LogStream
 from cachecast.logs.types import ObservedUsage
@@ -79,6 +80,7 @@ def session_records(
         try:
             raw = item.get("observed")
             observed = None if raw is None else canonical_observed(raw)
+            when = _seconds(item.get("timestamp"))
         except RecordFieldError as exc:
             errors.append(stream.error(line, exc.field, exc.reason))
             continue
@@ -89,7 +91,7 @@ def session_records(
         yield SessionRecord(
             model if isinstance(model, str) else None,
             provider if isinstance(provider, str) else None,
-            float(item.get("timestamp") or 0.0),
+            when,
             item.get("prompt_complete", True) is not False,
             observed,
         )
@@ -138,7 +140,7 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
         request_id=str(record.get("request_id") or f"{source}:{line}"),
         lineage=lineage,
         model=str(record.get("model") or ""),
-        timestamp=float(record.get("timestamp") or 0.0),
+        timestamp=_seconds(record.get("timestamp")),
         prompt_tokens=total,
         root=_root(record.get("request")),
         event=record.get("session_event") if isinstance(record.get("session_event"), str) else None,
@@ -162,6 +164,12 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
         provider if isinstance(provider, str) else None,
         version if isinstance(version, str) else None,
     )
+
+
+def _seconds(value: Any) -> float:
+    """A record's time as epoch seconds (the readers give numbers; inline records may give
+    ISO 8601); 0 where it has none."""
+    return 0.0 if value is None else iso_seconds(value, "timestamp")
 
 
 def _root(body: Any) -> str | None:

@@ -155,3 +155,43 @@ async def test_api_names_the_client(store_url: str) -> None:
         assert answer.json()["client"]["name"] == "claude-code"
         answer = await client.post("/v1/reconciliations", files=files, data={"client": "nobody"})
         assert answer.status_code == 422 and "unknown client" in answer.text
+
+
+@pytest.mark.anyio
+async def test_api_inline_records_under_a_named_client(store_url: str) -> None:
+    # Two requests of one session, 5 minutes' TTL: the second (60 s later) reads the 10,000
+    # tokens the first wrote; the first (nothing before it) writes 10,000 of its 10,003.
+    def record(at: str, read: int, written: int) -> dict[str, Any]:
+        return {
+            "timestamp": at,
+            "session": "s1",
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "request": {"messages": [{"role": "user", "content": "hi"}]},
+            "prompt_complete": False,
+            "observed": {
+                "input_tokens": read + written + 3,
+                "cache_read_tokens": read,
+                "cache_write_tokens": written,
+                "output_tokens": 5,
+            },
+        }
+
+    body = {
+        "records": [
+            record("2026-01-10T10:00:00Z", 0, 10_000),
+            record("2026-01-10T10:01:00Z", 10_000, 497),
+        ],
+        "client": "claude-code",
+    }
+    service = create_app(make_settings(store_url))
+    transport = httpx.ASGITransport(app=service)
+    async with httpx.AsyncClient(transport=transport, base_url="http://cachecast") as client:
+        answer = await client.post("/v1/reconciliations", json=body)
+    assert answer.status_code == 200, answer.text
+    report = answer.json()
+    assert report["client"]["chosen_by"] == "client option"
+    rows = sorted(report["requests"], key=lambda row: row["line"])
+    assert [row["predicted_cache_read_tokens"] for row in rows] == [0, 10_000]
+    assert [row["predicted_cache_write_tokens"] for row in rows] == [10_000, 497]
+    assert all(row["within_tolerance"] for row in rows)
