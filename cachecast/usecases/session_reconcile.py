@@ -23,10 +23,10 @@ from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
 from cachecast.passes.log_input import check_reading
 from cachecast.passes.progress import NoProgress, Progress
-from cachecast.sessions.causes import explain, within
-from cachecast.sessions.predictor import Prediction, SessionPredictor
+from cachecast.sessions.predictor import Prediction
 from cachecast.sessions.profiles import ClientProfile
 from cachecast.sessions.reading import SessionRequest, record_requests, session_requests
+from cachecast.sessions.replay import predict_sessions
 from cachecast.simulator.billing import EXACT
 from cachecast.simulator.reconcile import (
     ReconciledRequest,
@@ -92,11 +92,7 @@ def reconcile_sessions(
     for name in request.log.source_names:
         per_source.setdefault(name, 0)
     check_reading(request.log, errors, per_source)
-    # Log time decides what was cached when: requests of all files in one order (sub-agent
-    # files interleave with their session's).
-    requests.sort(key=lambda each: each.facts.timestamp)
     progress.start("reconciling", len(requests))
-    predictor = SessionPredictor(profile)
     contracts: dict[tuple[str, str], ContractTerms | str] = {}
     served: dict[tuple[str, str, dt.date], _Served] = {}
     files: dict[str, _File] = {}
@@ -106,10 +102,9 @@ def reconcile_sessions(
     overall_within = 0
     overall_classes: Counter[str] = Counter()
     versions: set[str] = set()
-    for each in requests:
+    for judged in predict_sessions(requests, profile):
+        each, predicted = judged.request, judged.predicted
         facts, observed = each.facts, each.observed
-        predicted = predictor.predict(facts)  # k's facts only: never its observed split
-        predictor.learn(facts, predicted, observed)
         progress.advance(1)
         if each.client_version:
             versions.add(each.client_version)
@@ -118,10 +113,7 @@ def reconcile_sessions(
         if isinstance(contract, str):
             unpriced[contract] += 1
             continue
-        ok = within(facts, predicted, observed)
-        verdict, why = None, predicted.basis
-        if not ok:
-            verdict, why = explain(facts, predicted, observed, profile)
+        ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
         reconciled = _reconciled(each, predicted, contract)
         key = (contract.provider, contract.model, contract.effective_from)
         target = served.get(key)
