@@ -108,12 +108,20 @@ def reconcile_sessions(
         progress.advance(1)
         if each.client_version:
             versions.add(each.client_version)
+        ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
+        # A file's figures count every prediction, priced or not (a prediction needs no price).
         figures = files.setdefault(facts.source, _File())
+        figures.requests += 1
+        figures.within += ok
+        figures.exact += predicted.read == observed.read and (
+            not observed.writes_reported or predicted.write == observed.write
+        )
+        if verdict is not None:
+            figures.causes[verdict] += 1
         contract = _contract(contracts, store, request, each)
         if isinstance(contract, str):
             unpriced[contract] += 1
             continue
-        ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
         reconciled = _reconciled(each, predicted, contract)
         key = (contract.provider, contract.model, contract.effective_from)
         target = served.get(key)
@@ -127,13 +135,9 @@ def reconcile_sessions(
         target.read += observed.read
         target.written += observed.write
         target.prompt += facts.prompt_tokens
-        figures.requests += 1
-        figures.within += ok
-        figures.exact += reconciled.exact_match
         if verdict is not None:
             target.classes[verdict] += 1
             overall_classes[verdict] += 1
-            figures.causes[verdict] += 1
         rows.append(_row(each, predicted, reconciled, contract, ok, verdict, why))
     if requests and not served:
         reasons = "; ".join(f"{reason} ({count} requests)" for reason, count in unpriced.items())

@@ -21,7 +21,7 @@ class ClientReport(Report):
 
 
 class SessionFileReport(Report):
-    """One session file's reconciliation figures."""
+    """One session file's figures: every request predicted, priced or not."""
 
     source: str
     client: str
