@@ -197,3 +197,21 @@ async def test_api_inline_records_under_a_named_client(store_url: str) -> None:
     assert [row["predicted_cache_read_tokens"] for row in rows] == [0, 10_000]
     assert [row["predicted_cache_write_tokens"] for row in rows] == [10_000, 497]
     assert all(row["within_tolerance"] for row in rows)
+
+
+def test_generic_log_that_prices_nothing_is_exit_2(store_url: str, tmp_path: Path) -> None:
+    # Not a session: a cachecast JSON-lines record of a model no contract knows (its name
+    # picks a public tokenizer, so the log is read and replayed).
+    record = {
+        "timestamp": "2026-02-23T11:40:00Z",
+        "provider": "openai",
+        "model": "gpt-4o-nothing-9",
+        "request": {"messages": [{"role": "user", "content": "hello"}]},
+        "observed": {"input_tokens": 12, "cache_read_tokens": 0, "output_tokens": 3},
+    }
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps(record) + "\n")
+    result = CliRunner().invoke(app, ["reconcile", str(log), "--database-url", store_url])
+    assert result.exit_code == 2, result.output
+    assert "nothing in the log can be priced" in result.output
+    assert "gpt-4o-nothing-9" in result.output
