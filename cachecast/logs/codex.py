@@ -137,7 +137,7 @@ def read(stream: LogStream) -> Iterator[Item]:
             payload = require_dict(event.get("payload"), "payload")
             if kind == "session_meta":
                 session = payload.get("id") if isinstance(payload.get("id"), str) else session
-                base = payload.get("base_instructions")
+                base = None if stream.usage_only else payload.get("base_instructions")
                 text = base.get("text") if isinstance(base, dict) else base
                 instructions = (
                     unredact(text, "payload.base_instructions")
@@ -155,7 +155,7 @@ def read(stream: LogStream) -> Iterator[Item]:
                 continue
             if kind == "compacted":
                 replacement = payload.get("replacement_history")
-                if isinstance(replacement, list):
+                if isinstance(replacement, list) and not stream.usage_only:
                     history = [
                         _item(item, f"payload.replacement_history[{i}]")
                         for i, item in enumerate(replacement)
@@ -166,6 +166,8 @@ def read(stream: LogStream) -> Iterator[Item]:
                 session_event = "compacted"
                 continue
             if kind == "response_item":
+                if stream.usage_only:  # no prompt wanted: no history, no filler made
+                    continue
                 item = _item(payload, "payload")
                 if snapshot is None and _is_output(payload):
                     snapshot = list(history)

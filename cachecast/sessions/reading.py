@@ -43,6 +43,7 @@ def session_requests(
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every request of a session file with usage, in file order; errors as they come."""
     stream = open_log(path, format=format, name=source)
+    stream.usage_only = True
     for line, item in stream:
         if isinstance(item, LogRecordError):
             yield item

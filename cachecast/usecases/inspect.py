@@ -151,6 +151,7 @@ def inspect_file(
     # Agent sessions are read without a tokenizer (their prompts lack the system prompt and
     # tools, and their usage can claim millions of tokens): what inspect reports is in the
     # records, and nothing per request is kept.
+    stream.usage_only = profile is not None
     requests = (
         read_log(stream, errors=errors)
         if profile is None

@@ -25,17 +25,21 @@ def test_redacted_span_refused_by_its_length(tmp_path: Path, length: str) -> Non
     rollout = codex_rollout(
         tmp_path / "rollout.jsonl", user_text=f"[REDACTED_TEXT len={length} sha=ab12]"
     )
-    # Line 3 holds the span; the field is the message's text.
+    # inspect and reconcile read sessions without their prompts: no filler is made at all.
     result = CliRunner().invoke(app, ["inspect", str(rollout), "--json"])
     assert result.exit_code == 0, result.output
-    errors = json.loads(result.stdout)["files"][0]["errors"]
-    assert len(errors) == 1 and "rollout.jsonl:3" in errors[0]
-    assert "payload.content[0].text" in errors[0]
+    inspected = json.loads(result.stdout)["files"][0]
+    assert inspected["errors"] == [] and inspected["requests"] == 1
+    # estimate builds prompts: the span (line 3, the message's text) is refused by its
+    # claimed length before any filler is made.
     url = f"sqlite:///{tmp_path / 'cachecast.db'}"
     db.upgrade(url)
-    result = CliRunner().invoke(app, ["reconcile", str(rollout), "--strict", "--database-url", url])
+    target = ["--target", "openai:gpt-4o", "--at", "2025-06-01"]
+    result = CliRunner().invoke(
+        app, ["estimate", str(rollout), *target, "--strict", "--database-url", url]
+    )
     assert result.exit_code == 2, result.output
-    assert "rollout.jsonl" in result.output and "payload.content[0].text" in result.output
+    assert "rollout.jsonl:3" in result.output and "payload.content[0].text" in result.output
     assert "Traceback" not in result.output
 
 
@@ -111,3 +115,36 @@ def test_usage_claims_near_the_cap_build_no_token_lists(tmp_path: Path) -> None:
     peak, out = peak_mb("reconcile", str(log), "--json", "--database-url", url)
     assert peak < PEAK_MB, peak
     assert json.loads(out)["summary"]["requests"] == 100
+
+
+def test_many_large_redacted_spans_make_no_filler(tmp_path: Path) -> None:
+    # 200 messages each claiming 9,999,999 redacted characters (each under the per-field
+    # limit; 2e9 characters together) and one request: inspect and reconcile stay small.
+    lines = [
+        {"timestamp": "2026-02-23T11:40:00Z", "type": "session_meta", "payload": {"id": "x"}},
+        {"timestamp": "2026-02-23T11:40:01Z", "type": "turn_context", "payload": {"model": "m"}},
+    ]
+    for index in range(200):
+        text = f"[REDACTED_TEXT len=9999999 sha={index:08x}]"
+        content = [{"type": "input_text", "text": text}]
+        lines.append(
+            {
+                "timestamp": "2026-02-23T11:40:02Z",
+                "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": content},
+            }
+        )
+    usage = {"input_tokens": 5000, "cached_input_tokens": 0, "output_tokens": 10}
+    info = {"total_token_usage": usage, "last_token_usage": usage}
+    lines.append(
+        {
+            "timestamp": "2026-02-23T11:40:03Z",
+            "type": "event_msg",
+            "payload": {"type": "token_count", "info": info},
+        }
+    )
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    peak, out = peak_mb("inspect", str(rollout), "--json")
+    assert peak < PEAK_MB, peak
+    assert json.loads(out)["files"][0]["requests"] == 1
