@@ -84,14 +84,18 @@ def hostile_claude_code(path: Path) -> Path:
     return path
 
 
+# The child's own high-water mark (VmHWM starts afresh at exec; ru_maxrss would carry the
+# forking test process's size over).
 PEAK_SCRIPT = """
-import resource, sys
+import sys
 from cachecast.cli import app
 try:
     app(sys.argv[1:], standalone_mode=False)
 except SystemExit:
     pass
-print("PEAK_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+with open("/proc/self/status") as status:
+    peak = [line.split()[1] for line in status if line.startswith("VmHWM:")][0]
+print("PEAK_KB", peak, file=sys.stderr)
 """
 
 
