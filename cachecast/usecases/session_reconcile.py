@@ -22,6 +22,7 @@ from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
 from cachecast.passes.log_input import check_reading
+from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.predictor import Prediction
 from cachecast.sessions.profiles import ClientProfile
@@ -46,6 +47,24 @@ from cachecast.usecases.reports import ContractReference, issues_of
 from cachecast.usecases.session_reports import SessionFileReport, client_report
 
 TOLERANCE = "each of reads and writes within max(8 tokens, 1% of the prompt)"
+# ``--per-request`` on sessions: one row per predicted and priced request.
+SESSION_COLUMNS: dict[str, str] = {
+    "target": "string",
+    "source": "string",
+    "line": "int64",
+    "request_id": "string",
+    "timestamp": "float64",
+    "input_tokens": "int64",
+    "predicted_cache_read_tokens": "int64",
+    "observed_cache_read_tokens": "int64",
+    "predicted_cache_write_tokens": "int64",
+    "observed_cache_write_tokens": "Int64",
+    "predicted_cost": "string",
+    "observed_cost": "string",
+    "within_tolerance": "bool",
+    "classification": "string",
+    "explanation": "string",
+}
 
 
 @dataclass(slots=True)
@@ -93,6 +112,14 @@ def reconcile_sessions(
         per_source.setdefault(name, 0)
     check_reading(request.log, errors, per_source)
     progress.start("reconciling", len(requests))
+    table = None
+    if request.per_request is not None:
+        check_table_path(request.per_request)
+        table = PerRequestTable(
+            request.per_request,
+            columns=SESSION_COLUMNS,
+            record=lambda row: row.model_dump(mode="json", include=set(SESSION_COLUMNS)),
+        )
     contracts: dict[tuple[str, str], ContractTerms | str] = {}
     served: dict[tuple[str, str, dt.date], _Served] = {}
     files: dict[str, _File] = {}
@@ -102,46 +129,56 @@ def reconcile_sessions(
     overall_within = 0
     overall_classes: Counter[str] = Counter()
     versions: set[str] = set()
-    for judged in predict_sessions(requests, profile):
-        each, predicted = judged.request, judged.predicted
-        facts, observed = each.facts, each.observed
-        progress.advance(1)
-        if each.client_version:
-            versions.add(each.client_version)
-        ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
-        # A file's figures count every prediction, priced or not (a prediction needs no price).
-        figures = files.setdefault(facts.source, _File())
-        figures.requests += 1
-        figures.within += ok
-        figures.exact += predicted.read == observed.read and (
-            not observed.writes_reported or predicted.write == observed.write
-        )
-        if verdict is not None:
-            figures.causes[verdict] += 1
-        contract = _contract(contracts, store, request, each)
-        if isinstance(contract, str):
-            unpriced[contract] += 1
-            continue
-        reconciled = _reconciled(each, predicted, contract)
-        key = (contract.provider, contract.model, contract.effective_from)
-        target = served.get(key)
-        if target is None:
-            target = served[key] = _Served(contract)
-        target.logged.add(facts.model)
-        target.summary.add(reconciled)
-        overall.add(reconciled)
-        target.within += ok
-        overall_within += ok
-        target.read += observed.read
-        target.written += observed.write
-        target.prompt += facts.prompt_tokens
-        if verdict is not None:
-            target.classes[verdict] += 1
-            overall_classes[verdict] += 1
-        rows.append(_row(each, predicted, reconciled, contract, ok, verdict, why))
-    if requests and not served:
-        reasons = "; ".join(f"{reason} ({count} requests)" for reason, count in unpriced.items())
-        raise BadInputError(f"nothing in the log can be priced: {reasons}")
+    try:
+        for judged in predict_sessions(requests, profile):
+            each, predicted = judged.request, judged.predicted
+            facts, observed = each.facts, each.observed
+            progress.advance(1)
+            if each.client_version:
+                versions.add(each.client_version)
+            ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
+            # A file's figures count every prediction, priced or not (a prediction needs no price).
+            figures = files.setdefault(facts.source, _File())
+            figures.requests += 1
+            figures.within += ok
+            figures.exact += predicted.read == observed.read and (
+                not observed.writes_reported or predicted.write == observed.write
+            )
+            if verdict is not None:
+                figures.causes[verdict] += 1
+            contract = _contract(contracts, store, request, each)
+            if isinstance(contract, str):
+                unpriced[contract] += 1
+                continue
+            reconciled = _reconciled(each, predicted, contract)
+            key = (contract.provider, contract.model, contract.effective_from)
+            target = served.get(key)
+            if target is None:
+                target = served[key] = _Served(contract)
+            target.logged.add(facts.model)
+            target.summary.add(reconciled)
+            overall.add(reconciled)
+            target.within += ok
+            overall_within += ok
+            target.read += observed.read
+            target.written += observed.write
+            target.prompt += facts.prompt_tokens
+            if verdict is not None:
+                target.classes[verdict] += 1
+                overall_classes[verdict] += 1
+            row = _row(each, predicted, reconciled, contract, ok, verdict, why)
+            if table is not None:
+                table(row)
+            rows.append(row)
+        if requests and not served:
+            reasons = "; ".join(f"{why} ({count} requests)" for why, count in unpriced.items())
+            raise BadInputError(f"nothing in the log can be priced: {reasons}")
+        if table is not None:
+            table.close()
+    except BaseException:
+        if table is not None:
+            table.discard()  # no half-written table after an error
+        raise
     rows.sort(key=lambda row: (row.within_tolerance, row.exact_match, row.source, row.line))
     del rows[MAX_LISTED_REQUESTS:]
     client = client_report(profile, versions, chosen_by)

@@ -215,3 +215,25 @@ def test_generic_log_that_prices_nothing_is_exit_2(store_url: str, tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert "nothing in the log can be priced" in result.output
     assert "gpt-4o-nothing-9" in result.output
+
+
+def test_per_request_table_of_a_session(store_url: str, tmp_path: Path) -> None:
+    path = shared_data("recordings/claude_code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl")
+    table = tmp_path / "rows.csv"
+    report = run([path], store_url, per_request=table)
+    lines = table.read_text().splitlines()
+    assert len(lines) == 1 + 20  # a header and PROVENANCE.md's 20 unique messages
+    header = lines[0].split(",")
+    assert header[:3] == ["target", "source", "line"] and "classification" in header
+    observed = claude_usage(Path(path))
+    column = header.index("observed_cache_read_tokens")
+    ids = header.index("request_id")
+    for line in lines[1:]:
+        cells = line.split(",")
+        assert int(cells[column]) == observed[cells[ids]][1]
+    assert report.summary.requests == 20
+    # Nothing priced: no table is left behind.
+    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-nothing-9")
+    with pytest.raises(BadInputError):
+        run([rollout], store_url, per_request=tmp_path / "none.csv")
+    assert not (tmp_path / "none.csv").exists()
