@@ -77,6 +77,13 @@ DefaultProviderOption = Annotated[
     str | None, typer.Option("--provider", help="Provider of the records that name none.")
 ]
 StrictOption = Annotated[bool, typer.Option(help="Stop at the first bad log line.")]
+ClientOption = Annotated[
+    str | None,
+    typer.Option(
+        "--client",
+        help="The agent that wrote the sessions: claude-code, codex (default: from the format).",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)

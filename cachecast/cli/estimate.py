@@ -86,6 +86,7 @@ def estimate_command(
         typer.Option(help="Also write every billed request to FILE (.csv or .parquet)."),
     ] = None,
     html: HtmlOption = None,
+    client: common.ClientOption = None,
     strict: common.StrictOption = False,
     auto_cache_control: Annotated[
         bool,
@@ -146,6 +147,7 @@ def estimate_command(
         auto_cache_control=auto_cache_control,
         per_request=per_request,
         explain_misses=miss_causes,
+        client=client,
     )
     store = contract_store(database_url)
     executor = ray_executor(ray_address) if ray or ray_address is not None else None
@@ -153,6 +155,11 @@ def estimate_command(
         report = estimate(request, store, progress=progress, executor=executor)
 
     print_skipped(report.errors, report.skipped_lines)
+    if report.client is not None:
+        stderr.print(
+            f"client: {report.client.title} (chosen by {report.client.chosen_by};"
+            f" profile: {report.client.source})"
+        )
     if per_request is not None:
         stderr.print(f"wrote {sum(t.requests for t in report.targets)} rows to {per_request}")
     if html is not None:

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from cachecast.cli.common import FormatOption, ResultsOption, command, expand_globs, stderr
+from cachecast.cli.common import (
+    ClientOption,
+    FormatOption,
+    ResultsOption,
+    command,
+    expand_globs,
+    stderr,
+)
 
 if TYPE_CHECKING:
     from cachecast.usecases.inspect import FileInspection
@@ -28,6 +35,7 @@ def inspect_command(
     log_format: FormatOption = None,
     results: ResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    client: ClientOption = None,
 ) -> None:
     """Per file: the detected format, billed requests, models and providers, the time span,
     observed usage totals, and every line that could not be read (file:line: field: reason).
@@ -36,7 +44,7 @@ def inspect_command(
     from cachecast.usecases.inspect import InspectRequest, inspect
 
     files = LogInput.of_paths(expand_globs(logs), format=log_format, results=results).files
-    report = inspect(InspectRequest(files=files))
+    report = inspect(InspectRequest(files=files, client=client))
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return
@@ -53,6 +61,11 @@ def inspect_command(
 def _print_file(out: Console, file: FileInspection) -> None:
     paired = f" + {file.results_path}" if file.results_path else ""
     out.print(f"[bold]{file.path}[/bold]{paired}: format {file.format}", markup=True)
+    if file.client is not None:
+        versions = ", ".join(file.client.versions) or "not stated"
+        out.print(
+            f"  client        {file.client.title} (versions {versions}; {file.client.source})"
+        )
     out.print(f"  requests      {file.requests:,} ({file.requests_with_usage:,} with usage)")
     if file.models:
         out.print("  models        " + ", ".join(f"{m} ({n:,})" for m, n in file.models.items()))

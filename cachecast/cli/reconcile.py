@@ -60,6 +60,7 @@ def reconcile_command(
     ] = None,
     html: HtmlOption = None,
     strict: common.StrictOption = False,
+    client: common.ClientOption = None,
     database_url: common.DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG under the contract of the model that served each request and compare the
@@ -67,7 +68,9 @@ def reconcile_command(
 
     Exact where the tokenizer is public, within 8 tokens or 1% where it is approximated;
     every mismatch is classified (tokenizer approximation, warm cache at log start, contract
-    disputed, provider best-effort miss, unexplained).
+    disputed, provider best-effort miss, unexplained). Agent sessions (Claude Code, Codex;
+    --client) are predicted from the log's own counts under the client's profile, each of
+    reads and writes within 8 tokens or 1%, every other request given its cause.
     """
     from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 
@@ -81,7 +84,9 @@ def reconcile_command(
         provider=provider,
         strict=strict,
     )
-    request = ReconcileRequest(log=log_input, at=parse_day(at), per_request=per_request)
+    request = ReconcileRequest(
+        log=log_input, at=parse_day(at), per_request=per_request, client=client
+    )
     store = contract_store(database_url)
     with progress_bar() as progress:
         report = reconcile(request, store, progress=progress)
@@ -99,6 +104,26 @@ def reconcile_command(
 def print_report(report: ReconcileReport) -> None:
     out = Console(file=sys.stdout)
     summary = report.summary
+    if report.client is not None:
+        versions = ", ".join(report.client.versions) or "not stated"
+        out.print(
+            f"client: {report.client.title} (versions {versions}; chosen by"
+            f" {report.client.chosen_by}; profile: {report.client.source})",
+            highlight=False,
+        )
+        files = Table(title="session files", box=box.SIMPLE_HEAD, pad_edge=False)
+        for header in ("file", "requests", "in tol.", "exact", "causes"):
+            files.add_column(header, justify="left" if header in ("file", "causes") else "right")
+        for figures in report.files:
+            causes = ", ".join(f"{name} {count}" for name, count in figures.causes.items())
+            files.add_row(
+                Path(figures.source).name,
+                str(figures.requests),
+                str(figures.within_tolerance),
+                str(figures.exact),
+                causes,
+            )
+        out.print(files)
     table = Table(
         title=f"{summary.requests} requests with observed usage, predicted against observed",
         caption=f"tolerance: {report.tolerance}; MAE = mean |error| per request",
@@ -124,7 +149,10 @@ def print_report(report: ReconcileReport) -> None:
             each.read_bias_tokens,
         )
     out.print(table)
-    mismatches = [row for row in report.requests if not row.exact_match]
+    if report.client is not None:  # sessions: tolerance, not exactness, is the claim
+        mismatches = [row for row in report.requests if not row.within_tolerance]
+    else:
+        mismatches = [row for row in report.requests if not row.exact_match]
     if mismatches:
         listing = Table(title="mismatches", box=box.SIMPLE_HEAD, pad_edge=False)
         for header in ("request", "read pred/obs", "write pred/obs", "class", "why"):

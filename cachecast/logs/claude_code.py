@@ -94,6 +94,9 @@ class _Lineage:
     messages: list[dict[str, Any]] = field(default_factory=list)
     pending: _Pending | None = None
     current_id: str | None = None  # the message id the last assistant message holds
+    # What reset the conversation before the next request ("compacted", "restarted"): the
+    # session predictor reads it as the reason the cached history no longer applies.
+    event: str | None = None
 
 
 def read(stream: LogStream) -> Iterator[Item]:
@@ -159,6 +162,7 @@ def _lineage(
     elif boundary or (parent is None and kind == "user" and key == session):
         lineage.messages = []
         lineage.current_id = None
+        lineage.event = "compacted" if boundary else "restarted"
     return None if boundary else lineage
 
 
@@ -203,6 +207,12 @@ def _event(
             session=lineage.session,
             prompt_complete=False,
         )
+        version = event.get("version")
+        if isinstance(version, str):
+            record["client_version"] = version[:40]
+        if lineage.event is not None:
+            record["session_event"] = lineage.event
+            lineage.event = None
         usage = require_dict(usage, "message.usage")
         slot = _Slot()
         queue.append(slot)

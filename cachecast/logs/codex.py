@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.core.limits import current
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import Item, LogStream, json_lines
@@ -48,6 +49,7 @@ OUTPUT_ITEMS = frozenset(
     }
 )
 REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+) sha=([0-9a-f]+)\]")
+MAX_LEN_DIGITS = 12  # a longer len= is refused before it is read as a number
 _FILLER_WORDS = (
     "the",
     "of",
@@ -124,6 +126,8 @@ def read(stream: LogStream) -> Iterator[Item]:
     started: str | None = None  # timestamp of its first output item
     total: dict[str, Any] | None = None
     count = 0
+    version: str | None = None
+    session_event: str | None = None  # "compacted" until the next request
     for line, event in json_lines(stream.path, stream.source):
         if isinstance(event, LogRecordError):
             yield line, event
@@ -133,11 +137,17 @@ def read(stream: LogStream) -> Iterator[Item]:
             payload = require_dict(event.get("payload"), "payload")
             if kind == "session_meta":
                 session = payload.get("id") if isinstance(payload.get("id"), str) else session
-                base = payload.get("base_instructions")
+                base = None if stream.usage_only else payload.get("base_instructions")
                 text = base.get("text") if isinstance(base, dict) else base
-                instructions = unredact(text) if isinstance(text, str) else instructions
+                instructions = (
+                    unredact(text, "payload.base_instructions")
+                    if isinstance(text, str)
+                    else instructions
+                )
                 named = payload.get("model_provider")
                 provider = named if isinstance(named, str) else provider
+                cli = payload.get("cli_version")
+                version = cli[:40] if isinstance(cli, str) else version
                 continue
             if kind == "turn_context":
                 named = payload.get("model")
@@ -145,7 +155,7 @@ def read(stream: LogStream) -> Iterator[Item]:
                 continue
             if kind == "compacted":
                 replacement = payload.get("replacement_history")
-                if isinstance(replacement, list):
+                if isinstance(replacement, list) and not stream.usage_only:
                     history = [
                         _item(item, f"payload.replacement_history[{i}]")
                         for i, item in enumerate(replacement)
@@ -153,8 +163,11 @@ def read(stream: LogStream) -> Iterator[Item]:
                 else:
                     history = []
                 snapshot = None
+                session_event = "compacted"
                 continue
             if kind == "response_item":
+                if stream.usage_only:  # no prompt wanted: no history, no filler made
+                    continue
                 item = _item(payload, "payload")
                 if snapshot is None and _is_output(payload):
                     snapshot = list(history)
@@ -203,6 +216,11 @@ def read(stream: LogStream) -> Iterator[Item]:
                 prompt_complete=False,
             )
             record["observed"] = to_canonical(observed)
+            if version is not None:
+                record["client_version"] = version
+            if session_event is not None:
+                record["session_event"] = session_event
+                session_event = None
             snapshot, started = None, None
         except RecordFieldError as exc:
             yield line, stream.error(line, exc.field, exc.reason)
@@ -232,11 +250,16 @@ def _item(payload: Any, path: str) -> dict[str, Any]:
                 part = require_dict(part, f"{path}.content[{index}]")
                 text = part.get("text")
                 if isinstance(text, str):
-                    parts.append({"type": part.get("type", "input_text"), "text": unredact(text)})
+                    parts.append(
+                        {
+                            "type": part.get("type", "input_text"),
+                            "text": unredact(text, f"{path}.content[{index}].text"),
+                        }
+                    )
                 else:  # images and files: their JSON as text (approximate anyway)
                     parts.append({"type": "input_text", "text": orjson.dumps(part).decode()})
         elif isinstance(content, str):
-            parts.append({"type": "input_text", "text": unredact(content)})
+            parts.append({"type": "input_text", "text": unredact(content, f"{path}.content")})
         return {"type": "message", "role": role, "content": parts}
     if kind == "reasoning":
         return {"type": "reasoning"}
@@ -245,14 +268,18 @@ def _item(payload: Any, path: str) -> dict[str, Any]:
         arguments = payload.get("arguments", payload.get("input", payload.get("action", "")))
         if not isinstance(arguments, str):
             arguments = orjson.dumps(arguments).decode()
-        return {"type": "function_call", "name": name, "arguments": unredact(arguments)}
+        return {
+            "type": "function_call",
+            "name": name,
+            "arguments": unredact(arguments, f"{path}.arguments"),
+        }
     if kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
         output = payload.get("output", "")
         if not isinstance(output, str):
             output = orjson.dumps(output).decode()
-        return {"type": "function_call_output", "output": unredact(output)}
+        return {"type": "function_call_output", "output": unredact(output, f"{path}.output")}
     # Web search calls and other tool items: their JSON as the model's own text.
-    text = unredact(orjson.dumps(payload).decode())
+    text = unredact(orjson.dumps(payload).decode(), path)
     return {
         "type": "message",
         "role": "assistant",
@@ -260,10 +287,29 @@ def _item(payload: Any, path: str) -> dict[str, Any]:
     }
 
 
-def unredact(text: str) -> str:
-    """Each ``[REDACTED_... len=N sha=H]`` placeholder replaced by N characters of filler."""
+def unredact(text: str, path: str = "text") -> str:
+    """Each ``[REDACTED_... len=N sha=H]`` placeholder replaced by N characters of filler.
+
+    N is checked before anything is made: more than :data:`MAX_LEN_DIGITS` digits, or more
+    filler in one field than ``max_request_tokens`` characters (a prompt no request may
+    carry), is refused naming ``path``; ``len=1e9`` never becomes a gigabyte of text."""
     if "[REDACTED_" not in text:
         return text
+    limit = current().max_request_tokens
+    total = 0
+    for match in REDACTED.finditer(text):
+        digits = match.group(1)
+        if len(digits) > MAX_LEN_DIGITS:
+            raise RecordFieldError(
+                path, f"a redacted span claims a length of {len(digits)} digits (at most {limit:,})"
+            )
+        total += int(digits)
+        if total > limit:
+            raise RecordFieldError(
+                path,
+                f"redacted spans claim {total:,} characters, over the limit of {limit:,}"
+                " (setting max_request_tokens; docs/limits.md)",
+            )
     return REDACTED.sub(lambda m: filler(int(m.group(1)), m.group(2)), text)
 
 

@@ -72,6 +72,10 @@ class LogStream:
         # Set by documents(): the file is one document, so records are numbered by their
         # position in it rather than by line.
         self.whole_document = False
+        # Set before reading by a caller that needs each request's usage, model, time and
+        # session but not its prompt (agent sessions' reports): a reader may then leave the
+        # prompt unbuilt, so that what it keeps per session stays a few numbers.
+        self.usage_only = False
         self._reader = reader
         self._counts_itself = counts_itself
         self._started = False

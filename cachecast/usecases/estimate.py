@@ -57,6 +57,7 @@ from cachecast.usecases.reports import (
     issues_of,
 )
 from cachecast.usecases.requests import LogRequest
+from cachecast.usecases.session_reports import ClientReport, client_of
 
 HIT_RATE_DEFINITION = (
     "cache_read_tokens / input_tokens (prompt tokens read from cache, all targets)"
@@ -165,6 +166,7 @@ class EstimateReport(Report):
     skipped_lines: int
     errors: list[InputIssue]
     targets: list[TargetEstimate]
+    client: ClientReport | None = Field(default=None, description="agent sessions: the client")
 
 
 def today() -> dt.date:
@@ -238,6 +240,7 @@ def estimate(
             table.discard()  # no half-written table after an error
         raise
     return EstimateReport(
+        client=client_of(request),
         at=day,
         sources=request.log.source_names,
         skipped_lines=len(

@@ -22,9 +22,12 @@ from pydantic import BaseModel, Field
 
 from cachecast.logs import LogRecordError, open_log, pair_batch_files
 from cachecast.passes.log_input import LogFile, LogInput
+from cachecast.sessions.profiles import profile_for_format, profile_named
+from cachecast.sessions.reading import session_records
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
 from cachecast.usecases.requests import Request
+from cachecast.usecases.session_reports import ClientReport, client_report
 
 # A file with a million bad lines lists this many; error_count says how many there were.
 MAX_REPORTED_ERRORS = 100
@@ -65,6 +68,9 @@ class FileInspection(Report):
         description="file:line: usage that contradicts itself (cache reads and writes above"
         " the prompt): kept as reported, never billed or reconciled",
     )
+    client: ClientReport | None = Field(
+        default=None, description="agent sessions: the client that wrote them (docs/clients.md)"
+    )
 
 
 class InspectReport(Report):
@@ -76,6 +82,9 @@ class InspectRequest(Request):
     a batch results file among the others (``logs.pair_batch_files``)."""
 
     files: list[LogFile] = Field(min_length=1)
+    client: str | None = Field(
+        default=None, description="the agent client (docs/clients.md; default: from the format)"
+    )
 
 
 def inspect(request: InspectRequest) -> InspectReport:
@@ -93,7 +102,11 @@ def inspect(request: InspectRequest) -> InspectReport:
         else:
             results = file.results
         inspection = inspect_file(
-            file.path, format=file.format, results=results, name=names[file.path]
+            file.path,
+            format=file.format,
+            results=results,
+            name=names[file.path],
+            client=request.client,
         )
         shown = names.get(results) if results is not None else None
         if file.results_name is not None:
@@ -126,7 +139,9 @@ def inspect_file(
     format: str | None = None,
     results: str | Path | None = None,
     name: str | None = None,
+    client: str | None = None,
 ) -> FileInspection:
+    chosen = profile_named(client) if client is not None else None
     stream = open_log(path, format=format, results=results, name=name)
     errors: list[LogRecordError] = []
     models: Counter[str] = Counter()
@@ -137,7 +152,18 @@ def inspect_file(
     last: float | None = None
     count = with_usage = incomplete = 0
     contradictory: list[str] = []
-    for request in read_log(stream, errors=errors):
+    profile = chosen or profile_for_format(stream.format)
+    versions: set[str] = set()
+    # Agent sessions are read without a tokenizer (their prompts lack the system prompt and
+    # tools, and their usage can claim millions of tokens): what inspect reports is in the
+    # records, and nothing per request is kept.
+    stream.usage_only = profile is not None
+    requests = (
+        read_log(stream, errors=errors)
+        if profile is None
+        else session_records(stream, errors, versions)
+    )
+    for request in requests:
         count += 1
         models[request.model or "(none)"] += 1
         providers[request.provider or "(none)"] += 1
@@ -178,6 +204,9 @@ def inspect_file(
         errors=[str(error) for error in errors[:MAX_REPORTED_ERRORS]],
         error_count=len(errors),
         contradictory=contradictory,
+        client=None
+        if profile is None
+        else client_report(profile, versions, "client option" if chosen else "log format"),
     )
 
 

@@ -1,13 +1,12 @@
 """``reconcile``: our predictions held against what the providers really returned and billed.
 
-Every request of the log is replayed, in order, through the cache policy of the contract of
-the model that served it (the model the log names, ``TokenizedRequest.logged_model``, with
-its provider: aliases and regional profiles such as ``us.anthropic.claude-*`` resolve to
-their contract in the store), each model in a cache of its own. It is the estimate pipeline
-(``simulator.pricing.price_request``: the same policies, bills, miss causes and
-reconciliation) with one target per served model instead of the user's targets. The
-contract is the one in force on ``at``, else on the day of the model's first request (today
-where the log's times are not dates).
+Agent sessions (a client profile's log format, or ``client``) are predicted by
+``usecases.session_reconcile``. Every request of any other log is replayed, in order, through
+the cache policy of the contract of the model that served it (``logged_model`` with its
+provider; aliases and regional profiles resolve in the store), each model in a cache of its
+own: the estimate pipeline (``simulator.pricing.price_request``) with one target per served
+model. The contract is the one in force on ``at``, else on the day of the model's first
+request (today where the log's times are not dates).
 
 For every request with observed usage, predicted and observed reads, writes and cost sit
 side by side (``simulator.reconcile``). A request is *within tolerance* when its token error
@@ -95,6 +94,7 @@ from cachecast.usecases.reports import (
     issues_of,
 )
 from cachecast.usecases.requests import LogRequest
+from cachecast.usecases.session_reports import ClientReport, SessionFileReport, session_profile
 
 TOLERANCE_TOKENS = 8
 MAX_LISTED_REQUESTS = 1000
@@ -244,15 +244,14 @@ class ReconcileReport(Report):
     unpriced: dict[str, int] = Field(
         default_factory=dict, description="requests no contract could be found for, by reason"
     )
-
-
-# ---------------------------------------------------------------------------------------------
+    client: ClientReport | None = Field(default=None, description="sessions: the agent client")
+    files: list[SessionFileReport] = Field(default_factory=list, description="session files")
 
 
 class _OwnModel(ObservedModelMatcher):
     """Every target here is the model that served its requests."""
 
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # nothing to learn: every target served its requests
         pass
 
     def served_by(self, request: TokenizedRequest, contract: ContractTerms) -> bool:
@@ -405,9 +404,9 @@ def _day_of(timestamp: float) -> dt.date:
 
 def within_tolerance(reconciled: ReconciledRequest, exact_tokens: bool) -> bool:
     """Exact where the tokenizer is public; else within 8 tokens or 1% of the prompt."""
-    if exact_tokens:
-        return reconciled.exact_match
     error = reconciled.token_error
+    if exact_tokens:
+        return error == 0
     return error <= TOLERANCE_TOKENS or 100 * error <= reconciled.observed_input
 
 
@@ -505,8 +504,6 @@ def dispute(
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-
 RECONCILE_COLUMNS: dict[str, str] = {
     **COLUMN_TYPES,
     "within_tolerance": "boolean",
@@ -524,6 +521,10 @@ def reconcile(
     """Replay and reconcile the log (module docstring). ``on_row`` gets every replayed
     request with its verdict (None for a request without usage)."""
     request.log.check_sources()
+    if (profile := session_profile(request)) is not None:
+        from cachecast.usecases import session_reconcile as sessions  # it imports this module
+
+        return sessions.reconcile_sessions(request, store, *profile, progress=progress)
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()

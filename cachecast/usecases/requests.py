@@ -24,9 +24,11 @@ class Request(BaseModel):
 
 
 class LogRequest(Request):
-    """A request whose use case reads ``log``."""
+    """A request whose use case reads ``log``; ``client`` names the agent client whose
+    sessions it is (docs/clients.md; default: from the log's format)."""
 
     log: LogInput
+    client: str | None = None
 
 
 def request_of(kind: type[R], given: Mapping[str, Any], **values: Any) -> R:

@@ -109,12 +109,16 @@ async def test_openapi_documents_every_endpoint_with_examples(client: httpx.Asyn
 async def test_openapi_documents_the_file_uploads(client: httpx.AsyncClient) -> None:
     """The two endpoints that take files of any format: their multipart fields as the routers
     read them (inspections: ``log`` files, ``results``, ``format``; reconciliations: ``log``
-    files, ``format`` and the records' defaults and day), ``log`` repeatable binary files."""
+    files, ``format``, the records' defaults, the day and the agent client), ``log``
+    repeatable binary files."""
     paths = (await client.get("/openapi.json")).json()["paths"]
     files = {"type": "array", "items": {"type": "string", "format": "binary"}}
     expected = {
         "/v1/inspections": (set(), ["log", "results", "format"]),
-        "/v1/reconciliations": ({"application/json"}, ["log", "format", "model", "provider", "at"]),
+        "/v1/reconciliations": (
+            {"application/json"},
+            ["log", "format", "model", "provider", "at", "client"],
+        ),
     }
     for path, (other_media, fields) in expected.items():
         content = paths[path]["post"]["requestBody"]["content"]

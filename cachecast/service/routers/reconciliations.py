@@ -53,6 +53,9 @@ class ReconciliationBody(BaseModel):
     model: str | None = Field(default=None, description="model of records that name none")
     provider: str | None = Field(default=None, description="provider of records naming none")
     at: IsoDate | None = Field(default=None, description="contracts in force on this day")
+    client: str | None = Field(
+        default=None, description="agent sessions: the client profile (claude-code, codex)"
+    )
 
 
 @post_reading_body(
@@ -64,7 +67,7 @@ class ReconciliationBody(BaseModel):
     problems=(404, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields={**FILE_UPLOADS, **FORMAT_FIELD, **RECORD_DEFAULTS},
-    multipart_properties={"at": {"type": "string", "format": "date"}},
+    multipart_properties={"at": {"type": "string", "format": "date"}, "client": {"type": "string"}},
 )
 async def create_reconciliation(
     request: Request, state: Annotated[ServiceState, Depends(service_state)]
@@ -84,7 +87,8 @@ async def create_reconciliation(
             raise BadInputError(
                 f"at most {MAX_FILES} files per request", location=Location(field="log")
             )
-        fields = {name: _text(form.get(name)) for name in ("format", "model", "provider", "at")}
+        wanted = ("format", "model", "provider", "at", "client")
+        fields = {name: _text(form.get(name)) for name in wanted}
         at = None
         if fields["at"]:
             try:
@@ -114,7 +118,7 @@ async def create_reconciliation(
                     ]
                 }
             )
-            work = ReconcileRequest(log=log, at=at)
+            work = ReconcileRequest(log=log, at=at, client=fields["client"] or None)
             return await run_in_threadpool(reconcile, work, state.contracts)
     finally:
         await form.close()

@@ -1,0 +1,108 @@
+"""Why a request's observation differs from its prediction, in words a user acts on.
+
+Each cause has a short code (the report's ``classification``) and a sentence with the
+figures that support it. The causes are the ways a session's cache is documented or observed
+to behave (docs/clients.md): an idle gap that outlived the TTL, compaction, a model change,
+a sub-agent, a changed system prompt or tool list, a best-effort provider, a cache warm
+before the log began, and a client leaving the newest tokens after its last breakpoint.
+"""
+
+from __future__ import annotations
+
+from cachecast.sessions.predictor import ObservedSplit, Prediction, PromptFacts, duration
+from cachecast.sessions.profiles import ClientProfile
+
+IDLE_GAP = "idle_gap_outlived_ttl"
+COMPACTION = "compaction_rewrote_history"
+MODEL_CHANGED = "model_changed"
+SUBAGENT = "subagent_started"
+PREFIX_CHANGED = "tools_or_system_prompt_changed"
+BEST_EFFORT = "provider_best_effort"
+WARM_CACHE = "warm_cache_at_log_start"
+UNCACHED_TAIL = "tokens_after_last_breakpoint"
+CAUSES = (
+    IDLE_GAP,
+    COMPACTION,
+    MODEL_CHANGED,
+    SUBAGENT,
+    PREFIX_CHANGED,
+    BEST_EFFORT,
+    WARM_CACHE,
+    UNCACHED_TAIL,
+)
+
+
+def tolerance(facts: PromptFacts) -> int:
+    """max(8 tokens, 1% of the prompt), in whole tokens."""
+    return max(8, facts.prompt_tokens // 100)
+
+
+def within(facts: PromptFacts, predicted: Prediction, observed: ObservedSplit) -> bool:
+    allowed = tolerance(facts)
+    if abs(predicted.read - observed.read) > allowed:
+        return False
+    return not observed.writes_reported or abs(predicted.write - observed.write) <= allowed
+
+
+def explain(
+    facts: PromptFacts, predicted: Prediction, observed: ObservedSplit, profile: ClientProfile
+) -> tuple[str, str]:
+    """The cause of a request predicted outside tolerance, and a sentence with its figures."""
+    read, expected = observed.read, predicted.read
+    gap, ttl = predicted.gap_seconds, predicted.ttl_seconds
+    if abs(read - expected) <= tolerance(facts):
+        return UNCACHED_TAIL, (
+            f"the client sent {observed.uncached:,} tokens after its last cache breakpoint"
+            f" (neither read nor written; {predicted.uncached:,} expected): its newest message"
+            " was not marked for caching"
+        )
+    if read > expected:
+        if facts.event == "compacted":
+            return COMPACTION, (
+                f"compaction rewrote the history; the provider still read {read:,} tokens"
+                " (the system prompt and tools, and what the summary kept) where the log"
+                f" shows {expected:,} cached"
+            )
+        if predicted.new_lineage and facts.subagent:
+            return SUBAGENT, (
+                f"a sub-agent started with a prompt of its own; the provider read {read:,}"
+                " tokens of its system prompt and tools, cached by an earlier sub-agent this"
+                " log does not show"
+            )
+        if gap is not None and ttl is not None and gap > ttl:
+            return BEST_EFFORT, (
+                f"after an idle gap of {duration(gap)}, beyond the {duration(ttl)} lifetime,"
+                f" the provider still read {read:,} tokens: it kept the prefix longer than"
+                " documented"
+            )
+        if predicted.new_lineage or facts.event == "restarted":
+            return WARM_CACHE, (
+                f"the cache was warm before the log began: the provider read {read:,} tokens"
+                f" (the client's system prompt and tools, cached by an earlier session) where"
+                f" the log shows {expected:,} cached"
+            )
+        return BEST_EFFORT if profile.best_effort else WARM_CACHE, (
+            f"the provider read {read:,} tokens where the log shows {expected:,} cached: a"
+            " prefix cached outside this log"
+        )
+    missed = expected - read
+    if facts.event == "compacted":
+        return COMPACTION, (
+            f"compaction rewrote the history: the provider read {read:,} tokens, not the"
+            f" {expected:,} expected"
+        )
+    if predicted.previous_model not in (None, facts.model):
+        return MODEL_CHANGED, (
+            f"the model changed from {predicted.previous_model} to {facts.model}: the cache"
+            f" is kept per model ({missed:,} tokens not read)"
+        )
+    if profile.best_effort:
+        since = f", last used {duration(gap)} before" if gap is not None else ""
+        return BEST_EFFORT, (
+            f"the provider missed {missed:,} tokens of a prefix it had cached{since}:"
+            f" {profile.provider}'s automatic cache is best effort"
+        )
+    return PREFIX_CHANGED, (
+        f"the tools or system prompt changed: the provider read only {read:,} of the"
+        f" {expected:,} tokens the previous request cached ({missed:,} written again)"
+    )

@@ -1,0 +1,296 @@
+"""What each request of an agent session should have read and written, predicted from what
+the log says before it (docs/predictions.md).
+
+The rule, enforced by the types: :meth:`SessionPredictor.predict` receives request k's
+:class:`PromptFacts` only (where it sits, when, which model, and the *length* of its prompt)
+and returns k's :class:`Prediction`; k's observed split into reads, writes and uncached
+tokens (:class:`ObservedSplit`) is handed over afterwards, to :meth:`SessionPredictor.learn`,
+which is the only way an observation enters the predictor's state. So a prediction for k
+uses everything the log says about the requests before k and k's prompt length, never k's
+own split.
+
+The transcripts omit the system prompt and tools the client adds; they are not guessed with
+a tokenizer. What a request can read is the prefix an earlier request of the same lineage
+left cached: its end is that request's observed read + write (breakpoint clients), or its
+prompt plus output (automatic caches whose next prompt embeds the output), so the hidden
+part is inside it, counted by the provider itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cachecast.sessions.profiles import FIVE_MINUTES, ONE_HOUR, ClientProfile
+
+TTL_SECONDS = {"5m": FIVE_MINUTES, "1h": ONE_HOUR}
+# Share of a prompt below which a shortfall on a continuing automatic-cache lineage is taken
+# as a systematic lag (the end of every prompt re-sent differently) rather than a miss.
+LAG_SHARE = 0.05
+DEFAULT_TAIL = 3  # tokens a breakpoint client leaves after its last breakpoint, until seen
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFacts:
+    """What a prediction for a request may know about the request itself: never its split."""
+
+    source: str
+    line: int
+    request_id: str
+    lineage: str  # the session, sub-agent or sidechain whose cache the request continues
+    model: str
+    timestamp: float
+    prompt_tokens: int  # the length of the prompt: input + cache read + cache write
+    root: str | None = (
+        None  # fingerprint of the first visible message (shared roots, shared prefix)
+    )
+    event: str | None = None  # "compacted", "restarted": what the log says happened before it
+    subagent: bool = False  # a sub-agent or sidechain lineage (its own system prompt)
+    parent: str | None = None  # the lineage a compaction agent summarises (it shares its cache)
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedSplit:
+    """What the provider reported for the request: only :meth:`SessionPredictor.learn` sees it."""
+
+    read: int
+    write: int
+    uncached: int
+    output: int = 0
+    write_by_ttl: dict[str, int] = field(default_factory=dict)
+    writes_reported: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    read: int
+    write: int
+    uncached: int
+    ttl: str | None  # the TTL option the write is predicted under ("5m", "1h")
+    basis: str  # in words: what the prediction rests on
+    # What the log said before the request, for the explanation of a miss:
+    gap_seconds: float | None = None  # since the lineage's cached prefix was last used
+    ttl_seconds: float | None = None  # that prefix's lifetime
+    previous_model: str | None = None  # the model of the lineage's previous request
+    new_lineage: bool = True  # no earlier request of this lineage in the log
+
+
+@dataclass(slots=True)
+class _Entry:
+    """A cached prefix: where it ends, when it was last used, and its lifetime."""
+
+    end: int
+    used: float
+    ttl: float
+
+
+@dataclass(slots=True)
+class _Lineage:
+    model: str
+    entry: _Entry | None = None
+    tail: int = DEFAULT_TAIL
+    lag: int = 0
+    last_short: int = 0
+    last_prompt: int = 0
+    last_time: float = 0.0
+    requests: int = 0
+
+
+class SessionPredictor:
+    """Predicts requests in log order for one client (module docstring)."""
+
+    def __init__(self, profile: ClientProfile) -> None:
+        self.profile = profile
+        self.lineages: dict[str, _Lineage] = {}
+        self.roots: dict[tuple[str, str], _Entry] = {}  # (model, root) -> longest prefix
+        self.session_start: dict[str, int] = {}  # model -> prefix common to sessions
+        self.ttl_seen: str | None = None  # the TTL option the client's writes last used
+
+    # --- prediction: k's facts only ---------------------------------------------------------
+
+    def predict(self, facts: PromptFacts) -> Prediction:
+        if self.profile.caching == "automatic":
+            return self._predict_automatic(facts)
+        return self._predict_breakpoint(facts)
+
+    def _alive(self, entry: _Entry | None, now: float, total: int) -> bool:
+        return entry is not None and now - entry.used <= entry.ttl and entry.end <= total
+
+    def _context(self, facts: PromptFacts) -> dict[str, object]:
+        lineage = self.lineages.get(facts.lineage)
+        if lineage is None:
+            return {"new_lineage": True}
+        entry = lineage.entry
+        return {
+            "new_lineage": False,
+            "previous_model": lineage.model,
+            "gap_seconds": None if entry is None else facts.timestamp - entry.used,
+            "ttl_seconds": None if entry is None else entry.ttl,
+        }
+
+    def _cold_basis(self, facts: PromptFacts, context: dict[str, object]) -> str:
+        """Why no cached prefix is predicted, in words."""
+        if facts.event == "compacted":
+            return "compaction rewrote the history: the prompt is written anew"
+        if facts.event == "restarted":
+            return "the conversation started again: the prompt is written anew"
+        if context["new_lineage"]:
+            if facts.subagent:
+                return "a sub-agent started with a prompt of its own: written anew"
+            return "the first request of its session in the log: written anew"
+        if context.get("previous_model") != facts.model:
+            return (
+                f"the model changed from {context.get('previous_model')} to {facts.model}:"
+                " the cache is kept per model, the prompt is written anew"
+            )
+        gap, ttl = context.get("gap_seconds"), context.get("ttl_seconds")
+        if isinstance(gap, float) and isinstance(ttl, float) and gap > ttl:
+            return (
+                f"the idle gap of {duration(gap)} outlived the cache's {duration(ttl)}"
+                " lifetime: the prompt is written anew"
+            )
+        return "no cached prefix of this prompt is known: the prompt is written anew"
+
+    def _predict_breakpoint(self, facts: PromptFacts) -> Prediction:
+        total = facts.prompt_tokens
+        context = self._context(facts)
+        lineage = self.lineages.get(facts.lineage)
+        read, basis = 0, ""
+        if (
+            lineage is not None
+            and lineage.model == facts.model
+            and facts.event is None
+            and self._alive(lineage.entry, facts.timestamp, total)
+        ):
+            assert lineage.entry is not None
+            read, basis = lineage.entry.end, "reads the prefix its previous request cached"
+        if not read and facts.parent is not None:
+            parent = self.lineages.get(facts.parent)
+            if (
+                parent is not None
+                and parent.model == facts.model
+                and self._alive(parent.entry, facts.timestamp, total)
+            ):
+                assert parent.entry is not None
+                read = parent.entry.end
+                basis = "a compaction of its session: reads the prefix the session cached"
+        if not read and facts.root is not None:
+            entry = self.roots.get((facts.model, facts.root))
+            if self._alive(entry, facts.timestamp, total):
+                assert entry is not None
+                read = entry.end
+                basis = "reads the prefix another lineage with the same history cached"
+        if not read:
+            basis = self._cold_basis(facts, context)
+        tail = lineage.tail if lineage is not None else DEFAULT_TAIL
+        uncached = min(tail, total - read)
+        ttl = self.ttl_seen or _ttl_name(self.profile.default_ttl_seconds)
+        return Prediction(read, total - read - uncached, uncached, ttl, basis, **context)  # type: ignore[arg-type]
+
+    def _step(self, tokens: int) -> int:
+        """The longest cacheable length within ``tokens`` (minimum, then increments)."""
+        minimum, step = self.profile.min_cached_tokens, self.profile.increment_tokens
+        if tokens < minimum:
+            return 0
+        return minimum + (tokens - minimum) // step * step
+
+    def _predict_automatic(self, facts: PromptFacts) -> Prediction:
+        total = facts.prompt_tokens
+        context = self._context(facts)
+        lineage = self.lineages.get(facts.lineage)
+        start = self.session_start.get(facts.model, 0)
+        read, basis = 0, self._cold_basis(facts, context)
+        if start:
+            read = start
+            basis = f"{basis}; reads the prefix common to this client's sessions"
+        if (
+            lineage is not None
+            and lineage.model == facts.model
+            and facts.event is None
+            and lineage.entry is not None
+            and facts.timestamp - lineage.entry.used <= lineage.entry.ttl
+        ):
+            continued = lineage.entry.end - lineage.lag
+            if continued > read:
+                read, basis = continued, "reads the prefix its previous request left cached"
+        read = min(self._step(read), self._step(total))
+        return Prediction(read, 0, total - read, None, basis, **context)  # type: ignore[arg-type]
+
+    # --- learning: k's observation, after k's prediction ---------------------------------------
+
+    def learn(self, facts: PromptFacts, predicted: Prediction, observed: ObservedSplit) -> None:
+        lineage = self.lineages.get(facts.lineage)
+        first = lineage is None or lineage.model != facts.model or facts.event is not None
+        if lineage is None or lineage.model != facts.model:
+            lineage = self.lineages[facts.lineage] = _Lineage(facts.model)
+        lineage.requests += 1
+        if self.profile.caching == "automatic":
+            self._learn_automatic(facts, lineage, first, predicted, observed)
+        else:
+            self._learn_breakpoint(facts, lineage, observed)
+        lineage.last_prompt = facts.prompt_tokens
+        lineage.last_time = facts.timestamp
+
+    def _learn_breakpoint(
+        self, facts: PromptFacts, lineage: _Lineage, observed: ObservedSplit
+    ) -> None:
+        ttl_name = _dominant_ttl(observed.write_by_ttl)
+        if ttl_name is not None:
+            self.ttl_seen = ttl_name
+        ttl = TTL_SECONDS.get(self.ttl_seen or "", self.profile.default_ttl_seconds)
+        end = observed.read + observed.write
+        if end:
+            lineage.entry = _Entry(end, facts.timestamp, ttl)
+            if facts.root is not None:
+                key = (facts.model, facts.root)
+                known = self.roots.get(key)
+                if known is None or known.end <= end or facts.timestamp - known.used > known.ttl:
+                    self.roots[key] = _Entry(end, facts.timestamp, ttl)
+        if observed.uncached <= max(16, facts.prompt_tokens // 100):
+            lineage.tail = observed.uncached
+
+    def _learn_automatic(
+        self,
+        facts: PromptFacts,
+        lineage: _Lineage,
+        first: bool,
+        predicted: Prediction,
+        observed: ObservedSplit,
+    ) -> None:
+        entry = lineage.entry
+        continuing = not first and entry is not None and facts.timestamp - entry.used <= entry.ttl
+        if continuing:
+            assert entry is not None
+            # How far short of the previous request's end this one read: where it is small
+            # the end of each prompt is re-sent differently (a systematic lag, kept for the
+            # next prediction); a large shortfall is a miss, which leaves the lag as it was.
+            short = max(0, entry.end - observed.read)
+            if short <= LAG_SHARE * facts.prompt_tokens:
+                # Only a shortfall seen twice in a row is taken as systematic.
+                lineage.lag = min(short, lineage.last_short)
+                lineage.last_short = short
+        else:
+            lineage.lag = 0
+            if self.profile.shared_session_start and lineage.requests == 1 and observed.read:
+                self.session_start[facts.model] = observed.read
+        end = facts.prompt_tokens + (observed.output if self.profile.output_cached else 0)
+        lineage.entry = _Entry(end, facts.timestamp, self.profile.default_ttl_seconds)
+
+
+def _dominant_ttl(by_ttl: dict[str, int]) -> str | None:
+    """The TTL option most of a request's writes used (None: no split reported)."""
+    written = {name: tokens for name, tokens in by_ttl.items() if tokens}
+    if not written:
+        return None
+    return max(written, key=lambda name: written[name])
+
+
+def _ttl_name(seconds: float) -> str:
+    return "1h" if seconds >= ONE_HOUR else "5m"
+
+
+def duration(seconds: float) -> str:
+    """``4m 36s``, ``1h 02m``: a gap or lifetime as a user reads it."""
+    whole = int(seconds)
+    if whole >= 3600:
+        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+    return f"{whole // 60}m {whole % 60:02d}s"

@@ -1,0 +1,89 @@
+"""Client profiles: how the agent that wrote a session log caches its prompts, as data.
+
+A profile is chosen from the log's format (``profile_for_format``), or named by the user
+(``--client NAME``, ``"client"`` in API bodies: ``profile_named``). Adding another agent's
+logs is one new entry in :data:`PROFILES`. Every statement a profile makes is in
+docs/clients.md, marked documented (with the page it comes from) or observed (with the
+recording that shows it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cachecast.core.errors import BadInputError
+
+FIVE_MINUTES = 300.0
+ONE_HOUR = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClientProfile:
+    """The caching behaviour of one agent client (docs/clients.md)."""
+
+    name: str
+    title: str
+    formats: tuple[str, ...]  # log formats this client writes (``logs.formats`` names)
+    provider: str
+    # "breakpoint_at_newest": the client marks cache_control on the newest message, so a
+    # request writes its whole prompt but a short tail and the next one reads it back.
+    # "automatic": the provider caches by itself, in steps of ``increment_tokens`` from
+    # ``min_cached_tokens``, and reports reads only.
+    caching: str
+    default_ttl_seconds: float  # the lifetime assumed before the log shows which one is used
+    increment_tokens: int = 1
+    min_cached_tokens: int = 0
+    # Whether the provider's cache may keep a prefix past its lifetime or drop it early
+    # (OpenAI documents its cache as best effort).
+    best_effort: bool = False
+    # Whether the generated output of a request is part of the next request's cached prefix
+    # (observed on Codex: reads exceed the previous prompt by about its output).
+    output_cached: bool = False
+    # Whether the first request of a session reads a prefix common to all of this client's
+    # sessions (its instructions and tool definitions), as earlier sessions in the log show.
+    shared_session_start: bool = False
+    source: str = "docs/clients.md"
+
+
+CLAUDE_CODE = ClientProfile(
+    name="claude-code",
+    title="Claude Code",
+    formats=("claude-code",),
+    provider="anthropic",
+    caching="breakpoint_at_newest",
+    default_ttl_seconds=FIVE_MINUTES,
+    source="docs/clients.md#claude-code",
+)
+CODEX_CLI = ClientProfile(
+    name="codex",
+    title="Codex CLI",
+    formats=("codex",),
+    provider="openai",
+    caching="automatic",
+    default_ttl_seconds=600.0,
+    increment_tokens=128,
+    min_cached_tokens=1024,
+    best_effort=True,
+    output_cached=True,
+    shared_session_start=True,
+    source="docs/clients.md#codex-cli",
+)
+
+PROFILES: dict[str, ClientProfile] = {p.name: p for p in (CLAUDE_CODE, CODEX_CLI)}
+
+
+def profile_named(name: str) -> ClientProfile:
+    """The profile called ``name`` (bad input naming the known ones otherwise)."""
+    found = PROFILES.get(name.strip().lower())
+    if found is None:
+        known = ", ".join(sorted(PROFILES))
+        raise BadInputError(f"client: unknown client {name!r}; known clients: {known}")
+    return found
+
+
+def profile_for_format(format_name: str | None) -> ClientProfile | None:
+    """The profile of the client that writes logs of ``format_name`` (None: not a session)."""
+    for profile in PROFILES.values():
+        if format_name in profile.formats:
+            return profile
+    return None

@@ -1,0 +1,319 @@
+"""``reconcile`` on agent sessions (Claude Code, Codex CLI): every request predicted from what
+the log says before it, under the client's profile, and held against its observed usage.
+
+Chosen by ``reconcile`` when the log's format belongs to a client profile or the request
+names one (``client``). No tokenizer runs: a session's prompts lack the system prompt and
+tools, so the prediction works on the provider's own counts (docs/predictions.md,
+``sessions.predictor``). A request is within tolerance when its predicted reads and writes
+are each within max(8 tokens, 1% of its prompt) of the observed ones; every other request
+gets a cause in words (``sessions.causes``). Costs are billed under the dated contract of
+the model that served the request; a log of which nothing can be priced is bad input.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+
+from cachecast.contracts import ContractStore
+from cachecast.contracts.model import ContractTerms
+from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
+from cachecast.passes.log_input import check_reading
+from cachecast.passes.per_request import PerRequestTable, check_table_path
+from cachecast.passes.progress import NoProgress, Progress
+from cachecast.sessions.predictor import Prediction
+from cachecast.sessions.profiles import ClientProfile
+from cachecast.sessions.reading import SessionRequest, record_requests, session_requests
+from cachecast.sessions.replay import predict_sessions
+from cachecast.simulator.billing import EXACT
+from cachecast.simulator.reconcile import (
+    ReconciledRequest,
+    ReconciliationSummary,
+    reconcile_request,
+)
+from cachecast.simulator.types import RequestUsage
+from cachecast.usecases.reconcile import (
+    MAX_LISTED_REQUESTS,
+    ReconciledRow,
+    ReconcileReport,
+    ReconcileRequest,
+    ReconcileSummary,
+    ReconcileTarget,
+)
+from cachecast.usecases.reports import ContractReference, issues_of
+from cachecast.usecases.session_reports import SessionFileReport, client_report
+
+TOLERANCE = "each of reads and writes within max(8 tokens, 1% of the prompt)"
+# ``--per-request`` on sessions: one row per predicted and priced request.
+SESSION_COLUMNS: dict[str, str] = {
+    "target": "string",
+    "source": "string",
+    "line": "int64",
+    "request_id": "string",
+    "timestamp": "float64",
+    "input_tokens": "int64",
+    "predicted_cache_read_tokens": "int64",
+    "observed_cache_read_tokens": "int64",
+    "predicted_cache_write_tokens": "int64",
+    "observed_cache_write_tokens": "Int64",
+    "predicted_cost": "string",
+    "observed_cost": "string",
+    "within_tolerance": "bool",
+    "classification": "string",
+    "explanation": "string",
+}
+
+
+@dataclass(slots=True)
+class _Served:
+    contract: ContractTerms
+    logged: set[str] = field(default_factory=set)
+    summary: ReconciliationSummary = field(default_factory=ReconciliationSummary)
+    within: int = 0
+    classes: Counter[str] = field(default_factory=Counter)
+    read: int = 0
+    written: int = 0
+    prompt: int = 0
+
+
+@dataclass(slots=True)
+class _File:
+    requests: int = 0
+    within: int = 0
+    exact: int = 0
+    causes: Counter[str] = field(default_factory=Counter)
+
+
+def reconcile_sessions(
+    request: ReconcileRequest,
+    store: ContractStore,
+    profile: ClientProfile,
+    chosen_by: str,
+    *,
+    progress: Progress | None = None,
+) -> ReconcileReport:
+    """Predict and reconcile every request of the sessions (module docstring)."""
+    progress = progress or NoProgress()
+    errors: list[LogRecordError] = []
+    per_source: dict[str, int] = {}
+    requests: list[SessionRequest] = []
+    for item in _items(request):
+        if isinstance(item, LogRecordError):
+            if request.log.on_bad_record == "stop":
+                raise item
+            errors.append(item)
+            continue
+        per_source[item.facts.source] = per_source.get(item.facts.source, 0) + 1
+        requests.append(item)
+    for name in request.log.source_names:
+        per_source.setdefault(name, 0)
+    check_reading(request.log, errors, per_source)
+    progress.start("reconciling", len(requests))
+    table = None
+    if request.per_request is not None:
+        check_table_path(request.per_request)
+        table = PerRequestTable(
+            request.per_request,
+            columns=SESSION_COLUMNS,
+            record=lambda row: row.model_dump(mode="json", include=set(SESSION_COLUMNS)),
+        )
+    contracts: dict[tuple[str, str], ContractTerms | str] = {}
+    served: dict[tuple[str, str, dt.date], _Served] = {}
+    files: dict[str, _File] = {}
+    rows: list[ReconciledRow] = []
+    unpriced: Counter[str] = Counter()
+    overall = ReconciliationSummary()
+    overall_within = 0
+    overall_classes: Counter[str] = Counter()
+    versions: set[str] = set()
+    try:
+        for judged in predict_sessions(requests, profile):
+            each, predicted = judged.request, judged.predicted
+            facts, observed = each.facts, each.observed
+            progress.advance(1)
+            if each.client_version:
+                versions.add(each.client_version)
+            ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
+            # A file's figures count every prediction, priced or not (a prediction needs no price).
+            figures = files.setdefault(facts.source, _File())
+            figures.requests += 1
+            figures.within += ok
+            figures.exact += predicted.read == observed.read and (
+                not observed.writes_reported or predicted.write == observed.write
+            )
+            if verdict is not None:
+                figures.causes[verdict] += 1
+            contract = _contract(contracts, store, request, each)
+            if isinstance(contract, str):
+                unpriced[contract] += 1
+                continue
+            reconciled = _reconciled(each, predicted, contract)
+            key = (contract.provider, contract.model, contract.effective_from)
+            target = served.get(key)
+            if target is None:
+                target = served[key] = _Served(contract)
+            target.logged.add(facts.model)
+            target.summary.add(reconciled)
+            overall.add(reconciled)
+            target.within += ok
+            overall_within += ok
+            target.read += observed.read
+            target.written += observed.write
+            target.prompt += facts.prompt_tokens
+            if verdict is not None:
+                target.classes[verdict] += 1
+                overall_classes[verdict] += 1
+            row = _row(each, predicted, reconciled, contract, ok, verdict, why)
+            if table is not None:
+                table(row)
+            rows.append(row)
+        if requests and not served:
+            reasons = "; ".join(f"{why} ({count} requests)" for why, count in unpriced.items())
+            raise BadInputError(f"nothing in the log can be priced: {reasons}")
+        if table is not None:
+            table.close()
+    except BaseException:
+        if table is not None:
+            table.discard()  # no half-written table after an error
+        raise
+    rows.sort(key=lambda row: (row.within_tolerance, row.exact_match, row.source, row.line))
+    del rows[MAX_LISTED_REQUESTS:]
+    client = client_report(profile, versions, chosen_by)
+    return ReconcileReport(
+        at=request.at,
+        tolerance=TOLERANCE,
+        sources=request.log.source_names,
+        skipped_lines=len({(e.location.source, e.location.line) for e in errors}),
+        errors=issues_of(errors),
+        summary=_summary(overall, overall_within, overall_classes),
+        targets=[_target(target) for target in served.values()],
+        requests=rows,
+        requests_listed=len(rows),
+        requests_without_usage=0,
+        unpriced=dict(unpriced.most_common()),
+        client=client,
+        files=[
+            SessionFileReport(
+                source=source,
+                client=profile.name,
+                requests=each.requests,
+                within_tolerance=each.within,
+                exact=each.exact,
+                causes=dict(each.causes.most_common()),
+            )
+            for source, each in files.items()
+        ],
+    )
+
+
+def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordError]:
+    log = request.log
+    if log.inline:
+        yield from record_requests(log._inline_records(), log.records_name)
+        return
+    for file in log.files:
+        yield from session_requests(file.path, file.display_name, file.format)
+
+
+def _contract(
+    contracts: dict[tuple[str, str], ContractTerms | str],
+    store: ContractStore,
+    request: ReconcileRequest,
+    each: SessionRequest,
+) -> ContractTerms | str:
+    provider = each.provider or request.log.default_provider
+    model = each.facts.model or request.log.default_model
+    if not provider or not model:
+        return "the log names no provider or model (give --provider/--model)"
+    key = (provider.lower(), model.lower())
+    found = contracts.get(key)
+    if found is None:
+        day = request.at or dt.datetime.fromtimestamp(each.facts.timestamp, dt.UTC).date()
+        try:
+            found = store.as_of(*key, day)
+        except UnknownContractError as error:
+            found = f"{key[0]}:{key[1]}: {error.message}"
+        contracts[key] = found
+    return found
+
+
+def _reconciled(
+    each: SessionRequest, predicted: Prediction, contract: ContractTerms
+) -> ReconciledRequest:
+    facts, usage = each.facts, each.usage
+    ttl = predicted.ttl if predicted.ttl in {o.name for o in contract.ttl_options} else None
+    writes = {ttl or contract.default_ttl.name: predicted.write} if predicted.write else {}
+    usage_predicted = RequestUsage(
+        request_id=facts.request_id,
+        line=facts.line,
+        timestamp=facts.timestamp,
+        scope=facts.lineage,
+        input_tokens=facts.prompt_tokens,
+        output_tokens=usage.output_tokens or 0,  # the same output on both sides
+        cache_read_tokens=predicted.read,
+        cache_write_tokens=writes,
+        uncached_input_tokens=predicted.uncached,
+    )
+    return reconcile_request(usage_predicted, usage, contract)
+
+
+def _row(
+    each: SessionRequest,
+    predicted: Prediction,
+    reconciled: ReconciledRequest,
+    contract: ContractTerms,
+    ok: bool,
+    verdict: str | None,
+    why: str,
+) -> ReconciledRow:
+    facts = each.facts
+    return ReconciledRow.read(
+        reconciled,
+        source=facts.source,
+        timestamp=facts.timestamp,
+        target=f"{contract.provider}:{contract.model}",
+        exact_tokens=False,
+        input_tokens=facts.prompt_tokens,
+        predicted_cache_read_tokens=predicted.read,
+        observed_cache_read_tokens=each.observed.read,
+        predicted_cache_write_tokens=predicted.write,
+        observed_cache_write_tokens=each.observed.write if each.observed.writes_reported else None,
+        within_tolerance=ok,
+        classification=verdict,
+        explanation=why,
+        miss_causes=[],
+    )
+
+
+def _summary(
+    summary: ReconciliationSummary, within_count: int, classes: Counter[str]
+) -> ReconcileSummary:
+    report = ReconcileSummary.of(summary, within_count, Counter())
+    return report.model_copy(update={"classes": dict(classes.most_common())})
+
+
+def _target(target: _Served) -> ReconcileTarget:
+    contract = target.contract
+    with localcontext(EXACT):
+        cost = target.summary.observed_cost_sum + Decimal(0)
+    return ReconcileTarget(
+        provider=contract.provider,
+        model=contract.model,
+        logged_models=sorted(target.logged),
+        contract=ContractReference.of(contract),
+        tokenizer="none: the provider's own counts from the log's usage",
+        requests=target.summary.requests,
+        input_tokens=target.prompt,
+        cache_read_tokens=target.read,
+        cache_write_tokens=target.written,
+        hit_rate=target.read / target.prompt if target.prompt else 0.0,
+        cost=cost,
+        summary=_summary(target.summary, target.within, target.classes),
+        miss_causes=[],
+        calibration=[],
+        timeline=[],
+        notes=[],
+    )
