@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from cachecast.logs.errors import LogFileError
 from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
 from cachecast.sessions.reading import log_format
 from cachecast.usecases.reports import Report
@@ -48,7 +49,14 @@ def session_profile(request: LogRequest) -> tuple[ClientProfile, str] | None:
         return profile_named(request.client), "client option"
     if request.log.inline or not request.log.files:
         return None
-    found = {profile_for_format(log_format(file.path, file.format)) for file in request.log.files}
+    found: set[ClientProfile | None] = set()
+    for file in request.log.files:
+        try:
+            found.add(profile_for_format(log_format(file.path, file.format)))
+        except LogFileError:
+            # A file no format reads is reported by the pass that reads the log (named, after
+            # the report of the files it could read; docs/errors.md); it names no client.
+            found.add(None)
     if len(found) == 1 and (profile := found.pop()) is not None:
         return profile, "log format"
     return None
