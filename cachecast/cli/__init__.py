@@ -22,6 +22,7 @@ from cachecast.cli import reconcile as reconcile_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
+from cachecast.cli import usage as usage_cli
 from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
 from cachecast.core import db
@@ -89,6 +90,7 @@ for _module in (
     simulate_cli,
     estimate_cli,
     reconcile_cli,
+    usage_cli,
     layouts_cli,
     serve_cli,
     worker_cli,
