@@ -7,9 +7,11 @@
   contract in force on the request's date (in ``timezone``), with the long-context tier the
   whole prompt reaches (cache reads and writes count toward it); the same tokens with caching
   off give the bill without caching, and the difference is what caching saved;
-* asks the :class:`~cachecast.simulator.session_reads.ReadPredictor` what it should have read:
-  the tokens it read fewer (``missed``) were paid as writes or plain input instead of reads;
-  that difference in dollars is "lost", attributed to the prediction's cause;
+* asks the :class:`~cachecast.simulator.session_reads.ReadPredictor` what an earlier request
+  of its lineage had cached (``cacheable``) and what it should have read: the cached tokens
+  it did not read (``missed``) were paid as writes or plain input instead of reads; that
+  difference in dollars is "lost", attributed to the prediction's cause (an idle gap that
+  outlived the TTL, a prompt rewritten inside the cached prefix, ...);
 * adds the request to its row (``by``: day, session, project, model, several allowed), to the
   totals, to the timeline (hit rate by hour, or by day over long spans) and to the worst
   requests (most dollars lost).
@@ -125,7 +127,8 @@ class WorstRequest(Report):
     timestamp: dt.datetime | None
     prompt_tokens: int
     cache_read_tokens: int
-    expected_read_tokens: int
+    expected_read_tokens: int = Field(description="what the predictor says it should have read")
+    cacheable_tokens: int = Field(description="what an earlier request of its lineage cached")
     cause: str
     detail: str
     lost: Money
@@ -460,7 +463,7 @@ def usage_report(
             with localcontext(EXACT):
                 cost = bill_request(usage, terms).total
                 plain = bill_without_cache(usage, terms).total
-            missed = max(0, prediction.expected_read - call.cache_read_tokens)
+            missed = max(0, prediction.cacheable - call.cache_read_tokens)
             lost = _lost(call, terms, missed) if missed else ZERO
             priced = _Priced(cost, plain, missed, prediction.cause, lost)
             if missed and request.worst:
@@ -474,6 +477,7 @@ def usage_report(
                     prompt_tokens=call.input_tokens,
                     cache_read_tokens=call.cache_read_tokens,
                     expected_read_tokens=prediction.expected_read,
+                    cacheable_tokens=prediction.cacheable,
                     cause=prediction.cause,
                     detail=prediction.detail,
                     lost=lost,
