@@ -25,7 +25,6 @@ from cachecast.cli import tokenize as tokenize_cli
 from cachecast.cli import usage as usage_cli
 from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
-from cachecast.core import db
 
 app = typer.Typer(
     name="cachecast",
@@ -54,6 +53,8 @@ def db_upgrade(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Apply migrations up to REVISION (default: the newest)."""
+    from cachecast.core import db
+
     url = db.resolve_database_url(database_url)
     db.upgrade(url, revision)
     console.print(f"database at revision {db.current_revision(url)}")
@@ -66,6 +67,8 @@ def db_downgrade(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Revert migrations down to REVISION."""
+    from cachecast.core import db
+
     url = db.resolve_database_url(database_url)
     db.downgrade(url, revision)
     console.print(f"database at revision {db.current_revision(url)}")
@@ -75,6 +78,8 @@ def db_downgrade(
 @command
 def db_current(database_url: DatabaseUrlOption = None) -> None:
     """Print the database's current revision and whether it is the newest."""
+    from cachecast.core import db
+
     url = db.resolve_database_url(database_url)
     # A read: a SQLite file that is not there is reported as empty, not created.
     current = db.current_revision(url) if db.exists(url) else None

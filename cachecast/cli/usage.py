@@ -109,7 +109,15 @@ def usage_command(
             "on_bad_record": "stop" if strict else "skip",
         }
     )
-    report = usage_report(request, contract_store(database_url))
+    from cachecast.contracts.answers import RememberedAnswers
+    from cachecast.core.db_location import chosen_database_url
+
+    # The store is opened only for a (provider, model, day) whose answer is not remembered.
+    answers = RememberedAnswers(
+        chosen_database_url(database_url), lambda: contract_store(database_url)
+    )
+    report = usage_report(request, answers)
+    answers.save()
     if html is not None:
         from cachecast.cli.usage_html import render_usage_html
 

@@ -23,7 +23,7 @@ import heapq
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -37,16 +37,14 @@ from cachecast.core.errors import (
 )
 from cachecast.core.gc_pacing import paced_collection
 from cachecast.core.limits import check_count
-from cachecast.logs import LogStream, pair_batch_files
-from cachecast.simulator.ordering import (
-    DEFAULT_REORDER_WINDOW,
-    PromptPacker,
-    in_timestamp_order,
-)
-from cachecast.tokenizers import read_log, read_records
-from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
-from cachecast.tokenizers.records import count_lines
-from cachecast.tokenizers.types import TokenizedRequest
+
+if TYPE_CHECKING:
+    from cachecast.logs import LogStream
+    from cachecast.tokenizers.calibration import Calibrator, RatioStats
+    from cachecast.tokenizers.types import TokenizedRequest
+
+# The tokenizers and the replay order are imported where a log is read: a request model
+# that only names a LogInput (every use case's) does not load them (start-up time).
 
 OnBadRecord = Literal["skip", "stop", "reject"]
 DEFAULT_RECORDS_NAME = "request"
@@ -145,6 +143,8 @@ class LogInput(BaseModel):
                 **options,
             )
         readable = [path for path in files if path.is_file()]
+        from cachecast.logs import pair_batch_files
+
         paired = dict(pair_batch_files(readable))
         chosen = [
             LogFile(path=path, results=paired.get(path))
@@ -161,6 +161,8 @@ class LogInput(BaseModel):
     def count_records(self) -> int:
         """An upper bound on the requests of one pass (a progress bar's total)."""
         inline = len(self._inline_records())
+        from cachecast.tokenizers.records import count_lines
+
         return inline + (count_lines(file.path for file in self.files) if self.files else 0)
 
     def check_sources(self) -> None:
@@ -229,12 +231,16 @@ class LogReading:
     def calibrator(self, index: int) -> Calibrator:
         found = self.calibrators.get(index)
         if found is None:
+            from cachecast.tokenizers.calibration import Calibrator
+
             found = self.calibrators[index] = Calibrator(self.tokenize_as)
         return found
 
     @property
     def calibration(self) -> dict[str, RatioStats]:
         """What the calibration of every source read so far learned, per logged model."""
+        from cachecast.tokenizers.calibration import merged
+
         return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
 
     def requests(
@@ -255,6 +261,12 @@ class LogReading:
             streams = [map(prepare, stream) for stream in streams]
         # Requests that keep their ids (no prepare, or one that needs them) are held by the
         # window as their new tokens only (ordering.PromptPacker).
+        from cachecast.simulator.ordering import (
+            DEFAULT_REORDER_WINDOW,
+            PromptPacker,
+            in_timestamp_order,
+        )
+
         packer = PromptPacker()
         streams = [map(packer.pack, stream) for stream in streams]
         if len(streams) == 1:
@@ -282,6 +294,8 @@ class LogReading:
     def _source_requests(
         self, index: int, opened: LogStream | None, first_timestamp: float
     ) -> Iterator[TokenizedRequest]:
+        from cachecast.tokenizers import read_log, read_records
+
         log = self.log
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"

@@ -39,7 +39,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 
-from cachecast.contracts import ContractStore
+from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, CachecastError, Location, LogRecordError
 from cachecast.logs.session_usage import TTL_1H, TTL_5M, SessionCall, read_calls
@@ -58,7 +58,7 @@ from cachecast.usecases.reports import (
     Report,
     hit_rate_of,
 )
-from cachecast.usecases.requests import Request
+from cachecast.usecases.request_base import Request
 from cachecast.usecases.session_files import find_sessions
 
 Grouping = Literal["day", "session", "project", "model"]
@@ -271,7 +271,7 @@ class _Unpriced:
 class _Contracts:
     """Contracts by (provider, model, day), looked up once each; misses remembered."""
 
-    def __init__(self, store: ContractStore) -> None:
+    def __init__(self, store: ContractLookup) -> None:
         self.store = store
         self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
         self.used: dict[str, ContractTerms] = {}
@@ -398,7 +398,7 @@ def _timezone(name: str) -> dt.tzinfo:
 
 def usage_report(
     request: UsageRequest,
-    store: ContractStore,
+    store: ContractLookup,
     predictor: Callable[[], ReadPredictor] = PreviousPromptPredictor,
 ) -> UsageReport:
     """The report the module docstring describes."""
