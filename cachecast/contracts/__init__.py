@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from cachecast.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cachecast.contracts.errors import (
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
     from cachecast.contracts.model import CacheMode, ContractTerms, PriceTier, TtlOption
     from cachecast.contracts.store import AddResult, ContractStore, normalize_provider
 
-# Each name is imported on first use (PEP 562), so that importing one submodule, or
-# this package for one name, does not load every other (start-up time of commands).
+# Each name is imported on first use (cachecast.core.lazy).
 _EXPORTS = {
     "ContractConflictError": "cachecast.contracts.errors",
     "ContractFormatError": "cachecast.contracts.errors",
@@ -32,20 +32,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        if not name.startswith("_"):  # a submodule not imported yet
-            try:
-                return importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError as error:
-                if error.name != f"{__name__}.{name}":
-                    raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "AddResult",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from cachecast.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cachecast.simulator.ordering import OutOfOrderError, usages_in_order
@@ -14,8 +15,7 @@ if TYPE_CHECKING:
         policy_for_contract,
     )
 
-# Each name is imported on first use (PEP 562), so that importing one submodule, or
-# this package for one name, does not load every other (start-up time of commands).
+# Each name is imported on first use (cachecast.core.lazy).
 _EXPORTS = {
     "OutOfOrderError": "cachecast.simulator.ordering",
     "usages_in_order": "cachecast.simulator.ordering",
@@ -26,20 +26,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        if not name.startswith("_"):  # a submodule not imported yet
-            try:
-                return importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError as error:
-                if error.name != f"{__name__}.{name}":
-                    raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "POLICY_KINDS",

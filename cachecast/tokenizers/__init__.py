@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from cachecast.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cachecast.core.errors import UnknownModelError
@@ -23,8 +24,7 @@ if TYPE_CHECKING:
     )
     from cachecast.tokenizers.types import Breakpoint, ObservedUsage, Segment, TokenizedRequest
 
-# Each name is imported on first use (PEP 562), so that importing one submodule, or
-# this package for one name, does not load every other (start-up time of commands).
+# Each name is imported on first use (cachecast.core.lazy).
 _EXPORTS = {
     "UnknownModelError": "cachecast.core.errors",
     "Tokenizer": "cachecast.tokenizers.base",
@@ -44,20 +44,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        if not name.startswith("_"):  # a submodule not imported yet
-            try:
-                return importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError as error:
-                if error.name != f"{__name__}.{name}":
-                    raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "Breakpoint",

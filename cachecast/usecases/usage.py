@@ -41,15 +41,13 @@ from pydantic import Field
 
 from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
-from cachecast.core.errors import BadInputError, CachecastError, Location, LogRecordError
-from cachecast.logs.session_usage import TTL_1H, TTL_5M, SessionCall, read_calls
-from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache, prices_for
+from cachecast.core.errors import BadInputError, Location, LogRecordError
+from cachecast.logs.session_usage import SessionCall, read_calls
+from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
 from cachecast.simulator.session_reads import (
     PreviousPromptPredictor,
-    ReadPrediction,
     ReadPredictor,
 )
-from cachecast.simulator.types import RequestUsage
 from cachecast.usecases.reports import (
     ContractReference,
     DecimalNumber,
@@ -60,10 +58,19 @@ from cachecast.usecases.reports import (
 )
 from cachecast.usecases.request_base import Request
 from cachecast.usecases.session_files import find_sessions
+from cachecast.usecases.usage_pricing import (
+    ContractCache,
+    WhatIf,
+    WhatIfSums,
+    add_to_scenario,
+    lost_of,
+    usage_of,
+    writes_of,
+    writes_on,
+)
 
 Grouping = Literal["day", "session", "project", "model"]
 TtlName = Literal["5m", "1h"]
-TTL_SECONDS = {TTL_5M: 300, TTL_1H: 3600}
 MAX_ISSUES = 100
 TIMELINE_HOURS_UP_TO = 24 * 14  # longer spans: one point per day
 HIT_RATE_DEFINITION = "cache-read tokens / prompt tokens (reads + writes + uncached), observed"
@@ -152,18 +159,6 @@ class UnpricedModel(Report):
     first_day: dt.date | None
     last_day: dt.date | None
     reason: str
-
-
-class WhatIf(Report):
-    scenario: str = Field(description="'ttl 1h', 'target openai:gpt-5.6', ...")
-    cost: Money
-    cost_without_cache: Money
-    difference: Money = Field(description="scenario cost - observed cost (on the same requests)")
-    cache_read_tokens: int
-    cache_write_tokens: int
-    priced_requests: int
-    unpriced_requests: int
-    contracts: list[str] = Field(default_factory=list)
 
 
 class UsageReport(Report):
@@ -268,122 +263,6 @@ class _Unpriced:
             self.last_day = day if self.last_day is None else max(day, self.last_day)
 
 
-class _Contracts:
-    """Contracts by (provider, model, day), looked up once each; misses remembered."""
-
-    def __init__(self, store: ContractLookup) -> None:
-        self.store = store
-        self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
-        self.used: dict[str, ContractTerms] = {}
-
-    def get(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
-        key = (provider, model, day)
-        found = self.found.get(key)
-        if found is None:
-            try:
-                found = self.store.as_of(provider, model, day)
-            except CachecastError as error:  # unknown model, no version on that day
-                found = error.message
-            self.found[key] = found
-        return found
-
-
-def _usage(call: SessionCall, read: int, writes: dict[str, int]) -> RequestUsage:
-    written = sum(writes.values())
-    return RequestUsage(
-        request_id=call.request_id,
-        line=call.line,
-        timestamp=call.timestamp or 0.0,
-        scope=call.lineage,
-        input_tokens=call.input_tokens,
-        output_tokens=call.output_tokens,
-        cache_read_tokens=read,
-        cache_write_tokens={name: tokens for name, tokens in writes.items() if tokens},
-        uncached_input_tokens=call.input_tokens - read - written,
-    )
-
-
-def _writes(call: SessionCall) -> dict[str, int]:
-    return {TTL_5M: call.cache_write_5m_tokens, TTL_1H: call.cache_write_1h_tokens}
-
-
-def _on(contract: ContractTerms, writes: dict[str, int]) -> dict[str, int]:
-    """Writes named by a TTL ``contract`` has, the others under its default option."""
-    names = {option.name for option in contract.ttl_options}
-    moved: dict[str, int] = {}
-    for name, tokens in writes.items():
-        if tokens:
-            chosen = name if name in names else contract.default_ttl.name
-            moved[chosen] = moved.get(chosen, 0) + tokens
-    return moved
-
-
-def _lost(call: SessionCall, contract: ContractTerms, missed: int) -> Decimal:
-    """What ``missed`` tokens cost above reads: taken from the writes (1h first) and then the
-    uncached input, each at its price minus the read price."""
-    prices = prices_for(contract, call.input_tokens)
-    read_price = prices.input_per_mtok * contract.read_multiplier
-    left = missed
-    lost = ZERO
-    with localcontext(EXACT):
-        for name, tokens in (
-            (TTL_1H, call.cache_write_1h_tokens),
-            (TTL_5M, call.cache_write_5m_tokens),
-        ):
-            taken = min(left, tokens)
-            if taken:
-                chosen = name if name in {o.name for o in contract.ttl_options} else None
-                option = contract.ttl_by_name(chosen) if chosen else contract.default_ttl
-                price = prices.input_per_mtok * option.write_multiplier
-                lost += Decimal(taken) * (price - read_price) / 1_000_000
-                left -= taken
-        taken = min(left, call.uncached_input_tokens)
-        lost += Decimal(taken) * (prices.input_per_mtok - read_price) / 1_000_000
-    return lost
-
-
-class _WhatIfSums:
-    def __init__(self, scenario: str) -> None:
-        self.scenario = scenario
-        self.cost = ZERO
-        self.plain = ZERO
-        self.baseline = ZERO
-        self.read = 0
-        self.written = 0
-        self.priced = 0
-        self.unpriced = 0
-        self.contracts: set[str] = set()
-
-    def report(self) -> WhatIf:
-        with localcontext(EXACT):
-            difference = self.cost - self.baseline
-        return WhatIf(
-            scenario=self.scenario,
-            cost=self.cost,
-            cost_without_cache=self.plain,
-            difference=difference,
-            cache_read_tokens=self.read,
-            cache_write_tokens=self.written,
-            priced_requests=self.priced,
-            unpriced_requests=self.unpriced,
-            contracts=sorted(self.contracts),
-        )
-
-
-def _ttl_split(
-    call: SessionCall, ttl: str, gap: float | None, cause: str, missed: int
-) -> tuple[int, dict[str, int]]:
-    """The reads and writes of ``call`` had every write been made with ``ttl`` (module doc)."""
-    read = call.cache_read_tokens
-    written = call.cache_write_tokens
-    if gap is not None and gap > TTL_SECONDS[ttl]:
-        written, read = written + read, 0  # expired under the shorter TTL: written again
-    elif cause == "ttl_expired" and missed:
-        moved = min(missed, written)  # the longer TTL would have kept it
-        read, written = read + moved, written - moved
-    return read, {ttl: written}
-
-
 def _timezone(name: str) -> dt.tzinfo:
     if name.upper() == "UTC":
         return dt.UTC
@@ -427,7 +306,7 @@ def usage_report(
         if len(issues) < MAX_ISSUES:
             issues.append(error)
 
-    contracts = _Contracts(store)
+    contracts = ContractCache(store)
     reads = predictor()
     rows: dict[tuple[str, ...], _Sums] = {}
     totals = _Sums()
@@ -435,8 +314,8 @@ def usage_report(
     unpriced: dict[tuple[str, str], _Unpriced] = {}
     hours: dict[dt.datetime, list[int]] = {}
     worst: list[tuple[Decimal, int, WorstRequest]] = []
-    scenarios = [_WhatIfSums(f"ttl {request.ttl}")] if request.ttl else []
-    scenarios += [_WhatIfSums(f"target {p}:{m}") for p, m in targets]
+    scenarios = [WhatIfSums(f"ttl {request.ttl}")] if request.ttl else []
+    scenarios += [WhatIfSums(f"target {p}:{m}") for p, m in targets]
     for index, call in enumerate(read_calls(paths, on_error)):
         moment = None if call.timestamp is None else dt.datetime.fromtimestamp(call.timestamp, zone)
         day = moment.date() if moment is not None else None
@@ -459,23 +338,18 @@ def usage_report(
             unpriced.setdefault((call.provider, call.model), _Unpriced(contract)).add(day)
         else:
             contracts.used[ContractReference.of(terms).version] = terms
-            usage = _usage(call, call.cache_read_tokens, _on(terms, _writes(call)))
+            usage = usage_of(call, call.cache_read_tokens, writes_on(terms, writes_of(call)))
             with localcontext(EXACT):
                 cost = bill_request(usage, terms).total
                 plain = bill_without_cache(usage, terms).total
             missed = max(0, prediction.cacheable - call.cache_read_tokens)
-            lost = _lost(call, terms, missed) if missed else ZERO
+            lost = lost_of(call, terms, missed) if missed else ZERO
             priced = _Priced(cost, plain, missed, prediction.cause, lost)
             if missed and request.worst:
-                entry_w = WorstRequest(
-                    source=call.source,
-                    line=call.line,
-                    request_id=call.request_id,
-                    session=call.session,
-                    model=call.model,
+                entry_w = WorstRequest.read(
+                    call,
                     timestamp=moment,
                     prompt_tokens=call.input_tokens,
-                    cache_read_tokens=call.cache_read_tokens,
                     expected_read_tokens=prediction.expected_read,
                     cacheable_tokens=prediction.cacheable,
                     cause=prediction.cause,
@@ -488,7 +362,9 @@ def usage_report(
                 elif item[:2] > worst[0][:2]:
                     heapq.heapreplace(worst, item)
             for scenario in scenarios:
-                _scenario(scenario, call, terms, cost, prediction, missed, contracts, bill_day)
+                add_to_scenario(
+                    scenario, call, terms, cost, prediction, missed, contracts, bill_day
+                )
         key = tuple(_group_value(dimension, call, day) for dimension in request.by)
         row = rows.get(key)
         if row is None:
@@ -545,43 +421,6 @@ def _group_value(dimension: str, call: SessionCall, day: dt.date | None) -> str:
     if dimension == "project":
         return call.project or "(none)"
     return call.model
-
-
-def _scenario(
-    scenario: _WhatIfSums,
-    call: SessionCall,
-    terms: ContractTerms,
-    baseline: Decimal,
-    prediction: ReadPrediction,
-    missed: int,
-    contracts: _Contracts,
-    day: dt.date,
-) -> None:
-    if scenario.scenario.startswith("ttl "):
-        ttl = scenario.scenario.removeprefix("ttl ")
-        if not call.cache_write_tokens and not call.cache_read_tokens:
-            read, writes = 0, dict[str, int]()
-        elif {option.name for option in terms.ttl_options} >= {ttl}:
-            read, writes = _ttl_split(call, ttl, prediction.gap_seconds, prediction.cause, missed)
-        else:
-            read, writes = call.cache_read_tokens, _on(terms, _writes(call))
-        contract: ContractTerms | str = terms
-    else:
-        provider, _, model = scenario.scenario.removeprefix("target ").partition(":")
-        contract = contracts.get(provider, model, day)
-        read, writes = call.cache_read_tokens, _writes(call)
-    if not isinstance(contract, ContractTerms):
-        scenario.unpriced += 1
-        return
-    usage = _usage(call, read, _on(contract, writes))
-    with localcontext(EXACT):
-        scenario.cost += bill_request(usage, contract).total
-        scenario.plain += bill_without_cache(usage, contract).total
-        scenario.baseline += baseline
-    scenario.read += read
-    scenario.written += usage.cache_write_total
-    scenario.priced += 1
-    scenario.contracts.add(ContractReference.of(contract).version)
 
 
 def _timeline(hours: dict[dt.datetime, list[int]]) -> list[TimelinePoint]:
