@@ -213,7 +213,7 @@ def show_command(
     )
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    for name in ContractTerms.model_fields:
+    for name in type(terms).model_fields:
         table.add_row(name, escape(_field_text(terms, name)))
     _stdout().print(table)
 
