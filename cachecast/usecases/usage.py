@@ -46,6 +46,7 @@ from cachecast.logs.session_usage import SessionCall, read_calls
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
 from cachecast.simulator.session_reads import (
     PreviousPromptPredictor,
+    ReadPrediction,
     ReadPredictor,
 )
 from cachecast.usecases.reports import (
@@ -313,7 +314,7 @@ def usage_report(
     clients: dict[str, int] = {}
     unpriced: dict[tuple[str, str], _Unpriced] = {}
     hours: dict[dt.datetime, list[int]] = {}
-    worst: list[tuple[Decimal, int, WorstRequest]] = []
+    worst: list[tuple[Decimal, int, SessionCall, dt.datetime | None, ReadPrediction]] = []
     scenarios = [WhatIfSums(f"ttl {request.ttl}")] if request.ttl else []
     scenarios += [WhatIfSums(f"target {p}:{m}") for p, m in targets]
     for index, call in enumerate(read_calls(paths, on_error)):
@@ -337,7 +338,7 @@ def usage_report(
             assert isinstance(contract, str)
             unpriced.setdefault((call.provider, call.model), _Unpriced(contract)).add(day)
         else:
-            contracts.used[ContractReference.of(terms).version] = terms
+            contracts.use(terms)
             usage = usage_of(call, call.cache_read_tokens, writes_on(terms, writes_of(call)))
             with localcontext(EXACT):
                 cost = bill_request(usage, terms).total
@@ -346,17 +347,8 @@ def usage_report(
             lost = lost_of(call, terms, missed) if missed else ZERO
             priced = _Priced(cost, plain, missed, prediction.cause, lost)
             if missed and request.worst:
-                entry_w = WorstRequest.read(
-                    call,
-                    timestamp=moment,
-                    prompt_tokens=call.input_tokens,
-                    expected_read_tokens=prediction.expected_read,
-                    cacheable_tokens=prediction.cacheable,
-                    cause=prediction.cause,
-                    detail=prediction.detail,
-                    lost=lost,
-                )
-                item = (lost, -index, entry_w)
+                # Models are built for the requests kept only (a heap of the worst).
+                item = (lost, -index, call, moment, prediction)
                 if len(worst) < request.worst:
                     heapq.heappush(worst, item)
                 elif item[:2] > worst[0][:2]:
@@ -395,12 +387,30 @@ def usage_report(
             UnpricedModel.read(entry, provider=provider, model=model)
             for (provider, model), entry in sorted(unpriced.items())
         ],
-        contracts=[ContractReference.of(terms) for _, terms in sorted(contracts.used.items())],
-        worst_requests=[item[2] for item in sorted(worst, key=lambda x: (-x[0], -x[1]))],
+        contracts=sorted(
+            (ContractReference.of(terms) for terms in contracts.used.values()),
+            key=lambda reference: reference.version,
+        ),
+        worst_requests=[_worst(*item) for item in sorted(worst, key=lambda x: (-x[0], -x[1]))],
         timeline=_timeline(hours),
         what_if=[scenario.report() for scenario in scenarios],
         issues=[InputIssue.of(error) for error in issues],
         issue_count=issue_count,
+    )
+
+
+def _worst(
+    lost: Decimal, _: int, call: SessionCall, moment: dt.datetime | None, prediction: ReadPrediction
+) -> WorstRequest:
+    return WorstRequest.read(
+        call,
+        timestamp=moment,
+        prompt_tokens=call.input_tokens,
+        expected_read_tokens=prediction.expected_read,
+        cacheable_tokens=prediction.cacheable,
+        cause=prediction.cause,
+        detail=prediction.detail,
+        lost=lost,
     )
 
 

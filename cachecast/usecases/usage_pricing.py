@@ -42,7 +42,11 @@ class ContractCache:
     def __init__(self, store: ContractLookup) -> None:
         self.store = store
         self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
-        self.used: dict[str, ContractTerms] = {}
+        self.used: dict[tuple[str, str, dt.date], ContractTerms] = {}
+
+    def use(self, terms: ContractTerms) -> None:
+        """``terms`` priced a request: its version is listed in the report."""
+        self.used[(terms.provider, terms.model, terms.effective_from)] = terms
 
     def get(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
         key = (provider, model, day)
@@ -120,7 +124,7 @@ class WhatIfSums:
         self.written = 0
         self.priced = 0
         self.unpriced = 0
-        self.contracts: set[str] = set()
+        self.contracts: dict[tuple[str, str, dt.date], ContractTerms] = {}
 
     def report(self) -> WhatIf:
         with localcontext(EXACT):
@@ -133,7 +137,7 @@ class WhatIfSums:
             cache_write_tokens=self.written,
             priced_requests=self.priced,
             unpriced_requests=self.unpriced,
-            contracts=sorted(self.contracts),
+            contracts=sorted(ContractReference.of(t).version for t in self.contracts.values()),
         )
 
 
@@ -185,4 +189,4 @@ def add_to_scenario(
     scenario.read += read
     scenario.written += usage.cache_write_total
     scenario.priced += 1
-    scenario.contracts.add(ContractReference.of(contract).version)
+    scenario.contracts[(contract.provider, contract.model, contract.effective_from)] = contract
