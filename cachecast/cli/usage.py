@@ -175,7 +175,15 @@ def _dollars(amount: object) -> str:
     from decimal import ROUND_HALF_EVEN, Decimal
 
     assert isinstance(amount, Decimal)
-    return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+    cents = amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    return f"-${-cents:,}" if cents < 0 else f"${cents:,}"
+
+
+def _priced(amount: object, requests: int, unpriced: int) -> str:
+    """``n/a`` where no request of the row was priced, ``*`` where some were not."""
+    if requests and unpriced == requests:
+        return "n/a"
+    return _dollars(amount) + ("*" if unpriced else "")
 
 
 def _print(report: UsageReport) -> None:
@@ -216,17 +224,18 @@ def _print(report: UsageReport) -> None:
             f"{row.cache_write_5m_tokens:,}",
             f"{row.cache_write_1h_tokens:,}",
             f"{row.hit_rate:.1%}",
-            _dollars(row.cost),
-            _dollars(row.cost_without_cache),
-            _dollars(row.saved),
-            _dollars(lost),
+            *(
+                _priced(amount, row.requests, row.unpriced_requests)
+                for amount in (row.cost, row.cost_without_cache, row.saved, lost)
+            ),
             ", ".join(row.top_causes),
             end_section=row is report.rows[-1] if report.rows else False,
         )
     out.print(table)
     for entry in report.unpriced:
         out.print(
-            f"not priced: {entry.requests:,} request(s) of {entry.provider}/{entry.model}"
+            f"not priced (n/a, * above): {entry.requests:,} request(s) of"
+            f" {entry.provider}/{entry.model}"
             f" ({entry.reason}); their tokens are counted, their cost is not",
             markup=False,
         )
