@@ -335,7 +335,10 @@ def cli(*args: str, database: str) -> Any:
     return CliRunner().invoke(app, ["usage", *args, "--database-url", database])
 
 
-def test_cli_json_csv_html(migrated_db_url: str, tmp_path: Path) -> None:
+def test_cli_json_csv_html(
+    migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # remembered answers
     path = shared_data(SONNET)
     result = cli(str(path), "--json", database=migrated_db_url)
     assert result.exit_code == 0, result.output
