@@ -37,13 +37,14 @@ from cachecast.core.errors import (
 )
 from cachecast.core.gc_pacing import paced_collection
 from cachecast.core.limits import check_count
+from cachecast.tokenizers import read_log, read_records
 
 if TYPE_CHECKING:
     from cachecast.logs import LogStream
     from cachecast.tokenizers.calibration import Calibrator, RatioStats
     from cachecast.tokenizers.types import TokenizedRequest
 
-# The tokenizers and the replay order are imported where a log is read: a request model
+# The replay order and the calibration are imported where a log is read: a request model
 # that only names a LogInput (every use case's) does not load them (start-up time).
 
 OnBadRecord = Literal["skip", "stop", "reject"]
@@ -294,8 +295,6 @@ class LogReading:
     def _source_requests(
         self, index: int, opened: LogStream | None, first_timestamp: float
     ) -> Iterator[TokenizedRequest]:
-        from cachecast.tokenizers import read_log, read_records
-
         log = self.log
         name = log.source_names[index]
         strict = log.on_bad_record == "stop"
