@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
-from cachecast.logs.canonical import iso_seconds
+from cachecast.logs.canonical import iso_seconds, require_dict
 
 CLAUDE_CODE = "claude_code"
 CODEX = "codex"
@@ -122,12 +122,6 @@ def _count(usage: dict[str, Any], key: str, path: str) -> int:
     return value
 
 
-def _dict(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise RecordFieldError(path, f"expected an object, got {type(value).__name__}")
-    return value
-
-
 def _text(value: Any, path: str) -> str:
     if not isinstance(value, str) or not value:
         raise RecordFieldError(path, f"expected a string, got {value!r}")
@@ -187,14 +181,14 @@ def _claude_calls(
 
 
 def _claude_call(event: dict[str, Any], name: str, line: int, project: str) -> SessionCall | None:
-    message = _dict(event.get("message"), "message")
+    message = require_dict(event.get("message"), "message")
     usage = message.get("usage")
     if usage is None:
         return None
     model = message.get("model")
     if model == SYNTHETIC_MODEL:
         return None  # Claude Code's own error text: no API call
-    usage = _dict(usage, "message.usage")
+    usage = require_dict(usage, "message.usage")
     message_id = _text(message.get("id"), "message.id")
     model = _text(model, "message.model")
     session = _text(event.get("sessionId"), "sessionId")
@@ -213,7 +207,7 @@ def _claude_call(event: dict[str, Any], name: str, line: int, project: str) -> S
     hour = 0
     five = written
     if split is not None:
-        split = _dict(split, f"{path}.cache_creation")
+        split = require_dict(split, f"{path}.cache_creation")
         hour = _count(split, "ephemeral_1h_input_tokens", f"{path}.cache_creation")
         five = _count(split, "ephemeral_5m_input_tokens", f"{path}.cache_creation")
         if five + hour > written:
@@ -287,13 +281,13 @@ def _codex_calls(path: Path, name: str, on_error: OnError) -> Iterator[SessionCa
             if info is None:
                 continue  # rate limits only
             try:
-                info = _dict(info, "payload.info")
+                info = require_dict(info, "payload.info")
                 running = info.get("total_token_usage")
                 if running is not None and running == total:
                     continue  # the same event written again before the next turn
                 total = running
                 path_ = "payload.info.last_token_usage"
-                last = _dict(info.get("last_token_usage"), path_)
+                last = require_dict(info.get("last_token_usage"), path_)
                 named = info.get("model")
                 request_model = named if isinstance(named, str) and named else model
                 if request_model is None:
