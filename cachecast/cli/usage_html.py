@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from cachecast.usecases.usage import UsageReport, UsageTotals
 
 
+def _usd(amount: Decimal) -> str:
+    """Exact dollars, the sign before the symbol."""
+    return f"-${-amount}" if amount < 0 else f"${amount}"
+
+
 def _lost(row: UsageTotals) -> Decimal:
     return sum(row.lost_by_cause.values(), start=Decimal(0))
 
@@ -33,8 +38,9 @@ def render_usage_html(report: UsageReport) -> str:
         + f"; days in {escape(report.timezone)}; hit rate = {escape(report.hit_rate_definition)};"
         f" predicted reads: {escape(report.predictor)}</p>",
         f"<p>{totals.requests:,} requests, {totals.prompt_tokens:,} prompt tokens, hit rate"
-        f" {float(totals.hit_rate):.1%}: billed ${totals.cost}, ${totals.cost_without_cache}"
-        f" without caching (saved ${totals.saved}); misses cost ${_lost(totals)} above reads.</p>",
+        f" {float(totals.hit_rate):.1%}: billed {_usd(totals.cost)},"
+        f" {_usd(totals.cost_without_cache)} without caching (saved {_usd(totals.saved)});"
+        f" misses cost {_usd(_lost(totals))} above reads.</p>",
     ]
     if not report.complete_bill:
         parts.append(
@@ -61,10 +67,10 @@ def render_usage_html(report: UsageReport) -> str:
                 row.cache_write_5m_tokens,
                 row.cache_write_1h_tokens,
                 f"{float(row.hit_rate):.1%}",
-                f"${row.cost}",
-                f"${row.cost_without_cache}",
-                f"${row.saved}",
-                f"${_lost(row)}",
+                _usd(row.cost),
+                _usd(row.cost_without_cache),
+                _usd(row.saved),
+                _usd(_lost(row)),
                 ", ".join(row.top_causes),
             ]
         )
@@ -77,7 +83,7 @@ def render_usage_html(report: UsageReport) -> str:
             _table(
                 ("cause", "tokens not read", "dollars lost"),
                 [
-                    (cause, totals.missed_tokens_by_cause.get(cause, 0), f"${amount}")
+                    (cause, totals.missed_tokens_by_cause.get(cause, 0), _usd(amount))
                     for cause, amount in totals.lost_by_cause.items()
                 ],
             )
@@ -102,7 +108,7 @@ def render_usage_html(report: UsageReport) -> str:
                         worst.prompt_tokens,
                         worst.cache_read_tokens,
                         worst.expected_read_tokens,
-                        f"${worst.lost}",
+                        _usd(worst.lost),
                         worst.cause,
                         worst.detail,
                     )
@@ -119,8 +125,8 @@ def render_usage_html(report: UsageReport) -> str:
                     (
                         scenario.scenario,
                         scenario.priced_requests,
-                        f"${scenario.cost}",
-                        f"${scenario.difference}",
+                        _usd(scenario.cost),
+                        _usd(scenario.difference),
                         scenario.unpriced_requests,
                     )
                     for scenario in report.what_if
