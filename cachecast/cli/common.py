@@ -25,7 +25,6 @@ from rich.markup import escape
 from rich.progress import TaskID
 from typer.exceptions import TyperException
 
-from cachecast.core import db
 from cachecast.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -132,6 +131,7 @@ def contract_store(database_url: str | None, *, must_exist: bool = True) -> Cont
     A read command never creates anything: a SQLite file that does not exist is bad
     configuration, not a new empty database."""
     from cachecast.contracts import ContractStore
+    from cachecast.core import db
     from cachecast.core.errors import NotMigratedError
 
     url = db.resolve_database_url(database_url)

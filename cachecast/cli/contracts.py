@@ -19,15 +19,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from cachecast.cli.common import DatabaseUrlOption, command, parse_day, stderr
-from cachecast.contracts.model import ContractTerms
-from cachecast.contracts.sqltypes import decimal_text
-from cachecast.core import db
+from cachecast.contracts.model import ImportFormat
 from cachecast.core.errors import ConfigurationError, Location
-from cachecast.usecases.contracts import ImportFormat
 
 if TYPE_CHECKING:
     from cachecast.contracts import ContractStore
     from cachecast.contracts.audit import AuditReport
+    from cachecast.contracts.model import ContractTerms
 
 contracts_app = typer.Typer(
     help="Dated provider caching contracts: list, show, history, import, export, audit.",
@@ -59,6 +57,7 @@ def _store(database_url: str | None) -> ContractStore:
     """The store at ``--database-url`` (or the default). A SQLite file that is not there is
     an error, never created; the store itself refuses a database without its tables."""
     from cachecast.contracts import ContractStore
+    from cachecast.core import db
 
     url = db.resolve_database_url(database_url)
     db.require_existing(url)
@@ -67,6 +66,8 @@ def _store(database_url: str | None) -> ContractStore:
 
 def _ttl_text(terms: ContractTerms) -> str:
     """'5m 300s x1.25 refresh, 1h 3600s x2 refresh' for the detail view."""
+    from cachecast.contracts.sqltypes import decimal_text
+
     return ", ".join(
         f"{option.name} {option.ttl_seconds}s x{decimal_text(option.write_multiplier)}"
         + (" refresh" if option.refresh_on_hit else "")
@@ -76,6 +77,8 @@ def _ttl_text(terms: ContractTerms) -> str:
 
 def _ttl_short(terms: ContractTerms) -> str:
     """'5m x1.25+ 1h x2+' for tables; '+' marks a lifetime that a hit refreshes."""
+    from cachecast.contracts.sqltypes import decimal_text
+
     return " ".join(
         f"{option.name} x{decimal_text(option.write_multiplier)}"
         + ("+" if option.refresh_on_hit else "")
@@ -84,6 +87,8 @@ def _ttl_short(terms: ContractTerms) -> str:
 
 
 def _versions_table(versions: list[ContractTerms], title: str) -> Table:
+    from cachecast.contracts.sqltypes import decimal_text
+
     with_storage = any(terms.storage_per_mtok_hour is not None for terms in versions)
     table = Table(
         title=title,
@@ -151,6 +156,8 @@ def list_command(
 
 def _field_text(terms: ContractTerms, name: str) -> str:
     """One field of a version as the detail view shows it."""
+    from cachecast.contracts.sqltypes import decimal_text
+
     value = getattr(terms, name)
     if name == "ttl_options":
         return _ttl_text(terms)
@@ -214,7 +221,7 @@ def show_command(
     )
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    for name in ContractTerms.model_fields:
+    for name in type(terms).model_fields:
         table.add_row(name, escape(_field_text(terms, name)))
     _stdout().print(table)
 

@@ -15,8 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cachecast.cli.common import DatabaseUrlOption, command, progress_bar, stderr
-from cachecast.core import db
-from cachecast.usecases.measure import EngineKind
+from cachecast.gpu_backend.types import EngineKind
 
 if TYPE_CHECKING:
     from cachecast.usecases.measure import MeasureReport
@@ -116,6 +115,8 @@ def measure_command(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Replay LOG on a real vLLM engine; measure cached tokens, hit rate, TTFT and tokens/s."""
+    from cachecast.core import db
+
     options = dict(locals())  # every option named as the request's field it sets
     from cachecast.passes.log_input import LogInput
     from cachecast.usecases.measure import MeasureRequest, measure

@@ -12,10 +12,7 @@ from typing import Annotated
 import typer
 
 from cachecast.cli.common import DatabaseUrlOption, command, stderr
-from cachecast.core import db
 from cachecast.core.errors import BadInputError, ConfigurationError, Location, UnavailableError
-from cachecast.service.metrics import MULTIPROC_ENV
-from cachecast.service.settings import load_settings
 
 
 class LogLevel(StrEnum):
@@ -46,6 +43,10 @@ def serve(
 ) -> None:
     """Serve the REST API (settings: CACHECAST_* variables or CACHECAST_SETTINGS_FILE)."""
     import uvicorn
+
+    from cachecast.core import db
+    from cachecast.service.metrics import MULTIPROC_ENV
+    from cachecast.service.settings import load_settings
 
     if workers is not None and workers < 1:
         raise BadInputError("must be at least 1", location=Location(field="--workers"))

@@ -13,8 +13,7 @@ import typer
 
 from cachecast.cli import common
 from cachecast.cli.common import command, contract_store, log_of, parse_day, progress_bar, stderr
-from cachecast.simulator.routing import Routing
-from cachecast.usecases.simulate import PolicyKind
+from cachecast.simulator.types import PolicyKind, Routing
 
 if TYPE_CHECKING:
     from cachecast.usecases.simulate import FleetSimulationReport, SimulationReport

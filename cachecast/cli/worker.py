@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from cachecast.cli.common import DatabaseUrlOption, command, stderr
-from cachecast.core import db
 from cachecast.core.errors import BadInputError, Location, NotMigratedError
 
 
@@ -42,6 +41,7 @@ def worker(
     machine that reaches the database: the API then only answers requests. Settings: the
     CACHECAST_* variables or CACHECAST_SETTINGS_FILE, as for serve.
     """
+    from cachecast.core import db
     from cachecast.service.settings import ServiceSettings
     from cachecast.service.worker import run_worker
 

@@ -215,3 +215,11 @@ class ContractTerms(BaseModel):
 
     def in_force_on(self, day: dt.date) -> bool:
         return self.effective_from <= day and (self.effective_to is None or day < self.effective_to)
+
+
+class ImportFormat(StrEnum):
+    """The documents ``contracts import`` reads: ours, LiteLLM's price map, or detected."""
+
+    auto = "auto"
+    cachecast = "cachecast"
+    litellm = "litellm"

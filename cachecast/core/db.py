@@ -11,20 +11,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import platformdirs
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
-from sqlalchemy import event
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
-from sqlmodel import create_engine
 
+# One place says where the database is (read without SQLAlchemy too): named here as before.
+from cachecast.core.db_location import DATABASE_URL_ENV as DATABASE_URL_ENV
+from cachecast.core.db_location import default_database_url as default_database_url
+from cachecast.core.db_location import migrations_dir as migrations_dir
 from cachecast.core.errors import (
     BadInputError,
     ConfigurationError,
@@ -33,13 +30,11 @@ from cachecast.core.errors import (
     UnavailableError,
 )
 
-DATABASE_URL_ENV = "CACHECAST_DATABASE_URL"
+if TYPE_CHECKING:
+    from alembic.config import Config
 
-
-def default_database_url() -> str:
-    """The embedded default: a SQLite file in the user's data directory."""
-    data_dir = Path(platformdirs.user_data_dir("cachecast", appauthor=False))
-    return f"sqlite:///{data_dir / 'cachecast.db'}"
+# Alembic is imported where migrations are run or compared: a command that only reads the
+# database does not pay for it at start-up (docs/usage-report.md, "Speed").
 
 
 def resolve_database_url(explicit: str | None = None, *, origin: str = "--database-url") -> str:
@@ -117,16 +112,9 @@ def get_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
-def migrations_dir() -> Path:
-    """Alembic scripts: inside the package for a wheel install, else the repository's."""
-    package = Path(__file__).resolve().parent.parent  # cachecast/, above core/
-    packaged = package / "_migrations"
-    if packaged.is_dir():
-        return packaged
-    return package.parent / "migrations"
-
-
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     # Alembic's Config treats '%' as interpolation; URLs may contain escaped passwords.
@@ -135,11 +123,15 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
+    from alembic import command
+
     with _migrating(url, revision):
         command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
+    from alembic import command
+
     with _migrating(url, revision):
         command.downgrade(alembic_config(url), revision)
 
@@ -148,6 +140,8 @@ def downgrade(url: str, revision: str) -> None:
 def _migrating(url: str, revision: str) -> Iterator[None]:
     """Alembic's own errors (an unknown revision, a downgrade above the current one) are the
     user's; a database that does not answer is unavailable."""
+    from alembic.util.exc import CommandError
+
     try:
         yield
     except CommandError as error:
@@ -178,6 +172,8 @@ def exists(url: str) -> bool:
 
 
 def current_revision(url: str) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     try:
         with get_engine(url).connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
@@ -186,6 +182,8 @@ def current_revision(url: str) -> str | None:
 
 
 def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 

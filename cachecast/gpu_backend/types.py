@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from cachecast.core.errors import UnavailableError
@@ -132,3 +133,10 @@ class ReplayOptions:
     warmup_requests: int = 2
     max_tokens: int = 1
     reset_cache: bool = True
+
+
+class EngineKind(StrEnum):
+    """Where ``measure`` replays a log: vLLM in this process, or a server over HTTP."""
+
+    offline = "offline"
+    http = "http"

@@ -7,9 +7,40 @@ wrapper shape the tokenizer's reader takes (the "log" stage, before tokenization
 describes each format and every usage convention.
 """
 
-from cachecast.logs.errors import LogFileError, LogRecordError, UnknownLogFormatError
-from cachecast.logs.formats import FORMATS, detect_format, format_names, open_log, pair_batch_files
-from cachecast.logs.stream import MAX_DOCUMENT_BYTES, MAX_YAML_BYTES, LogStream
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cachecast.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from cachecast.logs.errors import LogFileError, LogRecordError, UnknownLogFormatError
+    from cachecast.logs.formats import (
+        FORMATS,
+        detect_format,
+        format_names,
+        open_log,
+        pair_batch_files,
+    )
+    from cachecast.logs.stream import MAX_DOCUMENT_BYTES, MAX_YAML_BYTES, LogStream
+
+# Each name is imported on first use (cachecast.core.lazy).
+_EXPORTS = {
+    "LogFileError": "cachecast.logs.errors",
+    "LogRecordError": "cachecast.logs.errors",
+    "UnknownLogFormatError": "cachecast.logs.errors",
+    "FORMATS": "cachecast.logs.formats",
+    "detect_format": "cachecast.logs.formats",
+    "format_names": "cachecast.logs.formats",
+    "open_log": "cachecast.logs.formats",
+    "pair_batch_files": "cachecast.logs.formats",
+    "MAX_DOCUMENT_BYTES": "cachecast.logs.stream",
+    "MAX_YAML_BYTES": "cachecast.logs.stream",
+    "LogStream": "cachecast.logs.stream",
+}
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "FORMATS",

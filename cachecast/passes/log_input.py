@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -38,16 +38,16 @@ from cachecast.core.errors import (
 )
 from cachecast.core.gc_pacing import paced_collection
 from cachecast.core.limits import check_count
-from cachecast.logs import LogFileError, LogStream, pair_batch_files
-from cachecast.simulator.ordering import (
-    DEFAULT_REORDER_WINDOW,
-    PromptPacker,
-    in_timestamp_order,
-)
+from cachecast.logs.errors import LogFileError
 from cachecast.tokenizers import read_log, read_records
-from cachecast.tokenizers.calibration import Calibrator, RatioStats, merged
-from cachecast.tokenizers.records import count_lines
-from cachecast.tokenizers.types import TokenizedRequest
+
+if TYPE_CHECKING:
+    from cachecast.logs import LogStream
+    from cachecast.tokenizers.calibration import Calibrator, RatioStats
+    from cachecast.tokenizers.types import TokenizedRequest
+
+# The replay order and the calibration are imported where a log is read: a request model
+# that only names a LogInput (every use case's) does not load them (start-up time).
 
 OnBadRecord = Literal["skip", "stop", "reject"]
 # The ``field`` of the error that reports a whole file as unreadable (no line).
@@ -148,6 +148,8 @@ class LogInput(BaseModel):
                 **options,
             )
         readable = [path for path in files if path.is_file()]
+        from cachecast.logs import pair_batch_files
+
         paired = dict(pair_batch_files(readable))
         chosen = [
             LogFile(path=path, results=paired.get(path))
@@ -164,6 +166,8 @@ class LogInput(BaseModel):
     def count_records(self) -> int:
         """An upper bound on the requests of one pass (a progress bar's total)."""
         inline = len(self._inline_records())
+        from cachecast.tokenizers.records import count_lines
+
         return inline + (count_lines(file.path for file in self.files) if self.files else 0)
 
     def check_sources(self) -> None:
@@ -288,12 +292,16 @@ class LogReading:
     def calibrator(self, index: int) -> Calibrator:
         found = self.calibrators.get(index)
         if found is None:
+            from cachecast.tokenizers.calibration import Calibrator
+
             found = self.calibrators[index] = Calibrator(self.tokenize_as)
         return found
 
     @property
     def calibration(self) -> dict[str, RatioStats]:
         """What the calibration of every source read so far learned, per logged model."""
+        from cachecast.tokenizers.calibration import merged
+
         return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
 
     def requests(
@@ -314,6 +322,12 @@ class LogReading:
             streams = [map(prepare, stream) for stream in streams]
         # Requests that keep their ids (no prepare, or one that needs them) are held by the
         # window as their new tokens only (ordering.PromptPacker).
+        from cachecast.simulator.ordering import (
+            DEFAULT_REORDER_WINDOW,
+            PromptPacker,
+            in_timestamp_order,
+        )
+
         packer = PromptPacker()
         streams = [map(packer.pack, stream) for stream in streams]
         if len(streams) == 1:

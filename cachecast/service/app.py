@@ -37,6 +37,7 @@ from cachecast.service.routers import (
     layout_checks,
     reconciliations,
     simulations,
+    usage_reports,
 )
 from cachecast.service.settings import ServiceSettings, load_settings
 from cachecast.service.state import ServiceState
@@ -113,6 +114,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         jobs,
         layout_checks,
         comparisons,
+        usage_reports,
     ):
         app.include_router(module.router)
     # Outermost first: count every request (413s included), then enforce the body limit.

@@ -29,24 +29,16 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 
 from cachecast.simulator.distributed.partition import bucket_of, partition_key
 from cachecast.simulator.policies.vllm import VllmPrefixCache
 from cachecast.simulator.types import RequestUsage
+from cachecast.simulator.types import Routing as Routing  # its home before; still named here
 from cachecast.tokenizers.types import TokenizedRequest
 
 DEFAULT_WINDOW_SECONDS = 60.0
 DEFAULT_OVERLAP_WEIGHT = 1.0
 DEFAULT_LOAD_WEIGHT = 0.5
-
-
-class Routing(StrEnum):
-    round_robin = "round-robin"
-    least_loaded = "least-loaded"
-    session_sticky = "session-sticky"
-    prefix_hash = "prefix-hash"
-    cache_aware = "cache-aware"
 
 
 @dataclass(slots=True)

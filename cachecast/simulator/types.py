@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import StrEnum
 
 
 @dataclass(slots=True)
@@ -77,3 +78,27 @@ class Cost:
             "storage": str(self.storage),
             "total": str(self.total),
         }
+
+
+# The names of policies and routings live here, with no code behind them, so that a command
+# line declaring its options does not import the policies themselves (start-up time).
+
+
+class PolicyKind(StrEnum):
+    """The cache models ``simulate`` replays through (``simulator.policies``)."""
+
+    vllm = "vllm"
+    radix = "radix"
+    automatic = "automatic"
+    explicit = "explicit"
+    gemini = "gemini"
+
+
+class Routing(StrEnum):
+    """How requests are routed to replicas (``simulator.routing``)."""
+
+    round_robin = "round-robin"
+    least_loaded = "least-loaded"
+    session_sticky = "session-sticky"
+    prefix_hash = "prefix-hash"
+    cache_aware = "cache-aware"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -21,7 +20,7 @@ from pydantic import Field
 from cachecast.contracts import ContractStore
 from cachecast.contracts.audit import AuditReport, audit_contracts
 from cachecast.contracts.importers import is_litellm_map, plan_litellm_import, read_json_file
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.model import ContractTerms, ImportFormat
 from cachecast.contracts.serialize import DOCUMENT_FORMAT_VERSION, parse_document
 from cachecast.core import db
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
@@ -65,12 +64,6 @@ class ContractHistory(Report):
     provider: str
     model: str
     versions: list[ContractTerms] = Field(description="oldest first")
-
-
-class ImportFormat(StrEnum):
-    auto = "auto"
-    cachecast = "cachecast"
-    litellm = "litellm"
 
 
 class ImportRequest(Request):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from enum import StrEnum
 
 from pydantic import AliasChoices, Field, SecretStr
 
@@ -25,14 +24,10 @@ from cachecast.core.errors import BadInputError, Location, NotMigratedError
 from cachecast.gpu_backend.backend import EngineBackend
 from cachecast.gpu_backend.report import MeasurementReport
 from cachecast.gpu_backend.types import EngineInfo, ReplayOptions
+from cachecast.gpu_backend.types import EngineKind as EngineKind  # its home before
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.usecases.reports import Report
 from cachecast.usecases.requests import LogRequest
-
-
-class EngineKind(StrEnum):
-    offline = "offline"
-    http = "http"
 
 
 class MeasureRequest(LogRequest):

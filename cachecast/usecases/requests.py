@@ -7,20 +7,11 @@ reads a log, always as a :class:`~cachecast.passes.log_input.LogInput` (its firs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ConfigDict
-
 from cachecast.passes.log_input import LogInput
 
-R = TypeVar("R", bound=BaseModel)
-
-
-class Request(BaseModel):
-    """Base of every use case's request (and of the parts a request is built from)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+# The base lives in ``request_base`` (a use case that reads no LogInput need not load it).
+from cachecast.usecases.request_base import Request as Request
+from cachecast.usecases.request_base import request_of as request_of
 
 
 class LogRequest(Request):
@@ -29,11 +20,3 @@ class LogRequest(Request):
 
     log: LogInput
     client: str | None = None
-
-
-def request_of(kind: type[R], given: Mapping[str, Any], **values: Any) -> R:
-    """The request ``kind`` built from ``values`` and, for every other field of ``kind``, the
-    value of the same name in ``given`` where it has one (an API body's fields, a command's
-    options): a front end names only what it converts."""
-    carried = {name: given[name] for name in kind.model_fields if name in given}
-    return kind.model_validate({**carried, **values})

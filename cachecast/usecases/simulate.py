@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from enum import StrEnum
 
 from pydantic import Field
 
@@ -29,6 +28,7 @@ from cachecast.simulator.compact import Compactor, key_needs
 from cachecast.simulator.policies import CachePolicy, VllmPrefixCache, build_policy
 from cachecast.simulator.policies.vllm import UNBOUNDED_BLOCKS
 from cachecast.simulator.routing import Fleet, Routing, RoutingStats
+from cachecast.simulator.types import PolicyKind as PolicyKind  # its home before
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.reports import ContractReference, InputIssue, Report, issues_of
@@ -45,16 +45,6 @@ PROGRESS_STEP = 256  # requests per progress update
 PROVIDER_ONLY_OPTIONS = ("ttl_seconds", "min_tokens", "increment")
 # The policies count blocks in machine integers; 2**62 is what "unbounded" means to them.
 MAX_CAPACITY_BLOCKS = UNBOUNDED_BLOCKS
-
-
-class PolicyKind(StrEnum):
-    """The cache models ``simulate`` replays through (``simulator.policies``)."""
-
-    vllm = "vllm"
-    radix = "radix"
-    automatic = "automatic"
-    explicit = "explicit"
-    gemini = "gemini"
 
 
 class SimulateRequest(LogRequest):

@@ -60,7 +60,8 @@ def client_errors_are_problems(ctx: Any, response: Any, case: Any) -> bool | Non
     return None
 
 
-# Operations whose input is a document to interpret (a log, a layout, a model to size).
+# Operations whose input is a document to interpret (a log, a layout, a model to size,
+# agent sessions and the time zone their days are counted in).
 _INTERPRETED = {
     "/v1/estimates",
     "/v1/simulations",
@@ -68,6 +69,7 @@ _INTERPRETED = {
     "/v1/comparisons",
     "/v1/inspections",
     "/v1/reconciliations",
+    "/v1/usage-reports",
 }
 
 

@@ -1,0 +1,459 @@
+"""``usage``: what agent sessions cost, where it went, what caching saved, what misses cost.
+
+:func:`usage_report` reads Claude Code transcripts and Codex CLI rollouts fast
+(``logs.session_usage``: usage fields only, nothing tokenized) and, per request:
+
+* bills the observed usage (uncached input, cache reads, writes per TTL, output) under the
+  contract in force on the request's date (in ``timezone``), with the long-context tier the
+  whole prompt reaches (cache reads and writes count toward it); the same tokens with caching
+  off give the bill without caching, and the difference is what caching saved;
+* asks the :class:`~cachecast.simulator.session_reads.ReadPredictor` what an earlier request
+  of its lineage had cached (``cacheable``) and what it should have read: the cached tokens
+  it did not read (``missed``) were paid as writes or plain input instead of reads; that
+  difference in dollars is "lost", attributed to the prediction's cause (an idle gap that
+  outlived the TTL, a prompt rewritten inside the cached prefix, ...);
+* adds the request to its row (``by``: day, session, project, model, several allowed), to the
+  totals, to the timeline (hit rate by hour, or by day over long spans) and to the worst
+  requests (most dollars lost).
+
+What-if scenarios re-price the same requests: another TTL (``ttl``: every write made with it;
+a request whose idle gap the TTL covers reads what it missed to an expired TTL, one whose gap
+it does not cover writes what it read), another model or provider (``targets``: the same
+tokens under that contract on each request's date; writes take the option of the same TTL
+name, else the contract's default). Self-hosting is ``cachecast compare``'s job (a pointer in
+the report). A request whose model has no contract in force on its date is counted, left out
+of every bill, and listed in ``unpriced`` (the report then says ``complete_bill: false``).
+docs/usage-report.md has the definitions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field
+
+from cachecast.contracts.answers import ContractLookup
+from cachecast.contracts.model import ContractTerms
+from cachecast.core.errors import BadInputError, Location, LogRecordError
+from cachecast.logs.session_usage import SessionCall, read_calls
+from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
+from cachecast.simulator.session_reads import (
+    PreviousPromptPredictor,
+    ReadPrediction,
+    ReadPredictor,
+)
+from cachecast.usecases.reports import (
+    ContractReference,
+    DecimalNumber,
+    InputIssue,
+    Money,
+    Report,
+    hit_rate_of,
+)
+from cachecast.usecases.request_base import Request
+from cachecast.usecases.session_files import find_sessions
+from cachecast.usecases.usage_pricing import (
+    ContractCache,
+    WhatIf,
+    WhatIfSums,
+    add_to_scenario,
+    lost_of,
+    usage_of,
+    writes_of,
+    writes_on,
+)
+
+Grouping = Literal["day", "session", "project", "model"]
+TtlName = Literal["5m", "1h"]
+MAX_ISSUES = 100
+TIMELINE_HOURS_UP_TO = 24 * 14  # longer spans: one point per day
+HIT_RATE_DEFINITION = "cache-read tokens / prompt tokens (reads + writes + uncached), observed"
+SELF_HOSTED = (
+    "self-hosted vLLM for the same traffic: cachecast compare <log> --model <preset> --gpu <gpu>"
+    " --gpu-price <$/h> (docs/economics.md)"
+)
+ZERO = Decimal(0)
+
+
+class SessionFile(Request):
+    path: Path
+    name: str | None = Field(None, description="how the report names it (default: the path)")
+
+
+class UsageRequest(Request):
+    """The sessions to report on and how; ``files`` empty: the default locations."""
+
+    files: list[SessionFile] = Field(default_factory=list)
+    since: dt.date | None = Field(None, description="first day included (in timezone)")
+    until: dt.date | None = Field(None, description="last day included (in timezone)")
+    timezone: str = Field("UTC", description="IANA zone the days are counted in")
+    by: list[Grouping] = Field(default_factory=lambda: list[Grouping](["day"]), min_length=1)
+    ttl: TtlName | None = Field(None, description="what-if: every cache write with this TTL")
+    targets: list[str] = Field(
+        default_factory=list, description="what-if: PROVIDER:MODEL to re-price the same tokens"
+    )
+    worst: int = Field(20, ge=0, le=1000, description="worst requests listed")
+    on_bad_record: Literal["skip", "stop"] = "skip"
+
+
+class UsageTotals(Report):
+    """One row (or the totals): the observed usage and its bills."""
+
+    group: dict[str, str] = Field(default_factory=dict, description="dimension -> value")
+    requests: int = 0
+    prompt_tokens: int = Field(0, description="whole prompts: uncached + reads + writes")
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    uncached_input_tokens: int = 0
+    output_tokens: int = 0
+    hit_rate: DecimalNumber = Decimal(0)
+    cost: Money = ZERO
+    cost_without_cache: Money = ZERO
+    saved: Money = Field(ZERO, description="cost_without_cache - cost")
+    missed_tokens_by_cause: dict[str, int] = Field(default_factory=dict)
+    lost_by_cause: dict[str, Money] = Field(
+        default_factory=dict, description="dollars the missed tokens cost above reads"
+    )
+    top_causes: list[str] = Field(default_factory=list, description="by dollars lost")
+    unpriced_requests: int = 0
+
+
+class WorstRequest(Report):
+    source: str
+    line: int
+    request_id: str
+    session: str
+    model: str
+    timestamp: dt.datetime | None
+    prompt_tokens: int
+    cache_read_tokens: int
+    expected_read_tokens: int = Field(description="what the predictor says it should have read")
+    cacheable_tokens: int = Field(description="what an earlier request of its lineage cached")
+    cause: str
+    detail: str
+    lost: Money
+
+
+class TimelinePoint(Report):
+    """The requests that started in [start, start + seconds)."""
+
+    start: dt.datetime
+    seconds: int
+    requests: int
+    prompt_tokens: int
+    cache_read_tokens: int
+    hit_rate: DecimalNumber
+
+
+class UnpricedModel(Report):
+    provider: str
+    model: str
+    requests: int
+    first_day: dt.date | None
+    last_day: dt.date | None
+    reason: str
+
+
+class UsageReport(Report):
+    files: list[str]
+    clients: dict[str, int] = Field(description="client -> requests")
+    timezone: str
+    since: dt.date | None
+    until: dt.date | None
+    by: list[str]
+    predictor: str = Field(description="what says what each request should have read")
+    hit_rate_definition: str = HIT_RATE_DEFINITION
+    rows: list[UsageTotals]
+    totals: UsageTotals
+    complete_bill: bool = Field(description="false: some requests had no contract (unpriced)")
+    unpriced: list[UnpricedModel]
+    contracts: list[ContractReference]
+    worst_requests: list[WorstRequest]
+    timeline: list[TimelinePoint]
+    what_if: list[WhatIf]
+    self_hosted: str = SELF_HOSTED
+    issues: list[InputIssue]
+    issue_count: int
+
+
+@dataclass(slots=True)
+class _Sums:
+    requests: int = 0
+    prompt: int = 0
+    read: int = 0
+    write_5m: int = 0
+    write_1h: int = 0
+    uncached: int = 0
+    output: int = 0
+    cost: Decimal = ZERO
+    plain: Decimal = ZERO
+    missed: dict[str, int] = field(default_factory=dict)
+    lost: dict[str, Decimal] = field(default_factory=dict)
+    unpriced: int = 0
+
+    def add(self, call: SessionCall, priced: _Priced | None) -> None:
+        self.requests += 1
+        self.prompt += call.input_tokens
+        self.read += call.cache_read_tokens
+        self.write_5m += call.cache_write_5m_tokens
+        self.write_1h += call.cache_write_1h_tokens
+        self.uncached += call.uncached_input_tokens
+        self.output += call.output_tokens
+        if priced is None:
+            self.unpriced += 1
+            return
+        with localcontext(EXACT):
+            self.cost += priced.cost
+            self.plain += priced.plain
+            if priced.missed:
+                self.missed[priced.cause] = self.missed.get(priced.cause, 0) + priced.missed
+                self.lost[priced.cause] = self.lost.get(priced.cause, ZERO) + priced.lost
+
+    def report(self, group: dict[str, str]) -> UsageTotals:
+        with localcontext(EXACT):
+            saved = self.plain - self.cost
+        causes = sorted(self.lost, key=lambda cause: (-self.lost[cause], cause))
+        return UsageTotals(
+            group=group,
+            requests=self.requests,
+            prompt_tokens=self.prompt,
+            cache_read_tokens=self.read,
+            cache_write_5m_tokens=self.write_5m,
+            cache_write_1h_tokens=self.write_1h,
+            uncached_input_tokens=self.uncached,
+            output_tokens=self.output,
+            hit_rate=hit_rate_of(self.read, self.prompt),
+            cost=self.cost,
+            cost_without_cache=self.plain,
+            saved=saved,
+            missed_tokens_by_cause=dict(sorted(self.missed.items())),
+            lost_by_cause={cause: self.lost[cause] for cause in causes},
+            top_causes=[cause for cause in causes if self.lost[cause] > 0][:3],
+            unpriced_requests=self.unpriced,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    cost: Decimal
+    plain: Decimal
+    missed: int
+    cause: str
+    lost: Decimal
+
+
+@dataclass(slots=True)
+class _Unpriced:
+    reason: str
+    requests: int = 0
+    first_day: dt.date | None = None
+    last_day: dt.date | None = None
+
+    def add(self, day: dt.date | None) -> None:
+        self.requests += 1
+        if day is not None:
+            self.first_day = day if self.first_day is None else min(day, self.first_day)
+            self.last_day = day if self.last_day is None else max(day, self.last_day)
+
+
+def _timezone(name: str) -> dt.tzinfo:
+    if name.upper() == "UTC":
+        return dt.UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BadInputError(
+            f"unknown time zone {name!r} (an IANA name such as Europe/Paris, or UTC)",
+            location=Location(field="timezone"),
+        ) from None
+
+
+def usage_report(
+    request: UsageRequest,
+    store: ContractLookup,
+    predictor: Callable[[], ReadPredictor] = PreviousPromptPredictor,
+) -> UsageReport:
+    """The report the module docstring describes."""
+    zone = _timezone(request.timezone)
+    if request.since and request.until and request.since > request.until:
+        raise BadInputError(
+            f"--since {request.since} is after --until {request.until}",
+            location=Location(field="since"),
+        )
+    if request.files:
+        paths = [(file.path, file.name or str(file.path)) for file in request.files]
+        for path, name in paths:
+            if not path.is_file():
+                raise BadInputError("no such file", location=Location(source=name, field="files"))
+    else:
+        paths = [(path, str(path)) for path in find_sessions([])]
+    targets = [_target(text) for text in request.targets]
+    issues: list[LogRecordError] = []
+    issue_count = 0
+
+    def on_error(error: LogRecordError) -> None:
+        nonlocal issue_count
+        if request.on_bad_record == "stop":
+            raise error
+        issue_count += 1
+        if len(issues) < MAX_ISSUES:
+            issues.append(error)
+
+    contracts = ContractCache(store)
+    reads = predictor()
+    rows: dict[tuple[str, ...], _Sums] = {}
+    totals = _Sums()
+    clients: dict[str, int] = {}
+    unpriced: dict[tuple[str, str], _Unpriced] = {}
+    hours: dict[dt.datetime, list[int]] = {}
+    worst: list[tuple[Decimal, int, SessionCall, dt.datetime | None, ReadPrediction]] = []
+    scenarios = [WhatIfSums(f"ttl {request.ttl}")] if request.ttl else []
+    scenarios += [WhatIfSums(f"target {p}:{m}") for p, m in targets]
+    for index, call in enumerate(read_calls(paths, on_error)):
+        moment = None if call.timestamp is None else dt.datetime.fromtimestamp(call.timestamp, zone)
+        day = moment.date() if moment is not None else None
+        if (request.since or request.until) and (
+            day is None
+            or (request.since is not None and day < request.since)
+            or (request.until is not None and day > request.until)
+        ):
+            reads.observe(call)
+            continue
+        clients[call.client] = clients.get(call.client, 0) + 1
+        bill_day = day or dt.datetime.now(dt.UTC).date()
+        contract = contracts.get(call.provider, call.model, bill_day)
+        terms = contract if isinstance(contract, ContractTerms) else None
+        prediction = reads.predict(call, terms)
+        reads.observe(call)
+        priced = None
+        if terms is None:
+            assert isinstance(contract, str)
+            unpriced.setdefault((call.provider, call.model), _Unpriced(contract)).add(day)
+        else:
+            contracts.use(terms)
+            usage = usage_of(call, call.cache_read_tokens, writes_on(terms, writes_of(call)))
+            with localcontext(EXACT):
+                cost = bill_request(usage, terms).total
+                plain = bill_without_cache(usage, terms).total
+            missed = max(0, prediction.cacheable - call.cache_read_tokens)
+            lost = lost_of(call, terms, missed) if missed else ZERO
+            priced = _Priced(cost, plain, missed, prediction.cause, lost)
+            if missed and request.worst:
+                # Models are built for the requests kept only (a heap of the worst).
+                item = (lost, -index, call, moment, prediction)
+                if len(worst) < request.worst:
+                    heapq.heappush(worst, item)
+                elif item[:2] > worst[0][:2]:
+                    heapq.heapreplace(worst, item)
+            for scenario in scenarios:
+                add_to_scenario(
+                    scenario, call, terms, cost, prediction, missed, contracts, bill_day
+                )
+        key = tuple(_group_value(dimension, call, day) for dimension in request.by)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = _Sums()
+        row.add(call, priced)
+        totals.add(call, priced)
+        if moment is not None:
+            hour = moment.replace(minute=0, second=0, microsecond=0)
+            point = hours.setdefault(hour, [0, 0, 0])
+            point[0] += 1
+            point[1] += call.input_tokens
+            point[2] += call.cache_read_tokens
+    if not paths:
+        raise BadInputError("no session file found", location=Location(field="files"))
+    ordered = sorted(rows.items())
+    return UsageReport(
+        files=[name for _, name in paths],
+        clients=clients,
+        timezone=request.timezone,
+        since=request.since,
+        until=request.until,
+        by=list(request.by),
+        predictor=reads.name,
+        rows=[row.report(dict(zip(request.by, key, strict=True))) for key, row in ordered],
+        totals=totals.report({}),
+        complete_bill=not unpriced,
+        unpriced=[
+            UnpricedModel.read(entry, provider=provider, model=model)
+            for (provider, model), entry in sorted(unpriced.items())
+        ],
+        contracts=sorted(
+            (ContractReference.of(terms) for terms in contracts.used.values()),
+            key=lambda reference: reference.version,
+        ),
+        worst_requests=[_worst(*item) for item in sorted(worst, key=lambda x: (-x[0], -x[1]))],
+        timeline=_timeline(hours),
+        what_if=[scenario.report() for scenario in scenarios],
+        issues=[InputIssue.of(error) for error in issues],
+        issue_count=issue_count,
+    )
+
+
+def _worst(
+    lost: Decimal, _: int, call: SessionCall, moment: dt.datetime | None, prediction: ReadPrediction
+) -> WorstRequest:
+    return WorstRequest.read(
+        call,
+        timestamp=moment,
+        prompt_tokens=call.input_tokens,
+        expected_read_tokens=prediction.expected_read,
+        cacheable_tokens=prediction.cacheable,
+        cause=prediction.cause,
+        detail=prediction.detail,
+        lost=lost,
+    )
+
+
+def _target(text: str) -> tuple[str, str]:
+    provider, sep, model = text.partition(":")
+    if not sep or not provider.strip() or not model.strip():
+        raise BadInputError(
+            f"expected PROVIDER:MODEL, got {text!r}", location=Location(field="--target")
+        )
+    return provider.strip().lower(), model.strip().lower()
+
+
+def _group_value(dimension: str, call: SessionCall, day: dt.date | None) -> str:
+    if dimension == "day":
+        return day.isoformat() if day is not None else "(no time)"
+    if dimension == "session":
+        return call.session
+    if dimension == "project":
+        return call.project or "(none)"
+    return call.model
+
+
+def _timeline(hours: dict[dt.datetime, list[int]]) -> list[TimelinePoint]:
+    if not hours:
+        return []
+    first, last = min(hours), max(hours)
+    points: dict[dt.datetime, list[int]] = hours
+    seconds = 3600
+    if (last - first).total_seconds() > TIMELINE_HOURS_UP_TO * 3600:
+        points, seconds = {}, 86400
+        for hour, sums in hours.items():
+            day = hour.replace(hour=0)
+            point = points.setdefault(day, [0, 0, 0])
+            for position in range(3):
+                point[position] += sums[position]
+    return [
+        TimelinePoint(
+            start=start,
+            seconds=seconds,
+            requests=sums[0],
+            prompt_tokens=sums[1],
+            cache_read_tokens=sums[2],
+            hit_rate=hit_rate_of(sums[2], sums[1]),
+        )
+        for start, sums in sorted(points.items())
+    ]

@@ -1,0 +1,192 @@
+"""Pricing the requests of agent sessions for the usage report (``usecases.usage``): the
+contract of each (provider, model, day), looked up once; a request's observed usage as a
+billable ``RequestUsage``; what its missed cached tokens cost above reads; and the what-if
+scenarios (another TTL, another model or provider) on the same requests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal, localcontext
+
+from pydantic import Field
+
+from cachecast.contracts.answers import ContractLookup
+from cachecast.contracts.model import ContractTerms
+from cachecast.core.errors import CachecastError
+from cachecast.logs.session_usage import TTL_1H, TTL_5M, SessionCall
+from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache, prices_for
+from cachecast.simulator.session_reads import ReadPrediction
+from cachecast.simulator.types import RequestUsage
+from cachecast.usecases.reports import ContractReference, Money, Report
+
+TTL_SECONDS = {TTL_5M: 300, TTL_1H: 3600}
+ZERO = Decimal(0)
+
+
+class WhatIf(Report):
+    scenario: str = Field(description="'ttl 1h', 'target openai:gpt-5.6', ...")
+    cost: Money
+    cost_without_cache: Money
+    difference: Money = Field(description="scenario cost - observed cost (on the same requests)")
+    cache_read_tokens: int
+    cache_write_tokens: int
+    priced_requests: int
+    unpriced_requests: int
+    contracts: list[str] = Field(default_factory=list)
+
+
+class ContractCache:
+    """Contracts by (provider, model, day), looked up once each; misses remembered."""
+
+    def __init__(self, store: ContractLookup) -> None:
+        self.store = store
+        self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
+        self.used: dict[tuple[str, str, dt.date], ContractTerms] = {}
+
+    def use(self, terms: ContractTerms) -> None:
+        """``terms`` priced a request: its version is listed in the report."""
+        self.used[(terms.provider, terms.model, terms.effective_from)] = terms
+
+    def get(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
+        key = (provider, model, day)
+        found = self.found.get(key)
+        if found is None:
+            try:
+                found = self.store.as_of(provider, model, day)
+            except CachecastError as error:  # unknown model, no version on that day
+                found = error.message
+            self.found[key] = found
+        return found
+
+
+def usage_of(call: SessionCall, read: int, writes: dict[str, int]) -> RequestUsage:
+    written = sum(writes.values())
+    return RequestUsage(
+        request_id=call.request_id,
+        line=call.line,
+        timestamp=call.timestamp or 0.0,
+        scope=call.lineage,
+        input_tokens=call.input_tokens,
+        output_tokens=call.output_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens={name: tokens for name, tokens in writes.items() if tokens},
+        uncached_input_tokens=call.input_tokens - read - written,
+    )
+
+
+def writes_of(call: SessionCall) -> dict[str, int]:
+    return {TTL_5M: call.cache_write_5m_tokens, TTL_1H: call.cache_write_1h_tokens}
+
+
+def writes_on(contract: ContractTerms, writes: dict[str, int]) -> dict[str, int]:
+    """Writes named by a TTL ``contract`` has, the others under its default option."""
+    names = {option.name for option in contract.ttl_options}
+    moved: dict[str, int] = {}
+    for name, tokens in writes.items():
+        if tokens:
+            chosen = name if name in names else contract.default_ttl.name
+            moved[chosen] = moved.get(chosen, 0) + tokens
+    return moved
+
+
+def lost_of(call: SessionCall, contract: ContractTerms, missed: int) -> Decimal:
+    """What ``missed`` tokens cost above reads: taken from the writes (1h first) and then the
+    uncached input, each at its price minus the read price."""
+    prices = prices_for(contract, call.input_tokens)
+    read_price = prices.input_per_mtok * contract.read_multiplier
+    left = missed
+    lost = ZERO
+    with localcontext(EXACT):
+        for name, tokens in (
+            (TTL_1H, call.cache_write_1h_tokens),
+            (TTL_5M, call.cache_write_5m_tokens),
+        ):
+            taken = min(left, tokens)
+            if taken:
+                chosen = name if name in {o.name for o in contract.ttl_options} else None
+                option = contract.ttl_by_name(chosen) if chosen else contract.default_ttl
+                price = prices.input_per_mtok * option.write_multiplier
+                lost += Decimal(taken) * (price - read_price) / 1_000_000
+                left -= taken
+        taken = min(left, call.uncached_input_tokens)
+        lost += Decimal(taken) * (prices.input_per_mtok - read_price) / 1_000_000
+    return lost
+
+
+class WhatIfSums:
+    def __init__(self, scenario: str) -> None:
+        self.scenario = scenario
+        self.cost = ZERO
+        self.plain = ZERO
+        self.baseline = ZERO
+        self.read = 0
+        self.written = 0
+        self.priced = 0
+        self.unpriced = 0
+        self.contracts: dict[tuple[str, str, dt.date], ContractTerms] = {}
+
+    def report(self) -> WhatIf:
+        with localcontext(EXACT):
+            difference = self.cost - self.baseline
+        return WhatIf.read(
+            self,
+            cost_without_cache=self.plain,
+            difference=difference,
+            cache_read_tokens=self.read,
+            cache_write_tokens=self.written,
+            priced_requests=self.priced,
+            unpriced_requests=self.unpriced,
+            contracts=sorted(ContractReference.of(t).version for t in self.contracts.values()),
+        )
+
+
+def ttl_split(
+    call: SessionCall, ttl: str, gap: float | None, cause: str, missed: int
+) -> tuple[int, dict[str, int]]:
+    """The reads and writes of ``call`` had every write been made with ``ttl`` (module doc)."""
+    read = call.cache_read_tokens
+    written = call.cache_write_tokens
+    if gap is not None and gap > TTL_SECONDS[ttl]:
+        written, read = written + read, 0  # expired under the shorter TTL: written again
+    elif cause == "ttl_expired" and missed:
+        moved = min(missed, written)  # the longer TTL would have kept it
+        read, written = read + moved, written - moved
+    return read, {ttl: written}
+
+
+def add_to_scenario(
+    scenario: WhatIfSums,
+    call: SessionCall,
+    terms: ContractTerms,
+    baseline: Decimal,
+    prediction: ReadPrediction,
+    missed: int,
+    contracts: ContractCache,
+    day: dt.date,
+) -> None:
+    if scenario.scenario.startswith("ttl "):
+        ttl = scenario.scenario.removeprefix("ttl ")
+        if not call.cache_write_tokens and not call.cache_read_tokens:
+            read, writes = 0, dict[str, int]()
+        elif {option.name for option in terms.ttl_options} >= {ttl}:
+            read, writes = ttl_split(call, ttl, prediction.gap_seconds, prediction.cause, missed)
+        else:
+            read, writes = call.cache_read_tokens, writes_on(terms, writes_of(call))
+        contract: ContractTerms | str = terms
+    else:
+        provider, _, model = scenario.scenario.removeprefix("target ").partition(":")
+        contract = contracts.get(provider, model, day)
+        read, writes = call.cache_read_tokens, writes_of(call)
+    if not isinstance(contract, ContractTerms):
+        scenario.unpriced += 1
+        return
+    usage = usage_of(call, read, writes_on(contract, writes))
+    with localcontext(EXACT):
+        scenario.cost += bill_request(usage, contract).total
+        scenario.plain += bill_without_cache(usage, contract).total
+        scenario.baseline += baseline
+    scenario.read += read
+    scenario.written += usage.cache_write_total
+    scenario.priced += 1
+    scenario.contracts[(contract.provider, contract.model, contract.effective_from)] = contract

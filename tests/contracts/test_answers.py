@@ -1,0 +1,61 @@
+"""``contracts.answers.RememberedAnswers``: the store's answers, kept while the database
+file is unchanged, and asked again once it changes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from cachecast.contracts import ContractStore
+from cachecast.contracts.answers import RememberedAnswers
+from cachecast.core.errors import UnknownContractError
+
+DAY = dt.date(2026, 2, 10)
+
+
+class CountingStore:
+    """The real store, counting how often it is opened."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.opened = 0
+
+    def __call__(self) -> ContractStore:
+        self.opened += 1
+        return ContractStore(self.url)
+
+
+def test_answers_are_the_stores_and_are_remembered(migrated_db_url: str, tmp_path: Path) -> None:
+    expected = ContractStore(migrated_db_url).as_of("anthropic", "claude-opus-4-6", DAY)
+    opener = CountingStore(migrated_db_url)
+    first = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    assert first.as_of("anthropic", "claude-opus-4-6", DAY) == expected
+    with pytest.raises(UnknownContractError) as raised:
+        first.as_of("openai", "no-such-model", DAY)
+    first.save()
+    assert opener.opened == 1
+    second = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    assert second.as_of("anthropic", "claude-opus-4-6", DAY) == expected
+    with pytest.raises(UnknownContractError) as again:
+        second.as_of("openai", "no-such-model", DAY)
+    assert again.value.message == raised.value.message
+    assert opener.opened == 1  # answered from the file
+    # The database changes (a write moves its modification time): asked again.
+    database = Path(migrated_db_url.removeprefix("sqlite:///"))
+    database.touch()
+    third = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    assert third.as_of("anthropic", "claude-opus-4-6", DAY) == expected
+    assert opener.opened == 2
+
+
+def test_other_databases_are_asked_every_time(migrated_db_url: str, tmp_path: Path) -> None:
+    opener = CountingStore(migrated_db_url)
+    url = migrated_db_url + "?timeout=5"  # not a plain SQLite path: not remembered
+    for _ in range(2):
+        answers = RememberedAnswers(url, opener, tmp_path)
+        answers.as_of("anthropic", "claude-opus-4-6", DAY)
+        answers.save()
+    assert opener.opened == 2
+    assert not (tmp_path / "contract-answers.json").exists()

@@ -1,0 +1,58 @@
+"""A command imports what it uses: ``cachecast --help`` and ``cachecast usage`` load no
+dataframe, model, GPU, cluster or plotting library, no migration tool and (usage, with its
+contract answers remembered) no SQL toolkit. Checked on ``sys.modules`` of a fresh
+interpreter running the command, not on time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT, shared_data
+
+HEAVY = ("pandas", "transformers", "torch", "vllm", "ray", "matplotlib", "pyarrow", "numpy")
+DATABASE = ("alembic", "sqlalchemy", "sqlmodel")
+_RUN = """
+import json, runpy, sys
+sys.argv = ["cachecast", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("cachecast", run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def loaded(arguments: list[str], env: dict[str, str]) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", _RUN, json.dumps(arguments)],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **env},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    report = json.loads(result.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), result.stderr
+    return {name.split(".")[0] for name in report["modules"]}
+
+
+def test_help_loads_no_heavy_module() -> None:
+    modules = loaded(["--help"], {})
+    assert not modules & {*HEAVY, *DATABASE}
+
+
+def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> None:
+    session = str(shared_data("recordings/claude_code/spotter/short.jsonl"))
+    env = {"CACHECAST_DATABASE_URL": migrated_db_url, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = loaded(["usage", session, "--json"], env)
+    assert not first & set(HEAVY)
+    assert "alembic" in first  # the first run checks the database's migration
+    # Later runs answer from the remembered contract answers: no SQL toolkit at all.
+    again = loaded(["usage", session, "--json"], env)
+    assert not again & {*HEAVY, *DATABASE}
