@@ -23,6 +23,7 @@ from typing import Protocol
 
 from cachecast.contracts.model import ContractTerms
 from cachecast.logs.session_usage import SessionCall
+from cachecast.sessions.predictor import duration
 from cachecast.simulator.misses import FIRST_SIGHT, PREFIX_DIVERGED, TTL_EXPIRED
 
 DEFAULT_TTL_SECONDS = 300  # Anthropic's default and OpenAI's in-memory retention
@@ -55,18 +56,6 @@ class _Last:
     timestamp: float | None
     input_tokens: int
     ttl_seconds: int
-
-
-def duration_text(seconds: float) -> str:
-    """``1h02m``, ``7m12s``, ``42s``."""
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
 
 
 def cacheable_length(tokens: int, contract: ContractTerms | None) -> int:
@@ -106,8 +95,8 @@ class PreviousPromptPredictor:
                 0,
                 shared,
                 TTL_EXPIRED,
-                f"idle {duration_text(gap)} since the previous request outlived the"
-                f" {duration_text(last.ttl_seconds)} cache TTL",
+                f"idle {duration(gap)} since the previous request outlived the"
+                f" {duration(last.ttl_seconds)} cache TTL",
                 gap,
             )
         if call.input_tokens < last.input_tokens:

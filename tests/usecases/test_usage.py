@@ -259,7 +259,7 @@ def test_idle_gap_over_the_ttl_is_priced_as_lost(migrated_db_url: str, tmp_path:
     assert report.totals.top_causes == ["ttl_expired"]
     worst = report.worst_requests[0]
     assert (worst.request_id, worst.cause, worst.cacheable_tokens) == ("m2", "ttl_expired", 5_003)
-    assert "10m00s" in worst.detail and "5m00s" in worst.detail
+    assert "10m 00s" in worst.detail and "5m 00s" in worst.detail
     # What-if 1h: request 1 writes 5,000 at 2x ($6); request 2 (10 minutes < 1h) reads the
     # 5,003 and writes 97 at $6. Input 3 + 3 at $3, output 10 + 10 at $15:
     # (5,000 x 6 + 5,003 x 0.3 + 97 x 6 + 6 x 3 + 20 x 15) / 1e6 = 32,400.9 / 1e6.
