@@ -202,7 +202,9 @@ class ChangedRecords:
         return self.transform(iter(self.original))
 
     def line_of(self, position: int) -> int | None:
-        return None  # a changed request is on no line of any file
+        # A change maps each request to one: errors about a changed request name the line
+        # of the request it was made from.
+        return self.original.line_of(position)
 
 
 @dataclass(frozen=True, slots=True)
