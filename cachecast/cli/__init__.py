@@ -37,13 +37,23 @@ app.add_typer(db_app, name="db")
 console = Console(stderr=True)
 
 
-@app.callback()
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    # Eager: runs before typer asks for a command, so ``cachecast --version`` alone works.
+    if value:
         typer.echo(__version__)
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    """Predict prompt-cache hits and bills from prompt logs under dated provider contracts."""
 
 
 @db_app.command("upgrade")

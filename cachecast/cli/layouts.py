@@ -22,6 +22,7 @@ from cachecast.cli.common import (
     database_url_option,
     parse_day,
     progress_bar,
+    split_targets,
 )
 from cachecast.core.errors import EXIT_OK, EXIT_REGRESSION, BadInputError, Location
 
@@ -38,7 +39,9 @@ TargetOption = Annotated[
         "--target",
         "-t",
         help="PROVIDER:MODEL (contract as of --at), vllm / vllm:BLOCK_SIZE (simulated), or"
-        " vllm-engine:URL (replayed on that vLLM server, measured). Repeatable.",
+        " vllm-engine:URL (replayed on that vLLM server, measured). Repeatable, or a"
+        " comma-separated list.",
+        callback=split_targets,
     ),
 ]
 AtOption = Annotated[
