@@ -18,6 +18,7 @@ from cachecast.cli import estimate as estimate_cli
 from cachecast.cli import inspect as inspect_cli
 from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
+from cachecast.cli import price as price_cli
 from cachecast.cli import reconcile as reconcile_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
@@ -98,6 +99,7 @@ for _module in (
     tokenize_cli,
     simulate_cli,
     estimate_cli,
+    price_cli,
     reconcile_cli,
     layouts_cli,
     serve_cli,

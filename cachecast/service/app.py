@@ -34,6 +34,7 @@ from cachecast.service.routers import (
     inspections,
     jobs,
     layout_checks,
+    prices,
     reconciliations,
     simulations,
 )
@@ -106,6 +107,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         health,
         contracts,
         estimates,
+        prices,
         inspections,
         reconciliations,
         simulations,
