@@ -15,6 +15,7 @@ from cachecast import __version__
 from cachecast.cli import contracts as contracts_cli
 from cachecast.cli import economics as economics_cli
 from cachecast.cli import estimate as estimate_cli
+from cachecast.cli import help as help_cli
 from cachecast.cli import inspect as inspect_cli
 from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
@@ -27,11 +28,13 @@ from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
 from cachecast.core import db
 
+help_cli.install()
 app = typer.Typer(
     name="cachecast",
     help="Predict prompt-cache hits and bills from prompt logs under dated provider contracts.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
 app.add_typer(db_app, name="db")

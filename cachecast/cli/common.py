@@ -29,6 +29,7 @@ from typer.exceptions import TyperException
 
 from cachecast.core import db
 from cachecast.core.errors import EXIT_INTERNAL, BadInputError, CachecastError, Location
+from cachecast.logs.formats import format_names
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
@@ -51,13 +52,19 @@ def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
     """The ``--database-url`` option. ``CACHECAST_DATABASE_URL`` is read by
     ``db.resolve_database_url``, not by the option, so that an error names where the URL
     came from."""
-    return typer.Option("--database-url", help=help_text)
+    return typer.Option("--database-url", metavar="URL", help=help_text)
 
 
 DatabaseUrlOption = Annotated[str | None, database_url_option()]
 FormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="Read every log as this format (default: detected per file)."),
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help="Read every log as this format (default: detected per file): "
+        + ", ".join(format_names())
+        + ".",
+    ),
 ]
 ResultsOption = Annotated[
     Path | None,

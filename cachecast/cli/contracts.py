@@ -41,7 +41,7 @@ def _stdout() -> Console:
 
 
 AtOption = Annotated[
-    str | None, typer.Option("--at", help="Date YYYY-MM-DD (default: today, UTC).")
+    str | None, typer.Option("--at", metavar="DATE", help="Date YYYY-MM-DD (default: today, UTC).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ProviderArgument = Annotated[

@@ -253,12 +253,14 @@ def compare_command(
         typer.Option(
             "--target",
             "-t",
+            metavar="PROVIDER:MODEL",
             help="Hosted PROVIDER:MODEL to compare with (repeatable, or a comma-separated list).",
             callback=split_targets,
         ),
     ] = None,
     at: Annotated[
-        str | None, typer.Option(help="Contracts in force on this date (YYYY-MM-DD).")
+        str | None,
+        typer.Option(metavar="DATE", help="Contracts in force on this date (YYYY-MM-DD)."),
     ] = None,
     kv_dtype: KvDtypeOption = "bf16",
     weight_dtype: WeightDtypeOption = None,

@@ -70,20 +70,27 @@ def register(app: typer.Typer) -> None:
 def estimate_command(
     logs: Annotated[
         list[Path],
-        typer.Argument(help="Prompt log(s), JSONL, one request a line; quoted globs expand."),
+        typer.Argument(
+            help="Prompt logs, in any format cachecast reads (see --format), or folders;"
+            " quoted globs expand."
+        ),
     ],
     target: Annotated[
         list[str],
         typer.Option(
             "--target",
             "-t",
+            metavar="PROVIDER:MODEL",
             help="PROVIDER:MODEL to price against (repeatable, or a comma-separated list).",
             callback=split_targets,
         ),
     ],
     at: Annotated[
         str | None,
-        typer.Option(help="Use the contracts in force on this date (YYYY-MM-DD; default today)."),
+        typer.Option(
+            metavar="DATE",
+            help="Use the contracts in force on this date (YYYY-MM-DD; default today).",
+        ),
     ] = None,
     model: common.DefaultModelOption = None,
     provider: common.DefaultProviderOption = None,

@@ -38,6 +38,7 @@ TargetOption = Annotated[
     typer.Option(
         "--target",
         "-t",
+        metavar="TARGET",
         help="PROVIDER:MODEL (contract as of --at), vllm / vllm:BLOCK_SIZE (simulated), or"
         " vllm-engine:URL (replayed on that vLLM server, measured). Repeatable, or a"
         " comma-separated list.",
@@ -45,7 +46,8 @@ TargetOption = Annotated[
     ),
 ]
 AtOption = Annotated[
-    str | None, typer.Option("--at", help="Contracts in force on this date (YYYY-MM-DD).")
+    str | None,
+    typer.Option("--at", metavar="DATE", help="Contracts in force on this date (YYYY-MM-DD)."),
 ]
 DatabaseUrlOption = Annotated[str | None, database_url_option("Contract database URL.")]
 ModelOption = Annotated[
@@ -185,8 +187,13 @@ def check_command(
         Path | None, typer.Option("--markdown", help="Write a Markdown report (PR comment).")
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the JSON report to this file.")
+        Path | None,
+        typer.Option("--json-file", metavar="FILE", help="Also write the JSON report to FILE."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the JSON report instead of the summary lines."),
+    ] = False,
     engine_api_key: EngineApiKeyOption = None,
     store_measurements: StoreMeasurementsOption = False,
     database_url: DatabaseUrlOption = None,
@@ -208,7 +215,7 @@ def check_command(
             "give BASELINE CANDIDATE, or CANDIDATE... with --baseline-ref REF",
             location=Location(field="PATHS"),
         )
-    for path, option in ((markdown, "--markdown"), (json_out, "--json")):
+    for path, option in ((markdown, "--markdown"), (json_out, "--json-file")):
         if path is not None:
             check_output_path(path, option)
     options = {
@@ -256,13 +263,16 @@ def check_command(
             store,
         )
         for skipped in run.skipped:
-            typer.echo(f"cachecast check: {skipped.message}")
+            typer.echo(f"cachecast check: {skipped.message}", err=as_json)
         reports = run.checks
         # One file checked: its report; several (or none): the run, every check under "checks".
         document = (reports[0] if len(reports) == 1 else run).model_dump_json(indent=2)
-    for report in reports:
-        for line in summary_lines(report):
-            typer.echo(line)
+    if as_json:
+        typer.echo(document)
+    else:
+        for report in reports:
+            for line in summary_lines(report):
+                typer.echo(line)
     if markdown is not None:
         text = "".join(check_markdown(report) for report in reports)
         _write_markdown(markdown, text or "### cachecast check: no layout to compare\n")

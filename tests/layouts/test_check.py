@@ -27,7 +27,7 @@ def _run(invoke: Invoke, tmp_path: Path, baseline: Path, candidate: Path, *args:
         OPENAI,
         "--target",
         "vllm:16",
-        "--json",
+        "--json-file",
         out,
         "--markdown",
         md,
