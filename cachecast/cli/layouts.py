@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cachecast.cli import common
 from cachecast.cli.common import (
     command,
     contract_store,
@@ -147,13 +148,14 @@ def check_command(
         list[Path],
         typer.Argument(
             help="BASELINE CANDIDATE, or CANDIDATE... with --baseline-ref (each compared with"
-            " the same path at that git revision). Each a prompt log (JSONL) or a layout"
-            " (YAML / Jinja2).",
+            " the same path at that git revision). Each a prompt log, in any format"
+            " cachecast reads (see --format), or a layout (YAML / Jinja2).",
             show_default=False,
         ),
     ],
     target: TargetOption = None,
     at: AtOption = None,
+    log_format: common.FormatOption = None,
     baseline_ref: Annotated[
         str | None, typer.Option("--baseline-ref", help="Read the baseline at this git revision.")
     ] = None,
@@ -244,8 +246,10 @@ def check_command(
     if pair is not None:
         baseline, candidate = pair
         request = CheckRequest(
-            baseline=PromptSource(path=baseline, values_path=values),
-            candidate=PromptSource(path=candidate, ref=candidate_ref, values_path=values),
+            baseline=PromptSource(path=baseline, values_path=values, format=log_format),
+            candidate=PromptSource(
+                path=candidate, ref=candidate_ref, values_path=values, format=log_format
+            ),
             **common,
         )
         reports = [check(request, store)]
@@ -418,9 +422,17 @@ def _divergence_sentence(divergence: DivergenceReport | None) -> str:
 
 
 def suggest_command(
-    path: Annotated[Path, typer.Argument(help="A prompt log (JSONL) or a layout (YAML / Jinja2).")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A prompt log, in any format cachecast reads (see --format), or a layout"
+            " (YAML / Jinja2)."
+        ),
+    ],
     target: TargetOption = None,
     at: AtOption = None,
+    log_format: common.FormatOption = None,
+    results: common.ResultsOption = None,
     block_size: BlockSizeOption = None,
     model: ModelOption = None,
     values: ValuesOption = None,
@@ -487,7 +499,7 @@ def suggest_command(
             gain_tolerance_pp=parse_points(gain_tolerance, "--gain-tolerance") * 100,
         )
     request = SuggestRequest(
-        source=PromptSource(path=path, values_path=values),
+        source=PromptSource(path=path, values_path=values, format=log_format, results=results),
         targets=list(settings.targets),
         at=parse_day(settings.at),
         model=model,
