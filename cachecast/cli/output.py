@@ -126,8 +126,22 @@ def _stacked(table: Table) -> RenderableType:
     return Group(*lines)
 
 
+# A prose column (one that wraps) counts this wide when a table is fitted: it wraps the rest.
+PROSE_WIDTH = 24
+
+
 def _natural_width(table: Table, console: Console) -> int:
-    return Measurement.get(console, console.options.update_width(PIPE_WIDTH), table).maximum
+    """The table's width with every name and number on one line and its prose columns
+    wrapped to ``PROSE_WIDTH``."""
+    prose = [column for column in table.columns if not column.no_wrap]
+    saved = [column.max_width for column in prose]
+    for column in prose:
+        column.max_width = min(column.max_width or PROSE_WIDTH, PROSE_WIDTH)
+    try:
+        return Measurement.get(console, console.options.update_width(PIPE_WIDTH), table).maximum
+    finally:
+        for column, width in zip(prose, saved, strict=True):
+            column.max_width = width
 
 
 def identifier_column(table: Table, header: str, **options: object) -> None:
