@@ -6,7 +6,7 @@ for people, ``--json`` = the report's model dump, exact).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from cachecast.usecases.price import PriceReport
 
 
+# PriceRequest's bound (usecases.price.MAX_TOKENS), repeated so that `--help` does not
+# import the use case; the request validates it again.
+MAX_TOKENS = 10**12
+
+
+def _tokens(flag: str, help_text: str) -> Any:
+    """A token-count option: N, from 0 to the use case's bound."""
+    return typer.Option(flag, min=0, max=MAX_TOKENS, metavar="N", help=help_text)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``price`` to the root app."""
     app.command("price")(command(price_command))
@@ -30,45 +40,15 @@ def price_command(
         str, typer.Argument(metavar="PROVIDER:MODEL", help="e.g. anthropic:claude-sonnet-4-5")
     ],
     input_tokens: Annotated[
-        int,
-        typer.Option(
-            "--input",
-            min=0,
-            max=10**12,
-            metavar="N",
-            help="Prompt tokens neither read from nor written to the cache.",
-        ),
+        int, _tokens("--input", "Prompt tokens neither read from nor written to the cache.")
     ] = 0,
-    cache_read: Annotated[
-        int,
-        typer.Option("--cache-read", min=0, max=10**12, metavar="N", help="Tokens read."),
-    ] = 0,
+    cache_read: Annotated[int, _tokens("--cache-read", "Tokens read.")] = 0,
     cache_write: Annotated[
-        int,
-        typer.Option(
-            "--cache-write",
-            min=0,
-            max=10**12,
-            metavar="N",
-            help="Tokens written with the contract's default TTL.",
-        ),
+        int, _tokens("--cache-write", "Tokens written with the contract's default TTL.")
     ] = 0,
-    cache_write_5m: Annotated[
-        int,
-        typer.Option(
-            "--cache-write-5m", min=0, max=10**12, metavar="N", help="Tokens written for 5 min."
-        ),
-    ] = 0,
-    cache_write_1h: Annotated[
-        int,
-        typer.Option(
-            "--cache-write-1h", min=0, max=10**12, metavar="N", help="Tokens written for 1 h."
-        ),
-    ] = 0,
-    output_tokens: Annotated[
-        int,
-        typer.Option("--output", min=0, max=10**12, metavar="N", help="Output tokens."),
-    ] = 0,
+    cache_write_5m: Annotated[int, _tokens("--cache-write-5m", "Tokens written for 5 min.")] = 0,
+    cache_write_1h: Annotated[int, _tokens("--cache-write-1h", "Tokens written for 1 h.")] = 0,
+    output_tokens: Annotated[int, _tokens("--output", "Output tokens.")] = 0,
     at: Annotated[
         str | None,
         typer.Option(metavar="DATE", help="Contracts in force on this date (default: today)."),

@@ -26,6 +26,7 @@ from cachecast.usecases.reports import ContractReference, CostBreakdown, Money, 
 from cachecast.usecases.requests import Request
 
 TokenCount = int
+MAX_TOKENS = 10**12  # far above any request; bounds the work before any arithmetic
 
 
 class PriceRequest(Request):
@@ -34,18 +35,18 @@ class PriceRequest(Request):
     target: str = Field(description="PROVIDER:MODEL", examples=["anthropic:claude-sonnet-4-5"])
     at: dt.date | None = Field(default=None, description="default: today, UTC")
     input_tokens: TokenCount = Field(
-        default=0, ge=0, le=10**12, description="prompt tokens neither read nor written"
+        default=0, ge=0, le=MAX_TOKENS, description="prompt tokens neither read nor written"
     )
-    cache_read_tokens: TokenCount = Field(default=0, ge=0, le=10**12)
+    cache_read_tokens: TokenCount = Field(default=0, ge=0, le=MAX_TOKENS)
     cache_write_tokens: TokenCount = Field(
-        default=0, ge=0, le=10**12, description="written with the contract's default TTL"
+        default=0, ge=0, le=MAX_TOKENS, description="written with the contract's default TTL"
     )
     cache_write_by_ttl: dict[str, TokenCount] = Field(
         default_factory=dict,
         max_length=16,
         description="tokens written per TTL option name, e.g. {'5m': 1000, '1h': 2000}",
     )
-    output_tokens: TokenCount = Field(default=0, ge=0, le=10**12)
+    output_tokens: TokenCount = Field(default=0, ge=0, le=MAX_TOKENS)
 
 
 class PriceReport(Report):
