@@ -13,6 +13,7 @@ offer is bad input naming the field and the options it has (docs/billing.md).
 from __future__ import annotations
 
 import datetime as dt
+from typing import Annotated
 
 from pydantic import Field
 
@@ -25,8 +26,9 @@ from cachecast.usecases.estimate import today
 from cachecast.usecases.reports import ContractReference, CostBreakdown, Money, Ratio, Report
 from cachecast.usecases.requests import Request
 
-TokenCount = int
 MAX_TOKENS = 10**12  # far above any request; bounds the work before any arithmetic
+# A JSON integer, not a string of digits: the schema says integer, and so does the check.
+TokenCount = Annotated[int, Field(strict=True, ge=0, le=MAX_TOKENS)]
 
 
 class PriceRequest(Request):
@@ -35,18 +37,18 @@ class PriceRequest(Request):
     target: str = Field(description="PROVIDER:MODEL", examples=["anthropic:claude-sonnet-4-5"])
     at: dt.date | None = Field(default=None, description="default: today, UTC")
     input_tokens: TokenCount = Field(
-        default=0, ge=0, le=MAX_TOKENS, description="prompt tokens neither read nor written"
+        default=0, description="prompt tokens neither read nor written"
     )
-    cache_read_tokens: TokenCount = Field(default=0, ge=0, le=MAX_TOKENS)
+    cache_read_tokens: TokenCount = 0
     cache_write_tokens: TokenCount = Field(
-        default=0, ge=0, le=MAX_TOKENS, description="written with the contract's default TTL"
+        default=0, description="written with the contract's default TTL"
     )
     cache_write_by_ttl: dict[str, TokenCount] = Field(
         default_factory=dict,
         max_length=16,
         description="tokens written per TTL option name, e.g. {'5m': 1000, '1h': 2000}",
     )
-    output_tokens: TokenCount = Field(default=0, ge=0, le=MAX_TOKENS)
+    output_tokens: TokenCount = 0
 
 
 class PriceReport(Report):
