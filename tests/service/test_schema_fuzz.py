@@ -68,6 +68,8 @@ _INTERPRETED = {
     "/v1/comparisons",
     "/v1/inspections",
     "/v1/reconciliations",
+    # A usage priced under a contract: its TTL option names are the contract's own.
+    "/v1/prices",
 }
 
 
