@@ -27,7 +27,7 @@ _EXAMPLE = {
     "/prices",
     summary="Price one request's usage under the contract in force on a day",
     response_model=PriceReport,
-    responses=problem_responses(404, 422),
+    responses=problem_responses(400, 404, 422),
 )
 def create_price(
     state: Annotated[ServiceState, Depends(service_state)],
