@@ -16,9 +16,11 @@ from cachecast import __version__
 from cachecast.cli import contracts as contracts_cli
 from cachecast.cli import economics as economics_cli
 from cachecast.cli import estimate as estimate_cli
+from cachecast.cli import help as help_cli
 from cachecast.cli import inspect as inspect_cli
 from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
+from cachecast.cli import price as price_cli
 from cachecast.cli import reconcile as reconcile_cli
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
@@ -32,24 +34,36 @@ class CommandModule(Protocol):
     def register(self, app: typer.Typer) -> None: ...
 
 
+help_cli.install()
 app = typer.Typer(
     name="cachecast",
     help="Predict prompt-cache hits and bills from prompt logs under dated provider contracts.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 console = Console(stderr=True)
 
 
-@app.callback()
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    # Eager: runs before typer asks for a command, so ``cachecast --version`` alone works.
+    if value:
         typer.echo(__version__)
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    """Predict prompt-cache hits and bills from prompt logs under dated provider contracts."""
 
 
 @db_app.command("upgrade")
@@ -100,6 +114,7 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     tokenize_cli,
     simulate_cli,
     estimate_cli,
+    price_cli,
     reconcile_cli,
     usage_cli,
     layouts_cli,

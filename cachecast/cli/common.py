@@ -5,13 +5,15 @@ case (``cachecast.usecases``), render the report, exit. :func:`command` wraps it
 error ends the same way: a :class:`~cachecast.core.errors.CachecastError` prints one line on
 stderr (``error: <where>: <what>``, plus close matches where there are some) and exits with
 its family's code (2 for bad input or configuration); anything else is a bug and exits 3
-with one line (``CACHECAST_DEBUG=1`` prints the traceback too). See docs/errors.md.
+with one line (``CACHECAST_DEBUG=1`` prints the traceback too). Output piped into a reader
+that stops early (``| head``) ends quietly with 0. See docs/errors.md.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +34,7 @@ from cachecast.core.errors import (
     CachecastError,
     Location,
 )
+from cachecast.logs.formats import format_names
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
@@ -54,13 +57,19 @@ def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
     """The ``--database-url`` option. ``CACHECAST_DATABASE_URL`` is read by
     ``db.resolve_database_url``, not by the option, so that an error names where the URL
     came from."""
-    return typer.Option("--database-url", help=help_text)
+    return typer.Option("--database-url", metavar="URL", help=help_text)
 
 
 DatabaseUrlOption = Annotated[str | None, database_url_option()]
 FormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="Read every log as this format (default: detected per file)."),
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help="Read every log as this format (default: detected per file): "
+        + ", ".join(format_names())
+        + ".",
+    ),
 ]
 ResultsOption = Annotated[
     Path | None,
@@ -111,6 +120,11 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             stderr.print("interrupted")
             raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # The reader went away (``cachecast estimate ... | head``): what it read is what
+            # it wanted, so that is success, quietly (docs/errors.md).
+            silence_stdout()
+            raise typer.Exit(0) from None
         except Exception as error:
             if os.environ.get(DEBUG_ENV) == "1":
                 traceback.print_exc()
@@ -123,6 +137,18 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of a pipe whose reader
+    has gone raises nothing more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # stdout is not a real file (a test's capture): nothing will flush to the pipe
+    finally:
+        os.close(devnull)
 
 
 def contract_store(database_url: str | None, *, must_exist: bool = True) -> ContractStore:
@@ -144,6 +170,13 @@ def contract_store(database_url: str | None, *, must_exist: bool = True) -> Cont
             location=Location(field="--database-url"),
         )
     return ContractStore(url)
+
+
+def split_targets(values: list[str] | None) -> list[str] | None:
+    """``--target a,b --target c`` as [a, b, c]: a list in one option, as the API takes it."""
+    if values is None:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def parse_day(text: str | None, option: str = "--at") -> Any:

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
 from cachecast.cli.common import DatabaseUrlOption, command, parse_day, stderr
+from cachecast.cli.output import fit, identifier_column, number_column, stdout_console
 from cachecast.contracts.model import ImportFormat
-from cachecast.core.errors import ConfigurationError, Location
+from cachecast.core.errors import BadInputError, ConfigurationError, Location
 
 if TYPE_CHECKING:
     from cachecast.contracts import ContractStore
@@ -34,17 +35,38 @@ contracts_app = typer.Typer(
 
 
 def _stdout() -> Console:
-    """A terminal keeps its width; a pipe or file gets lines wide enough for a table row."""
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
+    return stdout_console()
 
 
 AtOption = Annotated[
-    str | None, typer.Option("--at", help="Date YYYY-MM-DD (default: today, UTC).")
+    str | None, typer.Option("--at", metavar="DATE", help="Date YYYY-MM-DD (default: today, UTC).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-ProviderArgument = Annotated[str, typer.Argument(help="Provider id, e.g. openai, anthropic.")]
-ModelArgument = Annotated[str, typer.Argument(help="Model id or alias, e.g. gpt-5.6.")]
+ProviderArgument = Annotated[
+    str,
+    typer.Argument(
+        help="PROVIDER:MODEL as every other command takes it (e.g. openai:gpt-5.6), or the"
+        " provider id alone followed by MODEL."
+    ),
+]
+ModelArgument = Annotated[
+    str | None, typer.Argument(help="Model id or alias, e.g. gpt-5.6 (after a provider id).")
+]
+
+
+def _provider_model(provider: str, model: str | None) -> tuple[str, str]:
+    """``openai:gpt-5.6`` or ``openai gpt-5.6`` as (provider, model)."""
+    if model is not None:
+        return provider, model
+    name, colon, rest = provider.partition(":")
+    if not colon or not name or not rest:
+        raise BadInputError(
+            f"{provider!r}: give PROVIDER:MODEL (e.g. openai:gpt-5.6) or PROVIDER MODEL",
+            location=Location(field="PROVIDER"),
+        )
+    return name, rest
+
+
 ProviderOption = Annotated[str | None, typer.Option("--provider", help="Only this provider.")]
 
 
@@ -86,7 +108,7 @@ def _ttl_short(terms: ContractTerms) -> str:
     )
 
 
-def _versions_table(versions: list[ContractTerms], title: str) -> Table:
+def _versions_table(versions: list[ContractTerms], title: str) -> RenderableType:
     from cachecast.contracts.sqltypes import decimal_text
 
     with_storage = any(terms.storage_per_mtok_hour is not None for terms in versions)
@@ -95,21 +117,23 @@ def _versions_table(versions: list[ContractTerms], title: str) -> Table:
         caption="TTL: write multiplier, + = refreshed on hit; * = some rules inferred from "
         "the model family (see `contracts show`)",
     )
-    table.add_column("contract", overflow="fold")
-    table.add_column("in force", overflow="fold")
-    table.add_column("mode")
-    table.add_column("min", justify="right")
-    table.add_column("TTL", overflow="fold")
-    table.add_column("read", justify="right")
-    table.add_column("in/out $/M", justify="right")
+    identifier_column(table, "contract")
+    table.add_column("from", no_wrap=True)
+    table.add_column("until", no_wrap=True)
+    table.add_column("mode", no_wrap=True)
+    number_column(table, "min")
+    table.add_column("TTL")
+    number_column(table, "read")
+    number_column(table, "in/out $/M")
     if with_storage:
-        table.add_column("store $/M/h", justify="right")
-    table.add_column("verified")
+        number_column(table, "store $/M/h")
+    table.add_column("verified", no_wrap=True)
     for terms in versions:
         end = terms.effective_to.isoformat() if terms.effective_to else ""
         row = [
             f"{terms.provider}/{terms.model}" + ("*" if terms.inferred_fields else ""),
-            f"{terms.effective_from.isoformat()} -> {end}",
+            terms.effective_from.isoformat(),
+            end,
             terms.mode.value,
             str(terms.min_cacheable_tokens),
             _ttl_short(terms),
@@ -121,7 +145,7 @@ def _versions_table(versions: list[ContractTerms], title: str) -> Table:
             row.append("" if storage is None else decimal_text(storage))
         row.append(terms.verified_on.isoformat())
         table.add_row(*(escape(cell) for cell in row))
-    return table
+    return fit(table, _stdout(), optional=("until", "mode", "TTL", "store $/M/h", "verified"))
 
 
 def _print_json(value: Any) -> None:
@@ -201,14 +225,15 @@ def _field_text(terms: ContractTerms, name: str) -> str:
 @command
 def show_command(
     provider: ProviderArgument,
-    model: ModelArgument,
+    model: ModelArgument = None,
     at: AtOption = None,
     as_json: JsonOption = False,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """The contract version in force for PROVIDER MODEL on a date (default today)."""
+    """The contract version in force for PROVIDER:MODEL on a date (default today)."""
     from cachecast.usecases.contracts import ShowRequest, show_contract
 
+    provider, model = _provider_model(provider, model)
     report = show_contract(
         ShowRequest(provider=provider, model=model, at=parse_day(at)), _store(database_url)
     )
@@ -219,8 +244,8 @@ def show_command(
     table = Table(
         title=f"{terms.provider}/{terms.model} on {report.at.isoformat()}", show_header=False
     )
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value")  # prose and lists: wrapped between words
     for name in type(terms).model_fields:
         table.add_row(name, escape(_field_text(terms, name)))
     _stdout().print(table)
@@ -230,13 +255,14 @@ def show_command(
 @command
 def history_command(
     provider: ProviderArgument,
-    model: ModelArgument,
+    model: ModelArgument = None,
     as_json: JsonOption = False,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Every stored version of one contract, oldest first."""
     from cachecast.usecases.contracts import HistoryRequest, contract_history
 
+    provider, model = _provider_model(provider, model)
     report = contract_history(HistoryRequest(provider=provider, model=model), _store(database_url))
     if as_json:
         _print_json(_versions_json(report.versions))

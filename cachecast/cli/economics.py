@@ -30,6 +30,7 @@ from cachecast.cli.common import (
     parse_day,
     print_skipped,
     progress_bar,
+    split_targets,
     stderr,
 )
 from cachecast.core.errors import CachecastError
@@ -249,10 +250,17 @@ def compare_command(
     gpu_price: GpuPriceOption = None,
     target: Annotated[
         list[str] | None,
-        typer.Option("--target", "-t", help="Hosted PROVIDER:MODEL to compare with (repeatable)."),
+        typer.Option(
+            "--target",
+            "-t",
+            metavar="PROVIDER:MODEL",
+            help="Hosted PROVIDER:MODEL to compare with (repeatable, or a comma-separated list).",
+            callback=split_targets,
+        ),
     ] = None,
     at: Annotated[
-        str | None, typer.Option(help="Contracts in force on this date (YYYY-MM-DD).")
+        str | None,
+        typer.Option(metavar="DATE", help="Contracts in force on this date (YYYY-MM-DD)."),
     ] = None,
     kv_dtype: KvDtypeOption = "bf16",
     weight_dtype: WeightDtypeOption = None,

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from cachecast.cli import common
@@ -28,9 +26,20 @@ from cachecast.cli.common import (
     parse_day,
     print_skipped,
     progress_bar,
+    split_targets,
     stderr,
 )
 from cachecast.cli.html_report import HtmlOption, check_html_path, write_html
+from cachecast.cli.output import (
+    count,
+    fit,
+    identifier_column,
+    money,
+    number_column,
+    percent,
+    stdout_console,
+    tokens,
+)
 from cachecast.core.errors import BadInputError, Location
 
 if TYPE_CHECKING:
@@ -62,15 +71,27 @@ def register(app: typer.Typer) -> None:
 def estimate_command(
     logs: Annotated[
         list[Path],
-        typer.Argument(help="Prompt log(s), JSONL, one request a line; quoted globs expand."),
+        typer.Argument(
+            help="Prompt logs, in any format cachecast reads (see --format), or folders;"
+            " quoted globs expand."
+        ),
     ],
     target: Annotated[
         list[str],
-        typer.Option("--target", "-t", help="PROVIDER:MODEL to price against (repeatable)."),
+        typer.Option(
+            "--target",
+            "-t",
+            metavar="PROVIDER:MODEL",
+            help="PROVIDER:MODEL to price against (repeatable, or a comma-separated list).",
+            callback=split_targets,
+        ),
     ],
     at: Annotated[
         str | None,
-        typer.Option(help="Use the contracts in force on this date (YYYY-MM-DD; default today)."),
+        typer.Option(
+            metavar="DATE",
+            help="Use the contracts in force on this date (YYYY-MM-DD; default today).",
+        ),
     ] = None,
     model: common.DefaultModelOption = None,
     provider: common.DefaultProviderOption = None,
@@ -222,49 +243,35 @@ def estimate_markdown(report: EstimateReport) -> str:
     return "\n".join(lines)
 
 
-def _dollars(amount: Decimal) -> str:
-    """Display rounding only (to $0.0001); the JSON keeps every digit."""
-    value = amount.quantize(Decimal("0.0001"), rounding=ROUND_HALF_EVEN)
-    return f"${value:,}"
-
-
-def _tokens(count: int) -> str:
-    """Display form of a token count: 987, 12.3k, 4.56M."""
-    if count < 10_000:
-        return f"{count:,}"
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.2f}M"
-
-
 def print_table(report: EstimateReport) -> None:
-    out = Console(file=sys.stdout)
+    out = stdout_console()
     requests = {result.requests for result in report.targets}
     table = Table(
-        title=f"{'/'.join(str(n) for n in sorted(requests))} requests priced under the"
+        title=f"{'/'.join(count(n) for n in sorted(requests))} requests priced under the"
         f" contracts in force on {report.at.isoformat()}",
         caption="hit = cache read / prompt tokens; ~ = approximate token counts (not the"
         " provider's tokenizer, or tools and images, whose rendering is not published, with no"
-        " observed usage); display rounding (k, M, $0.0001); --json is exact",
+        " observed usage); display rounding (k, M, cents); --json is exact",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
     )
-    headers = ("target", "prompt", "read", "written", "hit", "cost", "no cache", "saved")
-    for header in headers:
-        table.add_column(header, justify="left" if header == "target" else "right", overflow="fold")
+    identifier_column(table, "target")
+    for header in ("prompt", "read", "written", "hit", "cost", "no cache", "saved"):
+        number_column(table, header)
     for result in report.targets:
         table.add_row(
             result.name + ("" if result.exact_tokens else "~"),
-            _tokens(result.input_tokens),
-            _tokens(result.cache_read_tokens),
-            _tokens(result.cache_write_tokens),
-            f"{result.hit_rate:.1%}",
-            _dollars(result.cost.total),
-            _dollars(result.cost_without_cache),
-            _dollars(result.savings),
+            tokens(result.input_tokens),
+            tokens(result.cache_read_tokens),
+            tokens(result.cache_write_tokens),
+            percent(result.hit_rate),
+            money(result.cost.total),
+            money(result.cost_without_cache),
+            money(result.savings),
         )
+    fit(table, out, optional=("written", "read", "no cache"))
     out.print(table)
     for result in report.targets:
         contract = result.contract
@@ -284,7 +291,7 @@ def print_table(report: EstimateReport) -> None:
                 )
         if result.miss_causes:
             lost = ", ".join(
-                f"{cause.cause} {_tokens(cause.tokens)} ({_dollars(cause.cost_lost)})"
+                f"{cause.cause} {tokens(cause.tokens)} ({money(cause.cost_lost)})"
                 for cause in result.miss_causes
             )
             out.print(f"  not read from cache: {lost}", highlight=False, soft_wrap=True)

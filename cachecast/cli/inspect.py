@@ -72,7 +72,9 @@ def _print_file(out: Console, file: FileInspection) -> None:
     if file.providers:
         shown = ", ".join(f"{p} ({n:,})" for p, n in file.providers.items())
         out.print(f"  providers     {shown}")
-    if file.first_timestamp is not None and file.last_timestamp is not None:
+    if file.first_timestamp is None:
+        out.print("  time span     unknown")
+    elif file.last_timestamp is not None:
         out.print(
             f"  time span     {file.first_timestamp.isoformat()} .."
             f" {file.last_timestamp.isoformat()}"
@@ -94,3 +96,5 @@ def _print_file(out: Console, file: FileInspection) -> None:
         out.print("  not requests  " + ", ".join(f"{r} ({n:,})" for r, n in file.skipped.items()))
     if file.error_count:
         out.print(f"  bad lines     {file.error_count:,} (listed on stderr)")
+    for hint in file.hints:
+        out.print(f"  hint          {hint}")

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cachecast.cli import common
 from cachecast.cli.common import (
     command,
     contract_store,
     database_url_option,
     parse_day,
     progress_bar,
+    split_targets,
 )
 from cachecast.core.errors import EXIT_OK, EXIT_REGRESSION, BadInputError, Location
 
@@ -37,12 +39,16 @@ TargetOption = Annotated[
     typer.Option(
         "--target",
         "-t",
+        metavar="TARGET",
         help="PROVIDER:MODEL (contract as of --at), vllm / vllm:BLOCK_SIZE (simulated), or"
-        " vllm-engine:URL (replayed on that vLLM server, measured). Repeatable.",
+        " vllm-engine:URL (replayed on that vLLM server, measured). Repeatable, or a"
+        " comma-separated list.",
+        callback=split_targets,
     ),
 ]
 AtOption = Annotated[
-    str | None, typer.Option("--at", help="Contracts in force on this date (YYYY-MM-DD).")
+    str | None,
+    typer.Option("--at", metavar="DATE", help="Contracts in force on this date (YYYY-MM-DD)."),
 ]
 DatabaseUrlOption = Annotated[str | None, database_url_option("Contract database URL.")]
 ModelOption = Annotated[
@@ -142,13 +148,14 @@ def check_command(
         list[Path],
         typer.Argument(
             help="BASELINE CANDIDATE, or CANDIDATE... with --baseline-ref (each compared with"
-            " the same path at that git revision). Each a prompt log (JSONL) or a layout"
-            " (YAML / Jinja2).",
+            " the same path at that git revision). Each a prompt log, in any format"
+            " cachecast reads (see --format), or a layout (YAML / Jinja2).",
             show_default=False,
         ),
     ],
     target: TargetOption = None,
     at: AtOption = None,
+    log_format: common.FormatOption = None,
     baseline_ref: Annotated[
         str | None, typer.Option("--baseline-ref", help="Read the baseline at this git revision.")
     ] = None,
@@ -182,8 +189,13 @@ def check_command(
         Path | None, typer.Option("--markdown", help="Write a Markdown report (PR comment).")
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the JSON report to this file.")
+        Path | None,
+        typer.Option("--json-file", metavar="FILE", help="Also write the JSON report to FILE."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the JSON report instead of the summary lines."),
+    ] = False,
     engine_api_key: EngineApiKeyOption = None,
     store_measurements: StoreMeasurementsOption = False,
     database_url: DatabaseUrlOption = None,
@@ -205,7 +217,7 @@ def check_command(
             "give BASELINE CANDIDATE, or CANDIDATE... with --baseline-ref REF",
             location=Location(field="PATHS"),
         )
-    for path, option in ((markdown, "--markdown"), (json_out, "--json")):
+    for path, option in ((markdown, "--markdown"), (json_out, "--json-file")):
         if path is not None:
             check_output_path(path, option)
     options = {
@@ -234,8 +246,10 @@ def check_command(
     if pair is not None:
         baseline, candidate = pair
         request = CheckRequest(
-            baseline=PromptSource(path=baseline, values_path=values),
-            candidate=PromptSource(path=candidate, ref=candidate_ref, values_path=values),
+            baseline=PromptSource(path=baseline, values_path=values, format=log_format),
+            candidate=PromptSource(
+                path=candidate, ref=candidate_ref, values_path=values, format=log_format
+            ),
             **common,
         )
         reports = [check(request, store)]
@@ -253,13 +267,16 @@ def check_command(
             store,
         )
         for skipped in run.skipped:
-            typer.echo(f"cachecast check: {skipped.message}")
+            typer.echo(f"cachecast check: {skipped.message}", err=as_json)
         reports = run.checks
         # One file checked: its report; several (or none): the run, every check under "checks".
         document = (reports[0] if len(reports) == 1 else run).model_dump_json(indent=2)
-    for report in reports:
-        for line in summary_lines(report):
-            typer.echo(line)
+    if as_json:
+        typer.echo(document)
+    else:
+        for report in reports:
+            for line in summary_lines(report):
+                typer.echo(line)
     if markdown is not None:
         text = "".join(check_markdown(report) for report in reports)
         _write_markdown(markdown, text or "### cachecast check: no layout to compare\n")
@@ -405,9 +422,17 @@ def _divergence_sentence(divergence: DivergenceReport | None) -> str:
 
 
 def suggest_command(
-    path: Annotated[Path, typer.Argument(help="A prompt log (JSONL) or a layout (YAML / Jinja2).")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A prompt log, in any format cachecast reads (see --format), or a layout"
+            " (YAML / Jinja2)."
+        ),
+    ],
     target: TargetOption = None,
     at: AtOption = None,
+    log_format: common.FormatOption = None,
+    results: common.ResultsOption = None,
     block_size: BlockSizeOption = None,
     model: ModelOption = None,
     values: ValuesOption = None,
@@ -474,7 +499,7 @@ def suggest_command(
             gain_tolerance_pp=parse_points(gain_tolerance, "--gain-tolerance") * 100,
         )
     request = SuggestRequest(
-        source=PromptSource(path=path, values_path=values),
+        source=PromptSource(path=path, values_path=values, format=log_format, results=results),
         targets=list(settings.targets),
         at=parse_day(settings.at),
         model=model,

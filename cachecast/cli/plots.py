@@ -22,6 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from cachecast.cli.html_report import page
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
@@ -130,18 +132,15 @@ def write_comparison_html(report: CompareReport, path: Path, table_rows: list[li
         "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
     )
     notes = "".join(f"<li>{html.escape(text)}</li>" for text in report.assumptions)
-    title = html.escape(
+    title = (
         f"cachecast compare: {report.deployment.model.name} on {report.deployment.gpus} x"
         f" {report.deployment.accelerator.label}"
     )
-    path.write_text(
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{title}</title>"
-        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}</style></head><body>"
-        f"<h1>{title}</h1><p>{html.escape(report.timing_source)}</p>"
-        f"<table><tr>{head}</tr>{body}</table>"
+    body = (
+        f"<p class='meta'>{html.escape(report.timing_source)}</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         f"<img alt='cost and hit-rate charts' src='data:image/png;base64,{image}'>"
-        f"<h2>Assumptions</h2><ul>{notes}</ul></body></html>",
-        encoding="utf-8",
+        f"<h2>Assumptions</h2><ul class='note'>{notes}</ul>"
     )
+    # The one look of every cachecast page (html_report.page).
+    path.write_text(page(title, body), encoding="utf-8")

@@ -6,13 +6,12 @@ tables, ``--json`` = the report's model dump, ``--html`` a self-contained page).
 
 from __future__ import annotations
 
-import sys
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from cachecast.cli import common
@@ -28,6 +27,18 @@ from cachecast.cli.common import (
     stderr,
 )
 from cachecast.cli.html_report import HtmlOption, check_html_path, write_html
+from cachecast.cli.output import (
+    count,
+    fit,
+    identifier_column,
+    money,
+    number_column,
+    percent,
+    stdout_console,
+)
+
+# Mismatches the table lists by default: the worst ones; the rest on request (--limit 0).
+DEFAULT_LIMIT = 20
 
 if TYPE_CHECKING:
     from cachecast.usecases.reconcile import ReconcileReport
@@ -59,6 +70,15 @@ def reconcile_command(
         typer.Option(help="Also write every replayed request to FILE (.csv or .parquet)."),
     ] = None,
     html: HtmlOption = None,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit",
+            metavar="N",
+            min=0,
+            help=f"List the N worst mismatches (default {DEFAULT_LIMIT}; 0: every one).",
+        ),
+    ] = DEFAULT_LIMIT,
     strict: common.StrictOption = False,
     client: common.ClientOption = None,
     database_url: common.DatabaseUrlOption = None,
@@ -97,12 +117,25 @@ def reconcile_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        print_report(report)
+        print_report(report, limit)
     exit_if_files_unreadable(report.errors)
 
 
-def print_report(report: ReconcileReport) -> None:
-    out = Console(file=sys.stdout)
+def _decimal(text: str | None, places: int = 2) -> str:
+    """A report's exact decimal string for people: ``places`` decimals, thousands
+    separators; empty for None (never Python's ``None``)."""
+    if text is None:
+        return ""
+    value = Decimal(text).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+    return f"{value:,}"
+
+
+def _signed(amount: Decimal) -> str:
+    return ("+" if amount > 0 else "") + money(amount)
+
+
+def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
+    out = stdout_console()
     summary = report.summary
     if report.client is not None:
         versions = ", ".join(report.client.versions) or "not stated"
@@ -124,54 +157,94 @@ def print_report(report: ReconcileReport) -> None:
                 causes,
             )
         out.print(files)
+    out.print(
+        f"{count(summary.requests)} requests with observed usage: predicted"
+        f" {money(summary.predicted_cost)} against observed {money(summary.observed_cost)}"
+        f" ({_signed(summary.predicted_cost - summary.observed_cost)});"
+        f" cache reads predicted {count(summary.predicted_cache_read_tokens)} against"
+        f" observed {count(summary.observed_cache_read_tokens)} tokens",
+        soft_wrap=True,
+    )
     table = Table(
-        title=f"{summary.requests} requests with observed usage, predicted against observed",
-        caption=f"tolerance: {report.tolerance}; MAE = mean |error| per request",
+        caption=f"tolerance: {report.tolerance}; MAE = mean |error| per request; --json is exact",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
     )
-    headers = ("target", "requests", "exact", "≤1%", "in tol.", "MAE tok", "MAE $", "bias tok")
-    for header in headers:
-        table.add_column(header, justify="left" if header == "target" else "right")
+    identifier_column(table, "target")
+    for header in (
+        "requests",
+        "exact",
+        "≤1%",
+        "in tol.",
+        "predicted",
+        "observed",
+        "MAE tok",
+        "MAE $",
+        "bias tok",
+    ):
+        number_column(table, header)
     rows = [(target.name, target.summary) for target in report.targets]
     rows.append(("all", summary))
     for name, each in rows:
         table.add_row(
             name,
-            str(each.requests),
-            f"{each.exact_matches} ({float(each.exact_match_share):.0%})",
-            f"{each.within_one_percent}",
-            f"{each.within_tolerance}",
-            each.mean_abs_error_tokens,
-            each.mean_abs_error_cost,
-            each.read_bias_tokens,
+            count(each.requests),
+            f"{count(each.exact_matches)} ({percent(Decimal(each.exact_match_share), 0)})",
+            count(each.within_one_percent),
+            count(each.within_tolerance),
+            money(each.predicted_cost),
+            money(each.observed_cost),
+            _decimal(each.mean_abs_error_tokens, 1),
+            money(Decimal(each.mean_abs_error_cost)),
+            _decimal(each.read_bias_tokens, 1),
         )
-    out.print(table)
+    out.print(fit(table, out, optional=("bias tok", "≤1%", "in tol.", "MAE $")))
     if report.client is not None:  # sessions: tolerance, not exactness, is the claim
         mismatches = [row for row in report.requests if not row.within_tolerance]
     else:
         mismatches = [row for row in report.requests if not row.exact_match]
-    if mismatches:
-        listing = Table(title="mismatches", box=box.SIMPLE_HEAD, pad_edge=False)
-        for header in ("request", "read pred/obs", "write pred/obs", "class", "why"):
-            listing.add_column(header, overflow="fold")
-        for row in mismatches:
+    # The worst first: by the size of the token error, then of the bill's.
+    mismatches.sort(
+        key=lambda row: (-abs(row.token_error), -abs(row.predicted_cost - row.observed_cost))
+    )
+    shown = mismatches if limit <= 0 else mismatches[:limit]
+    if shown:
+        listing = Table(
+            title=f"the {len(shown)} worst of {count(len(mismatches))} mismatches",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        identifier_column(listing, "request")
+        number_column(listing, "read pred/obs")
+        number_column(listing, "write pred/obs")
+        listing.add_column("class", no_wrap=True)
+        listing.add_column("why")  # prose: wrapped between words
+        for row in shown:
             written = (
-                "-" if row.observed_cache_write_tokens is None else row.observed_cache_write_tokens
+                "-"
+                if row.observed_cache_write_tokens is None
+                else count(row.observed_cache_write_tokens)
             )
             listing.add_row(
                 f"{Path(row.source).name}:{row.line}",
-                f"{row.predicted_cache_read_tokens}/{row.observed_cache_read_tokens}",
-                f"{row.predicted_cache_write_tokens}/{written}",
+                f"{count(row.predicted_cache_read_tokens)}/{count(row.observed_cache_read_tokens)}",
+                f"{count(row.predicted_cache_write_tokens)}/{written}",
                 row.classification or "",
                 row.explanation,
             )
-        out.print(listing)
+        out.print(fit(listing, out, optional=("write pred/obs",)))
+        if len(shown) < len(mismatches):
+            out.print(
+                f"{count(len(mismatches) - len(shown))} more: --limit 0 lists every mismatch,"
+                " --json or --html hold them all",
+                soft_wrap=True,
+            )
     for target in report.targets:
         causes = ", ".join(
-            f"{cause.cause} {cause.tokens:,} (${cause.cost_lost})" for cause in target.miss_causes
+            f"{cause.cause} {cause.tokens:,} ({money(cause.cost_lost)})"
+            for cause in target.miss_causes
         )
         out.print(f"{target.name}: contract {target.contract.version}", highlight=False)
         if causes:
@@ -191,5 +264,5 @@ def print_report(report: ReconcileReport) -> None:
             )
         for note in target.notes:
             out.print(f"  note: {note}", highlight=False)
-    for reason, count in report.unpriced.items():
-        out.print(f"not replayed ({count} requests): {reason}", highlight=False)
+    for reason, requests in report.unpriced.items():
+        out.print(f"not replayed ({count(requests)} requests): {reason}", highlight=False)

@@ -35,7 +35,10 @@ def simulate_command(
         ),
     ] = None,
     at: Annotated[
-        str | None, typer.Option(help="the target's contract in force on this date (YYYY-MM-DD)")
+        str | None,
+        typer.Option(
+            metavar="DATE", help="the target's contract in force on this date (YYYY-MM-DD)"
+        ),
     ] = None,
     block_size: Annotated[
         int | None, typer.Option(help="tokens per block (vllm default 16)", min=1)

@@ -90,9 +90,9 @@ def render_usage_html(report: UsageReport) -> str:
         )
         parts.append(
             _bars(
-                [(cause, float(amount), None) for cause, amount in totals.lost_by_cause.items()],
+                [(cause, amount, None) for cause, amount in totals.lost_by_cause.items()],
                 ("dollars lost",),
-                "USD",
+                "dollars",
             )
         )
     if report.worst_requests:

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from cachecast.core.errors import CachecastError
 from cachecast.layouts.expand import add_breakpoints
 from cachecast.layouts.spec import Layout
 from cachecast.layouts.textview import (
@@ -43,6 +44,7 @@ from cachecast.layouts.textview import (
     tool_name,
 )
 from cachecast.layouts.volatile import Analysis, VolatileSpan
+from cachecast.tokenizers.render import detect_api
 
 # The system prompt (covering the tools before it) and the newest message: the stable
 # prefix every session shares, and the growing history within a session.
@@ -200,7 +202,15 @@ def _sort_tools(record: dict[str, Any]) -> None:
 
 
 def _mark_breakpoints(record: dict[str, Any]) -> None:
-    add_breakpoints(request_body(record), SUGGESTED_BREAKPOINTS)
+    # A logged request keeps its own API's markers: an OpenAI Chat Completions body gets
+    # OpenAI's, since Anthropic's would make it read as an Anthropic body.
+    body = request_body(record)
+    provider = record.get("provider")
+    try:
+        api = detect_api(body, provider.lower() if isinstance(provider, str) else None)
+    except CachecastError:
+        return  # no prompt: the replay names the record and its field
+    add_breakpoints(body, SUGGESTED_BREAKPOINTS, openai=api == "chat")
 
 
 _pin_tools = _each(_sort_tools)

@@ -127,28 +127,54 @@ def _marker(ttl: str | None) -> dict[str, str]:
     return {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
 
 
-def _as_blocks(content: Any, ttl: str | None) -> Any:
-    """Content with a cache_control marker on its last text block."""
+def _openai_marker(ttl: str | None) -> dict[str, str]:
+    return {"mode": "explicit", **({"ttl": ttl} if ttl else {})}
+
+
+def _as_blocks(content: Any, ttl: str | None, *, openai: bool = False) -> Any:
+    """Content with a breakpoint on its last text block: Anthropic's ``cache_control``, or
+    (``openai``) OpenAI's ``prompt_cache_breakpoint`` (docs/contracts.md)."""
+    key, marker = (
+        ("prompt_cache_breakpoint", _openai_marker(ttl))
+        if openai
+        else ("cache_control", _marker(ttl))
+    )
     if isinstance(content, str):
-        return [{"type": "text", "text": content, "cache_control": _marker(ttl)}]
+        return [{"type": "text", "text": content, key: marker}]
     if isinstance(content, list) and content and isinstance(content[-1], dict):
-        return [*content[:-1], {**content[-1], "cache_control": _marker(ttl)}]
-    return content
+        return [*content[:-1], {**content[-1], key: marker}]
+    return content  # None (an assistant turn of tool calls only): nothing to mark
 
 
-def add_breakpoints(body: dict[str, Any], breakpoints: Sequence[tuple[str, str | None]]) -> None:
-    """Put ``cache_control`` markers where ``breakpoints`` say, in place."""
+def add_breakpoints(
+    body: dict[str, Any],
+    breakpoints: Sequence[tuple[str, str | None]],
+    *,
+    openai: bool = False,
+) -> None:
+    """Put breakpoint markers where ``breakpoints`` say, in place: Anthropic's
+    ``cache_control`` (a layout's requests), or with ``openai`` OpenAI's
+    ``prompt_cache_breakpoint`` on content parts, so that a logged Chat Completions request
+    stays one (a ``cache_control`` marker would make it read as an Anthropic body, where an
+    assistant turn's ``content: null`` is not valid). OpenAI takes no breakpoint on an
+    assistant message's content: a last message from the assistant keeps none."""
     messages = body.get("messages") or []
     for place, ttl in breakpoints:
-        if place == "tools" and body.get("tools"):
+        if place == "tools" and body.get("tools") and not openai:
             body["tools"][-1] = {**body["tools"][-1], "cache_control": _marker(ttl)}
         elif place == "system":
             if "system" in body:
                 body["system"] = _as_blocks(body["system"], ttl)
             elif messages and messages[0].get("role") in ("system", "developer"):
-                messages[0] = {**messages[0], "content": _as_blocks(messages[0]["content"], ttl)}
+                messages[0] = {
+                    **messages[0],
+                    "content": _as_blocks(messages[0].get("content"), ttl, openai=openai),
+                }
         elif place == "last_message" and messages:
-            messages[-1] = {**messages[-1], "content": _as_blocks(messages[-1]["content"], ttl)}
+            last = messages[-1]
+            if openai and last.get("role") == "assistant":
+                continue
+            messages[-1] = {**last, "content": _as_blocks(last.get("content"), ttl, openai=openai)}
 
 
 def to_record(request: SyntheticRequest, *, provider: str | None) -> dict[str, Any]:

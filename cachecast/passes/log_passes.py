@@ -45,8 +45,8 @@ class LogPasses:
 
     The first pass lists the bad lines (:attr:`errors`) and refuses what
     :meth:`LogReading.finish` refuses; a later pass reads the same lines. Progress: the
-    first pass is ``READ_LABEL`` over the log's records (the lines that were no request
-    are counted when it ends), a later one is ``replay_label`` over the requests the first
+    first pass is ``READ_LABEL`` counting requests as they are read (no total: lines are not
+    requests), a later one is ``replay_label`` over the requests the first
     pass read: every total is what is advanced."""
 
     def __init__(
@@ -68,7 +68,8 @@ class LogPasses:
         first = self.passes == 0
         self.passes += 1
         reading = LogReading(self.log, self.tokenize_as)
-        total = self.log.count_records() if first else self.requests
+        # Requests, not lines: the first pass counts them as it reads (no total).
+        total = None if first else self.requests
         self.progress.start(READ_LABEL if first else self.replay_label, total)
         done = pending = 0
         try:
@@ -85,7 +86,7 @@ class LogPasses:
             raise reading.relocated(error) from None
         if first:
             self.errors, self.requests = reading.errors, done
-        self.progress.advance(pending + max(0, total - done))
+        self.progress.advance(pending + (0 if total is None else max(0, total - done)))
 
     def relocated(self, error: BadInputError) -> CachecastError:
         """``error``, raised about one request while the log was replayed, named as the

@@ -43,6 +43,7 @@ from cachecast.layouts.expand import expand, iter_records
 from cachecast.layouts.spec import LAYOUT_FORMAT_KEY, Layout, is_jinja_name, load_layout_text
 from cachecast.logs.stream import bounded_lines
 from cachecast.passes.log_input import LogInput, OnBadRecord, RecordStream, check_regular_file
+from cachecast.passes.log_records import ConvertedLogRecords, is_own_format, is_recognised_log
 
 LAYOUT_SUFFIXES = (".yaml", ".yml", ".j2", ".jinja", ".jinja2")
 LOG_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -70,6 +71,13 @@ class PromptSource(BaseModel):
     values: str | None = None
     jinja: bool = False
     records: list[dict[str, Any]] | None = Field(default=None, min_length=1)
+    format: str | None = Field(
+        default=None,
+        description="read ``path`` as this log format (default: detected); see format_names",
+    )
+    results: Path | None = Field(
+        default=None, description="the results file of a batch requests file at ``path``"
+    )
     name: str | None = Field(
         default=None,
         description="what reports call this side; default: the path (PATH@REF), or the"
@@ -88,8 +96,13 @@ class PromptSource(BaseModel):
             raise ValueError("give exactly one of 'path', 'layout' or 'records'")
         if self.values is not None and self.layout is None:
             raise ValueError("'values' go with a 'layout'")
-        if (self.ref is not None or self.values_path is not None) and self.path is None:
-            raise ValueError("'ref' and 'values_path' go with a 'path'")
+        if (
+            self.ref is not None
+            or self.values_path is not None
+            or self.format is not None
+            or self.results is not None
+        ) and self.path is None:
+            raise ValueError("'ref', 'values_path', 'format' and 'results' go with a 'path'")
         return self
 
 
@@ -203,7 +216,9 @@ class ChangedRecords:
         return self.transform(iter(self.original))
 
     def line_of(self, position: int) -> int | None:
-        return None  # a changed request is on no line of any file
+        # A change maps each request to one: errors about a changed request name the line
+        # of the request it was made from.
+        return self.original.line_of(position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +328,13 @@ def looks_like_log(path: Path, local: Path) -> bool:
     layout: by its suffix, else by its text (a log starts with '{', a layout names its
     format key near the top)."""
     if path.suffix in LAYOUT_SUFFIXES:
-        return False
+        # A YAML file is a layout, unless it is a recorded log (a VCR cassette).
+        try:
+            if LAYOUT_FORMAT_KEY.encode() in local.read_bytes():
+                return False
+        except OSError:
+            return False
+        return is_recognised_log(local)
     if path.suffix in LOG_SUFFIXES:
         return True
     try:
@@ -373,9 +394,14 @@ def _load_file(
     name = reader.describe(path)
     label = source.name or name
     local, spooled = reader.local(path)
-    if looks_like_log(path, local):
-        # A spooled copy now belongs to the records, removed with them.
-        return PromptSet(label, name, LogFileRecords(local, name, spooled=spooled), None)
+    if source.format is not None or source.results is not None or looks_like_log(path, local):
+        if source.format is None and source.results is None and is_own_format(local):
+            # A spooled copy now belongs to the records, removed with them.
+            return PromptSet(label, name, LogFileRecords(local, name, spooled=spooled), None)
+        records = ConvertedLogRecords(
+            local, name, format=source.format, results=source.results, spooled=spooled
+        )
+        return PromptSet(label, name, records, None)
     try:
         text = _text(local, name)
     finally:

@@ -78,8 +78,18 @@ def resolve_target(
     target: Target, store: ContractStore, day: dt.date, where: Location
 ) -> ResolvedTarget:
     """One target's contract in force on ``day`` and its tokenizer; errors are at ``where``."""
+    contract = contract_in_force(target, store, day, where)
+    tokenize_as, tokenizer = _tokenizer_for(target, contract, where)
+    return ResolvedTarget(target, contract, tokenize_as, tokenizer)
+
+
+def contract_in_force(
+    target: Target, store: ContractStore, day: dt.date, where: Location
+) -> ContractTerms:
+    """The contract in force for ``target`` on ``day``; an unknown one is an error at
+    ``where`` with close matches."""
     try:
-        contract = store.as_of(target.provider, target.model, day)
+        return store.as_of(target.provider, target.model, day)
     except UnknownContractError as error:
         close = list(error.close_matches)
         # Before the first version the target is right and its date is wrong: a list of
@@ -90,8 +100,6 @@ def resolve_target(
         raise type(error)(
             f"{target}: {error.message}", location=where, close_matches=close
         ) from None
-    tokenize_as, tokenizer = _tokenizer_for(target, contract, where)
-    return ResolvedTarget(target, contract, tokenize_as, tokenizer)
 
 
 def _tokenizer_for(target: Target, contract: ContractTerms, where: Location) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 
 from cachecast import __version__
 from cachecast.core.errors import NotMigratedError
-from cachecast.service import openapi
+from cachecast.service import docs_pages, openapi
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import (
     BodyLimitMiddleware,
@@ -35,6 +35,7 @@ from cachecast.service.routers import (
     inspections,
     jobs,
     layout_checks,
+    prices,
     reconciliations,
     simulations,
     usage_reports,
@@ -93,6 +94,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served with local assets: docs_pages
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.service = state
@@ -104,10 +107,12 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     app.add_exception_handler(NotMigratedError, on_not_migrated)
     openapi.install(app)
+    docs_pages.install(app)
     for module in (
         health,
         contracts,
         estimates,
+        prices,
         inspections,
         reconciliations,
         simulations,

@@ -67,6 +67,31 @@ CAUSES = (
     PREFIX_NOT_IN_LOG,
 )
 
+# Each cause in a reader's words, with what would recover the tokens (reports show these
+# beside the figures; docs/predictions.md has the table).
+CAUSE_MEANINGS: dict[str, str] = {
+    FIRST_SIGHT: "new content: nothing earlier in the log shared these tokens (unavoidable"
+    " the first time a prompt is sent)",
+    BELOW_MINIMUM: "the shared prefix is shorter than the provider's minimum cacheable length",
+    GRANULARITY: "shared, but short of the next cache unit (hits are rounded to the"
+    " provider's increment or block)",
+    TTL_EXPIRED: "cached earlier but expired before this request came: requests too far"
+    " apart for the cache lifetime (a longer TTL option may pay off)",
+    EVICTED: "cached earlier, evicted for capacity",
+    PREFIX_DIVERGED: "an earlier prompt was the same up to here and then went on differently:"
+    " something early in the prompt changes (a timestamp, an id, the tool order); `cachecast"
+    " suggest` finds it",
+    SCOPE_DIFFERS: "the same tokens were sent under another cache scope (organization, API"
+    " key, prompt_cache_key): caches are not shared across scopes",
+    NO_BREAKPOINT: "explicit caching: no cache breakpoint after these tokens, so nothing"
+    " could cache them (add cache_control breakpoints)",
+    BEYOND_LOOKBACK: "an entry existed, further back than the provider's lookback reaches",
+    OVER_WRITE_LIMIT: "the breakpoint that would have cached them was over the per-request"
+    " write limit",
+    PREFIX_NOT_IN_LOG: "the log does not hold the whole prompt (a transcript or a rewritten"
+    " body): what these tokens are cannot be known",
+}
+
 HISTORY_BLOCK_TOKENS = 64  # the opening a candidate earlier prompt must share, by default
 HISTORY_BYTES = 256 << 20  # ids of remembered prompts (least recently used dropped first)
 OPENING_PROMPTS = 8  # latest prompts kept per opening

@@ -41,6 +41,7 @@ import bisect
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import struct
 import tempfile
@@ -57,6 +58,19 @@ from cachecast.tokenizers.openai_data import (
     quicktok_vocab_to_tiktoken_text,
 )
 from cachecast.tokenizers.types import Segment
+
+NO_TORCH_NOTICE = "PyTorch was not found"
+
+
+def _not_the_torch_notice(record: logging.LogRecord) -> bool:
+    """Drop transformers' import-time notice that PyTorch is absent: cachecast uses its
+    tokenizers only, which need no PyTorch, so the notice is noise on a command's stderr."""
+    return not str(record.msg).startswith(NO_TORCH_NOTICE)
+
+
+# Installed before transformers is first imported (lazily, by the loaders below); a filter
+# survives transformers setting its logger's level on import.
+logging.getLogger("transformers").addFilter(_not_the_torch_notice)
 
 # Mistral v3 (Tekken) instruct format for text conversations: the system prompt is put in
 # front of the last user message, as mistral-common does.

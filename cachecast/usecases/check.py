@@ -298,7 +298,7 @@ def _compare(
             plan.targets,
             day=plan.day,
             store=plan.store,
-            token_model=plan.token_model,
+            token_model=plan.replay_model,
             on_bad_record=settings.on_bad_record,
             engine=plan.engine,
         )

@@ -194,17 +194,19 @@ def estimate(
     """Price the log under every target; see the module docstring.
 
     Checked before any work: the targets (format, contract, tokenizer), the log's sources,
-    the per-request table's path. ``progress`` is started with one pass's records times the
-    number of passes and advanced as requests are replayed. ``on_row`` receives every billed
-    request of every target (pass by pass, each pass in replay order), as the per-request
-    table does.
+    the per-request table's path. ``progress`` counts requests as they are replayed: the
+    first pass without a total, the later ones (other tokenizers) with the first's count.
+    ``on_row`` receives every billed request of every target (pass by pass, each pass in
+    replay order), as the per-request table does.
     """
     day, resolved, passes = plan_estimate(request, store)
     request.log.check_sources()
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()
-    progress.start("replaying", request.log.count_records() * len(passes))
+    # Requests, not lines (a transcript has many lines a request): the first pass counts
+    # them as it reads, later passes (other tokenizers) know how many there are.
+    progress.start("replaying requests", None)
     executor = executor or LocalExecutor()
     table = PerRequestTable(request.per_request) if request.per_request is not None else None
     sink = _rows_to(table, on_row)
@@ -229,6 +231,12 @@ def estimate(
             if number == 0:  # every pass reads the same lines: check and keep them once
                 check_reading(request.log, outcome.errors, outcome.requests_by_source)
                 errors = outcome.errors
+                if len(passes) > 1:
+                    read = sum(outcome.requests_by_source.values())
+                    progress.start(
+                        f"replaying requests ({len(passes) - 1} more tokenizer(s))",
+                        read * (len(passes) - 1),
+                    )
             calibration = calibration_of(outcome.calibration or {})
             for index, totals in zip(tokenizer_pass.members, outcome.totals, strict=True):
                 results[index] = totals

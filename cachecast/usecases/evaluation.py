@@ -179,13 +179,16 @@ class EngineSettings:
 
 @dataclass(frozen=True, slots=True)
 class TargetPlan:
-    """What a use case settles before reading any prompt set."""
+    """What a use case settles before reading any prompt set. ``token_model`` is what the
+    divergence tokenizes as; ``replay_model`` what the self-hosted targets do: ``--model``
+    only, so that one target's results never depend on which others are asked for."""
 
     targets: list[LayoutTarget]
     day: dt.date
     token_model: str | None
     store: ContractStore | None
     engine: EngineSettings = EngineSettings()
+    replay_model: str | None = None
 
 
 def plan_targets(settings: TargetSettings, store: ContractStore | None) -> TargetPlan:
@@ -195,7 +198,14 @@ def plan_targets(settings: TargetSettings, store: ContractStore | None) -> Targe
     day = settings.at or today()
     resolved = resolve_contracts(targets, store, day)
     engine = EngineSettings(settings.model, settings.engine_api_key, settings.store_measurements)
-    return TargetPlan(targets, day, token_model_of(settings.model, resolved), store, engine)
+    return TargetPlan(
+        targets,
+        day,
+        token_model_of(settings.model, resolved),
+        store,
+        engine,
+        replay_model=settings.model,
+    )
 
 
 class SideMetrics(Report):

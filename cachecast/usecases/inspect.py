@@ -71,6 +71,9 @@ class FileInspection(Report):
     client: ClientReport | None = Field(
         default=None, description="agent sessions: the client that wrote them (docs/clients.md)"
     )
+    hints: list[str] = Field(
+        default_factory=list, description="what the user may want to do about this file"
+    )
 
 
 class InspectReport(Report):
@@ -187,6 +190,14 @@ def inspect_file(
         if observed.cost is not None:
             cost = observed.cost if cost is None else cost + observed.cost
     totals.cost = cost
+    hints = []
+    if stream.format in BATCH_REQUEST_FORMATS and stream.results is None:
+        # A batch's requests carry no times and no usage: those are in its results file.
+        first = last = None
+        hints.append(
+            "a batch requests file without its results: no times and no usage; give the"
+            " batch's results file with --results FILE (or both files)"
+        )
     return FileInspection(
         path=stream.source,
         format=stream.format,
@@ -207,7 +218,12 @@ def inspect_file(
         client=None
         if profile is None
         else client_report(profile, versions, "client option" if chosen else "log format"),
+        hints=hints,
     )
+
+
+# Batch requests files: their times and usage are in the results file paired with them.
+BATCH_REQUEST_FORMATS = ("openai-batch", "anthropic-batch")
 
 
 def _moment(seconds: float | None) -> datetime | None:

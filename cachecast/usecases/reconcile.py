@@ -528,7 +528,7 @@ def reconcile(
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()
-    progress.start("reconciling", request.log.count_records())
+    progress.start("reconciling requests", None)  # counted as read, not lines
     replay = _Replay(request, store)
     table = None
     if request.per_request is not None:

@@ -259,7 +259,7 @@ def simulate(
     settings = policy_settings(request, resolved)
     make_policy = _policy_factory(request, resolved)
     progress = progress or NoProgress()
-    progress.start(f"simulate {request.policy.value}", log.count_records())
+    progress.start(f"simulating {request.policy.value}: requests", None)  # as read
     reading = LogReading(log, resolved.tokenize_as if resolved is not None else None)
     try:
         if request.replicas is not None and request.routing is not None:

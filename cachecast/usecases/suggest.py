@@ -67,6 +67,10 @@ from cachecast.usecases.evaluation import (
 )
 from cachecast.usecases.reports import Money, Report
 
+# Where no change helps alone, the combination search starts from this many of the best
+# singles (each start replays every other change once).
+COMBINATION_STARTS = 4
+
 
 class EngineValidation(EngineEndpoint):
     """A vLLM OpenAI-compatible server to replay the original and the suggestions on."""
@@ -274,7 +278,7 @@ def suggest(
 
     def replay(side: PromptSet) -> list[SideMetrics]:
         return evaluate(
-            side, targets, day=day, store=store, token_model=plan.token_model, engine=plan.engine
+            side, targets, day=day, store=store, token_model=plan.replay_model, engine=plan.engine
         ).metrics
 
     before = replay(prompt_set)
@@ -328,12 +332,25 @@ def suggest(
     singles.sort(key=lambda item: item.rank_key)
     helpful = [item for item in singles if item.report.helps]
     unhelpful = [item for item in singles if not item.report.helps]
+    combination = None
     if request.combine and helpful:
         combination = _best_combination(helpful[0], singles, tried, progress)
-        if combination is not None:
-            helpful.append(combination)
-            helpful.sort(key=lambda item: item.rank_key)
-            unhelpful = [_noting_combination(item, combination) for item in unhelpful]
+    elif request.combine:
+        # Nothing helps alone, yet changes may together (a timestamp moved out of the system
+        # prompt helps nothing while the tool order still differs, and the reverse): the
+        # search starts from each of the best singles in turn.
+        for start in singles[:COMBINATION_STARTS]:
+            found = _best_combination(start, singles, tried, progress)
+            if (
+                found is not None
+                and found.report.helps
+                and (combination is None or found.beats(combination))
+            ):
+                combination = found
+    if combination is not None:
+        helpful.append(combination)
+        helpful.sort(key=lambda item: item.rank_key)
+        unhelpful = [_noting_combination(item, combination) for item in unhelpful]
     shown = helpful[: max(request.top, 0)]
     suggestions = [item.report for item in shown]
     engine_original = None

@@ -98,7 +98,7 @@ def tokenize(
     log = request.log
     log.check_sources()
     progress = progress or NoProgress()
-    progress.start("tokenizing", log.count_records())
+    progress.start("tokenizing requests", None)  # counted as read, not lines
     reading = LogReading(log, request.model)
     requests = tokens = pending = 0
     for index in range(len(log.source_names)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -144,6 +145,12 @@ def test_plot_is_a_readable_png(report: CompareReport, tmp_path: Path) -> None:
     text = page.read_text()
     assert "data:image/png;base64,iVBORw0KGgo" in text  # base64 of the PNG signature
     assert "self-hosted, fully used" in text
+    # One look for every cachecast page (issue 29, point 11): the estimate's and reconcile's
+    # style sheet, verbatim.
+    from cachecast.cli import html_report
+
+    style = re.search(r"<style>(.*?)</style>", text, flags=re.S)
+    assert style is not None and style.group(1) == html_report._STYLE
 
 
 def test_capacity_cli_json(economics_app: typer.Typer) -> None:

@@ -99,9 +99,9 @@ def test_the_streamed_replay_gives_the_hits_of_vllms_block_rules(tmp_path: Path)
     ]
     # The host tier (unbounded by default) finds nothing HBM did not.
     assert report.host_tier.extra_hit_tokens_available == 0
-    # Two passes, each announcing what it then advanced: the sizing pass over the log's 3
-    # records, the replay over the 3 requests the sizing pass read.
-    assert progress.stages == [["reading", 3, 3], ["simulating", 3, 3]]
+    # Two passes: the sizing pass counts the requests as it reads them (no total: a log's
+    # lines are not its requests), the replay announces the 3 requests the sizing pass read.
+    assert progress.stages == [["reading", None, 3], ["simulating", 3, 3]]
 
 
 def test_a_log_changed_between_its_two_readings_is_refused(tmp_path: Path) -> None:

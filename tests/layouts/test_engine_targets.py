@@ -62,7 +62,7 @@ def test_the_defaults_include_a_ttft_limit(invoke: Invoke, tmp_path: Path) -> No
     # None set anywhere: the defaults, of which the TTFT limit applies to engine targets only.
     assert DEFAULT_THRESHOLDS.max_ttft_increase == Decimal("0.25")
     out = tmp_path / "report.json"
-    result = invoke("check", FAULTY, FAULTY, "--target", "vllm:32", "--json", out)
+    result = invoke("check", FAULTY, FAULTY, "--target", "vllm:32", "--json-file", out)
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert report["thresholds"]["max_ttft_increase"] == "0.25"

@@ -33,7 +33,7 @@ def test_check_library_equals_cli_json(
     out = tmp_path / "report.json"
     result = invoke(
         "check", baseline, candidate, "-t", TARGETS[0], "-t", TARGETS[1], "--at", DAY,
-        "--max-hit-rate-drop", "3pp", "--json", out,
+        "--max-hit-rate-drop", "3pp", "--json-file", out,
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     report = check(
@@ -65,7 +65,7 @@ def test_check_each_library_equals_cli_json(
     out = tmp_path / "run.json"
     result = invoke(
         "check", "a.yaml", "b.yaml", "--baseline-ref", "HEAD", "-t", OPENAI, "--at", DAY,
-        "--json", out,
+        "--json-file", out,
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     run = check_each(

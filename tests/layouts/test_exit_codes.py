@@ -78,7 +78,7 @@ def test_check_on_a_binary_file_exits_2_with_one_line(tmp_path: Path) -> None:
         (lambda b, c, t: (b, c, "--target", "vllm:0"), "block size must be positive"),
         (lambda b, c, t: (b, c, "--max-hit-rate-drop", "2%"), "--max-hit-rate-drop"),
         (lambda b, c, t: (b, c, "--min-hit-rate", "1.5"), "--min-hit-rate"),
-        (lambda b, c, t: (b, c, "--json", t / "no" / "r.json"), "the folder"),
+        (lambda b, c, t: (b, c, "--json-file", t / "no" / "r.json"), "the folder"),
         (lambda b, c, t: (b, c, "--markdown", t), "--markdown: is a directory"),
         (lambda b, c, t: (b, c, "--config", t / "none.toml"), "--config: no such file"),
         (lambda b, c, t: (b, c, "--at", "soon"), "--at"),
@@ -137,10 +137,10 @@ def test_output_paths_are_checked_before_the_work(
     baseline, _ = sides
     result = invoke(
         "check", baseline, tmp_path / "missing.yaml", "--target", OPENAI,
-        "--json", tmp_path / "no" / "report.json",
+        "--json-file", tmp_path / "no" / "report.json",
     )  # fmt: skip
     assert result.exit_code == 2
-    assert "--json" in _one_error_line(result)
+    assert "--json-file" in _one_error_line(result)
 
 
 def _inject_a_bug(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> None:

@@ -182,7 +182,7 @@ def test_block_key_trace_divergence(invoke: Invoke, tmp_path, mooncake_trace) ->
         "vllm:512",
         "--max-hit-rate-drop",
         "100pp",
-        "--json",
+        "--json-file",
         out,
     )
     assert result.exit_code == 0, result.output

@@ -152,7 +152,7 @@ def test_write_requests_gives_each_suggestion_as_a_log_other_commands_read(
     # The written file is a log like any other: check on it sees the simulated hit rate,
     # and vLLM's documented rule on its tokens gives the same.
     report = tmp_path / "check.json"
-    checked = invoke("check", FAULTY, written, "-t", "vllm:32", "--json", report)
+    checked = invoke("check", FAULTY, written, "-t", "vllm:32", "--json-file", report)
     assert checked.exit_code == 0, checked.output
     (target,) = json.loads(report.read_text())["targets"]
     simulated = Decimal(str(top["targets"][0]["hit_rate_after"]))

@@ -44,7 +44,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path]:
 
 def _check(invoke: Invoke, tmp_path: Path, *args: str | Path) -> tuple[int, dict]:
     out = tmp_path / "report.json"
-    result = invoke("check", *args, "--target", OPENAI, "--json", out)
+    result = invoke("check", *args, "--target", OPENAI, "--json-file", out)
     report = json.loads(out.read_text()) if out.exists() else {}
     return result.exit_code, report
 
@@ -123,7 +123,7 @@ def test_pyproject_thresholds_and_command_line_precedence(
     monkeypatch.chdir(project)
     out = tmp_path / "r.json"
     # Thresholds and target from the file: +32.28% <= 33%, -48.81pp <= 49pp.
-    assert invoke("check", *logs, "--json", out).exit_code == 0
+    assert invoke("check", *logs, "--json-file", out).exit_code == 0
     assert json.loads(out.read_text())["thresholds"]["max_cost_increase"] == "0.33"
     # The command line wins over the file.
     assert invoke("check", *logs, "--max-cost-increase", "32%").exit_code == 1

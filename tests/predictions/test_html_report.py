@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from PIL import Image
 from cachecast.cli.html_report import PALETTE, render_html, write_html
 from cachecast.contracts import ContractStore
 from cachecast.passes.log_input import LogInput
+from cachecast.simulator.misses import CAUSE_MEANINGS
 from cachecast.usecases.estimate import EstimateRequest, estimate
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.conftest import shared_data
@@ -93,6 +95,28 @@ def check_not_blank(pixels: np.ndarray) -> None:
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 20
 
 
+def dollars(amount: Decimal) -> str:
+    """The page's display rule (docs in cachecast.cli.output), written out here: a dollar or
+    more in cents with separators; under a dollar at most 4 decimal places, trailing zeros
+    dropped down to cents; under $0.0001 two significant digits; half-even."""
+    sign = "-" if amount < 0 else ""
+    size = abs(amount)
+    if size >= 1 or size == 0:
+        text = f"{size.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+    elif size >= Decimal("0.0001"):
+        text = f"{size.quantize(Decimal('0.0001'), rounding=ROUND_HALF_EVEN):f}".rstrip("0")
+        if len(text.split(".")[1]) < 2:
+            text = text.split(".")[0] + "." + text.split(".")[1].ljust(2, "0")
+    else:
+        digits = -size.adjusted() + 1
+        text = f"{size.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN):f}"
+    return f"{sign}${text}"
+
+
+def legend_colours(dom: str) -> list[str]:
+    return re.findall(r"class=\"swatch\" style=\"background: ?([^;\"]+)", dom)
+
+
 def test_estimate_page_in_a_browser(store: ContractStore, tmp_path: Path) -> None:
     path = shared_data(f"{FOLDER}/test_openai_prompt_caching.yaml")
     report = estimate(
@@ -111,13 +135,19 @@ def test_estimate_page_in_a_browser(store: ContractStore, tmp_path: Path) -> Non
     text = text_of(dom)
     for target in report.targets:
         assert target.name in text
-        assert f"${target.cost.total}" in text
-        assert f"${target.cost_without_cache}" in text
+        assert dollars(target.cost.total) in text
+        assert dollars(target.cost_without_cache) in text
         for cause in target.miss_causes:
-            assert cause.cause in text and f"${cause.cost_lost}" in text
+            assert cause.cause in text and dollars(cause.cost_lost) in text
+            assert CAUSE_MEANINGS[cause.cause].split(":")[0] in text  # explained in words
     gpt = report.targets[0]
     assert gpt.reconciliation is not None
-    assert f"{gpt.reconciliation.mean_abs_error_tokens}" in text
+    # Numbers for people: at most 4 significant decimal digits, no exponent.
+    assert not re.search(r"\d\.0*[1-9]\d{4,}", text) and not re.search(r"\de[+-]\d", text)
+    # Every legend has distinct swatch colours, and every series' name (none cut off).
+    colours = legend_colours(dom)
+    assert len(colours) >= 4 and len(set(colours[:2])) == 2
+    assert "with caching" in text and "without caching" in text
     for heading in (
         "Bill per target",
         "Hit rate over time",
@@ -141,8 +171,15 @@ def test_reconcile_page_in_a_browser(store: ContractStore, tmp_path: Path) -> No
     text = text_of(dom)
     assert "Predicted against observed" in text and "provider_best_effort_miss" in text
     summary = report.summary
-    assert f"${summary.predicted_cost}" in text and f"${summary.observed_cost}" in text
-    for row in report.requests:
-        assert f"{Path(row.source).name}:{row.line}" in text
+    assert f"predicted {dollars(summary.predicted_cost)} against observed" in text
+    assert dollars(summary.observed_cost) in text
+    # The worst mismatches, listed (every row is in --json).
+    mismatches = [row for row in report.requests if not row.exact_match]
+    assert f"The worst {min(20, len(mismatches))} of {len(mismatches)} mismatches" in text
+    worst = max(mismatches, key=lambda row: abs(row.token_error))
+    assert f"{Path(worst.source).name}:{worst.line}" in text
+    # The scatter is labelled, and its legend says which colour is which.
+    assert "predicted cache-read tokens" in text and "observed cache-read tokens" in text
+    assert legend_colours(dom)[:2] == [PALETTE[2], PALETTE[1]]
     check_not_blank(pixels)
     assert shows_colour(pixels, PALETTE[2])  # the scatter's exact points

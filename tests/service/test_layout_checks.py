@@ -130,7 +130,7 @@ async def test_yaml_text_and_records_sides_equal_the_cli_json(
             "2pp",
             "--at",
             DAY,
-            "--json",
+            "--json-file",
             str(out),
             "--database-url",
             service_db_url,

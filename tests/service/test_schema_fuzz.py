@@ -70,6 +70,8 @@ _INTERPRETED = {
     "/v1/inspections",
     "/v1/reconciliations",
     "/v1/usage-reports",
+    # A usage priced under a contract: its TTL option names are the contract's own.
+    "/v1/prices",
 }
 
 

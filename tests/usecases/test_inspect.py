@@ -89,3 +89,19 @@ def test_unknown_files_and_directories_exit_2(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith(f"error: {target}")
+
+
+def test_a_batch_requests_file_alone_says_what_is_missing() -> None:
+    # Issue 29, point 12: the requests half of a batch carries no times (it showed
+    # 1970-01-01) and no usage; inspect says so and how to give the results.
+    from cachecast.usecases.inspect import inspect_file
+    from tests.conftest import shared_data
+
+    requests = shared_data("recordings/openai_batch/langbatch_chat_completion_batch.jsonl")
+    alone = inspect_file(requests)
+    assert alone.first_timestamp is None and alone.last_timestamp is None
+    assert any("--results" in hint for hint in alone.hints)
+    results = requests.with_name("langbatch_chat_completion_batch_results.jsonl")
+    paired = inspect_file(requests, results=results)
+    assert paired.hints == [] and paired.first_timestamp is not None
+    assert paired.first_timestamp.year == 2024  # the results' "created" times (Sep 2024)

@@ -1,0 +1,54 @@
+"""Progress counts requests, not lines (issue 29, point 10): a Claude Code transcript has
+many lines a request; the bar said "replaying 0/21776" for 2,288 requests."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.estimate import EstimateRequest, estimate
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
+from tests.conftest import shared_data
+
+LOG = "recordings/claude_code/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, int | None]] = []
+        self.advanced: list[int] = []
+
+    def start(self, label: str, total: int | None) -> None:
+        self.starts.append((label, total))
+        self.advanced.append(0)
+
+    def advance(self, count: int) -> None:
+        self.advanced[-1] += count
+
+
+def test_estimate_and_reconcile_count_requests(migrated_db_url: str) -> None:
+    path = shared_data(LOG)
+    lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    store = ContractStore(migrated_db_url)
+    seen = Recorder()
+    # Two targets with different tokenizers: two passes over the log.
+    report = estimate(
+        EstimateRequest(
+            log=LogInput.of_paths([path]),
+            targets=["anthropic:claude-opus-4-6", "openai:gpt-4o"],
+            at=dt.date(2026, 11, 1),
+        ),
+        store,
+        progress=seen,
+    )
+    requests = report.targets[0].requests
+    assert lines > 2 * requests  # a transcript: the case the bar got wrong
+    assert all(total != lines for _, total in seen.starts)
+    # First pass: no total, every request counted; second: the first's count, all done.
+    assert seen.starts[0][1] is None and seen.advanced[0] == requests
+    assert seen.starts[1][1] == requests == seen.advanced[1]
+    seen = Recorder()
+    reconciled = reconcile(ReconcileRequest(log=LogInput.of_paths([path])), store, progress=seen)
+    assert seen.starts[0][1] is None
+    assert seen.advanced[0] == sum(t.requests for t in reconciled.targets)

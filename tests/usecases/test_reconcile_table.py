@@ -1,0 +1,46 @@
+"""The ``reconcile`` table for people (issue 29, point 4): the headline predicted against
+observed dollars, errors with sensible decimals, no Python ``None``, and only the worst
+mismatches unless asked (``--limit``)."""
+
+from __future__ import annotations
+
+import json
+from decimal import ROUND_HALF_EVEN, Decimal
+
+import pytest
+from typer.testing import CliRunner
+
+from cachecast.cli import app
+from tests.conftest import shared_data
+
+LOG = "recordings/claude_code/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+
+
+def _dollars(text: str) -> str:
+    # Cents for amounts of a dollar or more, thousands separators (the display rule).
+    return f"${Decimal(text).quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_headline_worst_mismatches_and_limit(migrated_db_url: str, columns: int) -> None:
+    log = str(shared_data(LOG))
+    db = ["--database-url", migrated_db_url]
+    env = {"COLUMNS": str(columns)}
+    exact = CliRunner().invoke(app, ["reconcile", log, "--json", *db], env=env)
+    assert exact.exit_code == 0, exact.output
+    summary = json.loads(exact.output)["summary"]
+    mismatches = summary["requests"] - summary["exact_matches"]
+    assert mismatches > 20  # so that the default limit shows
+    shown = CliRunner().invoke(app, ["reconcile", log, *db], env=env)
+    assert shown.exit_code == 0, shown.output
+    text = shown.output
+    first = text.splitlines()[0]
+    assert f"predicted {_dollars(summary['predicted_cost'])}" in first
+    assert f"against observed {_dollars(summary['observed_cost'])}" in first
+    assert "None" not in text
+    assert f"the 20 worst of {mismatches:,} mismatches" in text
+    assert f"{mismatches - 20:,} more: --limit 0 lists every mismatch" in text
+    assert all(len(line) <= columns for line in text.splitlines()[1:] if "│" not in line)
+    every = CliRunner().invoke(app, ["reconcile", log, "--limit", "0", *db], env=env)
+    assert f"the {mismatches} worst of {mismatches:,} mismatches" in every.output
+    assert "more: --limit 0" not in every.output
