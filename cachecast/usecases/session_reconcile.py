@@ -21,7 +21,8 @@ from decimal import Decimal, localcontext
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
-from cachecast.passes.log_input import check_reading
+from cachecast.logs.errors import LogFileError
+from cachecast.passes.log_input import UNREADABLE_FIELD, check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.predictor import Prediction
@@ -214,8 +215,17 @@ def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordErro
     if log.inline:
         yield from record_requests(log._inline_records(), log.records_name)
         return
+    # As every pass over several files does (passes.log_input): a file no format reads is
+    # reported under the field "file" and the others are read; the command exits 2 after the
+    # report (docs/errors.md).
+    tolerant = len(log.files) > 1 and log.on_bad_record == "skip"
     for file in log.files:
-        yield from session_requests(file.path, file.display_name, file.format)
+        try:
+            yield from session_requests(file.path, file.display_name, file.format)
+        except LogFileError as error:
+            if not tolerant:
+                raise
+            yield LogRecordError(file.display_name, None, UNREADABLE_FIELD, error.reason)
 
 
 def _contract(

@@ -55,8 +55,9 @@ def session_profile(request: LogRequest) -> tuple[ClientProfile, str] | None:
             found.add(profile_for_format(log_format(file.path, file.format)))
         except LogFileError:
             # A file no format reads is reported by the pass that reads the log (named, after
-            # the report of the files it could read; docs/errors.md); it names no client.
-            found.add(None)
+            # the report of the files it could read; docs/errors.md); the client is the one
+            # of the files that are read (a session folder's manifest does not hide it).
+            continue
     if len(found) == 1 and (profile := found.pop()) is not None:
         return profile, "log format"
     return None

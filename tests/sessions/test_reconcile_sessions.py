@@ -94,7 +94,8 @@ def test_claude_code_sessions_within_tolerance(store_url: str) -> None:
 
 
 def test_codex_sessions_within_tolerance(store_url: str) -> None:
-    # No gpt-5.3-codex contract on the rollouts' dates yet: priced under the first version.
+    # The rollouts (2026-02-23) predate gpt-5.3-codex's first API price (2026-02-24, the
+    # catalog's launch date): priced at a date with a contract in force.
     report = run(codex_files(), store_url, at="2026-10-02")
     assert report.client is not None and report.client.name == "codex"
     within = 0
@@ -238,3 +239,22 @@ def test_per_request_table_of_a_session(store_url: str, tmp_path: Path) -> None:
     with pytest.raises(BadInputError):
         run([rollout], store_url, per_request=tmp_path / "none.csv")
     assert not (tmp_path / "none.csv").exists()
+
+
+def test_a_session_folder_with_a_file_no_format_reads(store_url: str, tmp_path: Path) -> None:
+    # A session folder as users keep it: a rollout beside a manifest that is no log. The
+    # rollout is reconciled as a Codex session (the manifest does not hide the client), the
+    # manifest is named, and the exit code says a file could not be read (docs/errors.md).
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    codex_rollout(folder / "rollout.jsonl", "gpt-5.1-codex")
+    (folder / "manifest.json").write_text('{"files": 1}\n')
+    result = CliRunner().invoke(
+        app, ["reconcile", str(folder), "--json", "--database-url", store_url]
+    )
+    assert result.exit_code == 2, result.output
+    report = json.loads(result.stdout)
+    assert report["client"]["name"] == "codex"
+    # One request of 5,000 prompt tokens, none cached (the helper's usage): one row.
+    assert report["summary"]["requests"] == 1
+    assert "manifest.json" in result.stderr and "could not be read" in result.stderr
