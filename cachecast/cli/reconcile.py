@@ -137,26 +137,6 @@ def _signed(amount: Decimal) -> str:
 def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
     out = stdout_console()
     summary = report.summary
-    if report.client is not None:
-        versions = ", ".join(report.client.versions) or "not stated"
-        out.print(
-            f"client: {report.client.title} (versions {versions}; chosen by"
-            f" {report.client.chosen_by}; profile: {report.client.source})",
-            highlight=False,
-        )
-        files = Table(title="session files", box=box.SIMPLE_HEAD, pad_edge=False)
-        for header in ("file", "requests", "in tol.", "exact", "causes"):
-            files.add_column(header, justify="left" if header in ("file", "causes") else "right")
-        for figures in report.files:
-            causes = ", ".join(f"{name} {count}" for name, count in figures.causes.items())
-            files.add_row(
-                Path(figures.source).name,
-                str(figures.requests),
-                str(figures.within_tolerance),
-                str(figures.exact),
-                causes,
-            )
-        out.print(files)
     out.print(
         f"{count(summary.requests)} requests with observed usage: predicted"
         f" {money(summary.predicted_cost)} against observed {money(summary.observed_cost)}"
@@ -165,6 +145,28 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
         f" observed {count(summary.observed_cache_read_tokens)} tokens",
         soft_wrap=True,
     )
+    if report.client is not None:
+        versions = ", ".join(report.client.versions) or "not stated"
+        out.print(
+            f"client: {report.client.title} (versions {versions}; chosen by"
+            f" {report.client.chosen_by}; profile: {report.client.source})",
+            highlight=False,
+        )
+        files = Table(title="session files", box=box.SIMPLE_HEAD, pad_edge=False)
+        identifier_column(files, "file")
+        for header in ("requests", "in tol.", "exact"):
+            number_column(files, header)
+        files.add_column("causes")  # prose: wrapped between words
+        for figures in report.files:
+            causes = ", ".join(f"{name} {number}" for name, number in figures.causes.items())
+            files.add_row(
+                Path(figures.source).name,
+                count(figures.requests),
+                count(figures.within_tolerance),
+                count(figures.exact),
+                causes,
+            )
+        out.print(fit(files, out, optional=("exact",)))
     table = Table(
         caption=f"tolerance: {report.tolerance}; MAE = mean |error| per request; --json is exact",
         box=box.SIMPLE_HEAD,
@@ -200,7 +202,10 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
             money(Decimal(each.mean_abs_error_cost)),
             _decimal(each.read_bias_tokens, 1),
         )
-    out.print(fit(table, out, optional=("bias tok", "≤1%", "in tol.", "MAE $")))
+    # Columns dropped first where the terminal is narrow; a session's claim is tolerance, so
+    # there exactness goes before it (docs/predictions.md).
+    secondary = "exact" if report.client is not None else "in tol."
+    out.print(fit(table, out, optional=("bias tok", "≤1%", secondary, "MAE $")))
     if report.client is not None:  # sessions: tolerance, not exactness, is the claim
         mismatches = [row for row in report.requests if not row.within_tolerance]
     else:
