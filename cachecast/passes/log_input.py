@@ -163,13 +163,6 @@ class LogInput(BaseModel):
         names = [file.display_name for file in self.files]
         return names + ([self.records_name] if self.inline else [])
 
-    def count_records(self) -> int:
-        """An upper bound on the requests of one pass (a progress bar's total)."""
-        inline = len(self._inline_records())
-        from cachecast.tokenizers.records import count_lines
-
-        return inline + (count_lines(file.path for file in self.files) if self.files else 0)
-
     def check_sources(self) -> None:
         """Refuse before any work what cannot be a log: a missing path, a directory, a
         device or pipe; no source at all."""

@@ -64,14 +64,14 @@ from typing import Any
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.formats import open_log
 from cachecast.logs.sanitize import checked
-from cachecast.logs.stream import READ_BUFFER_BYTES, LogStream
+from cachecast.logs.stream import LogStream
 from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.encode import SegmentCache
 from cachecast.tokenizers.log_reader import LogReader
 from cachecast.tokenizers.request_build import ModelChoice
 from cachecast.tokenizers.types import TokenizedRequest
 
-__all__ = ["count_lines", "read_log", "read_records"]
+__all__ = ["read_log", "read_records"]
 
 
 def read_log(
@@ -112,16 +112,6 @@ def read_log(
         first_timestamp=first_timestamp,
     )
     yield from reader.read(iter(stream))
-
-
-def count_lines(paths: Iterable[str | Path]) -> int:
-    """Lines in the logs: an upper bound on their requests, for a progress bar's total."""
-    count = 0
-    for path in paths:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(READ_BUFFER_BYTES):
-                count += chunk.count(b"\n")
-    return count
 
 
 def read_records(
