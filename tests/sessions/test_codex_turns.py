@@ -4,7 +4,6 @@ here from the files with plain JSON."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +13,7 @@ from cachecast.sessions.profiles import CODEX_CLI
 from cachecast.sessions.reading import SessionRequest, session_requests
 from cachecast.sessions.replay import predict_sessions
 from tests.conftest import shared_data
+from tests.logs.helpers import codex_events
 
 
 @dataclass(frozen=True)
@@ -35,18 +35,13 @@ def rollouts() -> list[Path]:
 def parsed(path: Path) -> list[Turn]:
     """PROVENANCE.md: a token_count event is a new request where total_token_usage moved."""
     turns: list[Turn] = []
-    previous, user = None, False
-    for text in path.read_text(encoding="utf-8").splitlines():
-        event = json.loads(text)
+    user = False
+    for _, event, info in codex_events(path):
         payload = event["payload"]
         if event["type"] == "event_msg" and payload.get("type") == "user_message":
             user = True
-        if event["type"] != "event_msg" or payload.get("type") != "token_count":
+        if info is None:
             continue
-        info = payload["info"]
-        if info is None or info["total_token_usage"] == previous:
-            continue
-        previous = info["total_token_usage"]
         last = info["last_token_usage"]
         turns.append(
             Turn(
