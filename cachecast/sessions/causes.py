@@ -70,6 +70,14 @@ def explain(
                 " log does not show"
             )
         if gap is not None and ttl is not None and gap > ttl:
+            longest = profile.longest_ttl_seconds
+            if longest is not None and gap <= longest:
+                return BEST_EFFORT, (
+                    f"after an idle gap of {duration(gap)}, beyond the {duration(ttl)}"
+                    f" lifetime assumed, the provider still read {read:,} tokens: it kept the"
+                    f" prefix longer, as it may (it documents up to {duration(longest)} when"
+                    " lightly loaded; best effort, not to be counted on)"
+                )
             return BEST_EFFORT, (
                 f"after an idle gap of {duration(gap)}, beyond the {duration(ttl)} lifetime,"
                 f" the provider still read {read:,} tokens: it kept the prefix longer than"

@@ -34,6 +34,8 @@ class ClientProfile:
     # Where a provider documents a range of lifetimes for an idle prefix (OpenAI: 5 to 10
     # minutes), its shortest: an idle gap past it may lose the prefix (None: one lifetime).
     shortest_ttl_seconds: float | None = None
+    # The longest lifetime it documents for an idle prefix (OpenAI: up to an hour off-peak).
+    longest_ttl_seconds: float | None = None
     increment_tokens: int = 1
     min_cached_tokens: int = 0
     # Whether the provider's cache may keep a prefix past its lifetime or drop it early
@@ -65,6 +67,7 @@ CODEX_CLI = ClientProfile(
     caching="automatic",
     default_ttl_seconds=600.0,
     shortest_ttl_seconds=FIVE_MINUTES,
+    longest_ttl_seconds=ONE_HOUR,
     increment_tokens=128,
     min_cached_tokens=1024,
     best_effort=True,

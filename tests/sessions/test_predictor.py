@@ -332,3 +332,20 @@ def test_codex_prompt_shorter_than_the_previous_one() -> None:
     predicted = run(CODEX_CLI, session)
     assert predicted[4].read == step(107_000 - 2_800) == 104_192
     assert predicted[5].read == step(106_400 - 2_800) == 103_552
+
+
+def test_codex_read_after_a_pause_past_the_assumed_lifetime() -> None:
+    # 12-54-34's request 5: 23m 03s (1,383 s) after the request before, past the 10 minutes
+    # assumed, it read the whole 19,603 + 167 = 19,770 -> 1,024 + 146 x 128 = 19,712; we
+    # predicted only the 3,456 the session's first request read (the instructions and tools
+    # common to sessions). Within the hour OpenAI documents off-peak: named as best effort.
+    session = [
+        (facts(1, 19_603, 0), codex(3_456, 167, 0, 19_603)),
+        (facts(2, 20_902, 1_383), codex(19_712, 432, 185, 20_902)),
+    ]
+    second = run(CODEX_CLI, session)[1]
+    assert second.read == 3_456 and second.gap_seconds == 1_383
+    cause, words = explain(session[1][0], second, session[1][1], CODEX_CLI)
+    assert cause == BEST_EFFORT and step(19_770) == 19_712
+    assert "idle gap of 23m 03s, beyond the 10m 00s lifetime assumed" in words
+    assert "19,712 tokens" in words and "documents up to 1h 00m" in words
