@@ -9,7 +9,10 @@ Requests: a ``token_count`` event's ``info.last_token_usage`` is one request's u
 Codex writes the same event twice (once after the response, again before the next turn),
 so a request is counted only where the running ``info.total_token_usage`` moved; an event
 with ``info: null`` carries rate limits only. The model is the latest ``turn_context``'s
-(or ``info.model`` where the event names one).
+(or ``info.model`` where the event names one). A request after a ``user_message`` event
+is marked ``user_turn`` (a new turn: the previous turn's reasoning is no longer sent), and
+the reasoning tokens it produced (``reasoning_output_tokens``) are kept as
+``reasoning_tokens``; the session predictor reads both (docs/clients.md).
 
 Prompts: the request's input is the conversation before its first output item (reasoning,
 assistant message, tool call), with ``session_meta``'s base instructions as
@@ -128,6 +131,7 @@ def read(stream: LogStream) -> Iterator[Item]:
     count = 0
     version: str | None = None
     session_event: str | None = None  # "compacted" until the next request
+    user_turn = False  # a user message opened a new turn since the previous request
     for line, event in json_lines(stream.path, stream.source):
         if isinstance(event, LogRecordError):
             yield line, event
@@ -176,6 +180,9 @@ def read(stream: LogStream) -> Iterator[Item]:
                     )
                 history.append(item)
                 continue
+            if kind == "event_msg" and payload.get("type") == "user_message":
+                user_turn = True
+                continue
             if kind != "event_msg" or payload.get("type") != "token_count":
                 continue
             info = payload.get("info")
@@ -221,6 +228,12 @@ def read(stream: LogStream) -> Iterator[Item]:
             if session_event is not None:
                 record["session_event"] = session_event
                 session_event = None
+            if user_turn:
+                record["user_turn"] = True
+                user_turn = False
+            reasoning = last.get("reasoning_output_tokens")
+            if isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning > 0:
+                record["reasoning_tokens"] = reasoning
             snapshot, started = None, None
         except RecordFieldError as exc:
             yield line, stream.error(line, exc.field, exc.reason)

@@ -70,6 +70,14 @@ def explain(
                 " log does not show"
             )
         if gap is not None and ttl is not None and gap > ttl:
+            longest = profile.longest_ttl_seconds
+            if longest is not None and gap <= longest:
+                return BEST_EFFORT, (
+                    f"after an idle gap of {duration(gap)}, beyond the {duration(ttl)}"
+                    f" lifetime assumed, the provider still read {read:,} tokens: it kept the"
+                    f" prefix longer, as it may (it documents up to {duration(longest)} when"
+                    " lightly loaded; best effort, not to be counted on)"
+                )
             return BEST_EFFORT, (
                 f"after an idle gap of {duration(gap)}, beyond the {duration(ttl)} lifetime,"
                 f" the provider still read {read:,} tokens: it kept the prefix longer than"
@@ -97,12 +105,28 @@ def explain(
             f" is kept per model ({missed:,} tokens not read)"
         )
     if profile.best_effort:
-        since = f", last used {duration(gap)} before" if gap is not None else ""
-        return BEST_EFFORT, (
-            f"the provider missed {missed:,} tokens of a prefix it had cached{since}:"
-            f" {profile.provider}'s automatic cache is best effort"
-        )
+        return BEST_EFFORT, _best_effort_miss(read, expected, gap, profile)
     return PREFIX_CHANGED, (
         f"the tools or system prompt changed: the provider read only {read:,} of the"
         f" {expected:,} tokens the previous request cached ({missed:,} written again)"
     )
+
+
+def _best_effort_miss(read: int, expected: int, gap: float | None, profile: ClientProfile) -> str:
+    """A best-effort provider read less than the prefix the log shows it holding: both
+    figures, when it was last used, and the idle time where it passed the shortest lifetime
+    the provider documents (a pause the user can shorten)."""
+    since = f" last used {duration(gap)} before" if gap is not None else ""
+    words = (
+        f"the provider missed {expected - read:,} of the {expected:,} tokens the log shows"
+        f" cached,{since} (it read {read:,}; the rest is billed as uncached input):"
+        f" {profile.provider}'s automatic cache is best effort and can miss a prefix it holds"
+    )
+    floor = profile.shortest_ttl_seconds
+    if gap is not None and floor is not None and gap > floor:
+        words += (
+            f"; the prefix had been idle {duration(gap)}, longer than the"
+            f" {duration(floor)} to {duration(profile.default_ttl_seconds)} the provider"
+            " documents for an idle prefix: shorter pauses keep it"
+        )
+    return words

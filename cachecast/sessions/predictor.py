@@ -46,6 +46,7 @@ class PromptFacts:
     event: str | None = None  # "compacted", "restarted": what the log says happened before it
     subagent: bool = False  # a sub-agent or sidechain lineage (its own system prompt)
     parent: str | None = None  # the lineage a compaction agent summarises (it shares its cache)
+    user_turn: bool = False  # a user message opened a new turn just before this request
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class ObservedSplit:
     output: int = 0
     write_by_ttl: dict[str, int] = field(default_factory=dict)
     writes_reported: bool = True
+    reasoning: int = 0  # reasoning tokens the request produced (part of ``output``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +91,14 @@ class _Lineage:
     entry: _Entry | None = None
     tail: int = DEFAULT_TAIL
     lag: int = 0
-    last_short: int = 0
+    last_short: int | None = 0  # None: the previous request missed (no run to extend)
     last_prompt: int = 0
     last_time: float = 0.0
     requests: int = 0
+    # Where the current turn's first reasoning begins: the prompt length of the turn's first
+    # request that reasoned. The next user turn no longer sends that reasoning, so its
+    # cached prefix ends there (docs/clients.md, Codex CLI); None: nothing reasoned yet.
+    turn_kept: int | None = None
 
 
 class SessionPredictor:
@@ -209,9 +215,15 @@ class SessionPredictor:
             and lineage.entry is not None
             and facts.timestamp - lineage.entry.used <= lineage.entry.ttl
         ):
-            continued = lineage.entry.end - lineage.lag
+            end, kept = _continued_end(lineage, facts)
+            continued = end - lineage.lag
             if continued > read:
                 read, basis = continued, "reads the prefix its previous request left cached"
+                if kept:
+                    basis = (
+                        "a new user turn: the previous turn's reasoning is no longer sent, so"
+                        " it reads the prefix up to where that reasoning began"
+                    )
         read = min(self._step(read), self._step(total))
         return Prediction(read, 0, total - read, None, basis, **context)  # type: ignore[arg-type]
 
@@ -258,22 +270,50 @@ class SessionPredictor:
     ) -> None:
         entry = lineage.entry
         continuing = not first and entry is not None and facts.timestamp - entry.used <= entry.ttl
-        if continuing:
+        # A prompt shorter than the prefix it continues was rewritten at its end (a hosted
+        # tool's results not re-sent): its shortfall says nothing of a lag, nor of a miss.
+        rewritten = entry is not None and entry.end > facts.prompt_tokens and not facts.user_turn
+        if continuing and not rewritten:
             assert entry is not None
-            # How far short of the previous request's end this one read: where it is small
+            # How far short of the prefix it could read this one read: where it is small
             # the end of each prompt is re-sent differently (a systematic lag, kept for the
             # next prediction); a large shortfall is a miss, which leaves the lag as it was.
-            short = max(0, entry.end - observed.read)
+            short = max(0, _continued_end(lineage, facts)[0] - observed.read)
             if short <= LAG_SHARE * facts.prompt_tokens:
-                # Only a shortfall seen twice in a row is taken as systematic.
-                lineage.lag = min(short, lineage.last_short)
+                # Only a shortfall seen on two requests in a row is taken as systematic; a
+                # miss between them breaks the run (two partial misses are not a lag).
+                if lineage.last_short is not None:
+                    lineage.lag = min(short, lineage.last_short)
                 lineage.last_short = short
-        else:
-            lineage.lag = 0
-            if self.profile.shared_session_start and lineage.requests == 1 and observed.read:
-                self.session_start[facts.model] = observed.read
+            else:
+                lineage.last_short = None
+        elif self.profile.shared_session_start and lineage.requests == 1 and observed.read:
+            self.session_start[facts.model] = observed.read
+        if rewritten and lineage.turn_kept is not None and lineage.turn_kept == lineage.last_prompt:
+            # The turn's reasoning began in the previous request, whose count overstated its
+            # prompt: its reasoning sits at most this prompt less that request's output in.
+            assert entry is not None
+            output = entry.end - lineage.last_prompt
+            lineage.turn_kept = max(0, facts.prompt_tokens - output)
+        if first or facts.user_turn:
+            lineage.turn_kept = None
+        if observed.reasoning and lineage.turn_kept is None:
+            lineage.turn_kept = facts.prompt_tokens
         end = facts.prompt_tokens + (observed.output if self.profile.output_cached else 0)
         lineage.entry = _Entry(end, facts.timestamp, self.profile.default_ttl_seconds)
+
+
+def _continued_end(lineage: _Lineage, facts: PromptFacts) -> tuple[int, bool]:
+    """Where the prefix a continuing request of an automatic-cache lineage can read ends, and
+    whether a new user turn cut it: the previous request's prompt plus output, or at a new
+    user turn the start of the previous turn's reasoning, which is no longer sent; never past
+    the request's own prompt (one shorter than the previous holds less of it). The lag is
+    counted from there."""
+    assert lineage.entry is not None
+    end, cut = lineage.entry.end, False
+    if facts.user_turn and lineage.turn_kept is not None and lineage.turn_kept < end:
+        end, cut = lineage.turn_kept, True
+    return min(end, facts.prompt_tokens), cut
 
 
 def _dominant_ttl(by_ttl: dict[str, int]) -> str | None:

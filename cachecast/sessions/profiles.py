@@ -31,6 +31,11 @@ class ClientProfile:
     # ``min_cached_tokens``, and reports reads only.
     caching: str
     default_ttl_seconds: float  # the lifetime assumed before the log shows which one is used
+    # Where a provider documents a range of lifetimes for an idle prefix (OpenAI: 5 to 10
+    # minutes), its shortest: an idle gap past it may lose the prefix (None: one lifetime).
+    shortest_ttl_seconds: float | None = None
+    # The longest lifetime it documents for an idle prefix (OpenAI: up to an hour off-peak).
+    longest_ttl_seconds: float | None = None
     increment_tokens: int = 1
     min_cached_tokens: int = 0
     # Whether the provider's cache may keep a prefix past its lifetime or drop it early
@@ -61,6 +66,8 @@ CODEX_CLI = ClientProfile(
     provider="openai",
     caching="automatic",
     default_ttl_seconds=600.0,
+    shortest_ttl_seconds=FIVE_MINUTES,
+    longest_ttl_seconds=ONE_HOUR,
     increment_tokens=128,
     min_cached_tokens=1024,
     best_effort=True,

@@ -149,6 +149,7 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
         event=record.get("session_event") if isinstance(record.get("session_event"), str) else None,
         subagent=any(mark in lineage for mark in SUBAGENT_MARKS),
         parent=lineage.split(COMPACTION_MARK, 1)[0] if COMPACTION_MARK in lineage else None,
+        user_turn=record.get("user_turn") is True,
     )
     observed = ObservedSplit(
         read=read,
@@ -157,6 +158,7 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
         output=usage.output_tokens or 0,
         write_by_ttl=by_ttl,
         writes_reported=reported,
+        reasoning=_count(record.get("reasoning_tokens")),
     )
     version = record.get("client_version")
     provider = record.get("provider")
@@ -167,6 +169,11 @@ def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest |
         provider if isinstance(provider, str) else None,
         version if isinstance(version, str) else None,
     )
+
+
+def _count(value: Any) -> int:
+    """A non-negative token count a record may carry beside its usage (0 where absent)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _seconds(value: Any) -> float:

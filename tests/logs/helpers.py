@@ -4,6 +4,7 @@ sums a test compares with what it computed itself from the file."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,3 +52,19 @@ def json_lines(path: Path) -> list[dict[str, Any]]:
     return [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
+
+
+def codex_events(path: Path) -> Iterator[tuple[int, dict[str, Any], dict[str, Any] | None]]:
+    """Each event of a Codex rollout with its line number and, where it is a token_count
+    event that is a new request (PROVENANCE.md: the running total_token_usage moved), its
+    ``info``; None for every other event."""
+    previous = None
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        event = json.loads(text)
+        payload = event["payload"]
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if event["type"] != "event_msg" or info is None or info["total_token_usage"] == previous:
+            yield number, event, None
+            continue
+        previous = info["total_token_usage"]
+        yield number, event, info

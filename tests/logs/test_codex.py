@@ -15,7 +15,7 @@ import pytest
 from cachecast.logs import open_log
 from cachecast.logs.codex import filler, unredact
 from tests.conftest import shared_data
-from tests.logs.helpers import read, totals, write_jsonl
+from tests.logs.helpers import codex_events, read, totals, write_jsonl
 
 ROLLOUTS = [
     "rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
@@ -46,18 +46,11 @@ def expected(path: Path) -> tuple[list[int], dict[str, int], list[str]]:
     sums = {"input": 0, "read": 0, "write": 0, "output": 0}
     models: list[str] = []
     model = None
-    previous = None
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        event = json.loads(text)
-        payload = event["payload"]
+    for number, event, info in codex_events(path):
         if event["type"] == "turn_context":
-            model = payload["model"]
-        if event["type"] != "event_msg" or payload.get("type") != "token_count":
+            model = event["payload"]["model"]
+        if info is None:
             continue
-        info = payload["info"]
-        if info is None or info["total_token_usage"] == previous:
-            continue
-        previous = info["total_token_usage"]
         last = info["last_token_usage"]
         lines.append(number)
         sums["input"] += last["input_tokens"]  # cached_input_tokens is part of it

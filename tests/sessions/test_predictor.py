@@ -37,6 +37,7 @@ def facts(
     model: str = "m",
     event: str | None = None,
     subagent: bool = False,
+    user_turn: bool = False,
 ) -> PromptFacts:
     return PromptFacts(
         source="mini",
@@ -48,6 +49,7 @@ def facts(
         prompt_tokens=total,
         event=event,
         subagent=subagent,
+        user_turn=user_turn,
     )
 
 
@@ -201,7 +203,22 @@ def test_provider_best_effort_miss() -> None:
     second = run(CODEX_CLI, session)[1]
     assert second.read == 20_096
     cause, words = explain(session[1][0], second, session[1][1], CODEX_CLI)
-    assert cause == BEST_EFFORT and "missed 19,072 tokens" in words
+    assert cause == BEST_EFFORT and "missed 19,072 of the 20,096 tokens" in words
+    assert "it read 1,024" in words and "last used 0m 05s before" in words
+    assert "idle" not in words  # 5 s: no pause to shorten
+
+
+def test_best_effort_miss_after_a_pause_names_the_documented_lifetime() -> None:
+    # The same miss 7m 56s after the prefix was last used: past the 5 minutes OpenAI documents
+    # as the shortest lifetime of an idle prefix (docs/clients.md), so the pause is named.
+    session = [
+        (facts(1, 20_000, 0), ObservedSplit(0, 0, 20_000, 100, writes_reported=False)),
+        (facts(2, 21_000, 476), ObservedSplit(1_024, 0, 19_976, 50, writes_reported=False)),
+    ]
+    second = run(CODEX_CLI, session)[1]
+    cause, words = explain(session[1][0], second, session[1][1], CODEX_CLI)
+    assert cause == BEST_EFFORT
+    assert "idle 7m 56s, longer than the 5m 00s to 10m 00s" in words
 
 
 def test_warm_cache_before_the_log_began() -> None:
@@ -232,3 +249,103 @@ def test_codex_session_start_prefix_is_learned_from_earlier_sessions() -> None:
         (facts(1, 17_102, 60, lineage="b"), ObservedSplit(3_456, 0, 13_646, writes_reported=False)),
     ]
     assert [p.read for p in run(CODEX_CLI, session)] == [0, 3_456]
+
+
+def codex(
+    read: int, output: int = 0, reasoning: int = 0, total: int | None = None
+) -> ObservedSplit:
+    """A Codex observation: reads only (no writes reported); ``total`` the prompt length."""
+    uncached = 0 if total is None else total - read
+    return ObservedSplit(read, 0, uncached, output, writes_reported=False, reasoning=reasoning)
+
+
+def step(tokens: int) -> int:
+    """OpenAI's cacheable length within ``tokens``: 1,024, then whole 128-token increments."""
+    return 0 if tokens < 1_024 else 1_024 + (tokens - 1_024) // 128 * 128
+
+
+def test_codex_new_user_turn_reads_up_to_where_the_previous_turn_reasoned() -> None:
+    # The first numbers of the 12-40-23 rollout. Request 1 (a user turn, 17,203 tokens)
+    # reasons; request 2 may read its prompt + output 17,203 + 358 = 17,561, in steps:
+    # 1,024 + 129 x 128 = 17,536 (it read that). Request 3 opens a new user turn: the
+    # previous turn's reasoning is no longer sent, so the prefix ends where request 1's
+    # reasoning began, at 17,203: 1,024 + 126 x 128 = 17,152 (the rollout's request 22 read
+    # 17,152), not the 18,944 its own length would allow.
+    session = [
+        (facts(1, 17_203, 0, user_turn=True), codex(3_456, 358, 193, 17_203)),
+        (facts(2, 19_000, 6), codex(17_536, 200, 0, 19_000)),
+        (facts(3, 18_950, 60, user_turn=True), codex(17_152, 100, 0, 18_950)),
+        # A turn with no reasoning (request 3's) drops nothing: request 4 may read request
+        # 3's prompt + output 18,950 + 100 = 19,050: 1,024 + 140 x 128 = 18,944.
+        (facts(4, 19_500, 90, user_turn=True), codex(18_944, 100, 0, 19_500)),
+    ]
+    predicted = [p.read for p in run(CODEX_CLI, session)]
+    assert predicted[1:] == [step(17_561), step(17_203), step(19_050)]
+    assert predicted[1:] == [17_536, 17_152, 18_944]
+    assert "new user turn" in run(CODEX_CLI, session)[2].basis
+
+
+def test_codex_lag_is_kept_through_compaction() -> None:
+    # Requests 2 and 3 read 1,188 and 1,164 short of the previous prompt + output (40,100
+    # and 41,100): two in a row, a lag of min(1,188, 1,164) = 1,164. Compaction keeps the
+    # user messages the lag comes with (docs/clients.md), so the request after it may read
+    # 20,100 - 1,164 = 18,936: 1,024 + 139 x 128 = 18,816 (20,096 without the lag).
+    session = [
+        (facts(1, 40_000, 0), codex(0, 100)),
+        (facts(2, 41_000, 10), codex(38_912, 100)),
+        (facts(3, 42_000, 20), codex(39_936, 100)),
+        (facts(4, 20_000, 30, event="compacted"), codex(5_000, 100)),
+        (facts(5, 21_000, 40), codex(18_816, 100)),
+    ]
+    assert run(CODEX_CLI, session)[4].read == step(20_100 - 1_164) == 18_816
+
+
+def test_codex_two_partial_misses_apart_are_not_a_lag() -> None:
+    # Requests 2 and 4 read 1,044 and 996 short, request 3 missed 13,564: no two shortfalls
+    # in a row, so request 5 is predicted without a lag: 33,100 -> 1,024 + 250 x 128 = 33,024
+    # (a lag of min(1,044, 996) would have made it 32,000).
+    session = [
+        (facts(1, 30_000, 0), codex(0, 100)),
+        (facts(2, 31_000, 5), codex(29_056, 100)),
+        (facts(3, 32_000, 10), codex(17_536, 100)),
+        (facts(4, 33_000, 15), codex(31_104, 100)),
+        (facts(5, 34_000, 20), codex(33_024, 100)),
+    ]
+    assert run(CODEX_CLI, session)[4].read == step(33_100) == 33_024
+
+
+def test_codex_prompt_shorter_than_the_previous_one() -> None:
+    # A lag of 2,800 (requests 2 and 3). Request 4 opens a turn and reasons; its count
+    # (110,000) holds a hosted web search's results, which request 5's prompt (107,000) does
+    # not carry. Request 5 may read no further than its own prompt less the lag: 104,200 ->
+    # 1,024 + 806 x 128 = 104,192. Request 4's reasoning sits at most 107,000 - its output
+    # 600 = 106,400 into request 5's prompt, so the next user turn (request 6) may read
+    # 106,400 - 2,800 = 103,600 -> 1,024 + 801 x 128 = 103,552 (104,576 otherwise).
+    session = [
+        (facts(1, 100_000, 0), codex(96_000, 500)),
+        (facts(2, 101_000, 5), codex(97_700, 500)),
+        (facts(3, 102_000, 10), codex(98_700, 500)),
+        (facts(4, 110_000, 60, user_turn=True), codex(99_700, 600, 300)),
+        (facts(5, 107_000, 70), codex(103_800, 400)),
+        (facts(6, 108_000, 120, user_turn=True), codex(103_552, 400)),
+    ]
+    predicted = run(CODEX_CLI, session)
+    assert predicted[4].read == step(107_000 - 2_800) == 104_192
+    assert predicted[5].read == step(106_400 - 2_800) == 103_552
+
+
+def test_codex_read_after_a_pause_past_the_assumed_lifetime() -> None:
+    # 12-54-34's request 5: 23m 03s (1,383 s) after the request before, past the 10 minutes
+    # assumed, it read the whole 19,603 + 167 = 19,770 -> 1,024 + 146 x 128 = 19,712; we
+    # predicted only the 3,456 the session's first request read (the instructions and tools
+    # common to sessions). Within the hour OpenAI documents off-peak: named as best effort.
+    session = [
+        (facts(1, 19_603, 0), codex(3_456, 167, 0, 19_603)),
+        (facts(2, 20_902, 1_383), codex(19_712, 432, 185, 20_902)),
+    ]
+    second = run(CODEX_CLI, session)[1]
+    assert second.read == 3_456 and second.gap_seconds == 1_383
+    cause, words = explain(session[1][0], second, session[1][1], CODEX_CLI)
+    assert cause == BEST_EFFORT and step(19_770) == 19_712
+    assert "idle gap of 23m 03s, beyond the 10m 00s lifetime assumed" in words
+    assert "19,712 tokens" in words and "documents up to 1h 00m" in words

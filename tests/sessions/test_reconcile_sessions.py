@@ -109,8 +109,10 @@ def test_codex_sessions_within_tolerance(store_url: str) -> None:
             assert row.classification is not None
     # 486 priced requests (the ccusage fixture's gpt-5.2-codex request has no contract).
     assert report.summary.requests == 486
-    # OpenAI's cache is best effort: about one request in ten misses a prefix it had.
-    assert within >= 0.85 * report.summary.requests
+    # 458 of the 486 (94.2%): the others are OpenAI's best effort (misses of a prefix the log
+    # shows cached seconds before, reads after idle gaps past the documented lifetime), the
+    # first request of the log (a cache warm before it) and compaction (docs/predictions.md).
+    assert within >= 0.94 * report.summary.requests
     assert report.summary.classes.get("provider_best_effort", 0) > 0
 
 
