@@ -7,10 +7,12 @@ or a response body's ``created``), or none.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from cachecast.contracts import ContractStore
 from cachecast.passes.log_input import LogInput
+from cachecast.simulator.reconcile import writes_billed_apart
 from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
 from tests.conftest import shared_data
 
@@ -123,3 +125,22 @@ def test_reads_no_log_entry_could_serve_are_a_warm_cache(store: ContractStore) -
     report = run(path, store)
     assert [r[2] for r in rows(report)] == [1_217, 1_217]
     assert [row.classification for row in report.requests] == ["warm_cache_at_log_start"] * 2
+
+
+def test_openai_automatic_writes_reported_as_zero_are_not_compared(store: ContractStore) -> None:
+    # RubyLLM's gpt-5.2 Responses cassette: usage.input_tokens_details says
+    # cache_write_tokens 0 and cached_tokens 0 for the first request (8,614 tokens). Under
+    # OpenAI's automatic cache nothing is billed at a write price (write multiplier 1): the
+    # 0 is no count of the tokens the cache took in, and is not compared with them.
+    path = shared_data(
+        f"{VCR}/ruby-vcr/chat_web_search_with_openai_gpt-5_2_searches_and_records_the_tool"
+        "_call_items.yml"
+    )
+    report = run(path, store)
+    first = min(report.requests, key=lambda row: row.line)
+    assert (first.observed_cache_read_tokens, first.observed_cache_write_tokens) == (0, None)
+    assert first.predicted_cache_read_tokens == 0
+    assert first.within_tolerance
+    assert not writes_billed_apart(store.as_of("openai", "gpt-5.2", dt.date(2026, 8, 1)))
+    # Anthropic's writes cost 1.25x the input price: compared.
+    assert writes_billed_apart(store.as_of("anthropic", "claude-haiku-4-5", dt.date(2026, 8, 1)))
