@@ -15,10 +15,10 @@ launch sources in ``data/lifecycle.json`` and each version's notes ([S]: seconda
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 revision: str = "0011_seed_contracts_v4"
 down_revision: str | None = "0010_job_owner"
@@ -29,19 +29,14 @@ SEED_FILE = "contracts-v4.json"
 ORIGIN = "seed:contracts-v4"
 
 
-def _seeding() -> ModuleType:
-    """Revision 0006's seeding (its file name is not an importable module name)."""
-    path = Path(__file__).with_name("0006_seed_contracts_v2.py")
-    spec = importlib.util.spec_from_file_location("cachecast_migration_0006", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _seeding() -> dict[str, Any]:
+    """Revision 0006's seeding functions (its file name is no importable module name)."""
+    return runpy.run_path(str(Path(__file__).with_name("0006_seed_contracts_v2.py")))
 
 
 def upgrade() -> None:
-    _seeding().seed_file(SEED_FILE, ORIGIN)
+    _seeding()["seed_file"](SEED_FILE, ORIGIN)
 
 
 def downgrade() -> None:
-    _seeding().unseed(ORIGIN)
+    _seeding()["unseed"](ORIGIN)
