@@ -17,9 +17,9 @@ classified, first rule that applies:
 1. ``tokenizer_approximation``: an approximated tokenizer, and the error is within
    tolerance or within the calibration's spread (``relative_spread`` x prompt);
 2. ``warm_cache_at_log_start``: the provider read more than we did, and no entry the log
-   shows could hold what we did not read: those tokens were new to the log (first sight,
-   or past where the prompt diverged from every earlier one), or no earlier breakpoint
-   cached them: it was cached before the log begins;
+   shows could hold what we did not read: some of those tokens were new to the log (first
+   sight, or past where the prompt diverged from every earlier one) and no earlier
+   breakpoint cached the others: it was cached before the log begins;
 3. ``contract_disputed``: the observation contradicts a stored term (a cached prefix shorter
    than ``min_cacheable_tokens``; a hit off the ``increment_tokens`` steps; a read after the
    TTL had run out; caching without a breakpoint under an explicit contract): the contract
@@ -465,22 +465,28 @@ def classify_mismatch(
     )
 
 
-# Causes under which no cache entry the log shows holds the tokens: a read of them came from
-# an entry written before the log begins.
-_NOT_CACHED_BY_LOG = (FIRST_SIGHT, PREFIX_NOT_IN_LOG, PREFIX_DIVERGED, NO_BREAKPOINT)
+# Tokens new to the log at their position, and tokens no earlier breakpoint of the log
+# cached: a read that covers some of the first, and only those two kinds, came from an entry
+# written before the log begins. (A gap of uncached-but-seen tokens alone may be a breakpoint
+# the provider placed elsewhere than we did: not warm.)
+_NEW_TO_LOG = (FIRST_SIGHT, PREFIX_NOT_IN_LOG, PREFIX_DIVERGED)
+_NOT_CACHED_BY_LOG = (*_NEW_TO_LOG, NO_BREAKPOINT)
 
 
 def _all_new(spans: tuple[MissSpan, ...], start: int, end: int) -> bool:
-    """Whether no entry the log shows held the tokens [start, end) we did not read."""
+    """Whether no entry the log shows held the tokens [start, end) we did not read: some
+    are new to the log and the others were cached by no earlier breakpoint."""
     covered = 0
+    new = False
     for span in spans:
         low, high = max(span.start, start), min(span.start + span.tokens, end)
         if high <= low:
             continue
         if span.cause not in _NOT_CACHED_BY_LOG:
             return False
+        new = new or span.cause in _NEW_TO_LOG
         covered += high - low
-    return covered == end - start
+    return new and covered == end - start
 
 
 def dispute(
