@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.simulator.billing import EXACT, bill_observed, bill_request, usage_from_observed
 from cachecast.simulator.types import Cost, RequestUsage
 from cachecast.tokenizers.types import ObservedUsage
@@ -63,6 +63,14 @@ class ReconciledRequest:
             return abs(self.predicted_cost - self.observed_cost)
 
 
+def writes_billed_apart(contract: ContractTerms) -> bool:
+    """Whether cache writes are a quantity of their own under ``contract``: explicit
+    breakpoints, or a write price other than the input price."""
+    if contract.mode is not CacheMode.AUTOMATIC:
+        return True
+    return any(option.write_multiplier != 1 for option in contract.ttl_options)
+
+
 def reconcile_request(
     predicted: RequestUsage,
     observed: ObservedUsage,
@@ -86,6 +94,11 @@ def reconcile_request(
     if predicted_cost is None:
         predicted_cost = bill_request(predicted, contract)
     writes_reported = observed.cache_write_tokens is not None or bool(observed.cache_write_by_ttl)
+    if not writes_billed_apart(contract):
+        # OpenAI's automatic cache (GPT-5.5 and before) reports cache_write_tokens: 0 on every
+        # response: nothing is billed at a write price, while the prediction counts the
+        # tokens the cache took in. The two are not the same quantity: not compared.
+        writes_reported = False
     return ReconciledRequest(
         request_id=predicted.request_id,
         line=predicted.line,

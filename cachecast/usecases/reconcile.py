@@ -16,8 +16,10 @@ classified, first rule that applies:
 
 1. ``tokenizer_approximation``: an approximated tokenizer, and the error is within
    tolerance or within the calibration's spread (``relative_spread`` x prompt);
-2. ``warm_cache_at_log_start``: the provider read more than we did, and what we did not
-   read was new to the log (first sight): it was cached before the log begins;
+2. ``warm_cache_at_log_start``: the provider read more than we did, and no entry the log
+   shows could hold what we did not read: some of those tokens were new to the log (first
+   sight, or past where the prompt diverged from every earlier one) and no earlier
+   breakpoint cached the others: it was cached before the log begins;
 3. ``contract_disputed``: the observation contradicts a stored term (a cached prefix shorter
    than ``min_cacheable_tokens``; a hit off the ``increment_tokens`` steps; a read after the
    TTL had run out; caching without a breakpoint under an explicit contract): the contract
@@ -49,6 +51,7 @@ from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
@@ -56,6 +59,8 @@ from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.billing import EXACT, BillTotals
 from cachecast.simulator.misses import (
     FIRST_SIGHT,
+    NO_BREAKPOINT,
+    PREFIX_DIVERGED,
     PREFIX_NOT_IN_LOG,
     TTL_EXPIRED,
     MissSpan,
@@ -277,7 +282,7 @@ class _Replay:
         self.reading = LogReading(request.log, None)
         self.history = PromptHistory()
         self.matcher = _OwnModel()
-        self.contracts: dict[tuple[str, str], ContractTerms | str] = {}
+        self.contracts: dict[tuple[str, str], ServedContract | str] = {}
         self.served: dict[tuple[str, str, dt.date], _Served] = {}
         self.rows: list[ReconciledRow] = []
         self.without_usage = 0
@@ -287,7 +292,7 @@ class _Replay:
         self.all_within = 0
         self.all_classes: Counter[str] = Counter()
 
-    def contract_for(self, request: TokenizedRequest) -> ContractTerms | str:
+    def contract_for(self, request: TokenizedRequest) -> ServedContract | str:
         provider, model = request.provider, request.logged_model or request.model
         if provider is None or model is None:
             return "the log names no provider or model (give --provider/--model)"
@@ -296,19 +301,22 @@ class _Replay:
         if found is None:
             day = self.request.at or _day_of(request.timestamp)
             try:
-                found = self.store.as_of(*key, day)
+                found = served_contract(self.store, *key, day, _today())
             except UnknownContractError as error:
                 found = f"{key[0]}:{key[1]}: {error.message}"
             self.contracts[key] = found
         return found
 
-    def target(self, contract: ContractTerms, request: TokenizedRequest) -> _Served:
+    def target(self, found: ServedContract, request: TokenizedRequest) -> _Served:
+        contract = found.terms
         key = (contract.provider, contract.model, contract.effective_from)
         served = self.served.get(key)
         if served is None:
             tokenizer = request.tokenizer.split(", ", 1)[0]  # without how it was calibrated
             totals = TargetTotals(Target(contract.provider, contract.model), contract, tokenizer)
             served = self.served[key] = _Served(totals, target_policy(totals, False))
+        if found.note is not None:
+            served.totals.notes[found.note] = served.totals.notes.get(found.note, 0) + 1
         return served
 
     def run(
@@ -395,11 +403,15 @@ class _Replay:
 EPOCH_FLOOR = 1e9  # 2001-09-09: smaller timestamps are trace-relative or absent, not dates
 
 
-def _day_of(timestamp: float) -> dt.date:
-    """The UTC day of an epoch timestamp; today for a log whose times are not dates."""
+def _day_of(timestamp: float) -> dt.date | None:
+    """The UTC day of an epoch timestamp; None for a log whose times are not dates."""
     if timestamp < EPOCH_FLOOR:
-        return dt.datetime.now(dt.UTC).date()
+        return None
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).date()
+
+
+def _today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
 
 
 def within_tolerance(reconciled: ReconciledRequest, exact_tokens: bool) -> bool:
@@ -453,17 +465,28 @@ def classify_mismatch(
     )
 
 
+# Tokens new to the log at their position, and tokens no earlier breakpoint of the log
+# cached: a read that covers some of the first, and only those two kinds, came from an entry
+# written before the log begins. (A gap of uncached-but-seen tokens alone may be a breakpoint
+# the provider placed elsewhere than we did: not warm.)
+_NEW_TO_LOG = (FIRST_SIGHT, PREFIX_NOT_IN_LOG, PREFIX_DIVERGED)
+_NOT_CACHED_BY_LOG = (*_NEW_TO_LOG, NO_BREAKPOINT)
+
+
 def _all_new(spans: tuple[MissSpan, ...], start: int, end: int) -> bool:
-    """Whether the tokens [start, end) we did not read were all new to the log."""
+    """Whether no entry the log shows held the tokens [start, end) we did not read: some
+    are new to the log and the others were cached by no earlier breakpoint."""
     covered = 0
+    new = False
     for span in spans:
         low, high = max(span.start, start), min(span.start + span.tokens, end)
         if high <= low:
             continue
-        if span.cause not in (FIRST_SIGHT, PREFIX_NOT_IN_LOG):
+        if span.cause not in _NOT_CACHED_BY_LOG:
             return False
+        new = new or span.cause in _NEW_TO_LOG
         covered += high - low
-    return covered == end - start
+    return new and covered == end - start
 
 
 def dispute(

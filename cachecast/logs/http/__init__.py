@@ -28,7 +28,12 @@ from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.logs.http.exchange import Exchange, body_rewritten, exchanges_of, http_date
-from cachecast.logs.http.response_usage import final_response, reported_usage, response_id
+from cachecast.logs.http.response_usage import (
+    final_response,
+    reported_usage,
+    response_id,
+    response_time,
+)
 from cachecast.logs.http.state import (
     ApiState,
     cache_creation_record,
@@ -148,7 +153,7 @@ def _record(
         request=body,
         model=model,
         provider=endpoint.provider,
-        timestamp=exchange.timestamp,
+        timestamp=exchange.timestamp if exchange.timestamp is not None else response_time(final),
         request_id=request_id,
         observed=observed,
         prompt_complete=complete,

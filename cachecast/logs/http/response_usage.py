@@ -5,11 +5,13 @@ Usage comes from the response body, from a streamed body (server-sent events: An
 Responses' ``response.completed``, Gemini's last chunk, Cohere's ``message-end`` (v2) or
 ``stream-end`` (v1, a JSON-lines stream); Bedrock's binary event stream), or
 from Bedrock's ``X-Amzn-Bedrock-*-Token-Count`` headers; it is normalized by
-``cachecast.logs.usage``.
+``cachecast.logs.usage``. A response body's own creation time dates a request whose
+recording kept no Date header (``response_time``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from cachecast.logs.http.endpoints import Endpoint
@@ -151,4 +153,35 @@ def response_id(headers: dict[str, str], final: Any) -> str | None:
             return headers[header]
     if isinstance(final, dict) and isinstance(final.get("id"), str):
         return str(final["id"])
+    return None
+
+
+# Response bodies that carry their creation time: OpenAI-style chat completions (``created``,
+# epoch seconds: OpenAI, DeepSeek, xAI, Mistral, OpenRouter, Azure), the Responses API
+# (``created_at``, epoch seconds) and Vertex AI's ``createTime`` (RFC 3339). A stored
+# response without a Date header (go-vcr and pydantic-ai cassettes drop headers) still
+# dates its request by them.
+_EPOCH_FIELDS = ("created", "created_at")
+_EARLIEST = 946_684_800  # 2000-01-01: smaller values are placeholders, not creation times
+_LATEST = 32_503_680_000  # 3000-01-01: larger values are milliseconds or garbage
+
+
+def response_time(final: Any) -> float | None:
+    """The creation time the response body states, as epoch seconds; None where it states
+    none or a value that is no plausible date."""
+    if not isinstance(final, dict):
+        return None
+    for name in _EPOCH_FIELDS:
+        value = final.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value) if _EARLIEST <= value < _LATEST else None
+    stamp = final.get("createTime")
+    if isinstance(stamp, str) and len(stamp) <= 64:
+        try:
+            moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+        return moment.timestamp()
     return None

@@ -16,6 +16,7 @@ from typing import Any
 from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.render.conversation import Conversation, breakpoint_ttl, tool_parts
 from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact_json, require
+from cachecast.tokenizers.render.images import base64_image_tokens
 from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 ANTHROPIC_IMAGE_ESTIMATE = 1600  # about (width*height)/750 for a ~1.15 megapixel image
@@ -93,7 +94,7 @@ def _anthropic_block(block: dict[str, Any], path: str) -> PartItem:
         source = require(block, "source", path)
         if kind == "document" and isinstance(source, dict) and source.get("type") == "text":
             return as_str(require(source, "data", f"{path}.source"), f"{path}.source.data")
-        return NonText.of(source, ANTHROPIC_IMAGE_ESTIMATE)
+        return NonText.of(source, _image_count(kind, source))
     if kind == "tool_use":
         return compact_json({"name": require(block, "name", path), "input": block.get("input", {})})
     if kind == "tool_result":
@@ -104,6 +105,16 @@ def _anthropic_block(block: dict[str, Any], path: str) -> PartItem:
     if kind in ("thinking", "redacted_thinking"):
         return str(block.get("thinking", block.get("data", "")))
     raise RecordFieldError(f"{path}.type", f"unsupported content block type {kind!r}")
+
+
+def _image_count(kind: str, source: Any) -> int:
+    """An inline base64 image counts its documented tokens (``render.images``); any other
+    source, and documents (PDF pages are text plus images), the fixed estimate."""
+    if kind == "image" and isinstance(source, dict) and isinstance(source.get("data"), str):
+        counted = base64_image_tokens(source["data"])
+        if counted is not None:
+            return counted
+    return ANTHROPIC_IMAGE_ESTIMATE
 
 
 def _automatic_breakpoint(body: dict[str, Any], rendered: Rendered) -> None:

@@ -5,17 +5,22 @@ prefix for Claude models, as for Anthropic's own API. Content blocks are keyed b
 (``{"text": ...}``, ``{"toolUse": ...}``) and each is its own framed part. A
 ``{"cachePoint": {...}}`` block is a cache breakpoint at the end of what comes before it: it
 becomes an empty, unframed part carrying the breakpoint (so it needs no earlier part to be at
-hand). Images, documents and videos count Anthropic's image estimate.
+hand). A text-format document (txt, md, csv, html) counts as its text; images, other
+documents and videos count Anthropic's image estimate, except an inline image whose pixel
+size its bytes give (``render.images``: Claude's documented count).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.render.anthropic import ANTHROPIC_IMAGE_ESTIMATE
 from cachecast.tokenizers.render.conversation import Conversation
 from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact_json, require
+from cachecast.tokenizers.render.images import base64_image_tokens
 from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 
@@ -102,6 +107,17 @@ def _converse_block(block: dict[str, Any], path: str) -> PartItem:
         if isinstance(text, dict) and isinstance(text.get("text"), str):
             return str(text["text"])
         return ""  # redacted reasoning: no text to count
+    if "document" in block:
+        text = _document_text(block["document"])
+        if text is not None:
+            return text
+    if "image" in block:
+        image = block["image"]
+        source = image.get("source") if isinstance(image, dict) else None
+        if isinstance(source, dict) and isinstance(source.get("bytes"), str):
+            counted = base64_image_tokens(source["bytes"])
+            if counted is not None:
+                return NonText.of(image, counted)
     for kind in ("image", "document", "video"):
         if kind in block:
             return NonText.of(block[kind], ANTHROPIC_IMAGE_ESTIMATE)
@@ -112,6 +128,31 @@ def _converse_block(block: dict[str, Any], path: str) -> PartItem:
         "expected a text, image, document, toolUse, toolResult, reasoningContent or cachePoint"
         " block",
     )
+
+
+# DocumentBlock formats that are text (the others, pdf/doc/docx/xls/xlsx, are binary files).
+TEXT_DOCUMENT_FORMATS = frozenset({"txt", "md", "csv", "html"})
+
+
+def _document_text(document: Any) -> str | None:
+    """The text of a text-format Converse document: ``source.text``, or ``source.bytes``
+    (base64 in the JSON wire form) decoded as UTF-8; None for binary formats, S3 sources and
+    bytes that are not UTF-8 text (those keep the fixed estimate). Claude reads a plain-text
+    document as its text, as the Messages API's ``{"type": "text"}`` document source."""
+    if not isinstance(document, dict) or document.get("format") not in TEXT_DOCUMENT_FORMATS:
+        return None
+    source = document.get("source")
+    if not isinstance(source, dict):
+        return None
+    if isinstance(source.get("text"), str):
+        return str(source["text"])
+    data = source.get("bytes")
+    if not isinstance(data, str):
+        return None
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 CONVERSATION = Conversation(False, "messages", _converse_header, _converse_message)

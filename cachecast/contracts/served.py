@@ -1,0 +1,90 @@
+"""The contract of the model that served a logged request, on the request's date.
+
+A request in a log is evidence: the model named in it answered on that day. Two cases in
+which the store alone would refuse such a request are priced here instead, with a note
+that says what was assumed (docs/predictions.md, "Contracts of served models"):
+
+- **Dated before the first stored version of a model whose launch date no source gives**
+  (``data/lifecycle.json`` has none): that first version starts on the earliest day our
+  sources priced the model (often the day a price map was read), not on its launch. The
+  log proves the model served earlier, so the request is priced under that first version
+  and the note says the price on that date is unverified [U]. Where ``lifecycle.json``
+  gives the launch date, a request before the first version is refused with one error
+  naming the launch date and its source.
+- **A log whose times are not dates** (no timestamps, or trace-relative ones), for a model
+  with no version in force today (retired): the recording was made while the model was
+  served, so its last version applies, with a note naming it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cachecast.contracts.history import Lifecycle, read_lifecycle
+from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.store import ContractStore
+from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+
+
+@dataclass(frozen=True, slots=True)
+class ServedContract:
+    """The terms a served request is priced under, and what was assumed to find them."""
+
+    terms: ContractTerms
+    note: str | None = None
+
+
+def served_contract(
+    store: ContractStore,
+    provider: str,
+    model: str,
+    day: dt.date | None,
+    today: dt.date,
+    lifecycle: Mapping[tuple[str, str], Lifecycle] | None = None,
+) -> ServedContract:
+    """The contract of ``provider``/``model`` for a request it served on ``day`` (None: the
+    log's times are not dates). Raises UnknownContractError where none can be named."""
+    if day is None:
+        try:
+            return ServedContract(store.as_of(provider, model, today))
+        except ContractNotYetInForceError:
+            raise
+        except UnknownContractError:
+            versions = store.history(provider, model)  # (raises for an unknown model)
+            ended = [terms for terms in versions if terms.effective_from <= today]
+            if not ended:
+                raise
+            last = max(ended, key=lambda terms: terms.effective_from)
+            return ServedContract(
+                last,
+                f"the log's times are not dates and {last.provider}/{last.model} has no version"
+                f" in force on {today.isoformat()}: priced under its last version"
+                f" {_span(last)}, in force while the model served the recorded requests",
+            )
+    try:
+        return ServedContract(store.as_of(provider, model, day))
+    except ContractNotYetInForceError as error:
+        versions = store.history(provider, model)
+        first = min(versions, key=lambda terms: terms.effective_from)
+        known = read_lifecycle() if lifecycle is None else lifecycle
+        life = known.get((first.provider, first.model))
+        if life is not None and life.launched_on is not None:
+            raise ContractNotYetInForceError(
+                f"{error.message}; the model launched on {life.launched_on.isoformat()}"
+                f" ({life.launch_source})"
+            ) from None
+        return ServedContract(
+            first,
+            f"[U] price unverified on {day.isoformat()}: the log shows"
+            f" {first.provider}/{first.model} serving before its first stored version"
+            f" ({first.effective_from.isoformat()}), whose start is the earliest day our"
+            f" sources priced it, not a launch date (none of our sources gives one); priced"
+            f" under that version's terms",
+        )
+
+
+def _span(terms: ContractTerms) -> str:
+    end = terms.effective_to.isoformat() if terms.effective_to is not None else "open"
+    return f"[{terms.effective_from.isoformat()}, {end})"

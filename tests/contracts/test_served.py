@@ -1,0 +1,95 @@
+"""The contract of a served model on a logged request's date (cachecast.contracts.served),
+held against the packaged catalog at head: dates and versions below are the stored ones
+(contracts-v2/v3/v4.json, lifecycle.json), each named where the test uses it."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from cachecast.contracts import ContractStore
+from cachecast.contracts.history import Lifecycle
+from cachecast.contracts.served import served_contract
+from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+
+TODAY = dt.date(2026, 12, 4)
+
+
+def test_a_version_in_force_is_used_as_is(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    found = served_contract(store, "anthropic", "claude-haiku-4-5", dt.date(2026, 3, 1), TODAY)
+    assert found.note is None
+    assert found.terms.in_force_on(dt.date(2026, 3, 1))
+
+
+def test_a_dateless_log_of_a_retired_model_uses_its_last_version(migrated_db_url: str) -> None:
+    # anthropic/claude-sonnet-4: stored [2025-05-22, 2026-06-15), nothing in force today.
+    store = ContractStore(migrated_db_url)
+    found = served_contract(store, "anthropic", "claude-sonnet-4-20250514", None, TODAY)
+    assert (found.terms.effective_from, found.terms.effective_to) == (
+        dt.date(2025, 5, 22),
+        dt.date(2026, 6, 15),
+    )
+    assert found.note is not None and "[2025-05-22, 2026-06-15)" in found.note
+    # A dateless log of a model in force today gets today's version, with no note.
+    current = served_contract(store, "anthropic", "claude-haiku-4-5", None, TODAY)
+    assert current.note is None and current.terms.in_force_on(TODAY)
+
+
+def test_before_a_first_version_that_is_no_launch_the_price_is_unverified(
+    migrated_db_url: str,
+) -> None:
+    # openai/gpt-5.2-codex: first stored version 2026-12-03, the day the price map was read;
+    # lifecycle.json gives no launch date.
+    store = ContractStore(migrated_db_url)
+    day = dt.date(2026, 11, 2)
+    found = served_contract(store, "openai", "gpt-5.2-codex", day, TODAY)
+    assert found.terms.effective_from == dt.date(2026, 12, 3)
+    assert found.note is not None and found.note.startswith("[U] price unverified on 2026-11-02")
+
+
+def test_before_a_known_launch_is_one_error_naming_the_launch(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    # anthropic/claude-haiku-4-5 launched on 2025-10-15 (lifecycle.json).
+    with pytest.raises(ContractNotYetInForceError, match="launched on 2025-10-15"):
+        served_contract(store, "anthropic", "claude-haiku-4-5", dt.date(2025, 9, 1), TODAY)
+    # The same refusal for a model given a launch in the lifecycle data passed in.
+    life = {("openai", "gpt-5.2-codex"): Lifecycle(launched_on=dt.date(2026, 12, 3))}
+    with pytest.raises(ContractNotYetInForceError, match="launched on 2026-12-03"):
+        served_contract(store, "openai", "gpt-5.2-codex", dt.date(2026, 11, 2), TODAY, life)
+
+
+def test_launch_versions_seeded_by_0011(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    # xai/grok-4.3: API access 2026-04-30 [S]; the RubyLLM cassette is of 2026-08-10.
+    grok = served_contract(store, "xai", "grok-4.3", dt.date(2026, 8, 10), TODAY)
+    assert (grok.terms.effective_from, grok.terms.effective_to, grok.note) == (
+        dt.date(2026, 4, 30),
+        dt.date(2026, 10, 1),
+        None,
+    )
+    # The stored prices, carried back: $1.25 in, $2.50 out, reads 0.16x ($0.20).
+    assert (str(grok.terms.input_per_mtok), str(grok.terms.output_per_mtok)) == ("1.25", "2.5")
+    with pytest.raises(ContractNotYetInForceError, match="launched on 2026-04-30"):
+        served_contract(store, "xai", "grok-4.3", dt.date(2026, 4, 1), TODAY)
+    # Bedrock Nova 2 Lite and its profiles: launched 2025-12-02 [S]; the ConverseStream
+    # cassette is of 2026-08-19.
+    for model in (
+        "amazon.nova-2-lite-v1:0",
+        "global.amazon.nova-2-lite-v1:0",
+        "us.amazon.nova-2-lite-v1:0",
+        "eu.amazon.nova-2-lite-v1:0",
+        "apac.amazon.nova-2-lite-v1:0",
+    ):
+        nova = served_contract(store, "bedrock", model, dt.date(2026, 8, 19), TODAY)
+        assert nova.terms.effective_from == dt.date(2025, 12, 2), model
+        assert nova.note is None
+
+
+def test_an_unknown_model_is_still_an_error(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    with pytest.raises(UnknownContractError):
+        served_contract(store, "bedrock", "anthropic.claude-v2", None, TODAY)
+    with pytest.raises(UnknownContractError):
+        served_contract(store, "bedrock", "anthropic.claude-v2", dt.date(2024, 1, 1), TODAY)
