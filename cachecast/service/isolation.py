@@ -1,0 +1,331 @@
+"""Log work out of the API's process: a small pool of work processes with a memory limit and
+a deadline, stopped when the client goes away (docs/limits.md, "Isolation").
+
+A heavy request (an estimate, inspection, reconciliation, simulation, comparison, layout
+check or usage report) reads its body in the API process, builds the use case's typed
+request there, and hands it to :func:`run_isolated`, which runs the use case (the same
+library function the CLI calls) in a work process and returns its typed report. The API
+process only waits: its event loop keeps answering ``/healthz`` and everything else
+whatever a request's log makes the work process do.
+
+Each work process (``service.work_process``, started with ``spawn``) has its address space
+capped at ``request_memory_mb``. A request that needs more gets 413 ``memory-budget``
+naming the part of the request that was being worked on; one that runs past
+``request_deadline_seconds`` (waiting for a free work process included) gets 408
+``deadline-exceeded``; one whose client disconnects is stopped at once. In all three the
+work process is killed (or has exited) and a fresh one replaces it, so the next request
+starts clean. ``request_workers`` processes at most run per API process; a request waits
+for a free one.
+
+Pools are shared by every app of one process with the same settings (tests build many
+apps; a server builds one), so their processes are started once, on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, TypeVar
+
+import anyio
+from fastapi import Request
+
+from cachecast.core.limits import current as current_limits
+from cachecast.service import work_process
+from cachecast.service.problems import FieldError, Problem, ProblemError
+
+logger = logging.getLogger(__name__)
+
+Result = TypeVar("Result")
+
+# How often a waiting request looks at its client and its deadline.
+_TICK_SECONDS = 0.1
+
+
+class WorkProblem(ProblemError):
+    """A problem document answered by the work process, passed on as it is."""
+
+    def __init__(self, problem: dict[str, Any], headers: dict[str, str]) -> None:
+        super().__init__(
+            int(problem.get("status", 500)),
+            str(problem.get("title", "Error")),
+            str(problem.get("detail", "")),
+            headers=headers or None,
+        )
+        self.problem = problem
+
+    def to_problem(self, instance: str | None) -> Problem:
+        return Problem.model_validate({**self.problem, "instance": instance})
+
+
+class WorkProcessError(Exception):
+    """A bug in the work process (its traceback is in the server log)."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a request's log work is about, as its errors name it: the body field (``log``
+    for an upload, ``records`` for inline records) and the uploads' file names."""
+
+    field: str
+    names: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        shown = ", ".join(repr(name) for name in self.names[:4])
+        more = f" and {len(self.names) - 4} more" if len(self.names) > 4 else ""
+        return f"{self.field} ({shown}{more})" if shown else self.field
+
+
+def memory_problem(subject: Subject, memory_mb: int) -> ProblemError:
+    message = (
+        f"the request exceeded the service's memory budget of {memory_mb} MB"
+        " (setting request_memory_mb) while its log was read; send a smaller log,"
+        " or use the command line"
+    )
+    return ProblemError(
+        413,
+        "Memory budget exceeded",
+        f"{subject}: {message}",
+        slug="memory-budget",
+        errors=[FieldError(field=subject.field, message=message)],
+        limit_mb=memory_mb,
+    )
+
+
+def deadline_problem(subject: Subject, seconds: float) -> ProblemError:
+    message = (
+        f"the request's log work took longer than the service's deadline of {seconds:g} s"
+        " (setting request_deadline_seconds) and was stopped; send a smaller log,"
+        " or use the command line"
+    )
+    return ProblemError(
+        408,
+        "Deadline exceeded",
+        f"{subject}: {message}",
+        slug="deadline-exceeded",
+        errors=[FieldError(field=subject.field, message=message)],
+        # RFC 9110 (15.5.9): a 408 closes the connection.
+        headers={"Connection": "close"},
+        limit_seconds=seconds,
+    )
+
+
+class ClientGoneError(Exception):
+    """The client disconnected while its work ran: the work was stopped."""
+
+
+class _Worker:
+    """One work process and the parent's end of its pipe."""
+
+    def __init__(self, memory_bytes: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        parent_end, child_end = context.Pipe()
+        self.process: BaseProcess = context.Process(
+            target=work_process.serve,
+            args=(child_end, memory_bytes),
+            name="cachecast-work",
+            daemon=True,  # ended with the API process; one killed by SIGKILL ends at EOF
+        )
+        self.process.start()
+        child_end.close()
+        self.connection: Connection = parent_end
+        self.discarded = False
+
+    def kill(self) -> int | None:
+        """Kill the process (if it still runs) and reap it; its exit code."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(10)
+        self.connection.close()
+        return self.process.exitcode
+
+
+class WorkPool:
+    """At most ``size`` work processes, each capped at ``memory_mb``; see the module
+    docstring. Thread-safe and loop-agnostic: requests of any event loop may share it."""
+
+    def __init__(self, size: int, memory_mb: int) -> None:
+        self.size = size
+        self.memory_mb = memory_mb
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._count = 0  # idle and busy
+
+    def _take(self) -> _Worker | bool:
+        """An idle worker, True when the caller may start a new one, False when all are
+        busy."""
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.process.is_alive():
+                    return worker
+                self._count -= 1  # died while idle (killed by an operator, say)
+                worker.discarded = True
+                worker.kill()
+            if self._count < self.size:
+                self._count += 1
+                return True
+            return False
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def _start(self) -> _Worker:
+        try:
+            return _Worker(self.memory_mb * work_process.MEBIBYTE)
+        except BaseException:
+            with self._lock:
+                self._count -= 1
+            raise
+
+    async def run(
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        *,
+        database_url: str | None,
+        deadline: float,
+        client_gone: Callable[[], Awaitable[bool]],
+    ) -> tuple[str, Any]:
+        """Run ``function(*args)`` in a work process: the child's answer ``(kind,
+        payload)`` (``service.work_process``), or ``("deadline", None)``; raises
+        :class:`ClientGoneError` when ``client_gone()`` turns true first."""
+        worker = await self._acquire(deadline, client_gone)
+        if worker is None:
+            return ("deadline", None)
+        kept = False
+        try:
+            task = (function, args, database_url, current_limits())
+            try:
+                await anyio.to_thread.run_sync(worker.connection.send, task)
+            except (OSError, EOFError):
+                return ("died", self._discard_once(worker))
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return ("deadline", None)
+                ready = await anyio.to_thread.run_sync(
+                    worker.connection.poll, min(_TICK_SECONDS, remaining)
+                )
+                if ready:
+                    break
+                if await client_gone():
+                    raise ClientGoneError
+            try:
+                kind, payload = await anyio.to_thread.run_sync(worker.connection.recv)
+            except (OSError, EOFError):
+                return ("died", self._discard_once(worker))
+            if kind in ("ok", "problem", "crash"):
+                kept = True
+                self._give_back(worker)
+            return kind, payload
+        finally:
+            if not kept:
+                self._discard_once(worker)
+
+    def _discard_once(self, worker: _Worker) -> int | None:
+        """Discard a worker once, however many paths reach it."""
+        if worker.discarded:
+            return worker.process.exitcode
+        worker.discarded = True
+        exit_code = worker.kill()
+        with self._lock:
+            self._count -= 1
+        return exit_code
+
+    async def _acquire(
+        self, deadline: float, client_gone: Callable[[], Awaitable[bool]]
+    ) -> _Worker | None:
+        while True:
+            taken = self._take()
+            if isinstance(taken, _Worker):
+                return taken
+            if taken:
+                return await anyio.to_thread.run_sync(self._start)
+            if time.monotonic() >= deadline:
+                return None
+            if await client_gone():
+                raise ClientGoneError
+            await anyio.sleep(_TICK_SECONDS)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+        for worker in idle:
+            worker.kill()
+
+
+_pools: dict[tuple[int, int], WorkPool] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(size: int, memory_mb: int) -> WorkPool:
+    """The pool of this process for these settings (see the module docstring)."""
+    with _pools_lock:
+        pool = _pools.get((size, memory_mb))
+        if pool is None:
+            pool = _pools[(size, memory_mb)] = WorkPool(size, memory_mb)
+        return pool
+
+
+async def run_isolated(
+    request: Request,
+    function: Callable[..., Result],
+    *args: Any,
+    subject: Subject,
+    contracts: bool = True,
+) -> Result:
+    """``function(*args)`` (with the service's contract store appended when ``contracts``)
+    run in a work process of the service's pool, its return value back; the answers of
+    the module docstring otherwise. ``function`` must be a module-level function and its
+    arguments picklable (a use case and its typed request are)."""
+    state = request.app.state.service
+    settings = state.settings
+    pool = shared_pool(settings.request_workers, settings.request_memory_mb)
+    deadline = time.monotonic() + settings.request_deadline_seconds
+    try:
+        kind, payload = await pool.run(
+            function,
+            args,
+            database_url=state.database_url if contracts else None,
+            deadline=deadline,
+            client_gone=request.is_disconnected,
+        )
+    except ClientGoneError:
+        logger.info("client left %s %s: its work was stopped", request.method, request.url.path)
+        raise ProblemError(
+            408, "Client gone", "the client closed the connection; the work was stopped"
+        ) from None
+    if kind == "ok":
+        result: Result = payload
+        return result
+    if kind == "problem":
+        problem, headers = payload
+        if int(problem.get("status", 500)) >= 500:
+            logger.error("error on %s %s: %s", request.method, request.url.path, problem)
+        raise WorkProblem(problem, headers)
+    if kind == "crash":
+        error_type, text = payload
+        logger.error("unhandled error in the work process of %s:\n%s", request.url.path, text)
+        raise WorkProcessError(f"{error_type} in the work process")
+    if kind == "deadline":
+        raise deadline_problem(subject, settings.request_deadline_seconds)
+    if kind == "died":
+        # No answer and no MemoryError: native code that failed to allocate aborts the
+        # process (Rust's allocator does); under the address-space cap that is the budget.
+        logger.warning(
+            "the work process of %s %s stopped without an answer (exit code %s); answered as"
+            " over the memory budget",
+            request.method,
+            request.url.path,
+            payload,
+        )
+    raise memory_problem(subject, settings.request_memory_mb)
