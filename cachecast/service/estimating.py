@@ -295,6 +295,14 @@ def run_estimate_job(
     return report.model_dump(mode="json")
 
 
+def estimate_job(
+    payload: Mapping[str, Any], store: ContractStore, *, progress: Callable[[int], None]
+) -> dict[str, Any]:
+    """:func:`run_estimate_job` as a work process runs it (``service.isolation``: the limits
+    in force there are the service's)."""
+    return run_estimate_job(store, payload, progress)
+
+
 class InlineLog(Protocol):
     """A body carrying a log inline: its records and their default model and provider."""
 

@@ -27,7 +27,7 @@ import logging
 import multiprocessing
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -38,6 +38,7 @@ from fastapi import Request
 
 from cachecast.core.limits import current as current_limits
 from cachecast.service import work_process
+from cachecast.service.jobs import JobInputError
 from cachecast.service.problems import FieldError, Problem, ProblemError
 
 logger = logging.getLogger(__name__)
@@ -137,8 +138,10 @@ class _Worker:
         self.connection: Connection = parent_end
         self.discarded = False
 
-    def kill(self) -> int | None:
-        """Kill the process (if it still runs) and reap it; its exit code."""
+    def kill(self, grace_seconds: float = 0.0) -> int | None:
+        """Kill the process (if it still runs after ``grace_seconds``) and reap it; its exit
+        code."""
+        self.process.join(grace_seconds)
         if self.process.is_alive():
             self.process.kill()
         self.process.join(10)
@@ -202,11 +205,11 @@ class WorkPool:
             return ("deadline", None)
         kept = False
         try:
-            task = (function, args, database_url, current_limits())
+            task = (function, args, database_url, current_limits(), False)
             try:
                 await anyio.to_thread.run_sync(worker.connection.send, task)
             except (OSError, EOFError):
-                return ("died", self._discard_once(worker))
+                return _died(self._discard_once(worker, grace_seconds=1.0))
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -221,7 +224,7 @@ class WorkPool:
             try:
                 kind, payload = await anyio.to_thread.run_sync(worker.connection.recv)
             except (OSError, EOFError):
-                return ("died", self._discard_once(worker))
+                return _died(self._discard_once(worker, grace_seconds=1.0))
             if kind in ("ok", "problem", "crash"):
                 kept = True
                 self._give_back(worker)
@@ -230,12 +233,58 @@ class WorkPool:
             if not kept:
                 self._discard_once(worker)
 
-    def _discard_once(self, worker: _Worker) -> int | None:
-        """Discard a worker once, however many paths reach it."""
+    def run_job(
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        progress: Callable[[int], None],
+        *,
+        database_url: str,
+    ) -> tuple[str, Any]:
+        """Run a background job's ``function(*args, store, progress=...)`` in a work process,
+        in this thread: the child's answer as :meth:`run`'s. Its progress reports are passed
+        to ``progress``, which is also called with 0 every tick: when it raises (the job was
+        cancelled, the server is stopping) the work process is killed and the error goes
+        on."""
+        while not isinstance(taken := self._take(), _Worker):
+            if taken:
+                taken = self._start()
+                break
+            time.sleep(_TICK_SECONDS)
+        worker = taken
+        kept = False
+        try:
+            task = (function, args, database_url, current_limits(), True)
+            try:
+                worker.connection.send(task)
+            except (OSError, EOFError):
+                return _died(self._discard_once(worker, grace_seconds=1.0))
+            while True:
+                if not worker.connection.poll(_TICK_SECONDS):
+                    progress(0)
+                    continue
+                try:
+                    kind, payload = worker.connection.recv()
+                except (OSError, EOFError):
+                    return _died(self._discard_once(worker, grace_seconds=1.0))
+                if kind == "progress":
+                    progress(payload)
+                    continue
+                if kind in ("ok", "problem", "crash"):
+                    kept = True
+                    self._give_back(worker)
+                return kind, payload
+        finally:
+            if not kept:
+                self._discard_once(worker)
+
+    def _discard_once(self, worker: _Worker, grace_seconds: float = 0.0) -> int | None:
+        """Discard a worker once, however many paths reach it (a process that closed its
+        pipe gets ``grace_seconds`` to exit by itself, so that its own exit code is read)."""
         if worker.discarded:
             return worker.process.exitcode
         worker.discarded = True
-        exit_code = worker.kill()
+        exit_code = worker.kill(grace_seconds)
         with self._lock:
             self._count -= 1
         return exit_code
@@ -263,17 +312,65 @@ class WorkPool:
             worker.kill()
 
 
+def _died(exit_code: int | None) -> tuple[str, Any]:
+    """The answer of a work process that ended without one. Killed by a signal: native code
+    that failed to allocate aborts the process (Rust's allocator does), which under the
+    address-space cap is the budget; Python's own exit with an error is a bug."""
+    if exit_code is not None and exit_code > 0:
+        return ("crash", ("WorkProcessExit", f"the work process exited with code {exit_code}"))
+    return ("died", exit_code)
+
+
 _pools: dict[tuple[int, int], WorkPool] = {}
 _pools_lock = threading.Lock()
 
 
 def shared_pool(size: int, memory_mb: int) -> WorkPool:
-    """The pool of this process for these settings (see the module docstring)."""
+    """The pool of this process for these settings (see the module docstring); jobs have
+    their own (``size`` 0 here: each runner thread gets a work process)."""
     with _pools_lock:
         pool = _pools.get((size, memory_mb))
         if pool is None:
-            pool = _pools[(size, memory_mb)] = WorkPool(size, memory_mb)
+            pool = _pools[(size, memory_mb)] = WorkPool(size or JOB_PROCESSES, memory_mb)
         return pool
+
+
+# Work processes for jobs at most per process: more than any runner has threads.
+JOB_PROCESSES = 64
+
+
+def run_job_isolated(
+    function: Callable[..., dict[str, Any]],
+    payload: Mapping[str, Any],
+    progress: Callable[[int], None],
+    *,
+    database_url: str,
+    memory_mb: int,
+) -> dict[str, Any]:
+    """A background job's ``function(payload, store, progress=...)`` in a work process
+    capped at ``memory_mb`` (the handler of ``service.worker``): its result, or the job's
+    error as :class:`JobInputError` (the budget is a 413 ``memory-budget`` problem)."""
+    pool = shared_pool(0, memory_mb)
+    kind, answer = pool.run_job(function, (dict(payload),), progress, database_url=database_url)
+    if kind == "ok":
+        result: dict[str, Any] = answer
+        return result
+    if kind == "problem":
+        raise JobInputError(answer[0])
+    if kind == "crash":
+        error_type, text = answer
+        logger.error("unhandled error in the work process of a job:\n%s", text)
+        raise WorkProcessError(f"{error_type} in the work process")
+    if kind == "died":
+        logger.warning("the work process of a job stopped without an answer (exit code %s)", answer)
+    message = (
+        f"the job exceeded the service's memory budget of {memory_mb} MB"
+        " (setting request_memory_mb); split the log, or use the command line"
+    )
+    problem = memory_problem(Subject("records"), memory_mb).to_problem(None)
+    raise JobInputError(
+        problem.model_copy(update={"detail": message}).model_dump(mode="json", exclude_none=True)
+    )
 
 
 async def run_isolated(

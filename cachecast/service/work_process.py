@@ -7,8 +7,10 @@ layout checker). Its address space is capped (``RLIMIT_AS``, the ``request_memor
 setting) before it imports anything, so a request that would need more gets a
 ``MemoryError`` (or, from native code, an abort) in this process, never in the API's.
 
-Protocol on the pipe: the parent sends ``(function, args, database_url, limits)``; the
-child answers one message, ``(kind, payload)``:
+Protocol on the pipe: the parent sends ``(function, args, database_url, limits,
+reports_progress)``; the child answers one message, ``(kind, payload)``, after any number
+of ``("progress", count)`` when ``reports_progress`` (a background job: the function gets a
+``progress`` callable, whose counts are sent at most every ``PROGRESS_SECONDS``):
 
 - ``("ok", result)``: the function's return value;
 - ``("problem", (problem, headers))``: a foreseeable error (cachecast's error tree, or a
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -36,6 +39,8 @@ MEBIBYTE = 1024 * 1024
 # allocator arenas): on a large machine that alone could eat the budget. The log work is
 # single-threaded; these are read when such a library is first imported, after this.
 _ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
+
+PROGRESS_SECONDS = 0.2
 
 _stores: dict[str, Any] = {}
 
@@ -54,13 +59,36 @@ def serve(connection: Connection, memory_bytes: int) -> None:
         except MemoryError:
             _send(connection, ("memory", None))
             return
-        answer = _answer(task)
+        answer = _answer(task, connection)
         if not _send(connection, answer) or answer[0] == "memory":
             return
 
 
-def _answer(task: tuple[Callable[..., Any], tuple[Any, ...], str | None, Any]) -> tuple[str, Any]:
-    function, args, database_url, limits = task
+class _Progress:
+    """A job's progress callback: counts summed, sent to the parent now and then."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.pending = 0
+        self.sent_at = time.monotonic()
+
+    def __call__(self, count: int) -> None:
+        self.pending += count
+        if time.monotonic() - self.sent_at >= PROGRESS_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.connection.send(("progress", self.pending))
+            self.pending = 0
+        self.sent_at = time.monotonic()
+
+
+Task = tuple[Callable[..., Any], tuple[Any, ...], str | None, Any, bool]
+
+
+def _answer(task: Task, connection: Connection) -> tuple[str, Any]:
+    function, args, database_url, limits, reports_progress = task
     try:
         from cachecast.core.limits import limits_in_force
         from cachecast.tokenizers import local_tokenizer_directories
@@ -70,7 +98,12 @@ def _answer(task: tuple[Callable[..., Any], tuple[Any, ...], str | None, Any]) -
         with limits_in_force(limits), local_tokenizer_directories(False):
             if database_url is not None:
                 args = (*args, _store(database_url))
-            return ("ok", function(*args))
+            if not reports_progress:
+                return ("ok", function(*args))
+            progress = _Progress(connection)
+            result = function(*args, progress=progress)
+            progress.flush()
+            return ("ok", result)
     except MemoryError:
         return ("memory", None)
     except Exception as error:  # every failure goes back to the parent as an answer
@@ -90,8 +123,11 @@ def _store(database_url: str) -> Any:
 
 def _failure(error: Exception) -> tuple[str, Any]:
     from cachecast.core.errors import CachecastError
+    from cachecast.service.jobs import JobInputError
     from cachecast.service.problems import ProblemError, problem_of
 
+    if isinstance(error, JobInputError):
+        return ("problem", (error.problem, {}))
     if isinstance(error, ProblemError):
         problem = error.to_problem(None).model_dump(mode="json", exclude_none=True)
         return ("problem", (problem, dict(error.headers or {})))

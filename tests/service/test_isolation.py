@@ -9,6 +9,7 @@ the budget is the only thing left to stop it: the worst case for the process lim
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -19,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from cachecast.service.isolation import run_job_isolated
+from cachecast.service.jobs import JobInputError, JobTakenError
 from tests.service.conftest import make_settings, open_client
 from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
 from tests.service.server import Server
@@ -179,3 +182,60 @@ async def test_work_past_the_deadline_is_stopped_with_a_408(migrated_db_url: str
         assert late.headers["connection"] == "close"
     async for http in open_client(patient):  # a fresh work process does the next one
         assert_good(await http.post("/v1/estimates", json=small))
+
+
+def allocate(payload: dict[str, Any], store: Any, *, progress: Any) -> dict[str, Any]:
+    """A job that reports one record, then asks for ``payload["gib"]`` GiB at once."""
+    progress(1)
+    return {"size": len(bytearray(payload["gib"] * 1024**3))}
+
+
+def count_forever(payload: dict[str, Any], store: Any, *, progress: Any) -> dict[str, Any]:
+    """A job that writes its process id to ``payload["pid_file"]``, then reports a record
+    every 10 ms and never ends."""
+    Path(payload["pid_file"]).write_text(str(os.getpid()))
+    while True:
+        progress(1)
+        time.sleep(0.01)
+
+
+def test_a_job_over_the_memory_budget_fails_with_a_413_problem(migrated_db_url: str) -> None:
+    reported: list[int] = []
+    with pytest.raises(JobInputError) as caught:
+        run_job_isolated(
+            allocate,
+            {"gib": 2},
+            reported.append,
+            database_url=migrated_db_url,
+            memory_mb=512,
+        )
+    problem = caught.value.problem
+    assert (problem["status"], problem["type"]) == (413, MEMORY_BUDGET)
+    assert "memory budget of 512 MB" in problem["detail"]
+    # Within the budget the same job is done, in a fresh work process.
+    result = run_job_isolated(
+        allocate, {"gib": 0}, reported.append, database_url=migrated_db_url, memory_mb=512
+    )
+    assert result == {"size": 0}
+
+
+def test_a_cancelled_job_s_work_process_is_killed(migrated_db_url: str, tmp_path: Path) -> None:
+    reported: list[int] = []
+
+    def progress(count: int) -> None:
+        reported.append(count)
+        if sum(reported) >= 5:
+            raise JobTakenError("job-1")  # as JobRunner's progress does once cancelled
+
+    pid_file = tmp_path / "pid"
+    with pytest.raises(JobTakenError):
+        run_job_isolated(
+            count_forever,
+            {"pid_file": str(pid_file)},
+            progress,
+            database_url=migrated_db_url,
+            memory_mb=512,
+        )
+    assert sum(reported) >= 5
+    # The process that ran it was killed and reaped before the error reached us.
+    assert not Path(f"/proc/{pid_file.read_text()}").exists()
