@@ -47,6 +47,8 @@ Result = TypeVar("Result")
 
 # How often a waiting request looks at its client and its deadline.
 _TICK_SECONDS = 0.1
+# The answers after which a work process serves the next task (after "memory" it exits).
+_KEEPING = ("ok", "problem", "crash")
 
 
 class WorkProblem(ProblemError):
@@ -84,36 +86,50 @@ class Subject:
 
 
 def memory_problem(subject: Subject, memory_mb: int) -> ProblemError:
-    message = (
-        f"the request exceeded the service's memory budget of {memory_mb} MB"
-        " (setting request_memory_mb) while its log was read; send a smaller log,"
-        " or use the command line"
-    )
-    return ProblemError(
+    return _work_problem(
+        subject,
         413,
         "Memory budget exceeded",
-        f"{subject}: {message}",
-        slug="memory-budget",
-        errors=[FieldError(field=subject.field, message=message)],
+        "memory-budget",
+        f"the request exceeded the service's memory budget of {memory_mb} MB"
+        " (setting request_memory_mb) while its log was read",
         limit_mb=memory_mb,
     )
 
 
 def deadline_problem(subject: Subject, seconds: float) -> ProblemError:
-    message = (
-        f"the request's log work took longer than the service's deadline of {seconds:g} s"
-        " (setting request_deadline_seconds) and was stopped; send a smaller log,"
-        " or use the command line"
-    )
-    return ProblemError(
+    return _work_problem(
+        subject,
         408,
         "Deadline exceeded",
-        f"{subject}: {message}",
-        slug="deadline-exceeded",
-        errors=[FieldError(field=subject.field, message=message)],
+        "deadline-exceeded",
+        f"the request's log work took longer than the service's deadline of {seconds:g} s"
+        " (setting request_deadline_seconds) and was stopped",
         # RFC 9110 (15.5.9): a 408 closes the connection.
         headers={"Connection": "close"},
         limit_seconds=seconds,
+    )
+
+
+def _work_problem(
+    subject: Subject,
+    status: int,
+    title: str,
+    slug: str,
+    what: str,
+    headers: dict[str, str] | None = None,
+    **extensions: Any,
+) -> ProblemError:
+    """A request stopped by its work process's bounds, naming the field it was about."""
+    message = f"{what}; send a smaller log, or use the command line"
+    return ProblemError(
+        status,
+        title,
+        f"{subject}: {message}",
+        slug=slug,
+        errors=[FieldError(field=subject.field, message=message)],
+        headers=headers,
+        **extensions,
     )
 
 
@@ -203,12 +219,10 @@ class WorkPool:
         worker = await self._acquire(deadline, client_gone)
         if worker is None:
             return ("deadline", None)
-        kept = False
+        answer: tuple[str, Any] = ("", None)
         try:
             task = (function, args, database_url, current_limits(), False)
-            try:
-                await anyio.to_thread.run_sync(worker.connection.send, task)
-            except (OSError, EOFError):
+            if not await anyio.to_thread.run_sync(self._send, worker, task):
                 return _died(self._discard_once(worker, grace_seconds=1.0))
             while True:
                 remaining = deadline - time.monotonic()
@@ -221,16 +235,10 @@ class WorkPool:
                     break
                 if await client_gone():
                     raise ClientGoneError
-            try:
-                kind, payload = await anyio.to_thread.run_sync(worker.connection.recv)
-            except (OSError, EOFError):
-                return _died(self._discard_once(worker, grace_seconds=1.0))
-            if kind in ("ok", "problem", "crash"):
-                kept = True
-                self._give_back(worker)
-            return kind, payload
+            answer = await anyio.to_thread.run_sync(self._receive, worker)
+            return answer
         finally:
-            if not kept:
+            if answer[0] not in _KEEPING:
                 self._discard_once(worker)
 
     def run_job(
@@ -252,31 +260,42 @@ class WorkPool:
                 break
             time.sleep(_TICK_SECONDS)
         worker = taken
-        kept = False
+        answer: tuple[str, Any] = ("", None)
         try:
-            task = (function, args, database_url, current_limits(), True)
-            try:
-                worker.connection.send(task)
-            except (OSError, EOFError):
+            if not self._send(worker, (function, args, database_url, current_limits(), True)):
                 return _died(self._discard_once(worker, grace_seconds=1.0))
             while True:
                 if not worker.connection.poll(_TICK_SECONDS):
                     progress(0)
                     continue
-                try:
-                    kind, payload = worker.connection.recv()
-                except (OSError, EOFError):
-                    return _died(self._discard_once(worker, grace_seconds=1.0))
-                if kind == "progress":
-                    progress(payload)
-                    continue
-                if kind in ("ok", "problem", "crash"):
-                    kept = True
-                    self._give_back(worker)
-                return kind, payload
+                answer = self._receive(worker)
+                if answer[0] != "progress":
+                    return answer
+                progress(answer[1])
         finally:
-            if not kept:
+            if answer[0] not in _KEEPING:
                 self._discard_once(worker)
+
+    @staticmethod
+    def _send(worker: _Worker, task: tuple[Any, ...]) -> bool:
+        """Hand the task over; False when the work process is gone."""
+        try:
+            worker.connection.send(task)
+        except (OSError, EOFError):
+            return False
+        return True
+
+    def _receive(self, worker: _Worker) -> tuple[str, Any]:
+        """The work process's next message. After an answer that leaves it usable it is
+        given back to the pool; one that closed its pipe is reaped and its end said as an
+        answer (:func:`_died`)."""
+        try:
+            message: tuple[str, Any] = worker.connection.recv()
+        except (OSError, EOFError):
+            return _died(self._discard_once(worker, grace_seconds=1.0))
+        if message[0] in _KEEPING:
+            self._give_back(worker)
+        return message
 
     def _discard_once(self, worker: _Worker, grace_seconds: float = 0.0) -> int | None:
         """Discard a worker once, however many paths reach it (a process that closed its
