@@ -3,8 +3,8 @@ real ``cachecast worker`` process on the same database; cancelling queued and ru
 
 What "the API keeps answering" is measured by, without a wall-clock threshold: every health
 check sent while the big job runs is answered, the job is still running after them, and
-the CPU time the job took was spent by the worker process, not the API's (read from
-/proc for both processes over the same interval).
+the CPU time the job took was spent by the worker process (and the work process it runs
+jobs in), not the API's (read from /proc for both over the same interval).
 """
 
 from __future__ import annotations
@@ -27,11 +27,21 @@ CANCELLED = "https://cachecast.dev/problems/job-cancelled"
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a live process (Linux /proc, clock ticks)."""
+    """User plus system CPU time of a live process and its children, live or reaped (Linux
+    /proc, clock ticks): a job runs in a work process the worker started."""
     import os
 
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if stat.parent.name == str(pid):  # utime, stime, then its reaped children's
+            total += sum(int(value) for value in fields[11:15])
+        elif fields[1] == str(pid):  # a live child (work processes start no children)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def wait_in_database(database_url: str, job_id: str, timeout: float) -> str:
