@@ -239,3 +239,14 @@ def test_a_cancelled_job_s_work_process_is_killed(migrated_db_url: str, tmp_path
     assert sum(reported) >= 5
     # The process that ran it was killed and reaped before the error reached us.
     assert not Path(f"/proc/{pid_file.read_text()}").exists()
+
+
+@pytest.mark.anyio
+async def test_every_heavy_route_documents_the_budget_answers(migrated_db_url: str) -> None:
+    from cachecast.service.limits import HEAVY_PATHS
+
+    async for http in open_client(make_settings(migrated_db_url)):
+        paths = (await http.get("/openapi.json")).json()["paths"]
+    for path in HEAVY_PATHS:
+        responses = paths[path]["post"]["responses"]
+        assert {"408", "413"} <= set(responses), path

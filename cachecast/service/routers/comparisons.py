@@ -121,7 +121,7 @@ _EXAMPLE = {
     ComparisonBody,
     summary="Hosted caching against self-hosted vLLM for a workload",
     response_model=CompareReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     examples={"llama on H100 against gpt-4o": _EXAMPLE},
     multipart_required=["log", "model", "gpu"],
     multipart_properties={

@@ -56,7 +56,7 @@ _EXAMPLE = {
     EstimateBody,
     summary="Price a log under dated provider contracts",
     response_model=EstimateReport,
-    problems=(404, 413, 415, 422, 429),
+    problems=(404, 408, 413, 415, 422, 429),
     responses={
         202: {"model": JobAccepted, "description": "a large log: accepted as a background job"}
     },

@@ -39,7 +39,7 @@ MAX_FILES = 16
     None,  # files only
     summary="Inspect log files: format, requests, models, time span, observed usage",
     response_model=InspectReport,
-    problems=(413, 415, 422),
+    problems=(408, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields=FILE_UPLOADS,
     multipart_properties={

@@ -52,7 +52,7 @@ _EXAMPLE = {
     LayoutCheckBody,
     summary="Check a prompt layout change against a baseline for cache regressions",
     response_model=CheckReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     examples={"timestamp moved to the top": _EXAMPLE},
 )
 async def create_layout_check(

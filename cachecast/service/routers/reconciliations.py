@@ -64,7 +64,7 @@ class ReconciliationBody(BaseModel):
     ReconciliationBody,
     summary="Hold predicted cache reads, writes and cost against the observed usage",
     response_model=ReconcileReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields={**FILE_UPLOADS, **FORMAT_FIELD, **RECORD_DEFAULTS},
     multipart_properties={"at": {"type": "string", "format": "date"}, "client": {"type": "string"}},

@@ -38,7 +38,7 @@ FORM_FIELDS = (
     SimulationBody,
     summary="Replay a log through a cache policy and count hits",
     response_model=SimulationReport | FleetSimulationReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     multipart_required=["log", "policy"],
     multipart_properties={
         "policy": {"type": "string", "enum": [kind.value for kind in PolicyKind]},

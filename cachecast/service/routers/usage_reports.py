@@ -76,7 +76,7 @@ class UsageBody(BaseModel):
     UsageBody,
     summary="Session usage: bills from observed usage, savings, dollars lost by miss cause",
     response_model=UsageReport,
-    problems=(413, 415, 422),
+    problems=(408, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields=FILE_UPLOADS,
     multipart_properties={
