@@ -223,7 +223,9 @@ class WorkPool:
         try:
             task = (function, args, database_url, current_limits(), False)
             if not await anyio.to_thread.run_sync(self._send, worker, task):
-                return _died(self._discard_once(worker, grace_seconds=1.0))
+                # Reaped in a thread: the event loop never waits on a process.
+                exit_code = await anyio.to_thread.run_sync(self._discard_once, worker, 1.0)
+                return _died(exit_code)
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
