@@ -56,11 +56,10 @@ def serve(connection: Connection, memory_bytes: int) -> None:
             task = connection.recv()
         except (EOFError, OSError):
             return  # the parent is gone
-        except MemoryError:
+        except MemoryError:  # the task alone is over the budget
             _send(connection, ("memory", None))
             return
-        answer = _answer(task, connection)
-        if not _send(connection, answer) or answer[0] == "memory":
+        if _send(connection, _answer(task, connection)) in (None, "memory"):
             return
 
 
@@ -140,22 +139,21 @@ def _crash(error: Exception) -> tuple[str, Any]:
     return ("crash", (type(error).__name__, "".join(traceback.format_exception(error))))
 
 
-def _send(connection: Connection, message: tuple[str, Any]) -> bool:
-    """Send the answer; a result too large to pickle within the budget is the budget's
-    answer. False when the parent is gone."""
+def _send(connection: Connection, message: tuple[str, Any]) -> str | None:
+    """Send the answer: the kind of answer sent (a result too large to pickle within the
+    budget is the budget's answer, one that does not pickle a bug's), None when the parent
+    is gone."""
     try:
         connection.send(message)
+        return message[0]
+    except OSError:
+        return None
     except MemoryError:
         message = ("memory", None)
-        try:
-            connection.send(message)
-        except (OSError, MemoryError):
-            return False
-    except OSError:
-        return False
-    except Exception as error:  # a result that does not pickle: a bug, said as one
-        try:
-            connection.send(_crash(error))
-        except (OSError, MemoryError):
-            return False
-    return True
+    except Exception as error:  # a result that does not pickle
+        message = _crash(error)
+    try:
+        connection.send(message)
+    except (OSError, MemoryError):
+        return None
+    return message[0]

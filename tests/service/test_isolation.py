@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from cachecast.service.isolation import run_job_isolated
+from cachecast.service.isolation import WorkPool, run_job_isolated
 from cachecast.service.jobs import JobInputError, JobTakenError
 from tests.service.conftest import make_settings, open_client
 from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
@@ -250,3 +250,35 @@ async def test_every_heavy_route_documents_the_budget_answers(migrated_db_url: s
     for path in HEAVY_PATHS:
         responses = paths[path]["post"]["responses"]
         assert {"408", "413"} <= set(responses), path
+
+
+def fail_or_echo(value: str) -> tuple[int, str]:
+    """The work process's pid and ``value``; a ValueError for ``"fail"``."""
+    if value == "fail":
+        raise ValueError("a bug, on purpose")
+    return os.getpid(), value
+
+
+async def never_gone() -> bool:
+    return False
+
+
+@pytest.mark.anyio
+async def test_a_bug_in_a_work_process_is_answered_and_the_process_serves_on() -> None:
+    pool = WorkPool(1, 512)
+    try:
+        ahead = time.monotonic() + 300
+
+        async def run(value: str) -> tuple[str, Any]:
+            return await pool.run(
+                fail_or_echo, (value,), database_url=None, deadline=ahead, client_gone=never_gone
+            )
+
+        kind, (pid, value) = await run("first")
+        assert (kind, value) == ("ok", "first")
+        kind, (error_type, text) = await run("fail")
+        assert (kind, error_type) == ("crash", "ValueError")
+        assert "a bug, on purpose" in text  # the traceback, for the server log only
+        assert await run("again") == ("ok", (pid, "again"))  # the same process
+    finally:
+        pool.close()
