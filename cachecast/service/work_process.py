@@ -59,6 +59,10 @@ def serve(connection: Connection, memory_bytes: int) -> None:
         except MemoryError:  # the task alone is over the budget
             _send(connection, ("memory", None))
             return
+        except Exception as error:  # a task that does not unpickle here (a bug)
+            if _send(connection, _crash(error)) is None:
+                return
+            continue
         if _send(connection, _answer(task, connection)) in (None, "memory"):
             return
 
