@@ -75,7 +75,12 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         if settings.job_runners > 0:
             state.runner = JobRunner(
                 job_store,
-                job_handlers(state.contracts, settings.ray_address, settings.limits),
+                job_handlers(
+                    state.contracts,
+                    settings.ray_address,
+                    settings.limits,
+                    settings.request_memory_mb,
+                ),
                 threads=settings.job_runners,
                 poll_seconds=settings.job_poll_seconds,
                 on_finished=lambda kind, outcome: metrics.jobs_finished.labels(kind, outcome).inc(),

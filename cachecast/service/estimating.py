@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, TypeVar
 
@@ -21,7 +21,6 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
 )
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from cachecast.contracts import ContractStore
@@ -200,18 +199,20 @@ def _form_value(model: type[BaseModel], name: str, text: str) -> Any:
     return text
 
 
+UploadReader = Callable[[bytes, str | None], Awaitable[JsonlLog]]
+
+
 async def payload_from_form(
-    form: FormData, extra_fields: Sequence[str], model: type[BaseModel]
+    form: FormData, extra_fields: Sequence[str], model: type[BaseModel], read_upload: UploadReader
 ) -> tuple[dict[str, Any], list[int]]:
     """A multipart upload (file field ``log``: any format cachecast reads, compressed or
-    not: ``service.uploads``) as the JSON body it stands for (``model``'s fields typed as in
-    JSON), and the line of the uploaded file each record came from."""
+    not, read by ``read_upload``: ``service.uploads`` in a work process) as the JSON body it
+    stands for (``model``'s fields typed as in JSON), and the line of the uploaded file each
+    record came from."""
     upload = form.get("log")
     if not isinstance(upload, UploadFile):
         raise validation_problem([FieldError(field="log", message="upload the log as 'log'")])
-    from cachecast.service.uploads import records_of_upload  # (it imports this module)
-
-    log = await run_in_threadpool(records_of_upload, await upload.read(), upload.filename)
+    log = await read_upload(await upload.read(), upload.filename)
     payload: dict[str, Any] = {"records": log.records}
     for name in ("model", "provider", "at", *extra_fields):
         text = _form_text(form, name)
@@ -292,6 +293,14 @@ def run_estimate_job(
             raise
         raise JobInputError(problem_of(error).model_dump(mode="json", exclude_none=True)) from error
     return report.model_dump(mode="json")
+
+
+def estimate_job(
+    payload: Mapping[str, Any], store: ContractStore, *, progress: Callable[[int], None]
+) -> dict[str, Any]:
+    """:func:`run_estimate_job` as a work process runs it (``service.isolation``: the limits
+    in force there are the service's)."""
+    return run_estimate_job(store, payload, progress)
 
 
 class InlineLog(Protocol):

@@ -99,6 +99,7 @@ HEAVY_PATHS = (
     "/v1/simulations",
     "/v1/layout-checks",
     "/v1/comparisons",
+    "/v1/usage-reports",
 )
 
 

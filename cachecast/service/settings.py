@@ -86,6 +86,25 @@ class ServiceSettings(BaseSettings):
         description="heavy requests (estimates, inspections, ...) running at once per worker"
         " process; one more answers 503 with Retry-After at once",
     )
+    request_workers: int = Field(
+        default=2,
+        gt=0,
+        le=64,
+        description="work processes per API process running heavy requests' log work"
+        " (service.isolation); a request waits for a free one",
+    )
+    request_memory_mb: int = Field(
+        default=1024,
+        ge=256,
+        description="address space of each work process and job run (RLIMIT_AS), in MiB;"
+        " a request that needs more answers 413 memory-budget",
+    )
+    request_deadline_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="a heavy request's log work (waiting for a work process included) is"
+        " stopped after this long and answers 408 deadline-exceeded",
+    )
     busy_retry_after_seconds: int = Field(
         default=5, gt=0, description="the Retry-After of a 503 for all heavy slots taken"
     )

@@ -18,8 +18,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cachecast.contracts import ContractStore
-from cachecast.core.limits import Limits
-from cachecast.service.estimating import run_estimate_job
+from cachecast.core.limits import Limits, limits_in_force
+from cachecast.core.limits import current as current_limits
+from cachecast.service.estimating import estimate_job, run_estimate_job
+from cachecast.service.isolation import run_job_isolated
 from cachecast.service.jobs import JobHandler, JobRunner, JobStore, ProgressCallback
 from cachecast.service.routers.estimates import ESTIMATE_JOB_KIND
 from cachecast.service.settings import ServiceSettings
@@ -28,15 +30,25 @@ logger = logging.getLogger(__name__)
 
 
 def job_handlers(
-    contracts: ContractStore, ray_address: str | None, limits: Limits | None = None
+    contracts: ContractStore,
+    ray_address: str | None,
+    limits: Limits | None = None,
+    memory_mb: int | None = None,
 ) -> dict[str, JobHandler]:
-    """What runs each kind of job: in this process, or on the Ray cluster at ``ray_address``,
-    under the service's ``limits`` (docs/limits.md)."""
+    """What runs each kind of job: here, or on the Ray cluster at ``ray_address``, under
+    the service's ``limits`` (docs/limits.md). Here means in a work process whose address
+    space is capped at ``memory_mb`` (``service.isolation``), or, without it, in the
+    runner's own thread."""
     if ray_address:
         return {ESTIMATE_JOB_KIND: _on_ray(ray_address, contracts.url, limits)}
 
     def estimate_here(payload: Mapping[str, Any], progress: ProgressCallback) -> dict[str, Any]:
-        return run_estimate_job(contracts, payload, progress, limits=limits)
+        if memory_mb is None:
+            return run_estimate_job(contracts, payload, progress, limits=limits)
+        with limits_in_force(limits or current_limits()):
+            return run_job_isolated(
+                estimate_job, payload, progress, database_url=contracts.url, memory_mb=memory_mb
+            )
 
     return {ESTIMATE_JOB_KIND: estimate_here}
 
@@ -63,7 +75,10 @@ def run_worker(
     runner = JobRunner(
         store,
         job_handlers(
-            ContractStore(settings.resolved_database_url), settings.ray_address, settings.limits
+            ContractStore(settings.resolved_database_url),
+            settings.ray_address,
+            settings.limits,
+            settings.request_memory_mb,
         ),
         threads=threads,
         poll_seconds=settings.job_poll_seconds,

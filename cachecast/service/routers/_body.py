@@ -11,7 +11,8 @@ from fastapi.types import DecoratedCallable
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
-from cachecast.service.estimating import payload_from_form, validate_payload
+from cachecast.service.estimating import JsonlLog, payload_from_form, validate_payload
+from cachecast.service.isolation import Subject, run_isolated
 from cachecast.service.problems import (
     FieldError,
     ProblemError,
@@ -112,12 +113,33 @@ async def read_body(
         return parse_json_body(await request.body(), model), None
     if media_type == "multipart/form-data":
         form = await read_form(request, max_files=1, max_fields=200)
+
+        async def read_upload(data: bytes, filename: str | None) -> JsonlLog:
+            from cachecast.service.uploads import records_of_upload
+
+            subject = Subject("log", (filename,) if filename else ())
+            return await run_isolated(
+                request, records_of_upload, data, filename, subject=subject, contracts=False
+            )
+
         try:
-            payload, lines = await payload_from_form(form, extra_fields, model)
+            payload, lines = await payload_from_form(form, extra_fields, model, read_upload)
         finally:
             await form.close()  # removes spooled upload files
         return validate_payload(model, payload), lines
     raise unsupported_media_type(media_type, "application/json or multipart/form-data")
+
+
+def body_subject(request: Request) -> Subject:
+    """What a request's log is, as its errors name it: the upload ``log`` or the inline
+    ``records``."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return Subject("log" if media_type == "multipart/form-data" else "records")
+
+
+def upload_subject(uploads: Sequence[UploadFile]) -> Subject:
+    """Uploaded files (the ``log`` field), named by their file names."""
+    return Subject("log", tuple(upload.filename for upload in uploads if upload.filename))
 
 
 async def read_form(request: Request, *, max_files: int, max_fields: int) -> FormData:

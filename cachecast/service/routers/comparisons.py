@@ -10,10 +10,9 @@ request when any is bad (a 422 naming each; nothing is priced), and the response
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachecast.core.dates import IsoDate
@@ -25,9 +24,9 @@ from cachecast.service.estimating import (
     TargetText,
     records_field,
 )
-from cachecast.service.routers._body import post_reading_body, read_body
+from cachecast.service.isolation import run_isolated
+from cachecast.service.routers._body import body_subject, post_reading_body, read_body
 from cachecast.service.server_paths import record_models, refuse_server_paths
-from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.capacity import ModelReference
 from cachecast.usecases.compare import CompareReport, CompareRequest, compare, parse_price
 from cachecast.usecases.requests import request_of
@@ -122,7 +121,7 @@ _EXAMPLE = {
     ComparisonBody,
     summary="Hosted caching against self-hosted vLLM for a workload",
     response_model=CompareReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     examples={"llama on H100 against gpt-4o": _EXAMPLE},
     multipart_required=["log", "model", "gpu"],
     multipart_properties={
@@ -144,7 +143,7 @@ _EXAMPLE = {
     },
 )
 async def create_comparison(
-    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+    request: Request,
 ) -> CompareReport:
     """Self-hosted sizing, hit rate, GPU-hours and cost for the log, against each hosted
     target's bill. Figures are roofline ceilings (``timing_source`` says so). 422 names the
@@ -153,7 +152,8 @@ async def create_comparison(
     refuse_server_paths(
         [("body.tokenizer", body.tokenizer), *record_models(body.records, "records")]
     )
-    return await run_in_threadpool(compare, compare_request(body, lines), state.contracts)
+    work = compare_request(body, lines)
+    return await run_isolated(request, compare, work, subject=body_subject(request))
 
 
 def compare_request(body: ComparisonBody, lines: Sequence[int] | None) -> CompareRequest:

@@ -11,10 +11,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from cachecast.service.estimating import EstimateBody, estimate_request
+from cachecast.service.isolation import run_isolated
 from cachecast.service.jobs import JobQueueFullError
 from cachecast.service.ownership import new_owner_token
 from cachecast.service.problems import ProblemError
-from cachecast.service.routers._body import post_reading_body, read_body
+from cachecast.service.routers._body import body_subject, post_reading_body, read_body
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.estimate import EstimateReport, estimate, plan_estimate
 
@@ -55,7 +56,7 @@ _EXAMPLE = {
     EstimateBody,
     summary="Price a log under dated provider contracts",
     response_model=EstimateReport,
-    problems=(404, 413, 415, 422, 429),
+    problems=(404, 408, 413, 415, 422, 429),
     responses={
         202: {"model": JobAccepted, "description": "a large log: accepted as a background job"}
     },
@@ -117,4 +118,4 @@ async def create_estimate(
         return JSONResponse(
             accepted.model_dump(), status_code=202, headers={"Location": status_url}
         )
-    return await run_in_threadpool(estimate, work, state.contracts)
+    return await run_isolated(request, estimate, work, subject=body_subject(request))

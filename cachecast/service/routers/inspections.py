@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request
 from starlette.datastructures import UploadFile
 
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.log_input import LogInput
+from cachecast.service.isolation import run_isolated
 from cachecast.service.problems import ProblemError
 from cachecast.service.routers._body import (
     FILE_UPLOADS,
@@ -25,8 +24,8 @@ from cachecast.service.routers._body import (
     keep_upload,
     post_reading_body,
     read_form,
+    upload_subject,
 )
-from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.inspect import InspectReport, InspectRequest, inspect
 
 router = APIRouter(prefix="/v1", tags=["inspections"])
@@ -40,7 +39,7 @@ MAX_FILES = 16
     None,  # files only
     summary="Inspect log files: format, requests, models, time span, observed usage",
     response_model=InspectReport,
-    problems=(413, 415, 422),
+    problems=(408, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields=FILE_UPLOADS,
     multipart_properties={
@@ -53,7 +52,7 @@ MAX_FILES = 16
     },
 )
 async def create_inspection(
-    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+    request: Request,
 ) -> InspectReport:
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type != "multipart/form-data":
@@ -100,6 +99,8 @@ async def create_inspection(
                 )
                 for file in LogInput.of_paths(paths, format=log_format, results=results_path).files
             ]
-            return await run_in_threadpool(inspect, InspectRequest(files=files))
+            subject = upload_subject(uploads)
+            work = InspectRequest(files=files)
+            return await run_isolated(request, inspect, work, subject=subject, contracts=False)
     finally:
         await form.close()

@@ -9,14 +9,13 @@ matches.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request
 
+from cachecast.service.isolation import Subject, run_isolated
 from cachecast.service.layout_checking import LayoutCheckBody, check_request
 from cachecast.service.routers._body import post_reading_body, read_json_body
-from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.check import CheckReport, check
 
 router = APIRouter(prefix="/v1", tags=["layout checks"])
@@ -53,14 +52,15 @@ _EXAMPLE = {
     LayoutCheckBody,
     summary="Check a prompt layout change against a baseline for cache regressions",
     response_model=CheckReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     examples={"timestamp moved to the top": _EXAMPLE},
 )
 async def create_layout_check(
-    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+    request: Request,
 ) -> CheckReport:
     """``passed`` says whether the candidate stays within the thresholds (a regression is
     200 with ``passed: false``); ``divergence`` names the first token where the prefixes
     differ. 422 names the wrong field; 404 an unknown target, with close matches."""
     body = await read_json_body(request, LayoutCheckBody)
-    return await run_in_threadpool(check, check_request(body), state.contracts)
+    work = check_request(body)
+    return await run_isolated(request, check, work, subject=Subject("body"))

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
@@ -21,6 +20,7 @@ from cachecast.core.dates import IsoDate, parse_iso_date
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.log_input import LogInput
 from cachecast.service.estimating import inline_log
+from cachecast.service.isolation import Subject, run_isolated
 from cachecast.service.record_schema import RECORD_SCHEMA
 from cachecast.service.routers._body import (
     FILE_UPLOADS,
@@ -30,8 +30,8 @@ from cachecast.service.routers._body import (
     post_reading_body,
     read_form,
     read_json_body,
+    upload_subject,
 )
-from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
 from cachecast.usecases.requests import request_of
 
@@ -64,20 +64,20 @@ class ReconciliationBody(BaseModel):
     ReconciliationBody,
     summary="Hold predicted cache reads, writes and cost against the observed usage",
     response_model=ReconcileReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields={**FILE_UPLOADS, **FORMAT_FIELD, **RECORD_DEFAULTS},
     multipart_properties={"at": {"type": "string", "format": "date"}, "client": {"type": "string"}},
 )
 async def create_reconciliation(
-    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+    request: Request,
 ) -> ReconcileReport:
     """Bad records are a 422 naming each record (index, or file and line) and field."""
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type != "multipart/form-data":  # a JSON body (anything else is refused there)
         body = await read_json_body(request, ReconciliationBody)
         work = request_of(ReconcileRequest, dict(body), log=inline_log(body, None))
-        return await run_in_threadpool(reconcile, work, state.contracts)
+        return await run_isolated(request, reconcile, work, subject=Subject("records"))
     form = await read_form(request, max_files=MAX_FILES + 1, max_fields=16)
     try:
         uploads = [value for value in form.getlist("log") if isinstance(value, UploadFile)]
@@ -119,7 +119,7 @@ async def create_reconciliation(
                 }
             )
             work = ReconcileRequest(log=log, at=at, client=fields["client"] or None)
-            return await run_in_threadpool(reconcile, work, state.contracts)
+            return await run_isolated(request, reconcile, work, subject=upload_subject(uploads))
     finally:
         await form.close()
 

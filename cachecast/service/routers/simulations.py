@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request
 
 from cachecast.service.estimating import SimulationBody, simulation_request
-from cachecast.service.routers._body import post_reading_body, read_body
-from cachecast.service.state import ServiceState, service_state
+from cachecast.service.isolation import run_isolated
+from cachecast.service.routers._body import body_subject, post_reading_body, read_body
 from cachecast.simulator.routing import Routing
 from cachecast.usecases.simulate import (
     FleetSimulationReport,
@@ -41,7 +38,7 @@ FORM_FIELDS = (
     SimulationBody,
     summary="Replay a log through a cache policy and count hits",
     response_model=SimulationReport | FleetSimulationReport,
-    problems=(404, 413, 415, 422),
+    problems=(404, 408, 413, 415, 422),
     multipart_required=["log", "policy"],
     multipart_properties={
         "policy": {"type": "string", "enum": [kind.value for kind in PolicyKind]},
@@ -57,10 +54,11 @@ FORM_FIELDS = (
     },
 )
 async def create_simulation(
-    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+    request: Request,
 ) -> SimulationReport | FleetSimulationReport:
     """A fleet report when ``replicas`` and ``routing`` are given, else one policy's
     statistics. Bad records are a 422 naming each record's index (and line, for an upload)
     and field; nothing is simulated then."""
     body, lines = await read_body(request, SimulationBody, FORM_FIELDS)
-    return await run_in_threadpool(simulate, simulation_request(body, lines), state.contracts)
+    work = simulation_request(body, lines)
+    return await run_isolated(request, simulate, work, subject=body_subject(request))

@@ -13,14 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import tempfile
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 
 from cachecast.core.errors import BadInputError, Location
+from cachecast.service.isolation import Subject, run_isolated
 from cachecast.service.problems import from_pydantic
 from cachecast.service.routers._body import (
     FILE_UPLOADS,
@@ -29,8 +28,8 @@ from cachecast.service.routers._body import (
     post_reading_body,
     read_form,
     unsupported_media_type,
+    upload_subject,
 )
-from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.usage import (
     Grouping,
     SessionFile,
@@ -77,7 +76,7 @@ class UsageBody(BaseModel):
     UsageBody,
     summary="Session usage: bills from observed usage, savings, dollars lost by miss cause",
     response_model=UsageReport,
-    problems=(413, 415, 422),
+    problems=(408, 413, 415, 422),
     multipart_required=["log"],
     multipart_fields=FILE_UPLOADS,
     multipart_properties={
@@ -91,7 +90,7 @@ class UsageBody(BaseModel):
     },
 )
 async def create_usage_report(
-    request: Request, state: Annotated[ServiceState, Depends(service_state)]
+    request: Request,
 ) -> UsageReport:
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     with tempfile.TemporaryDirectory(prefix="cachecast-usage-") as directory:
@@ -104,6 +103,7 @@ async def create_usage_report(
                 path.write_text(session.content, encoding="utf-8")
                 files.append(SessionFile(path=path, name=session.name))
             options = body.model_dump(exclude={"sessions"})
+            subject = Subject("body.sessions", tuple(session.name for session in body.sessions))
         elif media_type == "multipart/form-data":
             form = await read_form(request, max_files=MAX_FILES + 1, max_fields=MAX_FILES + 32)
             try:
@@ -112,6 +112,7 @@ async def create_usage_report(
                     raise BadInputError(
                         "upload at least one file as 'log'", location=Location(field="log")
                     )
+                subject = upload_subject(uploads)
                 files = [
                     SessionFile(
                         path=await keep_upload(upload, folder, index),
@@ -136,4 +137,4 @@ async def create_usage_report(
             work = UsageRequest.model_validate({**options, "files": files, "on_bad_record": "skip"})
         except ValidationError as error:
             raise from_pydantic(error) from None
-        return await run_in_threadpool(usage_report, work, state.contracts)
+        return await run_isolated(request, usage_report, work, subject=subject)
