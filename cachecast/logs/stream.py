@@ -94,6 +94,16 @@ class LogStream:
     def _sanitized(self, items: Iterator[Item]) -> Iterator[Item]:
         """Every record through the one sanitizer (``logs.sanitize``): a record it refuses
         comes as its LogRecordError; a limit crossed stops the read, naming the line."""
+        try:
+            yield from self._checked_items(items)
+        except LimitExceededError as exc:
+            # A limit a format's reader met on its own (a claimed count): the error names
+            # this file at least, where the reader did not place it at its line.
+            if exc.location.source is None:
+                raise exc.named(self.source) from None
+            raise
+
+    def _checked_items(self, items: Iterator[Item]) -> Iterator[Item]:
         counts = not self._counts_itself
         for line, record in items:
             if not isinstance(record, LogRecordError):

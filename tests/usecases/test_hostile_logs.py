@@ -124,3 +124,33 @@ def test_the_pass_byte_budget_is_checked_before_anything_is_read(tmp_path: Path)
         log.check_sources()
     assert f"a log (all its files) of {2 * size:,} bytes is over the limit" in str(caught.value)
     assert "max_log_bytes" in str(caught.value)
+
+
+def test_a_claude_code_usage_over_the_token_limit_names_file_and_line(tmp_path: Path) -> None:
+    """Before: ``error: message.usage.input_tokens: a token count of 1e+40 ...`` without the
+    file or line (the Claude Code reader normalizes a response's usage after its last line,
+    outside the per-line error handling). The second line holds the claim."""
+    event = {
+        "type": "assistant",
+        "sessionId": "s1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "uuid": "u1",
+        "requestId": "r1",
+        "message": {
+            "id": "m1",
+            "model": "claude-sonnet-4-5",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hi"}],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    }
+    claim = json.loads(json.dumps(event))
+    claim["uuid"], claim["message"]["id"] = "u2", "m2"
+    claim["message"]["usage"]["input_tokens"] = 1e40
+    log = tmp_path / "session.jsonl"
+    log.write_text(json.dumps(event) + "\n" + json.dumps(claim) + "\n")
+    ran = run_measured("cachecast", ["inspect", str(log)], env=env(), cwd=REPO)
+    assert ran.returncode == 2, ran.stderr
+    assert f"{log}:2: message.usage.input_tokens: a token count of 1e+40" in ran.stderr
+    assert "max_request_tokens" in ran.stderr and "Traceback" not in ran.stderr
+    assert ran.peak_kib < PEAK_KIB, ran
