@@ -14,6 +14,7 @@ hold leaves the request's prompt incomplete.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,6 +149,8 @@ def _ttl_name(ttl: Any) -> str | None:
         seconds = float(ttl[:-1])
     except ValueError:
         return None
+    if not math.isfinite(seconds):  # "1e400s", "nans": no TTL a cache can have
+        return None
     whole = int(seconds)
     if whole != seconds or whole <= 0:
         return f"{ttl}"
@@ -204,9 +207,10 @@ def cache_creation_record(
 def _seconds(ttl: Any) -> int | None:
     if isinstance(ttl, str) and ttl.endswith("s"):
         try:
-            return max(0, round(float(ttl[:-1])))
+            seconds = float(ttl[:-1])
         except ValueError:
             return None
+        return max(0, round(seconds)) if math.isfinite(seconds) else None
     return None
 
 
