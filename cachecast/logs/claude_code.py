@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.core.errors import RecordFieldError
+from cachecast.core.errors import LimitExceededError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import Item, LogStream, json_lines
@@ -229,6 +229,8 @@ def _finish(stream: LogStream, pending: _Pending, lineage: _Lineage) -> None:
         error = stream.error(pending.usage_line, exc.field, exc.reason)
         pending.slot.item = (pending.usage_line, error)
         return
+    except LimitExceededError as exc:  # a claimed count over its limit stops the read here
+        raise exc.located(stream.source, pending.usage_line) from None
     record["observed"] = to_canonical(observed)
     pending.slot.item = (pending.line, record)
 

@@ -71,8 +71,35 @@ def load_yaml(
             raise YamlError(str(exc), mark.line + 1 if mark is not None else None) from None
         except RecursionError:
             raise YamlError("nested too deeply to read") from None
+        except (ValueError, OverflowError):
+            # A scalar its type cannot hold: an integer of more than 4,300 digits (Python
+            # refuses to convert it), a timestamp past year 9999.
+            raise YamlError(_unbuildable(node)) from None
     finally:
         parser.dispose()
+
+
+def _unbuildable(root: yaml.Node) -> str:
+    """Which scalar could not be built, and its line: the first integer of more digits than
+    Python converts, else a general reason."""
+    pending: list[yaml.Node] = [root]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            digits = node.value.lstrip("+-").replace("_", "")
+            if node.tag.endswith(":int") and len(digits) > _MAX_INT_DIGITS:
+                line = node.start_mark.line + 1
+                return f"an integer of {len(digits):,} digits (line {line})"
+        else:
+            pending.extend(reversed(_children(node)))
+    return "a value its type cannot hold (an integer or a date out of range)"
+
+
+_MAX_INT_DIGITS = 4300  # what Python converts from text (sys.get_int_max_str_digits)
 
 
 def _check_expansion(root: yaml.Node, source: str) -> None:

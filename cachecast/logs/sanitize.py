@@ -124,23 +124,36 @@ def int_text(text: str, field: str) -> int:
     return int(digits)
 
 
-def check_record(record: dict[str, Any], field: str = "") -> None:
+def check_record(
+    record: dict[str, Any], field: str = "", taken: int = 0, earlier_size: int = 0
+) -> int:
     """Refuse a record nested too deep, holding an integer beyond 64 bits, a timestamp out of
     range, or more text than ``max_record_chars`` (RecordFieldError naming the field; a
-    LimitExceededError for the text, which stops the read). No recursion in Python: orjson's
-    encoder (C) checks depth and integers and gives the size at once (its bytes are at least
-    the record's characters); only a record it refuses, or a large one, is walked to name
-    the field."""
+    LimitExceededError for the text, which stops the read); return its size. No recursion
+    in Python: orjson's encoder (C) checks depth and integers and gives the size at once
+    (its bytes are at least the record's characters); only a record it refuses, or a large
+    one, is walked to name the field.
+
+    ``taken``: the leading items of ``request.input`` are those of a record checked before,
+    of size ``earlier_size``: only the rest is encoded, and the size is at most the two
+    added (a Responses chain: each request holds every earlier one's input)."""
     timestamp = record.get("timestamp")
     if timestamp is not None and not isinstance(timestamp, str):
         epoch_seconds(timestamp, "timestamp")
     limit = current().max_record_chars
+    looked_at: dict[str, Any] = record
+    if taken:
+        request = record["request"]
+        looked_at = {**record, "request": {**request, "input": request["input"][taken:]}}
     try:
-        size = len(orjson.dumps(record))
+        size = len(orjson.dumps(looked_at)) + earlier_size
     except orjson.JSONEncodeError:  # too deep, an integer beyond 64 bits, a key not text
         size = None
     if size is None or size > limit:
-        _refuse(record, field, limit)
+        # Past here nothing is wrong but a size in bytes over a limit in characters: the
+        # characters counted are the record's size.
+        return _refuse(record, field, limit)
+    return size
 
 
 def check_nesting(document: Any, field: str = "") -> None:
@@ -153,9 +166,9 @@ def check_nesting(document: Any, field: str = "") -> None:
         _refuse(document, field, math.inf)
 
 
-def _refuse(record: Any, field: str, limit: float) -> None:
-    """Raise the error of what is wrong with ``record``, naming the field; return where
-    nothing is (a key that is not text, bytes, more bytes than characters)."""
+def _refuse(record: Any, field: str, limit: float) -> int:
+    """Raise the error of what is wrong with ``record``, naming the field; where nothing is
+    (a key that is not text, bytes, more bytes than characters), return its characters."""
     chars = 0
     stack: list[tuple[Any, int, tuple[Any, ...]]] = [(record, 1, ())]
     while stack:
@@ -182,18 +195,27 @@ def _refuse(record: Any, field: str, limit: float) -> None:
                 raise RecordFieldError(
                     _spell(field, (*path, key)), f"{shown(item)} is out of range"
                 )
+    return chars
 
 
 def checked(record: dict[str, Any], source: str, line: int) -> dict[str, Any] | LogRecordError:
     """``record`` (line ``line`` of ``source``) through :func:`check_record`: itself, or the
     LogRecordError of what is wrong with it; a limit crossed stops the read, naming the line."""
+    size = checked_size(record, source, line)
+    return size if isinstance(size, LogRecordError) else record
+
+
+def checked_size(
+    record: dict[str, Any], source: str, line: int, taken: int = 0, earlier_size: int = 0
+) -> int | LogRecordError:
+    """As :func:`checked`, but the record's size where it passes (``taken`` and
+    ``earlier_size``: see :func:`check_record`)."""
     try:
-        check_record(record)
+        return check_record(record, "", taken, earlier_size)
     except RecordFieldError as exc:
         return LogRecordError(source, line, exc.field, exc.reason)
     except LimitExceededError as exc:
         raise exc.located(source, line) from None
-    return record
 
 
 def _spell(field: str, path: tuple[Any, ...]) -> str:

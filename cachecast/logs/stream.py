@@ -23,7 +23,7 @@ import orjson
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.core.limits import current
 from cachecast.logs.errors import LogFileError, LogRecordError
-from cachecast.logs.sanitize import check_nesting, checked
+from cachecast.logs.sanitize import check_nesting, checked_size
 
 Record = dict[str, Any] | LogRecordError
 Item = tuple[int, Record]
@@ -79,6 +79,11 @@ class LogStream:
         self._reader = reader
         self._counts_itself = counts_itself
         self._started = False
+        # (record, the record before it, leading request.input items the two share), told by
+        # a reader just before it yields ``record`` (``continues``); and the last record the
+        # sanitizer passed with its checked size.
+        self._continuing: tuple[dict[str, Any], dict[str, Any], int] | None = None
+        self._passed: tuple[dict[str, Any], int] | None = None
 
     def __iter__(self) -> Iterator[Item]:
         if self._started:
@@ -89,10 +94,20 @@ class LogStream:
     def _sanitized(self, items: Iterator[Item]) -> Iterator[Item]:
         """Every record through the one sanitizer (``logs.sanitize``): a record it refuses
         comes as its LogRecordError; a limit crossed stops the read, naming the line."""
+        try:
+            yield from self._checked_items(items)
+        except LimitExceededError as exc:
+            # A limit a format's reader met on its own (a claimed count): the error names
+            # this file at least, where the reader did not place it at its line.
+            if exc.location.source is None:
+                raise exc.named(self.source) from None
+            raise
+
+    def _checked_items(self, items: Iterator[Item]) -> Iterator[Item]:
         counts = not self._counts_itself
         for line, record in items:
             if not isinstance(record, LogRecordError):
-                record = checked(record, self.source, line)
+                record = self._checked(record, line)
                 if not counts and isinstance(record, LogRecordError):
                     self.records -= 1  # the reader counted it as a record
                     self.errors += 1
@@ -102,6 +117,31 @@ class LogStream:
                 else:
                     self.records += 1
             yield line, record
+
+    def continues(self, record: dict[str, Any], earlier: dict[str, Any], items: int) -> None:
+        """Say, just before yielding ``record``, that its ``request.input`` opens with the
+        first ``items`` items of ``earlier``'s (the very objects): where ``earlier`` is the
+        record the sanitizer passed last, only the rest of ``record`` is checked again (a
+        Responses chain of N requests is then checked in N steps, not N histories)."""
+        self._continuing = (record, earlier, items)
+
+    def _checked(self, record: dict[str, Any], line: int) -> dict[str, Any] | LogRecordError:
+        continuing, self._continuing = self._continuing, None
+        passed, self._passed = self._passed, None
+        taken = 0
+        earlier_size = 0
+        if (
+            continuing is not None
+            and passed is not None
+            and continuing[0] is record
+            and continuing[1] is passed[0]
+        ):
+            taken, earlier_size = continuing[2], passed[1]
+        result = checked_size(record, self.source, line, taken, earlier_size)
+        if isinstance(result, LogRecordError):
+            return result
+        self._passed = (record, result)
+        return record
 
     def error(self, line: int, field: str, reason: str, file: str | None = None) -> LogRecordError:
         return LogRecordError(file or self.source, line, field, reason)

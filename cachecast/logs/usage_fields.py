@@ -32,14 +32,22 @@ def with_write_ttl(observed: ObservedUsage, ttl: str) -> ObservedUsage:
     return replace(observed, cache_write_by_ttl={ttl: written}, iterations=iterations)
 
 
-def requested_ttl(body: Mapping[str, Any]) -> str | None:
+def requested_ttl(body: Mapping[str, Any], inherited: frozenset[str] = frozenset()) -> str | None:
     """The TTL a request asked for where every cache mark asks for the same one: Anthropic's
     ``cache_control: {"type": "ephemeral", "ttl": "1h"}`` (on blocks, tools, or at the top:
     automatic caching) and Bedrock's ``cachePoint: {"type": "default", "ttl": "1h"}``; a
     mark without ``ttl`` is the default ``5m``. None where the request marks nothing or mixes
-    TTLs (the response's split, where it gives one, says the rest)."""
+    TTLs (the response's split, where it gives one, says the rest). ``inherited``: the TTLs
+    of marks in items the body takes over from conversation state already looked at (a
+    Responses chain), which are not walked again."""
+    found = set(inherited) | ttl_marks(body)
+    return found.pop() if len(found) == 1 else None
+
+
+def ttl_marks(value: Any) -> frozenset[str]:
+    """The TTLs of the cache marks anywhere in ``value`` (see :func:`requested_ttl`)."""
     found: set[str] = set()
-    pending: list[Any] = [body]
+    pending: list[Any] = [value]
     visited = 0
     while pending and visited < MAX_TTL_WALK:
         value = pending.pop()
@@ -53,7 +61,7 @@ def requested_ttl(body: Mapping[str, Any]) -> str | None:
                     pending.append(item)
         elif isinstance(value, list):
             pending.extend(item for item in value if isinstance(item, dict | list))
-    return found.pop() if len(found) == 1 else None
+    return frozenset(found)
 
 
 MAX_TTL_WALK = 100_000  # containers looked at for cache marks (a body is bounded before)

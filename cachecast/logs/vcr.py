@@ -35,6 +35,7 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
+from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -148,16 +149,16 @@ def _status(response: dict[str, Any], where: str) -> int | None:
     elif isinstance(status, str):
         head = status.strip().split(" ", 1)[0]
         if not head.isdigit():
-            raise RecordFieldError(f"{where}.status", f"expected '200 OK', got {status!r}")
-        return int(head)
+            raise RecordFieldError(f"{where}.status", f"expected '200 OK', got {shown(status)}")
+        return int_text(head, f"{where}.status")
     else:
         code, field = status, f"{where}.status"
     if code is None:
         return None
     if isinstance(code, str) and code.strip().isdigit():
-        return int(code)
+        return int_text(code, field)  # at most 20 digits: never a 5,000-digit conversion
     if not isinstance(code, int) or isinstance(code, bool):
-        raise RecordFieldError(field, f"expected an integer, got {code!r}")
+        raise RecordFieldError(field, f"expected an integer, got {shown(code)}")
     return code
 
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, TypeVar
 
+import orjson
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,7 +26,13 @@ from starlette.datastructures import FormData, UploadFile
 
 from cachecast.contracts import ContractStore
 from cachecast.core.dates import IsoDate
-from cachecast.core.errors import MAX_LISTED_PROBLEMS, CachecastError, InternalError
+from cachecast.core.errors import (
+    MAX_LISTED_PROBLEMS,
+    CachecastError,
+    InternalError,
+    LimitExceededError,
+    Location,
+)
 from cachecast.core.limits import Limits, limits_in_force
 from cachecast.core.limits import current as current_limits
 from cachecast.passes.log_input import LogInput
@@ -256,6 +263,25 @@ def log_problem(errors: Sequence[Any], lines: Sequence[int] | None) -> ProblemEr
             )
         )
     return validation_problem(field_errors, "Malformed log records")
+
+
+def check_job_size(records: Sequence[dict[str, Any]], limit: int) -> None:
+    """Refuse records that a job would store as more than ``limit`` bytes of JSON, counting
+    record by record and stopping at the limit (never writing them all out). A log's records
+    can be far larger than its file: a Responses chain holds every earlier turn in each
+    request, YAML aliases repeat a request; 3,000 chained requests (a 3 MB HAR) written out
+    took a minute, gigabytes, and then a database error (a 500)."""
+    size = 0
+    for index, record in enumerate(records):
+        size += len(orjson.dumps(record))
+        if size > limit:
+            raise LimitExceededError(
+                f"the log's records, as a job stores them, pass {limit:,} bytes at record"
+                f" {index} (requests that repeat earlier ones, such as a Responses chain or"
+                " YAML aliases, grow when written out; setting max_body_bytes;"
+                " docs/limits.md): send a shorter log, or use the command line",
+                location=Location(source=SOURCE_NAME, record=index, field="records"),
+            )
 
 
 def estimate_request(body: EstimateBody, lines: Sequence[int] | None) -> EstimateRequest:

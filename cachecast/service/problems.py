@@ -93,11 +93,28 @@ class ProblemError(HTTPException):
 
 def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(
-        problem.model_dump(mode="json", exclude_none=True),
+        _encodable(problem.model_dump(mode="json", exclude_none=True)),
         status_code=problem.status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=headers,
     )
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every string UTF-8 can encode: a problem repeats what it refuses, and
+    a JSON body may hold a lone surrogate (``"\\ud800"``), which no UTF-8 response can
+    carry; it is written as its escape instead (before: a 500 for a 4xx)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_encodable(item) for item in value]
+    return value
 
 
 def field_path(location: Sequence[int | str]) -> str:

@@ -39,6 +39,10 @@ from cachecast.tokenizers.request_build import (
 from cachecast.tokenizers.types import ObservedUsage, TokenizedRequest
 
 BATCH_SIZE = 256
+# A batch is cut earlier where its requests' prompts add up to this many characters: a batch
+# holds each request's ids whole, and requests that each extend the one before (a Responses
+# chain: request k holds all k-1 before it) would otherwise hold a batch of N-token prompts.
+BATCH_CHARACTERS = 8_000_000
 
 _Item = ParsedRecord | TokenizedRequest | LogRecordError
 
@@ -88,15 +92,18 @@ class LogReader:
         """The requests of ``numbered`` (line number, record or the line's error) in order."""
         try:
             batch: list[_Item] = []
+            characters = 0
             started: _Started | None = None
             for number, record in numbered:
-                batch.append(
-                    record if isinstance(record, LogRecordError) else self.parse(number, record)
-                )
-                if len(batch) >= BATCH_SIZE:
+                item = record if isinstance(record, LogRecordError) else self.parse(number, record)
+                batch.append(item)
+                if isinstance(item, ParsedRecord) and item.rendered is not None:
+                    characters += item.rendered.size()
+                if len(batch) >= BATCH_SIZE or characters >= BATCH_CHARACTERS:
                     done = self.complete(started) if started is not None else []
                     started = self.start(batch)
                     batch = []
+                    characters = 0
                     yield from self.emit(done)
             done = self.complete(started) if started is not None else []
             started = self.start(batch)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from bench.chains import write_chain_har
 from cachecast.core import db
 from cachecast.core.limits import DEFAULT_LIMITS, SERVICE_LIMITS
 from cachecast.service.jobs import jobs_table
@@ -270,3 +271,33 @@ async def test_the_schema_states_what_the_server_enforces(client: httpx.AsyncCli
     for method in ("get", "delete"):
         names = [p["name"] for p in paths["/v1/jobs/{job_id}"][method]["parameters"]]
         assert "X-Job-Token" in names
+
+
+async def test_a_chained_log_too_large_to_store_as_a_job_is_refused_before_it_is_stored(
+    service_db_url: str, tmp_path: Any
+) -> None:
+    """Before: 3,000 Responses requests chained by ``previous_response_id`` (a 3 MB HAR)
+    became a job whose records, each holding every earlier turn, were written out whole: a
+    minute, gigabytes, then a database error (500). The records a job would store are
+    counted record by record against ``max_body_bytes``. Here 200 chained requests (a
+    220 KB upload; request k holds k earlier turns of about 260 bytes: 5 MB written out)
+    pass 2,000,000 bytes: a 422 naming the setting, and no job. 60 of them (about 0.5 MB
+    written out) are a job."""
+    settings = make_settings(service_db_url, max_body_bytes=2_000_000)
+    async for client in open_client(settings):
+        long = write_chain_har(tmp_path / "long.har", 200).read_bytes()
+        refused = await client.post(
+            "/v1/estimates", files={"log": ("long.har", long)}, data=ESTIMATE
+        )
+        assert refused.status_code == 422, refused.text
+        problem = refused.json()
+        assert problem["type"] == "https://cachecast.dev/problems/limit-exceeded"
+        assert "max_body_bytes" in problem["detail"] and "2,000,000 bytes" in problem["detail"]
+        with db.get_engine(service_db_url).connect() as connection:
+            stored = connection.execute(sa.select(sa.func.count()).select_from(jobs_table))
+            assert stored.scalar_one() == 0
+        short = write_chain_har(tmp_path / "short.har", 60).read_bytes()
+        accepted = await client.post(
+            "/v1/estimates", files={"log": ("short.har", short)}, data=ESTIMATE
+        )
+        assert accepted.status_code == 202, accepted.text

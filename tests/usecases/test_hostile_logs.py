@@ -124,3 +124,80 @@ def test_the_pass_byte_budget_is_checked_before_anything_is_read(tmp_path: Path)
         log.check_sources()
     assert f"a log (all its files) of {2 * size:,} bytes is over the limit" in str(caught.value)
     assert "max_log_bytes" in str(caught.value)
+
+
+def test_a_claude_code_usage_over_the_token_limit_names_file_and_line(tmp_path: Path) -> None:
+    """Before: ``error: message.usage.input_tokens: a token count of 1e+40 ...`` without the
+    file or line (the Claude Code reader normalizes a response's usage after its last line,
+    outside the per-line error handling). The second line holds the claim."""
+    event = {
+        "type": "assistant",
+        "sessionId": "s1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "uuid": "u1",
+        "requestId": "r1",
+        "message": {
+            "id": "m1",
+            "model": "claude-sonnet-4-5",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hi"}],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    }
+    claim = json.loads(json.dumps(event))
+    claim["uuid"], claim["message"]["id"] = "u2", "m2"
+    claim["message"]["usage"]["input_tokens"] = 1e40
+    log = tmp_path / "session.jsonl"
+    log.write_text(json.dumps(event) + "\n" + json.dumps(claim) + "\n")
+    ran = run_measured("cachecast", ["inspect", str(log)], env=env(), cwd=REPO)
+    assert ran.returncode == 2, ran.stderr
+    assert f"{log}:2: message.usage.input_tokens: a token count of 1e+40" in ran.stderr
+    assert "max_request_tokens" in ran.stderr and "Traceback" not in ran.stderr
+    assert ran.peak_kib < PEAK_KIB, ran
+
+
+RUBY_CASSETTE = """---
+http_interactions:
+- request:
+    method: post
+    uri: https://api.openai.com/v1/chat/completions
+    body:
+      encoding: UTF-8
+      string: '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
+    headers: {}
+  response:
+    status:
+      code: CODE
+      message: OK
+    headers: {}
+    body:
+      encoding: UTF-8
+      string: '{"id":"x","usage":{"prompt_tokens":5,"completion_tokens":1}}'
+  recorded_at: Mon, 01 Jan 2024 00:00:00 GMT
+recorded_with: VCR 6.0.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "returncode", "said"),
+    [
+        # A YAML integer Python will not convert (past 4,300 digits): the file is refused.
+        ("7" * 5000, 2, "{log}: not a YAML cassette: an integer of 5,000 digits (line 12)"),
+        # The same digits as a string: the interaction is a bad record naming its field.
+        (
+            "'" + "7" * 5000 + "'",
+            0,
+            "{log}:3: http_interactions[0].response.status.code: an integer of 5,000 digits",
+        ),
+    ],
+)
+def test_a_vcr_status_code_of_5000_digits_is_bad_input_not_exit_3(
+    tmp_path: Path, code: str, returncode: int, said: str
+) -> None:
+    """Before: exit 3 (``ValueError: Exceeds the limit (4300 digits)``) either way."""
+    log = tmp_path / "cassette.yml"
+    log.write_text(RUBY_CASSETTE.replace("CODE", code))
+    ran = run_measured("cachecast", ["inspect", str(log)], env=env(), cwd=REPO)
+    assert ran.returncode == returncode, ran.stderr
+    assert said.format(log=log) in ran.stderr
+    assert "internal error" not in ran.stderr and len(ran.stderr) < 2000

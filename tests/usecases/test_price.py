@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, UnknownContractError
+from cachecast.service.problems import Problem, problem_response
 from cachecast.usecases.price import PriceRequest, price
 from tests.service.conftest import make_settings, open_client
 
@@ -128,3 +129,33 @@ async def test_the_api(migrated_db_url: str) -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_hostile_price_bodies_are_422_naming_the_problem(migrated_db_url: str) -> None:
+    """Before: the framework's lenient parser took a lone surrogate in ``target`` (and then
+    the 404 naming it could not be encoded: a 500), and answered 10,000 levels of nesting
+    or an integer of 5,000 digits with a bare 400. Now the body is read as every JSON body
+    is: a 422 invalid-request naming what is wrong."""
+    async for client in open_client(make_settings(migrated_db_url)):
+        headers = {"content-type": "application/json"}
+        bodies = {
+            '{"target": "openai:\\ud800", "input_tokens": 1}': "hex escape",
+            '{"target": ' + "[" * 10_000 + "]" * 10_000 + "}": "recursion limit",
+            '{"target": "openai:gpt-4o", "input_tokens": ' + "9" * 5000 + "}": "out of range",
+        }
+        for text, reason in bodies.items():
+            response = await client.post("/v1/prices", content=text, headers=headers)
+            assert response.status_code == 422, response.text
+            problem = response.json()
+            assert problem["type"] == "https://cachecast.dev/problems/invalid-request"
+            assert reason in problem["detail"]
+
+
+def test_a_problem_repeating_a_lone_surrogate_is_still_sent() -> None:
+    """A refused value is repeated in its problem; one UTF-8 cannot encode (a lone
+    surrogate a JSON body may escape) is written as its escape, not a 500."""
+    response = problem_response(
+        Problem(type="about:blank", title="Bad", status=422, detail="target: openai:\ud800")
+    )
+    assert json.loads(response.body)["detail"] == "target: openai:\\ud800"

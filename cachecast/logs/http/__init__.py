@@ -36,6 +36,7 @@ from cachecast.logs.http.response_usage import (
 )
 from cachecast.logs.http.state import (
     ApiState,
+    Chain,
     cache_creation_record,
     cache_lifetimes,
     chain_response,
@@ -133,9 +134,11 @@ def _record(
         complete = complete and whole
     cached_content: str | None = None
     model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
+    chain: Chain | None = None
     if endpoint.api == "responses":
-        body, chained = chain_response(body, state)
-        complete = complete and chained
+        chain = chain_response(body, state)
+        body = chain.body
+        complete = complete and chain.complete
     elif endpoint.api == "gemini" and isinstance(body.get("cachedContent"), str):
         cached_content = body["cachedContent"]
         body, merged = with_cache(body, state)
@@ -143,11 +146,14 @@ def _record(
     final = final_response(response, endpoint.api)
     if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
         model = final["model"]
-    observed = reported_usage(
-        endpoint, final, response, exchange.response_headers, write_ttl=requested_ttl(body)
-    )
-    if endpoint.api == "responses" and isinstance(final, dict):
-        remember_response(body, final, state)
+    if chain is not None and chain.parent is not None:
+        # The items taken over were looked at for cache marks when their turns were read.
+        ttl = requested_ttl({**body, "input": chain.own}, chain.parent.ttls)
+    else:
+        ttl = requested_ttl(body)
+    observed = reported_usage(endpoint, final, response, exchange.response_headers, write_ttl=ttl)
+    if chain is not None and isinstance(final, dict):
+        remember_response(chain, final, state)
     request_id = response_id(exchange.response_headers, final)
     record = make_record(
         request=body,
@@ -160,4 +166,20 @@ def _record(
     )
     if cached_content is not None:
         record["cached_content"] = cached_content
+    if chain is not None:
+        _continued(stream, state, chain, record)
     return record
+
+
+def _continued(stream: LogStream, state: ApiState, chain: Chain, record: dict[str, Any]) -> None:
+    """Tell the sanitizer which leading input items of ``record`` the record before it
+    (checked already) holds, so that a chain of N requests is checked in N steps of its new
+    items, not N whole histories; and remember this record for the next one."""
+    latest = state.latest
+    if (
+        chain.earlier is not None
+        and latest is not None
+        and latest["request"].get("input") is chain.earlier
+    ):
+        stream.continues(record, latest, len(chain.earlier))
+    state.latest = record

@@ -1,16 +1,21 @@
 """Conversation state the APIs keep between calls, followed within a recording.
 
 A Responses request with ``previous_response_id`` gets the earlier input and output in front
-of its own. A Gemini ``cachedContents`` creation becomes a record of its own (its content is
-its prompt), with the lifetime the recording shows (its TTL, moved by later updates, cut by
-a deletion); a request naming that ``cachedContent`` gets the cached system instruction,
-tools and contents in front, with a cache breakpoint at their end (the ``cache_control``
-mark the renderer reads on a Gemini content). A reference to state the recording does not
+of its own; each response is remembered as a :class:`Turn` holding only what it added, so a
+long chain costs what its new items cost (the newest histories are kept built, so the next
+request's input is one list put together, not a walk). A Gemini ``cachedContents`` creation
+becomes a record of its own (its content is its prompt), with the lifetime the recording
+shows (its TTL, moved by later updates, cut by a deletion); a request naming that
+``cachedContent`` gets the cached system instruction, tools and contents in front, with a
+cache breakpoint at their end (the ``cache_control`` mark the renderer reads on a Gemini
+content). A reference to state the recording does not
 hold leaves the request's prompt incomplete.
 """
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -21,13 +26,64 @@ from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.exchange import Exchange
 from cachecast.logs.types import ObservedUsage
+from cachecast.logs.usage_fields import ttl_marks
+
+# Whole histories kept built for the next request to extend (the newest responses; an older
+# one named again is rebuilt from its turns).
+HISTORIES_KEPT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One response's place in a Responses conversation: the turn it continued (None: the
+    first), the items it added (its request's own input, then its output), the number of
+    items of the whole history up to it, and the TTLs of the cache marks in that history.
+    A turn holds only its own items, so a chain of N turns holds N turns' items, not N
+    histories (issue 28: a 3,000-request chain held and walked each history again)."""
+
+    parent: Turn | None
+    added: tuple[Any, ...]
+    length: int
+    ttls: frozenset[str]
+
+    def history(self) -> list[Any]:
+        """Every item of the conversation up to this turn, oldest first."""
+        pieces: list[tuple[Any, ...]] = []
+        turn: Turn | None = self
+        while turn is not None:
+            pieces.append(turn.added)
+            turn = turn.parent
+        return [item for piece in reversed(pieces) for item in piece]
+
+
+@dataclass(slots=True)
+class Chain:
+    """A Responses request with its conversation state followed: ``body`` has the earlier
+    items in front of its own input where ``parent`` (the turn it continues) is known;
+    ``complete`` is False where it names a response the recording does not hold. ``own``:
+    the request's own input items; ``earlier``: the parent request's input list, whose
+    items (the very objects) open ``body``'s input, where it was at hand."""
+
+    body: dict[str, Any]
+    complete: bool
+    parent: Turn | None
+    own: list[Any]
+    earlier: list[Any] | None = None
 
 
 @dataclass(slots=True)
 class ApiState:
     """What the API keeps between calls, as far as the recording shows it."""
 
-    responses: dict[str, list[Any]] = field(default_factory=dict)  # response id -> items
+    responses: dict[str, Turn] = field(default_factory=dict)
+    # The newest responses' request input (the list in their record) and output: the next
+    # request's input is these, then its own, put together once without walking the turns.
+    histories: OrderedDict[str, tuple[list[Any], tuple[Any, ...]]] = field(
+        default_factory=OrderedDict
+    )
+    # The latest Responses record: a record continuing it has that record's input checked
+    # already (``LogStream.continues``).
+    latest: dict[str, Any] | None = None
     caches: dict[str, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
     # cachedContents name -> (created, lifetime seconds, deleted before its TTL ran out)
     lifetimes: dict[str, tuple[float | None, int, bool]] = field(default_factory=dict)
@@ -36,36 +92,53 @@ class ApiState:
 GEMINI_DEFAULT_TTL_SECONDS = 3600  # "If not set, the TTL defaults to 1 hour" (Gemini docs)
 
 
-def chain_response(body: dict[str, Any], state: ApiState) -> tuple[dict[str, Any], bool]:
-    previous = body.get("previous_response_id")
-    if previous is None:
-        return body, True
-    earlier = state.responses.get(previous) if isinstance(previous, str) else None
-    if earlier is None:
-        return body, False  # the earlier turns are not in the recording
+def _own_items(body: dict[str, Any]) -> list[Any]:
     current = body.get("input", [])
-    items = (
-        [{"type": "message", "role": "user", "content": current}]
-        if isinstance(current, str)
-        else list(current)
-    )
+    if isinstance(current, str):
+        return [{"type": "message", "role": "user", "content": current}]
+    return list(current) if isinstance(current, list) else []
+
+
+def chain_response(body: dict[str, Any], state: ApiState) -> Chain:
+    previous = body.get("previous_response_id")
+    own = _own_items(body)
+    if previous is None:
+        return Chain(body, True, None, own)
+    turn = state.responses.get(previous) if isinstance(previous, str) else None
+    if turn is None:
+        return Chain(body, False, None, own)  # the earlier turns are not in the recording
     chained = {k: v for k, v in body.items() if k != "previous_response_id"}
-    chained["input"] = [*earlier, *items]
-    return chained, True
+    kept = state.histories.get(previous)
+    if kept is None:
+        chained["input"] = [*turn.history(), *own]
+        return Chain(chained, True, turn, own)
+    earlier, output = kept
+    chained["input"] = [*earlier, *output, *own]
+    return Chain(chained, True, turn, own, earlier)
 
 
-def remember_response(body: dict[str, Any], final: dict[str, Any], state: ApiState) -> None:
+def remember_response(chain: Chain, final: dict[str, Any], state: ApiState) -> None:
     response_id = final.get("id")
     output = final.get("output")
     if not isinstance(response_id, str) or not isinstance(output, list):
         return
-    current = body.get("input", [])
-    items = (
-        [{"type": "message", "role": "user", "content": current}]
-        if isinstance(current, str)
-        else list(current)
+    produced = tuple(i for i in output if isinstance(i, dict))
+    added = (*chain.own, *produced)
+    parent = chain.parent
+    state.responses[response_id] = Turn(
+        parent,
+        added,
+        (parent.length if parent is not None else 0) + len(added),
+        (parent.ttls if parent is not None else frozenset()) | ttl_marks(list(added)),
     )
-    state.responses[response_id] = [*items, *(i for i in output if isinstance(i, dict))]
+    current = chain.body.get("input")
+    if isinstance(current, list):
+        state.histories[response_id] = (current, produced)
+    else:  # a string input: the one message it stands for
+        state.histories[response_id] = (list(chain.own), produced)
+    state.histories.move_to_end(response_id)
+    while len(state.histories) > HISTORIES_KEPT:
+        state.histories.popitem(last=False)
 
 
 def _ttl_name(ttl: Any) -> str | None:
@@ -75,6 +148,8 @@ def _ttl_name(ttl: Any) -> str | None:
     try:
         seconds = float(ttl[:-1])
     except ValueError:
+        return None
+    if not math.isfinite(seconds):  # "1e400s", "nans": no TTL a cache can have
         return None
     whole = int(seconds)
     if whole != seconds or whole <= 0:
@@ -132,9 +207,10 @@ def cache_creation_record(
 def _seconds(ttl: Any) -> int | None:
     if isinstance(ttl, str) and ttl.endswith("s"):
         try:
-            return max(0, round(float(ttl[:-1])))
+            seconds = float(ttl[:-1])
         except ValueError:
             return None
+        return max(0, round(seconds)) if math.isfinite(seconds) else None
     return None
 
 

@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from cachecast.service.estimating import EstimateBody, estimate_request
+from cachecast.service.estimating import EstimateBody, check_job_size, estimate_request
 from cachecast.service.isolation import run_isolated
 from cachecast.service.jobs import JobQueueFullError
 from cachecast.service.ownership import new_owner_token
@@ -83,6 +83,7 @@ async def create_estimate(
     work = estimate_request(body, lines)
     _, _, passes = await run_in_threadpool(plan_estimate, work, state.contracts)
     if len(body.records) > state.settings.job_threshold_records:
+        await run_in_threadpool(check_job_size, body.records, state.settings.max_body_bytes)
         total = len(body.records) * len(passes)
         owner_token, owner_digest = new_owner_token()
         try:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
 
-from cachecast.service.problems import problem_responses
+from cachecast.service.routers._body import post_reading_body, read_json_body
 from cachecast.service.state import ServiceState, service_state
 from cachecast.usecases.price import PriceReport, PriceRequest, price
 
@@ -23,17 +24,22 @@ _EXAMPLE = {
 }
 
 
-@router.post(
+@post_reading_body(
+    router,
     "/prices",
+    PriceRequest,
     summary="Price one request's usage under the contract in force on a day",
     response_model=PriceReport,
-    responses=problem_responses(400, 404, 422),
+    problems=(400, 404, 413, 415, 422),
+    examples={"cached": _EXAMPLE},
 )
-def create_price(
-    state: Annotated[ServiceState, Depends(service_state)],
-    body: Annotated[PriceRequest, Body(openapi_examples={"cached": {"value": _EXAMPLE}})],
+async def create_price(
+    request: Request, state: Annotated[ServiceState, Depends(service_state)]
 ) -> PriceReport:
     """The same bill as an estimate's, split by what it pays for, with the bill without
     the cache beside it. An unknown target is a 404 with close matches; a TTL the contract
-    does not offer, a 422 naming ``cache_write_by_ttl.<name>``."""
-    return price(body, state.contracts)
+    does not offer, a 422 naming ``cache_write_by_ttl.<name>``. The body is read as every
+    JSON body is (strictly: UTF-8 checked, nesting and integers bounded, a 422 naming the
+    field), not by the framework's lenient parser."""
+    body = await read_json_body(request, PriceRequest)
+    return await run_in_threadpool(price, body, state.contracts)

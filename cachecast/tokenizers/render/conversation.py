@@ -13,13 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress, count, islice
+from operator import is_not
 from typing import Any
 
 import orjson
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.tokenizers.render.fields import as_dict, as_list, compact_json, require
-from cachecast.tokenizers.render.parts import NO_BREAKPOINT, Mark, Rendered, RenderedPart
+from cachecast.tokenizers.render.parts import (
+    NO_BREAKPOINT,
+    Mark,
+    Rendered,
+    RenderedPart,
+    parts_size,
+)
 
 
 def _no_request_rules(body: dict[str, Any], rendered: Rendered) -> None:
@@ -79,8 +87,12 @@ class Conversation:
             previous.header_json = header_json(old_body, name)
         if header != previous.header_json:
             return None
-        common = 0
-        for new, old in zip(messages, old_messages, strict=False):
+        # Messages that are the very same objects render the same: a reader that builds a
+        # request on an earlier one's list (a Responses chain) hands them over, and they are
+        # passed over in C, so a chain of N requests is not N whole comparisons in Python.
+        common = identical_prefix(messages, old_messages)
+        rest = zip(islice(messages, common, None), islice(old_messages, common, None), strict=False)
+        for new, old in rest:
             if not same_message(new, old):
                 break
             common += 1
@@ -118,10 +130,12 @@ def advance(mark: Mark, rendered: Rendered, exact: bool) -> Mark:
     last = mark.last_cacheable
     marked = mark.last_cacheable_marked
     eligible = mark.last_eligible
+    size = mark.size
     offset = rendered.prefix_parts
     parts = rendered.parts
     for index in range(mark.parts - offset, len(parts)):
         part = parts[index]
+        size += parts_size([part])
         has_breakpoint = part.breakpoint_ttl != NO_BREAKPOINT
         breakpoints += has_breakpoint + len(part.inner_breakpoints)
         if part.cacheable:
@@ -129,7 +143,15 @@ def advance(mark: Mark, rendered: Rendered, exact: bool) -> Mark:
             marked = has_breakpoint
         if part.framed and part.kind != "tool" and part.role != "assistant":
             eligible = offset + index
-    return Mark(offset + len(parts), breakpoints, last, marked, mark.exact and exact, eligible)
+    return Mark(
+        offset + len(parts), breakpoints, last, marked, mark.exact and exact, eligible, size
+    )
+
+
+def identical_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading positions of ``a`` and ``b`` hold the very same objects (a C loop)."""
+    first_other = next(compress(count(), map(is_not, a, b)), None)
+    return min(len(a), len(b)) if first_other is None else first_other
 
 
 def header_json(body: dict[str, Any], messages_field: str) -> bytes:

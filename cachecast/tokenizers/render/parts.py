@@ -67,6 +67,7 @@ class Mark:
     last_cacheable_marked: bool  # that part carries an explicit breakpoint itself
     exact: bool
     last_eligible: int = -1  # the last part of a message an OpenAI breakpoint may end
+    size: int = 0  # characters of text and non-text tokens so far (what sizes a batch)
 
 
 @dataclass(slots=True)
@@ -109,3 +110,20 @@ class Rendered:
     def part_count(self) -> int:
         """All parts of the request, those taken over from ``prefix`` included."""
         return self.prefix_parts + len(self.parts)
+
+    def size(self) -> int:
+        """The characters of text and the non-text tokens of the whole request, those taken
+        over included: an estimate of its ids' count (most tokens are several characters)
+        for the reader's batches, found without walking the parts taken over."""
+        if self.tokens is not None:
+            return len(self.tokens)
+        if not self.marks:
+            return parts_size(self.parts)
+        last = self.marks[-1]
+        return last.size + parts_size(self.parts[last.parts - self.prefix_parts :])
+
+
+def parts_size(parts: list[RenderedPart]) -> int:
+    return sum(
+        len(item) if isinstance(item, str) else item.count for part in parts for item in part.items
+    )
