@@ -32,6 +32,7 @@ field, reason) yielded in place of its request.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ CLAUDE_CODE = "claude-code"  # the format and client profile names (``sessions.p
 CODEX = "codex"
 NATIVE_FORMATS = (CLAUDE_CODE, CODEX)
 SYNTHETIC_MODEL = "<synthetic>"
+REPEATED_RESPONSE = "Claude Code line repeating a response (counted once per message.id)"
 TTL_5M = "5m"
 TTL_1H = "1h"
 SUBAGENT_MARKS = ("/agent-", "/sidechain-")
@@ -111,15 +113,22 @@ def native_format(path: Path) -> str | None:
 
 
 def session_requests(
-    path: Path, source: str, format: str | None = None, *, seen: set[str] | None = None
+    path: Path,
+    source: str,
+    format: str | None = None,
+    *,
+    seen: set[str] | None = None,
+    skipped: Counter[str] | None = None,
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every request of a session file with usage, errors as they come; ``seen`` holds the
-    Claude Code message ids counted so far (share it across files to count each once)."""
+    Claude Code message ids counted so far (share it across files to count each once);
+    ``skipped`` counts, by reason, the lines read that are no request (``inspect``)."""
+    skipped = Counter() if skipped is None else skipped
     name = format or native_format(path) or log_format(path)
     if compression_of(path) is None and name == CLAUDE_CODE:
-        yield from _claude(path, source, set() if seen is None else seen)
+        yield from _claude(path, source, set() if seen is None else seen, skipped)
     elif compression_of(path) is None and name == CODEX:
-        yield from _codex(path, source)
+        yield from _codex(path, source, skipped)
     else:
         stream = open_log(path, format=format, name=source)
         stream.usage_only = True
@@ -168,27 +177,43 @@ def session_records(
 ) -> Iterator[SessionRecord]:
     """Every request record of an open session log, its prompt left unread (no tokenizer, no
     token list: a claim of millions of tokens stays a number); bad lines go to ``errors``
-    and the client versions the records name to ``versions``."""
-    for line, item in stream:
-        if isinstance(item, LogRecordError):
-            errors.append(item)
+    and the client versions the records name to ``versions``. A native session file is
+    read by :func:`session_requests` (the stream is not read then); its prompts are never
+    complete (the client adds its system prompt and tools)."""
+    if stream.format in NATIVE_FORMATS and compression_of(stream.path) is None:
+        found = session_requests(stream.path, stream.source, stream.format, skipped=stream.skipped)
+        for item in found:
+            if isinstance(item, LogRecordError):
+                errors.append(item)
+                continue
+            if item.client_version is not None:
+                versions.add(item.client_version)
+            facts = item.facts
+            yield SessionRecord(
+                facts.model, item.provider, facts.timestamp, False, item.usage, facts.line
+            )
+        return
+    stream.usage_only = True
+    for line, raw in stream:
+        if isinstance(raw, LogRecordError):
+            errors.append(raw)
             continue
         try:
-            raw = item.get("observed")
-            observed = None if raw is None else canonical_observed(raw)
-            when = _seconds(item.get("timestamp"))
+            observed_raw = raw.get("observed")
+            observed = None if observed_raw is None else canonical_observed(observed_raw)
+            when = _seconds(raw.get("timestamp"))
         except RecordFieldError as exc:
             errors.append(stream.error(line, exc.field, exc.reason))
             continue
-        version = item.get("client_version")
+        version = raw.get("client_version")
         if isinstance(version, str):
             versions.add(version)
-        model, provider = item.get("model"), item.get("provider")
+        model, provider = raw.get("model"), raw.get("provider")
         yield SessionRecord(
             model if isinstance(model, str) else None,
             provider if isinstance(provider, str) else None,
             when,
-            item.get("prompt_complete", True) is not False,
+            raw.get("prompt_complete", True) is not False,
             observed,
             line,
         )
@@ -437,7 +462,9 @@ def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
     ) and b'"user"' in raw
 
 
-def _claude(path: Path, name: str, seen: set[str]) -> Iterator[SessionRequest | LogRecordError]:
+def _claude(
+    path: Path, name: str, seen: set[str], skipped: Counter[str]
+) -> Iterator[SessionRequest | LogRecordError]:
     project = _claude_project(path)
     state = _ClaudeFile(name)
     responses: dict[str, _Response] = {}  # message id -> its response, in first-line order
@@ -453,7 +480,7 @@ def _claude(path: Path, name: str, seen: set[str]) -> Iterator[SessionRequest | 
         try:
             lineage = state.lineage(event)
             if lineage is not None and event.get("type") == "assistant":
-                _claude_line(event, line, lineage, responses, seen)
+                _claude_line(event, line, lineage, responses, seen, skipped)
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
     for response in responses.values():
@@ -469,20 +496,26 @@ def _claude_line(
     lineage: _Lineage,
     responses: dict[str, _Response],
     seen: set[str],
+    skipped: Counter[str],
 ) -> None:
     message = require_dict(event.get("message"), "message")
     usage = message.get("usage")
     model = message.get("model")
-    if usage is None or model == SYNTHETIC_MODEL:
-        return  # no usage, or Claude Code's own error text: no API call
+    if model == SYNTHETIC_MODEL:
+        skipped["Claude Code's own <synthetic> message (no API call)"] += 1
+        return
+    if usage is None:
+        return
     usage = require_dict(usage, "message.usage")
     message_id = _text(message.get("id"), "message.id")
     earlier = responses.get(message_id)
     if earlier is not None:
         earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
+        skipped[REPEATED_RESPONSE] += 1
         return
     if message_id in seen:
-        return  # a resumed session repeating a response counted in an earlier file
+        skipped[REPEATED_RESPONSE] += 1  # a resumed session: counted in an earlier file
+        return
     seen.add(message_id)
     timestamp = event.get("timestamp")
     version = event.get("version")
@@ -536,6 +569,7 @@ _CODEX_MARKS = (b'"token_count"', b'"turn_context"', b'"session_meta"', b'"compa
 @dataclass(slots=True)
 class _Rollout:
     session: str
+    skipped: Counter[str]
     project: str = ""
     provider: str = "openai"
     version: str | None = None
@@ -545,8 +579,10 @@ class _Rollout:
     event: str | None = None  # "compacted" until the next request
 
 
-def _codex(path: Path, name: str) -> Iterator[SessionRequest | LogRecordError]:
-    state = _Rollout(path.stem)
+def _codex(
+    path: Path, name: str, skipped: Counter[str]
+) -> Iterator[SessionRequest | LogRecordError]:
+    state = _Rollout(path.stem, skipped)
     for line, raw in _lines(path, name):
         if not any(mark in raw for mark in _CODEX_MARKS):
             continue
@@ -595,11 +631,14 @@ def _codex_event(
         return None
     info = payload.get("info")
     if info is None:
-        return None  # rate limits only
+        state.skipped["Codex token_count without usage (rate limits only)"] += 1
+        return None
     info = require_dict(info, "payload.info")
     running = info.get("total_token_usage")
     if running is not None and running == state.total:
-        return None  # the same event written again before the next turn
+        # The same event written again before the next turn.
+        state.skipped["Codex token_count repeating the previous one (counted once)"] += 1
+        return None
     state.total = running
     where = "payload.info.last_token_usage"
     last = require_dict(info.get("last_token_usage"), where)
