@@ -36,18 +36,20 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
-from cachecast.logs.compressed import compression_of
-from cachecast.logs.formats import detect_format, open_log
-from cachecast.logs.stream import READ_BUFFER_BYTES, LogStream, bounded_lines
+from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed, normalize_usage
 from cachecast.sessions.predictor import ObservedSplit, PromptFacts
+
+if TYPE_CHECKING:
+    from cachecast.logs.stream import LogStream
+
 
 CLAUDE_CODE = "claude-code"  # the format and client profile names (``sessions.profiles``)
 CODEX = "codex"
@@ -91,13 +93,15 @@ def log_format(path: Path, format: str | None = None) -> str:
     file is not parsed here; LogFileError where no format fits)."""
     if format is not None:
         return format
+    from cachecast.logs.formats import detect_format  # every format's reader: only here
+
     return detect_format(path)[0].name
 
 
 def native_format(path: Path) -> str | None:
     """``claude-code`` or ``codex`` where the first lines of ``path`` that say are of that
     client (cheaper than trying every format; None: neither, or not read here)."""
-    if compression_of(path) is not None:
+    if _compressed(path):
         return None
     for line, raw in _lines(path, str(path)):
         if line > 50:
@@ -125,11 +129,14 @@ def session_requests(
     ``skipped`` counts, by reason, the lines read that are no request (``inspect``)."""
     skipped = Counter() if skipped is None else skipped
     name = format or native_format(path) or log_format(path)
-    if compression_of(path) is None and name == CLAUDE_CODE:
+    native = name in NATIVE_FORMATS and not _compressed(path)
+    if native and name == CLAUDE_CODE:
         yield from _claude(path, source, set() if seen is None else seen, skipped)
-    elif compression_of(path) is None and name == CODEX:
+    elif native and name == CODEX:
         yield from _codex(path, source, skipped)
     else:
+        from cachecast.logs.formats import open_log
+
         stream = open_log(path, format=format, name=source)
         stream.usage_only = True
         client = name if name in NATIVE_FORMATS else None
@@ -180,7 +187,7 @@ def session_records(
     and the client versions the records name to ``versions``. A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
-    if stream.format in NATIVE_FORMATS and compression_of(stream.path) is None:
+    if stream.format in NATIVE_FORMATS and not _compressed(stream.path):
         found = session_requests(stream.path, stream.source, stream.format, skipped=stream.skipped)
         for item in found:
             if isinstance(item, LogRecordError):
@@ -326,6 +333,13 @@ def _root(body: Any) -> str | None:
     if not isinstance(items, list) or not items:
         return None
     return _fingerprint(items[0])
+
+
+def _compressed(path: Path) -> bool:
+    """A compressed file is read through ``logs.open_log``, which inflates it (bounded)."""
+    from cachecast.logs.compressed import compression_of
+
+    return compression_of(path) is not None
 
 
 def _lines(path: Path, name: str) -> Iterator[tuple[int, bytes]]:
