@@ -120,8 +120,11 @@ def test_lineages_events_and_roots_of_a_transcript(tmp_path: Path) -> None:
 def test_a_resumed_session_repeats_a_response_counted_once(tmp_path: Path) -> None:
     first = write(
         tmp_path / "a.jsonl",
-        [user("u1", None, "2026-01-10T10:00:00Z", "hi"), reply("a1", "u1", "2026-01-10T10:00:05Z", "m1", 100, 1)],
-    )  # fmt: skip
+        [
+            user("u1", None, "2026-01-10T10:00:00Z", "hi"),
+            reply("a1", "u1", "2026-01-10T10:00:05Z", "m1", 100, 1),
+        ],
+    )
     resumed = write(
         tmp_path / "b.jsonl",
         [
