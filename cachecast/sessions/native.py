@@ -281,16 +281,26 @@ class _ClaudeFile:
 def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
     """Whether a line can bill or change a lineage: a response, a compaction boundary, a
     sidechain line, a line without a parent, or a user line that gives a lineage its root
-    (the file's first, or the first after a compaction)."""
+    (the file's first, or the first after a compaction). ``parentUuid`` and ``isSidechain``
+    are read where they first occur: Claude Code writes them as the line's first keys, so
+    the search stops within the first bytes of a long line."""
+    parent = raw.find(b'"parentUuid"')
+    if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
+        return True
+    if _value_is(raw, b'"isSidechain"', b"true"):
+        return True
     if b'"usage"' in raw or b"compact_boundary" in raw:
         return True
-    if b'"isSidechain":true' in raw or b'"isSidechain": true' in raw:
-        return True
-    if b'"parentUuid":null' in raw or b'"parentUuid": null' in raw:
-        return True
-    return (
-        bool(state.awaiting) or not state.lineages or b'"parentUuid"' not in raw
-    ) and b'"user"' in raw
+    return (bool(state.awaiting) or not state.lineages or parent < 0) and b'"user"' in raw
+
+
+def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bool:
+    """Whether the first ``key`` of a JSON line holds ``value`` (a literal: true, null)."""
+    at = raw.find(key) if at is None else at
+    if at < 0:
+        return False
+    rest = raw[at + len(key) : at + len(key) + 8].lstrip()
+    return rest.startswith(b":") and rest[1:].lstrip().startswith(value)
 
 
 def claude_requests(
