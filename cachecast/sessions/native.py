@@ -281,16 +281,20 @@ class _ClaudeFile:
 def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
     """Whether a line can bill or change a lineage: a response, a compaction boundary, a
     sidechain line, a line without a parent, or a user line that gives a lineage its root
-    (the file's first, or the first after a compaction). ``parentUuid`` and ``isSidechain``
-    are read where they first occur: Claude Code writes them as the line's first keys, so
-    the search stops within the first bytes of a long line."""
+    (the file's first, or the first after a compaction). ``parentUuid``, ``isSidechain`` and
+    ``agentId`` are read where they first occur: Claude Code writes them before the message,
+    so the search stops within the first bytes of a long line."""
     parent = raw.find(b'"parentUuid"')
     if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
         return True
-    if _value_is(raw, b'"isSidechain"', b"true"):
-        return True
     if b'"usage"' in raw or b"compact_boundary" in raw:
         return True
+    if _value_is(raw, b'"isSidechain"', b"true"):
+        # A sub-agent's line is its agent's lineage whatever its parent: only an older
+        # sidechain, in its session's file, needs its parent links followed.
+        head = raw.find(b'"message"')
+        if raw.find(b'"agentId"', 0, head if head >= 0 else len(raw)) < 0:
+            return True
     return (bool(state.awaiting) or not state.lineages or parent < 0) and b'"user"' in raw
 
 
