@@ -1,57 +1,137 @@
-"""Session logs read as the predictor needs them: per request its facts (where, when, which
-model and lineage, the prompt's length) and, apart, the split the provider reported.
+"""The one reader of agent session logs: every request of a Claude Code transcript or a Codex
+CLI rollout as a :class:`SessionRequest`, for the usage report (``usecases.usage``), session
+reconcile (``usecases.session_reconcile``) and ``inspect``.
 
-No tokenizer runs here and no token list is built: a request is the counts its usage states,
-so what the reading keeps per session is a few integers, whatever the prompt's length.
+A request is what its usage states, split apart: the :class:`PromptFacts` a prediction may
+see (where it sits, when, which model and lineage, the prompt's *length*), the
+:class:`ObservedSplit` only the predictor's ``learn`` sees, and the bill's fields (session,
+project, provider, client version, usage per TTL, output). No tokenizer runs and no prompt
+is built: what the reading keeps per session is a few integers, whatever the prompts' length.
+
+The two native formats are read line by line (``sessions.native``; each line bounded by
+``max_line_bytes``, docs/limits.md) and a line is parsed only when it can matter
+(docs/usage-report.md):
+
+* Claude Code: lines holding ``"usage"`` (responses), compaction boundaries, sidechain lines
+  (their parent links make a sidechain's lineage) and user lines that start a conversation
+  (no parent). One API response is split over several assistant lines repeating its
+  ``message.id``: it is one request, timed by its first line, with the usage of its last
+  (the final output count), and counted once across every file read (a resumed session
+  repeats earlier responses in its new file). ``<synthetic>`` messages are not requests. A
+  sub-agent (``agentId``) or sidechain is a lineage of its own; the fingerprint of its first
+  user message (``root``) lets two lineages with the same history share a prefix.
+* Codex CLI: ``token_count`` events' ``info.last_token_usage``; an event whose running
+  ``total_token_usage`` did not move repeats the previous one; ``info: null`` carries rate
+  limits only; the model is ``info.model`` or the latest ``turn_context``'s.
+
+Every other format (a canonical log named with ``--client``, inline records, a compressed
+session file) is read through ``logs.open_log`` with ``usage_only`` set, from the records'
+``observed`` usage. A line that cannot be read is a :class:`LogRecordError` (file, line,
+field, reason) yielded in place of its request.
 """
 
 from __future__ import annotations
 
-import hashlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
-from cachecast.logs.formats import detect_format, open_log
-from cachecast.logs.stream import LogStream
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
-from cachecast.sessions.predictor import ObservedSplit, PromptFacts
+from cachecast.sessions.native import (
+    CLAUDE_CODE,
+    CODEX,
+    NATIVE_FORMATS,
+    TTL_1H,
+    TTL_5M,
+    SessionRequest,
+    claude_requests,
+    codex_requests,
+    compressed,
+    fingerprint,
+    make_request,
+    native_format,
+)
 
-SUBAGENT_MARKS = ("/agent-", "/sidechain-")
-# Claude Code names the agent that compacts a session ``acompact-*``: it sends the session's
-# history (docs/clients.md), so it can read what the session cached.
-COMPACTION_MARK = "/agent-acompact"
+if TYPE_CHECKING:
+    from cachecast.logs.stream import LogStream
+
+__all__ = [
+    "CLAUDE_CODE",
+    "CODEX",
+    "NATIVE_FORMATS",
+    "TTL_1H",
+    "TTL_5M",
+    "SessionRecord",
+    "SessionRequest",
+    "log_format",
+    "native_format",
+    "record_requests",
+    "session_records",
+    "session_requests",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRequest:
-    facts: PromptFacts
-    observed: ObservedSplit  # never handed to a prediction: SessionPredictor.learn only
-    usage: ObservedUsage  # the usage as reported (for the bill)
-    provider: str | None
-    client_version: str | None
+def log_format(path: Path, format: str | None = None) -> str:
+    """The format name a file is read as: forced, or detected from its first bytes (the
+    file is not parsed here; LogFileError where no format fits)."""
+    if format is not None:
+        return format
+    from cachecast.logs.formats import detect_format  # every format's reader: only here
+
+    return detect_format(path)[0].name
 
 
 def session_requests(
-    path: Path, source: str, format: str | None = None
+    path: Path,
+    source: str,
+    format: str | None = None,
+    *,
+    seen: set[str] | None = None,
+    skipped: Counter[str] | None = None,
 ) -> Iterator[SessionRequest | LogRecordError]:
-    """Every request of a session file with usage, in file order; errors as they come."""
-    stream = open_log(path, format=format, name=source)
-    stream.usage_only = True
-    for line, item in stream:
-        if isinstance(item, LogRecordError):
-            yield item
-            continue
+    """Every request of a session file with usage, errors as they come; ``seen`` holds the
+    Claude Code message ids counted so far (share it across files to count each once);
+    ``skipped`` counts, by reason, the lines read that are no request (``inspect``)."""
+    skipped = Counter() if skipped is None else skipped
+    name = format or native_format(path) or log_format(path)
+    native = name in NATIVE_FORMATS and not compressed(path)
+    if native and name == CLAUDE_CODE:
+        yield from claude_requests(path, source, set() if seen is None else seen, skipped)
+    elif native and name == CODEX:
+        yield from codex_requests(path, source, skipped)
+    else:
+        from cachecast.logs.formats import open_log
+
+        stream = open_log(path, format=format, name=source)
+        stream.usage_only = True
+        client = name if name in NATIVE_FORMATS else None
+        for line, item in stream:
+            if isinstance(item, LogRecordError):
+                yield item
+                continue
+            try:
+                built = _request(source, line, item, client)
+            except RecordFieldError as exc:
+                yield stream.error(line, exc.field, exc.reason)
+                continue
+            if built is not None:
+                yield built
+
+
+def record_requests(
+    records: Iterable[dict[str, Any]], source: str
+) -> Iterator[SessionRequest | LogRecordError]:
+    """The same for records given inline (canonical wrapper records with ``observed``)."""
+    for index, record in enumerate(records):
         try:
-            built = _request(source, line, item)
+            built = _request(source, index + 1, record, None)
         except RecordFieldError as exc:
-            yield stream.error(line, exc.field, exc.reason)
+            yield LogRecordError(source, None, exc.field, exc.reason, record=index)
             continue
         if built is not None:
             yield built
@@ -74,100 +154,76 @@ def session_records(
 ) -> Iterator[SessionRecord]:
     """Every request record of an open session log, its prompt left unread (no tokenizer, no
     token list: a claim of millions of tokens stays a number); bad lines go to ``errors``
-    and the client versions the records name to ``versions``."""
-    for line, item in stream:
-        if isinstance(item, LogRecordError):
-            errors.append(item)
+    and the client versions the records name to ``versions``. A native session file is
+    read by :func:`session_requests` (the stream is not read then); its prompts are never
+    complete (the client adds its system prompt and tools)."""
+    if stream.format in NATIVE_FORMATS and not compressed(stream.path):
+        found = session_requests(stream.path, stream.source, stream.format, skipped=stream.skipped)
+        for item in found:
+            if isinstance(item, LogRecordError):
+                errors.append(item)
+                continue
+            if item.client_version is not None:
+                versions.add(item.client_version)
+            facts = item.facts
+            yield SessionRecord(
+                facts.model, item.provider, facts.timestamp, False, item.usage, facts.line
+            )
+        return
+    stream.usage_only = True
+    for line, raw in stream:
+        if isinstance(raw, LogRecordError):
+            errors.append(raw)
             continue
         try:
-            raw = item.get("observed")
-            observed = None if raw is None else canonical_observed(raw)
-            when = _seconds(item.get("timestamp"))
+            observed_raw = raw.get("observed")
+            observed = None if observed_raw is None else canonical_observed(observed_raw)
+            when = _seconds(raw.get("timestamp"))
         except RecordFieldError as exc:
             errors.append(stream.error(line, exc.field, exc.reason))
             continue
-        version = item.get("client_version")
+        version = raw.get("client_version")
         if isinstance(version, str):
             versions.add(version)
-        model, provider = item.get("model"), item.get("provider")
+        model, provider = raw.get("model"), raw.get("provider")
         yield SessionRecord(
             model if isinstance(model, str) else None,
             provider if isinstance(provider, str) else None,
             when,
-            item.get("prompt_complete", True) is not False,
+            raw.get("prompt_complete", True) is not False,
             observed,
             line,
         )
 
 
-def record_requests(
-    records: Iterable[dict[str, Any]], source: str
-) -> Iterator[SessionRequest | LogRecordError]:
-    """The same for records given inline (canonical wrapper records with ``observed``)."""
-    for index, record in enumerate(records):
-        try:
-            built = _request(source, index + 1, record)
-        except RecordFieldError as exc:
-            yield LogRecordError(source, None, exc.field, exc.reason, record=index)
-            continue
-        if built is not None:
-            yield built
-
-
-def log_format(path: Path, format: str | None = None) -> str:
-    """The format name a file is read as: forced, or detected from its first bytes (the
-    file is not parsed here)."""
-    if format is not None:
-        return format
-    return detect_format(path)[0].name
-
-
-def _request(source: str, line: int, record: dict[str, Any]) -> SessionRequest | None:
+def _request(
+    source: str, line: int, record: dict[str, Any], client: str | None
+) -> SessionRequest | None:
+    """A canonical record's request (None: it carries no usage)."""
     raw = record.get("observed")
     if raw is None:
         return None
-    usage = canonical_observed(raw)
-    if usage.input_tokens is None:
-        raise RecordFieldError("usage", "the request's usage states no input token count")
-    read = usage.cache_read_tokens or 0
-    by_ttl = dict(usage.cache_write_by_ttl)
-    write = (
-        usage.cache_write_tokens if usage.cache_write_tokens is not None else sum(by_ttl.values())
-    )
-    reported = usage.cache_write_tokens is not None or bool(by_ttl)
-    total = usage.input_tokens
     lineage = str(record.get("session") or source)
-    facts = PromptFacts(
-        source=source,
-        line=line,
-        request_id=str(record.get("request_id") or f"{source}:{line}"),
-        lineage=lineage,
-        model=str(record.get("model") or ""),
-        timestamp=_seconds(record.get("timestamp")),
-        prompt_tokens=total,
-        root=_root(record.get("request")),
-        event=record.get("session_event") if isinstance(record.get("session_event"), str) else None,
-        subagent=any(mark in lineage for mark in SUBAGENT_MARKS),
-        parent=lineage.split(COMPACTION_MARK, 1)[0] if COMPACTION_MARK in lineage else None,
-        user_turn=record.get("user_turn") is True,
-    )
-    observed = ObservedSplit(
-        read=read,
-        write=write,
-        uncached=total - read - write,
-        output=usage.output_tokens or 0,
-        write_by_ttl=by_ttl,
-        writes_reported=reported,
-        reasoning=_count(record.get("reasoning_tokens")),
-    )
+    event = record.get("session_event")
     version = record.get("client_version")
     provider = record.get("provider")
-    return SessionRequest(
-        facts,
-        observed,
-        usage,
-        provider if isinstance(provider, str) else None,
-        version if isinstance(version, str) else None,
+    timestamp = record.get("timestamp")
+    return make_request(
+        source,
+        line,
+        str(record.get("request_id") or f"{source}:{line}"),
+        lineage,
+        str(record.get("model") or ""),
+        None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+        canonical_observed(raw),
+        root=_root(record.get("request")),
+        event=event if isinstance(event, str) else None,
+        provider=provider if isinstance(provider, str) else None,
+        client_version=version if isinstance(version, str) else None,
+        client=client,
+        session=lineage,
+        user_turn=record.get("user_turn") is True,
+        reasoning=_count(record.get("reasoning_tokens")),
     )
 
 
@@ -183,11 +239,10 @@ def _seconds(value: Any) -> float:
 
 
 def _root(body: Any) -> str | None:
-    """A fingerprint of the prompt's first visible message: requests whose histories start
-    alike (a compaction agent and the session it compacts) can share a cached prefix."""
+    """A fingerprint of a canonical prompt's first visible message."""
     if not isinstance(body, dict):
         return None
     items = body.get("messages", body.get("input"))
     if not isinstance(items, list) or not items:
         return None
-    return hashlib.blake2b(orjson.dumps(items[0]), digest_size=12).hexdigest()
+    return fingerprint(items[0])

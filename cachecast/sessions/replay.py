@@ -5,15 +5,17 @@ explained in words where it is outside tolerance.
     requests = [r for r in session_requests(path, name) if isinstance(r, SessionRequest)]
     for each in predict_sessions(requests, profile_for_format("claude-code")):
         each.request.usage, each.predicted.read, each.within_tolerance, each.cause, each.why
+        missed_reads(each)  # the cached tokens it did not read, why (the usage report's loss)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from cachecast.sessions.causes import explain, within
-from cachecast.sessions.predictor import Prediction, SessionPredictor
+from cachecast.sessions.causes import IDLE_GAP, explain, within
+from cachecast.sessions.predictor import Prediction, SessionPredictor, duration
 from cachecast.sessions.profiles import ClientProfile
 from cachecast.sessions.reading import SessionRequest
 
@@ -25,6 +27,10 @@ class PredictedRequest:
     within_tolerance: bool
     cause: str | None  # a code of ``sessions.causes`` (None: within tolerance)
     why: str  # the cause in words with its figures, else what the prediction rests on
+    # What the request would have read had the idle gap before it not outlived its lineage's
+    # cached prefix (the same prediction made at the moment that prefix was last used); None
+    # where no gap outlived a TTL.
+    kept: int | None = None
 
 
 def predict_sessions(
@@ -36,9 +42,46 @@ def predict_sessions(
     for each in sorted(requests, key=lambda request: request.facts.timestamp):
         facts, observed = each.facts, each.observed
         predicted = predictor.predict(facts)  # k's facts only: never its observed split
+        kept = None
+        gap, ttl = predicted.gap_seconds, predicted.ttl_seconds
+        if gap is not None and ttl is not None and gap > ttl and not predicted.new_lineage:
+            # ``predict`` reads the predictor's state and changes none of it.
+            then = dataclasses.replace(facts, timestamp=facts.timestamp - gap)
+            kept = predictor.predict(then).read
         predictor.learn(facts, predicted, observed)
         ok = within(facts, predicted, observed)
         cause, why = (None, predicted.basis)
         if not ok:
             cause, why = explain(facts, predicted, observed, profile)
-        yield PredictedRequest(each, predicted, ok, cause, why)
+        yield PredictedRequest(each, predicted, ok, cause, why, kept)
+
+
+@dataclass(frozen=True, slots=True)
+class MissedReads:
+    """Cached tokens a request did not read: ``expected`` of them were there, it read
+    ``expected - tokens``; ``cause`` is a code of ``sessions.causes``, ``detail`` in words."""
+
+    tokens: int
+    expected: int
+    cause: str
+    detail: str
+
+
+def missed_reads(each: PredictedRequest) -> MissedReads | None:
+    """What a request failed to read (None: nothing): the prefix an idle gap let expire
+    (``kept``), else, outside tolerance, the shortfall from the prediction. A shortfall
+    within tolerance is the prediction's own margin, not a miss (docs/usage-report.md)."""
+    read = each.request.observed.read
+    predicted = each.predicted
+    if each.kept is not None and each.kept > max(read, predicted.read):
+        gap, ttl = predicted.gap_seconds or 0.0, predicted.ttl_seconds or 0.0
+        return MissedReads(
+            each.kept - read,
+            each.kept,
+            IDLE_GAP,
+            f"the idle gap of {duration(gap)} outlived the cache's {duration(ttl)} lifetime:"
+            f" {each.kept:,} cached tokens were written again or sent uncached",
+        )
+    if not each.within_tolerance and each.cause is not None and predicted.read > read:
+        return MissedReads(predicted.read - read, predicted.read, each.cause, each.why)
+    return None

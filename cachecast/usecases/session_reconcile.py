@@ -219,9 +219,10 @@ def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordErro
     # reported under the field "file" and the others are read; the command exits 2 after the
     # report (docs/errors.md).
     tolerant = len(log.files) > 1 and log.on_bad_record == "skip"
+    seen: set[str] = set()  # a response a resumed session repeats is counted once
     for file in log.files:
         try:
-            yield from session_requests(file.path, file.display_name, file.format)
+            yield from session_requests(file.path, file.display_name, file.format, seen=seen)
         except LogFileError as error:
             if not tolerant:
                 raise

@@ -1,17 +1,19 @@
 """``usage``: what agent sessions cost, where it went, what caching saved, what misses cost.
 
-:func:`usage_report` reads Claude Code transcripts and Codex CLI rollouts fast
-(``logs.session_usage``: usage fields only, nothing tokenized) and, per request:
+:func:`usage_report` reads Claude Code transcripts and Codex CLI rollouts with the one reader
+of agent sessions (``sessions.reading``: usage fields only, nothing tokenized), predicts each
+request under its client's profile (``sessions.replay.predict_sessions``, the predictions
+``reconcile`` makes) and, per request:
 
 * bills the observed usage (uncached input, cache reads, writes per TTL, output) under the
   contract in force on the request's date (in ``timezone``), with the long-context tier the
   whole prompt reaches (cache reads and writes count toward it); the same tokens with caching
   off give the bill without caching, and the difference is what caching saved;
-* asks the :class:`~cachecast.simulator.session_reads.ReadPredictor` what an earlier request
-  of its lineage had cached (``cacheable``) and what it should have read: the cached tokens
-  it did not read (``missed``) were paid as writes or plain input instead of reads; that
-  difference in dollars is "lost", attributed to the prediction's cause (an idle gap that
-  outlived the TTL, a prompt rewritten inside the cached prefix, ...);
+* takes the cached tokens it did not read (``sessions.replay.missed_reads``: the prefix an
+  idle gap let expire, else the shortfall from a prediction outside tolerance) and prices
+  them at the input price minus the cache read price: that is "lost", attributed to the
+  cause (``sessions.causes``: an idle gap that outlived the TTL, a changed system prompt or
+  tools, a model change, a best-effort provider, ...);
 * adds the request to its row (``by``: day, session, project, model, several allowed), to the
   totals, to the timeline (hit rate by hour, or by day over long spans) and to the worst
   requests (most dollars lost).
@@ -34,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
@@ -42,13 +44,10 @@ from pydantic import Field
 from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, Location, LogRecordError
-from cachecast.logs.session_usage import SessionCall, read_calls
+from cachecast.sessions.profiles import PROFILES, profile_for_format
+from cachecast.sessions.reading import SessionRequest, native_format, session_requests
+from cachecast.sessions.replay import MissedReads, PredictedRequest, missed_reads, predict_sessions
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
-from cachecast.simulator.session_reads import (
-    PreviousPromptPredictor,
-    ReadPrediction,
-    ReadPredictor,
-)
 from cachecast.usecases.reports import (
     ContractReference,
     DecimalNumber,
@@ -80,6 +79,7 @@ SELF_HOSTED = (
     " --gpu-price <$/h> (docs/economics.md)"
 )
 ZERO = Decimal(0)
+PREDICTOR = "client profiles (sessions.predictor, docs/predictions.md)"
 
 
 class SessionFile(Request):
@@ -135,9 +135,14 @@ class WorstRequest(Report):
     timestamp: dt.datetime | None
     prompt_tokens: int
     cache_read_tokens: int
-    expected_read_tokens: int = Field(description="what the predictor says it should have read")
-    cacheable_tokens: int = Field(description="what an earlier request of its lineage cached")
-    cause: str
+    expected_read_tokens: int = Field(
+        description="what the client profile's prediction says it should have read"
+    )
+    cacheable_tokens: int = Field(
+        description="what its lineage had cached: the prefix an idle gap let expire, else"
+        " the prediction"
+    )
+    cause: str = Field(description="a code of the session causes (docs/predictions.md)")
     detail: str
     lost: Money
 
@@ -170,6 +175,9 @@ class UsageReport(Report):
     until: dt.date | None
     by: list[str]
     predictor: str = Field(description="what says what each request should have read")
+    profiles: dict[str, str] = Field(
+        default_factory=dict, description="client -> where its caching profile is written down"
+    )
     hit_rate_definition: str = HIT_RATE_DEFINITION
     rows: list[UsageTotals]
     totals: UsageTotals
@@ -199,14 +207,15 @@ class _Sums:
     lost: dict[str, Decimal] = field(default_factory=dict)
     unpriced: int = 0
 
-    def add(self, call: SessionCall, priced: _Priced | None) -> None:
+    def add(self, call: SessionRequest, priced: _Priced | None) -> None:
+        observed = call.observed
         self.requests += 1
-        self.prompt += call.input_tokens
-        self.read += call.cache_read_tokens
-        self.write_5m += call.cache_write_5m_tokens
-        self.write_1h += call.cache_write_1h_tokens
-        self.uncached += call.uncached_input_tokens
-        self.output += call.output_tokens
+        self.prompt += call.facts.prompt_tokens
+        self.read += observed.read
+        self.write_5m += call.write_5m
+        self.write_1h += call.write_1h
+        self.uncached += observed.uncached
+        self.output += observed.output
         if priced is None:
             self.unpriced += 1
             return
@@ -276,11 +285,15 @@ def _timezone(name: str) -> dt.tzinfo:
         ) from None
 
 
-def usage_report(
-    request: UsageRequest,
-    store: ContractLookup,
-    predictor: Callable[[], ReadPredictor] = PreviousPromptPredictor,
-) -> UsageReport:
+class _Worst(NamedTuple):
+    lost: Decimal
+    order: int  # minus the request's place: the earlier of two equal losses first
+    each: PredictedRequest
+    moment: dt.datetime | None
+    missed: MissedReads
+
+
+def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
     """The report the module docstring describes."""
     zone = _timezone(request.timezone)
     if request.since and request.until and request.since > request.until:
@@ -295,6 +308,8 @@ def usage_report(
                 raise BadInputError("no such file", location=Location(source=name, field="files"))
     else:
         paths = [(path, str(path)) for path in find_sessions([])]
+    if not paths:
+        raise BadInputError("no session file found", location=Location(field="files"))
     targets = [_target(text) for text in request.targets]
     issues: list[LogRecordError] = []
     issue_count = 0
@@ -307,70 +322,67 @@ def usage_report(
         if len(issues) < MAX_ISSUES:
             issues.append(error)
 
+    by_client = _read(paths, on_error)
     contracts = ContractCache(store)
-    reads = predictor()
     rows: dict[tuple[str, ...], _Sums] = {}
     totals = _Sums()
     clients: dict[str, int] = {}
     unpriced: dict[tuple[str, str], _Unpriced] = {}
     hours: dict[dt.datetime, list[int]] = {}
-    worst: list[tuple[Decimal, int, SessionCall, dt.datetime | None, ReadPrediction]] = []
+    worst: list[_Worst] = []
     scenarios = [WhatIfSums(f"ttl {request.ttl}")] if request.ttl else []
     scenarios += [WhatIfSums(f"target {p}:{m}") for p, m in targets]
-    for index, call in enumerate(read_calls(paths, on_error)):
-        moment = None if call.timestamp is None else dt.datetime.fromtimestamp(call.timestamp, zone)
-        day = moment.date() if moment is not None else None
-        if (request.since or request.until) and (
-            day is None
-            or (request.since is not None and day < request.since)
-            or (request.until is not None and day > request.until)
-        ):
-            reads.observe(call)
-            continue
-        clients[call.client] = clients.get(call.client, 0) + 1
-        bill_day = day or dt.datetime.now(dt.UTC).date()
-        contract = contracts.get(call.provider, call.model, bill_day)
-        terms = contract if isinstance(contract, ContractTerms) else None
-        prediction = reads.predict(call, terms)
-        reads.observe(call)
-        priced = None
-        if terms is None:
-            assert isinstance(contract, str)
-            unpriced.setdefault((call.provider, call.model), _Unpriced(contract)).add(day)
-        else:
-            contracts.use(terms)
-            usage = usage_of(call, call.cache_read_tokens, writes_on(terms, writes_of(call)))
-            with localcontext(EXACT):
-                cost = bill_request(usage, terms).total
-                plain = bill_without_cache(usage, terms).total
-            missed = max(0, prediction.cacheable - call.cache_read_tokens)
-            lost = lost_of(call, terms, missed) if missed else ZERO
-            priced = _Priced(cost, plain, missed, prediction.cause, lost)
-            if missed and request.worst:
-                # Models are built for the requests kept only (a heap of the worst).
-                item = (lost, -index, call, moment, prediction)
-                if len(worst) < request.worst:
-                    heapq.heappush(worst, item)
-                elif item[:2] > worst[0][:2]:
-                    heapq.heapreplace(worst, item)
-            for scenario in scenarios:
-                add_to_scenario(
-                    scenario, call, terms, cost, prediction, missed, contracts, bill_day
-                )
-        key = tuple(_group_value(dimension, call, day) for dimension in request.by)
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = _Sums()
-        row.add(call, priced)
-        totals.add(call, priced)
-        if moment is not None:
-            hour = moment.replace(minute=0, second=0, microsecond=0)
-            point = hours.setdefault(hour, [0, 0, 0])
-            point[0] += 1
-            point[1] += call.input_tokens
-            point[2] += call.cache_read_tokens
-    if not paths:
-        raise BadInputError("no session file found", location=Location(field="files"))
+    index = 0
+    for client, requests in by_client.items():
+        profile = profile_for_format(client)
+        assert profile is not None  # a native format's client
+        # Every request is predicted, those outside --since/--until too: they are what the
+        # requests in range continue.
+        for each in predict_sessions(requests, profile):
+            call = each.request
+            moment = dt.datetime.fromtimestamp(call.facts.timestamp, zone) if call.dated else None
+            day = moment.date() if moment is not None else None
+            if (request.since or request.until) and (
+                day is None
+                or (request.since is not None and day < request.since)
+                or (request.until is not None and day > request.until)
+            ):
+                continue
+            index += 1
+            clients[client] = clients.get(client, 0) + 1
+            bill_day = day or dt.datetime.now(dt.UTC).date()
+            provider = call.provider or profile.provider
+            contract = contracts.get(provider, call.facts.model, bill_day)
+            priced = None
+            if not isinstance(contract, ContractTerms):
+                unpriced.setdefault((provider, call.facts.model), _Unpriced(contract)).add(day)
+            else:
+                contracts.use(contract)
+                priced = _price(call, contract, missed := missed_reads(each))
+                if missed is not None and request.worst:
+                    # Models are built for the requests kept only (a heap of the worst).
+                    item = _Worst(priced.lost, -index, each, moment, missed)
+                    if len(worst) < request.worst:
+                        heapq.heappush(worst, item)
+                    elif item[:2] > worst[0][:2]:
+                        heapq.heapreplace(worst, item)
+                loss = (each.predicted.gap_seconds, priced.cause, priced.missed)
+                for scenario in scenarios:
+                    add_to_scenario(
+                        scenario, call, contract, priced.cost, loss, contracts, bill_day
+                    )
+            key = tuple(_group_value(dimension, call, day) for dimension in request.by)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = _Sums()
+            row.add(call, priced)
+            totals.add(call, priced)
+            if moment is not None:
+                hour = moment.replace(minute=0, second=0, microsecond=0)
+                point = hours.setdefault(hour, [0, 0, 0])
+                point[0] += 1
+                point[1] += call.facts.prompt_tokens
+                point[2] += call.observed.read
     ordered = sorted(rows.items())
     return UsageReport(
         files=[name for _, name in paths],
@@ -379,7 +391,8 @@ def usage_report(
         since=request.since,
         until=request.until,
         by=list(request.by),
-        predictor=reads.name,
+        predictor=PREDICTOR,
+        profiles={name: PROFILES[name].source for name in sorted(by_client)},
         rows=[row.report(dict(zip(request.by, key, strict=True))) for key, row in ordered],
         totals=totals.report({}),
         complete_bill=not unpriced,
@@ -391,7 +404,7 @@ def usage_report(
             (ContractReference.of(terms) for terms in contracts.used.values()),
             key=lambda reference: reference.version,
         ),
-        worst_requests=[_worst(*item) for item in sorted(worst, key=lambda x: (-x[0], -x[1]))],
+        worst_requests=[_worst(item) for item in sorted(worst, key=lambda x: (-x[0], -x[1]))],
         timeline=_timeline(hours),
         what_if=[scenario.report() for scenario in scenarios],
         issues=[InputIssue.of(error) for error in issues],
@@ -399,18 +412,57 @@ def usage_report(
     )
 
 
-def _worst(
-    lost: Decimal, _: int, call: SessionCall, moment: dt.datetime | None, prediction: ReadPrediction
-) -> WorstRequest:
-    return WorstRequest.read(
-        call,
-        timestamp=moment,
-        prompt_tokens=call.input_tokens,
-        expected_read_tokens=prediction.expected_read,
-        cacheable_tokens=prediction.cacheable,
-        cause=prediction.cause,
-        detail=prediction.detail,
-        lost=lost,
+def _read(
+    paths: list[tuple[Path, str]], on_error: Callable[[LogRecordError], None]
+) -> dict[str, list[SessionRequest]]:
+    """Every request of the files by the client that wrote them (a response repeated by a
+    resumed session counted once across the files)."""
+    by_client: dict[str, list[SessionRequest]] = {}
+    seen: set[str] = set()
+    for path, name in paths:
+        client = native_format(path)
+        if client is None:
+            on_error(
+                LogRecordError(
+                    name, 1, "<format>", "neither a Claude Code transcript nor a Codex rollout"
+                )
+            )
+            continue
+        found = by_client.setdefault(client, [])
+        for item in session_requests(path, name, client, seen=seen):
+            if isinstance(item, LogRecordError):
+                on_error(item)
+            else:
+                found.append(item)
+    return by_client
+
+
+def _price(call: SessionRequest, terms: ContractTerms, missed: MissedReads | None) -> _Priced:
+    usage = usage_of(call, call.observed.read, writes_on(terms, writes_of(call)))
+    with localcontext(EXACT):
+        cost = bill_request(usage, terms).total
+        plain = bill_without_cache(usage, terms).total
+    if missed is None:
+        return _Priced(cost, plain, 0, "", ZERO)
+    return _Priced(cost, plain, missed.tokens, missed.cause, lost_of(call, terms, missed.tokens))
+
+
+def _worst(item: _Worst) -> WorstRequest:
+    call, facts = item.each.request, item.each.request.facts
+    return WorstRequest(
+        source=facts.source,
+        line=facts.line,
+        request_id=facts.request_id,
+        session=call.session,
+        model=facts.model,
+        timestamp=item.moment,
+        prompt_tokens=facts.prompt_tokens,
+        cache_read_tokens=call.observed.read,
+        expected_read_tokens=item.each.predicted.read,
+        cacheable_tokens=item.missed.expected,
+        cause=item.missed.cause,
+        detail=item.missed.detail,
+        lost=item.lost,
     )
 
 
@@ -423,14 +475,14 @@ def _target(text: str) -> tuple[str, str]:
     return provider.strip().lower(), model.strip().lower()
 
 
-def _group_value(dimension: str, call: SessionCall, day: dt.date | None) -> str:
+def _group_value(dimension: str, call: SessionRequest, day: dt.date | None) -> str:
     if dimension == "day":
         return day.isoformat() if day is not None else "(no time)"
     if dimension == "session":
         return call.session
     if dimension == "project":
         return call.project or "(none)"
-    return call.model
+    return call.facts.model
 
 
 def _timeline(hours: dict[dt.datetime, list[int]]) -> list[TimelinePoint]:

@@ -14,9 +14,9 @@ from pydantic import Field
 from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import CachecastError
-from cachecast.logs.session_usage import TTL_1H, TTL_5M, SessionCall
+from cachecast.sessions.causes import IDLE_GAP
+from cachecast.sessions.reading import TTL_1H, TTL_5M, SessionRequest
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache, prices_for
-from cachecast.simulator.session_reads import ReadPrediction
 from cachecast.simulator.types import RequestUsage
 from cachecast.usecases.reports import ContractReference, Money, Report
 
@@ -60,23 +60,24 @@ class ContractCache:
         return found
 
 
-def usage_of(call: SessionCall, read: int, writes: dict[str, int]) -> RequestUsage:
+def usage_of(call: SessionRequest, read: int, writes: dict[str, int]) -> RequestUsage:
+    facts = call.facts
     written = sum(writes.values())
     return RequestUsage(
-        request_id=call.request_id,
-        line=call.line,
-        timestamp=call.timestamp or 0.0,
-        scope=call.lineage,
-        input_tokens=call.input_tokens,
-        output_tokens=call.output_tokens,
+        request_id=facts.request_id,
+        line=facts.line,
+        timestamp=facts.timestamp,
+        scope=facts.lineage,
+        input_tokens=facts.prompt_tokens,
+        output_tokens=call.observed.output,
         cache_read_tokens=read,
         cache_write_tokens={name: tokens for name, tokens in writes.items() if tokens},
-        uncached_input_tokens=call.input_tokens - read - written,
+        uncached_input_tokens=facts.prompt_tokens - read - written,
     )
 
 
-def writes_of(call: SessionCall) -> dict[str, int]:
-    return {TTL_5M: call.cache_write_5m_tokens, TTL_1H: call.cache_write_1h_tokens}
+def writes_of(call: SessionRequest) -> dict[str, int]:
+    return {TTL_5M: call.write_5m, TTL_1H: call.write_1h}
 
 
 def writes_on(contract: ContractTerms, writes: dict[str, int]) -> dict[str, int]:
@@ -90,28 +91,13 @@ def writes_on(contract: ContractTerms, writes: dict[str, int]) -> dict[str, int]
     return moved
 
 
-def lost_of(call: SessionCall, contract: ContractTerms, missed: int) -> Decimal:
-    """What ``missed`` tokens cost above reads: taken from the writes (1h first) and then the
-    uncached input, each at its price minus the read price."""
-    prices = prices_for(contract, call.input_tokens)
-    read_price = prices.input_per_mtok * contract.read_multiplier
-    left = missed
-    lost = ZERO
+def lost_of(call: SessionRequest, contract: ContractTerms, missed: int) -> Decimal:
+    """What ``missed`` tokens cost above reads: each at the input price minus the cache read
+    price, at the tier the whole prompt reaches (docs/usage-report.md)."""
+    prices = prices_for(contract, call.facts.prompt_tokens)
     with localcontext(EXACT):
-        for name, tokens in (
-            (TTL_1H, call.cache_write_1h_tokens),
-            (TTL_5M, call.cache_write_5m_tokens),
-        ):
-            taken = min(left, tokens)
-            if taken:
-                chosen = name if name in {o.name for o in contract.ttl_options} else None
-                option = contract.ttl_by_name(chosen) if chosen else contract.default_ttl
-                price = prices.input_per_mtok * option.write_multiplier
-                lost += Decimal(taken) * (price - read_price) / 1_000_000
-                left -= taken
-        taken = min(left, call.uncached_input_tokens)
-        lost += Decimal(taken) * (prices.input_per_mtok - read_price) / 1_000_000
-    return lost
+        read_price = prices.input_per_mtok * contract.read_multiplier
+        return Decimal(missed) * (prices.input_per_mtok - read_price) / 1_000_000
 
 
 class WhatIfSums:
@@ -142,14 +128,14 @@ class WhatIfSums:
 
 
 def ttl_split(
-    call: SessionCall, ttl: str, gap: float | None, cause: str, missed: int
+    call: SessionRequest, ttl: str, gap: float | None, cause: str | None, missed: int
 ) -> tuple[int, dict[str, int]]:
     """The reads and writes of ``call`` had every write been made with ``ttl`` (module doc)."""
-    read = call.cache_read_tokens
-    written = call.cache_write_tokens
+    read = call.observed.read
+    written = call.observed.write
     if gap is not None and gap > TTL_SECONDS[ttl]:
         written, read = written + read, 0  # expired under the shorter TTL: written again
-    elif cause == "ttl_expired" and missed:
+    elif cause == IDLE_GAP and missed:
         moved = min(missed, written)  # the longer TTL would have kept it
         read, written = read + moved, written - moved
     return read, {ttl: written}
@@ -157,27 +143,30 @@ def ttl_split(
 
 def add_to_scenario(
     scenario: WhatIfSums,
-    call: SessionCall,
+    call: SessionRequest,
     terms: ContractTerms,
     baseline: Decimal,
-    prediction: ReadPrediction,
-    missed: int,
+    loss: tuple[float | None, str | None, int],
     contracts: ContractCache,
     day: dt.date,
 ) -> None:
+    """``call`` priced under ``scenario``; ``loss``: the idle gap before it (None: first of
+    its lineage), the cause of its missed reads and their count."""
+    gap, cause, missed = loss
+    observed = call.observed
     if scenario.scenario.startswith("ttl "):
         ttl = scenario.scenario.removeprefix("ttl ")
-        if not call.cache_write_tokens and not call.cache_read_tokens:
+        if not observed.write and not observed.read:
             read, writes = 0, dict[str, int]()
         elif {option.name for option in terms.ttl_options} >= {ttl}:
-            read, writes = ttl_split(call, ttl, prediction.gap_seconds, prediction.cause, missed)
+            read, writes = ttl_split(call, ttl, gap, cause, missed)
         else:
-            read, writes = call.cache_read_tokens, writes_on(terms, writes_of(call))
+            read, writes = observed.read, writes_on(terms, writes_of(call))
         contract: ContractTerms | str = terms
     else:
         provider, _, model = scenario.scenario.removeprefix("target ").partition(":")
         contract = contracts.get(provider, model, day)
-        read, writes = call.cache_read_tokens, writes_of(call)
+        read, writes = observed.read, writes_of(call)
     if not isinstance(contract, ContractTerms):
         scenario.unpriced += 1
         return

@@ -1,0 +1,529 @@
+"""Claude Code transcripts and Codex CLI rollouts read line by line, for ``sessions.reading``
+(the one reader of agent sessions; its docstring says which lines are parsed and why): the
+:class:`SessionRequest` type and the one place a request's facts and split are made
+(:func:`make_request`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cachecast.core.errors import LogRecordError, RecordFieldError
+from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
+from cachecast.logs.types import ObservedUsage
+from cachecast.logs.usage import normalize_usage
+from cachecast.sessions.predictor import ObservedSplit, PromptFacts
+
+CLAUDE_CODE = "claude-code"  # the format and client profile names (``sessions.profiles``)
+CODEX = "codex"
+NATIVE_FORMATS = (CLAUDE_CODE, CODEX)
+SYNTHETIC_MODEL = "<synthetic>"
+REPEATED_RESPONSE = "Claude Code line repeating a response (counted once per message.id)"
+TTL_5M = "5m"
+TTL_1H = "1h"
+SUBAGENT_MARKS = ("/agent-", "/sidechain-")
+# Claude Code names the agent that compacts a session ``acompact-*``: it sends the session's
+# history (docs/clients.md), so it can read what the session cached.
+COMPACTION_MARK = "/agent-acompact"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRequest:
+    """One billed API request of an agent session."""
+
+    facts: PromptFacts
+    observed: ObservedSplit  # never handed to a prediction: SessionPredictor.learn only
+    usage: ObservedUsage  # the usage as reported (for the bill)
+    provider: str | None
+    client_version: str | None
+    client: str | None = None  # the format it was read as, where a client writes it
+    session: str = ""  # the session id (a Claude Code sub-agent shares its parent's)
+    project: str = ""  # Claude Code's project folder, Codex's working directory
+    dated: bool = True  # False: the log gives no time (``facts.timestamp`` is 0 then)
+
+    @property
+    def write_1h(self) -> int:
+        return self.observed.write_by_ttl.get(TTL_1H, 0)
+
+    @property
+    def write_5m(self) -> int:
+        """Written tokens not made with the 1-hour TTL: the API's default, 5 minutes."""
+        return self.observed.write - self.write_1h
+
+
+def native_format(path: Path) -> str | None:
+    """``claude-code`` or ``codex`` where the first lines of ``path`` that say are of that
+    client (cheaper than trying every format; None: neither, or not read here)."""
+    if compressed(path):
+        return None
+    for line, raw in _lines(path, str(path)):
+        if line > 50:
+            break
+        event = _parsed(raw, str(path), line)
+        if not isinstance(event, dict):
+            continue
+        if isinstance(event.get("payload"), dict) and "type" in event:
+            return CODEX
+        if "sessionId" in event or event.get("type") in ("summary", "file-history-snapshot"):
+            return CLAUDE_CODE
+    return None
+
+
+def make_request(
+    source: str,
+    line: int,
+    request_id: str,
+    lineage: str,
+    model: str,
+    timestamp: float | None,
+    usage: ObservedUsage,
+    *,
+    root: str | None = None,
+    event: str | None = None,
+    provider: str | None,
+    client_version: str | None,
+    client: str | None,
+    session: str,
+    project: str = "",
+    user_turn: bool = False,
+    reasoning: int = 0,
+) -> SessionRequest:
+    """A request from its normalized usage (the one place facts and split are made)."""
+    if usage.input_tokens is None:
+        raise RecordFieldError("usage", "the request's usage states no input token count")
+    read = usage.cache_read_tokens or 0
+    by_ttl = dict(usage.cache_write_by_ttl)
+    write = (
+        usage.cache_write_tokens if usage.cache_write_tokens is not None else sum(by_ttl.values())
+    )
+    total = usage.input_tokens
+    facts = PromptFacts(
+        source=source,
+        line=line,
+        request_id=request_id,
+        lineage=lineage,
+        model=model,
+        timestamp=timestamp or 0.0,
+        prompt_tokens=total,
+        root=root,
+        event=event,
+        subagent=any(mark in lineage for mark in SUBAGENT_MARKS),
+        parent=lineage.split(COMPACTION_MARK, 1)[0] if COMPACTION_MARK in lineage else None,
+        user_turn=user_turn,
+    )
+    observed = ObservedSplit(
+        read=read,
+        write=write,
+        uncached=total - read - write,
+        output=usage.output_tokens or 0,
+        write_by_ttl=by_ttl,
+        writes_reported=usage.cache_write_tokens is not None or bool(by_ttl),
+        reasoning=reasoning,
+    )
+    return SessionRequest(
+        facts,
+        observed,
+        usage,
+        provider,
+        client_version,
+        client,
+        session,
+        project,
+        timestamp is not None,
+    )
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.blake2b(orjson.dumps(value), digest_size=12).hexdigest()
+
+
+def compressed(path: Path) -> bool:
+    """A compressed file is read through ``logs.open_log``, which inflates it (bounded)."""
+    from cachecast.logs.compressed import compression_of
+
+    return compression_of(path) is not None
+
+
+def _lines(path: Path, name: str) -> Iterator[tuple[int, bytes]]:
+    with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
+        yield from bounded_lines(handle, name)
+
+
+def _events(
+    path: Path, name: str, wanted: Callable[[bytes], bool]
+) -> Iterator[tuple[int, dict[str, Any] | LogRecordError]]:
+    """The JSON objects of the lines ``wanted`` says may matter (the others are not parsed)."""
+    for line, raw in _lines(path, name):
+        if wanted(raw):
+            event = _parsed(raw, name, line)
+            if event is not None:
+                yield line, event
+
+
+def _parsed(raw: bytes, name: str, line: int) -> dict[str, Any] | LogRecordError | None:
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        if raw.isspace():
+            return None
+        return LogRecordError(name, line, "<line>", f"invalid JSON: {error}")
+    return event if isinstance(event, dict) else None
+
+
+def _text(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise RecordFieldError(path, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+# --- Claude Code -------------------------------------------------------------------------------
+
+
+def _claude_project(path: Path) -> str:
+    """The project folder under ``projects/`` (Claude Code names it after the working
+    directory); a sub-agent file's is its session's."""
+    parts = path.parts
+    if "projects" in parts:
+        index = len(parts) - 1 - parts[::-1].index("projects")
+        if index + 2 < len(parts):
+            return parts[index + 1]
+    parent = path.parent
+    if parent.name == "subagents":
+        parent = parent.parent.parent
+    return parent.name
+
+
+@dataclass(slots=True)
+class _Lineage:
+    key: str
+    root: str | None = None
+    awaiting_root: bool = False  # the conversation restarted: its next user line is its root
+    event: str | None = None  # "compacted", "restarted": said on its next request
+
+
+@dataclass(slots=True)
+class _Response:
+    """A response whose lines may still come: its first line, time and latest usage."""
+
+    line: int
+    usage_line: int
+    message_id: str
+    model: str
+    timestamp: float | None
+    lineage: _Lineage
+    event: str | None
+    root: str | None
+    session: str
+    version: str | None
+    usage: dict[str, Any]
+
+
+class _ClaudeFile:
+    """The state of one transcript's reading: lineages by key, line uuid -> lineage key."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lineages: dict[str, _Lineage] = {}
+        self.lineage_of: dict[str, str] = {}
+        self.awaiting = 0  # lineages waiting for their root after a compaction
+
+    def lineage(self, event: dict[str, Any]) -> _Lineage | None:
+        """The lineage a message line belongs to (None for other lines; a compaction
+        boundary or a main-chain user line without a parent restarts its conversation)."""
+        kind = event.get("type")
+        uuid, parent = event.get("uuid"), event.get("parentUuid")
+        boundary = kind == "system" and event.get("subtype") == "compact_boundary"
+        if kind not in ("user", "assistant") and not boundary:
+            if isinstance(uuid, str) and isinstance(parent, str) and parent in self.lineage_of:
+                self.lineage_of[uuid] = self.lineage_of[parent]
+            return None
+        session = _text(event.get("sessionId"), "sessionId")
+        agent = event.get("agentId")
+        if isinstance(agent, str) and agent:
+            key = f"{session}/agent-{agent}"
+        elif event.get("isSidechain") is True:
+            if isinstance(parent, str) and parent in self.lineage_of:
+                key = self.lineage_of[parent]
+            else:
+                key = f"{session}/sidechain-{str(uuid)[:8]}"
+        else:
+            key = session
+        if isinstance(uuid, str):
+            self.lineage_of[uuid] = key
+        lineage = self.lineages.get(key)
+        if lineage is None:
+            lineage = self.lineages[key] = _Lineage(key)
+            if kind == "user":  # its root is this line (one opened by a response has none)
+                self._await(lineage)
+        elif boundary or (parent is None and kind == "user" and key == session):
+            lineage.event = "compacted" if boundary else "restarted"
+            lineage.root = None
+            self._await(lineage)
+        if kind == "user" and lineage.awaiting_root:
+            message = event.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            lineage.root = None if content is None else fingerprint(content)
+            lineage.awaiting_root = False
+            self.awaiting -= 1
+        return None if boundary else lineage
+
+    def _await(self, lineage: _Lineage) -> None:
+        """The lineage's next user line is its root (its first message)."""
+        if not lineage.awaiting_root:
+            lineage.awaiting_root = True
+            self.awaiting += 1
+
+
+def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
+    """Whether a line can bill or change a lineage: a response, a compaction boundary, a
+    sidechain line, a line without a parent, or a user line that gives a lineage its root
+    (the file's first, or the first after a compaction). ``parentUuid``, ``isSidechain`` and
+    ``agentId`` are read where they first occur: Claude Code writes them before the message,
+    so the search stops within the first bytes of a long line."""
+    parent = raw.find(b'"parentUuid"')
+    if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
+        return True
+    if b'"usage"' in raw or b"compact_boundary" in raw:
+        return True
+    if _value_is(raw, b'"isSidechain"', b"true"):
+        # A sub-agent's line is its agent's lineage whatever its parent: only an older
+        # sidechain, in its session's file, needs its parent links followed.
+        head = raw.find(b'"message"')
+        if raw.find(b'"agentId"', 0, head if head >= 0 else len(raw)) < 0:
+            return True
+    return (bool(state.awaiting) or not state.lineages or parent < 0) and b'"user"' in raw
+
+
+def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bool:
+    """Whether the first ``key`` of a JSON line holds ``value`` (a literal: true, null)."""
+    at = raw.find(key) if at is None else at
+    if at < 0:
+        return False
+    rest = raw[at + len(key) : at + len(key) + 8].lstrip()
+    return rest.startswith(b":") and rest[1:].lstrip().startswith(value)
+
+
+def claude_requests(
+    path: Path, name: str, seen: set[str], skipped: Counter[str]
+) -> Iterator[SessionRequest | LogRecordError]:
+    project = _claude_project(path)
+    state = _ClaudeFile(name)
+    responses: dict[str, _Response] = {}  # message id -> its response, in first-line order
+    # Tool results, progress, snapshots: nothing billed, no lineage changed, not parsed.
+    for line, event in _events(path, name, lambda raw: _claude_wanted(raw, state)):
+        if isinstance(event, LogRecordError):
+            yield event
+            continue
+        try:
+            lineage = state.lineage(event)
+            if lineage is not None and event.get("type") == "assistant":
+                _claude_line(event, line, lineage, responses, seen, skipped)
+        except RecordFieldError as error:
+            yield LogRecordError(name, line, error.field, error.reason)
+    for response in responses.values():
+        try:
+            yield _claude_request(response, name, project)
+        except RecordFieldError as error:
+            yield LogRecordError(name, response.usage_line, error.field, error.reason)
+
+
+def _claude_line(
+    event: dict[str, Any],
+    line: int,
+    lineage: _Lineage,
+    responses: dict[str, _Response],
+    seen: set[str],
+    skipped: Counter[str],
+) -> None:
+    message = require_dict(event.get("message"), "message")
+    usage = message.get("usage")
+    model = message.get("model")
+    if model == SYNTHETIC_MODEL:
+        skipped["Claude Code's own <synthetic> message (no API call)"] += 1
+        return
+    if usage is None:
+        return
+    usage = require_dict(usage, "message.usage")
+    message_id = _text(message.get("id"), "message.id")
+    earlier = responses.get(message_id)
+    if earlier is not None:
+        earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
+        skipped[REPEATED_RESPONSE] += 1
+        return
+    if message_id in seen:
+        skipped[REPEATED_RESPONSE] += 1  # a resumed session: counted in an earlier file
+        return
+    seen.add(message_id)
+    timestamp = event.get("timestamp")
+    version = event.get("version")
+    responses[message_id] = _Response(
+        line=line,
+        usage_line=line,
+        message_id=message_id,
+        model=_text(model, "message.model"),
+        timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+        lineage=lineage,
+        event=lineage.event,
+        root=lineage.root,
+        session=_text(event.get("sessionId"), "sessionId"),
+        version=version[:40] if isinstance(version, str) else None,
+        usage=usage,
+    )
+    lineage.event = None
+
+
+def _claude_request(response: _Response, name: str, project: str) -> SessionRequest:
+    usage = normalize_usage(response.usage, convention="anthropic", path="message.usage")
+    hour = usage.cache_write_by_ttl.get(TTL_1H, 0)
+    if usage.cache_write_tokens is not None and hour > usage.cache_write_tokens:
+        raise RecordFieldError(
+            "message.usage.cache_creation",
+            f"1h {hour} written exceed cache_creation_input_tokens {usage.cache_write_tokens}",
+        )
+    return make_request(
+        name,
+        response.line,
+        response.message_id,
+        response.lineage.key,
+        response.model,
+        response.timestamp,
+        usage,
+        root=response.root,
+        event=response.event,
+        provider="anthropic",
+        client_version=response.version,
+        client=CLAUDE_CODE,
+        session=response.session,
+        project=project,
+    )
+
+
+# --- Codex CLI ---------------------------------------------------------------------------------
+
+_CODEX_MARKS = (
+    b'"token_count"',
+    b'"turn_context"',
+    b'"session_meta"',
+    b'"compacted"',
+    b'"user_message"',
+)
+
+
+@dataclass(slots=True)
+class _Rollout:
+    session: str
+    skipped: Counter[str]
+    project: str = ""
+    provider: str = "openai"
+    version: str | None = None
+    model: str | None = None
+    total: Any = None  # the running total of the last token_count counted
+    count: int = 0
+    event: str | None = None  # "compacted" until the next request
+    user_turn: bool = False  # a user message opened a new turn since the previous request
+
+
+def codex_requests(
+    path: Path, name: str, skipped: Counter[str]
+) -> Iterator[SessionRequest | LogRecordError]:
+    state = _Rollout(path.stem, skipped)
+    for line, event in _events(path, name, lambda raw: any(m in raw for m in _CODEX_MARKS)):
+        if isinstance(event, LogRecordError):
+            yield event
+            continue
+        try:
+            built = _codex_event(event, line, name, state)
+        except RecordFieldError as error:
+            yield LogRecordError(name, line, error.field, error.reason)
+            continue
+        if built is not None:
+            yield built
+
+
+def _or(value: Any, otherwise: str) -> str:
+    return value if isinstance(value, str) and value else otherwise
+
+
+def _codex_event(
+    event: dict[str, Any], line: int, name: str, state: _Rollout
+) -> SessionRequest | None:
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    kind = event.get("type")
+    if kind == "session_meta":
+        state.session = _or(payload.get("id"), state.session)
+        state.project = _or(payload.get("cwd"), state.project)
+        state.provider = _or(payload.get("model_provider"), state.provider)
+        version = payload.get("cli_version")
+        state.version = version[:40] if isinstance(version, str) else state.version
+        return None
+    if kind == "turn_context":
+        named = payload.get("model")
+        state.model = named if isinstance(named, str) and named else state.model
+        state.project = _or(payload.get("cwd"), state.project)
+        return None
+    if kind == "compacted":
+        state.event = "compacted"
+        return None
+    if kind == "event_msg" and payload.get("type") == "user_message":
+        # A new turn: the previous turn's reasoning is no longer sent (docs/clients.md).
+        state.user_turn = True
+        return None
+    if kind != "event_msg" or payload.get("type") != "token_count":
+        return None
+    info = payload.get("info")
+    if info is None:
+        state.skipped["Codex token_count without usage (rate limits only)"] += 1
+        return None
+    info = require_dict(info, "payload.info")
+    running = info.get("total_token_usage")
+    if running is not None and running == state.total:
+        # The same event written again before the next turn.
+        state.skipped["Codex token_count repeating the previous one (counted once)"] += 1
+        return None
+    state.total = running
+    where = "payload.info.last_token_usage"
+    last = require_dict(info.get("last_token_usage"), where)
+    usage = normalize_usage(last, convention="codex", path=where)
+    if (usage.cache_read_tokens or 0) > (usage.input_tokens or 0):
+        raise RecordFieldError(
+            f"{where}.cached_input_tokens",
+            f"{usage.cache_read_tokens} exceeds input_tokens {usage.input_tokens} (a subset)",
+        )
+    named = info.get("model")
+    model = named if isinstance(named, str) and named else state.model
+    if model is None:
+        raise RecordFieldError("model", "no turn_context names the model before this request")
+    state.count += 1
+    event_before, state.event = state.event, None
+    user_turn, state.user_turn = state.user_turn, False
+    reasoning = last.get("reasoning_output_tokens")
+    timestamp = event.get("timestamp")
+    return make_request(
+        name,
+        line,
+        f"{state.session}:{state.count}",
+        state.session,
+        model,
+        None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+        usage,
+        event=event_before,
+        provider=state.provider,
+        client_version=state.version,
+        client=CODEX,
+        session=state.session,
+        project=state.project,
+        user_turn=user_turn,
+        reasoning=reasoning
+        if isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning > 0
+        else 0,
+    )
