@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from cachecast.core.errors import LogRecordError, RecordFieldError
+from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
@@ -328,11 +328,17 @@ def claude_requests(
                 _claude_line(event, line, lineage, responses, seen, skipped)
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
+        except LimitExceededError as error:  # a claimed count over its limit stops the read
+            raise error.located(name, line) from None
     for response in responses.values():
         try:
-            yield _claude_request(response, name, project)
+            built = _claude_request(response, name, project)
         except RecordFieldError as error:
             yield LogRecordError(name, response.usage_line, error.field, error.reason)
+            continue
+        except LimitExceededError as error:
+            raise error.located(name, response.usage_line) from None
+        yield built
 
 
 def _claude_line(
@@ -444,6 +450,8 @@ def codex_requests(
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
             continue
+        except LimitExceededError as error:  # a claimed count over its limit stops the read
+            raise error.located(name, line) from None
         if built is not None:
             yield built
 
