@@ -54,6 +54,7 @@ def load_yaml(
     expanded, has more nodes than ``max_yaml_nodes`` or more scalar characters than
     ``max_yaml_chars`` (both in docs/limits.md).
     """
+    _count_written_nodes(text, loader or _Loader, source)
     parser = (loader or _Loader)(text)
     try:
         try:
@@ -77,6 +78,39 @@ def load_yaml(
             raise YamlError(_unbuildable(node)) from None
     finally:
         parser.dispose()
+
+
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)
+
+
+def _count_written_nodes(text: str, loader: type[yaml.SafeLoader], source: str) -> None:
+    """Refuse a document that writes out more nodes than ``max_yaml_nodes`` before any node
+    is built: the parser's events are read one at a time and dropped (a built node costs
+    about a kilobyte, so a 5 MB file of ``- 1`` items would take gigabytes to compose before
+    the expansion count below could refuse it). Aliases are counted by ``_check_expansion``;
+    text that is not YAML is left for the real parse to report with its line."""
+    limit = current().max_yaml_nodes
+    events = loader(text)
+    written = 0
+    try:
+        while events.check_event():
+            event = events.get_event()  # type: ignore[no-untyped-call]
+            if isinstance(event, _NODE_EVENTS):
+                written += 1
+                if written > limit:
+                    line = event.start_mark.line + 1 if event.start_mark is not None else None
+                    raise exceeded(
+                        "max_yaml_nodes",
+                        written,
+                        field=None,
+                        location=Location(source=source, line=line),
+                        what="a YAML document that writes out (aliases not yet expanded) a"
+                        " node count of at least",
+                    )
+    except yaml.YAMLError:
+        return
+    finally:
+        events.dispose()
 
 
 def _unbuildable(root: yaml.Node) -> str:

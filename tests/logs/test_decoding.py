@@ -108,3 +108,20 @@ def test_truncated_and_unknown_encodings_name_the_field() -> None:
     assert caught.value.field == "response.body"
     with pytest.raises(RecordFieldError):
         decompress(b"abc", "compress", field="response.body")
+
+
+def test_a_document_of_many_written_nodes_is_refused_before_it_is_built() -> None:
+    # No alias at all: a list of 101 scalars written out is 1 sequence + 101 scalars = 102
+    # nodes. Under a limit of 101 the parser's 102nd node event refuses it (line 101: the
+    # 101st item; the sequence's own event is the first), before any node is composed.
+    text = "".join(f"- {index}\n" for index in range(101))
+    tight = dataclasses.replace(DEFAULT_LIMITS, max_yaml_nodes=101)
+    with limits_in_force(tight), pytest.raises(LimitExceededError) as caught:
+        load_yaml(text, source="many.yaml")
+    assert "max_yaml_nodes" in str(caught.value) and "at least 102" in str(caught.value)
+    assert caught.value.location.source == "many.yaml"
+    assert caught.value.location.line == 101
+    exact = dataclasses.replace(DEFAULT_LIMITS, max_yaml_nodes=102)
+    with limits_in_force(exact):
+        data, _ = load_yaml(text, source="many.yaml")
+    assert data == list(range(101))
