@@ -159,6 +159,12 @@ class LogInput(BaseModel):
         return cls(files=chosen, **options)
 
     @property
+    def skips_unreadable_files(self) -> bool:
+        """Whether a file no format reads is reported and the run goes on (several sources,
+        bad lines skipped; docs/errors.md "Runs over many files"), rather than stopping it."""
+        return len(self.source_names) > 1 and self.on_bad_record == "skip"
+
+    @property
     def source_names(self) -> list[str]:
         names = [file.display_name for file in self.files]
         return names + ([self.records_name] if self.inline else [])
@@ -390,7 +396,7 @@ class LogReading:
         file = log.files[index]
         found: list[LogRecordError] = []
         several = len(log.source_names) > 1
-        tolerant = several and log.on_bad_record == "skip"
+        tolerant = log.skips_unreadable_files
         own_scope: bool | None = None if several else False
         try:
             stream = read_log(

@@ -218,7 +218,7 @@ def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordErro
     # As every pass over several files does (passes.log_input): a file no format reads is
     # reported under the field "file" and the others are read; the command exits 2 after the
     # report (docs/errors.md).
-    tolerant = len(log.files) > 1 and log.on_bad_record == "skip"
+    tolerant = log.skips_unreadable_files
     seen: set[str] = set()  # a response a resumed session repeats is counted once
     for file in log.files:
         try:
