@@ -14,6 +14,7 @@ from rich.console import Console
 
 from cachecast.cli.common import (
     ClientOption,
+    DefaultModelOption,
     FormatOption,
     ResultsOption,
     command,
@@ -36,6 +37,7 @@ def inspect_command(
     results: ResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     client: ClientOption = None,
+    model: DefaultModelOption = None,
 ) -> None:
     """Per file: the detected format, billed requests, models and providers, the time span,
     observed usage totals, and every line that could not be read (file:line: field: reason).
@@ -44,7 +46,7 @@ def inspect_command(
     from cachecast.usecases.inspect import InspectRequest, inspect
 
     files = LogInput.of_paths(expand_globs(logs), format=log_format, results=results).files
-    report = inspect(InspectRequest(files=files, client=client))
+    report = inspect(InspectRequest(files=files, client=client, default_model=model))
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return

@@ -88,6 +88,9 @@ class InspectRequest(Request):
     client: str | None = Field(
         default=None, description="the agent client (docs/clients.md; default: from the format)"
     )
+    default_model: str | None = Field(
+        default=None, description="the model of records that name none (a Cohere v1 body)"
+    )
 
 
 def inspect(request: InspectRequest) -> InspectReport:
@@ -110,6 +113,7 @@ def inspect(request: InspectRequest) -> InspectReport:
             results=results,
             name=names[file.path],
             client=request.client,
+            default_model=request.default_model,
         )
         shown = names.get(results) if results is not None else None
         if file.results_name is not None:
@@ -143,6 +147,7 @@ def inspect_file(
     results: str | Path | None = None,
     name: str | None = None,
     client: str | None = None,
+    default_model: str | None = None,
 ) -> FileInspection:
     chosen = profile_named(client) if client is not None else None
     stream = open_log(path, format=format, results=results, name=name)
@@ -162,7 +167,7 @@ def inspect_file(
     # records, and nothing per request is kept.
     stream.usage_only = profile is not None
     requests = (
-        read_log(stream, errors=errors)
+        read_log(stream, errors=errors, default_model=default_model)
         if profile is None
         else session_records(stream, errors, versions)
     )

@@ -320,3 +320,29 @@ def test_every_recording_of_http_traffic_is_covered() -> None:
     prefixes = [*EXPECTED, "har/openllmetry-js_cohere_v1_chat_stream.har"]
     uncovered = sorted(p for p in found if not any(p.startswith(k) for k in prefixes))
     assert uncovered == sorted(p for p in found if p.startswith("vcr_cassettes/openllmetry/"))
+
+
+def test_a_cohere_v1_har_that_names_no_model_is_read_with_model() -> None:
+    # Cohere's v1 chat body may omit `model` (the endpoint's default is not stated in our
+    # sources): without --model the request is one bad line naming the field; with it, the
+    # request counts, with the totals of the stream's final `billed_units` parsed here.
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from cachecast.cli import app
+
+    path = shared_data("recordings/har/openllmetry-js_cohere_v1_chat_stream.har")
+    (entry,) = _json.loads(path.read_text())["log"]["entries"]
+    events = [_json.loads(line) for line in entry["response"]["content"]["text"].splitlines()]
+    (end,) = [event for event in events if event.get("event_type") == "stream-end"]
+    billed = end["response"]["meta"]["billed_units"]
+    without = CliRunner().invoke(app, ["inspect", str(path), "--json"])
+    assert _json.loads(without.stdout)["files"][0]["requests"] == 0
+    assert "model: no model in the record" in without.output
+    read = CliRunner().invoke(app, ["inspect", str(path), "--json", "--model", "command-r"])
+    assert read.exit_code == 0, read.output
+    (figures,) = _json.loads(read.stdout)["files"]
+    assert figures["requests"] == 1
+    assert figures["observed"]["input_tokens"] == billed["input_tokens"]
+    assert figures["observed"]["output_tokens"] == billed["output_tokens"]
