@@ -44,6 +44,20 @@ def body_rewritten(exchange: Exchange) -> bool:
     return len(raw) != int(declared)
 
 
+def listed_headers(value: Any) -> dict[str, str]:
+    """Headers written as a mapping of names to lists of values (vcrpy, go-vcr, Ruby VCR,
+    govcr's Go ``http.Header``), or to single values: lower-case names, each first value."""
+    headers: dict[str, str] = {}
+    if isinstance(value, dict):
+        for name, values in value.items():
+            first = values[0] if isinstance(values, list) and values else values
+            if isinstance(first, bytes):
+                first = first.decode("utf-8", "replace")
+            if isinstance(first, str | int):
+                headers[str(name).lower()] = str(first)
+    return headers
+
+
 def http_date(value: str | None) -> float | None:
     """A ``Date`` header (RFC 9110) as epoch seconds, None when absent or unreadable."""
     if not value:
