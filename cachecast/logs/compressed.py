@@ -82,6 +82,20 @@ def decompressed_copy(path: Path, kind: str, source: str) -> Path:
     return Path(name)
 
 
+def head(path: Path, kind: str, source: str, size: int) -> tuple[bytes, bool]:
+    """The first ``size`` inflated bytes of ``path`` (a format sniffed without inflating the
+    whole file), and whether they are all of it."""
+    out = bytearray()
+    try:
+        with _reader(path, kind, source) as read:
+            while len(out) < size and (piece := read(min(_PIECE, size - len(out)))):
+                out += piece
+            at_end = len(out) < size or not read(1)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        raise LogFileError(source, f"cannot decompress the {kind} file: {exc}") from None
+    return bytes(out), at_end
+
+
 _OPENERS: dict[str, Callable[[Path], Any]] = {  # file objects opened for reading
     "gzip": gzip.GzipFile,  # members back to back: one stream
     "bzip2": bz2.BZ2File,

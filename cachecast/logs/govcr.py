@@ -13,7 +13,7 @@
 
 govcr stores no time: the response's ``Date`` header stands for it, else the response body's
 own creation time (``cachecast.logs.http``). ``line`` is the track's 1-based position in
-the cassette, ``Tracks[i]`` its field path. A ``$ENC$`` cassette (govcr v5+ encryption) cannot
+the cassette (its ``entry``), ``Tracks[i]`` its field path. A ``$ENC$`` cassette (govcr v5+ encryption) cannot
 be read without its key: detection says so. A gzip cassette (``.json.gz``, govcr's "long play")
 is inflated like every compressed log (``cachecast.logs.compressed``).
 """
@@ -55,7 +55,17 @@ def read(stream: LogStream) -> Iterator[Item]:
             (index + 1 if whole else line, f"Tracks[{index}]", track)
             for index, track in enumerate(document["Tracks"])
         )
-        yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))
+        yield from read_exchanges(stream, _numbered(exchanges_of(stream, entries, _exchange)))
+
+
+def _numbered(
+    exchanges: Iterator[Exchange | LogRecordError],
+) -> Iterator[Exchange | LogRecordError]:
+    """Each track with its 1-based position (its request id where the response names none)."""
+    for number, exchange in enumerate(exchanges, start=1):
+        if isinstance(exchange, Exchange):
+            exchange.entry = number
+        yield exchange
 
 
 def _exchange(track: Any, line: int, where: str) -> Exchange:

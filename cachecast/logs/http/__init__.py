@@ -20,6 +20,7 @@ The recording formats hand their exchanges over as ``exchange.Exchange`` objects
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
@@ -155,6 +156,9 @@ def _record(
     if chain is not None and isinstance(final, dict):
         remember_response(chain, final, state)
     request_id = response_id(exchange.response_headers, final)
+    if request_id is None and exchange.entry is not None:
+        # The default id (file:line) is the same for every entry of a one-line HAR.
+        request_id = f"{Path(stream.source).name}:{exchange.line} entry {exchange.entry}"
     record = make_record(
         request=body,
         model=model,

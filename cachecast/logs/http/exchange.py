@@ -28,6 +28,9 @@ class Exchange:
     response_headers: dict[str, str]
     response_body: Any
     timestamp: float | None = None
+    # The exchange's 1-based position in a recording whose lines do not tell its entries
+    # apart (HAR and govcr: one JSON document, or several entries on one line).
+    entry: int | None = None
 
 
 def body_rewritten(exchange: Exchange) -> bool:
