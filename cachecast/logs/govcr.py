@@ -13,9 +13,10 @@
 
 govcr stores no time: the response's ``Date`` header stands for it, else the response body's
 own creation time (``cachecast.logs.http``). ``line`` is the track's 1-based position in
-the cassette (its ``entry``), ``Tracks[i]`` its field path. A ``$ENC$`` cassette (govcr v5+ encryption) cannot
-be read without its key: detection says so. A gzip cassette (``.json.gz``, govcr's "long play")
-is inflated like every compressed log (``cachecast.logs.compressed``).
+the cassette (its ``entry``), ``Tracks[i]`` its field path. A ``$ENC$`` cassette (govcr v5+
+encryption) cannot be read without its key: detection says so. A gzip cassette
+(``.json.gz``, govcr's "long play") is inflated like every compressed log
+(``cachecast.logs.compressed``).
 """
 
 from __future__ import annotations

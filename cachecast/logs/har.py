@@ -94,7 +94,9 @@ def _exchange(entry: Any, line: int, where: str) -> Exchange:
     if isinstance(response, dict):
         status = response.get("status")
         if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
-            raise RecordFieldError(f"{at}response.status", f"expected an integer, got {shown(status)}")
+            raise RecordFieldError(
+                f"{at}response.status", f"expected an integer, got {shown(status)}"
+            )
         response_headers = _headers(response.get("headers"))
         content = response.get("content")
         if isinstance(content, dict):
