@@ -22,6 +22,7 @@ from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
 from cachecast.logs import open_log
 from cachecast.logs.errors import UnknownLogFormatError
+from tests.logs import test_dialect_variants as dialect_variants
 from tests.logs.helpers import read, totals
 
 CHAT = "https://api.openai.com/v1/chat/completions"
@@ -33,17 +34,10 @@ def chat_body(text: str) -> dict[str, Any]:
 
 
 def chat_response(prompt: int, cached: int, completion: int) -> dict[str, Any]:
-    return {
-        "object": "chat.completion",
-        "model": "gpt-4o-2024-08-06",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        },
-    }
+    """A Chat Completions response that names no id (the request id is then the reader's)."""
+    response = dialect_variants.chat_response(prompt, cached, completion)
+    del response["id"]
+    return response
 
 
 def anthropic_response(fresh: int, written: int, read_: int, output: int) -> dict[str, Any]:
@@ -62,6 +56,10 @@ def anthropic_response(fresh: int, written: int, read_: int, output: int) -> dic
 
 
 # --- govcr ---------------------------------------------------------------------------------
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def b64(value: Any) -> str:
@@ -256,29 +254,17 @@ def test_an_encrypted_govcr_cassette_is_named_as_such(tmp_path: Path) -> None:
 
 # --- Ruby VCR 1.x --------------------------------------------------------------------------
 
-RUBY_VCR_1_TEMPLATE = """\
----
+
+def ruby_interaction(method: str, uri: str, body: str, headers: str, response: str) -> str:
+    """One interaction as VCR 1.x wrote it (Psych's layout; ``body`` and ``headers`` are
+    YAML text placed after their keys)."""
+    return f"""\
 - !ruby/struct:VCR::HTTPInteraction
   request: !ruby/struct:VCR::Request
-    method: :get
-    uri: https://api.openai.com:443/v1/models
-    body:
-    headers:
-  response: !ruby/struct:VCR::Response
-    status: !ruby/struct:VCR::ResponseStatus
-      code: 200
-      message: OK
-    headers:
-    body: '{{"data": []}}'
-    http_version: "1.1"
-- !ruby/struct:VCR::HTTPInteraction
-  request: !ruby/struct:VCR::Request
-    method: :post
-    uri: https://api.anthropic.com:443/v1/messages
-    body: '{anthropic_request}'
-    headers:
-      content-type:
-      - application/json
+    method: {method}
+    uri: {uri}
+    body:{body}
+    headers:{headers}
   response: !ruby/struct:VCR::Response
     status: !ruby/struct:VCR::ResponseStatus
       code: 200
@@ -286,33 +272,37 @@ RUBY_VCR_1_TEMPLATE = """\
     headers:
       date:
       - Tue, 02 Dec 2025 10:00:00 GMT
-    body: '{anthropic_response}'
-    http_version: "1.1"
-- !ruby/struct:VCR::HTTPInteraction
-  request: !ruby/struct:VCR::Request
-    method: !ruby/sym post
-    uri: https://api.openai.com:443/v1/chat/completions
-    body: !binary |
-      eyJtb2RlbCI6ICJncHQtNG8iLCAibWVzc2FnZXMiOiBbeyJyb2xlIjogInVzZXIiLCAiY29udGVudCI6ICJIaSJ9XX0=
-    headers:
-  response: !ruby/struct:VCR::Response
-    status: !ruby/struct:VCR::ResponseStatus
-      code: 200
-      message: OK
-    headers:
-    body: '{openai_response}'
+    body: '{response}'
     http_version: "1.1"
 """
+
+
 ANTHROPIC_REQUEST = {
     "model": "claude-3-5-sonnet-20241022",
     "max_tokens": 10,
     "messages": [{"role": "user", "content": "Hi"}],
 }
+OPENAI_REQUEST = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
 OPENAI_RESPONSE = {**chat_response(1_300, 1_280, 9), "created": 1_764_669_600}
-RUBY_VCR_1 = RUBY_VCR_1_TEMPLATE.format(
-    anthropic_request=json.dumps(ANTHROPIC_REQUEST, separators=(",", ":")),
-    anthropic_response=json.dumps(anthropic_response(20, 0, 4_096, 5), separators=(",", ":")),
-    openai_response=json.dumps(OPENAI_RESPONSE, separators=(",", ":")),
+JSON_HEADERS = "\n      content-type:\n      - application/json"
+RUBY_VCR_1 = "---\n" + "".join(
+    [
+        ruby_interaction(":get", "https://api.openai.com:443/v1/models", "", "", '{"data": []}'),
+        ruby_interaction(
+            ":post",
+            "https://api.anthropic.com:443/v1/messages",
+            f" '{compact(ANTHROPIC_REQUEST)}'",
+            JSON_HEADERS,
+            compact(anthropic_response(20, 0, 4_096, 5)),
+        ),
+        ruby_interaction(  # Psych's symbol tag, and a !binary (ASCII-8BIT) body
+            "!ruby/sym post",
+            "https://api.openai.com:443/v1/chat/completions",
+            f" !binary |\n      {b64(OPENAI_REQUEST)}",
+            "",
+            compact(OPENAI_RESPONSE),
+        ),
+    ]
 )
 # Syck (Ruby 1.8) wrote a space after every key or tag that opens a block.
 SYCK = re.sub(r"(:|Interaction|Request|Response|Status|---)$", r"\1 ", RUBY_VCR_1, flags=re.M)
@@ -322,17 +312,13 @@ SYCK = re.sub(r"(:|Interaction|Request|Response|Status|---)$", r"\1 ", RUBY_VCR_
 def test_ruby_vcr_1_cassette(tmp_path: Path, text: str) -> None:
     path = tmp_path / "old.yml"
     path.write_text(text, encoding="utf-8")
-    # the !binary request body is base64 of this JSON text (written out to check it)
-    assert json.loads(base64.b64decode(RUBY_VCR_1.split("!binary |\n")[1].split()[0])) == {
-        "model": "gpt-4o",
-        "messages": [{"role": "user", "content": "Hi"}],
-    }
     result = read(path)
     assert (result.format, result.errors) == ("vcr", [])
     # Anthropic: 20 + 0 + 4,096 = 4,116 input, 4,096 read; OpenAI: 1,300 input incl. 1,280
     # read. Input 4,116 + 1,300 = 5,416, read 4,096 + 1,280 = 5,376, output 5 + 9 = 14.
     assert totals(result.requests) == {"input": 5_416, "read": 5_376, "write": 0, "output": 14}
-    assert [request.line for request in result.requests] == [15, 32]  # the "- !ruby/struct" lines
+    starts = [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("- !ruby")]
+    assert [request.line for request in result.requests] == starts[1:]  # after GET /models
     assert result.skipped == {"recorded call that is not a model endpoint": 1}  # GET /models
 
 
@@ -356,7 +342,8 @@ def test_ruby_vcr_1_bad_status_is_named(tmp_path: Path) -> None:
     first, second, rest = RUBY_VCR_1.split("code: 200", 2)  # the second interaction's code
     path.write_text(f"{first}code: 200{second}code: two hundred{rest}", encoding="utf-8")
     result = read(path)
-    assert [(e.line, e.field) for e in result.errors] == [(15, "[1].response.status.code")]
+    starts = [n for n, line in enumerate(RUBY_VCR_1.splitlines(), 1) if line.startswith("- !")]
+    assert [(e.line, e.field) for e in result.errors] == [(starts[1], "[1].response.status.code")]
 
 
 # --- HAR, one entry per line ---------------------------------------------------------------
