@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from cachecast.usecases.session_files import find_sessions
 from tests.conftest import shared_data
 from tests.usecases.test_usage import CODEX_FIXTURE, SONNET, claude_sums, codex_sums, report_of
 
@@ -62,3 +63,11 @@ def test_a_compressed_file_that_does_not_inflate_is_named_and_the_run_goes_on(
     assert report.issues[0].file == str(broken)
     assert "cannot decompress the gzip file" in report.issues[0].reason
     assert report.totals.requests == claude_sums([shared_data(SONNET)])["requests"]
+
+
+def test_a_folder_names_its_compressed_session_files(tmp_path: Path) -> None:
+    for name in ("a.jsonl", "b.jsonl.gz", "c.jsonl.xz", "d.jsonl.zst", "notes.txt", "e.json.gz"):
+        (tmp_path / "project" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "project" / name).write_bytes(b"")
+    found = find_sessions([tmp_path])
+    assert [path.name for path in found] == ["a.jsonl", "b.jsonl.gz", "c.jsonl.xz", "d.jsonl.zst"]
