@@ -31,6 +31,7 @@ from cachecast.logs import (
     langfuse,
     langsmith,
     litellm,
+    nock,
     otel,
     vcr,
 )
@@ -207,6 +208,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "govcr cassette (Go, seborama/govcr: Tracks of Request and Response)",
         _govcr_fits,
         govcr.read,
+    ),
+    LogFormat(
+        "nock",
+        "nock recordings (Node.js: nock.back fixtures, the recorder's definitions)",
+        _objects_fit(nock.fits, "list of nock definitions {scope, method, path, status}"),
+        nock.read,
     ),
     LogFormat(
         "langfuse",

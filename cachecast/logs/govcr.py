@@ -28,11 +28,10 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import current
-from cachecast.logs.errors import LogRecordError
-from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
+from cachecast.logs.http import Exchange, http_date, read_documents
 from cachecast.logs.http.exchange import listed_headers
 from cachecast.logs.sanitize import shown
-from cachecast.logs.stream import Item, LogStream, documents
+from cachecast.logs.stream import Item, LogStream
 
 ENCRYPTED_HEADER = "$ENC$"  # govcr v5+: the marker an encrypted cassette starts with
 
@@ -47,26 +46,12 @@ def fits(value: Any) -> bool:
 
 
 def read(stream: LogStream) -> Iterator[Item]:
-    for line, document in documents(stream, fits, ("Tracks", "missing: not a govcr cassette")):
-        if isinstance(document, LogRecordError):
-            yield line, document
-            continue
-        whole = stream.whole_document
-        entries = (
-            (index + 1 if whole else line, f"Tracks[{index}]", track)
-            for index, track in enumerate(document["Tracks"])
-        )
-        yield from read_exchanges(stream, _numbered(exchanges_of(stream, entries, _exchange)))
+    missing = ("Tracks", "missing: not a govcr cassette")
+    yield from read_documents(stream, fits, missing, _tracks, _exchange)
 
 
-def _numbered(
-    exchanges: Iterator[Exchange | LogRecordError],
-) -> Iterator[Exchange | LogRecordError]:
-    """Each track with its 1-based position (its request id where the response names none)."""
-    for number, exchange in enumerate(exchanges, start=1):
-        if isinstance(exchange, Exchange):
-            exchange.entry = number
-        yield exchange
+def _tracks(document: dict[str, Any]) -> tuple[str, list[Any]]:
+    return "Tracks", document["Tracks"]
 
 
 def _exchange(track: Any, line: int, where: str) -> Exchange:

@@ -24,6 +24,7 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
+from cachecast.logs.http.exchange import numbered
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream, documents
 
@@ -50,11 +51,10 @@ def is_entry(value: Any) -> bool:
 
 
 def read(stream: LogStream) -> Iterator[Item]:
-    yield from read_exchanges(stream, _exchanges(stream))
+    yield from read_exchanges(stream, numbered(_exchanges(stream)))
 
 
 def _exchanges(stream: LogStream) -> Iterator[Exchange | LogRecordError]:
-    count = 0
     missing = ("log.entries", "missing: neither a HAR document nor a HAR entry")
     for line, document in documents(stream, fits, missing):
         if isinstance(document, LogRecordError):
@@ -68,11 +68,7 @@ def _exchanges(stream: LogStream) -> Iterator[Exchange | LogRecordError]:
                 (index + 1 if whole else line, f"log.entries[{index}]", entry)
                 for index, entry in enumerate(document["log"]["entries"])
             ]
-        for exchange in exchanges_of(stream, entries, _exchange):
-            count += 1
-            if isinstance(exchange, Exchange):
-                exchange.entry = count
-            yield exchange
+        yield from exchanges_of(stream, entries, _exchange)
 
 
 def _exchange(entry: Any, line: int, where: str) -> Exchange:

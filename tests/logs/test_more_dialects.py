@@ -425,3 +425,104 @@ def test_betamax_cassette(tmp_path: Path) -> None:
     result = read(write_json(tmp_path / "betamax.json", cassette))
     assert (result.format, result.errors) == ("vcr", [])
     assert totals(result.requests) == {"input": 900, "read": 512, "write": 0, "output": 4}
+
+
+# --- nock ----------------------------------------------------------------------------------
+
+
+def nock_definition(response: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "scope": "https://api.openai.com:443",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "body": chat_body("a"),
+        "status": 200,
+        "response": response,
+        "rawHeaders": ["Date", DATE, "Content-Type", "application/json"],
+        **extra,
+    }
+
+
+ANTHROPIC_STREAM = "".join(
+    f"event: {kind}\ndata: {json.dumps(data)}\n\n"
+    for kind, data in [
+        (
+            "message_start",
+            {"type": "message_start", "message": anthropic_response(3, 0, 1_024, 1)},
+        ),
+        ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 15}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+)
+
+
+def test_nock_recording(tmp_path: Path) -> None:
+    packed = gzip.compress(json.dumps(chat_response(700, 512, 6)).encode())
+    anthropic_stream = {
+        **nock_definition(ANTHROPIC_STREAM),
+        "scope": "https://api.anthropic.com:443",
+        "path": "/v1/messages",
+        "body": {**ANTHROPIC_REQUEST, "stream": True},
+        "rawHeaders": ["Content-Type", "text/event-stream", "Date", DATE],
+    }
+    definitions = [
+        nock_definition(chat_response(1_000, 0, 4), responseIsBinary=False),
+        # older nock: a gzip response as a list of hex chunks
+        nock_definition(
+            [packed[:10].hex(), packed[10:].hex()],
+            rawHeaders=["Content-Encoding", "gzip", "Date", DATE],
+        ),
+        # nock 13+: bytes it could not keep as text, one hex string
+        nock_definition(
+            packed.hex(), responseIsBinary=True, rawHeaders=["Content-Encoding", "gzip"]
+        ),
+        anthropic_stream,
+        {**nock_definition({}), "method": "GET", "path": "/v1/models", "body": ""},
+    ]
+    result = read(write_json(tmp_path / "recording.json", definitions))
+    assert (result.format, result.errors) == ("nock", [])
+    # OpenAI: input 1,000 + 700 + 700 = 2,400, read 512 + 512 = 1,024, output 4 + 6 + 6 = 16;
+    # Anthropic stream: input 3 + 0 + 1,024 = 1,027 with 1,024 read, output 15 (the
+    # message_delta's cumulative count). Input 3,427, read 2,048, output 31.
+    assert totals(result.requests) == {"input": 3_427, "read": 2_048, "write": 0, "output": 31}
+    assert result.skipped == {"recorded call that is not a model endpoint": 1}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "reason"),
+    [
+        ({"status": "200"}, "[0].status", "expected an HTTP status"),
+        ({"rawHeaders": ["Date"]}, "[0].rawHeaders", "in pairs"),
+        ({"response": "zz", "responseIsBinary": True}, "[0].response", "not hexadecimal"),
+        ({"response": "ab" * 6_000, "responseIsBinary": True}, "[0].response", "limit of"),
+        ({"scope": 443}, "[0].scope", "expected a string"),
+    ],
+)
+def test_nock_bad_fields_are_named(
+    tmp_path: Path, change: dict[str, Any], field: str, reason: str
+) -> None:
+    path = write_json(tmp_path / "bad.json", [{**nock_definition({}), **change}])
+    with limits_in_force(Limits(max_decompressed_bytes=5_000)):
+        result = read(path)
+    assert [(e.file, e.line, e.field) for e in result.errors] == [(str(path), 1, field)]
+    assert reason in result.errors[0].reason
+
+
+def test_detection_tells_the_recording_dialects_apart(tmp_path: Path) -> None:
+    govcr = {"Tracks": [track(chat_body("a"), chat_response(1, 0, 1))]}
+    cases = {
+        "govcr": write_json(tmp_path / "a.cassette", govcr),
+        "nock": write_json(tmp_path / "b.json", [nock_definition({})]),
+        "har": write_json(tmp_path / "c.har", {"log": {"entries": [har_entry(1, 1, 1)]}}),
+        "vcr": tmp_path / "d.yml",
+    }
+    cases["vcr"].write_text(RUBY_VCR_1, encoding="utf-8")
+    entries = tmp_path / "e.jsonl"
+    entries.write_text(json.dumps(har_entry(1, 1, 1)) + "\n", encoding="utf-8")
+    cases_found = {name: open_log(path).format for name, path in cases.items()}
+    assert cases_found == {name: name for name in cases}
+    assert open_log(entries).format == "har"
+    # cachecast's own wrapper line with a provider body is still cachecast's
+    own = tmp_path / "own.jsonl"
+    own.write_text(json.dumps({"request": chat_body("a"), "provider": "openai"}) + "\n")
+    assert open_log(own).format == "cachecast"

@@ -71,6 +71,17 @@ def http_date(value: str | None) -> float | None:
         return None
 
 
+def numbered(
+    exchanges: Iterable[Exchange | LogRecordError],
+) -> Iterator[Exchange | LogRecordError]:
+    """Each exchange with its 1-based position among ``exchanges`` (``Exchange.entry``): for
+    recordings whose lines do not tell their entries apart."""
+    for number, exchange in enumerate(exchanges, start=1):
+        if isinstance(exchange, Exchange):
+            exchange.entry = number
+        yield exchange
+
+
 def exchanges_of(
     stream: LogStream,
     entries: Iterable[tuple[int, str, Any]],
