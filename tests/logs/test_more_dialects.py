@@ -13,6 +13,7 @@ import base64
 import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import pytest
 from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
 from cachecast.logs import open_log
-from cachecast.logs.errors import UnknownLogFormatError
+from cachecast.logs.errors import LogFileError, UnknownLogFormatError
 from tests.logs import test_dialect_variants as dialect_variants
 from tests.logs.helpers import read, totals
 
@@ -526,3 +527,33 @@ def test_detection_tells_the_recording_dialects_apart(tmp_path: Path) -> None:
     own = tmp_path / "own.jsonl"
     own.write_text(json.dumps({"request": chat_body("a"), "provider": "openai"}) + "\n")
     assert open_log(own).format == "cachecast"
+
+
+# --- Ruby VCR's compressed serializer: zlib under a .gz name ----------------------------------
+
+
+def test_ruby_vcr_compressed_serializer(tmp_path: Path) -> None:
+    path = tmp_path / "cassette.gz"
+    path.write_bytes(zlib.compress(RUBY_VCR_1.encode()))  # Zlib.deflate(yaml), as VCR writes
+    result = read(path)
+    assert (result.format, result.errors) == ("vcr", [])
+    # the totals of test_ruby_vcr_1_cassette: input 4,116 + 1,300, read 4,096 + 1,280, output 14
+    assert totals(result.requests) == {"input": 5_416, "read": 5_376, "write": 0, "output": 14}
+
+
+def test_zlib_files_cut_short_or_inflating_past_the_bound_are_refused(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(zlib.compress(RUBY_VCR_1.encode())[:40])
+    with pytest.raises(LogFileError) as caught:
+        open_log(cut)
+    assert (caught.value.file, caught.value.reason) == (
+        str(cut),
+        "cannot decompress the zlib file: the compressed data ends early",
+    )
+    bomb = tmp_path / "bomb.gz"
+    bomb.write_bytes(zlib.compress(b"a" * 5_000_000))  # 5 MB of "a": under 10 KB packed
+    bound = limits_in_force(Limits(max_decompressed_bytes=1_000_000))
+    with bound, pytest.raises(LimitExceededError) as limit:
+        open_log(bomb)
+    assert "max_decompressed_bytes" in str(limit.value)
+    assert str(bomb) in str(limit.value)
