@@ -21,15 +21,12 @@ encryption) cannot be read without its key: detection says so. A gzip cassette
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterator
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.core.limits import current
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import listed_headers
+from cachecast.logs.http.exchange import decoded_bytes, listed_headers
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
@@ -128,23 +125,12 @@ def _status(response: dict[str, Any], where: str) -> int | None:
 
 
 def _bytes(value: Any, field: str) -> bytes | str | None:
-    """A Go ``[]byte``: base64 text, refused before decoding when it would decode past
-    ``max_decompressed_bytes`` (docs/limits.md). Text that cannot be base64 but is JSON (a
-    cassette edited by hand) is taken as it stands."""
+    """A Go ``[]byte``: base64 text (bounded before it is decoded). Text that cannot be
+    base64 but is JSON (a cassette edited by hand) is taken as it stands."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise RecordFieldError(field, f"expected base64 text, got {type(value).__name__}")
-    limit = current().max_decompressed_bytes
-    if len(value) // 4 * 3 > limit:
-        raise RecordFieldError(
-            field,
-            f"a base64 body of {len(value):,} characters decodes past the limit of {limit:,} "
-            "bytes (setting max_decompressed_bytes; docs/limits.md)",
-        )
-    try:
-        return base64.b64decode(value, validate=True)
-    except binascii.Error:
-        if value.lstrip().startswith(("{", "[")):
-            return value  # '{' and '[' are not base64: the body was written as text
-        raise RecordFieldError(field, "not base64 (govcr writes bodies as base64)") from None
+    if value.lstrip().startswith(("{", "[")):
+        return value  # '{' and '[' are not base64: the body was written as text
+    return decoded_bytes(value, "base64", field)

@@ -20,11 +20,13 @@ import binascii
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import orjson
+
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
-from cachecast.logs.http.exchange import numbered
+from cachecast.logs.http.exchange import check_decoded_size, decoded_bytes, is_hex, numbered
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream, documents
 
@@ -95,12 +97,17 @@ def _exchange(entry: Any, line: int, where: str) -> Exchange:
             )
         response_headers = _headers(response.get("headers"))
         content = response.get("content")
+        chunks = None
         if isinstance(content, dict):
-            response_body = _text(content, f"{at}response.content")
+            path = f"{at}response.content"
+            if response_headers.get("content-encoding"):
+                chunks = _encoded_chunks(content, f"{path}.text")
+            response_body = chunks if chunks is not None else _text(content, path)
             if "content-type" not in response_headers and isinstance(content.get("mimeType"), str):
                 response_headers["content-type"] = content["mimeType"]
-        # HAR's text is already decoded: the recorded Content-Encoding no longer applies.
-        response_headers.pop("content-encoding", None)
+        if chunks is None:
+            # HAR's text is already decoded: the recorded Content-Encoding no longer applies.
+            response_headers.pop("content-encoding", None)
     started = entry.get("startedDateTime")
     return Exchange(
         line=line,
@@ -125,6 +132,28 @@ def _headers(value: Any) -> dict[str, str]:
             if isinstance(header, dict) and isinstance(header.get("name"), str):
                 headers.setdefault(header["name"].lower(), str(header.get("value", "")))
     return headers
+
+
+def _encoded_chunks(content: dict[str, Any], field: str) -> bytes | None:
+    """Polly.JS's node-http adapter keeps a response sent with a Content-Encoding as the
+    encoded bytes, chunk by chunk: ``text`` is a JSON list of hex strings (or of base64
+    strings with ``encoding: base64``). The bytes joined, still encoded (the header then
+    applies); None for any other text."""
+    text = content.get("text")
+    if not isinstance(text, str) or not text.startswith("["):
+        return None
+    try:
+        items = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        return None
+    if content.get("encoding") == "base64":
+        check_decoded_size(sum(len(item) for item in items), "base64", field)
+        return b"".join(decoded_bytes(item, "base64", field) for item in items)
+    if all(is_hex(item) for item in items):
+        return decoded_bytes("".join(items), "hex", field)
+    return None
 
 
 def _text(container: dict[str, Any], path: str) -> str | bytes | None:

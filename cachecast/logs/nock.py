@@ -21,19 +21,16 @@ own creation time. ``line`` is the definition's 1-based position, ``[i]`` its fi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.core.limits import current
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import listed_headers
+from cachecast.logs.http.exchange import decoded_bytes, is_hex, listed_headers
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
 _KEYS = ("scope", "method", "status")
-_HEX = re.compile(r"[0-9a-fA-F]*")
 
 
 def is_definition(value: Any) -> bool:
@@ -92,25 +89,12 @@ def _response(definition: dict[str, Any], field: str) -> Any:
     if (
         isinstance(value, list)
         and value
-        and all(isinstance(chunk, str) and _HEX.fullmatch(chunk) for chunk in value)
+        and all(isinstance(chunk, str) and is_hex(chunk) for chunk in value)
     ):
-        return _hex("".join(value), field)  # older nock: a gzip response as hex chunks
+        # older nock: a gzip response as a list of hex chunks
+        return decoded_bytes("".join(value), "hex", field)
     if definition.get("responseIsBinary") is True:
         if not isinstance(value, str):
             raise RecordFieldError(field, f"responseIsBinary, but not hex text: {shown(value)}")
-        return _hex(value, field)
+        return decoded_bytes(value, "hex", field)
     return value
-
-
-def _hex(text: str, field: str) -> bytes:
-    limit = current().max_decompressed_bytes
-    if len(text) // 2 > limit:
-        raise RecordFieldError(
-            field,
-            f"{len(text):,} hexadecimal characters decode past the limit of {limit:,} bytes "
-            "(setting max_decompressed_bytes; docs/limits.md)",
-        )
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        raise RecordFieldError(field, "not hexadecimal bytes") from None

@@ -494,7 +494,7 @@ def test_nock_recording(tmp_path: Path) -> None:
     [
         ({"status": "200"}, "[0].status", "expected an HTTP status"),
         ({"rawHeaders": ["Date"]}, "[0].rawHeaders", "in pairs"),
-        ({"response": "zz", "responseIsBinary": True}, "[0].response", "not hexadecimal"),
+        ({"response": "zz", "responseIsBinary": True}, "[0].response", "not hex bytes"),
         ({"response": "ab" * 6_000, "responseIsBinary": True}, "[0].response", "limit of"),
         ({"scope": 443}, "[0].scope", "expected a string"),
     ],
@@ -557,3 +557,39 @@ def test_zlib_files_cut_short_or_inflating_past_the_bound_are_refused(tmp_path: 
         open_log(bomb)
     assert "max_decompressed_bytes" in str(limit.value)
     assert str(bomb) in str(limit.value)
+
+
+# --- Polly.JS node-http: encoded responses kept as chunks ----------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["hex", "base64"])
+def test_polly_node_http_encoded_chunks(tmp_path: Path, encoding: str) -> None:
+    # A gzip response Polly's node-http adapter could not keep as text: content.text is a
+    # JSON list of the encoded chunks (hex; or base64 with content.encoding base64), the
+    # Content-Encoding header kept.
+    packed = gzip.compress(json.dumps(chat_response(2_000, 1_792, 12)).encode())
+    parts = [packed[:7], packed[7:]]
+    chunks = [p.hex() if encoding == "hex" else base64.b64encode(p).decode() for p in parts]
+    entry = har_entry(1, 0, 0)
+    entry["response"]["headers"] = [{"name": "Content-Encoding", "value": "gzip"}]
+    entry["response"]["content"] = {"mimeType": "application/json", "text": json.dumps(chunks)}
+    if encoding == "base64":
+        entry["response"]["content"]["encoding"] = "base64"
+    result = read(write_json(tmp_path / "polly.har", {"log": {"entries": [entry]}}))
+    assert (result.format, result.errors) == ("har", [])
+    # prompt_tokens 2,000 including 1,792 cached, completion 12
+    assert totals(result.requests) == {"input": 2_000, "read": 1_792, "write": 0, "output": 12}
+
+
+def test_polly_chunks_past_the_bound_are_refused_before_decoding(tmp_path: Path) -> None:
+    entry = har_entry(1, 0, 0)
+    entry["response"]["headers"] = [{"name": "Content-Encoding", "value": "gzip"}]
+    entry["response"]["content"] = {"text": json.dumps(["ab" * 3_000, "cd" * 3_000])}
+    path = write_json(tmp_path / "big.har", {"log": {"entries": [entry]}})
+    with limits_in_force(Limits(max_decompressed_bytes=5_000)):
+        result = read(path)
+    # 12,000 hex characters are 6,000 bytes, over 5,000
+    assert [(e.line, e.field) for e in result.errors] == [
+        (1, "log.entries[0].response.content.text")
+    ]
+    assert "limit of 5,000 bytes" in result.errors[0].reason

@@ -4,12 +4,16 @@ it to ``cachecast.logs.http``, and what those formats read alike.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.core.limits import current
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import LogStream
 
@@ -45,6 +49,38 @@ def body_rewritten(exchange: Exchange) -> bool:
             return False  # the stored text is the decoded body, the length the encoded one
         raw = raw.encode("utf-8")
     return len(raw) != int(declared)
+
+
+_HEX = re.compile(r"[0-9a-fA-F]*")
+
+
+def is_hex(text: str) -> bool:
+    return len(text) % 2 == 0 and _HEX.fullmatch(text) is not None
+
+
+def check_decoded_size(characters: int, encoding: str, field: str) -> None:
+    """Refuse ``characters`` of hex or base64 that would decode past the bound."""
+    limit = current().max_decompressed_bytes
+    size = characters // 2 if encoding == "hex" else characters // 4 * 3
+    if size > limit:
+        raise RecordFieldError(
+            field,
+            f"{characters:,} {encoding} characters decode past the limit of {limit:,} bytes "
+            "(setting max_decompressed_bytes; docs/limits.md)",
+        )
+
+
+def decoded_bytes(text: str, encoding: str, field: str) -> bytes:
+    """``text`` as the bytes it spells in ``encoding`` (``hex`` or ``base64``), refused
+    before it is decoded when the bytes would pass ``max_decompressed_bytes``
+    (docs/limits.md): a recording's binary body cannot make more than the bound."""
+    check_decoded_size(len(text), encoding, field)
+    try:
+        if encoding == "hex":
+            return bytes.fromhex(text)
+        return base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error):
+        raise RecordFieldError(field, f"not {encoding} bytes") from None
 
 
 def listed_headers(value: Any) -> dict[str, str]:
