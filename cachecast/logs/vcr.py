@@ -55,10 +55,12 @@ class CassetteLoader(_Base):  # type: ignore[misc, valid-type]
     same base64 payload as YAML's ``!!binary``)."""
 
 
-def _ruby_tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Iterator[Any]:
-    """Any ``!ruby/...`` tag (``struct:VCR::Request``, ``object:...``, ``sym``, ``regexp``):
-    the node as the plain value it tags, built by the safe constructors (a generator, as the
-    safe loader builds mappings, so that anchors inside resolve)."""
+def _local_tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Iterator[Any]:
+    """Any other local tag: Ruby's (``!ruby/struct:VCR::Request``, ``!ruby/object:...``,
+    ``!ruby/sym``, ``!ruby/regexp``, ``!ruby/hash:ActiveSupport::HashWithIndifferentAccess``)
+    or Syck's (``!str``): the node as the plain value it tags, built by the safe constructors
+    (a generator, as the safe loader builds mappings, so that anchors inside resolve). No
+    object of the tagged class is ever made."""
     if isinstance(node, yaml.MappingNode):
         mapping: dict[Any, Any] = {}
         yield mapping
@@ -72,7 +74,8 @@ def _ruby_tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Itera
 
 
 CassetteLoader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)
-CassetteLoader.add_multi_constructor("!ruby/", _ruby_tagged)
+# (an exact tag, ``!binary`` above, wins over this prefix)
+CassetteLoader.add_multi_constructor("!", _local_tagged)
 
 
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)

@@ -593,3 +593,37 @@ def test_polly_chunks_past_the_bound_are_refused_before_decoding(tmp_path: Path)
         (1, "log.entries[0].response.content.text")
     ]
     assert "limit of 5,000 bytes" in result.errors[0].reason
+
+
+def test_other_local_tags_are_read_as_plain_values(tmp_path: Path) -> None:
+    # Syck's !str and Rails' HashWithIndifferentAccess headers in a Ruby VCR 2 cassette.
+    cassette = f"""\
+---
+http_interactions:
+- request:
+    method: post
+    uri: {CHAT}
+    body:
+      encoding: UTF-8
+      string: !str '{compact(chat_body("a"))}'
+    headers: !ruby/hash:ActiveSupport::HashWithIndifferentAccess
+      Content-Type:
+      - application/json
+  response:
+    status:
+      code: !str 200
+      message: OK
+    headers: !ruby/hash:ActiveSupport::HashWithIndifferentAccess
+      Date:
+      - {DATE}
+    body:
+      encoding: UTF-8
+      string: '{compact(chat_response(640, 512, 3))}'
+  recorded_at: {DATE}
+recorded_with: VCR 6.2.0
+"""
+    path = tmp_path / "tags.yml"
+    path.write_text(cassette, encoding="utf-8")
+    result = read(path)
+    assert (result.format, result.errors) == ("vcr", [])
+    assert totals(result.requests) == {"input": 640, "read": 512, "write": 0, "output": 3}
