@@ -146,20 +146,26 @@ def _cachecast_fits(sample: Sample) -> str | None:
 # serializers the same keys as the first of a JSON document.
 _YAML_INTERACTIONS = re.compile(r"^(?:http_)?interactions:\s*$", re.MULTILINE)
 _JSON_INTERACTIONS = re.compile(r'"(?:http_)?interactions"\s*:\s*\[')
-# Ruby VCR 1.x: a top-level list of tagged interactions.
+# Ruby VCR 1.x: a top-level list of tagged interactions; php-vcr: a top-level list of
+# untagged ones, each opening with its request (YAML "-" then "request:", or JSON).
 _RUBY_VCR1 = re.compile(r"^-\s+!ruby/(?:struct|object):VCR::HTTPInteraction\b", re.MULTILINE)
+_PHP_VCR = re.compile(r"\A\s*-[ \t]*(?:\n[ \t]+)?request:[ \t]*\n")
+_JSON_LIST_OF_REQUESTS = re.compile(r'\A\s*\[\s*\{\s*"request"\s*:\s*\{')
 
 
 def _vcr_fits(sample: Sample) -> str | None:
     if _YAML_INTERACTIONS.search(sample.text, 0, 1 << 16):  # the key opens a cassette
         return None
-    if _RUBY_VCR1.search(sample.text, 0, 1 << 16):
+    if _RUBY_VCR1.search(sample.text, 0, 1 << 16) or _PHP_VCR.match(sample.text):
+        return None
+    if _JSON_LIST_OF_REQUESTS.match(sample.text):  # php-vcr's JSON storage
         return None
     if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
         return None
     return (
         "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top,"
-        " nor a list of '!ruby/struct:VCR::HTTPInteraction' (Ruby VCR 1.x)"
+        " nor a list of '!ruby/struct:VCR::HTTPInteraction' (Ruby VCR 1.x) or of"
+        " {request, response} (php-vcr)"
     )
 
 

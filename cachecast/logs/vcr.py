@@ -16,6 +16,9 @@
   the port (``https://host:443/...``), bodies are plain strings (or ``!binary``). The Ruby tags
   are read as the plain mappings, lists or strings they tag (no object is ever built), the
   ``:post`` symbol as ``post``.
+- php-vcr (PHP): a top-level list of ``{request: {method, url, headers, body}, response:
+  {status: {code, message}, headers, body, curl_info?}, index?}``, YAML or JSON; headers map
+  names to single values.
 - go-vcr v1 and v2: ``version``, ``interactions[].request: {body, headers, url, method, form,
   proto...}``, ``response: {body, headers, status: "200 OK", code: 200, duration}``;
   headers map names to lists.
@@ -79,7 +82,7 @@ CassetteLoader.add_multi_constructor("!", _local_tagged)
 
 
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
-    if isinstance(value, list):  # Ruby VCR 1.x: the interactions themselves
+    if isinstance(value, list):  # Ruby VCR 1.x, php-vcr: the interactions themselves
         return bool(value) and all(
             isinstance(item, dict) and "request" in item for item in value[:8]
         )
@@ -99,7 +102,7 @@ def load(path: Any) -> tuple[Any, list[int]]:
     """The cassette and the 1-based line where each interaction starts."""
     check_size(path, MAX_YAML_BYTES, "a YAML cassette")
     text = path.read_text(encoding="utf-8", errors="strict")
-    if text.lstrip().startswith("{"):  # vcrpy's and Ruby VCR's JSON serializers
+    if text.lstrip().startswith(("{", "[")):  # vcrpy's, Ruby VCR's, php-vcr's JSON
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
@@ -627,3 +628,42 @@ recorded_with: VCR 6.2.0
     result = read(path)
     assert (result.format, result.errors) == ("vcr", [])
     assert totals(result.requests) == {"input": 640, "read": 512, "write": 0, "output": 3}
+
+
+# --- php-vcr -------------------------------------------------------------------------------
+
+
+def php_vcr_interaction(prompt: int, cached: int, completion: int) -> dict[str, Any]:
+    return {
+        "request": {
+            "method": "POST",
+            "url": CHAT,
+            "headers": {"Content-Type": "application/json", "Host": "api.openai.com"},
+            "body": compact(chat_body("a")),
+        },
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"date": DATE, "content-type": "application/json"},
+            "body": json.dumps(chat_response(prompt, cached, completion), indent=2),
+            "curl_info": {"http_code": 200, "total_time": 0.5},
+        },
+        "index": 0,
+    }
+
+
+@pytest.mark.parametrize("storage", ["yaml", "json"])
+def test_php_vcr_cassette(tmp_path: Path, storage: str) -> None:
+    interactions = [php_vcr_interaction(1_100, 1_024, 8), php_vcr_interaction(300, 0, 2)]
+    interactions[1]["response"]["status"] = {"http_version": "1.1", "code": "200"}  # older
+    path = tmp_path / f"cassette.{storage}"
+    if storage == "yaml":  # php-vcr (Symfony YAML) writes "-" alone, then the mapping
+        text = yaml.safe_dump(interactions, sort_keys=False, indent=4)
+        text = "\n" + text.replace("-   request:", "-\n    request:")
+        assert text.startswith("\n-\n    request:\n        method: POST\n")
+        path.write_text(text, encoding="utf-8")
+    else:
+        path.write_text(json.dumps(interactions, indent=4), encoding="utf-8")
+    result = read(path)
+    assert (result.format, result.errors) == ("vcr", [])
+    # input 1,100 + 300 = 1,400 of which 1,024 read; output 8 + 2 = 10
+    assert totals(result.requests) == {"input": 1_400, "read": 1_024, "write": 0, "output": 10}
