@@ -3,7 +3,7 @@ entries as JSON lines): ``POST /v1/estimates`` reads them as the CLI does, and a
 variant is a 4xx naming the upload, the record's line and its field.
 
 Expected request counts are the model calls written into each upload (builders of
-tests/logs/test_more_dialects.py); the bill is the CLI's reading of the same file.
+tests/logs/test_more_dialects*.py); the bill is the CLI's reading of the same file.
 """
 
 from __future__ import annotations
@@ -18,14 +18,8 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.estimate import EstimateRequest, estimate
-from tests.logs.test_more_dialects import (
-    RUBY_VCR_1,
-    chat_body,
-    chat_response,
-    har_entry,
-    nock_definition,
-    track,
-)
+from tests.logs.test_more_dialects import RUBY_VCR_1, chat_body, chat_response, track
+from tests.logs.test_more_dialects_web import har_entry, nock_definition
 from tests.service.test_api import assert_problem
 
 pytestmark = pytest.mark.anyio
