@@ -4,9 +4,10 @@ A compressed file is inflated, streamed in pieces, into a temporary file beside 
 else of the user's, and read from there like any other log (every reader works on a
 seekable file); at most ``max_decompressed_bytes`` per file (docs/limits.md), checked
 piece by piece, so that a small bomb stops within one piece of the bound. The kind is told
-by the magic number, not the name (a ``.gz`` that is plain text is read as it is). The
-temporary file is removed when the stream that reads it is collected, and at exit at the
-latest.
+by the magic number, not the name (a ``.gz`` that is plain text is read as it is; Ruby
+VCR's ``compressed`` serializer writes *zlib* data under a ``.gz`` name, told by zlib's
+header: ``78 9c`` / ``78 da`` / ``78 01``, bytes no text file starts with). The temporary
+file is removed when the stream that reads it is collected, and at exit at the latest.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ _MAGIC = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
     (b"BZh", "bzip2"),
     (b"\xfd7zXZ\x00", "xz"),
+    # zlib (RFC 1950) with deflate at the default, best and fastest levels: an "x" followed
+    # by a byte that is not UTF-8 text, so no text log is taken for one.
+    (b"\x78\x9c", "zlib"),
+    (b"\x78\xda", "zlib"),
+    (b"\x78\x01", "zlib"),
 )
 _PIECE = 1 << 20
 _MADE: set[str] = set()
@@ -82,6 +88,20 @@ def decompressed_copy(path: Path, kind: str, source: str) -> Path:
     return Path(name)
 
 
+def head(path: Path, kind: str, source: str, size: int) -> tuple[bytes, bool]:
+    """The first ``size`` inflated bytes of ``path`` (a format sniffed without inflating the
+    whole file), and whether they are all of it."""
+    out = bytearray()
+    try:
+        with _reader(path, kind, source) as read:
+            while len(out) < size and (piece := read(min(_PIECE, size - len(out)))):
+                out += piece
+            at_end = len(out) < size or not read(1)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        raise LogFileError(source, f"cannot decompress the {kind} file: {exc}") from None
+    return bytes(out), at_end
+
+
 _OPENERS: dict[str, Callable[[Path], Any]] = {  # file objects opened for reading
     "gzip": gzip.GzipFile,  # members back to back: one stream
     "bzip2": bz2.BZ2File,
@@ -89,8 +109,38 @@ _OPENERS: dict[str, Callable[[Path], Any]] = {  # file objects opened for readin
 }
 
 
+class _ZlibReader:
+    """A zlib stream read in pieces of at most ``size`` inflated bytes (the standard library
+    has a file object for gzip, bzip2 and xz, not for bare zlib)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self._decoder = zlib.decompressobj()
+        self._pending = b""
+
+    def read(self, size: int) -> bytes:
+        while True:
+            if self._decoder.eof:
+                return b""
+            if not self._pending:
+                self._pending = self._raw.read(_PIECE)
+                if not self._pending:
+                    out = self._decoder.flush()
+                    if not self._decoder.eof:
+                        raise zlib.error("the compressed data ends early")
+                    return out
+            out = self._decoder.decompress(self._pending, size)
+            self._pending = self._decoder.unconsumed_tail
+            if out:
+                return out
+
+
 @contextlib.contextmanager
 def _reader(path: Path, kind: str, source: str) -> Iterator[Callable[[int], bytes]]:
+    if kind == "zlib":
+        with path.open("rb") as raw:
+            yield _ZlibReader(raw).read
+        return
     opener = _OPENERS.get(kind)
     if opener is not None:
         with opener(path) as opened:

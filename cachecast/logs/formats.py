@@ -24,12 +24,14 @@ from cachecast.logs import (
     batch,
     claude_code,
     codex,
+    govcr,
     har,
     helicone,
     jsonl,
     langfuse,
     langsmith,
     litellm,
+    nock,
     otel,
     vcr,
 )
@@ -144,14 +146,36 @@ def _cachecast_fits(sample: Sample) -> str | None:
 # serializers the same keys as the first of a JSON document.
 _YAML_INTERACTIONS = re.compile(r"^(?:http_)?interactions:\s*$", re.MULTILINE)
 _JSON_INTERACTIONS = re.compile(r'"(?:http_)?interactions"\s*:\s*\[')
+# Ruby VCR 1.x: a top-level list of tagged interactions; php-vcr: a top-level list of
+# untagged ones, each opening with its request (YAML "-" then "request:", or JSON).
+_RUBY_VCR1 = re.compile(r"^-\s+!ruby/(?:struct|object):VCR::HTTPInteraction\b", re.MULTILINE)
+_PHP_VCR = re.compile(r"\A\s*-[ \t]*(?:\n[ \t]+)?request:[ \t]*\n")
+_JSON_LIST_OF_REQUESTS = re.compile(r'\A\s*\[\s*\{\s*"request"\s*:\s*\{')
 
 
 def _vcr_fits(sample: Sample) -> str | None:
     if _YAML_INTERACTIONS.search(sample.text, 0, 1 << 16):  # the key opens a cassette
         return None
+    if _RUBY_VCR1.search(sample.text, 0, 1 << 16) or _PHP_VCR.match(sample.text):
+        return None
+    if _JSON_LIST_OF_REQUESTS.match(sample.text):  # php-vcr's JSON storage
+        return None
     if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
         return None
-    return "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top"
+    return (
+        "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top,"
+        " nor a list of '!ruby/struct:VCR::HTTPInteraction' (Ruby VCR 1.x) or of"
+        " {request, response} (php-vcr)"
+    )
+
+
+_govcr_document = _objects_fit(govcr.fits, "Tracks (a govcr cassette)")
+
+
+def _govcr_fits(sample: Sample) -> str | None:
+    if sample.text.startswith(govcr.ENCRYPTED_HEADER):
+        return "an encrypted govcr cassette ($ENC$): decrypt it with its key first"
+    return _govcr_document(sample)
 
 
 def _anthropic_requests_fit(sample: Sample) -> str | None:
@@ -184,6 +208,18 @@ FORMATS: tuple[LogFormat, ...] = (
         "HAR 1.2 recorded HTTP traffic (browser dev tools, mitmproxy, proxies)",
         _objects_fit(har.fits, "log.entries (a HAR 1.2 document)"),
         har.read,
+    ),
+    LogFormat(
+        "govcr",
+        "govcr cassette (Go, seborama/govcr: Tracks of Request and Response)",
+        _govcr_fits,
+        govcr.read,
+    ),
+    LogFormat(
+        "nock",
+        "nock recordings (Node.js: nock.back fixtures, the recorder's definitions)",
+        _objects_fit(nock.fits, "list of nock definitions {scope, method, path, status}"),
+        nock.read,
     ),
     LogFormat(
         "langfuse",

@@ -9,6 +9,16 @@
   ``body: {encoding, string}`` where ``string`` is ``!binary`` base64 (Ruby's one-``!`` tag)
   for ASCII-8BIT bodies, or ``body: {encoding, base64_string}`` (``preserve_exact_body_bytes``);
   placeholders such as ``<AWS_REGION>`` inside URLs.
+- Ruby VCR 1.x (2011-2012, Syck or Psych): the cassette is a top-level *list* of
+  ``!ruby/struct:VCR::HTTPInteraction`` mappings, ``request: !ruby/struct:VCR::Request
+  {method: :post, uri, body, headers}``, ``response: !ruby/struct:VCR::Response {status:
+  !ruby/struct:VCR::ResponseStatus {code, message}, headers, body, http_version}``; URIs keep
+  the port (``https://host:443/...``), bodies are plain strings (or ``!binary``). The Ruby tags
+  are read as the plain mappings, lists or strings they tag (no object is ever built), the
+  ``:post`` symbol as ``post``.
+- php-vcr (PHP): a top-level list of ``{request: {method, url, headers, body}, response:
+  {status: {code, message}, headers, body, curl_info?}, index?}``, YAML or JSON; headers map
+  names to single values.
 - go-vcr v1 and v2: ``version``, ``interactions[].request: {body, headers, url, method, form,
   proto...}``, ``response: {body, headers, status: "200 OK", code: 200, duration}``;
   headers map names to lists.
@@ -35,6 +45,7 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
+from cachecast.logs.http.exchange import listed_headers
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
@@ -47,14 +58,40 @@ class CassetteLoader(_Base):  # type: ignore[misc, valid-type]
     same base64 payload as YAML's ``!!binary``)."""
 
 
+def _local_tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Iterator[Any]:
+    """Any other local tag: Ruby's (``!ruby/struct:VCR::Request``, ``!ruby/object:...``,
+    ``!ruby/sym``, ``!ruby/regexp``, ``!ruby/hash:ActiveSupport::HashWithIndifferentAccess``)
+    or Syck's (``!str``): the node as the plain value it tags, built by the safe constructors
+    (a generator, as the safe loader builds mappings, so that anchors inside resolve). No
+    object of the tagged class is ever made."""
+    if isinstance(node, yaml.MappingNode):
+        mapping: dict[Any, Any] = {}
+        yield mapping
+        mapping.update(loader.construct_mapping(node))
+    elif isinstance(node, yaml.SequenceNode):
+        items: list[Any] = []
+        yield items
+        items.extend(loader.construct_sequence(node))
+    else:
+        yield loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
 CassetteLoader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)
+# (an exact tag, ``!binary`` above, wins over this prefix)
+CassetteLoader.add_multi_constructor("!", _local_tagged)
 
 
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
+    if isinstance(value, list):  # Ruby VCR 1.x, php-vcr: the interactions themselves
+        return bool(value) and all(
+            isinstance(item, dict) and "request" in item for item in value[:8]
+        )
     return isinstance(value, dict) and any(isinstance(value.get(key), list) for key in KEYS)
 
 
 def _interactions(data: Any) -> list[Any]:
+    if isinstance(data, list):
+        return list(data)
     for key in KEYS:
         if isinstance(data, dict) and isinstance(data.get(key), list):
             return list(data[key])
@@ -65,7 +102,7 @@ def load(path: Any) -> tuple[Any, list[int]]:
     """The cassette and the 1-based line where each interaction starts."""
     check_size(path, MAX_YAML_BYTES, "a YAML cassette")
     text = path.read_text(encoding="utf-8", errors="strict")
-    if text.lstrip().startswith("{"):  # vcrpy's and Ruby VCR's JSON serializers
+    if text.lstrip().startswith(("{", "[")):  # vcrpy's, Ruby VCR's, php-vcr's JSON
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
@@ -77,7 +114,9 @@ def load(path: Any) -> tuple[Any, list[int]]:
         where = f" (line {exc.line})" if exc.line is not None else ""
         raise LogFileError(str(path), f"not a YAML cassette{where}: {exc.reason}") from None
     lines: list[int] = []
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.SequenceNode):  # Ruby VCR 1.x
+        lines = [item.start_mark.line + 1 for item in node.value]
+    elif isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if getattr(key, "value", None) in KEYS and isinstance(value, yaml.SequenceNode):
                 lines = [item.start_mark.line + 1 for item in value.value]
@@ -93,10 +132,10 @@ def read(stream: LogStream) -> Iterator[Item]:
     if not fits(data):
         yield 1, stream.error(1, "interactions", "missing: not a VCR cassette")
         return
-    key = next(k for k in KEYS if isinstance(data.get(k), list))
+    key = "" if isinstance(data, list) else next(k for k in KEYS if isinstance(data.get(k), list))
     entries = (
         (lines[index] if index < len(lines) else index + 1, f"{key}[{index}]", entry)
-        for index, entry in enumerate(data[key])
+        for index, entry in enumerate(_interactions(data))
     )
     yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))
 
@@ -109,6 +148,8 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
     if not isinstance(request, dict):
         raise RecordFieldError(f"{where}.request", "missing or not a mapping")
     method = request.get("method")
+    if isinstance(method, str) and method.startswith(":"):
+        method = method[1:]  # Ruby VCR 1.x writes the method as a symbol (:post)
     uri = request.get("uri", request.get("url"))
     if not isinstance(method, str) or not isinstance(uri, str):
         raise RecordFieldError(f"{where}.request", "needs method and uri")
@@ -117,9 +158,9 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
     response_body = None
     if isinstance(response, dict):
         status = _status(response, f"{where}.response")
-        response_headers = _headers(response.get("headers"))
+        response_headers = listed_headers(response.get("headers"))
         response_body = _body(response, f"{where}.response")
-    request_headers = _headers(request.get("headers"))
+    request_headers = listed_headers(request.get("headers"))
     timestamp = http_date(response_headers.get("date"))
     if timestamp is None and isinstance(interaction.get("recorded_at"), str):
         timestamp = http_date(interaction["recorded_at"])  # Ruby VCR, RFC 2822
@@ -160,18 +201,6 @@ def _status(response: dict[str, Any], where: str) -> int | None:
     if not isinstance(code, int) or isinstance(code, bool):
         raise RecordFieldError(field, f"expected an integer, got {shown(code)}")
     return code
-
-
-def _headers(value: Any) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    if isinstance(value, dict):
-        for name, values in value.items():
-            first = values[0] if isinstance(values, list) and values else values
-            if isinstance(first, bytes):
-                first = first.decode("utf-8", "replace")
-            if isinstance(first, str | int):
-                headers[str(name).lower()] = str(first)
-    return headers
 
 
 def _body(message: dict[str, Any], where: str) -> Any:

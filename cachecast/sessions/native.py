@@ -61,10 +61,10 @@ class SessionRequest:
 
 def native_format(path: Path) -> str | None:
     """``claude-code`` or ``codex`` where the first lines of ``path`` that say are of that
-    client (cheaper than trying every format; None: neither, or not read here)."""
-    if compressed(path):
-        return None
-    for line, raw in _lines(path, str(path)):
+    client (cheaper than trying every format; None: neither). A compressed file is told by
+    the head of its inflated content (LogFileError where it does not inflate); it is then
+    read through ``logs.open_log``."""
+    for line, raw in _head_lines(path):
         if line > 50:
             break
         event = _parsed(raw, str(path), line)
@@ -150,6 +150,25 @@ def compressed(path: Path) -> bool:
     from cachecast.logs.compressed import compression_of
 
     return compression_of(path) is not None
+
+
+# The inflated bytes of a compressed session file looked at to tell its client (whole lines of
+# them: a first line longer than this is not told, and the file is then tried as any log).
+HEAD_BYTES = 8 << 20
+
+
+def _head_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    from cachecast.logs.compressed import compression_of, head
+
+    kind = compression_of(path)
+    if kind is None:
+        yield from _lines(path, str(path))
+        return
+    data, at_end = head(path, kind, str(path), HEAD_BYTES)
+    lines = data.split(b"\n")
+    if not at_end:
+        lines = lines[:-1]  # the last one may be cut
+    yield from enumerate(lines, start=1)
 
 
 def _lines(path: Path, name: str) -> Iterator[tuple[int, bytes]]:

@@ -78,11 +78,14 @@ __all__ = [
 
 def log_format(path: Path, format: str | None = None) -> str:
     """The format name a file is read as: forced, or detected from its first bytes (the
-    file is not parsed here; LogFileError where no format fits)."""
+    file is not parsed here; LogFileError where no format fits); a compressed file's from its
+    inflated head, or else inflated whole (bounded) as ``open_log`` reads it."""
     if format is not None:
         return format
-    from cachecast.logs.formats import detect_format  # every format's reader: only here
+    from cachecast.logs.formats import detect_format, open_log  # every format: only here
 
+    if compressed(path):  # told by its inflated content
+        return native_format(path) or open_log(path).format
     return detect_format(path)[0].name
 
 

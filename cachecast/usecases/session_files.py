@@ -5,7 +5,8 @@ With no path, ``cachecast usage`` reads the default locations (docs/usage-report
 holding ``projects/``) or else ``~/.claude/projects`` (and ``~/.config/claude/projects``, where
 newer Claude Code versions write), and ``$CODEX_HOME/sessions`` or else ``~/.codex/sessions``.
 A location that does not exist is left out. A path given is a file, a folder (every
-``*.jsonl`` under it, sorted) or a glob.
+``*.jsonl`` under it, and every ``*.jsonl.gz`` / ``.zst`` / ``.bz2`` / ``.xz``: sessions kept
+compressed; sorted) or a glob.
 """
 
 from __future__ import annotations
@@ -16,6 +17,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cachecast.core.errors import BadInputError, Location
+from cachecast.logs.compressed import SUFFIXES
+
+# The names of session files in a folder: JSON lines, plain or compressed.
+SESSION_NAMES = (".jsonl", *(f".jsonl{suffix}" for suffix in SUFFIXES))
+
+
+def _sessions_under(folder: Path) -> list[Path]:
+    return sorted(
+        found
+        for found in folder.rglob("*.jsonl*")
+        if found.name.lower().endswith(SESSION_NAMES) and found.is_file()
+    )
+
 
 CLAUDE_CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 CODEX_HOME_ENV = "CODEX_HOME"
@@ -41,8 +55,8 @@ def default_locations(env: Mapping[str, str], home: Path) -> list[Path]:
 
 
 def session_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The ``*.jsonl`` files ``paths`` name: files as given, folders walked, globs expanded;
-    each file once. A path that names nothing is bad input."""
+    """The session files ``paths`` name: files as given, folders walked (``*.jsonl``, plain
+    or compressed), globs expanded; each file once. A path that names nothing is bad input."""
     files: list[Path] = []
     seen: set[Path] = set()
 
@@ -56,9 +70,8 @@ def session_files(paths: Sequence[str | Path]) -> list[Path]:
         path = Path(given)
         text = str(given)
         if path.is_dir():
-            for found in sorted(path.rglob("*.jsonl")):
-                if found.is_file():
-                    add(found)
+            for found in _sessions_under(path):
+                add(found)
         elif path.is_file():
             add(path)
         elif any(char in text for char in "*?["):
@@ -70,7 +83,7 @@ def session_files(paths: Sequence[str | Path]) -> list[Path]:
             for match in matches:
                 found = Path(match)
                 if found.is_dir():
-                    for inner in sorted(found.rglob("*.jsonl")):
+                    for inner in _sessions_under(found):
                         add(inner)
                 elif found.is_file():
                     add(found)

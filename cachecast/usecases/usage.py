@@ -420,7 +420,11 @@ def _read(
     by_client: dict[str, list[SessionRequest]] = {}
     seen: set[str] = set()
     for path, name in paths:
-        client = native_format(path)
+        try:
+            client = native_format(path)  # a compressed file: by its inflated head
+        except LogRecordError as exc:  # a compressed file that does not inflate
+            on_error(exc)
+            continue
         if client is None:
             on_error(
                 LogRecordError(

@@ -19,7 +19,8 @@ The recording formats hand their exchanges over as ``exchange.Exchange`` objects
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
@@ -27,7 +28,13 @@ from cachecast.logs.canonical import make_record
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
-from cachecast.logs.http.exchange import Exchange, body_rewritten, exchanges_of, http_date
+from cachecast.logs.http.exchange import (
+    Exchange,
+    body_rewritten,
+    exchanges_of,
+    http_date,
+    numbered,
+)
 from cachecast.logs.http.response_usage import (
     final_response,
     reported_usage,
@@ -43,10 +50,34 @@ from cachecast.logs.http.state import (
     remember_response,
     with_cache,
 )
-from cachecast.logs.stream import Item, LogStream
+from cachecast.logs.stream import Item, LogStream, documents
 from cachecast.logs.usage_fields import requested_ttl
 
-__all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
+__all__ = ["Exchange", "exchanges_of", "http_date", "read_documents", "read_exchanges"]
+
+
+def read_documents(
+    stream: LogStream,
+    fits: Callable[[Any], bool],
+    missing: tuple[str, str],
+    entries_of: Callable[[Any], tuple[str, list[Any]]],
+    parse: Callable[[Any, int, str], Exchange],
+) -> Iterator[Item]:
+    """A recording that is one JSON document (or one per line) listing its exchanges:
+    ``entries_of`` gives a document's (field path of the list, the list), ``parse`` reads one
+    entry. An entry's ``line`` is its position in a whole document, else its document's line;
+    its ``entry`` its position in the file (entries on one line told apart)."""
+    for line, document in documents(stream, fits, missing):
+        if isinstance(document, LogRecordError):
+            yield line, document
+            continue
+        whole = stream.whole_document
+        path, values = entries_of(document)
+        entries = (
+            (index + 1 if whole else line, f"{path}[{index}]", value)
+            for index, value in enumerate(values)
+        )
+        yield from read_exchanges(stream, numbered(exchanges_of(stream, entries, parse)))
 
 
 def read_exchanges(
@@ -155,6 +186,9 @@ def _record(
     if chain is not None and isinstance(final, dict):
         remember_response(chain, final, state)
     request_id = response_id(exchange.response_headers, final)
+    if request_id is None and exchange.entry is not None:
+        # The default id (file:line) is the same for every entry of a one-line HAR.
+        request_id = f"{Path(stream.source).name}:{exchange.line} entry {exchange.entry}"
     record = make_record(
         request=body,
         model=model,

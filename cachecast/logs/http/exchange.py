@@ -4,12 +4,16 @@ it to ``cachecast.logs.http``, and what those formats read alike.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.core.limits import current
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.stream import LogStream
 
@@ -28,6 +32,9 @@ class Exchange:
     response_headers: dict[str, str]
     response_body: Any
     timestamp: float | None = None
+    # The exchange's 1-based position in a recording whose lines do not tell its entries
+    # apart (HAR and govcr: one JSON document, or several entries on one line).
+    entry: int | None = None
 
 
 def body_rewritten(exchange: Exchange) -> bool:
@@ -44,6 +51,52 @@ def body_rewritten(exchange: Exchange) -> bool:
     return len(raw) != int(declared)
 
 
+_HEX = re.compile(r"[0-9a-fA-F]*")
+
+
+def is_hex(text: str) -> bool:
+    return len(text) % 2 == 0 and _HEX.fullmatch(text) is not None
+
+
+def check_decoded_size(characters: int, encoding: str, field: str) -> None:
+    """Refuse ``characters`` of hex or base64 that would decode past the bound."""
+    limit = current().max_decompressed_bytes
+    size = characters // 2 if encoding == "hex" else characters // 4 * 3
+    if size > limit:
+        raise RecordFieldError(
+            field,
+            f"{characters:,} {encoding} characters decode past the limit of {limit:,} bytes "
+            "(setting max_decompressed_bytes; docs/limits.md)",
+        )
+
+
+def decoded_bytes(text: str, encoding: str, field: str) -> bytes:
+    """``text`` as the bytes it spells in ``encoding`` (``hex`` or ``base64``), refused
+    before it is decoded when the bytes would pass ``max_decompressed_bytes``
+    (docs/limits.md): a recording's binary body cannot make more than the bound."""
+    check_decoded_size(len(text), encoding, field)
+    try:
+        if encoding == "hex":
+            return bytes.fromhex(text)
+        return base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error):
+        raise RecordFieldError(field, f"not {encoding} bytes") from None
+
+
+def listed_headers(value: Any) -> dict[str, str]:
+    """Headers written as a mapping of names to lists of values (vcrpy, go-vcr, Ruby VCR,
+    govcr's Go ``http.Header``), or to single values: lower-case names, each first value."""
+    headers: dict[str, str] = {}
+    if isinstance(value, dict):
+        for name, values in value.items():
+            first = values[0] if isinstance(values, list) and values else values
+            if isinstance(first, bytes):
+                first = first.decode("utf-8", "replace")
+            if isinstance(first, str | int):
+                headers[str(name).lower()] = str(first)
+    return headers
+
+
 def http_date(value: str | None) -> float | None:
     """A ``Date`` header (RFC 9110) as epoch seconds, None when absent or unreadable."""
     if not value:
@@ -52,6 +105,17 @@ def http_date(value: str | None) -> float | None:
         return parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):
         return None
+
+
+def numbered(
+    exchanges: Iterable[Exchange | LogRecordError],
+) -> Iterator[Exchange | LogRecordError]:
+    """Each exchange with its 1-based position among ``exchanges`` (``Exchange.entry``): for
+    recordings whose lines do not tell their entries apart."""
+    for number, exchange in enumerate(exchanges, start=1):
+        if isinstance(exchange, Exchange):
+            exchange.entry = number
+        yield exchange
 
 
 def exchanges_of(
