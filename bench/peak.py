@@ -11,6 +11,7 @@ to a file when it exits.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,9 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 class Measured:
     peak_kib: int
     seconds: float
+    # CPU time (user + system) of the child: unlike wall time it does not grow when the
+    # machine is busy with other work, so a comparison of two runs holds under load.
+    cpu_seconds: float
     returncode: int
     stdout: str
     stderr: str
@@ -56,6 +60,7 @@ def run_measured(
     """Run ``python -m module arguments`` and measure its peak resident memory (KiB)."""
     with tempfile.TemporaryDirectory(prefix="cachecast-peak-") as folder:
         peak_file = Path(folder) / "peak"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         child = subprocess.run(
             [sys.executable, "-c", _WRAPPER, module, *arguments],
@@ -67,11 +72,14 @@ def run_measured(
             check=False,
         )
         seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if not peak_file.exists():
             raise RuntimeError(f"python -m {module} exited {child.returncode} without its peak")
         return Measured(
             int(peak_file.read_text()),
             seconds,
+            cpu_seconds,
             child.returncode,
             child.stdout or "",
             child.stderr or "",
