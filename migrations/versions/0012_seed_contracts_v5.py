@@ -24,11 +24,10 @@ and deletes the rows.
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from types import ModuleType
 
 import sqlalchemy as sa
 from alembic import op
@@ -45,14 +44,8 @@ SEED_FILE = "contracts-v5.json"
 ORIGIN = "seed:contracts-v5"
 
 
-def _seeding() -> ModuleType:
-    """Revision 0006's seeding (its file name is not an importable module name)."""
-    path = Path(__file__).with_name("0006_seed_contracts_v2.py")
-    spec = importlib.util.spec_from_file_location("cachecast_migration_0006", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# Revision 0006's seeding (its file name is not an importable module name).
+SEEDING = Path(__file__).with_name("0006_seed_contracts_v2.py")
 
 
 def _seed() -> list[ContractTerms]:
@@ -87,9 +80,9 @@ def _shorten_corrected(versions: sa.TableClause) -> None:
 
 
 def upgrade() -> None:
-    seeding = _seeding()
-    _shorten_corrected(seeding.versions_table)
-    seeding.seed_file(SEED_FILE, ORIGIN)
+    seeding = runpy.run_path(str(SEEDING))
+    _shorten_corrected(seeding["versions_table"])
+    seeding["seed_file"](SEED_FILE, ORIGIN)
 
 
 def _restore_corrected(versions: sa.TableClause) -> None:
@@ -111,6 +104,6 @@ def _restore_corrected(versions: sa.TableClause) -> None:
 
 
 def downgrade() -> None:
-    seeding = _seeding()
-    _restore_corrected(seeding.versions_table)
-    seeding.unseed(ORIGIN)
+    seeding = runpy.run_path(str(SEEDING))
+    _restore_corrected(seeding["versions_table"])
+    seeding["unseed"](ORIGIN)

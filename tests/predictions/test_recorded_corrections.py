@@ -7,31 +7,18 @@ prices (docs/contracts.md, contracts-v5)."""
 from __future__ import annotations
 
 from decimal import Decimal
-from pathlib import Path
 
 from cachecast.contracts import ContractStore
-from cachecast.passes.log_input import LogInput
-from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
+from cachecast.usecases.reconcile import ReconcileReport
 from tests.conftest import shared_data
+from tests.predictions.test_served_recordings import rows, run
 
 VCR = "recordings/vcr_cassettes"
 
 
-def run(path: Path, store: ContractStore) -> ReconcileReport:
-    return reconcile(ReconcileRequest(log=LogInput.of_paths([path])), store)
-
-
-def by_line(report: ReconcileReport) -> list[tuple[int, int, int, int, int | None]]:
+def by_line(report: ReconcileReport) -> list[tuple[int, int, int | None, int | None]]:
     """(predicted read, observed read, predicted write, observed write), in file order."""
-    return [
-        (
-            row.predicted_cache_read_tokens,
-            row.observed_cache_read_tokens,
-            row.predicted_cache_write_tokens,
-            row.observed_cache_write_tokens,
-        )
-        for row in sorted(report.requests, key=lambda row: row.line)
-    ]
+    return [row[1:] for row in rows(report)]
 
 
 def test_nova_without_a_cache_point_caches_nothing(store: ContractStore) -> None:
@@ -60,17 +47,17 @@ def test_cohere_is_priced_at_its_input_price(store: ContractStore) -> None:
     )
     report = run(path, store)
     assert report.contradictory_observations == []
-    rows = sorted(report.requests, key=lambda row: row.line)
-    assert [row.observed_cost for row in rows] == [
+    ordered = sorted(report.requests, key=lambda row: row.line)
+    assert [row.observed_cost for row in ordered] == [
         Decimal("0.00039"),
         Decimal("0.0001975"),
         Decimal("0.00025"),
         Decimal("0.0002575"),
     ]
-    assert [row.predicted_cost for row in rows] == [row.observed_cost for row in rows]
-    assert [(row.predicted_cache_read_tokens, row.observed_cache_read_tokens) for row in rows] == [
-        (0, 0)
-    ] * 4
+    assert [row.predicted_cost for row in ordered] == [row.observed_cost for row in ordered]
+    assert [
+        (row.predicted_cache_read_tokens, row.observed_cache_read_tokens) for row in ordered
+    ] == [(0, 0)] * 4
     (target,) = report.targets
     # Recorded before the first stored version (2026-12-03): priced with the [U] note.
     assert any(note.startswith("[U] price unverified on 2026-08-13") for note in target.notes)
