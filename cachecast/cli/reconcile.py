@@ -152,7 +152,6 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
             f" {percent(Decimal(summary.within_tolerance_share), 1)} of all,"
             f" {percent(Decimal(summary.within_tolerance_share_after_warm_start), 1)} of the"
             " others",
-            soft_wrap=True,
         )
     if report.client is not None:
         versions = ", ".join(report.client.versions) or "not stated"
