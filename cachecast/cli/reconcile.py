@@ -145,6 +145,14 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
         f" observed {count(summary.observed_cache_read_tokens)} tokens",
         soft_wrap=True,
     )
+    if summary.warm_at_log_start:
+        out.print(
+            f"{count(summary.warm_at_log_start)} request(s) found the cache warm before the log"
+            f" began (outside tolerance: the log does not say what was cached); within tolerance"
+            f" {percent(Decimal(summary.within_tolerance_share), 1)} of all,"
+            f" {percent(Decimal(summary.within_tolerance_share_after_warm_start), 1)} of the"
+            " others",
+        )
     if report.client is not None:
         versions = ", ".join(report.client.versions) or "not stated"
         out.print(

@@ -15,8 +15,8 @@ class ObservedUsage:
     ``output_tokens`` includes reasoning tokens the provider bills as output. ``cost`` is the
     charge a gateway reported for the request (OpenRouter's ``usage.cost``, USD), never an
     estimate from a price table. ``contradiction`` says why the observation contradicts
-    itself where it does (cache reads and writes above the prompt they are parts of: Cohere's
-    ``cached_tokens`` counted on the templated prompt, OpenRouter's overlapping read and write,
+    itself where it does (cache reads and writes above the prompt they are parts of: OpenRouter's
+    overlapping read and write,
     an Azure deployment's ``cached_tokens`` above ``prompt_tokens``): the counts are kept as
     reported, but no bill or reconciliation is made from them (docs/log-formats.md).
     """

@@ -400,13 +400,17 @@ def _openai_chat(usage: Mapping[str, Any], path: str) -> ObservedUsage:
 
 def _cohere(usage: Mapping[str, Any], path: str) -> ObservedUsage:
     # Cohere (v2 ``usage``, v1 ``meta``): billed_units are what is billed; ``tokens`` are the
-    # raw counts of the templated prompt; ``cached_tokens`` is measured on that raw prompt
-    # and may exceed the billed input (flagged as a contradiction, not used).
+    # raw counts of the templated prompt. ``cached_tokens`` (measured on that raw prompt) is
+    # no billed quantity: Cohere prices no cached input, and its billed input includes the
+    # cached tokens (2,406 billed of a 2,935-token templated prompt with 2,928 cached: the
+    # cached part was billed at the input price). It is checked, then not reported as a
+    # cache read: no read is billed apart (docs/log-formats.md).
     billed = _object(usage, "billed_units", path)
     where = f"{path}.billed_units"
+    _count(usage, "cached_tokens", path)
     return ObservedUsage(
         input_tokens=_count(billed, "input_tokens", where),
-        cache_read_tokens=_count(usage, "cached_tokens", path),
+        cache_read_tokens=0,
         output_tokens=_count(billed, "output_tokens", where),
     )
 

@@ -184,17 +184,30 @@ class ReconcileSummary(Report):
         validation_alias=AliasChoices("observed_cost", "observed_cost_sum")
     )
     classes: dict[str, int] = Field(description="mismatches by classification")
+    warm_at_log_start: int = Field(
+        default=0,
+        description="requests outside tolerance because the cache was warm before the log"
+        " began (counted outside tolerance above: nothing in the log predicts their reads)",
+    )
+    within_tolerance_share_after_warm_start: FractionText = Field(
+        default="0",
+        description="within tolerance among the requests less those warm before the log began",
+    )
 
     @classmethod
     def of(
         cls, summary: ReconciliationSummary, tolerance: int, classes: Counter[str]
     ) -> ReconcileSummary:
         share = Fraction(tolerance, summary.requests) if summary.requests else "0"
+        warm = classes[WARM_CACHE]
+        rest = summary.requests - warm
         return cls.read(
             summary,
             within_tolerance=tolerance,
             within_tolerance_share=share,
             classes={name: classes[name] for name in CLASSES if classes[name]},
+            warm_at_log_start=warm,
+            within_tolerance_share_after_warm_start=Fraction(tolerance, rest) if rest else "0",
         )
 
 
@@ -443,8 +456,8 @@ def classify_mismatch(
             )
     if observed > predicted and _all_new(spans, predicted, observed):
         return WARM_CACHE, (
-            f"the provider read {observed} tokens where the log shows the prefix for the first"
-            f" time: it was cached before the log begins"
+            f"the cache was warm before the log began: the provider read {observed} tokens"
+            f" (predicted {predicted}) of a prefix no earlier request of the log cached"
         )
     disputed = dispute(request, reconciled, spans, contract)
     if disputed is not None:

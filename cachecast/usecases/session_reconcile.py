@@ -38,6 +38,7 @@ from cachecast.simulator.reconcile import (
 from cachecast.simulator.types import RequestUsage
 from cachecast.usecases.reconcile import (
     MAX_LISTED_REQUESTS,
+    WARM_CACHE,
     ReconciledRow,
     ReconcileReport,
     ReconcileRequest,
@@ -302,7 +303,10 @@ def _row(
 def _summary(
     summary: ReconciliationSummary, within_count: int, classes: Counter[str]
 ) -> ReconcileSummary:
-    report = ReconcileSummary.of(summary, within_count, Counter())
+    # The summary's warm-start figures count the requests the causes call warm (a cause is
+    # only given outside tolerance); the causes replace the log-replay classes.
+    warm = Counter({WARM_CACHE: classes[WARM_CACHE]})
+    report = ReconcileSummary.of(summary, within_count, warm)
     return report.model_copy(update={"classes": dict(classes.most_common())})
 
 

@@ -82,9 +82,13 @@ def test_launch_versions_seeded_by_0011(migrated_db_url: str) -> None:
         "eu.amazon.nova-2-lite-v1:0",
         "apac.amazon.nova-2-lite-v1:0",
     ):
+        # On 2026-08-19: revision 0012's correction (explicit caching) from 2025-12-03; the
+        # launch version keeps its first day (test_seed_v5.py).
         nova = served_contract(store, "bedrock", model, dt.date(2026, 8, 19), TODAY)
-        assert nova.terms.effective_from == dt.date(2025, 12, 2), model
+        assert nova.terms.effective_from == dt.date(2025, 12, 3), model
         assert nova.note is None
+        launch = served_contract(store, "bedrock", model, dt.date(2025, 12, 2), TODAY)
+        assert launch.terms.effective_from == dt.date(2025, 12, 2), model
 
 
 def test_an_unknown_model_is_still_an_error(migrated_db_url: str) -> None:

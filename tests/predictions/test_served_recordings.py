@@ -67,7 +67,8 @@ def test_a_model_served_before_our_first_version_of_it(store: ContractStore) -> 
     report = run(path, store)
     assert report.unpriced == {}
     assert [t.contract.version for t in report.targets] == ["xai/grok-4.3@2026-04-30"]
-    # The Bedrock Nova 2 Lite cassette of 2026-08-19: launch version of 2025-12-02.
+    # The Bedrock Nova 2 Lite cassette of 2026-08-19: revision 0012's correction of the launch
+    # version (explicit caching), from 2025-12-03.
     path = shared_data(
         f"{VCR}/ruby-vcr/chat_function_calling_bedrock_amazon_nova-2-lite-v1_0_can_use_tools"
         "_with_multi-turn_streaming_conversations.yml"
@@ -75,7 +76,7 @@ def test_a_model_served_before_our_first_version_of_it(store: ContractStore) -> 
     report = run(path, store)
     assert report.unpriced == {}
     assert [t.contract.version for t in report.targets] == [
-        "bedrock/us.amazon.nova-2-lite-v1:0@2025-12-02"
+        "bedrock/us.amazon.nova-2-lite-v1:0@2025-12-03"
     ]
 
 
@@ -91,14 +92,15 @@ def test_an_unverified_price_is_said_not_refused(store: ContractStore) -> None:
 
 
 def test_a_deepseek_cassette_without_headers_is_dated_by_created(store: ContractStore) -> None:
-    # created 1781082253 = 2026-06-10: deepseek-reasoner's version of 2026-04-24 is in force
-    # (its versions end on 2026-07-24; today none is).
+    # created 1781082253 = 2026-06-10: deepseek-reasoner's version of 2026-04-25 (revision
+    # 0012's correction of 2026-04-24's, with the 64-token unit) is in force (its versions end
+    # on 2026-07-24; today none is).
     path = shared_data(
         f"{VCR}/pydantic-ai-parsed-body/test_deepseek_deferred_capability_with_thinking.yaml"
     )
     report = run(path, store)
     assert report.unpriced == {}
-    assert [t.contract.version for t in report.targets] == ["deepseek/deepseek-reasoner@2026-04-24"]
+    assert [t.contract.version for t in report.targets] == ["deepseek/deepseek-reasoner@2026-04-25"]
     # Observed reads 512, 0, 896 (prompt_cache_hit_tokens).
     assert [r[2] for r in rows(report)] == [512, 0, 896]
 

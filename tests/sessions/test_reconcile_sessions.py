@@ -5,6 +5,7 @@ name the client; a log that can price nothing is exit 2 / 422 saying why."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from cachecast.core import db
 from cachecast.core.errors import BadInputError
 from cachecast.passes.log_input import LogInput
 from cachecast.service.app import create_app
+from cachecast.simulator.reconcile import fraction_text
 from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
 from tests.conftest import shared_data
 from tests.service.conftest import make_settings
@@ -114,6 +116,14 @@ def test_codex_sessions_within_tolerance(store_url: str) -> None:
     # first request of the log (a cache warm before it) and compaction (docs/predictions.md).
     assert within >= 0.94 * report.summary.requests
     assert report.summary.classes.get("provider_best_effort", 0) > 0
+    # The summary counts the requests explained as a cache warm before the log began, and
+    # gives the share within tolerance of the others.
+    warm = sum(row.classification == "warm_cache_at_log_start" for row in report.requests)
+    assert warm > 0 and report.summary.warm_at_log_start == warm
+    rest = report.summary.requests - warm
+    assert report.summary.within_tolerance_share_after_warm_start == fraction_text(
+        Fraction(within, rest)
+    )
 
 
 def test_nothing_priced_is_bad_input(store_url: str, tmp_path: Path) -> None:
