@@ -79,16 +79,23 @@ def app_for(arguments: list[str]) -> typer.Typer:
 
     help_cli.install()
     module = importlib.import_module(f"cachecast.cli.{module_name}")
-    small = typer.Typer(
+    small = root_app()
+    module.register(small)
+    return small
+
+
+def root_app() -> typer.Typer:
+    """An empty ``cachecast`` root: its help, ``--version``, and plain help text (no rich
+    markup, so bracketed text prints as written)."""
+    app = typer.Typer(
         name="cachecast",
         help=APP_HELP,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
-    small.callback()(root_callback)
-    module.register(small)
-    return small
+    app.callback()(root_callback)
+    return app
 
 
 def main() -> None:

@@ -12,7 +12,6 @@ from typing import Annotated, Protocol
 import typer
 from rich.console import Console
 
-from cachecast.cli import APP_HELP, root_callback
 from cachecast.cli import contracts as contracts_cli
 from cachecast.cli import economics as economics_cli
 from cachecast.cli import estimate as estimate_cli
@@ -22,6 +21,7 @@ from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
 from cachecast.cli import price as price_cli
 from cachecast.cli import reconcile as reconcile_cli
+from cachecast.cli import root_app
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
@@ -37,14 +37,7 @@ class CommandModule(Protocol):
 
 
 help_cli.install()
-app = typer.Typer(
-    name="cachecast",
-    help=APP_HELP,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-app.callback()(root_callback)
+app = root_app()
 db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 console = Console(stderr=True)
