@@ -1,61 +1,60 @@
 """The ``cachecast`` command: a thin typer front over one module per command group.
 
-Each command group is one module of this package exposing ``register(app)``; this module
-only assembles them and holds the database commands shared by all.
+Each command group is one module of this package exposing ``register(app)``.
+:func:`main` runs a command with only its own module imported: a root app holding that
+module's commands alone (typer reads every command's signature when it builds an app, and
+the 13 modules import their use cases, formats and tables: most of a command's start-up,
+docs/usage-report.md "Speed"). ``--help``, ``db``, ``--version`` and an unknown name get the
+whole app (``cachecast.cli.root``), which ``cachecast.cli.app`` also names.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
-from typing import Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from cachecast import __version__
-from cachecast.cli import contracts as contracts_cli
-from cachecast.cli import economics as economics_cli
-from cachecast.cli import estimate as estimate_cli
-from cachecast.cli import help as help_cli
-from cachecast.cli import inspect as inspect_cli
-from cachecast.cli import layouts as layouts_cli
-from cachecast.cli import measure as measure_cli
-from cachecast.cli import price as price_cli
-from cachecast.cli import reconcile as reconcile_cli
-from cachecast.cli import serve as serve_cli
-from cachecast.cli import simulate as simulate_cli
-from cachecast.cli import tokenize as tokenize_cli
-from cachecast.cli import usage as usage_cli
-from cachecast.cli import worker as worker_cli
-from cachecast.cli.common import DatabaseUrlOption, command
+if TYPE_CHECKING:
+    from cachecast.cli.root import app as app
+    from cachecast.cli.root import db_app as db_app
 
+APP_HELP = "Predict prompt-cache hits and bills from prompt logs under dated provider contracts."
 
-class CommandModule(Protocol):
-    def register(self, app: typer.Typer) -> None: ...
-
-
-help_cli.install()
-app = typer.Typer(
-    name="cachecast",
-    help="Predict prompt-cache hits and bills from prompt logs under dated provider contracts.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-console = Console(stderr=True)
+# Command name -> the module of this package that registers it (checked against the modules
+# by tests/usecases/test_cli_startup.py).
+COMMANDS: dict[str, str] = {
+    "contracts": "contracts",
+    "inspect": "inspect",
+    "tokenize": "tokenize",
+    "simulate": "simulate",
+    "estimate": "estimate",
+    "price": "price",
+    "reconcile": "reconcile",
+    "usage": "usage",
+    "check": "layouts",
+    "suggest": "layouts",
+    "serve": "serve",
+    "worker": "worker",
+    "capacity": "economics",
+    "compare": "economics",
+    "fleet": "economics",
+    "measure": "measure",
+}
 
 
 def _print_version(value: bool) -> None:
     # Eager: runs before typer asks for a command, so ``cachecast --version`` alone works.
     if value:
+        from cachecast import __version__
+
         typer.echo(__version__)
         raise typer.Exit()
 
 
-@app.callback()
-def _root(
+def root_callback(
     version: Annotated[
         bool,
         typer.Option(
@@ -66,92 +65,51 @@ def _root(
     """Predict prompt-cache hits and bills from prompt logs under dated provider contracts."""
 
 
-@db_app.command("upgrade")
-@command
-def db_upgrade(
-    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
-    database_url: DatabaseUrlOption = None,
-) -> None:
-    """Apply migrations up to REVISION (default: the newest)."""
-    from cachecast.core import db
-
-    url = db.resolve_database_url(database_url)
-    db.upgrade(url, revision)
-    console.print(f"database at revision {db.current_revision(url)}")
-
-
-@db_app.command("downgrade")
-@command
-def db_downgrade(
-    revision: Annotated[str, typer.Argument(help="Target revision, e.g. 'base' or '-1'.")],
-    database_url: DatabaseUrlOption = None,
-) -> None:
-    """Revert migrations down to REVISION."""
-    from cachecast.core import db
-
-    url = db.resolve_database_url(database_url)
-    db.downgrade(url, revision)
-    console.print(f"database at revision {db.current_revision(url)}")
-
-
-@db_app.command("current")
-@command
-def db_current(database_url: DatabaseUrlOption = None) -> None:
-    """Print the database's current revision and whether it is the newest."""
-    from cachecast.core import db
-
-    url = db.resolve_database_url(database_url)
-    # A read: a SQLite file that is not there is reported as empty, not created.
-    current = db.current_revision(url) if db.exists(url) else None
-    head = db.head_revision()
-    state = "current" if current == head else f"behind (head is {head})"
-    typer.echo(f"{current or 'empty'} {state}")
-
-
-COMMAND_MODULES: tuple[CommandModule, ...] = (
-    contracts_cli,
-    inspect_cli,
-    tokenize_cli,
-    simulate_cli,
-    estimate_cli,
-    price_cli,
-    reconcile_cli,
-    usage_cli,
-    layouts_cli,
-    serve_cli,
-    worker_cli,
-    economics_cli,
-    measure_cli,
-)
-for _module in COMMAND_MODULES:
-    _module.register(app)
-
-
-def _names(typer_app: typer.Typer) -> set[str]:
-    commands = {info.name for info in typer_app.registered_commands}
-    return {name for name in commands | {g.name for g in typer_app.registered_groups} if name}
-
-
 def app_for(arguments: list[str]) -> typer.Typer:
     """The app that runs ``arguments``: for a command, a root holding only its module's
-    commands (typer reads every command's signature when it builds the app: for 25 commands
-    that is a quarter of a second before any work), else the whole app (``--help``, ``db``,
-    an unknown name: the same answer as always)."""
+    commands; else the whole app (``--help``, ``db``, an unknown name: the same answer as
+    always)."""
     name = arguments[0] if arguments else ""
-    if name.startswith("-") or name not in _names(app) or name == "db":
-        return app
-    for module in COMMAND_MODULES:
-        probe = typer.Typer()
-        module.register(probe)
-        if name in _names(probe):
-            small = typer.Typer(
-                name="cachecast", no_args_is_help=True, pretty_exceptions_enable=False
-            )
-            small.callback(help=app.info.help)(_root)
-            module.register(small)
-            return small
+    module_name = COMMANDS.get(name)
+    if module_name is None:
+        from cachecast.cli.root import app as whole
+
+        return whole
+    from cachecast.cli import help as help_cli
+
+    help_cli.install()
+    module = importlib.import_module(f"cachecast.cli.{module_name}")
+    small = root_app()
+    module.register(small)
+    return small
+
+
+def root_app() -> typer.Typer:
+    """An empty ``cachecast`` root: its help, ``--version``, and plain help text (no rich
+    markup, so bracketed text prints as written)."""
+    app = typer.Typer(
+        name="cachecast",
+        help=APP_HELP,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.callback()(root_callback)
     return app
 
 
 def main() -> None:
+    # pydantic looks for plugins by reading the metadata of every installed distribution
+    # the first time it builds a validator (about 50 ms in a large environment); cachecast
+    # uses none. Set PYDANTIC_DISABLE_PLUGINS (even empty) to choose otherwise.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     app_for(sys.argv[1:])()
+
+
+def __getattr__(name: str) -> Any:
+    # ``cachecast.cli.app`` (the whole app) is built on first use only.
+    if name in ("app", "db_app"):
+        from cachecast.cli import root
+
+        return getattr(root, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,13 +18,9 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar, cast
 
-import click
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import TaskID
 from typer.exceptions import TyperException
 
 from cachecast.core.errors import (
@@ -34,10 +30,11 @@ from cachecast.core.errors import (
     CachecastError,
     Location,
 )
-from cachecast.logs.formats import format_names
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
     from cachecast.contracts import ContractStore
     from cachecast.passes.log_input import LogInput
@@ -61,16 +58,31 @@ def database_url_option(help_text: str = DATABASE_URL_HELP) -> Any:
 
 
 DatabaseUrlOption = Annotated[str | None, database_url_option()]
-FormatOption = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        metavar="FORMAT",
-        help="Read every log as this format (default: detected per file): "
-        + ", ".join(format_names())
-        + ".",
-    ),
-]
+if TYPE_CHECKING:
+    FormatOption = Annotated[str | None, typer.Option("--format")]
+
+
+def __getattr__(name: str) -> Any:
+    # ``FormatOption`` names every log format in its help, which imports every format's
+    # reader: built when a command that takes ``--format`` is registered, not for the others.
+    if name == "FormatOption":
+        from cachecast.logs.formats import format_names
+
+        option = Annotated[
+            str | None,
+            typer.Option(
+                "--format",
+                metavar="FORMAT",
+                help="Read every log as this format (default: detected per file): "
+                + ", ".join(format_names())
+                + ".",
+            ),
+        ]
+        globals()[name] = option
+        return option
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 ResultsOption = Annotated[
     Path | None,
     typer.Option(
@@ -94,7 +106,33 @@ ClientOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _Stderr:
+    """rich's console on stderr, made at its first use: a command that prints nothing there
+    does not import rich (tens of milliseconds of every run's start-up)."""
+
+    _console: Console | None = None
+
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console(), name)
+
+
+_STDERR = _Stderr()
+stderr = cast("Console", _STDERR)
+
+
+def escape(text: str) -> str:
+    """``text`` with rich markup escaped (rich imported when first needed)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def print_error(error: CachecastError) -> None:
@@ -112,7 +150,7 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return function(*args, **kwargs)
-        except (typer.Exit, typer.Abort, TyperException, click.exceptions.ClickException):
+        except (typer.Exit, typer.Abort, TyperException):
             raise  # usage errors and exits: typer reports them itself (exit 2 for usage)
         except CachecastError as error:
             print_error(error)
@@ -273,7 +311,7 @@ class BarProgress:
 def progress_bar(console: Console | None = None) -> Iterator[BarProgress]:
     """A transient rich bar (description, bar, done/total, elapsed) on ``console`` (stderr)
     when it is a terminal; nothing otherwise (pipes, tests)."""
-    console = console or stderr
+    console = _STDERR.console() if console is None or console is stderr else console
     if not console.is_terminal:
         yield BarProgress(None)
         return

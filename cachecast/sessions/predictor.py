@@ -121,6 +121,15 @@ class SessionPredictor:
     def _alive(self, entry: _Entry | None, now: float, total: int) -> bool:
         return entry is not None and now - entry.used <= entry.ttl and entry.end <= total
 
+    def _lifetime(self, entry: _Entry, facts: PromptFacts) -> float:
+        """How long ``entry`` lives for request ``facts``: within one user turn, where the
+        profile keeps a turn's prefix longer (Codex pins a turn's requests to one machine,
+        docs/clients.md), that lifetime; at a new user turn, the entry's own."""
+        turn = self.profile.turn_ttl_seconds
+        if turn is not None and not facts.user_turn and facts.event is None:
+            return max(entry.ttl, turn)
+        return entry.ttl
+
     def _context(self, facts: PromptFacts) -> dict[str, object]:
         lineage = self.lineages.get(facts.lineage)
         if lineage is None:
@@ -130,7 +139,7 @@ class SessionPredictor:
             "new_lineage": False,
             "previous_model": lineage.model,
             "gap_seconds": None if entry is None else facts.timestamp - entry.used,
-            "ttl_seconds": None if entry is None else entry.ttl,
+            "ttl_seconds": None if entry is None else self._lifetime(entry, facts),
         }
 
     def _cold_basis(self, facts: PromptFacts, context: dict[str, object]) -> str:
@@ -213,7 +222,7 @@ class SessionPredictor:
             and lineage.model == facts.model
             and facts.event is None
             and lineage.entry is not None
-            and facts.timestamp - lineage.entry.used <= lineage.entry.ttl
+            and facts.timestamp - lineage.entry.used <= self._lifetime(lineage.entry, facts)
         ):
             end, kept = _continued_end(lineage, facts)
             continued = end - lineage.lag
@@ -269,7 +278,11 @@ class SessionPredictor:
         observed: ObservedSplit,
     ) -> None:
         entry = lineage.entry
-        continuing = not first and entry is not None and facts.timestamp - entry.used <= entry.ttl
+        continuing = (
+            not first
+            and entry is not None
+            and facts.timestamp - entry.used <= self._lifetime(entry, facts)
+        )
         # A prompt shorter than the prefix it continues was rewritten at its end (a hosted
         # tool's results not re-sent): its shortfall says nothing of a lag, nor of a miss.
         rewritten = entry is not None and entry.end > facts.prompt_tokens and not facts.user_turn

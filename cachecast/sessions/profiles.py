@@ -36,6 +36,10 @@ class ClientProfile:
     shortest_ttl_seconds: float | None = None
     # The longest lifetime it documents for an idle prefix (OpenAI: up to an hour off-peak).
     longest_ttl_seconds: float | None = None
+    # The lifetime assumed for a prefix idle *within* one user turn (None: the default), where
+    # the client pins a turn's requests to the machine that holds its prefix (Codex's
+    # turn-scoped sticky routing): up to the longest lifetime documented, not the typical one.
+    turn_ttl_seconds: float | None = None
     increment_tokens: int = 1
     min_cached_tokens: int = 0
     # Whether the provider's cache may keep a prefix past its lifetime or drop it early
@@ -68,6 +72,7 @@ CODEX_CLI = ClientProfile(
     default_ttl_seconds=600.0,
     shortest_ttl_seconds=FIVE_MINUTES,
     longest_ttl_seconds=ONE_HOUR,
+    turn_ttl_seconds=ONE_HOUR,
     increment_tokens=128,
     min_cached_tokens=1024,
     best_effort=True,

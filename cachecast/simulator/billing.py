@@ -30,8 +30,8 @@ from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError
+from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.types import Cost, RequestUsage
-from cachecast.tokenizers.types import ObservedUsage
 
 # Wide enough for any realistic bill; Inexact is trapped so that a term that would need
 # rounding raises instead of being rounded without anyone noticing.

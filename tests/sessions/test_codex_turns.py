@@ -103,3 +103,42 @@ def test_a_new_user_turn_no_longer_sends_the_previous_turns_reasoning() -> None:
     # 126 (listed by hand from the files; 12-47-42's request 68 came 17 minutes after the
     # one before, past the lifetime the profile assumes, and is a best-effort read).
     assert shown == 12 and predicted_ok == shown
+
+
+def test_within_a_turn_a_prefix_idle_up_to_an_hour_is_still_read() -> None:
+    # Codex pins the requests of one user turn to the machine that served its first one, and
+    # OpenAI documents in-memory prefixes kept up to an hour (docs/clients.md, Lifetime): a
+    # request in the same turn as the one before, after 10 to 60 idle minutes, is predicted
+    # to read the prefix that request left cached: where the provider read at least as much
+    # as that request did (it still held the prefix), the prediction is within tolerance of
+    # what it read; a new user turn after such a pause is predicted to read no more than the
+    # prefix common to all sessions (3,456).
+    whole, others, new_turns = [], [], []
+    for path in rollouts():
+        stated = parsed(path)
+        read = [r for r in session_requests(path, path.name) if isinstance(r, SessionRequest)]
+        predictions = list(predict_sessions(read, CODEX_CLI))
+        for k, turn in enumerate(stated):
+            if not k or not 600 < turn.at - stated[k - 1].at <= 3_600:
+                continue
+            each = predictions[k]
+            name = (path.name[19:27], k + 1)
+            if turn.user_turn:
+                new_turns.append(name)
+                assert each.predicted.read <= 3_456, name
+                continue
+            allowed = tolerance(each.request.facts)
+            if turn.read >= stated[k - 1].read:  # the provider still held the prefix it read
+                whole.append(name)
+                assert abs(each.predicted.read - turn.read) <= allowed, name
+            else:
+                others.append(name)
+                assert each.cause == "provider_best_effort", name
+    # Listed by hand from the files: 12-54-34's requests 5, 114, 133 and 264 read the whole
+    # prefix after 18 to 27 idle minutes (at least what the request before read); its
+    # request 25 read 69,504 of 85,888 after 25 minutes and request 176 only the common 3,456
+    # after 26 (best effort). New user turns after such pauses: 12-40-23's 60, 12-47-42's 68
+    # and 77, 12-54-34's 11, 148 and 179.
+    assert whole == [("12-54-34", 5), ("12-54-34", 114), ("12-54-34", 133), ("12-54-34", 264)]
+    assert others == [("12-54-34", 25), ("12-54-34", 176)]
+    assert len(new_turns) == 6

@@ -335,17 +335,34 @@ def test_codex_prompt_shorter_than_the_previous_one() -> None:
 
 
 def test_codex_read_after_a_pause_past_the_assumed_lifetime() -> None:
-    # 12-54-34's request 5: 23m 03s (1,383 s) after the request before, past the 10 minutes
-    # assumed, it read the whole 19,603 + 167 = 19,770 -> 1,024 + 146 x 128 = 19,712; we
-    # predicted only the 3,456 the session's first request read (the instructions and tools
-    # common to sessions). Within the hour OpenAI documents off-peak: named as best effort.
+    # 12-54-34's request 5: 23m 03s (1,383 s) after the request before, in the same turn,
+    # past the 10 minutes assumed at a new turn, it read the whole 19,603 + 167 = 19,770 ->
+    # 1,024 + 146 x 128 = 19,712. Within a turn the prefix is kept up to the hour OpenAI
+    # documents (Codex pins a turn's requests to one machine): predicted 19,712.
     session = [
         (facts(1, 19_603, 0), codex(3_456, 167, 0, 19_603)),
         (facts(2, 20_902, 1_383), codex(19_712, 432, 185, 20_902)),
     ]
     second = run(CODEX_CLI, session)[1]
-    assert second.read == 3_456 and second.gap_seconds == 1_383
+    assert second.read == step(19_770) == 19_712
+    assert second.gap_seconds == 1_383 and second.ttl_seconds == 3_600
+    # The same pause before a new user turn: the 10-minute lifetime, so only the 3,456 the
+    # session's first request read (the instructions and tools common to sessions); the read
+    # is explained as best effort within the documented hour.
+    session[1] = (facts(2, 20_902, 1_383, user_turn=True), session[1][1])
+    second = run(CODEX_CLI, session)[1]
+    assert second.read == 3_456 and second.ttl_seconds == 600
     cause, words = explain(session[1][0], second, session[1][1], CODEX_CLI)
-    assert cause == BEST_EFFORT and step(19_770) == 19_712
+    assert cause == BEST_EFFORT
     assert "idle gap of 23m 03s, beyond the 10m 00s lifetime assumed" in words
     assert "19,712 tokens" in words and "documents up to 1h 00m" in words
+
+
+def test_codex_within_a_turn_a_pause_past_the_hour_loses_the_prefix() -> None:
+    # 61 minutes (3,660 s) idle within a turn: past the hour OpenAI documents as the longest
+    # an idle prefix is kept, so only the 3,456 common to sessions is predicted.
+    session = [
+        (facts(1, 19_603, 0), codex(3_456, 167, 0, 19_603)),
+        (facts(2, 20_902, 3_660), codex(3_456, 432, 185, 20_902)),
+    ]
+    assert run(CODEX_CLI, session)[1].read == 3_456

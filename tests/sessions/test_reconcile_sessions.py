@@ -111,10 +111,11 @@ def test_codex_sessions_within_tolerance(store_url: str) -> None:
             assert row.classification is not None
     # 486 priced requests (the ccusage fixture's gpt-5.2-codex request has no contract).
     assert report.summary.requests == 486
-    # 458 of the 486 (94.2%): the others are OpenAI's best effort (misses of a prefix the log
-    # shows cached seconds before, reads after idle gaps past the documented lifetime), the
-    # first request of the log (a cache warm before it) and compaction (docs/predictions.md).
-    assert within >= 0.94 * report.summary.requests
+    # 461 of the 486 (94.9%): the others are OpenAI's best effort (misses of a prefix the log
+    # shows cached seconds before, a read after an idle gap past the lifetime assumed at a new
+    # user turn), the first request of the log (a cache warm before it), compaction and the
+    # hand-written fixture's model change (docs/predictions.md).
+    assert within >= 461
     assert report.summary.classes.get("provider_best_effort", 0) > 0
     # The summary counts the requests explained as a cache warm before the log began, and
     # gives the share within tolerance of the others.

@@ -1,7 +1,9 @@
 """A command imports what it uses: ``cachecast --help`` and ``cachecast usage`` load no
 dataframe, model, GPU, cluster or plotting library, no migration tool and (usage, with its
-contract answers remembered) no SQL toolkit. Checked on ``sys.modules`` of a fresh
-interpreter running the command, not on time."""
+contract answers remembered) no SQL toolkit; a command loads no other command's module, and
+``usage --json`` no table library (rich), no log format reader (YAML) and not click (typer
+brings its own). Checked on ``sys.modules`` of a fresh interpreter running the command,
+not on time."""
 
 from __future__ import annotations
 
@@ -39,20 +41,35 @@ def loaded(arguments: list[str], env: dict[str, str]) -> set[str]:
     )
     report = json.loads(result.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), result.stderr
-    return {name.split(".")[0] for name in report["modules"]}
+    return set(report["modules"])
+
+
+def tops(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
 
 
 def test_help_loads_no_heavy_module() -> None:
-    modules = loaded(["--help"], {})
+    modules = tops(loaded(["--help"], {}))
     assert not modules & {*HEAVY, *DATABASE}
 
 
 def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> None:
     session = str(shared_data("recordings/claude_code/spotter/short.jsonl"))
     env = {"CACHECAST_DATABASE_URL": migrated_db_url, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    first = loaded(["usage", session, "--json"], env)
+    first = tops(loaded(["usage", session, "--json"], env))
     assert not first & set(HEAVY)
     assert "alembic" in first  # the first run checks the database's migration
     # Later runs answer from the remembered contract answers: no SQL toolkit at all.
     again = loaded(["usage", session, "--json"], env)
-    assert not again & {*HEAVY, *DATABASE}
+    assert not tops(again) & {*HEAVY, *DATABASE, "rich", "yaml", "click"}
+    commands = {name for name in again if name.startswith("cachecast.cli.")}
+    assert commands <= {"cachecast.cli.usage", "cachecast.cli.common", "cachecast.cli.help"}
+
+
+def test_the_command_table_names_the_module_of_every_command() -> None:
+    # ``cachecast.cli.main`` imports a command's module from COMMANDS alone: it must say what
+    # the modules themselves register.
+    from cachecast.cli import COMMANDS
+    from cachecast.cli.root import command_modules
+
+    assert command_modules() == COMMANDS
