@@ -22,6 +22,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
 
+from cachecast.contracts.answers import ContractLookup
 from cachecast.core.errors import LogRecordError
 from cachecast.passes.targets import ResolvedTarget
 from cachecast.sessions.reading import TTL_5M
@@ -37,7 +38,7 @@ from cachecast.usecases.estimate import (
 from cachecast.usecases.reports import ContractReference, CostBreakdown, issues_of
 from cachecast.usecases.session_prompts import predicted_sessions, read_sessions
 from cachecast.usecases.session_reports import client_report, session_profile
-from cachecast.usecases.usage_pricing import usage_of, writes_of, writes_on
+from cachecast.usecases.usage_pricing import ContractCache, usage_of, writes_of, writes_on
 
 TOKENIZER = "none: the provider's reported usage (agent session)"
 ZERO_COST = Cost(Decimal(0), Decimal(0), Decimal(0), Decimal(0), Decimal(0))
@@ -48,6 +49,7 @@ def session_estimate(
     paths: list[tuple[Path, str]],
     day: dt.date,
     resolved: list[ResolvedTarget],
+    store: ContractLookup,
 ) -> EstimateReport:
     """The report of :func:`cachecast.usecases.estimate.estimate` for session files."""
     errors: list[LogRecordError] = []
@@ -69,19 +71,23 @@ def session_estimate(
         sources=[name for _, name in paths],
         skipped_lines=len({(e.location.source, e.location.line) for e in errors}),
         errors=issues_of(errors),
-        targets=[_target(predicted, target) for target in resolved],
+        targets=[_target(predicted, target, ContractCache(store), day) for target in resolved],
     )
 
 
-def _target(predicted: list[PredictedRequest], target: ResolvedTarget) -> TargetEstimate:
+def _target(
+    predicted: list[PredictedRequest],
+    target: ResolvedTarget,
+    contracts: ContractCache,
+    day: dt.date,
+) -> TargetEstimate:
     contract = target.contract
     cost = plain = ZERO_COST
     prompt = read = uncached = output = breakpoints = exact = 0
     writes: dict[str, int] = {}
     predicted_read = error_tokens = 0
     error_cost = Decimal(0)
-    providers: set[str] = set()
-    models: set[str] = set()
+    logged: set[tuple[str, str]] = set()  # (provider, model) as the log names them
     for each in predicted:
         call = each.request
         observed = call.observed
@@ -106,17 +112,24 @@ def _target(predicted: list[PredictedRequest], target: ResolvedTarget) -> Target
         predicted_read += guess.read
         error_tokens += abs(guess.read - observed.read)
         exact += guess.read == observed.read
-        providers.add(call.provider or "")
-        models.add(call.facts.model)
+        logged.add((call.provider or "", call.facts.model))
     requests = len(predicted)
     notes = [
         f"prompt lengths and their split into cache reads, writes and uncached tokens are the"
         f" usage the provider reported ({requests} requests, observed); what the client"
         " profile predicts from the requests before each is under reconciliation"
     ]
-    if providers - {contract.provider} or models - {contract.model}:
+    own = (contract.provider, contract.model)
+    others = sorted(
+        model
+        for provider, model in logged
+        if (found := contracts.get(provider, model, day)) is None
+        or isinstance(found, str)
+        or (found.provider, found.model) != own
+    )
+    if others:
         notes.append(
-            f"the sessions ran on {', '.join(sorted(models))}: their observed split is carried"
+            f"the sessions ran on {', '.join(others)}: their observed split is carried"
             f" over to {contract.provider}:{contract.model} unchanged (a what-if; cachecast"
             " usage --target prices it on each request's own date)"
         )

@@ -308,6 +308,8 @@ class _Worst(NamedTuple):
 def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
     """The report the module docstring describes."""
     zone = _timezone(request.timezone)
+    if request.self_hosted is not None:
+        request.self_hosted.check()  # the model, accelerator and price, before any file
     if request.since and request.until and request.since > request.until:
         raise BadInputError(
             f"--since {request.since} is after --until {request.until}",
@@ -334,8 +336,6 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         if len(issues) < MAX_ISSUES:
             issues.append(error)
 
-    if request.self_hosted is not None:
-        request.self_hosted.check()  # before any file is read
     by_client = read_sessions(paths, on_error)
     contracts = ContractCache(store)
     rows: dict[tuple[str, ...], _Sums] = {}
