@@ -213,7 +213,7 @@ def estimate(
                 "agent sessions are priced from their observed usage: no per-request table",
                 location=Location(field="per_request"),
             )
-        return session_estimate(request, paths, day, resolved, store)
+        return session_estimate(request, paths, day, resolved, store, progress or NoProgress())
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()

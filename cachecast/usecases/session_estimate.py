@@ -24,6 +24,7 @@ from pathlib import Path
 
 from cachecast.contracts.answers import ContractLookup
 from cachecast.core.errors import LogRecordError
+from cachecast.passes.progress import Progress
 from cachecast.passes.targets import ResolvedTarget
 from cachecast.sessions.reading import TTL_5M
 from cachecast.sessions.replay import PredictedRequest
@@ -50,8 +51,10 @@ def session_estimate(
     day: dt.date,
     resolved: list[ResolvedTarget],
     store: ContractLookup,
+    progress: Progress,
 ) -> EstimateReport:
-    """The report of :func:`cachecast.usecases.estimate.estimate` for session files."""
+    """The report of :func:`cachecast.usecases.estimate.estimate` for session files;
+    ``progress`` counts the requests priced (read and predicted first: their total known)."""
     errors: list[LogRecordError] = []
 
     def on_error(error: LogRecordError) -> None:
@@ -61,11 +64,12 @@ def session_estimate(
 
     by_client = read_sessions(paths, on_error)
     predicted = predicted_sessions(by_client, request.client)
+    progress.start("pricing requests", len(predicted))
     chosen = session_profile(request)
     versions = {
         each.request.client_version for each in predicted if each.request.client_version is not None
     }
-    return EstimateReport(
+    report = EstimateReport(
         client=None if chosen is None else client_report(chosen[0], versions, chosen[1]),
         at=day,
         sources=[name for _, name in paths],
@@ -73,6 +77,8 @@ def session_estimate(
         errors=issues_of(errors),
         targets=[_target(predicted, target, ContractCache(store), day) for target in resolved],
     )
+    progress.advance(len(predicted))
+    return report
 
 
 def _target(
