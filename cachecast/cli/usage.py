@@ -20,6 +20,7 @@ from cachecast.core.errors import BadInputError, Location
 
 if TYPE_CHECKING:
     from cachecast.usecases.usage import UsageReport
+    from cachecast.usecases.usage_self_hosted import SelfHostedWhatIf
 
 
 def register(app: typer.Typer) -> None:
@@ -289,29 +290,8 @@ def _print(report: UsageReport) -> None:
             ),
             markup=False,
         )
-    hosted = report.self_hosted_what_if
-    if hosted is not None:
-        gpu_hours = f"{hosted.gpu_hours_full_utilization} GPU-h busy"
-        if hosted.cost_full_utilization is None or hosted.difference_full_utilization is None:
-            priced = f"{gpu_hours} (no --self-hosted price: GPU-hours only)"
-        else:
-            change = hosted.difference_full_utilization
-            sign = "+" if change >= 0 else "-"
-            priced = (
-                f"{_dollars(hosted.cost_full_utilization)} for {gpu_hours}"
-                f" ({sign}{_dollars(abs(change))} against the observed bill of"
-                f" {_dollars(hosted.observed_cost)})"
-            )
-            if hosted.cost_at_arrival_rate is not None:
-                priced += (
-                    f"; {_dollars(hosted.cost_at_arrival_rate)} with replicas kept up for the"
-                    " sessions' span"
-                )
-        out.print(
-            f"what-if {hosted.scenario}: hit rate {hosted.hit_rate:.1%} (observed"
-            f" {hosted.observed_hit_rate:.1%}) on {hosted.requests:,} request(s); {priced}",
-            markup=False,
-        )
+    if report.self_hosted_what_if is not None:
+        out.print(_self_hosted_line(report.self_hosted_what_if), markup=False)
     if report.worst_requests:
         worst = report.worst_requests[0]
         out.print(
@@ -320,3 +300,28 @@ def _print(report: UsageReport) -> None:
             markup=False,
         )
     out.print(f"predicted reads: {report.predictor}; {report.self_hosted}", markup=False)
+
+
+def _self_hosted_line(hosted: SelfHostedWhatIf) -> str:
+    """The self-hosted what-if in one line: hit rates, GPU-hours, cost and its difference."""
+    priced = f"{hosted.gpu_hours_full_utilization} GPU-h busy"
+    if hosted.cost_full_utilization is None:
+        priced += " (no --self-hosted price: GPU-hours only)"
+    else:
+        priced = f"{_dollars(hosted.cost_full_utilization)} for {priced}"
+        change = hosted.difference_full_utilization
+        observed = _dollars(hosted.observed_cost)
+        if change is None:
+            priced += f" (the observed bill, {observed}, leaves unpriced requests out)"
+        else:
+            sign = "+" if change >= 0 else "-"
+            priced += f" ({sign}{_dollars(abs(change))} against the observed bill of {observed})"
+    if hosted.cost_at_arrival_rate is not None:
+        priced += (
+            f"; {_dollars(hosted.cost_at_arrival_rate)} with replicas kept up for the sessions'"
+            " span"
+        )
+    return (
+        f"what-if {hosted.scenario}: hit rate {hosted.hit_rate:.1%} (observed"
+        f" {hosted.observed_hit_rate:.1%}) on {hosted.requests:,} request(s); {priced}"
+    )

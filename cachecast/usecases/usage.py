@@ -428,7 +428,9 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         self_hosted_what_if=(
             None
             if request.self_hosted is None
-            else self_hosted_what_if(request.self_hosted, served, total.hit_rate, total.cost)
+            else self_hosted_what_if(
+                request.self_hosted, served, total.hit_rate, total.cost, not unpriced
+            )
         ),
         issues=[InputIssue.of(error) for error in issues],
         issue_count=issue_count,

@@ -115,8 +115,10 @@ class SelfHostedWhatIf(Report):
     cost_full_utilization: Money | None
     cost_at_arrival_rate: Money | None
     observed_cost: Money = Field(description="the bill of the same requests (priced ones)")
+    complete_bill: bool = Field(description="false: observed_cost leaves unpriced requests out")
     difference_full_utilization: Money | None = Field(
-        description="cost_full_utilization - observed_cost"
+        description="cost_full_utilization - observed_cost; None without a price, or where"
+        " the observed bill is not complete (it would set all requests against some)"
     )
     timing_source: str
     assumptions: list[str]
@@ -127,6 +129,7 @@ def self_hosted_what_if(
     requests: Sequence[PredictedRequest],
     observed_hit_rate: Decimal,
     observed_cost: Decimal,
+    complete_bill: bool,
 ) -> SelfHostedWhatIf | None:
     """``compare`` of ``option`` on ``requests`` (None: no request to serve)."""
     if not requests:
@@ -137,7 +140,7 @@ def self_hosted_what_if(
     shown = report.self_hosted
     cost = shown.cost
     difference = None
-    if cost is not None:
+    if cost is not None and complete_bill:
         with localcontext(EXACT):
             difference = cost.full_utilization - observed_cost
     deployment = report.deployment
@@ -160,6 +163,7 @@ def self_hosted_what_if(
         cost_full_utilization=None if cost is None else cost.full_utilization,
         cost_at_arrival_rate=None if cost is None else cost.at_arrival_rate,
         observed_cost=observed_cost,
+        complete_bill=complete_bill,
         difference_full_utilization=difference,
         timing_source=report.timing_source,
         assumptions=report.assumptions,

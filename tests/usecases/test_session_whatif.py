@@ -293,3 +293,22 @@ async def test_api_usage_report_accepts_self_hosted(migrated_db_url: str, tmp_pa
         )
         assert refused.status_code in (400, 422), refused.text
         assert "preset" in refused.text
+
+
+def test_no_difference_against_an_incomplete_bill(migrated_db_url: str, tmp_path: Path) -> None:
+    # The second request's model has no contract: it is served self-hosted but left out of the
+    # observed bill, so no difference is given (it would set 2 requests against 1).
+    path = write_lines(
+        tmp_path / "mixed.jsonl",
+        [
+            assistant("m1", "2025-09-01T10:00:00Z", five=4_000),
+            assistant("m2", "2025-09-01T10:01:00Z", model="no-such-model", five=2_000),
+        ],
+    )
+    report = report_of(migrated_db_url, path, self_hosted=SelfHostedOption.of_text(DEPLOYMENT))
+    shown = report.self_hosted_what_if
+    assert shown is not None and not report.complete_bill
+    assert (shown.requests, shown.complete_bill) == (2, False)
+    assert shown.cost_full_utilization is not None and shown.difference_full_utilization is None
+    # The first request alone is billed: 3 x 3 + 4,000 x 3.75 + 10 x 15 = 15,159 -> $0.015159.
+    assert shown.observed_cost == Decimal("0.015159")
