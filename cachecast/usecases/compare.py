@@ -11,6 +11,13 @@ tokenizer), and its :class:`~cachecast.usecases.estimate.TargetEstimate` is set 
 self-hosted cost (:func:`~cachecast.economics.versus.versus`). The CLI and
 ``POST /v1/comparisons`` both call :func:`compare`.
 
+Agent sessions (every file of the log a Claude Code transcript or Codex CLI rollout) are not
+tokenized: their transcripts lack the client's system prompt and tools. They are read once,
+predicted under their client's profile, and replayed as block keys from their observed prompt
+lengths and lineages (:class:`~cachecast.usecases.session_prompts.SessionPrompts`); the usage
+report's self-hosted what-if hands its requests over as ``sessions``. Their hosted targets
+are ``estimate``'s on sessions: the observed usage under each contract.
+
 Checked before any log is read: the deployment (model, accelerator, dtypes), the options,
 every target's contract, the measurement. A stored vLLM measurement (``measurement_id``)
 replaces the roofline prefill model; ``timing_source`` says which was used, and
@@ -77,8 +84,7 @@ from cachecast.usecases.reports import (
 from cachecast.usecases.session_prompts import (
     SHARING,
     SessionPrompts,
-    predicted_sessions,
-    read_sessions,
+    read_predicted,
     session_paths,
 )
 
@@ -547,13 +553,7 @@ def _session_prompts(
     if sessions is None:
         assert paths is not None
         request.log.check_sources()
-
-        def on_error(error: LogRecordError) -> None:
-            if request.log.on_bad_record == "stop":
-                raise error
-            errors.append(error)
-
-        sessions = predicted_sessions(read_sessions(paths, on_error))
+        sessions = read_predicted(paths, request.log.on_bad_record, errors)
     if not sessions:
         raise BadInputError(
             "the sessions hold no request with usage", location=Location(field="log")

@@ -37,7 +37,7 @@ from cachecast.usecases.estimate import (
     TargetEstimate,
 )
 from cachecast.usecases.reports import ContractReference, CostBreakdown, issues_of
-from cachecast.usecases.session_prompts import predicted_sessions, read_sessions
+from cachecast.usecases.session_prompts import read_predicted
 from cachecast.usecases.session_reports import client_report, session_profile
 from cachecast.usecases.usage_pricing import ContractCache, usage_of, writes_of, writes_on
 
@@ -56,14 +56,7 @@ def session_estimate(
     """The report of :func:`cachecast.usecases.estimate.estimate` for session files;
     ``progress`` counts the requests priced (read and predicted first: their total known)."""
     errors: list[LogRecordError] = []
-
-    def on_error(error: LogRecordError) -> None:
-        if request.log.on_bad_record == "stop":
-            raise error
-        errors.append(error)
-
-    by_client = read_sessions(paths, on_error)
-    predicted = predicted_sessions(by_client, request.client)
+    predicted = read_predicted(paths, request.log.on_bad_record, errors, request.client)
     progress.start("pricing requests", len(predicted))
     chosen = session_profile(request)
     versions = {

@@ -111,6 +111,24 @@ def predicted_sessions(
     return predicted
 
 
+def read_predicted(
+    paths: Sequence[tuple[Path, str]],
+    on_bad_record: str,
+    errors: list[LogRecordError],
+    named: str | None = None,
+) -> list[PredictedRequest]:
+    """Every request of the session files, predicted (:func:`predicted_sessions`); a line
+    that cannot be read goes to ``errors``, or stops the run where ``on_bad_record`` is
+    ``stop``."""
+
+    def on_error(error: LogRecordError) -> None:
+        if on_bad_record == "stop":
+            raise error
+        errors.append(error)
+
+    return predicted_sessions(read_sessions(paths, on_error), named)
+
+
 def shared_tokens(each: PredictedRequest) -> int:
     """The prefix of ``each``'s prompt that an earlier prompt held (module docstring)."""
     return min(each.request.facts.prompt_tokens, max(each.request.observed.read, each.kept or 0))
