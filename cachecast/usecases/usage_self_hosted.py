@@ -99,10 +99,10 @@ class SelfHostedWhatIf(Report):
     """The sessions' requests served by one vLLM deployment (``compare`` on them)."""
 
     scenario: str
-    model: str
-    accelerator: str
-    gpus: int
-    kv_capacity_tokens: int
+    model: str = Field(description="the model served (compare's deployment)")
+    accelerator: str = Field(description="its accelerator, as the hardware table names it")
+    gpus: int = Field(description="GPUs per replica")
+    kv_capacity_tokens: int = Field(description="one replica's KV cache, in tokens")
     requests: int
     prompt_tokens: int
     hit_rate: float = Field(description="self-hosted: the vLLM prefix cache's, from cold")
