@@ -295,6 +295,12 @@ def print_table(report: EstimateReport) -> None:
                 for cause in result.miss_causes
             )
             out.print(f"  not read from cache: {lost}", highlight=False, soft_wrap=True)
+        from cachecast.usecases.session_estimate import TOKENIZER as SESSION_TOKENIZER
+
+        if result.tokenizer == SESSION_TOKENIZER:
+            # Agent sessions: which figures are observed and which predicted.
+            for note in result.notes:
+                out.print(f"  {note}", highlight=False, soft_wrap=True)
         summary = result.reconciliation
         if summary is not None:
             out.print(

@@ -20,6 +20,7 @@ from cachecast.core.errors import BadInputError, Location
 
 if TYPE_CHECKING:
     from cachecast.usecases.usage import UsageReport
+    from cachecast.usecases.usage_self_hosted import SelfHostedWhatIf
 
 
 def register(app: typer.Typer) -> None:
@@ -57,6 +58,15 @@ def usage_command(
     target: Annotated[
         list[str] | None,
         typer.Option(help="What-if: the same tokens priced as PROVIDER:MODEL (repeatable)."),
+    ] = None,
+    self_hosted: Annotated[
+        str | None,
+        typer.Option(
+            "--self-hosted",
+            metavar="MODEL@GPU[xN][:PRICE]",
+            help="What-if: the same requests served by vLLM (a model preset or config.json,"
+            " an accelerator, GPUs per replica, US$ per GPU-hour), as compare figures it.",
+        ),
     ] = None,
     worst: Annotated[int, typer.Option(help="How many of the worst requests to list.")] = 20,
     as_json: common.JsonOption = False,
@@ -96,6 +106,11 @@ def usage_command(
                 f"--by must be day, session, project or model, not {dimension!r}",
                 location=Location(field="--by"),
             )
+    hosting = None
+    if self_hosted is not None:
+        from cachecast.usecases.usage_self_hosted import SelfHostedOption
+
+        hosting = SelfHostedOption.of_text(self_hosted, files=True)
     request = UsageRequest.model_validate(
         {
             "files": files,
@@ -105,6 +120,7 @@ def usage_command(
             "by": by or ["day"],
             "ttl": ttl,
             "targets": target or [],
+            "self_hosted": hosting,
             "worst": worst,
             "on_bad_record": "stop" if strict else "skip",
         }
@@ -167,6 +183,25 @@ def csv_text(report: UsageReport) -> str:
         lost = dumped["lost_by_cause"]
         writer.writerow(
             [*keys, *(dumped[name] for name in CSV_COLUMNS), *(lost.get(c, "0") for c in causes)]
+        )
+    hosted = report.self_hosted_what_if
+    if hosted is not None:
+        # One more row: the same requests self-hosted (its cost: busy GPU time only; no
+        # cache reads or writes of a provider's, so those columns are empty).
+        shown = hosted.model_dump(mode="json")
+        values = {
+            "requests": shown["requests"],
+            "prompt_tokens": shown["prompt_tokens"],
+            "hit_rate": shown["hit_rate"],
+            "cost": shown["cost_full_utilization"] or "",
+        }
+        writer.writerow(
+            [
+                f"what-if {hosted.scenario}",
+                *([""] * (len(report.by) - 1)),
+                *(values.get(name, "") for name in CSV_COLUMNS),
+                *([""] * len(causes)),
+            ]
         )
     return out.getvalue()
 
@@ -255,6 +290,8 @@ def _print(report: UsageReport) -> None:
             ),
             markup=False,
         )
+    if report.self_hosted_what_if is not None:
+        out.print(_self_hosted_line(report.self_hosted_what_if), markup=False)
     if report.worst_requests:
         worst = report.worst_requests[0]
         out.print(
@@ -263,3 +300,28 @@ def _print(report: UsageReport) -> None:
             markup=False,
         )
     out.print(f"predicted reads: {report.predictor}; {report.self_hosted}", markup=False)
+
+
+def _self_hosted_line(hosted: SelfHostedWhatIf) -> str:
+    """The self-hosted what-if in one line: hit rates, GPU-hours, cost and its difference."""
+    priced = f"{hosted.gpu_hours_full_utilization} GPU-h busy"
+    if hosted.cost_full_utilization is None:
+        priced += " (no --self-hosted price: GPU-hours only)"
+    else:
+        priced = f"{_dollars(hosted.cost_full_utilization)} for {priced}"
+        change = hosted.difference_full_utilization
+        observed = _dollars(hosted.observed_cost)
+        if change is None:
+            priced += f" (the observed bill, {observed}, leaves unpriced requests out)"
+        else:
+            sign = "+" if change >= 0 else "-"
+            priced += f" ({sign}{_dollars(abs(change))} against the observed bill of {observed})"
+    if hosted.cost_at_arrival_rate is not None:
+        priced += (
+            f"; {_dollars(hosted.cost_at_arrival_rate)} with replicas kept up for the sessions'"
+            " span"
+        )
+    return (
+        f"what-if {hosted.scenario}: hit rate {hosted.hit_rate:.1%} (observed"
+        f" {hosted.observed_hit_rate:.1%}) on {hosted.requests:,} request(s); {priced}"
+    )

@@ -133,6 +133,45 @@ def render_usage_html(report: UsageReport) -> str:
                 ],
             )
         )
+    hosted = report.self_hosted_what_if
+    if hosted is not None:
+        parts.append(f"<h2>What if: {escape(hosted.scenario)}</h2>")
+        parts.append(
+            _table(
+                ("", "hit rate", "GPU-hours", "cost", "difference"),
+                [
+                    (
+                        "observed (hosted)",
+                        f"{hosted.observed_hit_rate:.1%}",
+                        "",
+                        _usd(hosted.observed_cost),
+                        "",
+                    ),
+                    (
+                        "self-hosted, busy time only",
+                        f"{hosted.hit_rate:.1%}",
+                        f"{hosted.gpu_hours_full_utilization}",
+                        ""
+                        if hosted.cost_full_utilization is None
+                        else _usd(hosted.cost_full_utilization),
+                        ""
+                        if hosted.difference_full_utilization is None
+                        else _usd(hosted.difference_full_utilization),
+                    ),
+                    (
+                        "self-hosted, replicas kept up for the span",
+                        f"{hosted.hit_rate:.1%}",
+                        f"{hosted.gpu_hours_at_arrival_rate or ''}",
+                        ""
+                        if hosted.cost_at_arrival_rate is None
+                        else _usd(hosted.cost_at_arrival_rate),
+                        "",
+                    ),
+                ],
+            )
+        )
+        for line in hosted.assumptions:
+            parts.append(f"<p class='meta'>{escape(line)}</p>")
     parts.append(f"<p class='meta'>{escape(report.self_hosted)}</p>")
     if report.contracts:
         parts.append("<h2>Contracts</h2>")

@@ -11,6 +11,13 @@ tokenizer), and its :class:`~cachecast.usecases.estimate.TargetEstimate` is set 
 self-hosted cost (:func:`~cachecast.economics.versus.versus`). The CLI and
 ``POST /v1/comparisons`` both call :func:`compare`.
 
+Agent sessions (every file of the log a Claude Code transcript or Codex CLI rollout) are not
+tokenized: their transcripts lack the client's system prompt and tools. They are read once,
+predicted under their client's profile, and replayed as block keys from their observed prompt
+lengths and lineages (:class:`~cachecast.usecases.session_prompts.SessionPrompts`); the usage
+report's self-hosted what-if hands its requests over as ``sessions``. Their hosted targets
+are ``estimate``'s on sessions: the observed usage under each contract.
+
 Checked before any log is read: the deployment (model, accelerator, dtypes), the options,
 every target's contract, the measurement. A stored vLLM measurement (``measurement_id``)
 replaces the roofline prefill model; ``timing_source`` says which was used, and
@@ -24,17 +31,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 from pydantic import ConfigDict, Field
 
 from cachecast.core import db
-from cachecast.core.errors import BadInputError, ConfigurationError, Location
-from cachecast.economics.capacity import DEFAULT_MAX_NUM_SEQS, Deployment
+from cachecast.core.errors import BadInputError, ConfigurationError, Location, LogRecordError
+from cachecast.economics.capacity import DEFAULT_BLOCK_SIZE, DEFAULT_MAX_NUM_SEQS, Deployment
 from cachecast.economics.compare import (
     DEFAULT_CAPACITY_FACTORS,
     DEFAULT_MAX_UTILIZATION,
@@ -72,9 +81,16 @@ from cachecast.usecases.reports import (
     Report,
     issues_of,
 )
+from cachecast.usecases.session_prompts import (
+    SHARING,
+    SessionPrompts,
+    read_predicted,
+    session_paths,
+)
 
 if TYPE_CHECKING:
     from cachecast.contracts import ContractStore
+    from cachecast.sessions.replay import PredictedRequest
 
 GIB = 2**30
 
@@ -423,9 +439,12 @@ def compare(
     store: ContractStore | None = None,
     *,
     progress: Progress | None = None,
+    sessions: Sequence[PredictedRequest] | None = None,
 ) -> CompareReport:
     """Compare self-hosting with every hosted target; see the module docstring. ``store``
-    holds the contracts (and the measurement): needed with targets or a measurement."""
+    holds the contracts (and the measurement): needed with targets or a measurement.
+    ``sessions``: agent-session requests already read and predicted (the usage report's),
+    replayed in place of ``request.log``'s."""
     deployment = resolve_deployment(request)
     check_comparison_options(
         request.gpu_price,
@@ -450,7 +469,12 @@ def compare(
         assert store is not None
         stored = stored_report(store.url, request.measurement_id)
         measurement = _fitted(request.measurement_id, stored)
-    passes = LogPasses(request.log, request.tokenizer, progress or NoProgress(), "simulating")
+    passes: LogPasses | SessionPrompts
+    paths = None if sessions is not None else session_paths(request.log)
+    if sessions is not None or paths is not None:
+        passes = _session_prompts(request, sessions, paths)
+    else:
+        passes = LogPasses(request.log, request.tokenizer, progress or NoProgress(), "simulating")
     try:
         result = compare_self_hosted(
             passes,
@@ -465,6 +489,8 @@ def compare(
             capacity_factors=request.capacity_factors,
         )
     except BadInputError as error:
+        if isinstance(passes, SessionPrompts):
+            raise
         raise passes.relocated(error) from None
     hosted: list[HostedBill] = []
     at = request.at
@@ -507,5 +533,31 @@ def compare(
         at=at,
         skipped_lines=skipped_lines(passes.errors),
         errors=issues_of(passes.errors),
-        assumptions=result.assumptions,
+        assumptions=result.assumptions + ([SHARING] if isinstance(passes, SessionPrompts) else []),
     )
+
+
+def _session_prompts(
+    request: CompareRequest,
+    sessions: Sequence[PredictedRequest] | None,
+    paths: list[tuple[Path, str]] | None,
+) -> SessionPrompts:
+    """Agent sessions as the self-hosted side replays them: their observed prompt lengths
+    and the prefixes their lineages share (``session_prompts``), no tokenizer."""
+    if request.tokenizer is not None:
+        raise BadInputError(
+            "agent sessions are not tokenized: their prompt lengths are the provider's counts",
+            location=Location(field="tokenizer"),
+        )
+    errors: list[LogRecordError] = []
+    if sessions is None:
+        assert paths is not None
+        request.log.check_sources()
+        sessions = read_predicted(paths, request.log.on_bad_record, errors)
+    if not sessions:
+        raise BadInputError(
+            "the sessions hold no request with usage", location=Location(field="log")
+        )
+    prompts = SessionPrompts(sessions, request.block_size or DEFAULT_BLOCK_SIZE)
+    prompts.errors = errors
+    return prompts

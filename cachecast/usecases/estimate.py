@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import Field
 
 from cachecast.contracts import ContractStore
-from cachecast.core.errors import LogRecordError
+from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.passes.executors import LocalExecutor, PassExecutor, PassWork
 from cachecast.passes.log_input import check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
@@ -57,6 +57,7 @@ from cachecast.usecases.reports import (
     issues_of,
 )
 from cachecast.usecases.requests import LogRequest
+from cachecast.usecases.session_prompts import session_paths
 from cachecast.usecases.session_reports import ClientReport, client_of
 
 HIT_RATE_DEFINITION = (
@@ -201,6 +202,18 @@ def estimate(
     """
     day, resolved, passes = plan_estimate(request, store)
     request.log.check_sources()
+    paths = session_paths(request.log)
+    if paths is not None:
+        # Agent sessions: priced from their observed usage, predicted under their client's
+        # profile (session_estimate), not tokenized.
+        from cachecast.usecases.session_estimate import session_estimate
+
+        if request.per_request is not None:
+            raise BadInputError(
+                "agent sessions are priced from their observed usage: no per-request table",
+                location=Location(field="per_request"),
+            )
+        return session_estimate(request, paths, day, resolved, store, progress or NoProgress())
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()

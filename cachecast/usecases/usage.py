@@ -22,9 +22,10 @@ What-if scenarios re-price the same requests: another TTL (``ttl``: every write 
 a request whose idle gap the TTL covers reads what it missed to an expired TTL, one whose gap
 it does not cover writes what it read), another model or provider (``targets``: the same
 tokens under that contract on each request's date; writes take the option of the same TTL
-name, else the contract's default). Self-hosting is ``cachecast compare``'s job (a pointer in
-the report). A request whose model has no contract in force on its date is counted, left out
-of every bill, and listed in ``unpriced`` (the report then says ``complete_bill: false``).
+name, else the contract's default), and self-hosting (``self_hosted``: the requests in range
+served by a vLLM deployment, figured by ``compare`` on them: ``usecases.usage_self_hosted``).
+A request whose model has no contract in force on its date is counted, left out of every bill,
+and listed in ``unpriced`` (the report then says ``complete_bill: false``).
 docs/usage-report.md has the definitions.
 """
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from pathlib import Path
@@ -45,7 +45,7 @@ from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.sessions.profiles import PROFILES, profile_for_format
-from cachecast.sessions.reading import SessionRequest, native_format, session_requests
+from cachecast.sessions.reading import SessionRequest
 from cachecast.sessions.replay import MissedReads, PredictedRequest, missed_reads, predict_sessions
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
 from cachecast.usecases.reports import (
@@ -58,6 +58,7 @@ from cachecast.usecases.reports import (
 )
 from cachecast.usecases.request_base import Request
 from cachecast.usecases.session_files import find_sessions
+from cachecast.usecases.session_prompts import read_sessions
 from cachecast.usecases.usage_pricing import (
     ContractCache,
     WhatIf,
@@ -68,6 +69,11 @@ from cachecast.usecases.usage_pricing import (
     writes_of,
     writes_on,
 )
+from cachecast.usecases.usage_self_hosted import (
+    SelfHostedOption,
+    SelfHostedWhatIf,
+    self_hosted_what_if,
+)
 
 Grouping = Literal["day", "session", "project", "model"]
 TtlName = Literal["5m", "1h"]
@@ -75,8 +81,8 @@ MAX_ISSUES = 100
 TIMELINE_HOURS_UP_TO = 24 * 14  # longer spans: one point per day
 HIT_RATE_DEFINITION = "cache-read tokens / prompt tokens (reads + writes + uncached), observed"
 SELF_HOSTED = (
-    "self-hosted vLLM for the same traffic: cachecast compare <log> --model <preset> --gpu <gpu>"
-    " --gpu-price <$/h> (docs/economics.md)"
+    "self-hosted vLLM for the same requests: --self-hosted MODEL@GPU[xN][:PRICE], or cachecast"
+    " compare <sessions> --model <preset> --gpu <gpu> --gpu-price <$/h> (docs/economics.md)"
 )
 ZERO = Decimal(0)
 PREDICTOR = "client profiles (sessions.predictor, docs/predictions.md)"
@@ -98,6 +104,9 @@ class UsageRequest(Request):
     ttl: TtlName | None = Field(None, description="what-if: every cache write with this TTL")
     targets: list[str] = Field(
         default_factory=list, description="what-if: PROVIDER:MODEL to re-price the same tokens"
+    )
+    self_hosted: SelfHostedOption | None = Field(
+        None, description="what-if: the same requests served by this vLLM deployment (compare)"
     )
     worst: int = Field(20, ge=0, le=1000, description="worst requests listed")
     on_bad_record: Literal["skip", "stop"] = "skip"
@@ -188,6 +197,9 @@ class UsageReport(Report):
     timeline: list[TimelinePoint]
     what_if: list[WhatIf]
     self_hosted: str = SELF_HOSTED
+    self_hosted_what_if: SelfHostedWhatIf | None = Field(
+        None, description="--self-hosted: compare's figures for the same requests"
+    )
     issues: list[InputIssue]
     issue_count: int
 
@@ -296,6 +308,8 @@ class _Worst(NamedTuple):
 def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
     """The report the module docstring describes."""
     zone = _timezone(request.timezone)
+    if request.self_hosted is not None:
+        request.self_hosted.check()  # the model, accelerator and price, before any file
     if request.since and request.until and request.since > request.until:
         raise BadInputError(
             f"--since {request.since} is after --until {request.until}",
@@ -322,7 +336,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         if len(issues) < MAX_ISSUES:
             issues.append(error)
 
-    by_client = _read(paths, on_error)
+    by_client = read_sessions(paths, on_error)
     contracts = ContractCache(store)
     rows: dict[tuple[str, ...], _Sums] = {}
     totals = _Sums()
@@ -332,6 +346,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
     worst: list[_Worst] = []
     scenarios = [WhatIfSums(f"ttl {request.ttl}")] if request.ttl else []
     scenarios += [WhatIfSums(f"target {p}:{m}") for p, m in targets]
+    served: list[PredictedRequest] = []  # the requests the self-hosted what-if serves
     index = 0
     for client, requests in by_client.items():
         profile = profile_for_format(client)
@@ -349,6 +364,8 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
             ):
                 continue
             index += 1
+            if request.self_hosted is not None:
+                served.append(each)
             clients[client] = clients.get(client, 0) + 1
             bill_day = day or dt.datetime.now(dt.UTC).date()
             provider = call.provider or profile.provider
@@ -384,6 +401,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
                 point[1] += call.facts.prompt_tokens
                 point[2] += call.observed.read
     ordered = sorted(rows.items())
+    total = totals.report({})
     return UsageReport(
         files=[name for _, name in paths],
         clients=clients,
@@ -394,7 +412,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         predictor=PREDICTOR,
         profiles={name: PROFILES[name].source for name in sorted(by_client)},
         rows=[row.report(dict(zip(request.by, key, strict=True))) for key, row in ordered],
-        totals=totals.report({}),
+        totals=total,
         complete_bill=not unpriced,
         unpriced=[
             UnpricedModel.read(entry, provider=provider, model=model)
@@ -407,38 +425,16 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         worst_requests=[_worst(item) for item in sorted(worst, key=lambda x: (-x[0], -x[1]))],
         timeline=_timeline(hours),
         what_if=[scenario.report() for scenario in scenarios],
+        self_hosted_what_if=(
+            None
+            if request.self_hosted is None
+            else self_hosted_what_if(
+                request.self_hosted, served, total.hit_rate, total.cost, not unpriced
+            )
+        ),
         issues=[InputIssue.of(error) for error in issues],
         issue_count=issue_count,
     )
-
-
-def _read(
-    paths: list[tuple[Path, str]], on_error: Callable[[LogRecordError], None]
-) -> dict[str, list[SessionRequest]]:
-    """Every request of the files by the client that wrote them (a response repeated by a
-    resumed session counted once across the files)."""
-    by_client: dict[str, list[SessionRequest]] = {}
-    seen: set[str] = set()
-    for path, name in paths:
-        try:
-            client = native_format(path)  # a compressed file: by its inflated head
-        except LogRecordError as exc:  # a compressed file that does not inflate
-            on_error(exc)
-            continue
-        if client is None:
-            on_error(
-                LogRecordError(
-                    name, 1, "<format>", "neither a Claude Code transcript nor a Codex rollout"
-                )
-            )
-            continue
-        found = by_client.setdefault(client, [])
-        for item in session_requests(path, name, client, seen=seen):
-            if isinstance(item, LogRecordError):
-                on_error(item)
-            else:
-                found.append(item)
-    return by_client
 
 
 def _price(call: SessionRequest, terms: ContractTerms, missed: MissedReads | None) -> _Priced:

@@ -32,7 +32,7 @@ def test_estimate_and_reconcile_count_requests(migrated_db_url: str) -> None:
     lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
     store = ContractStore(migrated_db_url)
     seen = Recorder()
-    # Two targets with different tokenizers: two passes over the log.
+    # Two targets with different tokenizers (a log that is not a session: two passes).
     report = estimate(
         EstimateRequest(
             log=LogInput.of_paths([path]),
@@ -45,9 +45,9 @@ def test_estimate_and_reconcile_count_requests(migrated_db_url: str) -> None:
     requests = report.targets[0].requests
     assert lines > 2 * requests  # a transcript: the case the bar got wrong
     assert all(total != lines for _, total in seen.starts)
-    # First pass: no total, every request counted; second: the first's count, all done.
-    assert seen.starts[0][1] is None and seen.advanced[0] == requests
-    assert seen.starts[1][1] == requests == seen.advanced[1]
+    # A session is priced from its observed usage (docs/predictions.md), read and predicted
+    # first: one bar whose total is the count of requests, every one counted, for all targets.
+    assert seen.starts == [("pricing requests", requests)] and seen.advanced == [requests]
     seen = Recorder()
     reconciled = reconcile(ReconcileRequest(log=LogInput.of_paths([path])), store, progress=seen)
     # A session is read before it is predicted (docs/predictions.md): the bar's total is known,

@@ -30,14 +30,18 @@ def test_redacted_span_refused_by_its_length(tmp_path: Path, length: str) -> Non
     assert result.exit_code == 0, result.output
     inspected = json.loads(result.stdout)["files"][0]
     assert inspected["errors"] == [] and inspected["requests"] == 1
-    # estimate builds prompts: the span (line 3, the message's text) is refused by its
-    # claimed length before any filler is made.
+    # So does estimate (a session is priced from its observed usage, docs/predictions.md).
     url = f"sqlite:///{tmp_path / 'cachecast.db'}"
     db.upgrade(url)
     target = ["--target", "openai:gpt-4o", "--at", "2025-06-01"]
     result = CliRunner().invoke(
-        app, ["estimate", str(rollout), *target, "--strict", "--database-url", url]
+        app, ["estimate", str(rollout), *target, "--strict", "--json", "--database-url", url]
     )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["targets"][0]["input_tokens"] == 5000
+    # tokenize builds prompts: the span (line 3, the message's text) is refused by its
+    # claimed length before any filler is made.
+    result = CliRunner().invoke(app, ["tokenize", str(rollout), "--model", "gpt-4o", "--strict"])
     assert result.exit_code == 2, result.output
     assert "rollout.jsonl:3" in result.output and "payload.content[0].text" in result.output
     assert "Traceback" not in result.output

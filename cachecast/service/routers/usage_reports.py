@@ -3,8 +3,8 @@ Claude Code transcripts and Codex CLI rollouts.
 
 Two bodies, one report: a multipart upload (``log`` repeatable, plus the options as text
 fields: ``since``, ``until``, ``timezone``, ``by`` and ``target`` repeatable, ``ttl``,
-``worst``), or JSON (:class:`UsageBody`: each session file's text inline). The server never
-reads its own default locations: a report is of what was sent. The files live in a
+``self_hosted``, ``worst``), or JSON (:class:`UsageBody`: each session file's text inline).
+The server never reads its own default locations: a report is of what was sent. The files live in a
 temporary folder for the request only and are named in the report by their upload names.
 """
 
@@ -38,11 +38,12 @@ from cachecast.usecases.usage import (
     UsageRequest,
     usage_report,
 )
+from cachecast.usecases.usage_self_hosted import SelfHostedOption
 
 router = APIRouter(prefix="/v1", tags=["usage"])
 
 MAX_FILES = 64
-_OPTIONS = ("since", "until", "timezone", "ttl", "worst")
+_OPTIONS = ("since", "until", "timezone", "ttl", "self_hosted", "worst")
 _LISTS = ("by", "target")
 
 
@@ -67,6 +68,11 @@ class UsageBody(BaseModel):
     )
     ttl: TtlName | None = None
     targets: list[str] = Field(default_factory=list, max_length=8)
+    self_hosted: str | None = Field(
+        None,
+        max_length=300,
+        description="what-if: MODEL@GPU[xN][:PRICE], a model preset served by vLLM (compare)",
+    )
     worst: int = Field(20, ge=0, le=1000)
 
 
@@ -86,6 +92,7 @@ class UsageBody(BaseModel):
         "by": {"type": "array", "items": {"type": "string"}},
         "target": {"type": "array", "items": {"type": "string"}},
         "ttl": {"type": "string", "enum": ["5m", "1h"]},
+        "self_hosted": {"type": "string"},
         "worst": {"type": "integer"},
     },
 )
@@ -133,6 +140,10 @@ async def create_usage_report(
                 await form.close()
         else:
             raise unsupported_media_type(media_type, "application/json or multipart/form-data")
+        hosting = options.pop("self_hosted", None)
+        if isinstance(hosting, str):
+            # Presets only: a server reads no model file of its own for a client.
+            options["self_hosted"] = SelfHostedOption.of_text(hosting, files=False)
         try:
             work = UsageRequest.model_validate({**options, "files": files, "on_bad_record": "skip"})
         except ValidationError as error:
