@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from cachecast.contracts.history import HistorySummary, history_gaps
 from cachecast.contracts.importers import litellm_off_peak
-from cachecast.contracts.model import ContractTerms, OffPeakPrices
+from cachecast.contracts.model import ContractTerms, OffPeakPrices, derived_per_mtok
 from cachecast.contracts.price_maps import (
     AuditError,
     genai_price,
@@ -237,7 +237,12 @@ def _compare_litellm(
     if terms.mode.value != "automatic" and "explicit_cache_read_input_token_cost" in entry:
         read_key = "explicit_cache_read_input_token_cost"  # Qwen: explicit reads priced apart
     theirs_read = per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
-    differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, theirs_read)
+    differ(
+        DisagreementKind.CACHE_READ,
+        "cache_read",
+        derived_per_mtok(base, terms.read_multiplier),
+        theirs_read,
+    )
     for option in terms.ttl_options:
         key = {
             3600: "cache_creation_input_token_cost_above_1hr",
@@ -246,7 +251,7 @@ def _compare_litellm(
         if option.ttl_seconds < 3600:
             key = "cache_creation_input_token_cost"
         theirs = per_mtok(entry.get(key)) if key else None
-        ours = base * option.write_multiplier
+        ours = derived_per_mtok(base, option.write_multiplier)
         # The map writes 0 or leaves the key out when writes cost the plain input price.
         if option.write_multiplier == 1 and theirs in (None, Decimal(0)):
             continue
@@ -408,7 +413,12 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
     differ(DisagreementKind.INPUT_PRICE, "input", base, input_base)
     differ(DisagreementKind.OUTPUT_PRICE, "output", terms.output_per_mtok, output_base)
     if read_base is not None:
-        differ(DisagreementKind.CACHE_READ, "cache_read", base * terms.read_multiplier, read_base)
+        differ(
+            DisagreementKind.CACHE_READ,
+            "cache_read",
+            derived_per_mtok(base, terms.read_multiplier),
+            read_base,
+        )
     for option in terms.ttl_options:
         if option.ttl_seconds > 3600:
             continue  # genai-prices has no price for longer retention (OpenAI's 12h, 24h)
@@ -422,7 +432,7 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
             differ(
                 DisagreementKind.CACHE_WRITE,
                 f"cache_write[{option.name}]",
-                base * option.write_multiplier,
+                derived_per_mtok(base, option.write_multiplier),
                 theirs,
             )
     found.long_context_tiers(input_tiers, output_tiers)

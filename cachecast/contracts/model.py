@@ -9,12 +9,29 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from decimal import Decimal
+from decimal import Context, Decimal
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cachecast.core.dates import IsoDate
+
+# Multipliers are stored to ten decimal places (the column's scale); most were computed from
+# two published prices (cache price / input price, as the price maps give them) and rounded
+# there (docs/contracts.md, "Prices from ratios"). A cache price is their product rounded to
+# a hundred-millionth of a dollar per million tokens, finer than any published price, so that
+# a bill carries the provider's price and not the ratio's rounding (2.75 x 0.5018181818 =
+# 1.37999999995 -> 1.38). Exact for input prices under $100/MTok, where the ratio's error
+# (at most input x 5e-11) stays under half that quantum.
+DERIVED_PRICE_QUANTUM = Decimal("1e-8")
+_DERIVING = Context(prec=60)
+
+
+def derived_per_mtok(price_per_mtok: Decimal, multiplier: Decimal) -> Decimal:
+    """The price per million tokens of a cache read or write: ``price x multiplier`` rounded
+    half-even to ``DERIVED_PRICE_QUANTUM`` (see above)."""
+    product = _DERIVING.multiply(price_per_mtok, multiplier)
+    return product.quantize(DERIVED_PRICE_QUANTUM, context=_DERIVING)
 
 
 class CacheMode(StrEnum):

@@ -28,7 +28,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.model import ContractTerms, derived_per_mtok
 from cachecast.core.errors import BadInputError
 from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.types import Cost, RequestUsage
@@ -106,8 +106,9 @@ def prices_for(
 
 
 def _per_mtok(tokens: int, price_per_mtok: Decimal, multiplier: Decimal = Decimal(1)) -> Decimal:
+    price = price_per_mtok if multiplier == 1 else derived_per_mtok(price_per_mtok, multiplier)
     with localcontext(EXACT):
-        return Decimal(tokens) * price_per_mtok * multiplier / _MILLION
+        return Decimal(tokens) * price / _MILLION
 
 
 def storage_cost(storage_token_seconds: int, contract: ContractTerms) -> Decimal:

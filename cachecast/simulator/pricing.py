@@ -21,7 +21,7 @@ from decimal import Decimal, localcontext
 from typing import Any
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.contracts.model import CacheMode, ContractTerms, derived_per_mtok
 from cachecast.core.errors import UnknownContractError
 from cachecast.simulator.billing import (
     EXACT,
@@ -176,7 +176,8 @@ class TargetTotals:
         with localcontext(EXACT):
             for (cause, tier), tokens in self.miss_tokens_by_tier.items():
                 price = prices_for(contract, tier + 1 if tier else 0).input_per_mtok
-                lost = Decimal(tokens) * price * (1 - contract.read_multiplier) / _MILLION
+                read_price = derived_per_mtok(price, contract.read_multiplier)
+                lost = Decimal(tokens) * (price - read_price) / _MILLION
                 found[cause] = found.get(cause, Decimal(0)) + lost
         return found
 

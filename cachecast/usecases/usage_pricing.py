@@ -12,7 +12,7 @@ from decimal import Decimal, localcontext
 from pydantic import Field
 
 from cachecast.contracts.answers import ContractLookup
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.model import ContractTerms, derived_per_mtok
 from cachecast.core.errors import CachecastError
 from cachecast.sessions.causes import IDLE_GAP
 from cachecast.sessions.reading import TTL_1H, TTL_5M, SessionRequest
@@ -96,7 +96,7 @@ def lost_of(call: SessionRequest, contract: ContractTerms, missed: int) -> Decim
     price, at the tier the whole prompt reaches (docs/usage-report.md)."""
     prices = prices_for(contract, call.facts.prompt_tokens)
     with localcontext(EXACT):
-        read_price = prices.input_per_mtok * contract.read_multiplier
+        read_price = derived_per_mtok(prices.input_per_mtok, prices.read_multiplier)
         return Decimal(missed) * (prices.input_per_mtok - read_price) / 1_000_000
 
 
