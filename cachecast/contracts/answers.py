@@ -25,6 +25,7 @@ import orjson
 import platformdirs
 
 from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.core.db_location import migrations_dir, plain_sqlite_file
 from cachecast.core.errors import UnknownContractError
 
@@ -35,9 +36,12 @@ MAX_ANSWERS = 100_000  # a file past this many is started afresh
 
 
 class ContractLookup(Protocol):
-    """What a report needs of the store: the version in force on a day."""
+    """What a report needs of the store: the version in force on a day, and the one a
+    logged request that served on a day is priced under (``contracts.served``)."""
 
     def as_of(self, provider: str, model: str, day: dt.date) -> ContractTerms: ...
+
+    def served(self, provider: str, model: str, day: dt.date, today: dt.date) -> ServedContract: ...
 
 
 def _identity(database: Path) -> dict[str, Any] | None:
@@ -113,6 +117,26 @@ class RememberedAnswers:
             raise
         self._remember(key, {"terms": terms.model_dump(mode="json")})
         return terms
+
+    def served(self, provider: str, model: str, day: dt.date, today: dt.date) -> ServedContract:
+        key = f"served\t{provider}\t{model}\t{day.isoformat()}\t{today.isoformat()}"
+        known = self._answers.get(key)
+        if isinstance(known, dict):
+            if "terms" in known:
+                note = known.get("note")
+                terms = ContractTerms.model_validate(known["terms"])
+                return ServedContract(terms, note if isinstance(note, str) else None)
+            if isinstance(known.get("error"), str):
+                raise UnknownContractError(known["error"])
+        if self._store is None:
+            self._store = self._open_store()
+        try:
+            found = served_contract(self._store, provider, model, day, today)
+        except UnknownContractError as error:
+            self._remember(key, {"error": error.message})
+            raise
+        self._remember(key, {"terms": found.terms.model_dump(mode="json"), "note": found.note})
+        return found
 
     def _remember(self, key: str, answer: dict[str, Any]) -> None:
         if self._identity is None:

@@ -21,11 +21,19 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from cachecast.contracts.history import Lifecycle, read_lifecycle
 from cachecast.contracts.model import ContractTerms
-from cachecast.contracts.store import ContractStore
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+
+
+class ContractVersions(Protocol):
+    """What pricing a served request needs of the store (``ContractStore`` has both)."""
+
+    def as_of(self, provider: str, model: str, day: dt.date) -> ContractTerms: ...
+
+    def history(self, provider: str, model: str) -> list[ContractTerms]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +45,7 @@ class ServedContract:
 
 
 def served_contract(
-    store: ContractStore,
+    store: ContractVersions,
     provider: str,
     model: str,
     day: dt.date | None,

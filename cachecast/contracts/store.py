@@ -36,6 +36,7 @@ from cachecast.contracts.rules import (
     key_problems,
     span_text,
 )
+from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.contracts.sqltypes import check_storable
 from cachecast.contracts.tables import (
     ContractAliasRow,
@@ -119,6 +120,11 @@ class ContractStore:
             f"{name}{via} has no contract version in force on {day.isoformat()} "
             f"(stored versions: {known})"
         )
+
+    def served(self, provider: str, model: str, day: dt.date, today: dt.date) -> ServedContract:
+        """The version a logged request that ``model`` served on ``day`` is priced under, with
+        what was assumed (``contracts.served``)."""
+        return served_contract(self, provider, model, day, today)
 
     def history(self, provider: str, model: str) -> builtins.list[ContractTerms]:
         """Every version of one contract, oldest first (aliases resolve as in ``as_of``)."""

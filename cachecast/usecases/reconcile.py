@@ -295,7 +295,7 @@ class _Replay:
         self.reading = LogReading(request.log, None)
         self.history = PromptHistory()
         self.matcher = _OwnModel()
-        self.contracts: dict[tuple[str, str], ServedContract | str] = {}
+        self.contracts: dict[tuple[str, str, dt.date | None], ServedContract | str] = {}
         self.served: dict[tuple[str, str, dt.date], _Served] = {}
         self.rows: list[ReconciledRow] = []
         self.without_usage = 0
@@ -309,12 +309,12 @@ class _Replay:
         provider, model = request.provider, request.logged_model or request.model
         if provider is None or model is None:
             return "the log names no provider or model (give --provider/--model)"
-        key = (provider.lower(), model.lower())
+        day = self.request.at or _day_of(request.timestamp)
+        key = (provider.lower(), model.lower(), day)  # a log can span a price change
         found = self.contracts.get(key)
         if found is None:
-            day = self.request.at or _day_of(request.timestamp)
             try:
-                found = served_contract(self.store, *key, day, _today())
+                found = served_contract(self.store, key[0], key[1], day, _today())
             except UnknownContractError as error:
                 found = f"{key[0]}:{key[1]}: {error.message}"
             self.contracts[key] = found

@@ -20,6 +20,7 @@ from decimal import Decimal, localcontext
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.served import ServedContract
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
 from cachecast.logs.errors import LogFileError
 from cachecast.passes.log_input import UNREADABLE_FIELD, check_reading
@@ -79,6 +80,7 @@ class _Served:
     read: int = 0
     written: int = 0
     prompt: int = 0
+    notes: dict[str, int] = field(default_factory=dict)  # what was assumed -> requests
 
 
 @dataclass(slots=True)
@@ -122,7 +124,7 @@ def reconcile_sessions(
             columns=SESSION_COLUMNS,
             record=lambda row: row.model_dump(mode="json", include=set(SESSION_COLUMNS)),
         )
-    contracts: dict[tuple[str, str], ContractTerms | str] = {}
+    contracts: dict[tuple[str, str, dt.date], ServedContract | str] = {}
     served: dict[tuple[str, str, dt.date], _Served] = {}
     files: dict[str, _File] = {}
     rows: list[ReconciledRow] = []
@@ -148,16 +150,19 @@ def reconcile_sessions(
             )
             if verdict is not None:
                 figures.causes[verdict] += 1
-            contract = _contract(contracts, store, request, each)
-            if isinstance(contract, str):
-                unpriced[contract] += 1
+            found = _contract(contracts, store, request, each)
+            if isinstance(found, str):
+                unpriced[found] += 1
                 continue
+            contract = found.terms
             reconciled = _reconciled(each, predicted, contract)
             key = (contract.provider, contract.model, contract.effective_from)
             target = served.get(key)
             if target is None:
                 target = served[key] = _Served(contract)
             target.logged.add(facts.model)
+            if found.note is not None:
+                target.notes[found.note] = target.notes.get(found.note, 0) + 1
             target.summary.add(reconciled)
             overall.add(reconciled)
             target.within += ok
@@ -231,21 +236,23 @@ def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordErro
 
 
 def _contract(
-    contracts: dict[tuple[str, str], ContractTerms | str],
+    contracts: dict[tuple[str, str, dt.date], ServedContract | str],
     store: ContractStore,
     request: ReconcileRequest,
     each: SessionRequest,
-) -> ContractTerms | str:
+) -> ServedContract | str:
+    """The contract the request is priced under on its own day (a log can span a price
+    change), as ``contracts.served`` finds it for a model that served the request."""
     provider = each.provider or request.log.default_provider
     model = each.facts.model or request.log.default_model
     if not provider or not model:
         return "the log names no provider or model (give --provider/--model)"
-    key = (provider.lower(), model.lower())
+    day = request.at or dt.datetime.fromtimestamp(each.facts.timestamp, dt.UTC).date()
+    key = (provider.lower(), model.lower(), day)
     found = contracts.get(key)
     if found is None:
-        day = request.at or dt.datetime.fromtimestamp(each.facts.timestamp, dt.UTC).date()
         try:
-            found = store.as_of(*key, day)
+            found = store.served(key[0], key[1], day, dt.datetime.now(dt.UTC).date())
         except UnknownContractError as error:
             found = f"{key[0]}:{key[1]}: {error.message}"
         contracts[key] = found
@@ -330,5 +337,5 @@ def _target(target: _Served) -> ReconcileTarget:
         miss_causes=[],
         calibration=[],
         timeline=[],
-        notes=[],
+        notes=list(target.notes),
     )

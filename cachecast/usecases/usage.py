@@ -200,6 +200,11 @@ class UsageReport(Report):
     self_hosted_what_if: SelfHostedWhatIf | None = Field(
         None, description="--self-hosted: compare's figures for the same requests"
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="what was assumed to price the requests (e.g. a price unverified [U] on a"
+        " date before a model's first stored version)",
+    )
     issues: list[InputIssue]
     issue_count: int
 
@@ -369,7 +374,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
             clients[client] = clients.get(client, 0) + 1
             bill_day = day or dt.datetime.now(dt.UTC).date()
             provider = call.provider or profile.provider
-            contract = contracts.get(provider, call.facts.model, bill_day)
+            contract = contracts.served(provider, call.facts.model, bill_day)
             priced = None
             if not isinstance(contract, ContractTerms):
                 unpriced.setdefault((provider, call.facts.model), _Unpriced(contract)).add(day)
@@ -432,6 +437,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
                 request.self_hosted, served, total.hit_rate, total.cost, not unpriced
             )
         ),
+        notes=list(contracts.notes),
         issues=[InputIssue.of(error) for error in issues],
         issue_count=issue_count,
     )

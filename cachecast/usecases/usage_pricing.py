@@ -43,12 +43,15 @@ class ContractCache:
         self.store = store
         self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
         self.used: dict[tuple[str, str, dt.date], ContractTerms] = {}
+        self.served_found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
+        self.notes: dict[str, int] = {}  # what was assumed to price a served model -> days
 
     def use(self, terms: ContractTerms) -> None:
         """``terms`` priced a request: its version is listed in the report."""
         self.used[(terms.provider, terms.model, terms.effective_from)] = terms
 
     def get(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
+        """The version in force on ``day`` (a what-if target's)."""
         key = (provider, model, day)
         found = self.found.get(key)
         if found is None:
@@ -57,6 +60,24 @@ class ContractCache:
             except CachecastError as error:  # unknown model, no version on that day
                 found = error.message
             self.found[key] = found
+        return found
+
+    def served(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
+        """The version a request that ``model`` served on ``day`` is priced under
+        (``contracts.served``: a model with no known launch date, logged before its first
+        stored version, is priced under that version with a note)."""
+        key = (provider, model, day)
+        found = self.served_found.get(key)
+        if found is None:
+            try:
+                answer = self.store.served(provider, model, day, dt.datetime.now(dt.UTC).date())
+            except CachecastError as error:
+                found = error.message
+            else:
+                found = answer.terms
+                if answer.note is not None:
+                    self.notes[answer.note] = self.notes.get(answer.note, 0) + 1
+            self.served_found[key] = found
         return found
 
 

@@ -1,0 +1,91 @@
+"""Which contract a session's request is priced under: its own day's version (a session can
+span a price change), and a model logged before its first stored version with no known
+launch date is priced under that version with an [U] note (docs/predictions.md, "Contracts
+of served models"), in reconcile and in usage alike."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachecast.contracts import ContractStore
+from cachecast.core import db
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
+from cachecast.usecases.usage import SessionFile, UsageRequest, usage_report
+from tests.sessions.helpers import codex_rollout
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'cachecast.db'}"
+    db.upgrade(url)
+    return url
+
+
+def opus_turn(message_id: str, when: str) -> dict[str, Any]:
+    # 1,000 uncached + 60,000 written (1h) + 150,000 read = 211,000 prompt tokens
+    usage = {
+        "input_tokens": 1_000,
+        "cache_read_input_tokens": 150_000,
+        "cache_creation_input_tokens": 60_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 60_000},
+        "output_tokens": 100,
+    }
+    message = {"id": message_id, "model": "claude-opus-4-6", "role": "assistant"}
+    message |= {"content": [{"type": "text", "text": "ok"}], "usage": usage}
+    return {
+        "type": "assistant",
+        "sessionId": "s-1",
+        "uuid": f"u-{message_id}",
+        "timestamp": when,
+        "message": message,
+    }
+
+
+def test_a_session_across_a_price_change_is_priced_on_each_day(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Anthropic priced Opus 4.6 prompts over 200K tokens at $10 in / $37.50 out until 1M
+    context went GA at flat prices on 2026-03-13 (docs/contracts.md; the stored versions
+    start 2026-02-05 and 2026-03-13). One session with a 211,000-token request on each side.
+    """
+    path = tmp_path / "session.jsonl"
+    turns = [opus_turn("m1", "2026-03-12T23:00:00Z"), opus_turn("m2", "2026-03-13T01:00:00Z")]
+    path.write_text("".join(json.dumps(turn) + "\n" for turn in turns))
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(store_url))
+    by_start = {target.contract.effective_from.isoformat(): target for target in report.targets}
+    assert sorted(by_start) == ["2026-02-05", "2026-03-13"]
+    # Before: 1,000 x 10 + 60,000 x 20 (1h, 2x) + 150,000 x 1 (0.1x) + 100 x 37.5
+    #   = 10,000 + 1,200,000 + 150,000 + 3,750 = 1,363,750 / 1e6 = $1.36375
+    assert by_start["2026-02-05"].cost == Decimal("1.36375")
+    # After: 1,000 x 5 + 60,000 x 10 + 150,000 x 0.5 + 100 x 25
+    #   = 5,000 + 600,000 + 75,000 + 2,500 = 682,500 / 1e6 = $0.6825
+    assert by_start["2026-03-13"].cost == Decimal("0.6825")
+    usage = usage_report(UsageRequest(files=[SessionFile(path=path)]), ContractStore(store_url))
+    assert usage.totals.cost == Decimal("1.36375") + Decimal("0.6825")
+
+
+def test_a_model_logged_before_its_first_stored_version_is_priced_with_a_note(
+    store_url: str, tmp_path: Path
+) -> None:
+    """gpt-5.2-codex's first stored version starts on the day a price map was read
+    (2026-12-03) and no source we hold gives its launch date; a rollout of 2026-02-23 proves
+    it served then. Priced under that version ($1.75 in / $14 out a million, OpenAI's list
+    price), with the note saying the price on that date is unverified."""
+    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-5.2-codex")
+    store = ContractStore(store_url)
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([rollout])), store)
+    (target,) = report.targets
+    assert target.model == "gpt-5.2-codex"
+    # 5,000 uncached x $1.75 + 10 output x $14 = 8,750 + 140 = 8,890 / 1e6 = $0.00889
+    assert target.cost == Decimal("0.00889")
+    (note,) = target.notes
+    assert note.startswith("[U] price unverified on 2026-02-23")
+    usage = usage_report(UsageRequest(files=[SessionFile(path=rollout)]), store)
+    assert usage.complete_bill and usage.totals.cost == Decimal("0.00889")
+    assert usage.notes == [note]
