@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import yaml
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.decoding import YamlError, load_yaml
@@ -38,16 +37,10 @@ from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchange
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
-_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KEYS = ("interactions", "http_interactions")  # vcrpy and go-vcr; Ruby VCR
-
-
-class CassetteLoader(_Base):  # type: ignore[misc, valid-type]
-    """Safe YAML plus Ruby's ``!binary`` tag (Psych writes it for ASCII-8BIT strings: the
-    same base64 payload as YAML's ``!!binary``)."""
-
-
-CassetteLoader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)
+# Ruby's ``!binary`` tag (Psych writes it for ASCII-8BIT strings): the same base64 payload as
+# YAML's ``!!binary``.
+TAG_ALIASES = {"!binary": "tag:yaml.org,2002:binary"}
 
 
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
@@ -72,17 +65,13 @@ def load(path: Any) -> tuple[Any, list[int]]:
             raise LogFileError(str(path), f"not a JSON cassette: {exc}") from None
         return data, [index + 1 for index in range(len(_interactions(data)))]
     try:
-        data, node = load_yaml(text, source=str(path), loader=CassetteLoader)
+        document = load_yaml(text, source=str(path), tag_aliases=TAG_ALIASES)
     except YamlError as exc:
         where = f" (line {exc.line})" if exc.line is not None else ""
         raise LogFileError(str(path), f"not a YAML cassette{where}: {exc.reason}") from None
-    lines: list[int] = []
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if getattr(key, "value", None) in KEYS and isinstance(value, yaml.SequenceNode):
-                lines = [item.start_mark.line + 1 for item in value.value]
-                break
-    return data, lines
+    data = document.data
+    key = next((k for k in KEYS if isinstance(data, dict) and isinstance(data.get(k), list)), None)
+    return data, document.item_lines.get(key, []) if key is not None else []
 
 
 def read(stream: LogStream) -> Iterator[Item]:
