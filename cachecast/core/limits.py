@@ -43,7 +43,7 @@ class Limits:
     max_model_dimension: int = 16_777_216
     # Decoders (cachecast.logs.decoding): a YAML document with every alias expanded, in nodes
     # and in scalar characters; the output of one compressed body.
-    max_yaml_nodes: int = 3_000_000
+    max_yaml_nodes: int = 2_000_000
     max_yaml_chars: int = 2_000_000_000
     max_decompressed_bytes: int = 1_000_000_000
     # Work budgets of one pass, checked before anything is built: bytes of the log files read

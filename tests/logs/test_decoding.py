@@ -3,8 +3,10 @@ inflated with a ceiling. Sizes here are computed by hand from the inputs' shapes
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import gzip
+import json
 import os
 import zlib
 from pathlib import Path
@@ -136,7 +138,7 @@ def test_a_cassette_of_a_million_written_nodes_is_read_in_bounded_memory(tmp_pat
     """Issue 28: under the command line's node budget a 5 MB file of 1.25 million items was
     composed into a node tree at about a kilobyte a node (1.2 GB). Built from the parser's
     events, the items cost what their values do. One interaction holding 1,250,000 distinct
-    integers (a sequence of 1 + 1,250,000 nodes, under the 3,000,000 of max_yaml_nodes) is
+    integers (a sequence of 1 + 1,250,000 nodes, under the 2,000,000 of max_yaml_nodes) is
     one bad record, named by file, line 2 and field, in a child process under 500 MB."""
     cassette = tmp_path / "items.yaml"
     items = ",".join(str(1_000_000 + index) for index in range(1_250_000))
@@ -203,3 +205,48 @@ def test_documents_it_cannot_build_name_their_line(text: str, words: str, line: 
         load_yaml(text, source="x.yaml")
     assert words in caught.value.reason
     assert caught.value.line == line
+
+
+def test_a_gzip_body_is_held_to_the_document_bound(tmp_path: Path) -> None:
+    """Issue 28: under the command line's max_decompressed_bytes (1 GB) a 1.2 MB HAR whose
+    response body inflated to 900 MB took 2 GB to read. A body is held whole and parsed at
+    once, as a JSON document is: it is bounded by max_document_bytes (64 MiB) too. Here 80
+    MiB of spaces gzipped (about 80 KB): exit 2 naming file, line 1 (a HAR's entries are
+    numbered as records on line 1), the entry's field and the setting, under 500 MB."""
+    body = gzip.compress(b"{" + b" " * (80 * 1024 * 1024) + b"}", 9)
+    entry = {
+        "startedDateTime": "2026-01-01T00:00:00Z",
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/chat/completions",
+            "headers": [],
+            "postData": {"mimeType": "application/json", "text": '{"model": "gpt-4o"}'},
+        },
+        "response": {
+            "status": 200,
+            "headers": [{"name": "Content-Encoding", "value": "gzip"}],
+            "content": {
+                "mimeType": "application/json",
+                "encoding": "base64",
+                "text": base64.b64encode(body).decode(),
+            },
+        },
+    }
+    har = tmp_path / "bomb.har"
+    har.write_text(json.dumps({"log": {"version": "1.2", "entries": [entry]}}))
+    ran = run_measured("cachecast", ["inspect", str(har)], env=_env(), cwd=REPO)
+    assert ran.returncode == 2, ran.stderr
+    assert f"{har}:1: log.entries[0].response.body: a compressed body" in ran.stderr
+    assert "max_document_bytes" in ran.stderr and "Traceback" not in ran.stderr
+    assert ran.peak_kib < 500 * 1024, ran
+
+
+def test_a_body_bound_names_the_smaller_setting() -> None:
+    # 3 MB of zeros: over a document bound of 2 MB, under max_decompressed_bytes of 10 MB.
+    bomb = gzip.compress(b"\0" * 3_000_000)
+    limits = dataclasses.replace(
+        DEFAULT_LIMITS, max_decompressed_bytes=10_000_000, max_document_bytes=2_000_000
+    )
+    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
+        decompress(bomb, "gzip", field="response.body")
+    assert "max_document_bytes" in str(caught.value)

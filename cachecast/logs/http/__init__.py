@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from cachecast.core.errors import RecordFieldError
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.logs.canonical import make_record
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
@@ -77,6 +77,13 @@ def read_exchanges(
             )
             yield exchange.line, stream.error(exchange.line, field_path, exc.reason)
             continue
+        except LimitExceededError as exc:  # a body over its bound: named by its exchange
+            field = exc.location.field or ""
+            if not field.startswith(exchange.where):
+                field = f"{exchange.where}.{field}" if field else exchange.where
+            exc.location = Location(source=stream.source, line=exchange.line, field=field)
+            exc.args = (exc.one_line(),)
+            raise
         if record is not None:
             yield exchange.line, record
 
