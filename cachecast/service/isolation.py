@@ -220,8 +220,8 @@ class WorkPool:
             self._count += 1
         try:
             self._give_back(self._start())
-        except Exception:  # a process that cannot start: the next request tries again
-            logger.warning("a work process did not start", exc_info=True)
+        except Exception as error:  # one that cannot start: the next request tries again
+            logger.warning("a work process did not start: %s", error)
 
     def _take(self) -> _Worker | bool:
         """An idle worker, True when the caller may start a new one, False when all are
@@ -500,7 +500,13 @@ async def run_isolated(
     state = request.app.state.service
     settings = state.settings
     pool = shared_pool(settings.request_workers, settings.request_memory_mb)
-    deadline = time.monotonic() + settings.request_deadline_seconds
+    # One deadline per request, from its first log work: an upload read in a work process,
+    # then estimated in another run, shares it (each had its own: 8 s and 8 s more).
+    deadline = getattr(request.state, "work_deadline", None)
+    if deadline is None:
+        deadline = request.state.work_deadline = (
+            time.monotonic() + settings.request_deadline_seconds
+        )
     try:
         kind, payload = await pool.run(
             function,

@@ -100,7 +100,7 @@ class ServiceSettings(BaseSettings):
         " a request that needs more answers 413 memory-budget",
     )
     request_deadline_seconds: float = Field(
-        default=8.0,
+        default=6.0,
         gt=0,
         description="a heavy request's log work (waiting for a work process included) is"
         " stopped after this long and answers 408 deadline-exceeded",
