@@ -82,6 +82,10 @@ class _Merge:
 
 
 _MERGE = _Merge()
+_NODES_WORDS = (
+    "a YAML document whose nodes, every alias counted as the subtree it names, number at least"
+)
+_CHARS_WORDS = "a YAML document whose scalars, every alias expanded, hold a text length of at least"
 _OPEN = object()  # an anchor whose node is still being built: an alias to it is a cycle
 
 
@@ -187,24 +191,13 @@ class _Builder:
     def _count(self, nodes: int, chars: int, line: int) -> None:
         self.nodes += nodes
         self.chars += chars
-        if self.nodes > self.max_nodes:
-            raise exceeded(
-                "max_yaml_nodes",
-                self.nodes,
-                field=None,
-                location=Location(source=self.source, line=line),
-                what="a YAML document whose nodes, every alias counted as the subtree it"
-                " names, number at least",
-            )
-        if self.chars > self.max_chars:
-            raise exceeded(
-                "max_yaml_chars",
-                self.chars,
-                field=None,
-                location=Location(source=self.source, line=line),
-                what="a YAML document whose scalars, every alias expanded, hold a text"
-                " length of at least",
-            )
+        for name, value, limit, what in (
+            ("max_yaml_nodes", self.nodes, self.max_nodes, _NODES_WORDS),
+            ("max_yaml_chars", self.chars, self.max_chars, _CHARS_WORDS),
+        ):
+            if value > limit:
+                where = Location(source=self.source, line=line)
+                raise exceeded(name, value, field=None, location=where, what=what)
 
     def _define(self, anchor: str, line: int) -> None:
         if anchor in self.anchors:  # as PyYAML's composer: an anchor names one node
