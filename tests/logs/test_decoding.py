@@ -250,3 +250,21 @@ def test_a_body_bound_names_the_smaller_setting() -> None:
     with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
         decompress(bomb, "gzip", field="response.body")
     assert "max_document_bytes" in str(caught.value)
+
+
+def test_a_cassette_of_many_bad_interactions_keeps_only_what_is_shown(tmp_path: Path) -> None:
+    """Issue 28: a 5 MB cassette of 1.25 million items, each an interaction that is not a
+    mapping, took the command line to 1.2 GB: every bad entry was held as its error (about
+    a kilobyte) while the recording was read, and inspect kept them all to show 100. Now an
+    entry is held as its line, field and reason, and inspect keeps the 100 it shows. 600,000
+    items (2.4 MB): 600,000 bad lines counted, 100 listed, in a child under 500 MB."""
+    cassette = tmp_path / "many.yaml"
+    cassette.write_text("interactions:\n" + "- 1\n" * 600_000)
+    ran = run_measured("cachecast", ["inspect", str(cassette), "--json"], env=_env(), cwd=REPO)
+    assert "Traceback" not in ran.stderr
+    (report,) = json.loads(ran.stdout)["files"]
+    assert report["error_count"] == 600_000
+    assert len(report["errors"]) == 100
+    # The first item is on line 2 (line 1 holds the key).
+    assert report["errors"][0].startswith(f"{cassette}:2: interactions[0]: expected a mapping")
+    assert ran.peak_kib < 500 * 1024, ran

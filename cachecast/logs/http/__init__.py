@@ -24,10 +24,15 @@ from typing import Any
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.logs.canonical import make_record
-from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
-from cachecast.logs.http.exchange import Exchange, body_rewritten, exchanges_of, http_date
+from cachecast.logs.http.exchange import (
+    BadEntry,
+    Exchange,
+    body_rewritten,
+    exchanges_of,
+    http_date,
+)
 from cachecast.logs.http.response_usage import (
     final_response,
     reported_usage,
@@ -49,9 +54,7 @@ from cachecast.logs.usage_fields import requested_ttl
 __all__ = ["Exchange", "exchanges_of", "http_date", "read_exchanges"]
 
 
-def read_exchanges(
-    stream: LogStream, exchanges: Iterable[Exchange | LogRecordError]
-) -> Iterator[Item]:
+def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) -> Iterator[Item]:
     """The model calls among ``exchanges`` as records (an unreadable exchange comes as its
     LogRecordError, in order). Recordings are read whole, so the lifetime of every Gemini cache
     (its TTL, updates and deletion later in the recording) is known before its creation
@@ -60,8 +63,8 @@ def read_exchanges(
     exchanges = list(exchanges)
     state.lifetimes = cache_lifetimes(exchanges)
     for exchange in exchanges:
-        if isinstance(exchange, LogRecordError):
-            yield exchange.line, exchange
+        if isinstance(exchange, BadEntry):
+            yield exchange.line, stream.error(exchange.line, exchange.field, exchange.reason)
             continue
         endpoint = model_endpoint(exchange.method, exchange.url)
         if endpoint is None:
