@@ -185,7 +185,7 @@ class _Builder:
                 documents += 1
                 if documents > 1:
                     line = _line(event)
-                    raise YamlError(f"a second document in the stream (line {line})", line)
+                    raise YamlError("a second document in the stream", line)
         return YamlDocument(self.root, self.item_lines)
 
     def _count(self, nodes: int, chars: int, line: int) -> None:
@@ -201,14 +201,14 @@ class _Builder:
 
     def _define(self, anchor: str, line: int) -> None:
         if anchor in self.anchors:  # as PyYAML's composer: an anchor names one node
-            raise YamlError(f"the anchor &{anchor} is defined twice (line {line})", line)
+            raise YamlError(f"the anchor &{anchor} is defined twice", line)
 
     def _alias(self, anchor: str, line: int) -> Any:
         entry = self.anchors.get(anchor)
         if entry is None:
-            raise YamlError(f"an alias to an undefined anchor *{anchor} (line {line})", line)
+            raise YamlError(f"an alias to an undefined anchor *{anchor}", line)
         if entry is _OPEN:
-            raise YamlError(f"an alias refers to a node that contains it (line {line})", line)
+            raise YamlError("an alias refers to a node that contains it", line)
         value, nodes, chars = entry
         self._count(nodes, chars, line)
         return value
@@ -217,7 +217,7 @@ class _Builder:
         self._count(1, 0, line)
         tag = self.tag_aliases.get(event.tag, event.tag)
         if tag not in (None, "!", _MAP if mapping else _SEQ):
-            raise YamlError(f"the tag {tag} is not read here (line {line})", line)
+            raise YamlError(f"the tag {tag} is not read here", line)
         frame = _Open({} if mapping else [], event.anchor, self.nodes - 1, self.chars)
         if event.anchor is not None:
             self._define(event.anchor, line)
@@ -255,9 +255,7 @@ class _Builder:
             try:
                 hash(value)
             except TypeError:
-                raise YamlError(
-                    f"a mapping key that is a list or mapping (line {line})", line
-                ) from None
+                raise YamlError("a mapping key that is a list or mapping", line) from None
             frame.key, frame.has_key = value, True
         else:
             if frame.key is _MERGE:
@@ -285,7 +283,7 @@ class _Builder:
             return _MERGE
         line = _line(event)
         if tag not in _SCALAR_TAGS:
-            raise YamlError(f"the tag {tag} is not read here (line {line})", line)
+            raise YamlError(f"the tag {tag} is not read here", line)
         key = (tag, text)
         if len(text) <= _CACHED_LENGTH and key in self.cache:
             return self.cache[key]
@@ -294,15 +292,15 @@ class _Builder:
                 self.constructor, yaml.ScalarNode(tag, text)
             )
         except yaml.YAMLError as exc:
-            raise YamlError(f"{getattr(exc, 'problem', exc)} (line {line})", line) from None
+            raise YamlError(f"{getattr(exc, 'problem', exc)}", line) from None
         except (ValueError, OverflowError):
             # A scalar its type cannot hold: an integer of more digits than Python converts
             # from text, a timestamp past year 9999.
             digits = text.lstrip("+-").replace("_", "")
             if tag == _INT and len(digits) > _MAX_INT_DIGITS:
-                reason = f"an integer of {len(digits):,} digits (line {line})"
+                reason = f"an integer of {len(digits):,} digits"
             else:
-                reason = f"a value its type cannot hold, {tag[len(_TAG) :]} (line {line})"
+                reason = f"a value its type cannot hold, {tag[len(_TAG) :]}"
             raise YamlError(reason, line) from None
         if len(text) <= _CACHED_LENGTH:
             if len(self.cache) >= _CACHE_ENTRIES:
@@ -324,9 +322,7 @@ def _merged(merges: list[Any], explicit: dict[Any, Any], line: int) -> dict[Any,
     out: dict[Any, Any] = {}
     for source in reversed(sources):
         if not isinstance(source, dict):
-            raise YamlError(
-                f"a merge key (<<) needs a mapping or list of mappings (line {line})", line
-            )
+            raise YamlError("a merge key (<<) needs a mapping or list of mappings", line)
         out.update(source)
     out.update(explicit)
     return out
