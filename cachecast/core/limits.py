@@ -43,7 +43,7 @@ class Limits:
     max_model_dimension: int = 16_777_216
     # Decoders (cachecast.logs.decoding): a YAML document with every alias expanded, in nodes
     # and in scalar characters; the output of one compressed body.
-    max_yaml_nodes: int = 20_000_000
+    max_yaml_nodes: int = 2_000_000
     max_yaml_chars: int = 2_000_000_000
     max_decompressed_bytes: int = 1_000_000_000
     # Work budgets of one pass, checked before anything is built: bytes of the log files read
@@ -67,7 +67,7 @@ SERVICE_LIMITS = Limits(
     max_log_records=1_000_000,
     max_template_output_chars=10_000_000,
     max_template_render_seconds=5.0,
-    max_yaml_nodes=2_000_000,
+    max_yaml_nodes=1_000_000,
     max_yaml_chars=100_000_000,
     max_decompressed_bytes=100_000_000,
     max_log_bytes=200_000_000,

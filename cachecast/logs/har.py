@@ -26,7 +26,13 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
-from cachecast.logs.http.exchange import check_decoded_size, decoded_bytes, is_hex, numbered
+from cachecast.logs.http.exchange import (
+    BadEntry,
+    check_decoded_size,
+    decoded_bytes,
+    is_hex,
+    numbered,
+)
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream, documents
 
@@ -56,11 +62,11 @@ def read(stream: LogStream) -> Iterator[Item]:
     yield from read_exchanges(stream, numbered(_exchanges(stream)))
 
 
-def _exchanges(stream: LogStream) -> Iterator[Exchange | LogRecordError]:
+def _exchanges(stream: LogStream) -> Iterator[Exchange | BadEntry]:
     missing = ("log.entries", "missing: neither a HAR document nor a HAR entry")
     for line, document in documents(stream, fits, missing):
-        if isinstance(document, LogRecordError):
-            yield document
+        if isinstance(document, LogRecordError):  # a line that is no HAR entry
+            yield BadEntry(line, document.location.field or "<line>", document.reason)
             continue
         if "log" not in document:  # one entry per line
             entries: Iterable[tuple[int, str, Any]] = [(line, "", document)]

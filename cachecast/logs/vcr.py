@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import yaml
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.decoding import YamlError, load_yaml
@@ -49,36 +48,10 @@ from cachecast.logs.http.exchange import listed_headers
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
-_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KEYS = ("interactions", "http_interactions")  # vcrpy and go-vcr; Ruby VCR
-
-
-class CassetteLoader(_Base):  # type: ignore[misc, valid-type]
-    """Safe YAML plus Ruby's ``!binary`` tag (Psych writes it for ASCII-8BIT strings: the
-    same base64 payload as YAML's ``!!binary``)."""
-
-
-def _local_tagged(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Iterator[Any]:
-    """Any other local tag: Ruby's (``!ruby/struct:VCR::Request``, ``!ruby/object:...``,
-    ``!ruby/sym``, ``!ruby/regexp``, ``!ruby/hash:ActiveSupport::HashWithIndifferentAccess``)
-    or Syck's (``!str``): the node as the plain value it tags, built by the safe constructors
-    (a generator, as the safe loader builds mappings, so that anchors inside resolve). No
-    object of the tagged class is ever made."""
-    if isinstance(node, yaml.MappingNode):
-        mapping: dict[Any, Any] = {}
-        yield mapping
-        mapping.update(loader.construct_mapping(node))
-    elif isinstance(node, yaml.SequenceNode):
-        items: list[Any] = []
-        yield items
-        items.extend(loader.construct_sequence(node))
-    else:
-        yield loader.construct_scalar(node)  # type: ignore[arg-type]
-
-
-CassetteLoader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)
-# (an exact tag, ``!binary`` above, wins over this prefix)
-CassetteLoader.add_multi_constructor("!", _local_tagged)
+# Ruby's ``!binary`` tag (Psych writes it for ASCII-8BIT strings): the same base64 payload as
+# YAML's ``!!binary``.
+TAG_ALIASES = {"!binary": "tag:yaml.org,2002:binary"}
 
 
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
@@ -109,19 +82,15 @@ def load(path: Any) -> tuple[Any, list[int]]:
             raise LogFileError(str(path), f"not a JSON cassette: {exc}") from None
         return data, [index + 1 for index in range(len(_interactions(data)))]
     try:
-        data, node = load_yaml(text, source=str(path), loader=CassetteLoader)
+        document = load_yaml(text, source=str(path), tag_aliases=TAG_ALIASES, local_tags_plain=True)
     except YamlError as exc:
         where = f" (line {exc.line})" if exc.line is not None else ""
         raise LogFileError(str(path), f"not a YAML cassette{where}: {exc.reason}") from None
-    lines: list[int] = []
-    if isinstance(node, yaml.SequenceNode):  # Ruby VCR 1.x
-        lines = [item.start_mark.line + 1 for item in node.value]
-    elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if getattr(key, "value", None) in KEYS and isinstance(value, yaml.SequenceNode):
-                lines = [item.start_mark.line + 1 for item in value.value]
-                break
-    return data, lines
+    data = document.data
+    if isinstance(data, list):  # Ruby VCR 1.x: the interactions at the root
+        return data, document.item_lines.get("", [])
+    key = next((k for k in KEYS if isinstance(data, dict) and isinstance(data.get(k), list)), None)
+    return data, document.item_lines.get(key, []) if key is not None else []
 
 
 def read(stream: LogStream) -> Iterator[Item]:

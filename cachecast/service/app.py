@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from cachecast import __version__
 from cachecast.core.errors import NotMigratedError
 from cachecast.service import docs_pages, openapi
+from cachecast.service.isolation import shared_pool
 from cachecast.service.jobs import JobRunner, JobStore
 from cachecast.service.limits import (
     BodyLimitMiddleware,
@@ -72,6 +73,9 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             max_bytes=settings.job_retention_bytes,
         )
         sweeper.start()
+        # The request work processes start now, in the background, and do their imports
+        # before any request reaches them (docs/limits.md, "Isolation").
+        shared_pool(settings.request_workers, settings.request_memory_mb).warm()
         if settings.job_runners > 0:
             state.runner = JobRunner(
                 job_store,

@@ -49,6 +49,8 @@ Result = TypeVar("Result")
 _TICK_SECONDS = 0.1
 # The answers after which a work process serves the next task (after "memory" it exits).
 _KEEPING = ("ok", "problem", "crash")
+# How long a new work process may take to import what its tasks need (a second or two).
+_START_SECONDS = 60.0
 
 
 class WorkProblem(ProblemError):
@@ -154,6 +156,17 @@ class _Worker:
         self.connection: Connection = parent_end
         self.discarded = False
 
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait for the process to say it has imported what tasks need; False when it died
+        or did not say so within ``timeout`` seconds."""
+        try:
+            if not self.connection.poll(timeout):
+                return False
+            message = self.connection.recv()
+        except (OSError, EOFError):
+            return False
+        return bool(message == ("ready", None))
+
     def kill(self, grace_seconds: float = 0.0) -> int | None:
         """Kill the process (if it still runs after ``grace_seconds``) and reap it; its exit
         code."""
@@ -174,7 +187,41 @@ class WorkPool:
         self.memory_mb = memory_mb
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
-        self._count = 0  # idle and busy
+        self._count = 0  # idle, busy and starting
+        self.warmed = False  # kept full: a discarded process is replaced at once
+
+    @property
+    def capacity(self) -> tuple[int, int]:
+        """(work processes idle, work processes counted): both ``size`` when the pool is
+        full and none is busy or starting."""
+        with self._lock:
+            return len(self._idle), self._count
+
+    def warm(self) -> None:
+        """Start every work process now, in the background (the service's start-up), and
+        replace each one discarded later as soon as it is: a request then finds a process
+        that has done its imports (``service.work_process``). Once per pool: apps sharing
+        it warm it once."""
+        with self._lock:
+            if self.warmed:
+                return
+            self.warmed = True
+        for _ in range(self.size):
+            self._refill()
+
+    def _refill(self) -> None:
+        threading.Thread(target=self._start_idle, name="cachecast-work-start", daemon=True).start()
+
+    def _start_idle(self) -> None:
+        """Start one process into the idle list when the pool has a slot free."""
+        with self._lock:
+            if self._count >= self.size:
+                return
+            self._count += 1
+        try:
+            self._give_back(self._start())
+        except Exception as error:  # one that cannot start: the next request tries again
+            logger.warning("a work process did not start: %s", error)
 
     def _take(self) -> _Worker | bool:
         """An idle worker, True when the caller may start a new one, False when all are
@@ -197,12 +244,21 @@ class WorkPool:
             self._idle.append(worker)
 
     def _start(self) -> _Worker:
+        """A new work process, once it is ready (its slot was counted by :meth:`_take`; on
+        failure the slot is freed)."""
         try:
-            return _Worker(self.memory_mb * work_process.MEBIBYTE)
+            worker = _Worker(self.memory_mb * work_process.MEBIBYTE)
         except BaseException:
             with self._lock:
                 self._count -= 1
             raise
+        if not worker.wait_ready(_START_SECONDS):
+            worker.discarded = True
+            exit_code = worker.kill()
+            with self._lock:
+                self._count -= 1
+            raise WorkProcessError(f"the work process did not start (exit code {exit_code})")
+        return worker
 
     async def run(
         self,
@@ -219,13 +275,18 @@ class WorkPool:
         worker = await self._acquire(deadline, client_gone)
         if worker is None:
             return ("deadline", None)
+        if time.monotonic() >= deadline:  # spent waiting: the process is fresh, keep it
+            self._give_back(worker)
+            return ("deadline", None)
         answer: tuple[str, Any] = ("", None)
+        handed = False  # the process got the task (else it is as fresh as it was taken)
         try:
             task = (function, args, database_url, current_limits(), False)
             if not await anyio.to_thread.run_sync(self._send, worker, task):
                 # Reaped in a thread: the event loop never waits on a process.
                 exit_code = await anyio.to_thread.run_sync(self._discard_once, worker, 1.0)
                 return _died(exit_code)
+            handed = True
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -240,8 +301,8 @@ class WorkPool:
             answer = await anyio.to_thread.run_sync(self._receive, worker)
             return answer
         finally:
-            if answer[0] not in _KEEPING:
-                self._discard_once(worker)
+            # Cancelled before the task was handed over: the process is kept.
+            self._settle(worker, answer if handed else ("ok", None))
 
     def run_job(
         self,
@@ -275,8 +336,7 @@ class WorkPool:
                     return answer
                 progress(answer[1])
         finally:
-            if answer[0] not in _KEEPING:
-                self._discard_once(worker)
+            self._settle(worker, answer)
 
     @staticmethod
     def _send(worker: _Worker, task: tuple[Any, ...]) -> bool:
@@ -288,16 +348,24 @@ class WorkPool:
         return True
 
     def _receive(self, worker: _Worker) -> tuple[str, Any]:
-        """The work process's next message. After an answer that leaves it usable it is
-        given back to the pool; one that closed its pipe is reaped and its end said as an
-        answer (:func:`_died`)."""
+        """The work process's next message; one that closed its pipe is reaped and its end
+        said as an answer (:func:`_died`)."""
         try:
             message: tuple[str, Any] = worker.connection.recv()
         except (OSError, EOFError):
             return _died(self._discard_once(worker, grace_seconds=1.0))
-        if message[0] in _KEEPING:
-            self._give_back(worker)
         return message
+
+    def _settle(self, worker: _Worker, answer: tuple[str, Any]) -> None:
+        """After a task: the process back to the pool when its answer leaves it usable, else
+        discarded (and replaced in a warm pool). Runs on every path out of a task, a
+        cancelled wait included, once per task."""
+        if worker.discarded:
+            return
+        if answer[0] in _KEEPING:
+            self._give_back(worker)
+        else:
+            self._discard_once(worker)
 
     def _discard_once(self, worker: _Worker, grace_seconds: float = 0.0) -> int | None:
         """Discard a worker once, however many paths reach it (a process that closed its
@@ -308,6 +376,8 @@ class WorkPool:
         exit_code = worker.kill(grace_seconds)
         with self._lock:
             self._count -= 1
+        if self.warmed:
+            self._refill()
         return exit_code
 
     async def _acquire(
@@ -318,12 +388,34 @@ class WorkPool:
             if isinstance(taken, _Worker):
                 return taken
             if taken:
-                return await anyio.to_thread.run_sync(self._start)
+                return await self._start_for_request()
             if time.monotonic() >= deadline:
                 return None
             if await client_gone():
                 raise ClientGoneError
             await anyio.sleep(_TICK_SECONDS)
+
+    async def _start_for_request(self) -> _Worker:
+        """Start a work process for a request, its slot already counted by :meth:`_take`.
+        A cancellation (the client gone, the server stopping, a deadline of the caller's)
+        can land before the thread runs (anyio checks for one first: the slot is freed) or
+        while it runs (it is delivered once the thread is done: the process started goes
+        back to the pool); either way no slot stays counted for a process nobody holds."""
+        ran = False
+
+        def start() -> _Worker:
+            nonlocal ran
+            ran = True
+            return self._start()  # frees the slot itself when the start fails
+
+        try:
+            worker = await anyio.to_thread.run_sync(start)
+        except BaseException:
+            if not ran:
+                with self._lock:
+                    self._count -= 1
+            raise
+        return worker
 
     def close(self) -> None:
         with self._lock:
@@ -408,7 +500,13 @@ async def run_isolated(
     state = request.app.state.service
     settings = state.settings
     pool = shared_pool(settings.request_workers, settings.request_memory_mb)
-    deadline = time.monotonic() + settings.request_deadline_seconds
+    # One deadline per request, from its first log work: an upload read in a work process,
+    # then estimated in another run, shares it (each had its own: 8 s and 8 s more).
+    deadline = getattr(request.state, "work_deadline", None)
+    if deadline is None:
+        deadline = request.state.work_deadline = (
+            time.monotonic() + settings.request_deadline_seconds
+        )
     try:
         kind, payload = await pool.run(
             function,

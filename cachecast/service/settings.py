@@ -100,10 +100,11 @@ class ServiceSettings(BaseSettings):
         " a request that needs more answers 413 memory-budget",
     )
     request_deadline_seconds: float = Field(
-        default=60.0,
+        default=6.0,
         gt=0,
-        description="a heavy request's log work (waiting for a work process included) is"
-        " stopped after this long and answers 408 deadline-exceeded",
+        description="a heavy request's log work (all of it: an upload's reading and its use"
+        " case share it; waiting for a work process included) is stopped after this long and"
+        " answers 408 deadline-exceeded; 6 s keeps every heavy answer within 10 s",
     )
     busy_retry_after_seconds: int = Field(
         default=5, gt=0, description="the Retry-After of a 503 for all heavy slots taken"

@@ -1,13 +1,14 @@
 """The child side of ``service.isolation``: one work process, serving one task at a time.
 
 A spawned child starts from a fresh interpreter and imports this module only: the standard
-library at the top, everything else when a task needs it (unpickling a task imports the
-module of the function it names, so a process that only ever estimates never imports the
-layout checker). Its address space is capped (``RLIMIT_AS``, the ``request_memory_mb``
+library at the top. Its address space is capped (``RLIMIT_AS``, the ``request_memory_mb``
 setting) before it imports anything, so a request that would need more gets a
-``MemoryError`` (or, from native code, an abort) in this process, never in the API's.
+``MemoryError`` (or, from native code, an abort) in this process, never in the API's. Then
+it imports the use cases the service's heavy routes run (:data:`PRELOADED`: a second or
+two, about 90 MB) and says ``("ready", None)``: the parent hands it no task before, so the
+first request a fresh process serves does not spend its deadline on imports.
 
-Protocol on the pipe: the parent sends ``(function, args, database_url, limits,
+Protocol on the pipe: after ``ready``, the parent sends ``(function, args, database_url, limits,
 reports_progress)``; the child answers one message, ``(kind, payload)``, after any number
 of ``("progress", count)`` when ``reports_progress`` (a background job: the function gets a
 ``progress`` callable, whose counts are sent at most every ``PROGRESS_SECONDS``):
@@ -25,6 +26,7 @@ argument (one store per database, kept for the life of the process).
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import time
@@ -42,6 +44,22 @@ _ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RA
 
 PROGRESS_SECONDS = 0.2
 
+# The modules of the functions the heavy routes hand over (service.routers), and what their
+# answers are built with: imported at start-up, before the process says it is ready.
+PRELOADED = (
+    "cachecast.core.limits",
+    "cachecast.contracts",
+    "cachecast.service.problems",
+    "cachecast.service.jobs",
+    "cachecast.usecases.estimate",
+    "cachecast.usecases.inspect",
+    "cachecast.usecases.reconcile",
+    "cachecast.usecases.simulate",
+    "cachecast.usecases.compare",
+    "cachecast.usecases.check",
+    "cachecast.usecases.usage",
+)
+
 _stores: dict[str, Any] = {}
 
 
@@ -51,6 +69,9 @@ def serve(connection: Connection, memory_bytes: int) -> None:
     for name in _ONE_THREAD:
         os.environ.setdefault(name, "1")
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    _preload()
+    if _send(connection, ("ready", None)) is None:
+        return
     while True:
         try:
             task = connection.recv()
@@ -65,6 +86,16 @@ def serve(connection: Connection, memory_bytes: int) -> None:
             continue
         if _send(connection, _answer(task, connection)) in (None, "memory"):
             return
+
+
+def _preload() -> None:
+    """Import :data:`PRELOADED`. One that fails here (a budget too small for it) is left to
+    fail again, answered, in the task that needs it."""
+    for name in PRELOADED:
+        try:
+            importlib.import_module(name)
+        except Exception:  # MemoryError included
+            continue
 
 
 class _Progress:

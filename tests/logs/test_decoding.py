@@ -3,15 +3,22 @@ inflated with a ceiling. Sizes here are computed by hand from the inputs' shapes
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import gzip
+import json
+import os
 import zlib
+from pathlib import Path
 
 import pytest
 
+from bench.peak import run_measured
 from cachecast.core.errors import LimitExceededError, RecordFieldError
 from cachecast.core.limits import DEFAULT_LIMITS, limits_in_force
 from cachecast.logs.decoding import YamlError, decompress, load_yaml
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _laughs(levels: int, fan_out: int = 9) -> str:
@@ -26,9 +33,9 @@ def _laughs(levels: int, fan_out: int = 9) -> str:
 def test_an_ordinary_alias_is_read_as_the_same_value() -> None:
     # vcrpy (PyYAML's dumper) writes an anchor for an object that appears twice.
     text = "headers: &id001\n  a: [x]\nagain: *id001\n"
-    data, node = load_yaml(text, source="c.yaml")
+    data = load_yaml(text, source="c.yaml").data
     assert data == {"headers": {"a": ["x"]}, "again": {"a": ["x"]}}
-    assert node is not None and node.start_mark.line == 0
+    assert data["again"] is data["headers"]  # the one object the anchor names
 
 
 def test_billion_laughs_is_refused_before_it_is_built() -> None:
@@ -48,7 +55,7 @@ def test_the_node_count_is_exact_at_the_limit() -> None:
     text = _laughs(1)
     tight = dataclasses.replace(DEFAULT_LIMITS, max_yaml_nodes=14)
     with limits_in_force(tight):
-        data, _ = load_yaml(text, source="x.yaml")
+        data = load_yaml(text, source="x.yaml").data
     assert data["a1"] == ["lol"] * 9
     tighter = dataclasses.replace(DEFAULT_LIMITS, max_yaml_nodes=13)
     with limits_in_force(tighter), pytest.raises(LimitExceededError):
@@ -60,7 +67,7 @@ def test_a_long_string_aliased_many_times_is_counted_in_characters() -> None:
     text = "s: &s " + "x" * 1000 + "\nl: [" + ", ".join(["*s"] * 100) + "]\n"
     limits = dataclasses.replace(DEFAULT_LIMITS, max_yaml_chars=101_000 + 2)  # + keys "s", "l"
     with limits_in_force(limits):
-        data, _ = load_yaml(text, source="s.yaml")
+        data = load_yaml(text, source="s.yaml").data
     assert len(data["l"]) == 100
     limits = dataclasses.replace(DEFAULT_LIMITS, max_yaml_chars=100_000)
     with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
@@ -123,5 +130,141 @@ def test_a_document_of_many_written_nodes_is_refused_before_it_is_built() -> Non
     assert caught.value.location.line == 101
     exact = dataclasses.replace(DEFAULT_LIMITS, max_yaml_nodes=102)
     with limits_in_force(exact):
-        data, _ = load_yaml(text, source="many.yaml")
+        data = load_yaml(text, source="many.yaml").data
     assert data == list(range(101))
+
+
+def test_a_cassette_of_a_million_written_nodes_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """Issue 28: under the command line's node budget a 5 MB file of 1.25 million items was
+    composed into a node tree at about a kilobyte a node (1.2 GB). Built from the parser's
+    events, the items cost what their values do. One interaction holding 1,250,000 distinct
+    integers (a sequence of 1 + 1,250,000 nodes, under the 2,000,000 of max_yaml_nodes) is
+    one bad record, named by file, line 2 and field, in a child process under 500 MB."""
+    cassette = tmp_path / "items.yaml"
+    items = ",".join(str(1_000_000 + index) for index in range(1_250_000))
+    cassette.write_text(f"interactions:\n- [{items}]\n")
+    assert cassette.stat().st_size > 9_000_000  # 1.25M items of 8 bytes each
+    ran = run_measured("cachecast", ["inspect", str(cassette)], env=_env(), cwd=REPO)
+    assert "Traceback" not in ran.stderr
+    assert f"{cassette}:2: interactions[0]: expected a mapping" in ran.stderr, ran.stderr
+    assert ran.peak_kib < 500 * 1024, ran
+
+
+def test_a_billion_laughs_cassette_is_exit_2_in_bounded_memory(tmp_path: Path) -> None:
+    """The 500-byte bomb above as a cassette on the command line: exit 2 naming the file and
+    the setting, the process under 500 MB (before issue 28: past 4 GB)."""
+    cassette = tmp_path / "bomb.yaml"
+    cassette.write_text("interactions:\n- x\n" + _laughs(9))
+    ran = run_measured("cachecast", ["inspect", str(cassette)], env=_env(), cwd=REPO)
+    assert ran.returncode == 2, ran.stderr
+    assert str(cassette) in ran.stderr and "max_yaml_nodes" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert ran.peak_kib < 500 * 1024, ran
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_scalars_resolve_as_the_safe_schema_says() -> None:
+    # YAML 1.1 implicit types (yaml.org/type): 012 is octal (10), 0x1F hexadecimal (31),
+    # "yes" a bool, ~ null, 1.5e+3 a float; quoted text is a string whatever it reads as.
+    text = "a: 012\nb: 0x1F\nc: yes\nd: ~\ne: 1.5e+3\nf: '12'\ng: 12\nh: text\n"
+    data = load_yaml(text, source="t.yaml").data
+    assert data == {
+        **{"a": 10, "b": 31, "c": True, "d": None},
+        **{"e": 1500.0, "f": "12", "g": 12, "h": "text"},
+    }
+
+
+def test_merge_keys_and_local_binary_tags() -> None:
+    # `<<` takes the named mapping's entries, the mapping's own win; Ruby's !binary is
+    # base64: "aGk=" is "hi".
+    text = "base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\nbody: !binary aGk=\n"
+    data = load_yaml(
+        text, source="m.yaml", tag_aliases={"!binary": "tag:yaml.org,2002:binary"}
+    ).data
+    assert data["m"] == {"x": 1, "y": 3}
+    assert data["body"] == b"hi"
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "line"),
+    [
+        ("a: 1\n---\nb: 2\n", "a second document", 2),
+        ("a: !ruby/object:Foo {}\n", "is not read here", 1),
+        ("a: &x 1\nb: &x 2\n", "defined twice", 2),
+        ("a: *nowhere\n", "undefined anchor", 1),
+        ("a: 1\nb: " + "9" * 5000 + "\n", "an integer of 5,000 digits", 2),
+        ("a: 2024-13-45\n", "cannot hold", 1),
+        ("? [1, 2]\n: x\n", "a mapping key that is a list", 1),
+    ],
+)
+def test_documents_it_cannot_build_name_their_line(text: str, words: str, line: int) -> None:
+    with pytest.raises(YamlError) as caught:
+        load_yaml(text, source="x.yaml")
+    assert words in caught.value.reason
+    assert caught.value.line == line
+
+
+def test_a_gzip_body_is_held_to_the_document_bound(tmp_path: Path) -> None:
+    """Issue 28: under the command line's max_decompressed_bytes (1 GB) a 1.2 MB HAR whose
+    response body inflated to 900 MB took 2 GB to read. A body is held whole and parsed at
+    once, as a JSON document is: it is bounded by max_document_bytes (64 MiB) too. Here 80
+    MiB of spaces gzipped (about 80 KB): exit 2 naming file, line 1 (a HAR's entries are
+    numbered as records on line 1), the entry's field and the setting, under 500 MB."""
+    body = gzip.compress(b"{" + b" " * (80 * 1024 * 1024) + b"}", 9)
+    entry = {
+        "startedDateTime": "2026-01-01T00:00:00Z",
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/chat/completions",
+            "headers": [],
+            "postData": {"mimeType": "application/json", "text": '{"model": "gpt-4o"}'},
+        },
+        "response": {
+            "status": 200,
+            "headers": [{"name": "Content-Encoding", "value": "gzip"}],
+            "content": {
+                "mimeType": "application/json",
+                "encoding": "base64",
+                "text": base64.b64encode(body).decode(),
+            },
+        },
+    }
+    har = tmp_path / "bomb.har"
+    har.write_text(json.dumps({"log": {"version": "1.2", "entries": [entry]}}))
+    ran = run_measured("cachecast", ["inspect", str(har)], env=_env(), cwd=REPO)
+    assert ran.returncode == 2, ran.stderr
+    assert f"{har}:1: log.entries[0].response.body: a compressed body" in ran.stderr
+    assert "max_document_bytes" in ran.stderr and "Traceback" not in ran.stderr
+    assert ran.peak_kib < 500 * 1024, ran
+
+
+def test_a_body_bound_names_the_smaller_setting() -> None:
+    # 3 MB of zeros: over a document bound of 2 MB, under max_decompressed_bytes of 10 MB.
+    bomb = gzip.compress(b"\0" * 3_000_000)
+    limits = dataclasses.replace(
+        DEFAULT_LIMITS, max_decompressed_bytes=10_000_000, max_document_bytes=2_000_000
+    )
+    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
+        decompress(bomb, "gzip", field="response.body")
+    assert "max_document_bytes" in str(caught.value)
+
+
+def test_a_cassette_of_many_bad_interactions_keeps_only_what_is_shown(tmp_path: Path) -> None:
+    """Issue 28: a 5 MB cassette of 1.25 million items, each an interaction that is not a
+    mapping, took the command line to 1.2 GB: every bad entry was held as its error (about
+    a kilobyte) while the recording was read, and inspect kept them all to show 100. Now an
+    entry is held as its line, field and reason, and inspect keeps the 100 it shows. 600,000
+    items (2.4 MB): 600,000 bad lines counted, 100 listed, in a child under 500 MB."""
+    cassette = tmp_path / "many.yaml"
+    cassette.write_text("interactions:\n" + "- 1\n" * 600_000)
+    ran = run_measured("cachecast", ["inspect", str(cassette), "--json"], env=_env(), cwd=REPO)
+    assert "Traceback" not in ran.stderr
+    (report,) = json.loads(ran.stdout)["files"]
+    assert report["error_count"] == 600_000
+    assert len(report["errors"]) == 100
+    # The first item is on line 2 (line 1 holds the key).
+    assert report["errors"][0].startswith(f"{cassette}:2: interactions[0]: expected a mapping")
+    assert ran.peak_kib < 500 * 1024, ran

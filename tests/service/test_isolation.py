@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import threading
 import time
 import zlib
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
 from cachecast.service.isolation import WorkPool, run_job_isolated
 from cachecast.service.jobs import JobInputError, JobTakenError
+from cachecast.service.work_process import PRELOADED
 from tests.service.conftest import make_settings, open_client
 from tests.service.logs import estimate_body, shared_prefix_records, slow_job_body
 from tests.service.server import Server
@@ -95,6 +98,9 @@ def test_a_hostile_upload_hits_the_memory_budget_while_healthz_answers(
         tmp_path / "server.log",
         request_workers=1,
         request_memory_mb=512,
+        # The budget, not the deadline (8 s by default), is what this test is about: on a
+        # slow host inflating 512 MB may take longer.
+        request_deadline_seconds=120,
         job_threshold_records=1_000_000,
         **UNBOUNDED_DECODERS,
     )
@@ -285,3 +291,78 @@ async def test_a_bug_in_a_work_process_is_answered_and_the_process_serves_on() -
         assert await run("again") == ("ok", (pid, "again"))  # the same process
     finally:
         pool.close()
+
+
+def preloaded(_: str) -> list[str]:
+    """Which of the work process's preloaded modules it holds (before its first task)."""
+    return [name for name in PRELOADED if name in sys.modules]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("when", ["while it starts", "before it starts"])
+async def test_a_request_cancelled_while_its_work_process_starts_leaks_no_slot(
+    when: str,
+) -> None:
+    """Issue 28: a request cancelled (its client gone, the server stopping, a caller's
+    timeout) as the pool started a work process for it left the slot counted for a process
+    nobody held: a pool of one then made every later request wait out its deadline. The
+    start runs in a thread; a cancellation lands before the thread runs (anyio checks
+    first: here a scope whose deadline has passed) or once it is done (here 0.05 s into a
+    start that imports the use cases, a second or more). Either way the pool is back to
+    its one free slot and serves the next request."""
+    pool = WorkPool(1, 768)
+    try:
+        ahead = time.monotonic() + 300
+        past = anyio.current_time() - 1 if when == "before it starts" else anyio.current_time()
+        with anyio.CancelScope(deadline=past + (0.05 if when == "while it starts" else 0)) as scope:
+            await pool.run(
+                fail_or_echo, ("x",), database_url=None, deadline=ahead, client_gone=never_gone
+            )
+        assert scope.cancelled_caught
+        idle, counted = pool.capacity
+        # Free slots: idle processes plus slots not counted; a started process is kept idle.
+        assert (idle + 1 - counted, idle) == ((1, 1) if when == "while it starts" else (1, 0))
+        kind, (_, value) = await pool.run(
+            fail_or_echo, ("next",), database_url=None, deadline=ahead, client_gone=never_gone
+        )
+        assert (kind, value) == ("ok", "next")
+        assert pool.capacity == (1, 1)
+    finally:
+        pool.close()
+
+
+@pytest.mark.anyio
+async def test_a_warm_pool_imports_before_its_first_task_and_refills() -> None:
+    """Warmed (the service's start-up), the pool starts its processes at once; each imports
+    the use cases before it says it is ready, so a first request does not spend its
+    deadline on them. A process discarded (here: past a deadline) is replaced at once."""
+    pool = WorkPool(2, 768)
+    try:
+        pool.warm()
+        wait_until(lambda: pool.capacity == (2, 2), "both work processes ready")
+        ahead = time.monotonic() + 300
+        kind, modules = await pool.run(
+            preloaded, ("",), database_url=None, deadline=ahead, client_gone=never_gone
+        )
+        assert (kind, modules) == ("ok", list(PRELOADED))
+        # A deadline already passed when the task is handed over: the process is kept.
+        assert await pool.run(
+            fail_or_echo, ("x",), database_url=None, deadline=0.0, client_gone=never_gone
+        ) == ("deadline", None)
+        assert pool.capacity == (2, 2)
+        # One stopped mid-task is discarded and replaced.
+        stopped = await pool.run(
+            sleep_for,
+            (30.0,),
+            database_url=None,
+            deadline=time.monotonic() + 0.5,
+            client_gone=never_gone,
+        )
+        assert stopped == ("deadline", None)
+        wait_until(lambda: pool.capacity == (2, 2), "the discarded process replaced")
+    finally:
+        pool.close()
+
+
+def sleep_for(seconds: float) -> None:
+    time.sleep(seconds)

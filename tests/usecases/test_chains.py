@@ -194,7 +194,7 @@ def test_20000_interactions_aliasing_one_exchange_are_read_in_one_pass(tmp_path:
 
 
 def test_the_service_refuses_aliases_that_expand_past_its_node_budget(tmp_path: Path) -> None:
-    """Under the service's budget (2,000,000 nodes, aliases expanded) 20,000 aliased
+    """Under the service's budget (1,000,000 nodes, aliases expanded) 20,000 aliased
     interactions pass and 70,000 do not. One interaction expanded is 33 nodes: its mapping,
     two keys, the request (13: mapping; body, method, uri as key and value; headers, its
     mapping, Content-Type, its list and value) and the response (17: mapping; body key, its

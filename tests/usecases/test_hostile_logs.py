@@ -182,7 +182,7 @@ recorded_with: VCR 6.0.0
     ("code", "returncode", "said"),
     [
         # A YAML integer Python will not convert (past 4,300 digits): the file is refused.
-        ("7" * 5000, 2, "{log}: not a YAML cassette: an integer of 5,000 digits (line 12)"),
+        ("7" * 5000, 2, "{log}: not a YAML cassette (line 12): an integer of 5,000 digits"),
         # The same digits as a string: the interaction is a bad record naming its field.
         (
             "'" + "7" * 5000 + "'",

@@ -23,12 +23,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from cachecast.core.errors import RecordFieldError
+from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.logs.canonical import make_record
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.logs.http.exchange import (
+    BadEntry,
     Exchange,
     body_rewritten,
     exchanges_of,
@@ -80,9 +81,7 @@ def read_documents(
         yield from read_exchanges(stream, numbered(exchanges_of(stream, entries, parse)))
 
 
-def read_exchanges(
-    stream: LogStream, exchanges: Iterable[Exchange | LogRecordError]
-) -> Iterator[Item]:
+def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) -> Iterator[Item]:
     """The model calls among ``exchanges`` as records (an unreadable exchange comes as its
     LogRecordError, in order). Recordings are read whole, so the lifetime of every Gemini cache
     (its TTL, updates and deletion later in the recording) is known before its creation
@@ -91,8 +90,8 @@ def read_exchanges(
     exchanges = list(exchanges)
     state.lifetimes = cache_lifetimes(exchanges)
     for exchange in exchanges:
-        if isinstance(exchange, LogRecordError):
-            yield exchange.line, exchange
+        if isinstance(exchange, BadEntry):
+            yield exchange.line, stream.error(exchange.line, exchange.field, exchange.reason)
             continue
         endpoint = model_endpoint(exchange.method, exchange.url)
         if endpoint is None:
@@ -108,6 +107,13 @@ def read_exchanges(
             )
             yield exchange.line, stream.error(exchange.line, field_path, exc.reason)
             continue
+        except LimitExceededError as exc:  # a body over its bound: named by its exchange
+            field = exc.location.field or ""
+            if not field.startswith(exchange.where):
+                field = f"{exchange.where}.{field}" if field else exchange.where
+            exc.location = Location(source=stream.source, line=exchange.line, field=field)
+            exc.args = (exc.one_line(),)
+            raise
         if record is not None:
             yield exchange.line, record
 

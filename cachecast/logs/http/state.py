@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record
-from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.exchange import Exchange
 from cachecast.logs.types import ObservedUsage
@@ -227,7 +227,7 @@ def _moment(value: Any) -> float | None:
 
 
 def cache_lifetimes(
-    exchanges: list[Exchange | LogRecordError],
+    exchanges: Sequence[object],
 ) -> dict[str, tuple[float | None, int, bool]]:
     """Every cache the recording creates: (created, lifetime in seconds, deleted early).
 
@@ -237,7 +237,7 @@ def cache_lifetimes(
     lifetimes: dict[str, tuple[float | None, int, bool]] = {}
     expiries: dict[str, float | None] = {}
     for exchange in exchanges:
-        if isinstance(exchange, LogRecordError) or not _is_success(exchange.status):
+        if not isinstance(exchange, Exchange) or not _is_success(exchange.status):
             continue
         path = unquote(urlsplit(exchange.url).path).rstrip("/")
         if "/cachedContents" not in path:

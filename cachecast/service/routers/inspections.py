@@ -84,23 +84,47 @@ async def create_inspection(
             if isinstance(results, UploadFile):
                 results_path = await keep_upload(results, folder, len(uploads))
                 results_name = results.filename or "results"
-            files = [
-                file.model_copy(
-                    update={
-                        "name": names[file.path],
-                        "results_name": (
-                            results_name
-                            if results_path is not None
-                            else names.get(file.results)
-                            if file.results
-                            else None
-                        ),
-                    }
-                )
-                for file in LogInput.of_paths(paths, format=log_format, results=results_path).files
-            ]
             subject = upload_subject(uploads)
-            work = InspectRequest(files=files)
-            return await run_isolated(request, inspect, work, subject=subject, contracts=False)
+            # Detecting the files' formats reads them (a whole YAML cassette, seconds for a
+            # large one): in the work process, under the request's deadline, never on the
+            # API's event loop.
+            return await run_isolated(
+                request,
+                inspect_uploads,
+                paths,
+                names,
+                log_format,
+                results_path,
+                results_name,
+                subject=subject,
+                contracts=False,
+            )
     finally:
         await form.close()
+
+
+def inspect_uploads(
+    paths: list[Path],
+    names: dict[Path, str],
+    log_format: str | None,
+    results_path: Path | None,
+    results_name: str | None,
+) -> InspectReport:
+    """:func:`inspect` on uploaded files kept at ``paths`` (run in a work process): their
+    formats detected, each named by its upload name (``names``)."""
+    files = [
+        file.model_copy(
+            update={
+                "name": names[file.path],
+                "results_name": (
+                    results_name
+                    if results_path is not None
+                    else names.get(file.results)
+                    if file.results
+                    else None
+                ),
+            }
+        )
+        for file in LogInput.of_paths(paths, format=log_format, results=results_path).files
+    ]
+    return inspect(InspectRequest(files=files))

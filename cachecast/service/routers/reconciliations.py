@@ -9,6 +9,7 @@ named in the report by their upload names. The answer is ``reconcile``'s report.
 from __future__ import annotations
 
 import tempfile
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
+from cachecast.contracts import ContractStore
 from cachecast.core.dates import IsoDate, parse_iso_date
 from cachecast.core.errors import BadInputError, Location
 from cachecast.passes.log_input import LogInput
@@ -103,23 +105,16 @@ async def create_reconciliation(
                 (await keep_upload(upload, folder, index), upload.filename or f"log-{index}")
                 for index, upload in enumerate(uploads)
             ]
-            log = LogInput.of_paths(
-                [path for path, _ in files],
-                format=fields["format"] or None,
-                default_model=fields["model"] or None,
-                default_provider=fields["provider"] or None,
-                on_bad_record="reject",
+            # Detecting the files' formats reads them: in the work process, under the
+            # request's deadline, never on the API's event loop.
+            return await run_isolated(
+                request,
+                reconcile_uploads,
+                files,
+                fields,
+                at,
+                subject=upload_subject(uploads),
             )
-            names = dict(files)
-            log = log.model_copy(
-                update={
-                    "files": [
-                        file.model_copy(update={"name": names.get(file.path)}) for file in log.files
-                    ]
-                }
-            )
-            work = ReconcileRequest(log=log, at=at, client=fields["client"] or None)
-            return await run_isolated(request, reconcile, work, subject=upload_subject(uploads))
     finally:
         await form.close()
 
@@ -128,3 +123,27 @@ def _text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise BadInputError("expected a text field", location=Location(field="form"))
+
+
+def reconcile_uploads(
+    files: list[tuple[Path, str]],
+    fields: dict[str, str | None],
+    at: date | None,
+    store: ContractStore,
+) -> ReconcileReport:
+    """:func:`reconcile` on uploaded files kept at their paths, each named by its upload
+    name (run in a work process, where their formats are detected)."""
+    log = LogInput.of_paths(
+        [path for path, _ in files],
+        format=fields["format"] or None,
+        default_model=fields["model"] or None,
+        default_provider=fields["provider"] or None,
+        on_bad_record="reject",
+    )
+    names = dict(files)
+    log = log.model_copy(
+        update={
+            "files": [file.model_copy(update={"name": names.get(file.path)}) for file in log.files]
+        }
+    )
+    return reconcile(ReconcileRequest(log=log, at=at, client=fields["client"] or None), store)
