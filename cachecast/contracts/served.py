@@ -21,11 +21,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from cachecast.contracts.history import Lifecycle, read_lifecycle
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+
+if TYPE_CHECKING:  # the lifecycle (and the SQL types its reader brings) only when needed
+    from cachecast.contracts.history import Lifecycle
 
 
 class ContractVersions(Protocol):
@@ -76,7 +78,11 @@ def served_contract(
     except ContractNotYetInForceError as error:
         versions = store.history(provider, model)
         first = min(versions, key=lambda terms: terms.effective_from)
-        known = read_lifecycle() if lifecycle is None else lifecycle
+        if lifecycle is None:
+            from cachecast.contracts.history import read_lifecycle
+
+            lifecycle = read_lifecycle()
+        known = lifecycle
         life = known.get((first.provider, first.model))
         if life is not None and life.launched_on is not None:
             raise ContractNotYetInForceError(

@@ -38,7 +38,7 @@ from cachecast.core.errors import (
 )
 from cachecast.core.gc_pacing import paced_collection
 from cachecast.core.limits import check_count
-from cachecast.logs.errors import LogFileError
+from cachecast.logs.errors import BadRecords, LogFileError, bad_records_of
 from cachecast.tokenizers import read_log, read_records
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ class LogReading:
     def __init__(self, log: LogInput, tokenize_as: str | None) -> None:
         self.log = log
         self.tokenize_as = tokenize_as
-        self.errors: list[LogRecordError] = []
+        self.errors = BadRecords()
         self.requests_by_source: dict[str, int] = dict.fromkeys(log.source_names, 0)
         # Running totals for the per-log limits (docs/limits.md), over every source.
         self.records_read = 0
@@ -361,7 +361,7 @@ class LogReading:
             yield from self._file_requests(index, name, opened, first_timestamp)
             return
         records = log._inline_records()
-        found: list[LogRecordError] = []
+        found = BadRecords()
         try:
             for request in read_records(
                 records,
@@ -375,14 +375,14 @@ class LogReading:
                 calibrator=self.calibrator(index),
             ):
                 self.requests_by_source[name] += 1
-                self._count(request, len(found))
+                self._count(request, found.total)
                 yield request
         except LogRecordError as error:
             raise self._located(error) from None
         except LimitExceededError as error:
             raise self.relocated(error) from None
         finally:
-            self.errors.extend(self._located(error) for error in found)
+            self.errors.merge(found, self._located)
 
     def _file_requests(
         self, index: int, name: str, opened: LogStream | None, first_timestamp: float
@@ -394,7 +394,7 @@ class LogReading:
         says when its requests ran next to the other files'."""
         log = self.log
         file = log.files[index]
-        found: list[LogRecordError] = []
+        found = BadRecords()
         several = len(log.source_names) > 1
         tolerant = log.skips_unreadable_files
         own_scope: bool | None = None if several else False
@@ -418,7 +418,7 @@ class LogReading:
                 if own_scope:
                     request = replace(request, scope=f"{request.scope} [{name}]")
                 self.requests_by_source[name] += 1
-                self._count(request, len(found))
+                self._count(request, found.total)
                 yield request
         except LogFileError as error:
             if not tolerant:
@@ -434,7 +434,7 @@ class LogReading:
                 found.append(
                     LogRecordError(name, None, UNREADABLE_FIELD, f"no readable record{first}")
                 )
-            self.errors.extend(found)
+            self.errors.merge(found)
 
     def _located(self, error: LogRecordError) -> LogRecordError:
         """An inline record named by its index (and the line of the upload it came from,
@@ -494,8 +494,9 @@ def check_reading(
     for name, count in requests_by_source.items():
         if count == 0 and not tolerant:
             own = [error for error in errors if error.location.source == name]
+            counted = max(bad_records_of(errors, name), len(own))
             detail = f"; {own[0].one_line()}" if own else ""
-            more = f" (and {len(own) - 1} more bad lines)" if len(own) > 1 else ""
+            more = f" (and {counted - 1} more bad lines)" if counted > 1 else ""
             raise BadInputError(
                 f"no readable record{detail}{more}",
                 location=Location(source=name),

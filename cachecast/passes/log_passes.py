@@ -7,7 +7,7 @@ states, not the log: :class:`LogPasses` is such a log, each pass one :class:`Log
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from cachecast.core.errors import (
     BadInputError,
@@ -16,6 +16,7 @@ from cachecast.core.errors import (
     LogRecordError,
     UnknownModelError,
 )
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogInput, LogReading
 from cachecast.passes.progress import Progress
 from cachecast.tokenizers.registry import tokenizer_key_for
@@ -94,5 +95,5 @@ class LogPasses:
         return LogReading(self.log, self.tokenize_as).relocated(error)
 
 
-def skipped_lines(errors: list[LogRecordError]) -> int:
-    return len({(e.location.source, e.location.line, e.location.record) for e in errors})
+def skipped_lines(errors: Sequence[LogRecordError]) -> int:
+    return bad_line_count(errors)

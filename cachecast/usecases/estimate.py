@@ -23,6 +23,7 @@ from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.passes.executors import LocalExecutor, PassExecutor, PassWork
 from cachecast.passes.log_input import check_reading
+from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import (
@@ -264,9 +265,7 @@ def estimate(
         client=client_of(request),
         at=day,
         sources=request.log.source_names,
-        skipped_lines=len(
-            {(e.location.source, e.location.line, e.location.record) for e in errors}
-        ),
+        skipped_lines=skipped_lines(errors),
         errors=issues_of(errors),
         targets=[
             TargetEstimate.of(result).model_copy(update={"calibration": calibration})

@@ -54,6 +54,7 @@ from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.passes.log_input import LogReading, check_reading
+from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.billing import EXACT, BillTotals
@@ -598,9 +599,7 @@ def reconcile(
     return ReconcileReport(
         at=request.at,
         sources=request.log.source_names,
-        skipped_lines=len(
-            {(e.location.source, e.location.line, e.location.record) for e in errors}
-        ),
+        skipped_lines=skipped_lines(errors),
         errors=issues_of(errors),
         summary=ReconcileSummary.of(replay.all, replay.all_within, replay.all_classes),
         targets=targets,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pydantic import Field
 
 from cachecast.passes.log_input import LogReading
+from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
@@ -117,6 +118,6 @@ def tokenize(
         sources=log.source_names,
         requests=requests,
         input_tokens=tokens,
-        skipped_lines=len(reading.errors),
+        skipped_lines=skipped_lines(reading.errors),
         errors=issues_of(reading.errors),
     )

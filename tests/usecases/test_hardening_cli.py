@@ -153,3 +153,27 @@ def test_10_an_alias_capturing_a_provider_is_refused(
         "contracts", "show", "openai", "no-such-model-at-all", "--database-url", migrated_db_url
     )
     assert code == 2  # still unknown: nothing was written
+
+
+def test_bad_lines_are_counted_not_kept(migrated_db_url: str, tmp_path: Path) -> None:
+    """Before: every skipped line's error was kept and listed (400,000 bad lines of 22 bytes:
+    1,084 MB and 51 s for `estimate`). A report lists the first 1,000 (KEPT_BAD_RECORDS,
+    docs/limits.md) and counts them all; the peak stays near a one-line run's."""
+    bad = 200_000
+    log = tmp_path / "bad.jsonl"
+    good = json.dumps({"model": "gpt-4o", "prompt": "hello there"}) + "\n"
+    log.write_text(good + '{"model": 5, "x": 1}\n' * bad)
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(good)
+    env = {**os.environ, "CACHECAST_DATABASE_URL": migrated_db_url, "PYTHONPATH": str(REPO)}
+    options = ["--target", "openai:gpt-4o", "--at", "2026-11-01", "--json"]
+    baseline = run_measured("cachecast", ["estimate", str(plain), *options], env=env, cwd=REPO)
+    assert baseline.returncode == 0, baseline.stderr
+    measured = run_measured("cachecast", ["estimate", str(log), *options], env=env, cwd=REPO)
+    assert measured.returncode == 0, measured.stderr
+    report = json.loads(measured.stdout)
+    assert report["skipped_lines"] == bad  # lines 2 .. 200,001, one error each
+    assert len(report["errors"]) == 1_000
+    assert report["errors"][0]["line"] == 2 and report["errors"][0]["field"] == "model"
+    # Kept, 200,000 errors of about a kilobyte took some 500 MB more than the start-up.
+    assert measured.peak_kib < baseline.peak_kib + 100 * 1024, (measured, baseline)
