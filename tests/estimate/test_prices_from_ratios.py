@@ -35,43 +35,25 @@ def eu_gpt_4o() -> ContractTerms:
     )
 
 
+def prompt(tokens: int, *, read: int = 0, written: int = 0) -> RequestUsage:
+    """A prompt of ``tokens`` with ``read`` tokens read and ``written`` written (5m)."""
+    writes = {"5m": written} if written else {}
+    return RequestUsage("r", 1, 0.0, "s", tokens, 0, read, writes, tokens - read - written)
+
+
 def test_a_million_cached_tokens_cost_the_published_cached_price() -> None:
-    usage = RequestUsage(
-        request_id="r",
-        line=1,
-        timestamp=0.0,
-        scope="s",
-        input_tokens=1_000_000,
-        output_tokens=0,
-        cache_read_tokens=1_000_000,
-    )
+    usage = prompt(1_000_000, read=1_000_000)
     # 1,000,000 tokens x $1.38 / 1,000,000 = $1.38 (the map's published price)
     assert bill_request(usage, eu_gpt_4o()).cache_read == Decimal("1.38")
 
 
 def test_writes_too() -> None:
-    usage = RequestUsage(
-        request_id="r",
-        line=1,
-        timestamp=0.0,
-        scope="s",
-        input_tokens=2_000_000,
-        output_tokens=0,
-        cache_write_tokens={"5m": 2_000_000},
-    )
+    usage = prompt(2_000_000, written=2_000_000)
     # 2,000,000 x $1.38 / 1,000,000 = $2.76
     assert bill_request(usage, eu_gpt_4o()).cache_write == Decimal("2.76")
 
 
 def test_an_exact_ratio_is_unchanged() -> None:
-    usage = RequestUsage(
-        request_id="r",
-        line=1,
-        timestamp=0.0,
-        scope="s",
-        input_tokens=1_234_567,
-        output_tokens=0,
-        cache_read_tokens=1_234_567,
-    )
+    usage = prompt(1_234_567, read=1_234_567)
     # the builder's $3 input x 0.5 = $1.50 a million: 1,234,567 x 1.5 / 1e6 = 1.8518505
     assert bill_request(usage, terms(read="0.5")).cache_read == Decimal("1.8518505")
