@@ -9,6 +9,7 @@ that every caller that reports bad log lines reports them the same way, with the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from cachecast.core.errors import LogRecordError
 
@@ -92,6 +93,11 @@ class BadRecords(list[LogRecordError]):
         for error in errors:
             self.append(error)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle (Ray ships a pass's errors between processes) re-appends a list's items
+        # before it restores the counts: rebuilt from both at once instead.
+        return (_rebuilt, (list(self), self.total, self.lines, dict(self.by_source)))
+
     def merge(
         self,
         other: BadRecords,
@@ -105,6 +111,15 @@ class BadRecords(list[LogRecordError]):
         for error in other:
             if len(self) < KEPT_BAD_RECORDS or error.location.line is None:
                 super().append(relocate(error) if relocate is not None else error)
+
+
+def _rebuilt(
+    kept: list[LogRecordError], total: int, lines: int, by_source: dict[str, int]
+) -> BadRecords:
+    found = BadRecords()
+    list.extend(found, kept)
+    found.total, found.lines, found.by_source = total, lines, by_source
+    return found
 
 
 def bad_line_count(errors: Sequence[LogRecordError]) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 from cachecast.logs.errors import KEPT_BAD_RECORDS, BadRecords, LogRecordError, bad_line_count
 
 
@@ -25,3 +27,14 @@ def test_counted_past_those_kept_and_a_file_error_always_kept() -> None:
 def test_a_plain_list_is_counted_by_its_distinct_lines() -> None:
     errors = [LogRecordError("a", 1, "x", "r"), LogRecordError("a", 1, "y", "r")]
     assert bad_line_count(errors) == 1
+
+
+def test_pickled_with_its_counts() -> None:
+    """Ray ships a pass's errors to the driver: the counts travel with the kept errors."""
+    found = BadRecords()
+    for line in range(1, 1_201):
+        found.append(LogRecordError("a.jsonl", line, "model", "expected a string"))
+    again = pickle.loads(pickle.dumps(found))
+    assert (len(again), again.total, again.lines) == (1_000, 1_200, 1_200)
+    assert again.by_source == {"a.jsonl": 1_200}
+    assert again[0].location.line == 1 and again[-1].location.line == 1_000
