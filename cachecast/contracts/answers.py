@@ -102,36 +102,30 @@ class RememberedAnswers:
 
     def as_of(self, provider: str, model: str, day: dt.date) -> ContractTerms:
         key = f"{provider}\t{model}\t{day.isoformat()}"
-        known = self._answers.get(key)
-        if isinstance(known, dict):
-            if "terms" in known:
-                return ContractTerms.model_validate(known["terms"])
-            if isinstance(known.get("error"), str):
-                raise UnknownContractError(known["error"])
-        if self._store is None:
-            self._store = self._open_store()
-        try:
-            terms = self._store.as_of(provider, model, day)
-        except UnknownContractError as error:
-            self._remember(key, {"error": error.message})
-            raise
-        self._remember(key, {"terms": terms.model_dump(mode="json")})
-        return terms
+        found = self._answer(key, lambda store: ServedContract(store.as_of(provider, model, day)))
+        return found.terms
 
     def served(self, provider: str, model: str, day: dt.date, today: dt.date) -> ServedContract:
         key = f"served\t{provider}\t{model}\t{day.isoformat()}\t{today.isoformat()}"
+        return self._answer(key, lambda store: served_contract(store, provider, model, day, today))
+
+    def _answer(self, key: str, ask: Callable[[ContractStore], ServedContract]) -> ServedContract:
+        """The remembered answer for ``key``, else the store's (``ask``), remembered: the
+        terms and note, or the error's message."""
         known = self._answers.get(key)
         if isinstance(known, dict):
             if "terms" in known:
                 note = known.get("note")
-                terms = ContractTerms.model_validate(known["terms"])
-                return ServedContract(terms, note if isinstance(note, str) else None)
+                return ServedContract(
+                    ContractTerms.model_validate(known["terms"]),
+                    note if isinstance(note, str) else None,
+                )
             if isinstance(known.get("error"), str):
                 raise UnknownContractError(known["error"])
         if self._store is None:
             self._store = self._open_store()
         try:
-            found = served_contract(self._store, provider, model, day, today)
+            found = ask(self._store)
         except UnknownContractError as error:
             self._remember(key, {"error": error.message})
             raise
