@@ -132,6 +132,28 @@ class TtlLruCache:
             self._sweep_at = max(1024, 2 * len(self._entries))
         return True
 
+    def hold(
+        self,
+        key: bytes,
+        now: float,
+        tokens: int,
+        rule: tuple[int, bool, str],
+        held: Collection[bytes] = (),
+    ) -> None:
+        """Keep ``key`` cached from ``now`` (an entry a provider said it holds): inserted under
+        ``rule`` (TTL seconds, refresh on hit, TTL name) unless it is alive already."""
+        if self.lookup(key, now) is None:
+            ttl_seconds, refresh_on_hit, ttl_name = rule
+            self.insert(
+                key,
+                now,
+                tokens=tokens,
+                ttl_seconds=ttl_seconds,
+                refresh_on_hit=refresh_on_hit,
+                ttl_name=ttl_name,
+                held=held,
+            )
+
     def sweep(self, now: float) -> int:
         """Drop every expired entry; returns how many."""
         expired = [(key, entry) for key, entry in self._entries.items() if now >= entry.expires_at]

@@ -28,8 +28,8 @@ whether anything is cached at all, so the approximation is calibrated against th
   containing those segments sizes them again.
 - **Not learned from**: a request whose prompt the log does not hold whole
   (``prompt_complete`` false; it is still fitted to its own count), and a sample outside
-  :data:`PLAUSIBLE_RATIO` (counted as ``implausible``: a tokenizer ratio that far from 1
-  means the logged text is not the text sent, e.g. a recording filter rewrote the body).
+  :data:`PLAUSIBLE_RATIO` (``implausible``: the logged text is not the text sent: a
+  rewritten body, a hidden prompt); later requests keep their sizes all the same.
 - A record is fitted to its own count only when its logged model is of the family the pass
   tokenizes as (``tokenizer_family``): Gemini's count says nothing about Claude's tokens.
 
@@ -207,10 +207,13 @@ class _Recent:
     anchors: list[tuple[int, int, int, int, int, int]]
 
 
+SIZE_GUESSED, SIZE_FITTED, SIZE_FIRM = 0, 1, 2  # no count; fitted, not learned; learned
+
+
 @dataclass(slots=True)
 class _Remembered:
     text: int
-    firm: bool  # decided by a request with usage
+    level: int  # how the size was decided: SIZE_GUESSED, SIZE_FITTED or SIZE_FIRM
 
 
 @dataclass(slots=True)
@@ -313,8 +316,9 @@ class Calibrator:
                     stats.implausible += 1
                 elif complete:
                     stats.add(text, observed_count - fixed)
-            # Sizes decided by a request the ratio learns from are firm; others provisional.
-            firm = complete and plausible
+            # Sizes fitted to a count not learned from are kept by later requests all the
+            # same: a hidden prompt spread over them must not change their copies' length.
+            level = SIZE_FIRM if complete and plausible else SIZE_FITTED
         else:
             ratio_known = self.ratio_for(model)
             if ratio_known is None:
@@ -324,12 +328,12 @@ class Calibrator:
                 how = RATIO_APPLIED
                 stats.ratio_applied += 1
             self._size_by_ratio(pieces, ratio_known or Fraction(1))
-            firm = False
+            level = SIZE_GUESSED
         for piece in pieces:
             remembered = self._sizes.get(piece.key)
-            if remembered is None or (firm and not remembered.firm):
+            if remembered is None or level > remembered.level:
                 assert piece.sized is not None
-                self._remember(piece.key, _Remembered(piece.sized, firm))
+                self._remember(piece.key, _Remembered(piece.sized, level))
         fitted, new_segments, mapping = self._build(data, raw, pieces, covered, previous, reused)
         self._recent[opening] = _Recent(whole, pieces, fitted, new_segments, mapping.anchors)
         self._recent.move_to_end(opening)
@@ -425,7 +429,7 @@ class Calibrator:
 
     def _known(self, piece: _Piece, usage: bool) -> int | None:
         remembered = self._sizes.get(piece.key)
-        if remembered is None or (usage and not remembered.firm):
+        if remembered is None or (usage and remembered.level == SIZE_GUESSED):
             return None
         self._sizes.move_to_end(piece.key)
         return remembered.text

@@ -366,6 +366,10 @@ class _Replay:
                     )
             else:
                 verdict = self.judge(row, row.reconciled, served)
+                # What the provider said it holds now feeds the later predictions (never
+                # this one's: docs/predictions.md, "Warm caches the log shows").
+                assert request.observed is not None
+                served.policy.learn(request, request.observed)
             sink(row, verdict)
         if pending:
             progress.advance(pending)

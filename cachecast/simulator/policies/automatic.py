@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cachecast.contracts.model import TtlOption
+from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.blocks import BlockKeyer
 from cachecast.simulator.cache import EXPIRED, TtlLruCache
 from cachecast.simulator.misses import (
@@ -33,7 +34,7 @@ from cachecast.simulator.misses import (
     gap_detail,
     novelty,
 )
-from cachecast.simulator.policies.base import CachePolicy, make_usage
+from cachecast.simulator.policies.base import CachePolicy, make_usage, observed_prefixes
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -131,6 +132,25 @@ class AutomaticPrefixCache(CachePolicy):
                 ttl_seconds, ttl_name = option.ttl_seconds, option.name
         written = self.store(request, keys, matched // self.unit(request), ttl_seconds, ttl_name)
         return make_usage(request, read, {ttl_name: written})
+
+    def learn(self, request: TokenizedRequest, observed: ObservedUsage) -> None:
+        """The provider held the request's first N tokens (its observed read and write):
+        their whole blocks are cached from now on under the default TTL, whether or not our
+        replay cached them (a prompt under the minimum, an entry we had let expire)."""
+        lengths = observed_prefixes(request, observed)
+        if not lengths:
+            return
+        unit = self.unit(request)
+        blocks = lengths[-1] // unit
+        if blocks == 0:
+            return
+        last = self._last
+        keys = last[1] if last is not None and last[0] is request else None
+        if keys is None:
+            keys = self._keyer_for(request).keys(request)
+        rule = (self.ttl_seconds, self.refresh_on_hit, self.ttl_name)
+        for index, key in enumerate(keys[:blocks]):
+            self.cache.hold(key, request.timestamp, unit, rule, keys[:index])
 
     def explain(
         self, request: TokenizedRequest, usage: RequestUsage, sight: Sight

@@ -6,6 +6,7 @@ import math
 from abc import ABC, abstractmethod
 from collections import Counter
 
+from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.misses import EVICTED, MissSpan, Sight, add_span, novelty
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import TokenizedRequest
@@ -45,6 +46,14 @@ class CachePolicy(ABC):
         spans.extend(novelty(request, sight, max(read, shared)))
         return spans
 
+    def learn(self, request: TokenizedRequest, observed: ObservedUsage) -> None:
+        """Take in what the provider said it held after ``request``: the prefixes its
+        observed reads and writes cover (:func:`observed_prefixes`). Called once the request
+        was predicted and reconciled, so only later requests see it (``usecases.reconcile``;
+        docs/predictions.md, "Warm caches the log shows"). This default (self-hosted
+        engines, which report no usage) learns nothing."""
+        return None
+
     @property
     def notes(self) -> Counter[str]:
         """Assumptions the policy made, and how many requests each concerned."""
@@ -55,6 +64,16 @@ class CachePolicy(ABC):
 
     def note(self, message: str) -> None:
         self.notes[message] += 1
+
+
+def observed_prefixes(request: TokenizedRequest, observed: ObservedUsage) -> list[int]:
+    """The prefix lengths of ``request`` the provider's usage says are cached after it: the
+    prefix it read, and the one it read and wrote (a write extends the entry it read), at
+    most the prompt; shortest first, empty where it cached nothing."""
+    read = observed.cache_read_tokens or 0
+    written = observed.cache_write_tokens or 0
+    found = [length for length in (read, read + written) if length > 0]
+    return sorted({min(length, request.input_tokens) for length in found})
 
 
 def empty_usage(request: TokenizedRequest) -> RequestUsage:

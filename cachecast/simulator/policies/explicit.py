@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from cachecast.contracts.model import TtlOption
 from cachecast.core.errors import BadInputError, Location
+from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.blocks import BlockKeyer, tail_key, token_bytes
 from cachecast.simulator.cache import EXPIRED, TtlLruCache
 from cachecast.simulator.misses import (
@@ -53,7 +54,7 @@ from cachecast.simulator.misses import (
     gap_detail,
     novelty,
 )
-from cachecast.simulator.policies.base import CachePolicy, make_usage
+from cachecast.simulator.policies.base import CachePolicy, make_usage, observed_prefixes
 from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import Breakpoint, TokenizedRequest
 
@@ -293,6 +294,34 @@ class ExplicitBreakpointCache(CachePolicy):
                     self._dropped.popitem(last=False)
         return make_usage(request, read, writes)
 
+    def learn(self, request: TokenizedRequest, observed: ObservedUsage) -> None:
+        """The provider held the prefixes its usage covers (the read, and the read plus the
+        write: the breakpoint it wrote). Each is an entry at the request's boundary or
+        breakpoint nearest to it, within the approximation's tolerance (max(8 tokens, 1%):
+        an approximated tokenizer places boundaries a few tokens off the provider's), kept
+        under that breakpoint's TTL option (a boundary without one: the default), from now
+        on. A prefix no boundary is near (the provider's own layout) is not learned."""
+        lengths = observed_prefixes(request, observed)
+        if not lengths:
+            return
+        last = self._last
+        prefixes = last.prefixes if last is not None and last.request is request else None
+        if prefixes is None:
+            prefixes = PrefixKeys(self.keyer, request)
+        marks = {point.offset: point for point in request.breakpoints}
+        boundaries = sorted(
+            {s.end for s in request.segments if 0 < s.end <= request.input_tokens} | set(marks)
+        )
+        for length in lengths:
+            near = nearest_boundary(boundaries, length)
+            if near is None:
+                continue
+            point = marks.get(near)
+            option = self.ttls.default if point is None else self._option(request, point)
+            rule = (option.ttl_seconds, option.refresh_on_hit, option.name)
+            # (an entry our replay holds already, read or written now, is left as it is)
+            self.cache.hold(prefixes.at(near), request.timestamp, near, rule)
+
     def _option(self, request: TokenizedRequest, point: Breakpoint) -> TtlOption:
         """The TTL option of a breakpoint: its own, else the request's (OpenAI's
         ``prompt_cache_options.ttl``), else the contract's default."""
@@ -393,6 +422,23 @@ class ExplicitBreakpointCache(CachePolicy):
         if shared_end < self.min_tokens:
             return BELOW_MINIMUM, f"the shared prefix ends at token {shared_end}"
         return NO_BREAKPOINT, "no breakpoint of an earlier request ends inside the shared prefix"
+
+
+LEARN_TOLERANCE_TOKENS = 8
+"""How far (or 1% of it, the larger) a boundary may sit from a prefix length the provider
+reported for the entry to be learned there: the reconciliation's tolerance."""
+
+
+def nearest_boundary(boundaries: Sequence[int], length: int) -> int | None:
+    """The boundary nearest to ``length`` within the tolerance, else None (ties: the
+    shorter)."""
+    allowed = max(LEARN_TOLERANCE_TOKENS, length // 100)
+    best: int | None = None
+    for boundary in boundaries:
+        gap = abs(boundary - length)
+        if gap <= allowed and (best is None or gap < abs(best - length)):
+            best = boundary
+    return best
 
 
 def latest_message_end(request: TokenizedRequest) -> int:

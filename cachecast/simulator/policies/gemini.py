@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cachecast.contracts.model import TtlOption
+from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.cache import TtlLruCache
 from cachecast.simulator.misses import MissSpan, Sight, after, novelty
 from cachecast.simulator.policies.automatic import AutomaticPrefixCache, round_hit
@@ -123,6 +124,13 @@ class ImplicitPlusCachedContent(CachePolicy):
         tokens = request.input_tokens
         self.named[creation.name] = _Named(tokens, request.timestamp + creation.lifetime_seconds)
         return make_usage(request, 0, {option.name: tokens}, tokens * creation.lifetime_seconds)
+
+    def learn(self, request: TokenizedRequest, observed: ObservedUsage) -> None:
+        """A read of a request naming no cached content came from the implicit cache, which
+        holds that prefix from now on; a request naming one read (part of) that object,
+        which the log already shows, and teaches the implicit cache nothing."""
+        if request.controls.creates is None and not request.breakpoints:
+            self.implicit.learn(request, observed)
 
     def explain(
         self, request: TokenizedRequest, usage: RequestUsage, sight: Sight
