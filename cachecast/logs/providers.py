@@ -52,6 +52,9 @@ LOG_PROVIDER_ALIASES: dict[str, str] = {
     "moonshot_ai": "moonshot",
     "moonshotai-cn": "moonshot",
     "deepseek-ai": "deepseek",
+    # OpenRouter's vendor slug for Z.ai (``z-ai/glm-5-turbo``; its responses name the
+    # upstream ``"provider": "Z.AI"``).
+    "z-ai": "zai",
 }
 
 # Gateways: the upstream provider is the first segment of the model slug.
@@ -99,6 +102,7 @@ _MODEL_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^grok"), "xai"),
     (re.compile(r"^(?:kimi|moonshot)"), "moonshot"),
     (re.compile(r"^qwen"), "alibaba"),
+    (re.compile(r"^glm-"), "zai"),
 )
 
 

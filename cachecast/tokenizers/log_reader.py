@@ -28,7 +28,7 @@ from cachecast.tokenizers.record_fields import (
     timestamp_of,
     wrapped_body,
 )
-from cachecast.tokenizers.registry import get_tokenizer
+from cachecast.tokenizers.registry import get_tokenizer, tokenizer_for_key
 from cachecast.tokenizers.render import detect_api, render
 from cachecast.tokenizers.request_build import (
     EncodedIds,
@@ -39,6 +39,9 @@ from cachecast.tokenizers.request_build import (
 from cachecast.tokenizers.types import ObservedUsage, TokenizedRequest
 
 BATCH_SIZE = 256
+UNNAMED_MODEL_TOKENIZER = "approx:o200k_base"
+"""How a record that names its provider but no model is tokenized: an approximation, as for
+every model without a public tokenizer (its count comes from the usage it carries)."""
 # A batch is cut earlier where its requests' prompts add up to this many characters: a batch
 # holds each request's ids whole, and requests that each extend the one before (a Responses
 # chain: request k holds all k-1 before it) would otherwise hold a batch of N-token prompts.
@@ -143,10 +146,15 @@ class LogReader:
             optional_str(record, "model") or optional_str(body, "model") or models.default_model
         )
         model = models.model or logged_model
-        if model is None and "tokens" not in body:
+        if model is None and "tokens" not in body and provider is None:
             raise RecordFieldError("model", "no model in the record and none given (--model)")
         # Raises UnknownModelError early, with this line's number.
         tokenizer = get_tokenizer(model) if model is not None else None
+        if tokenizer is None and "tokens" not in body:
+            # A provider's API that serves its default model when the body names none
+            # (Cohere's v1 chat): the request is read, approximated, with no model, and
+            # whoever prices it says it could not (docs/log-formats.md).
+            tokenizer = tokenizer_for_key(UNNAMED_MODEL_TOKENIZER)
         api = detect_api(body, provider)
         if timestamp is not None and timestamp > self.newest:
             self.newest = timestamp
@@ -173,8 +181,8 @@ class LogReader:
         self.cache.now = self.newest  # the segment cache forgets parts idle in log time
         by_model: dict[str, list[ParsedRecord]] = {}
         for item in items:
-            if isinstance(item, ParsedRecord) and item.model is not None:
-                by_model.setdefault(item.model, []).append(item)
+            if isinstance(item, ParsedRecord) and item.tokenizer is not None:
+                by_model.setdefault(item.model or "", []).append(item)
         pending: list[tuple[BatchEncoder, list[ParsedRecord], PendingBatch]] = []
         for parsed in by_model.values():
             tokenizer = parsed[0].tokenizer

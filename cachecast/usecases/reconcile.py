@@ -308,6 +308,11 @@ class _Replay:
 
     def contract_for(self, request: TokenizedRequest) -> ServedContract | str:
         provider, model = request.provider, request.logged_model or request.model
+        if provider is not None and model is None:
+            return (
+                f"{provider.lower()}: the record names no model (the API served its default"
+                " model, and which one it was that day is in none of our sources: give --model)"
+            )
         if provider is None or model is None:
             return "the log names no provider or model (give --provider/--model)"
         day = self.request.at or _day_of(request.timestamp)

@@ -291,12 +291,15 @@ def test_recording_totals_match_the_documented_usage(relative: str) -> None:
 
 def test_cohere_v1_stream_names_no_model() -> None:
     # Cohere v1 /v1/chat with the default model: neither the request nor the stream names
-    # it, so reading asks for one; given one, the stream-end event's billed units are read
-    # (23 in, 78 out; token_count.prompt_tokens 1,376 counts connector documents, unbilled).
+    # it, so the request is read with no model (the host names its provider); named or not,
+    # the stream-end event's billed units are read (23 in, 78 out;
+    # token_count.prompt_tokens 1,376 counts connector documents, unbilled).
     path = recording("har/openllmetry-js_cohere_v1_chat_stream.har")
     unnamed = read(path)
-    assert unnamed.requests == []
-    assert [e.field for e in unnamed.errors] == ["model"]
+    assert unnamed.errors == []
+    assert totals(unnamed.requests) == {"input": 23, "read": 0, "write": 0, "output": 78}
+    (request,) = unnamed.requests
+    assert (request.provider, request.model, request.logged_model) == ("cohere", None, None)
     named = read(path, default_model="command-r")
     assert named.errors == []
     assert totals(named.requests) == {"input": 23, "read": 0, "write": 0, "output": 78}
@@ -320,9 +323,10 @@ def test_every_recording_of_http_traffic_is_covered() -> None:
 
 
 def test_a_cohere_v1_har_that_names_no_model_is_read_with_model() -> None:
-    # Cohere's v1 chat body may omit `model` (the endpoint's default is not stated in our
-    # sources): without --model the request is one bad line naming the field; with it, the
-    # request counts, with the totals of the stream's final `billed_units` parsed here.
+    # Cohere's v1 chat body may omit `model` (the endpoint's default that day is not stated
+    # in our sources): the request is read all the same, with no model and the totals of the
+    # stream's final `billed_units` parsed here; `reconcile` lists it as unpriced, saying
+    # why (exit 2: nothing priced), where before the whole file failed.
     import json as _json
 
     from typer.testing import CliRunner
@@ -335,8 +339,15 @@ def test_a_cohere_v1_har_that_names_no_model_is_read_with_model() -> None:
     (end,) = [event for event in events if event.get("event_type") == "stream-end"]
     billed = end["response"]["meta"]["billed_units"]
     without = CliRunner().invoke(app, ["inspect", str(path), "--json"])
-    assert _json.loads(without.stdout)["files"][0]["requests"] == 0
-    assert "model: no model in the record" in without.output
+    assert without.exit_code == 0, without.output
+    (unnamed,) = _json.loads(without.stdout)["files"]
+    assert unnamed["requests"] == 1
+    assert unnamed["observed"]["input_tokens"] == billed["input_tokens"]
+    assert "no model in the record" not in without.output
+    unpriced = CliRunner().invoke(app, ["reconcile", str(path)])
+    assert unpriced.exit_code == 2
+    assert "cohere: the record names no model" in unpriced.output
+    assert "no readable record" not in unpriced.output
     read = CliRunner().invoke(app, ["inspect", str(path), "--json", "--model", "command-r"])
     assert read.exit_code == 0, read.output
     (figures,) = _json.loads(read.stdout)["files"]
