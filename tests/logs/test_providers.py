@@ -47,6 +47,10 @@ def test_names_as_users_write_them(written: str, stored: str) -> None:
         ("openrouter", "anthropic/claude-sonnet-4.6", ("anthropic", "claude-sonnet-4-6")),
         ("openrouter", "google/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # its slug
         ("openrouter", "gpt-4o", ("openai", "gpt-4o")),  # a slug without provider: the family
+        # OpenRouter's slug for Z.ai (go-vcr's OpenRouter GLM cassette: the response names
+        # "provider": "Z.AI"); a bare GLM name is Z.ai's family
+        ("openrouter", "z-ai/glm-5-turbo", ("zai", "glm-5-turbo")),
+        (None, "glm-4.7-flash", ("zai", "glm-4.7-flash")),
         (None, "models/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # Gemini's name
         (
             None,
