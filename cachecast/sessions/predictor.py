@@ -109,7 +109,9 @@ class SessionPredictor:
         self.lineages: dict[str, _Lineage] = {}
         self.roots: dict[tuple[str, str], _Entry] = {}  # (model, root) -> longest prefix
         self.session_start: dict[str, int] = {}  # model -> prefix common to sessions
-        self.ttl_seen: str | None = None  # the TTL option the client's writes last used
+        # The TTL option the client's writes last used, for sub-agents (True) and the main
+        # conversation (False) apart: Claude Code lets each have its own (docs/clients.md).
+        self.ttl_seen: dict[bool, str] = {}
 
     # --- prediction: k's facts only ---------------------------------------------------------
 
@@ -198,8 +200,14 @@ class SessionPredictor:
             basis = self._cold_basis(facts, context)
         tail = lineage.tail if lineage is not None else DEFAULT_TAIL
         uncached = min(tail, total - read)
-        ttl = self.ttl_seen or _ttl_name(self.profile.default_ttl_seconds)
+        ttl = self._ttl_name(facts)
         return Prediction(read, total - read - uncached, uncached, ttl, basis, **context)  # type: ignore[arg-type]
+
+    def _ttl_name(self, facts: PromptFacts) -> str:
+        """The TTL a request's writes are assumed to use: what its kind of request (sub-agent
+        or main conversation) wrote last, else what the other kind did, else the default."""
+        seen = self.ttl_seen.get(facts.subagent) or self.ttl_seen.get(not facts.subagent)
+        return seen or _ttl_name(self.profile.default_ttl_seconds)
 
     def _step(self, tokens: int) -> int:
         """The longest cacheable length within ``tokens`` (minimum, then increments)."""
@@ -256,8 +264,8 @@ class SessionPredictor:
     ) -> None:
         ttl_name = _dominant_ttl(observed.write_by_ttl)
         if ttl_name is not None:
-            self.ttl_seen = ttl_name
-        ttl = TTL_SECONDS.get(self.ttl_seen or "", self.profile.default_ttl_seconds)
+            self.ttl_seen[facts.subagent] = ttl_name
+        ttl = TTL_SECONDS.get(self._ttl_name(facts), self.profile.default_ttl_seconds)
         end = observed.read + observed.write
         if end:
             lineage.entry = _Entry(end, facts.timestamp, ttl)

@@ -144,6 +144,23 @@ def test_one_hour_writes_keep_the_prefix_past_five_minutes() -> None:
     assert (second.read, second.write, second.ttl) == (10_000, 497, "1h")
 
 
+def test_a_sub_agents_five_minute_writes_leave_the_main_conversations_hour() -> None:
+    # Claude Code's promptCacheTtl and subagentPromptCacheTtl: the main conversation writes
+    # for 1 hour, a sub-agent between its requests for 5 minutes. 20 minutes after its last
+    # request the main conversation still reads its 10,000 tokens; the sub-agent's own
+    # prefix, idle 7m 30s, is gone (both lifetimes learned from each kind's writes).
+    agent = {"lineage": "s/agent-x", "subagent": True}
+    session = [
+        (facts(1, 10_003, 0), split(0, 10_000, 3, ttl="1h")),
+        (facts(2, 8_003, 10, **agent), split(0, 8_000, 3)),
+        (facts(3, 8_503, 460, **agent), split(0, 8_500, 3)),
+        (facts(4, 10_500, 1_200), split(10_000, 497, 3, ttl="1h")),
+    ]
+    predicted = run(CLAUDE_CODE, session)
+    assert (predicted[2].read, predicted[2].ttl) == (0, "5m")
+    assert (predicted[3].read, predicted[3].write, predicted[3].ttl) == (10_000, 497, "1h")
+
+
 def test_compaction_rewrote_the_history() -> None:
     # After a compaction the provider read 18,000 (system prompt and tools); we predict 0.
     session = [
