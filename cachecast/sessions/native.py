@@ -428,6 +428,15 @@ def _claude_line(
     lineage.event = None
 
 
+def _claude_provider(model: str) -> str:
+    """Who billed a Claude Code request, told by the model id's form: Amazon Bedrock's
+    (``us.anthropic.claude-...-v1:0``, an inference profile ARN), Google Vertex AI's
+    (``claude-...@20250929``), else Anthropic's API (docs/clients.md, "Format variants")."""
+    if model.startswith("arn:aws:bedrock") or "anthropic." in model:
+        return "bedrock"
+    return "vertex" if "@" in model else "anthropic"
+
+
 def _message_id(message: dict[str, Any], event: dict[str, Any], line: int) -> str:
     """What names a response across its lines and files: ``message.id``, else the line's
     ``requestId`` (both shared by the lines of one response), else the line's ``uuid`` (a
@@ -459,7 +468,7 @@ def _claude_request(response: _Response, name: str, project: str) -> SessionRequ
         usage,
         root=response.root,
         event=response.event,
-        provider="anthropic",
+        provider=_claude_provider(response.model),
         client_version=response.version,
         client=CLAUDE_CODE,
         session=response.session,

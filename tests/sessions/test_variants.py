@@ -157,6 +157,37 @@ def test_fast_mode_is_not_priced_at_the_standard_rates(
     assert not report.complete_bill
 
 
+def test_claude_code_on_bedrock_or_vertex_is_billed_by_them(
+    migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # remembered answers
+    bedrock = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    transcript = write(
+        tmp_path / "t.jsonl",
+        [
+            user("u1", None, "2026-02-10T10:00:00Z", "go"),
+            answer("a1", "u1", "2026-02-10T10:00:05Z", tokens(3, 0, 1_000, output=10),
+                   message_id="m1", model=bedrock),
+            answer("a2", "a1", "2026-02-10T10:00:09Z", tokens(3, 0, 1_000, output=10),
+                   message_id="m2", model="claude-sonnet-4-5@20250929"),
+            answer("a3", "a2", "2026-02-10T10:00:19Z", tokens(3, 0, 1_000, output=10),
+                   message_id="m3", model="claude-sonnet-4-5-20250929"),
+        ],
+    )  # fmt: skip
+    assert [each.provider for each in requests(transcript)] == ["bedrock", "vertex", "anthropic"]
+    report = usage_report(
+        UsageRequest(files=[SessionFile(path=transcript)], by=["model"]),
+        ContractStore(migrated_db_url),
+    )
+    rows = {row.group["model"]: row for row in report.rows}
+    # Bedrock's US inference profile: $3.30 input, 5m writes 1.25x = $4.125, $16.50 output:
+    # 3 x 3.3 + 1,000 x 4.125 + 10 x 16.5 = 4,299.9 / 1e6. Anthropic's (and Vertex's global)
+    # $3, $3.75, $15: 9 + 3,750 + 150 = 3,909 / 1e6.
+    assert rows[bedrock].cost == Decimal("0.0042999")
+    assert rows["claude-sonnet-4-5-20250929"].cost == Decimal("0.003909")
+    assert rows["claude-sonnet-4-5@20250929"].cost == Decimal("0.003909")
+
+
 def test_compaction_before_compact_boundary_lines(tmp_path: Path) -> None:
     # Older Claude Code wrote a compaction as a parentless user line marked isCompactSummary
     # (no compact_boundary): the next request rewrote the history, not a new conversation.
