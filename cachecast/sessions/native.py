@@ -371,13 +371,13 @@ def claude_requests(
             raise error.located(name, line) from None
     for response in responses.values():
         try:
-            built = _claude_request(response, name, project)
+            built = _claude_requests(response, name, project)
         except RecordFieldError as error:
             yield LogRecordError(name, response.usage_line, error.field, error.reason)
             continue
         except LimitExceededError as error:
             raise error.located(name, response.usage_line) from None
-        yield built
+        yield from built
 
 
 def _claude_line(
@@ -450,24 +450,68 @@ def _message_id(message: dict[str, Any], event: dict[str, Any], line: int) -> st
     return f"{event.get('sessionId')}:{line}"
 
 
-def _claude_request(response: _Response, name: str, project: str) -> SessionRequest:
-    usage = normalize_usage(response.usage, convention="anthropic", path="message.usage")
+def _claude_requests(response: _Response, name: str, project: str) -> list[SessionRequest]:
+    """A response's request, after the compaction the API ran inside it, if any: an entry
+    of ``usage.iterations`` of type ``compaction`` is a sampling of its own, billed, and not
+    in the top-level counts (platform.claude.com, "Compaction"; docs/clients.md). It reads
+    the session's history (a compaction lineage, as Claude Code's own compaction agent),
+    and the response then continues from the summary: its history was rewritten."""
+    built: list[SessionRequest] = []
+    iterations = response.usage.get("iterations")
+    for index, iteration in enumerate(iterations if isinstance(iterations, list) else []):
+        if not isinstance(iteration, dict) or iteration.get("type") != "compaction":
+            continue
+        where = f"message.usage.iterations[{index}]"
+        key = f"{response.lineage.key}{COMPACTION_MARK}-{response.message_id}"
+        built.append(_claude_request(response, name, project, iteration, where, key, index, None))
+    if not built:
+        return [
+            _claude_request(
+                response, name, project, response.usage, "message.usage", None, None, response.event
+            )
+        ]
+    # The rest is the response's own sampling (its iterations summed, as the bill does).
+    assert isinstance(iterations, list)
+    rest = [
+        item
+        for item in iterations
+        if not (isinstance(item, dict) and item.get("type") == "compaction")
+    ]
+    counts = {**response.usage, "iterations": rest}
+    main = _claude_request(
+        response, name, project, counts, "message.usage", None, None, "compacted"
+    )
+    return [*built, main]
+
+
+def _claude_request(
+    response: _Response,
+    name: str,
+    project: str,
+    counts: dict[str, Any],
+    where: str,
+    lineage: str | None,
+    iteration: int | None,
+    event: str | None,
+) -> SessionRequest:
+    usage = normalize_usage(counts, convention="anthropic", path=where)
     hour = usage.cache_write_by_ttl.get(TTL_1H, 0)
     if usage.cache_write_tokens is not None and hour > usage.cache_write_tokens:
         raise RecordFieldError(
-            "message.usage.cache_creation",
+            f"{where}.cache_creation",
             f"1h {hour} written exceed cache_creation_input_tokens {usage.cache_write_tokens}",
         )
+    suffix = "" if iteration is None else f"#compaction-{iteration}"
     return make_request(
         name,
         response.line,
-        response.message_id,
-        response.lineage.key,
+        response.message_id + suffix,
+        lineage or response.lineage.key,
         response.model,
         response.timestamp,
         usage,
-        root=response.root,
-        event=response.event,
+        root=None if lineage else response.root,
+        event=event,
         provider=_claude_provider(response.model),
         client_version=response.version,
         client=CLAUDE_CODE,

@@ -14,6 +14,8 @@ import pytest
 
 from cachecast.contracts import ContractStore
 from cachecast.sessions.native import native_format
+from cachecast.sessions.predictor import SessionPredictor
+from cachecast.sessions.profiles import CLAUDE_CODE
 from cachecast.sessions.reading import SessionRequest
 from cachecast.usecases.usage import SessionFile, UsageRequest, usage_report
 from tests.sessions.test_reading import SESSION, line, requests, user, write
@@ -204,6 +206,43 @@ def test_compaction_before_compact_boundary_lines(tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     assert [each.facts.event for each in requests(transcript)] == [None, "compacted", "restarted"]
+
+
+def test_compaction_the_api_ran_inside_a_request(tmp_path: Path) -> None:
+    # Server-side compaction: the API summarizes inside a request; usage.iterations lists the
+    # compaction sampling (billed, not in the top-level counts) and the message sampling (the
+    # top-level counts). The compaction reads the history the session cached.
+    summary = {"type": "compaction", "input_tokens": 3, "cache_read_input_tokens": 150_000,
+               "cache_creation_input_tokens": 200, "output_tokens": 3_500}
+    message = {"type": "message", "input_tokens": 3, "cache_read_input_tokens": 0,
+               "cache_creation_input_tokens": 12_000, "output_tokens": 500}
+    top = {key: message[key] for key in message if key != "type"}
+    transcript = write(
+        tmp_path / "t.jsonl",
+        [
+            user("u1", None, "2026-03-10T10:00:00Z", "go on"),
+            answer("a1", "u1", "2026-03-10T10:00:05Z", tokens(3, 0, 150_000),
+                   message_id="m1"),
+            user("u2", "a1", "2026-03-10T10:01:00Z", "and then"),
+            answer("a2", "u2", "2026-03-10T10:01:30Z",
+                   {**top, "iterations": [summary, message]}, message_id="m2"),
+        ],
+    )  # fmt: skip
+    found = requests(transcript)
+    assert [(r.facts.request_id, r.facts.lineage, r.facts.event) for r in found] == [
+        ("m1", SESSION, None),
+        ("m2#compaction-0", f"{SESSION}/agent-acompact-m2", None),
+        ("m2", SESSION, "compacted"),
+    ]
+    # uncached 3 + 3 + 3; reads 150,000; writes 150,000 + 200 + 12,000; output 1 + 3,500 + 500.
+    assert totals(found) == (3, 9, 150_000, 162_200, 0, 4_001)
+    # The compaction is predicted to read the 150,000 tokens its session cached 85 s before.
+    predictor = SessionPredictor(CLAUDE_CODE)
+    predicted = []
+    for each in found:
+        predicted.append(predictor.predict(each.facts))
+        predictor.learn(each.facts, predicted[-1], each.observed)
+    assert (predicted[1].read, predicted[1].write) == (150_000, 200)
 
 
 def test_sub_agent_transcripts_beside_or_under_the_session(tmp_path: Path) -> None:
