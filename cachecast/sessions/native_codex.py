@@ -13,8 +13,9 @@ usage: it is read as no request.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -66,19 +67,27 @@ def codex_requests(
     """Every request of a rollout; ``seen`` holds the keys of the token counts counted so
     far in other files (share it to count a fork's copied history once)."""
     state = _Rollout(path.stem, skipped, seen)
-    for line, event in _events(path, name, lambda raw: any(m in raw for m in _CODEX_MARKS)):
+    events = _events(path, name, lambda raw: any(m in raw for m in _CODEX_MARKS))
+    for line, event in events:
         if isinstance(event, LogRecordError):
             yield event
             continue
-        try:
-            built = _codex_event(event, line, name, state)
-        except RecordFieldError as error:
-            yield LogRecordError(name, line, error.field, error.reason)
-            continue
-        except LimitExceededError as error:  # a claimed count over its limit stops the read
-            raise error.located(name, line) from None
+        built = _located(name, line, partial(_codex_event, event, line, name, state))
         if built is not None:
             yield built
+
+
+def _located(
+    name: str, line: int, read: Callable[[], SessionRequest | None]
+) -> SessionRequest | LogRecordError | None:
+    """What reading one line gives: its request (None: no request), or the line's error
+    naming its file, line and field; a claimed count over its limit stops the read."""
+    try:
+        return read()
+    except RecordFieldError as error:
+        return LogRecordError(name, line, error.field, error.reason)
+    except LimitExceededError as error:
+        raise error.located(name, line) from None
 
 
 def _or(value: Any, otherwise: str) -> str:

@@ -113,24 +113,6 @@ def test_claude_code_lines_of_every_version_counted_once(tmp_path: Path) -> None
     assert totals(found) == (5, 12, 11_000, 2_650, 700, 336)
 
 
-def test_fast_mode_is_a_model_of_its_own(tmp_path: Path) -> None:
-    # Fast mode (Claude Code 2.1.36+) says "speed": "fast" in the usage: premium prices.
-    transcript = write(
-        tmp_path / "t.jsonl",
-        [
-            user("u1", None, "2026-02-10T10:00:00Z", "go"),
-            answer("a1", "u1", "2026-02-10T10:00:05Z", tokens(3, 0, 900, speed="standard"),
-                   message_id="m1", model="claude-opus-4-6"),
-            answer("a2", "a1", "2026-02-10T10:00:09Z", tokens(3, 0, 950, speed="fast"),
-                   message_id="m2", model="claude-opus-4-6"),
-        ],
-    )  # fmt: skip
-    assert [each.facts.model for each in requests(transcript)] == [
-        "claude-opus-4-6",
-        "claude-opus-4-6-fast",
-    ]
-
-
 def test_fast_mode_is_not_priced_at_the_standard_rates(
     migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +127,11 @@ def test_fast_mode_is_not_priced_at_the_standard_rates(
                    message_id="m2", model="claude-opus-4-6"),
         ],
     )  # fmt: skip
+    # Fast mode (Claude Code 2.1.36+) says "speed": "fast" in the usage: a model of its own.
+    assert [each.facts.model for each in requests(transcript)] == [
+        "claude-opus-4-6",
+        "claude-opus-4-6-fast",
+    ]
     report = usage_report(
         UsageRequest(files=[SessionFile(path=transcript)], by=["model"]),
         ContractStore(migrated_db_url),
@@ -212,11 +199,9 @@ def test_compaction_the_api_ran_inside_a_request(tmp_path: Path) -> None:
     # Server-side compaction: the API summarizes inside a request; usage.iterations lists the
     # compaction sampling (billed, not in the top-level counts) and the message sampling (the
     # top-level counts). The compaction reads the history the session cached.
-    summary = {"type": "compaction", "input_tokens": 3, "cache_read_input_tokens": 150_000,
-               "cache_creation_input_tokens": 200, "output_tokens": 3_500}
-    message = {"type": "message", "input_tokens": 3, "cache_read_input_tokens": 0,
-               "cache_creation_input_tokens": 12_000, "output_tokens": 500}
-    top = {key: message[key] for key in message if key != "type"}
+    summary = {"type": "compaction", **tokens(3, 150_000, 200, output=3_500)}
+    top = tokens(3, 0, 12_000, output=500)
+    message = {"type": "message", **top}
     transcript = write(
         tmp_path / "t.jsonl",
         [
