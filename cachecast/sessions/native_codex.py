@@ -153,6 +153,10 @@ def _codex_event(
     if _replayed(running, last, state):
         state.skipped[REPLAYED] += 1
         return None
+    if not any(last.get(key) for key in _COUNTERS):
+        # An event of no tokens (an aborted turn): no request was billed.
+        state.skipped["Codex token_count of no tokens (no request)"] += 1
+        return None
     usage = normalize_usage(last, convention="codex", path=where)
     if (usage.cache_read_tokens or 0) > (usage.input_tokens or 0):
         raise RecordFieldError(

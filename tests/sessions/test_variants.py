@@ -335,6 +335,8 @@ def test_codex_running_total_alone_gives_each_request(tmp_path: Path) -> None:
         [
             meta("t", "2026-01-10T10:00:00Z"),
             context("2026-01-10T10:00:00Z"),
+            # A turn aborted before any response: an event of no tokens, no request.
+            count("2026-01-10T10:00:02Z", usage(0, 0, 0), None),
             count("2026-01-10T10:00:05Z", first, None),
             count("2026-01-10T10:00:09Z", added(first, second), None),
         ],
