@@ -108,6 +108,9 @@ class SessionPredictor:
         self.profile = profile
         self.lineages: dict[str, _Lineage] = {}
         self.roots: dict[tuple[str, str], _Entry] = {}  # (model, root) -> longest prefix
+        # (model, sub-agent?) -> the prefix the last new lineage of that kind read at its
+        # start: the system prompt and tools an earlier one cached (docs/clients.md).
+        self.starts: dict[tuple[str, bool], _Entry] = {}
         self.session_start: dict[str, int] = {}  # model -> prefix common to sessions
         # The TTL option the client's writes last used, for sub-agents (True) and the main
         # conversation (False) apart: Claude Code lets each have its own (docs/clients.md).
@@ -196,6 +199,13 @@ class SessionPredictor:
                 assert entry is not None
                 read = entry.end
                 basis = "reads the prefix another lineage with the same history cached"
+        if not read and lineage is None and facts.parent is None:
+            start = self.starts.get((facts.model, facts.subagent))
+            if self._alive(start, facts.timestamp, total):
+                assert start is not None
+                read = start.end
+                kind = "sub-agent" if facts.subagent else "session"
+                basis = f"a new {kind} reads the system prompt and tools an earlier one cached"
         if not read:
             basis = self._cold_basis(facts, context)
         tail = lineage.tail if lineage is not None else DEFAULT_TAIL
@@ -276,6 +286,17 @@ class SessionPredictor:
                     self.roots[key] = _Entry(end, facts.timestamp, ttl)
         if observed.uncached <= max(16, facts.prompt_tokens // 100):
             lineage.tail = observed.uncached
+        kind = (facts.model, facts.subagent)
+        start = self.starts.get(kind)
+        if lineage.requests == 1 and facts.parent is None and facts.event is None:
+            # A new lineage's start: what it read is the prefix of its kind (none: its kind's
+            # prompts differ, e.g. another type of sub-agent, and nothing is assumed).
+            if observed.read:
+                self.starts[kind] = _Entry(observed.read, facts.timestamp, ttl)
+            else:
+                self.starts.pop(kind, None)
+        elif start is not None and observed.read >= start.end:
+            start.used = facts.timestamp  # read again: refreshed
 
     def _learn_automatic(
         self,

@@ -197,6 +197,27 @@ def test_subagent_started_with_a_prompt_of_its_own() -> None:
     assert cause == SUBAGENT and "11,381" in words
 
 
+def test_a_new_sub_agent_reads_what_the_previous_new_one_read() -> None:
+    # Sub-agents of one type share a system prompt and tools: once a sub-agent's first request
+    # has read 11,381 tokens an earlier one cached, the next one's first request is predicted
+    # to read them too (within the lifetime); one that read nothing at its start (another
+    # type) leaves nothing assumed.
+    def agent(line: int, name: str, total: int, at: float) -> PromptFacts:
+        return facts(line, total, at, lineage=f"s/agent-{name}", subagent=True)
+
+    session = [
+        (facts(1, 20_003, 0), split(0, 20_000, 3)),
+        (agent(2, "a", 12_805, 10), split(0, 12_802, 3)),
+        (agent(3, "b", 11_780, 70), split(11_381, 396, 3)),
+        (agent(4, "c", 13_000, 130), split(11_381, 1_616, 3)),
+        (agent(5, "d", 14_003, 190), split(0, 14_000, 3)),
+        (agent(6, "e", 12_000, 250), split(11_381, 616, 3)),
+    ]
+    predicted = run(CLAUDE_CODE, session)
+    assert [each.read for each in predicted[1:]] == [0, 0, 11_381, 11_381, 0]
+    assert "an earlier one cached" in predicted[3].basis
+
+
 def test_tools_or_system_prompt_changed() -> None:
     # 20,000 cached; the next request reads only 15,000 of them and writes 5,497.
     session = [
