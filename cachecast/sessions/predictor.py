@@ -201,8 +201,12 @@ class SessionPredictor:
                 basis = "reads the prefix another lineage with the same history cached"
         if not read and lineage is None and facts.parent is None:
             start = self.starts.get((facts.model, facts.subagent))
-            if self._alive(start, facts.timestamp, total):
-                assert start is not None
+            # (Never a start the log shows later in time: files are read in name order.)
+            if (
+                start is not None
+                and self._alive(start, facts.timestamp, total)
+                and start.used <= facts.timestamp
+            ):
                 read = start.end
                 kind = "sub-agent" if facts.subagent else "session"
                 basis = f"a new {kind} reads the system prompt and tools an earlier one cached"
