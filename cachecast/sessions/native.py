@@ -17,6 +17,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.codex import legacy_line
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
@@ -76,22 +77,11 @@ def native_format(path: Path) -> str | None:
             continue
         if isinstance(event.get("payload"), dict) and "type" in event:
             return CODEX
-        if line == 1 and _legacy_rollout(event):
+        if line == 1 and legacy_line(event):
             return CODEX
         if "sessionId" in event or event.get("type") in ("summary", "file-history-snapshot"):
             return CLAUDE_CODE
     return None
-
-
-def _legacy_rollout(event: dict[str, Any]) -> bool:
-    """Whether a first line is of a Codex rollout written before the ``session_meta``
-    envelope: the session's ``id``, ``timestamp`` and ``instructions``, no ``type``
-    (docs/clients.md, "Format variants"); such a rollout records no usage."""
-    return (
-        "type" not in event
-        and {"id", "timestamp", "instructions"} <= event.keys()
-        and not {"model", "input", "messages"} & event.keys()
-    )
 
 
 def make_request(

@@ -6,8 +6,8 @@ only the running ``total_token_usage``, what that total grew by since the one be
 event whose running total did not move repeats the previous one. A rollout that Codex wrote
 for a fork or a sub-agent starts with the parent's history copied in, its ``token_count``
 events included: those are counted once across every file read (``seen``). A rollout of the
-format before ``session_meta`` (no envelope; ``native.native_format`` tells it) records no
-usage: it is read as no request.
+format before ``session_meta`` (no envelope; ``logs.codex.legacy_line`` tells it) records
+no usage: it is read as no request.
 """
 
 from __future__ import annotations

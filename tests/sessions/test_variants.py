@@ -16,7 +16,7 @@ from cachecast.contracts import ContractStore
 from cachecast.sessions.native import native_format
 from cachecast.sessions.predictor import SessionPredictor
 from cachecast.sessions.profiles import CLAUDE_CODE
-from cachecast.sessions.reading import SessionRequest
+from cachecast.sessions.reading import SessionRequest, log_format
 from cachecast.usecases.usage import SessionFile, UsageRequest, usage_report
 from tests.sessions.test_reading import SESSION, line, requests, user, write
 
@@ -324,7 +324,7 @@ def test_codex_rollout_before_session_meta_records_no_usage(tmp_path: Path) -> N
             {"record_type": "state"},
         ],
     )
-    assert native_format(path) == "codex"
+    assert native_format(path) == log_format(path) == "codex"  # the reader's, inspect's
     assert requests(path) == []
 
 
