@@ -33,7 +33,7 @@ def usage_command(
         list[str] | None,
         typer.Argument(
             help="Session files, folders or globs (default: ~/.claude/projects,"
-            " $CLAUDE_CONFIG_DIR, ~/.codex/sessions, $CODEX_HOME).",
+            " $CLAUDE_CONFIG_DIR, ~/.codex/sessions and archived_sessions, $CODEX_HOME).",
             show_default=False,
         ),
     ] = None,

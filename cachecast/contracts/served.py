@@ -46,6 +46,12 @@ class ServedContract:
     note: str | None = None
 
 
+# Anthropic's fast mode (``speed: "fast"``) bills a multiple of the model's prices; session
+# readers name such a request's model ``<model>-fast``, as Microsoft Foundry names its fast
+# deployments (docs/clients.md, "Format variants").
+FAST_SUFFIX = "-fast"
+
+
 def served_contract(
     store: ContractVersions,
     provider: str,
@@ -55,7 +61,27 @@ def served_contract(
     lifecycle: Mapping[tuple[str, str], Lifecycle] | None = None,
 ) -> ServedContract:
     """The contract of ``provider``/``model`` for a request it served on ``day`` (None: the
-    log's times are not dates). Raises UnknownContractError where none can be named."""
+    log's times are not dates). Raises UnknownContractError where none can be named, and
+    where a fast-mode model would be priced under a contract that is not a fast one (an
+    alias pattern of the standard model matches its name)."""
+    served = _served(store, provider, model, day, today, lifecycle)
+    if model.strip().lower().endswith(FAST_SUFFIX) and not served.terms.model.endswith(FAST_SUFFIX):
+        raise UnknownContractError(
+            f"{provider}/{model}: fast mode bills a multiple of"
+            f" {served.terms.provider}/{served.terms.model}'s prices and no contract states"
+            " them: not priced"
+        )
+    return served
+
+
+def _served(
+    store: ContractVersions,
+    provider: str,
+    model: str,
+    day: dt.date | None,
+    today: dt.date,
+    lifecycle: Mapping[tuple[str, str], Lifecycle] | None,
+) -> ServedContract:
     if day is None:
         try:
             return ServedContract(store.as_of(provider, model, today))

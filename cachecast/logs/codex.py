@@ -116,7 +116,23 @@ _FILLER_WORDS = (
 
 
 def fits(record: dict[str, Any]) -> bool:
-    return record.get("type") in EVENT_TYPES and isinstance(record.get("payload"), dict)
+    return (
+        record.get("type") in EVENT_TYPES and isinstance(record.get("payload"), dict)
+    ) or legacy_line(record)
+
+
+def legacy_line(record: dict[str, Any]) -> bool:
+    """Whether a line is of a rollout written before the ``{timestamp, type, payload}``
+    envelope: its first line (the session's ``id``, ``timestamp`` and ``instructions``, no
+    ``type``) or a ``record_type: state`` line (docs/clients.md, "Format variants"). Such a
+    rollout records no token counts: it reads as no request."""
+    if record.get("record_type") == "state":
+        return True
+    return (
+        "type" not in record
+        and {"id", "timestamp", "instructions"} <= record.keys()
+        and not {"model", "input", "messages"} & record.keys()
+    )
 
 
 def read(stream: LogStream) -> Iterator[Item]:
@@ -132,9 +148,14 @@ def read(stream: LogStream) -> Iterator[Item]:
     version: str | None = None
     session_event: str | None = None  # "compacted" until the next request
     user_turn = False  # a user message opened a new turn since the previous request
+    legacy = False  # a rollout of the format before the envelope
     for line, event in json_lines(stream.path, stream.source):
         if isinstance(event, LogRecordError):
             yield line, event
+            continue
+        legacy = legacy or legacy_line(event)
+        if legacy and "payload" not in event:
+            stream.skipped["Codex rollout line before the envelope (no usage recorded)"] += 1
             continue
         try:
             kind = event.get("type")

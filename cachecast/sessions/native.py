@@ -17,6 +17,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.codex import legacy_line
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
@@ -26,6 +27,10 @@ CLAUDE_CODE = "claude-code"  # the format and client profile names (``sessions.p
 CODEX = "codex"
 NATIVE_FORMATS = (CLAUDE_CODE, CODEX)
 SYNTHETIC_MODEL = "<synthetic>"
+# A response served in fast mode says ``"speed": "fast"`` in its usage: premium prices and a
+# cache of its own, so it is read as a model of its own, ``<model>-fast`` (docs/clients.md).
+FAST = "fast"
+FAST_SUFFIX = "-fast"  # contracts.served prices no such name under a standard contract
 REPEATED_RESPONSE = "Claude Code line repeating a response (counted once per message.id)"
 TTL_5M = "5m"
 TTL_1H = "1h"
@@ -71,6 +76,8 @@ def native_format(path: Path) -> str | None:
         if not isinstance(event, dict):
             continue
         if isinstance(event.get("payload"), dict) and "type" in event:
+            return CODEX
+        if line == 1 and legacy_line(event):
             return CODEX
         if "sessionId" in event or event.get("type") in ("summary", "file-history-snapshot"):
             return CLAUDE_CODE
@@ -283,7 +290,10 @@ class _ClaudeFile:
             if kind == "user":  # its root is this line (one opened by a response has none)
                 self._await(lineage)
         elif boundary or (parent is None and kind == "user" and key == session):
-            lineage.event = "compacted" if boundary else "restarted"
+            # Before ``compact_boundary`` lines, a compaction's summary was a user line without
+            # a parent marked ``isCompactSummary`` (docs/clients.md, "Format variants").
+            compacted = boundary or event.get("isCompactSummary") is True
+            lineage.event = "compacted" if compacted else "restarted"
             lineage.root = None
             self._await(lineage)
         if kind == "user" and lineage.awaiting_root:
@@ -351,13 +361,13 @@ def claude_requests(
             raise error.located(name, line) from None
     for response in responses.values():
         try:
-            built = _claude_request(response, name, project)
+            built = _claude_requests(response, name, project)
         except RecordFieldError as error:
             yield LogRecordError(name, response.usage_line, error.field, error.reason)
             continue
         except LimitExceededError as error:
             raise error.located(name, response.usage_line) from None
-        yield built
+        yield from built
 
 
 def _claude_line(
@@ -377,7 +387,7 @@ def _claude_line(
     if usage is None:
         return
     usage = require_dict(usage, "message.usage")
-    message_id = _text(message.get("id"), "message.id")
+    message_id = _message_id(message, event, line)
     earlier = responses.get(message_id)
     if earlier is not None:
         earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
@@ -389,11 +399,14 @@ def _claude_line(
     seen.add(message_id)
     timestamp = event.get("timestamp")
     version = event.get("version")
+    model = _text(model, "message.model")
+    if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
+        model = f"{model}{FAST_SUFFIX}"
     responses[message_id] = _Response(
         line=line,
         usage_line=line,
         message_id=message_id,
-        model=_text(model, "message.model"),
+        model=model,
         timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
         lineage=lineage,
         event=lineage.event,
@@ -405,152 +418,93 @@ def _claude_line(
     lineage.event = None
 
 
-def _claude_request(response: _Response, name: str, project: str) -> SessionRequest:
-    usage = normalize_usage(response.usage, convention="anthropic", path="message.usage")
+def _claude_provider(model: str) -> str:
+    """Who billed a Claude Code request, told by the model id's form: Amazon Bedrock's
+    (``us.anthropic.claude-...-v1:0``, an inference profile ARN), Google Vertex AI's
+    (``claude-...@20250929``), else Anthropic's API (docs/clients.md, "Format variants")."""
+    if model.startswith("arn:aws:bedrock") or "anthropic." in model:
+        return "bedrock"
+    return "vertex" if "@" in model else "anthropic"
+
+
+def _message_id(message: dict[str, Any], event: dict[str, Any], line: int) -> str:
+    """What names a response across its lines and files: ``message.id``, else the line's
+    ``requestId`` (both shared by the lines of one response), else the line's ``uuid`` (a
+    response of one line)."""
+    given = message.get("id")
+    if given is not None:
+        return _text(given, "message.id")
+    for value in (event.get("requestId"), event.get("uuid")):
+        if isinstance(value, str) and value:
+            return value
+    return f"{event.get('sessionId')}:{line}"
+
+
+def _claude_requests(response: _Response, name: str, project: str) -> list[SessionRequest]:
+    """A response's request, after the compaction the API ran inside it, if any: an entry
+    of ``usage.iterations`` of type ``compaction`` is a sampling of its own, billed, and not
+    in the top-level counts (platform.claude.com, "Compaction"; docs/clients.md). It reads
+    the session's history (a compaction lineage, as Claude Code's own compaction agent),
+    and the response then continues from the summary: its history was rewritten."""
+    built: list[SessionRequest] = []
+    iterations = response.usage.get("iterations")
+    for index, iteration in enumerate(iterations if isinstance(iterations, list) else []):
+        if not isinstance(iteration, dict) or iteration.get("type") != "compaction":
+            continue
+        where = f"message.usage.iterations[{index}]"
+        key = f"{response.lineage.key}{COMPACTION_MARK}-{response.message_id}"
+        built.append(_claude_request(response, name, project, iteration, where, key, index, None))
+    if not built:
+        return [
+            _claude_request(
+                response, name, project, response.usage, "message.usage", None, None, response.event
+            )
+        ]
+    # The rest is the response's own sampling (its iterations summed, as the bill does).
+    assert isinstance(iterations, list)
+    rest = [
+        item
+        for item in iterations
+        if not (isinstance(item, dict) and item.get("type") == "compaction")
+    ]
+    counts = {**response.usage, "iterations": rest}
+    main = _claude_request(
+        response, name, project, counts, "message.usage", None, None, "compacted"
+    )
+    return [*built, main]
+
+
+def _claude_request(
+    response: _Response,
+    name: str,
+    project: str,
+    counts: dict[str, Any],
+    where: str,
+    lineage: str | None,
+    iteration: int | None,
+    event: str | None,
+) -> SessionRequest:
+    usage = normalize_usage(counts, convention="anthropic", path=where)
     hour = usage.cache_write_by_ttl.get(TTL_1H, 0)
     if usage.cache_write_tokens is not None and hour > usage.cache_write_tokens:
         raise RecordFieldError(
-            "message.usage.cache_creation",
+            f"{where}.cache_creation",
             f"1h {hour} written exceed cache_creation_input_tokens {usage.cache_write_tokens}",
         )
+    suffix = "" if iteration is None else f"#compaction-{iteration}"
     return make_request(
         name,
         response.line,
-        response.message_id,
-        response.lineage.key,
+        response.message_id + suffix,
+        lineage or response.lineage.key,
         response.model,
         response.timestamp,
         usage,
-        root=response.root,
-        event=response.event,
-        provider="anthropic",
+        root=None if lineage else response.root,
+        event=event,
+        provider=_claude_provider(response.model),
         client_version=response.version,
         client=CLAUDE_CODE,
         session=response.session,
         project=project,
-    )
-
-
-# --- Codex CLI ---------------------------------------------------------------------------------
-
-_CODEX_MARKS = (
-    b'"token_count"',
-    b'"turn_context"',
-    b'"session_meta"',
-    b'"compacted"',
-    b'"user_message"',
-)
-
-
-@dataclass(slots=True)
-class _Rollout:
-    session: str
-    skipped: Counter[str]
-    project: str = ""
-    provider: str = "openai"
-    version: str | None = None
-    model: str | None = None
-    total: Any = None  # the running total of the last token_count counted
-    count: int = 0
-    event: str | None = None  # "compacted" until the next request
-    user_turn: bool = False  # a user message opened a new turn since the previous request
-
-
-def codex_requests(
-    path: Path, name: str, skipped: Counter[str]
-) -> Iterator[SessionRequest | LogRecordError]:
-    state = _Rollout(path.stem, skipped)
-    for line, event in _events(path, name, lambda raw: any(m in raw for m in _CODEX_MARKS)):
-        if isinstance(event, LogRecordError):
-            yield event
-            continue
-        try:
-            built = _codex_event(event, line, name, state)
-        except RecordFieldError as error:
-            yield LogRecordError(name, line, error.field, error.reason)
-            continue
-        except LimitExceededError as error:  # a claimed count over its limit stops the read
-            raise error.located(name, line) from None
-        if built is not None:
-            yield built
-
-
-def _or(value: Any, otherwise: str) -> str:
-    return value if isinstance(value, str) and value else otherwise
-
-
-def _codex_event(
-    event: dict[str, Any], line: int, name: str, state: _Rollout
-) -> SessionRequest | None:
-    payload = event.get("payload")
-    if not isinstance(payload, dict):
-        return None
-    kind = event.get("type")
-    if kind == "session_meta":
-        state.session = _or(payload.get("id"), state.session)
-        state.project = _or(payload.get("cwd"), state.project)
-        state.provider = _or(payload.get("model_provider"), state.provider)
-        version = payload.get("cli_version")
-        state.version = version[:40] if isinstance(version, str) else state.version
-        return None
-    if kind == "turn_context":
-        named = payload.get("model")
-        state.model = named if isinstance(named, str) and named else state.model
-        state.project = _or(payload.get("cwd"), state.project)
-        return None
-    if kind == "compacted":
-        state.event = "compacted"
-        return None
-    if kind == "event_msg" and payload.get("type") == "user_message":
-        # A new turn: the previous turn's reasoning is no longer sent (docs/clients.md).
-        state.user_turn = True
-        return None
-    if kind != "event_msg" or payload.get("type") != "token_count":
-        return None
-    info = payload.get("info")
-    if info is None:
-        state.skipped["Codex token_count without usage (rate limits only)"] += 1
-        return None
-    info = require_dict(info, "payload.info")
-    running = info.get("total_token_usage")
-    if running is not None and running == state.total:
-        # The same event written again before the next turn.
-        state.skipped["Codex token_count repeating the previous one (counted once)"] += 1
-        return None
-    state.total = running
-    where = "payload.info.last_token_usage"
-    last = require_dict(info.get("last_token_usage"), where)
-    usage = normalize_usage(last, convention="codex", path=where)
-    if (usage.cache_read_tokens or 0) > (usage.input_tokens or 0):
-        raise RecordFieldError(
-            f"{where}.cached_input_tokens",
-            f"{usage.cache_read_tokens} exceeds input_tokens {usage.input_tokens} (a subset)",
-        )
-    named = info.get("model")
-    model = named if isinstance(named, str) and named else state.model
-    if model is None:
-        raise RecordFieldError("model", "no turn_context names the model before this request")
-    state.count += 1
-    event_before, state.event = state.event, None
-    user_turn, state.user_turn = state.user_turn, False
-    reasoning = last.get("reasoning_output_tokens")
-    timestamp = event.get("timestamp")
-    return make_request(
-        name,
-        line,
-        f"{state.session}:{state.count}",
-        state.session,
-        model,
-        None if timestamp is None else iso_seconds(timestamp, "timestamp"),
-        usage,
-        event=event_before,
-        provider=state.provider,
-        client_version=state.version,
-        client=CODEX,
-        session=state.session,
-        project=state.project,
-        user_turn=user_turn,
-        reasoning=reasoning
-        if isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning > 0
-        else 0,
     )

@@ -108,8 +108,13 @@ class SessionPredictor:
         self.profile = profile
         self.lineages: dict[str, _Lineage] = {}
         self.roots: dict[tuple[str, str], _Entry] = {}  # (model, root) -> longest prefix
+        # (model, sub-agent?) -> the prefix the last new lineage of that kind read at its
+        # start: the system prompt and tools an earlier one cached (docs/clients.md).
+        self.starts: dict[tuple[str, bool], _Entry] = {}
         self.session_start: dict[str, int] = {}  # model -> prefix common to sessions
-        self.ttl_seen: str | None = None  # the TTL option the client's writes last used
+        # The TTL option the client's writes last used, for sub-agents (True) and the main
+        # conversation (False) apart: Claude Code lets each have its own (docs/clients.md).
+        self.ttl_seen: dict[bool, str] = {}
 
     # --- prediction: k's facts only ---------------------------------------------------------
 
@@ -194,12 +199,29 @@ class SessionPredictor:
                 assert entry is not None
                 read = entry.end
                 basis = "reads the prefix another lineage with the same history cached"
+        if not read and lineage is None and facts.parent is None:
+            start = self.starts.get((facts.model, facts.subagent))
+            # (Never a start the log shows later in time: files are read in name order.)
+            if (
+                start is not None
+                and self._alive(start, facts.timestamp, total)
+                and start.used <= facts.timestamp
+            ):
+                read = start.end
+                kind = "sub-agent" if facts.subagent else "session"
+                basis = f"a new {kind} reads the system prompt and tools an earlier one cached"
         if not read:
             basis = self._cold_basis(facts, context)
         tail = lineage.tail if lineage is not None else DEFAULT_TAIL
         uncached = min(tail, total - read)
-        ttl = self.ttl_seen or _ttl_name(self.profile.default_ttl_seconds)
+        ttl = self._ttl_name(facts)
         return Prediction(read, total - read - uncached, uncached, ttl, basis, **context)  # type: ignore[arg-type]
+
+    def _ttl_name(self, facts: PromptFacts) -> str:
+        """The TTL a request's writes are assumed to use: what its kind of request (sub-agent
+        or main conversation) wrote last, else what the other kind did, else the default."""
+        seen = self.ttl_seen.get(facts.subagent) or self.ttl_seen.get(not facts.subagent)
+        return seen or _ttl_name(self.profile.default_ttl_seconds)
 
     def _step(self, tokens: int) -> int:
         """The longest cacheable length within ``tokens`` (minimum, then increments)."""
@@ -256,8 +278,8 @@ class SessionPredictor:
     ) -> None:
         ttl_name = _dominant_ttl(observed.write_by_ttl)
         if ttl_name is not None:
-            self.ttl_seen = ttl_name
-        ttl = TTL_SECONDS.get(self.ttl_seen or "", self.profile.default_ttl_seconds)
+            self.ttl_seen[facts.subagent] = ttl_name
+        ttl = TTL_SECONDS.get(self._ttl_name(facts), self.profile.default_ttl_seconds)
         end = observed.read + observed.write
         if end:
             lineage.entry = _Entry(end, facts.timestamp, ttl)
@@ -268,6 +290,17 @@ class SessionPredictor:
                     self.roots[key] = _Entry(end, facts.timestamp, ttl)
         if observed.uncached <= max(16, facts.prompt_tokens // 100):
             lineage.tail = observed.uncached
+        kind = (facts.model, facts.subagent)
+        start = self.starts.get(kind)
+        if lineage.requests == 1 and facts.parent is None and facts.event is None:
+            # A new lineage's start: what it read is the prefix of its kind (none: its kind's
+            # prompts differ, e.g. another type of sub-agent, and nothing is assumed).
+            if observed.read:
+                self.starts[kind] = _Entry(observed.read, facts.timestamp, ttl)
+            else:
+                self.starts.pop(kind, None)
+        elif start is not None and observed.read >= start.end:
+            start.used = facts.timestamp  # read again: refreshed
 
     def _learn_automatic(
         self,

@@ -50,12 +50,12 @@ from cachecast.sessions.native import (
     TTL_5M,
     SessionRequest,
     claude_requests,
-    codex_requests,
     compressed,
     fingerprint,
     make_request,
     native_format,
 )
+from cachecast.sessions.native_codex import codex_requests
 
 if TYPE_CHECKING:
     from cachecast.logs.stream import LogStream
@@ -106,7 +106,7 @@ def session_requests(
     if native and name == CLAUDE_CODE:
         yield from claude_requests(path, source, set() if seen is None else seen, skipped)
     elif native and name == CODEX:
-        yield from codex_requests(path, source, skipped)
+        yield from codex_requests(path, source, skipped, set() if seen is None else seen)
     else:
         from cachecast.logs.formats import open_log
 

@@ -3,7 +3,9 @@
 With no path, ``cachecast usage`` reads the default locations (docs/usage-report.md):
 ``$CLAUDE_CONFIG_DIR`` (a comma-separated list of Claude Code configuration folders, each
 holding ``projects/``) or else ``~/.claude/projects`` (and ``~/.config/claude/projects``, where
-newer Claude Code versions write), and ``$CODEX_HOME/sessions`` or else ``~/.codex/sessions``.
+newer Claude Code versions write), and under ``$CODEX_HOME`` (comma-separated too) or else
+``~/.codex``: ``sessions/`` and ``archived_sessions/`` (where Codex moves a session the user
+archives; docs/clients.md).
 A location that does not exist is left out. A path given is a file, a folder (every
 ``*.jsonl`` under it, and every ``*.jsonl.gz`` / ``.zst`` / ``.bz2`` / ``.xz``: sessions kept
 compressed; sorted) or a glob.
@@ -33,6 +35,7 @@ def _sessions_under(folder: Path) -> list[Path]:
 
 CLAUDE_CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 CODEX_HOME_ENV = "CODEX_HOME"
+CODEX_FOLDERS = ("sessions", "archived_sessions")
 
 
 def default_locations(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -43,8 +46,11 @@ def default_locations(env: Mapping[str, str], home: Path) -> list[Path]:
         claude = [Path(part.strip()) / "projects" for part in configured.split(",") if part.strip()]
     else:
         claude = [home / ".claude" / "projects", home / ".config" / "claude" / "projects"]
-    codex_home = env.get(CODEX_HOME_ENV, "").strip()
-    codex = [Path(codex_home) / "sessions" if codex_home else home / ".codex" / "sessions"]
+    configured = env.get(CODEX_HOME_ENV, "").strip()
+    homes = [Path(part.strip()) for part in configured.split(",") if part.strip()]
+    codex = [
+        codex_home / folder for codex_home in homes or [home / ".codex"] for folder in CODEX_FOLDERS
+    ]
     seen: set[Path] = set()
     found = []
     for folder in [*claude, *codex]:
@@ -108,7 +114,8 @@ def find_sessions(paths: Sequence[str | Path], env: Mapping[str, str] | None = N
             if env.get(CLAUDE_CONFIG_ENV)
             else "~/.claude/projects, ~/.config/claude/projects"
         )
-        codex = f"${CODEX_HOME_ENV}/sessions" if env.get(CODEX_HOME_ENV) else "~/.codex/sessions"
+        codex = f"${CODEX_HOME_ENV}" if env.get(CODEX_HOME_ENV) else "~/.codex"
+        codex = f"{codex}/sessions, {codex}/archived_sessions"
         raise BadInputError(
             f"no session folder found (looked in {looked} and {codex}); name files or folders",
             location=Location(field="paths"),

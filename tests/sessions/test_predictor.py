@@ -144,6 +144,23 @@ def test_one_hour_writes_keep_the_prefix_past_five_minutes() -> None:
     assert (second.read, second.write, second.ttl) == (10_000, 497, "1h")
 
 
+def test_a_sub_agents_five_minute_writes_leave_the_main_conversations_hour() -> None:
+    # Claude Code's promptCacheTtl and subagentPromptCacheTtl: the main conversation writes
+    # for 1 hour, a sub-agent between its requests for 5 minutes. 20 minutes after its last
+    # request the main conversation still reads its 10,000 tokens; the sub-agent's own
+    # prefix, idle 7m 30s, is gone (both lifetimes learned from each kind's writes).
+    agent = {"lineage": "s/agent-x", "subagent": True}
+    session = [
+        (facts(1, 10_003, 0), split(0, 10_000, 3, ttl="1h")),
+        (facts(2, 8_003, 10, **agent), split(0, 8_000, 3)),
+        (facts(3, 8_503, 460, **agent), split(0, 8_500, 3)),
+        (facts(4, 10_500, 1_200), split(10_000, 497, 3, ttl="1h")),
+    ]
+    predicted = run(CLAUDE_CODE, session)
+    assert (predicted[2].read, predicted[2].ttl) == (0, "5m")
+    assert (predicted[3].read, predicted[3].write, predicted[3].ttl) == (10_000, 497, "1h")
+
+
 def test_compaction_rewrote_the_history() -> None:
     # After a compaction the provider read 18,000 (system prompt and tools); we predict 0.
     session = [
@@ -178,6 +195,27 @@ def test_subagent_started_with_a_prompt_of_its_own() -> None:
     assert second.read == 0
     cause, words = explain(session[1][0], second, session[1][1], CLAUDE_CODE)
     assert cause == SUBAGENT and "11,381" in words
+
+
+def test_a_new_sub_agent_reads_what_the_previous_new_one_read() -> None:
+    # Sub-agents of one type share a system prompt and tools: once a sub-agent's first request
+    # has read 11,381 tokens an earlier one cached, the next one's first request is predicted
+    # to read them too (within the lifetime); one that read nothing at its start (another
+    # type) leaves nothing assumed.
+    def agent(line: int, name: str, total: int, at: float) -> PromptFacts:
+        return facts(line, total, at, lineage=f"s/agent-{name}", subagent=True)
+
+    session = [
+        (facts(1, 20_003, 0), split(0, 20_000, 3)),
+        (agent(2, "a", 12_805, 10), split(0, 12_802, 3)),
+        (agent(3, "b", 11_780, 70), split(11_381, 396, 3)),
+        (agent(4, "c", 13_000, 130), split(11_381, 1_616, 3)),
+        (agent(5, "d", 14_003, 190), split(0, 14_000, 3)),
+        (agent(6, "e", 12_000, 250), split(11_381, 616, 3)),
+    ]
+    predicted = run(CLAUDE_CODE, session)
+    assert [each.read for each in predicted[1:]] == [0, 0, 11_381, 11_381, 0]
+    assert "an earlier one cached" in predicted[3].basis
 
 
 def test_tools_or_system_prompt_changed() -> None:

@@ -359,17 +359,31 @@ def test_default_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     (home / ".claude" / "projects" / "p" / "a.jsonl").write_text("{}\n")
     (home / ".codex" / "sessions" / "2026" / "01").mkdir(parents=True)
     (home / ".codex" / "sessions" / "2026" / "01" / "rollout-1.jsonl").write_text("{}\n")
+    # Codex moves an archived session's rollout to archived_sessions/ (flat).
+    (home / ".codex" / "archived_sessions").mkdir(parents=True)
+    (home / ".codex" / "archived_sessions" / "rollout-0.jsonl").write_text("{}\n")
     assert default_locations({}, home) == [
         home / ".claude" / "projects",
         home / ".codex" / "sessions",
+        home / ".codex" / "archived_sessions",
     ]
-    one, two, codex = tmp_path / "one", tmp_path / "two", tmp_path / "codex"
-    for folder in (one / "projects", two / "projects", codex / "sessions"):
+    one, two, codex, other = (tmp_path / name for name in ("one", "two", "codex", "other"))
+    for folder in (one / "projects", two / "projects", codex / "sessions", other / "sessions"):
         folder.mkdir(parents=True)
-    env = {"CLAUDE_CONFIG_DIR": f"{one}, {two}", "CODEX_HOME": str(codex), "HOME": str(home)}
-    assert default_locations(env, home) == [one / "projects", two / "projects", codex / "sessions"]
+    # Both variables are comma-separated lists (blank entries left out).
+    env = {
+        "CLAUDE_CONFIG_DIR": f"{one}, {two}",
+        "CODEX_HOME": f"{codex}, ,{other}",
+        "HOME": str(home),
+    }
+    assert default_locations(env, home) == [
+        one / "projects",
+        two / "projects",
+        codex / "sessions",
+        other / "sessions",
+    ]
     found = find_sessions([], {"HOME": str(home)})
-    assert [path.name for path in found] == ["a.jsonl", "rollout-1.jsonl"]
+    assert [path.name for path in found] == ["a.jsonl", "rollout-1.jsonl", "rollout-0.jsonl"]
     with pytest.raises(Exception, match="no session folder found"):
         find_sessions([], {"HOME": str(tmp_path / "nobody")})
 
