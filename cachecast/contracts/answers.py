@@ -6,7 +6,8 @@ sessions (SQLAlchemy and the migration check load in about half a second), and t
 do not change while the database does not. :class:`RememberedAnswers` keeps each answer (the
 terms, or why there are none) in a small JSON file in the user's cache folder, valid while
 the SQLite database file (and its write-ahead log) has the same size and modification time,
-under the same cachecast version and migrations; on any question it has no answer to, it
+under the same cachecast version, migrations and contract modules (a rule edited in an
+editable install changes no version number); on any question it has no answer to, it
 opens the store (``open_store``, which checks the database as every read command does),
 asks, and remembers. Any other database (PostgreSQL, a URL with options) is asked every
 time. The store stays the one source of contracts: nothing here resolves a name or a date.
@@ -57,12 +58,20 @@ def _identity(database: Path) -> dict[str, Any] | None:
         "mtime_ns": stat.st_mtime_ns,
         "version": __version__,
         "migrations": _migrations(),
+        "code": _code(),
     }
     # Writes in WAL mode land in the -wal file first (reads leave it, and -shm, as they are).
     wal = Path(f"{database}-wal")
     if wal.exists() and wal.stat().st_size:
         identity["wal"] = [wal.stat().st_size, wal.stat().st_mtime_ns]
     return identity
+
+
+def _code() -> list[list[Any]]:
+    """Size and modification time of each module that decides an answer: a rule changed in
+    an editable install (same version number) must not be answered from the old rule."""
+    folder = Path(__file__).parent
+    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(folder.glob("*.py"))]
 
 
 def _migrations() -> list[str]:

@@ -4,10 +4,12 @@ file is unchanged, and asked again once it changes."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
 
+import cachecast.contracts
 from cachecast.contracts import ContractStore
 from cachecast.contracts.answers import RememberedAnswers
 from cachecast.core.errors import UnknownContractError
@@ -59,3 +61,24 @@ def test_other_databases_are_asked_every_time(migrated_db_url: str, tmp_path: Pa
         answers.save()
     assert opener.opened == 2
     assert not (tmp_path / "contract-answers.json").exists()
+
+
+def test_answers_saved_under_other_contract_code_are_asked_again(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # An editable install keeps its version number when a rule in cachecast/contracts
+    # changes; answers saved before the change must not be served after it.
+    opener = CountingStore(migrated_db_url)
+    first = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    first.as_of("anthropic", "claude-opus-4-6", DAY)
+    first.save()
+    saved = tmp_path / "contract-answers.json"
+    data = json.loads(saved.read_text())
+    served = next(entry for entry in data["identity"]["code"] if entry[0] == "served.py")
+    stat = (Path(cachecast.contracts.__file__).parent / "served.py").stat()
+    assert served[1:] == [stat.st_size, stat.st_mtime_ns]
+    served[2] -= 1  # as if saved before served.py was last written
+    saved.write_text(json.dumps(data))
+    second = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    second.as_of("anthropic", "claude-opus-4-6", DAY)
+    assert opener.opened == 2
