@@ -27,6 +27,7 @@ from cachecast.logs import (
     govcr,
     har,
     helicone,
+    hoverfly,
     jsonl,
     langfuse,
     langsmith,
@@ -34,6 +35,7 @@ from cachecast.logs import (
     nock,
     otel,
     vcr,
+    wiremock,
 )
 from cachecast.logs.compressed import compression_of, decompressed_copy, remove
 from cachecast.logs.errors import LogFileError, UnknownLogFormatError
@@ -220,6 +222,18 @@ FORMATS: tuple[LogFormat, ...] = (
         "nock recordings (Node.js: nock.back fixtures, the recorder's definitions)",
         _objects_fit(nock.fits, "list of nock definitions {scope, method, path, status}"),
         nock.read,
+    ),
+    LogFormat(
+        "wiremock",
+        "WireMock stub mappings (recorder output: {mappings} or one mapping per file)",
+        _objects_fit(wiremock.fits, "WireMock mapping {request: {method, url}, response}"),
+        wiremock.read,
+    ),
+    LogFormat(
+        "hoverfly",
+        "Hoverfly simulation (captured request/response pairs, any schema version)",
+        _objects_fit(hoverfly.fits, "data.pairs (a Hoverfly simulation)"),
+        hoverfly.read,
     ),
     LogFormat(
         "langfuse",

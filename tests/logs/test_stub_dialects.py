@@ -1,0 +1,276 @@
+"""Hand-built recordings of the stub-server dialects (docs/log-formats.md): WireMock stub
+mappings (a ``{"mappings": [...]}`` document, or one mapping per file with its response body
+in ``__files/``), Hoverfly simulations and talkback tapes; each picked by detection, with
+totals from the usage fields written here, and bad fields refused naming file, line and field.
+
+Expected totals are the usage fields written into each recording, by the provider's rule
+(docs/log-formats.md, "Usage conventions"): OpenAI's ``prompt_tokens`` is the whole input
+with ``cached_tokens`` read from the cache; Anthropic's input is ``input_tokens`` +
+``cache_creation_input_tokens`` + ``cache_read_input_tokens``.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachecast.core.errors import LimitExceededError
+from cachecast.core.limits import Limits, limits_in_force
+from tests.logs.helpers import read, totals
+from tests.logs.test_more_dialects import (
+    ANTHROPIC_REQUEST,
+    DATE,
+    anthropic_response,
+    chat_body,
+    chat_response,
+    write_json,
+)
+from tests.logs.test_more_dialects_web import ANTHROPIC_STREAM
+
+
+def b64(value: Any) -> str:
+    return base64.b64encode(json.dumps(value).encode()).decode()
+
+
+# --- WireMock ------------------------------------------------------------------------------
+
+
+def mapping(request_body: Any, response: dict[str, Any], **request: Any) -> dict[str, Any]:
+    """A mapping as WireMock's recorder writes it: the body as equalToJson text."""
+    return {
+        "id": "6b3c1a70-0000-0000-0000-000000000001",
+        "request": {
+            "url": "/v1/chat/completions",
+            "method": "POST",
+            "bodyPatterns": [
+                {
+                    "equalToJson": json.dumps(request_body),
+                    "ignoreArrayOrder": True,
+                    "ignoreExtraElements": True,
+                }
+            ],
+            **request,
+        },
+        "response": {
+            "status": 200,
+            "headers": {"Content-Type": "application/json", "Date": DATE},
+            **response,
+        },
+        "uuid": "6b3c1a70-0000-0000-0000-000000000001",
+        "persistent": True,
+    }
+
+
+def test_wiremock_mappings_document(tmp_path: Path) -> None:
+    anthropic = mapping(
+        {**ANTHROPIC_REQUEST, "stream": True},
+        {"body": ANTHROPIC_STREAM, "headers": {"Content-Type": "text/event-stream"}},
+        url="/v1/messages",
+    )
+    document = {
+        "mappings": [
+            mapping(chat_body("a"), {"body": json.dumps(chat_response(1_000, 0, 4))}),
+            # a body pattern holding the JSON value itself, a jsonBody response
+            {
+                **mapping({}, {"jsonBody": chat_response(700, 512, 6)}),
+                "request": {
+                    "urlPath": "/v1/chat/completions",
+                    "method": "POST",
+                    "bodyPatterns": [{"equalToJson": chat_body("b")}],
+                },
+            },
+            # a base64 response body (the recorder's for bytes it cannot keep as text)
+            mapping(chat_body("c"), {"base64Body": b64(chat_response(300, 0, 2))}),
+            anthropic,
+            {"request": {"url": "/v1/models", "method": "GET"}, "response": {"status": 200}},
+            mapping(chat_body("d"), {"status": 429, "body": "{}"}),
+        ]
+    }
+    result = read(write_json(tmp_path / "stubs.json", document))
+    assert (result.format, result.errors) == ("wiremock", [])
+    # OpenAI: input 1,000 + 700 + 300 = 2,000, read 512, output 4 + 6 + 2 = 12; Anthropic
+    # stream: input 3 + 0 + 1,024 = 1,027 with 1,024 read, output 15 (message_delta's
+    # cumulative count). Input 3,027, read 1,536, output 27.
+    assert totals(result.requests) == {"input": 3_027, "read": 1_536, "write": 0, "output": 27}
+    assert result.skipped == {
+        "recorded call that is not a model endpoint": 1,
+        "HTTP 429 response (not billed)": 1,
+    }
+    assert [r.line for r in result.requests] == [1, 2, 3, 4]
+
+
+def test_wiremock_recorder_folder_with_body_files(tmp_path: Path) -> None:
+    """The recorder's layout: root/mappings/<name>.json, the larger bodies in root/__files."""
+    (tmp_path / "mappings").mkdir()
+    (tmp_path / "__files").mkdir()
+    (tmp_path / "__files" / "v1_messages-1.json").write_text(
+        json.dumps(anthropic_response(10, 2_048, 0, 30)), encoding="utf-8"
+    )
+    one = mapping(ANTHROPIC_REQUEST, {"bodyFileName": "v1_messages-1.json"}, url="/v1/messages")
+    path = write_json(tmp_path / "mappings" / "v1_messages-1.json", one)
+    result = read(path)
+    assert (result.format, result.errors) == ("wiremock", [])
+    # input 10 + 2,048 written + 0 read = 2,058; output 30
+    assert totals(result.requests) == {"input": 2_058, "read": 0, "write": 2_048, "output": 30}
+    assert result.requests[0].timestamp is not None  # the Date header
+
+
+@pytest.mark.parametrize(
+    ("response", "field", "reason"),
+    [
+        ({"bodyFileName": "../secret.json"}, "mappings[0].response.bodyFileName", "leads out"),
+        ({"bodyFileName": "absent.json"}, "mappings[0].response.bodyFileName", "is not in"),
+        ({"base64Body": "%%%"}, "mappings[0].response.base64Body", "not base64"),
+        ({"status": "200"}, "mappings[0].response.status", "expected an HTTP status"),
+    ],
+)
+def test_wiremock_bad_fields_are_named(
+    tmp_path: Path, response: dict[str, Any], field: str, reason: str
+) -> None:
+    (tmp_path / "secret.json").write_text(json.dumps(chat_response(1, 0, 1)), encoding="utf-8")
+    (tmp_path / "__files").mkdir()
+    path = write_json(tmp_path / "stubs.json", {"mappings": [mapping(chat_body("a"), response)]})
+    result = read(path)
+    assert [(e.file, e.line, e.field) for e in result.errors] == [(str(path), 1, field)]
+    assert reason in result.errors[0].reason
+
+
+def test_wiremock_body_files_are_bounded(tmp_path: Path) -> None:
+    (tmp_path / "__files").mkdir()
+    (tmp_path / "__files" / "big.json").write_text(" " * 3_000, encoding="utf-8")
+    stubs = [mapping(chat_body("a"), {"bodyFileName": "big.json"}) for _ in range(3)]
+    path = write_json(tmp_path / "stubs.json", {"mappings": stubs})
+    # each file is 3,000 bytes; the three together (9,000) pass the 8,000 bytes allowed
+    with limits_in_force(Limits(max_document_bytes=8_000)), pytest.raises(LimitExceededError) as e:
+        read(path)
+    assert (e.value.location.line, e.value.location.field) == (
+        3,
+        "mappings[2].response.bodyFileName",
+    )
+
+
+# --- Hoverfly ------------------------------------------------------------------------------
+
+
+def exact(value: str, matcher: str = "exact") -> list[dict[str, str]]:
+    return [{"matcher": matcher, "value": value}]
+
+
+def hoverfly_pair(request_body: Any, response_body: str, **response: Any) -> dict[str, Any]:
+    """A pair as Hoverfly's capture writes it in schema v5 (lists of matchers)."""
+    return {
+        "request": {
+            "path": exact("/v1/chat/completions"),
+            "method": exact("POST"),
+            "destination": exact("api.openai.com"),
+            "scheme": exact("https"),
+            "body": exact(json.dumps(request_body), "json"),
+            "headers": {"Content-Type": exact("application/json")},
+            "query": {},
+        },
+        "response": {
+            "status": 200,
+            "body": response_body,
+            "encodedBody": False,
+            "headers": {"Content-Type": ["application/json"], "Date": [DATE]},
+            "templated": False,
+            **response,
+        },
+    }
+
+
+def simulation(pairs: list[Any], version: str = "v5.2") -> dict[str, Any]:
+    return {
+        "data": {"pairs": pairs, "globalActions": {"delays": []}},
+        "meta": {"schemaVersion": version, "hoverflyVersion": "v1.10.0"},
+    }
+
+
+def test_hoverfly_simulation_v5(tmp_path: Path) -> None:
+    packed = gzip.compress(json.dumps(chat_response(700, 512, 6)).encode())
+    anthropic = hoverfly_pair({**ANTHROPIC_REQUEST, "stream": True}, ANTHROPIC_STREAM)
+    anthropic["request"]["destination"] = exact("api.anthropic.com")
+    anthropic["request"]["path"] = exact("/v1/messages")
+    anthropic["response"]["headers"] = {"Content-Type": ["text/event-stream"]}
+    models = hoverfly_pair("", "{}")
+    models["request"] |= {"method": exact("GET"), "path": exact("/v1/models"), "body": []}
+    pairs = [
+        hoverfly_pair(chat_body("a"), json.dumps(chat_response(1_000, 0, 4))),
+        # a gzip body Hoverfly could not keep as text: base64, encodedBody true
+        hoverfly_pair(
+            chat_body("b"),
+            base64.b64encode(packed).decode(),
+            encodedBody=True,
+            headers={"Content-Encoding": ["gzip"], "Date": [DATE]},
+        ),
+        anthropic,
+        models,
+    ]
+    result = read(write_json(tmp_path / "simulation.json", simulation(pairs)))
+    assert (result.format, result.errors) == ("hoverfly", [])
+    # OpenAI: input 1,000 + 700 = 1,700, read 512, output 4 + 6 = 10; Anthropic stream:
+    # input 3 + 0 + 1,024 = 1,027 with 1,024 read, output 15. Input 2,727, read 1,536,
+    # output 25.
+    assert totals(result.requests) == {"input": 2_727, "read": 1_536, "write": 0, "output": 25}
+    assert result.skipped == {"recorded call that is not a model endpoint": 1}
+
+
+def test_hoverfly_older_schemas(tmp_path: Path) -> None:
+    # v3/v4: {"exactMatch": ...}; v1/v2 (and the records export, data as a list): strings
+    v4 = {
+        "request": {
+            "path": {"exactMatch": "/v1/chat/completions"},
+            "method": {"exactMatch": "POST"},
+            "destination": {"exactMatch": "api.openai.com"},
+            "scheme": {"exactMatch": "https"},
+            "body": {"jsonMatch": json.dumps(chat_body("a"))},
+        },
+        "response": {"status": 200, "body": json.dumps(chat_response(900, 0, 3)), "encodedBody": False},
+    }
+    result = read(write_json(tmp_path / "v4.json", simulation([v4], "v4")))
+    assert (result.format, result.errors) == ("hoverfly", [])
+    assert totals(result.requests) == {"input": 900, "read": 0, "write": 0, "output": 3}
+    v1 = {
+        "request": {
+            "requestType": "recording",
+            "path": "/v1/chat/completions",
+            "method": "POST",
+            "destination": "api.openai.com",
+            "scheme": "https",
+            "query": "",
+            "body": json.dumps(chat_body("a")),
+            "headers": {"Content-Type": ["application/json"]},
+        },
+        "response": {
+            "status": 200,
+            "body": json.dumps(chat_response(400, 256, 2)),
+            "encodedBody": False,
+            "headers": {"Date": [DATE]},
+        },
+    }
+    result = read(write_json(tmp_path / "records.json", {"data": [v1]}))
+    assert (result.format, result.errors) == ("hoverfly", [])
+    assert totals(result.requests) == {"input": 400, "read": 256, "write": 0, "output": 2}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "reason"),
+    [
+        ({"status": "200"}, "data.pairs[0].response.status", "expected an HTTP status"),
+        ({"body": "%%", "encodedBody": True}, "data.pairs[0].response.body", "not base64"),
+        ({"body": 5}, "data.pairs[0].response.body", "expected text"),
+    ],
+)
+def test_hoverfly_bad_fields_are_named(
+    tmp_path: Path, change: dict[str, Any], field: str, reason: str
+) -> None:
+    pair = hoverfly_pair(chat_body("a"), "{}", **change)
+    path = write_json(tmp_path / "bad.json", simulation([pair]))
+    result = read(path)
+    assert [(e.file, e.line, e.field) for e in result.errors] == [(str(path), 1, field)]
+    assert reason in result.errors[0].reason
