@@ -34,6 +34,7 @@ from cachecast.logs import (
     litellm,
     nock,
     otel,
+    talkback,
     vcr,
     wiremock,
 )
@@ -192,6 +193,12 @@ def _anthropic_requests_fit(sample: Sample) -> str | None:
     return 'no {custom_id, params} request (JSON lines or a {"requests": [...]} document)'
 
 
+def _talkback_fits(sample: Sample) -> str | None:
+    if talkback.fits_text(sample.text):
+        return None
+    return "no meta:, req: and res: objects opening the lines of one (JSON5) object"
+
+
 def _langsmith_value(value: Any) -> bool:
     if isinstance(value, list):
         return bool(value) and all(isinstance(v, dict) and langsmith.fits(v) for v in value[:8])
@@ -234,6 +241,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "Hoverfly simulation (captured request/response pairs, any schema version)",
         _objects_fit(hoverfly.fits, "data.pairs (a Hoverfly simulation)"),
         hoverfly.read,
+    ),
+    LogFormat(
+        "talkback",
+        "talkback tape (Node.js: one recorded request per JSON5 file, {meta, req, res})",
+        _talkback_fits,
+        talkback.read,
     ),
     LogFormat(
         "langfuse",

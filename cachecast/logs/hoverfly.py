@@ -125,7 +125,9 @@ def _exchange(pair: Any, line: int, where: str) -> Exchange:
     query = _query(request)
     status = response.get("status")
     if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
-        raise RecordFieldError(f"{where}.response.status", f"expected an HTTP status: {shown(status)}")
+        raise RecordFieldError(
+            f"{where}.response.status", f"expected an HTTP status: {shown(status)}"
+        )
     headers = listed_headers(response.get("headers"))
     body = response.get("body")
     if body is not None and not isinstance(body, str):

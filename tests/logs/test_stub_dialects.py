@@ -21,6 +21,7 @@ import pytest
 
 from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
+from cachecast.logs.errors import LogFileError
 from tests.logs.helpers import read, totals
 from tests.logs.test_more_dialects import (
     ANTHROPIC_REQUEST,
@@ -230,7 +231,11 @@ def test_hoverfly_older_schemas(tmp_path: Path) -> None:
             "scheme": {"exactMatch": "https"},
             "body": {"jsonMatch": json.dumps(chat_body("a"))},
         },
-        "response": {"status": 200, "body": json.dumps(chat_response(900, 0, 3)), "encodedBody": False},
+        "response": {
+            "status": 200,
+            "body": json.dumps(chat_response(900, 0, 3)),
+            "encodedBody": False,
+        },
     }
     result = read(write_json(tmp_path / "v4.json", simulation([v4], "v4")))
     assert (result.format, result.errors) == ("hoverfly", [])
@@ -274,3 +279,154 @@ def test_hoverfly_bad_fields_are_named(
     result = read(path)
     assert [(e.file, e.line, e.field) for e in result.errors] == [(str(path), 1, field)]
     assert reason in result.errors[0].reason
+
+
+# --- talkback ------------------------------------------------------------------------------
+
+# A tape as JSON5.stringify(tape, null, 4) writes it: keys unquoted where they are
+# identifiers, strings in single quotes (double quotes where the text holds more single
+# quotes), no trailing commas. Written by hand here, with a comment and a trailing comma
+# that JSON5 allows too.
+TAPE = """{
+    // recorded against the live API
+    meta: {
+        createdAt: '2025-06-01T10:00:00.000Z',
+        host: 'https://api.openai.com',
+        reqHumanReadable: true,
+        resHumanReadable: true,
+        resUncompressed: true,
+    },
+    req: {
+        url: '/v1/chat/completions',
+        method: 'POST',
+        headers: {
+            'content-type': 'application/json',
+        },
+        body: {
+            model: 'gpt-4o',
+            messages: [
+                {
+                    role: 'user',
+                    content: "it's a test",
+                },
+            ],
+        },
+    },
+    res: {
+        status: 200,
+        headers: {
+            'content-type': [
+                'application/json',
+            ],
+            'content-encoding': [
+                'gzip',
+            ],
+        },
+        body: {
+            id: 'chatcmpl-1',
+            model: 'gpt-4o-2024-08-06',
+            usage: {
+                prompt_tokens: 1200,
+                completion_tokens: 7,
+                total_tokens: 1207,
+                prompt_tokens_details: {
+                    cached_tokens: 1024,
+                },
+            },
+        },
+    },
+}
+"""
+
+
+def test_talkback_json5_tape(tmp_path: Path) -> None:
+    path = tmp_path / "unnamed-1.json5"
+    path.write_text(TAPE, encoding="utf-8")
+    result = read(path)
+    assert (result.format, result.errors) == ("talkback", [])
+    # prompt_tokens 1,200 with 1,024 cached; completion 7
+    assert totals(result.requests) == {"input": 1_200, "read": 1_024, "write": 0, "output": 7}
+    # meta.createdAt, 2025-06-01T10:00:00Z, is 1,748,772,000 s after the epoch
+    assert result.requests[0].timestamp == 1_748_772_000
+
+
+def test_talkback_base64_and_stream_bodies(tmp_path: Path) -> None:
+    """Bodies talkback could not keep readable are base64 (a gzip response with no
+    resUncompressed); an event stream is readable text. talkback 1.x wrote plain JSON."""
+    packed = gzip.compress(json.dumps(chat_response(800, 0, 5)).encode())
+    tape = {
+        "meta": {"createdAt": "2025-06-01T10:00:00.000Z", "host": "https://api.openai.com"},
+        "req": {
+            "url": "/v1/chat/completions",
+            "method": "POST",
+            "headers": {"content-type": "application/json"},
+            "body": base64.b64encode(json.dumps(chat_body("a")).encode()).decode(),
+        },
+        "res": {
+            "status": 200,
+            "headers": {"content-encoding": "gzip", "content-type": "application/json"},
+            "body": base64.b64encode(packed).decode(),
+        },
+    }
+    result = read(write_json(tmp_path / "unnamed-2.json", tape))
+    assert (result.format, result.errors) == ("talkback", [])
+    assert totals(result.requests) == {"input": 800, "read": 0, "write": 0, "output": 5}
+    stream = {
+        "meta": {
+            "createdAt": "2025-06-01T10:00:00.000Z",
+            "host": "https://api.anthropic.com",
+            "reqHumanReadable": True,
+            "resHumanReadable": True,
+        },
+        "req": {"url": "/v1/messages", "method": "POST", "headers": {}, "body": ANTHROPIC_REQUEST},
+        "res": {
+            "status": 200,
+            "headers": {"content-type": "text/event-stream"},
+            "body": ANTHROPIC_STREAM,
+        },
+    }
+    result = read(write_json(tmp_path / "unnamed-3.json", stream))
+    # input 3 + 0 + 1,024 = 1,027 with 1,024 read; output 15 (message_delta's count)
+    assert totals(result.requests) == {"input": 1_027, "read": 1_024, "write": 0, "output": 15}
+
+
+NOT_READABLE = {
+    "resHumanReadable: true": "resHumanReadable: false",
+    "body: {\n            id:": "body: 'not base64!',\n        was: {\n            id:",
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "reason"),
+    [
+        ({"status: 200": "status: '200'"}, "res.status", "expected an HTTP status"),
+        (
+            {"body: {\n            id:": "body: 5,\n        was: {\n            id:"},
+            "res.body",
+            "expected text",
+        ),
+        (NOT_READABLE, "res.body", "not base64"),
+    ],
+)
+def test_talkback_bad_fields_are_named(
+    tmp_path: Path, changes: dict[str, str], field: str, reason: str
+) -> None:
+    text = TAPE
+    for old, new in changes.items():
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "bad.json5"
+    path.write_text(text, encoding="utf-8")
+    result = read(path)
+    assert [(e.file, e.line, e.field) for e in result.errors] == [(str(path), 1, field)]
+    assert reason in result.errors[0].reason
+
+
+def test_talkback_not_json5_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json5"
+    path.write_text(TAPE.replace("status: 200,", "status: 200 201,"), encoding="utf-8")
+    with pytest.raises(LogFileError) as error:
+        read(path)
+    line = TAPE.splitlines().index("        status: 200,") + 1
+    assert f"line {line}:" in str(error.value)
+    assert str(path) in str(error.value)
