@@ -24,6 +24,7 @@ from cachecast.logs import (
     batch,
     claude_code,
     codex,
+    easyvcr,
     govcr,
     har,
     helicone,
@@ -247,6 +248,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "talkback tape (Node.js: one recorded request per JSON5 file, {meta, req, res})",
         _talkback_fits,
         talkback.read,
+    ),
+    LogFormat(
+        "easyvcr",
+        "EasyVCR cassette (C# and Java: a list of {RecordedAt, Request, Response})",
+        _objects_fit(easyvcr.fits, "list of EasyVCR interactions {RecordedAt, Request, Response}"),
+        easyvcr.read,
     ),
     LogFormat(
         "langfuse",

@@ -157,8 +157,9 @@ class _BodyFiles:
         if not os.path.isfile(target):
             raise RecordFieldError(
                 field,
-                f"{name!r} is not in {self.folder} (WireMock keeps response bodies in __files/"
-                " beside mappings/: give the recording from its folder)",
+                f"{name!r} is not in the __files folder beside the mappings (WireMock keeps"
+                " response bodies there: read the mapping where the recorder wrote it; an"
+                " upload carries no body files)",
             )
         bound = current().max_document_bytes
         self.read_bytes += os.path.getsize(target)

@@ -430,3 +430,78 @@ def test_talkback_not_json5_names_the_line(tmp_path: Path) -> None:
     line = TAPE.splitlines().index("        status: 200,") + 1
     assert f"line {line}:" in str(error.value)
     assert str(path) in str(error.value)
+
+
+# --- EasyVCR -------------------------------------------------------------------------------
+
+
+def easyvcr_csharp(request_body: Any, response_body: Any, code: Any = 200) -> dict[str, Any]:
+    """An interaction as EasyVCR for C# (Newtonsoft.Json) writes it."""
+    return {
+        "Duration": 812,
+        "RecordedAt": "2025-06-01T10:00:00.1234567+00:00",
+        "Request": {
+            "Body": json.dumps(request_body),
+            "BodyContentType": "Json",
+            "ContentHeaders": {"Content-Type": "application/json; charset=utf-8"},
+            "Method": "POST",
+            "RequestHeaders": {"Authorization": "Bearer [REDACTED]"},
+            "Uri": "https://api.openai.com/v1/chat/completions",
+        },
+        "Response": {
+            "Body": json.dumps(response_body),
+            "BodyContentType": "Json",
+            "ContentHeaders": {"Content-Type": "application/json"},
+            "HttpVersion": "1.1",
+            "ResponseHeaders": {"Date": DATE},
+            "Status": {"Code": code, "Message": "OK"},
+        },
+    }
+
+
+def test_easyvcr_csharp_and_java(tmp_path: Path) -> None:
+    cassette = [
+        easyvcr_csharp(chat_body("a"), chat_response(1_500, 1_024, 9)),
+        # a writer that spells HttpStatusCode by name
+        easyvcr_csharp(chat_body("b"), chat_response(600, 0, 3), code="OK"),
+        easyvcr_csharp(chat_body("c"), {"error": {}}, code="TooManyRequests"),
+    ]
+    result = read(write_json(tmp_path / "chat.json", cassette))
+    assert (result.format, result.errors) == ("easyvcr", [])
+    # input 1,500 + 600 = 2,100, read 1,024, output 9 + 3 = 12 (the 429 is not billed)
+    assert totals(result.requests) == {"input": 2_100, "read": 1_024, "write": 0, "output": 12}
+    assert result.skipped == {"HTTP 429 response (not billed)": 1}
+    # 2025-06-01T10:00:00Z is 1,748,772,000 s after the epoch; C# keeps ticks (.1234567)
+    assert int(result.requests[0].timestamp or 0) == 1_748_772_000
+    java = [
+        {
+            "recordedAt": 1_748_772_000,
+            "request": {
+                "body": json.dumps(ANTHROPIC_REQUEST),
+                "method": "POST",
+                "headers": {"Content-Type": ["application/json"]},
+                "uri": "https://api.anthropic.com/v1/messages",
+            },
+            "response": {
+                "body": json.dumps(anthropic_response(4, 0, 2_000, 11)),
+                "httpVersion": {"protocol": "HTTP", "major": 1, "minor": 1},
+                "headers": {"Content-Type": ["application/json"]},
+                "status": {"code": 200, "message": "OK"},
+                "uri": "https://api.anthropic.com/v1/messages",
+            },
+            "duration": 640,
+        }
+    ]
+    result = read(write_json(tmp_path / "java.json", java))
+    assert (result.format, result.errors) == ("easyvcr", [])
+    # input 4 + 0 written + 2,000 read = 2,004; output 11
+    assert totals(result.requests) == {"input": 2_004, "read": 2_000, "write": 0, "output": 11}
+
+
+def test_easyvcr_bad_status_is_named(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "bad.json", [easyvcr_csharp({}, {}, code="Teapotish")])
+    result = read(path)
+    assert [(e.file, e.line, e.field) for e in result.errors] == [
+        (str(path), 1, "[0].Response.Status.Code")
+    ]
+    assert "expected an HTTP status code" in result.errors[0].reason
