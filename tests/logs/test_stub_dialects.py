@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
 from cachecast.logs.errors import LogFileError
+from cachecast.passes.log_input import expand_log_paths
 from tests.logs.helpers import read, totals
 from tests.logs.test_more_dialects import (
     ANTHROPIC_REQUEST,
@@ -31,7 +33,7 @@ from tests.logs.test_more_dialects import (
     chat_response,
     write_json,
 )
-from tests.logs.test_more_dialects_web import ANTHROPIC_STREAM
+from tests.logs.test_more_dialects_web import ANTHROPIC_STREAM, har_entry
 
 
 def b64(value: Any) -> str:
@@ -505,3 +507,45 @@ def test_easyvcr_bad_status_is_named(tmp_path: Path) -> None:
         (str(path), 1, "[0].Response.Status.Code")
     ]
     assert "expected an HTTP status code" in result.errors[0].reason
+
+
+# --- folders -------------------------------------------------------------------------------
+
+
+def test_folders_of_stub_recordings(tmp_path: Path) -> None:
+    """A WireMock root given as a folder is its mappings (its __files bodies are no
+    recordings of their own); talkback's .json5 tapes and mitmproxy's zlib-compressed .zhar
+    are log files too."""
+    root = tmp_path / "wiremock"
+    (root / "mappings").mkdir(parents=True)
+    (root / "__files").mkdir()
+    (root / "__files" / "body-1.json").write_text(
+        json.dumps(chat_response(1_100, 1_024, 8)), encoding="utf-8"
+    )
+    write_json(
+        root / "mappings" / "chat-1.json", mapping(chat_body("a"), {"bodyFileName": "body-1.json"})
+    )
+    (tmp_path / "tapes").mkdir()
+    (tmp_path / "tapes" / "unnamed-1.json5").write_text(TAPE, encoding="utf-8")
+    har = {"log": {"version": "1.2", "entries": [har_entry(1, 300, 2)]}}
+    (tmp_path / "flows.zhar").write_bytes(zlib.compress(json.dumps(har).encode(), 9))
+    paths = expand_log_paths([tmp_path])
+    assert paths == [
+        tmp_path / "flows.zhar",
+        tmp_path / "tapes" / "unnamed-1.json5",
+        root / "mappings" / "chat-1.json",
+    ]
+    results = [read(path) for path in paths]
+    assert [(r.format, r.errors) for r in results] == [
+        ("har", []),
+        ("talkback", []),
+        ("wiremock", []),
+    ]
+    # HAR: 300 in, 2 out; the tape: 1,200 in (1,024 read), 7 out; the mapping: 1,100 in
+    # (1,024 read), 8 out. Input 2,600, read 2,048, output 17.
+    assert totals([q for r in results for q in r.requests]) == {
+        "input": 2_600,
+        "read": 2_048,
+        "write": 0,
+        "output": 17,
+    }
