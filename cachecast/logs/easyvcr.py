@@ -27,8 +27,7 @@ from typing import Any
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import listed_headers
-from cachecast.logs.sanitize import shown
+from cachecast.logs.http.exchange import http_status, listed_headers
 from cachecast.logs.stream import Item, LogStream
 
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -67,9 +66,7 @@ def _status(value: Any, field: str) -> int:
             return int(HTTPStatus[name])
     if isinstance(code, str) and code.isdigit() and len(code) <= 3:
         code = int(code)
-    if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code <= 999:
-        raise RecordFieldError(field, f"expected an HTTP status code, got {shown(code)}")
-    return code
+    return http_status(code, field)
 
 
 def _headers(side: dict[str, Any], own: str) -> dict[str, str]:

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import decoded_bytes, listed_headers
+from cachecast.logs.http.exchange import decoded_bytes, http_status, listed_headers
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
@@ -123,11 +123,7 @@ def _exchange(pair: Any, line: int, where: str) -> Exchange:
     host = literal(request.get("destination")) or "localhost"
     path = literal(request.get("path")) or "/"
     query = _query(request)
-    status = response.get("status")
-    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
-        raise RecordFieldError(
-            f"{where}.response.status", f"expected an HTTP status: {shown(status)}"
-        )
+    status = http_status(response.get("status"), f"{where}.response.status")
     headers = listed_headers(response.get("headers"))
     body = response.get("body")
     if body is not None and not isinstance(body, str):

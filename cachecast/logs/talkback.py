@@ -31,7 +31,12 @@ from cachecast.core.limits import current
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
-from cachecast.logs.http.exchange import decoded_bytes, listed_headers
+from cachecast.logs.http.exchange import (
+    decoded_bytes,
+    http_status,
+    joined_url,
+    listed_headers,
+)
 from cachecast.logs.json5 import Json5Error, loads
 from cachecast.logs.sanitize import check_nesting, shown
 from cachecast.logs.stream import MAX_DOCUMENT_BYTES, Item, LogStream, check_size
@@ -104,9 +109,7 @@ def _exchange(tape: Any, line: int, where: str) -> Exchange:
     host = meta.get("host")
     if not isinstance(host, str):
         host = "http://localhost"
-    status = res.get("status")
-    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
-        raise RecordFieldError("res.status", f"expected an HTTP status, got {shown(status)}")
+    status = http_status(res.get("status"), "res.status")
     headers = listed_headers(res.get("headers"))
     if meta.get("resUncompressed") is True:
         headers.pop("content-encoding", None)  # the body was inflated before it was written
@@ -115,7 +118,7 @@ def _exchange(tape: Any, line: int, where: str) -> Exchange:
         line=line,
         where=where,
         method=method,
-        url=host.rstrip("/") + (path if path.startswith("/") else f"/{path}"),
+        url=joined_url(host, path),
         request_headers=listed_headers(req.get("headers")),
         request_body=_body(req.get("body"), meta.get("reqHumanReadable") is True, "req.body"),
         status=status,

@@ -38,7 +38,13 @@ from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.core.limits import current
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
-from cachecast.logs.http.exchange import decoded_bytes, listed_headers, numbered
+from cachecast.logs.http.exchange import (
+    decoded_bytes,
+    http_status,
+    joined_url,
+    listed_headers,
+    numbered,
+)
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream, documents
 
@@ -113,18 +119,14 @@ class _BodyFiles:
         url = next((request[k] for k in _URL_KEYS if isinstance(request.get(k), str)), None)
         if url is None:
             raise RecordFieldError(f"{at}request.url", "missing (url, urlPath or a pattern)")
-        status = response.get("status", 200)
-        if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
-            raise RecordFieldError(
-                f"{at}response.status", f"expected an HTTP status, got {shown(status)}"
-            )
+        status = http_status(response.get("status", 200), f"{at}response.status")
         headers = listed_headers(response.get("headers"))
         return Exchange(
             line=line,
             where=where,
             method=method,
             # No host is kept: a local origin, so that the path is read as a path.
-            url="http://localhost" + (url if url.startswith("/") else f"/{url}"),
+            url=joined_url("http://localhost", url),
             request_headers={},
             request_body=_request_body(request.get("bodyPatterns"), f"{at}request.bodyPatterns"),
             status=status,
