@@ -155,6 +155,13 @@ _JSON_INTERACTIONS = re.compile(r'"(?:http_)?interactions"\s*:\s*\[')
 _RUBY_VCR1 = re.compile(r"^-\s+!ruby/(?:struct|object):VCR::HTTPInteraction\b", re.MULTILINE)
 _PHP_VCR = re.compile(r"\A\s*-[ \t]*(?:\n[ \t]+)?request:[ \t]*\n")
 _JSON_LIST_OF_REQUESTS = re.compile(r'\A\s*\[\s*\{\s*"request"\s*:\s*\{')
+# vcrpy's cassette dict dumped whole by a custom persister (LangChain's standard tests):
+# ``requests:`` first (the keys sorted), a list of vcrpy requests {body, headers, method,
+# uri}; ``responses:`` follows them, perhaps past the sniffed head.
+_PAIRED = re.compile(
+    r"""\A(?:---[ \t]*\n)?(?:requests:[ \t]*\n-[ \t]+|\s*\{\s*"requests"\s*:\s*\[\s*\{\s*")"""
+    r"(?:body|headers|method|uri)\b"
+)
 
 
 def _vcr_fits(sample: Sample) -> str | None:
@@ -166,10 +173,13 @@ def _vcr_fits(sample: Sample) -> str | None:
         return None
     if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
         return None
+    if _PAIRED.match(sample.text):  # LangChain's vcrpy persister
+        return None
     return (
         "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top,"
         " nor a list of '!ruby/struct:VCR::HTTPInteraction' (Ruby VCR 1.x) or of"
-        " {request, response} (php-vcr)"
+        " {request, response} (php-vcr), nor 'requests:' beside 'responses:' (vcrpy's"
+        " cassette dict, LangChain's persister)"
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
@@ -549,3 +550,60 @@ def test_folders_of_stub_recordings(tmp_path: Path) -> None:
         "write": 0,
         "output": 17,
     }
+
+
+# --- LangChain's vcrpy persister -----------------------------------------------------------
+
+
+def test_langchain_cassette_of_requests_and_responses(tmp_path: Path) -> None:
+    """langchain-tests' persister dumps vcrpy's own cassette dict with yaml.safe_dump (keys
+    sorted, bytes as !!binary) and gzips it: ``requests:`` and ``responses:`` side by side."""
+    cassette = {
+        "requests": [
+            {
+                "body": json.dumps(chat_body(t)).encode(),
+                "headers": {"content-type": ["application/json"], "api-key": ["PLACEHOLDER"]},
+                "method": "POST",
+                "uri": "https://api.openai.com/v1/chat/completions",
+            }
+            for t in "ab"
+        ],
+        "responses": [
+            {
+                "body": {"string": json.dumps(chat_response(prompt, cached, 3)).encode()},
+                "headers": {"Date": [DATE], "Content-Type": ["application/json"]},
+                "status": {"code": 200, "message": "OK"},
+            }
+            for prompt, cached in ((2_000, 0), (2_100, 1_920))
+        ],
+    }
+    path = tmp_path / "test_stream_usage.yaml.gz"
+    path.write_bytes(gzip.compress(yaml.safe_dump(cassette).encode()))
+    result = read(path)
+    assert (result.format, result.errors) == ("vcr", [])
+    # input 2,000 + 2,100 = 4,100, read 1,920, output 3 + 3 = 6
+    assert totals(result.requests) == {"input": 4_100, "read": 1_920, "write": 0, "output": 6}
+    # each pair is named by its request's line: the second request's "- body" line
+    text = yaml.safe_dump(cassette).splitlines()
+    starts = [n for n, line in enumerate(text, start=1) if line.startswith("- body:")]
+    assert [q.line for q in result.requests] == starts[:2]
+
+
+def test_langchain_cassette_bad_response_names_both_lists(tmp_path: Path) -> None:
+    cassette = {
+        "requests": [
+            {
+                "body": json.dumps(chat_body("a")),
+                "headers": {},
+                "method": "POST",
+                "uri": "https://api.openai.com/v1/chat/completions",
+            }
+        ],
+        "responses": [{"body": {"string": "{}"}, "headers": {}, "status": {"code": "OK"}}],
+    }
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cassette), encoding="utf-8")
+    result = read(path)
+    assert [(e.line, e.field) for e in result.errors] == [
+        (2, "requests[0]/responses[0].response.status.code")
+    ]
