@@ -49,12 +49,20 @@ from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream, documents
 
 _URL_KEYS = ("url", "urlPath", "urlPattern", "urlPathPattern")
-_BODY_KEYS = ("body", "jsonBody", "base64Body", "bodyFileName")
+_REQUEST_ONLY = ("urlPath", "urlPattern", "urlPathPattern", "bodyPatterns", "queryParameters")
+_RESPONSE_ONLY = (
+    "jsonBody",
+    "base64Body",
+    "bodyFileName",
+    "fixedDelayMilliseconds",
+    "transformers",
+)
+_MAPPING_ONLY = ("uuid", "persistent", "insertionIndex", "scenarioName", "priority")
 
 
 def is_mapping(value: Any) -> bool:
-    """A stub mapping: a request with a method and a URL key of WireMock's, a response that
-    is no HAR response (HAR entries have ``content``), and no HAR ``startedDateTime``."""
+    """A stub mapping's shape: a request with a method and a URL key of WireMock's, a
+    response that is no HAR response (HAR entries have ``content``), no ``startedDateTime``."""
     if not isinstance(value, dict) or "startedDateTime" in value:
         return False
     request, response = value.get("request"), value.get("response")
@@ -63,16 +71,25 @@ def is_mapping(value: Any) -> bool:
     if "content" in response or isinstance(request.get("headers"), list):
         return False
     has_url = any(key in request for key in _URL_KEYS)
-    has_wiremock = any(key in request for key in _URL_KEYS[1:]) or "bodyPatterns" in request
-    shaped = has_wiremock or "status" in response or any(k in response for k in _BODY_KEYS)
-    return has_url and isinstance(request.get("method"), str) and shaped
+    return has_url and isinstance(request.get("method"), str)
+
+
+def _wiremock_only(mapping: dict[str, Any]) -> bool:
+    """Keys no other recording has: WireMock's matchers, response bodies and stub metadata
+    (a file of one mapping is told from other {request, response} records by them)."""
+    request, response = mapping["request"], mapping["response"]
+    return (
+        any(key in request for key in _REQUEST_ONLY)
+        or any(key in response for key in _RESPONSE_ONLY)
+        or any(key in mapping for key in _MAPPING_ONLY)
+    )
 
 
 def fits(value: Any) -> bool:
     if isinstance(value, dict) and isinstance(value.get("mappings"), list):
         mappings = value["mappings"]
         return not mappings or any(is_mapping(m) for m in mappings[:8])
-    return is_mapping(value)
+    return is_mapping(value) and _wiremock_only(value)
 
 
 def read(stream: LogStream) -> Iterator[Item]:

@@ -24,6 +24,7 @@ import yaml
 from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import Limits, limits_in_force
 from cachecast.logs.errors import LogFileError
+from cachecast.logs.formats import detect_format
 from cachecast.passes.log_input import expand_log_paths
 from tests.logs.helpers import read, totals
 from tests.logs.test_more_dialects import (
@@ -607,3 +608,18 @@ def test_langchain_cassette_bad_response_names_both_lists(tmp_path: Path) -> Non
     assert [(e.line, e.field) for e in result.errors] == [
         (2, "requests[0]/responses[0].response.status.code")
     ]
+
+
+def test_wiremock_detection_needs_wiremock_keys(tmp_path: Path) -> None:
+    """A file of one mapping on one line is WireMock by its keys (bodyPatterns, uuid...);
+    JSON lines of other {request: {method, url}, response: {status}} records are not."""
+    one = tmp_path / "mapping.json"
+    one.write_text(json.dumps(mapping(chat_body("a"), {"body": "{}"})), encoding="utf-8")
+    assert detect_format(one)[0].name == "wiremock"
+    proxy = tmp_path / "proxy.jsonl"
+    line = {
+        "request": {"method": "POST", "url": "/v1/chat/completions", "body": chat_body("a")},
+        "response": {"status": 200, "body": chat_response(10, 0, 1)},
+    }
+    proxy.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    assert detect_format(proxy)[0].name != "wiremock"
