@@ -1,5 +1,6 @@
-"""WireMock stub mappings (Java WireMock, its standalone recorder and snapshots; WireMock.Net
-and the Python and Node clients write the same JSON): recorded traffic as a JSON document,
+"""WireMock stub mappings (Java WireMock, its standalone recorder and snapshots, and the
+clients that write its JSON; WireMock.Net's own model is read by
+:mod:`cachecast.logs.wiremock_net`): recorded traffic as a JSON document,
 either ``{"mappings": [mapping, ...]}`` or one mapping per file (the recorder writes
 ``<root>/mappings/*.json``, docs/log-formats.md, "WireMock")::
 
@@ -36,6 +37,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.core.limits import current
+from cachecast.logs import wiremock_net
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
 from cachecast.logs.http.exchange import (
@@ -89,7 +91,7 @@ def fits(value: Any) -> bool:
     if isinstance(value, dict) and isinstance(value.get("mappings"), list):
         mappings = value["mappings"]
         return not mappings or any(is_mapping(m) for m in mappings[:8])
-    return is_mapping(value) and _wiremock_only(value)
+    return (is_mapping(value) and _wiremock_only(value)) or wiremock_net.fits(value)
 
 
 def read(stream: LogStream) -> Iterator[Item]:
@@ -100,7 +102,12 @@ def read(stream: LogStream) -> Iterator[Item]:
             yield line, document
             continue
         whole = stream.whole_document
-        if "mappings" in document and not is_mapping(document):
+        if isinstance(document, list):  # WireMock.Net: a list of its mappings
+            entries = [
+                (index + 1 if whole else line, f"[{index}]", mapping)
+                for index, mapping in enumerate(document)
+            ]
+        elif "mappings" in document and not is_mapping(document):
             entries = [
                 (index + 1 if whole else line, f"mappings[{index}]", mapping)
                 for index, mapping in enumerate(document["mappings"])
@@ -122,6 +129,8 @@ class _BodyFiles:
         self.folder = root / "__files"
 
     def exchange(self, mapping: Any, line: int, where: str) -> Exchange:
+        if isinstance(mapping, dict) and "Request" in mapping:
+            return wiremock_net.exchange(mapping, line, where)
         at = f"{where}." if where else ""
         if not isinstance(mapping, dict):
             raise RecordFieldError(where or "<document>", "expected a mapping {request, response}")

@@ -125,6 +125,36 @@ def test_wiremock_recorder_folder_with_body_files(tmp_path: Path) -> None:
     assert result.requests[0].timestamp is not None  # the Date header
 
 
+def net_mapping(request_body: Any, response: dict[str, Any]) -> dict[str, Any]:
+    """A mapping as WireMock.Net's recorder writes it (its own model, capitalised)."""
+    return {
+        "Guid": "0f9a6b52-0000-0000-0000-000000000001",
+        "Request": {
+            "Path": {"Matchers": [{"Name": "ExactMatcher", "Pattern": "/v1/chat/completions"}]},
+            "Methods": ["POST"],
+            "Body": {"Matcher": {"Name": "JsonMatcher", "Pattern": request_body}},
+        },
+        "Response": {"StatusCode": 200, "Headers": {"Date": DATE}, **response},
+    }
+
+
+def test_wiremock_net_mappings(tmp_path: Path) -> None:
+    mappings = [
+        net_mapping(chat_body("a"), {"BodyAsJson": chat_response(1_300, 1_280, 2)}),
+        net_mapping(chat_body("b"), {"Body": json.dumps(chat_response(400, 0, 1))}),
+        net_mapping(chat_body("c"), {"BodyAsBytes": b64(chat_response(50, 0, 1))}),
+        net_mapping(chat_body("d"), {"BodyAsFile": "C:/stubs/answer.json"}),
+    ]
+    path = write_json(tmp_path / "stubs.json", mappings)
+    result = read(path)
+    assert result.format == "wiremock"
+    # input 1,300 + 400 + 50 = 1,750, read 1,280, output 2 + 1 + 1 = 4
+    assert totals(result.requests) == {"input": 1_750, "read": 1_280, "write": 0, "output": 4}
+    assert [(e.line, e.field) for e in result.errors] == [(4, "[3].Response.BodyAsFile")]
+    one = write_json(tmp_path / "one.json", mappings[0])
+    assert totals(read(one).requests) == {"input": 1_300, "read": 1_280, "write": 0, "output": 2}
+
+
 @pytest.mark.parametrize(
     ("response", "field", "reason"),
     [
