@@ -33,17 +33,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.core.limits import current
 from cachecast.logs import wiremock_net
 from cachecast.logs.errors import LogRecordError
-from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
+from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
 from cachecast.logs.http.exchange import (
     decoded_bytes,
     http_status,
-    joined_url,
     listed_headers,
     numbered,
 )
@@ -145,26 +142,18 @@ class _BodyFiles:
         url = next((request[k] for k in _URL_KEYS if isinstance(request.get(k), str)), None)
         if url is None:
             raise RecordFieldError(f"{at}request.url", "missing (url, urlPath or a pattern)")
-        status = http_status(response.get("status", 200), f"{at}response.status")
-        headers = listed_headers(response.get("headers"))
-        return Exchange(
-            line=line,
-            where=where,
-            method=method,
-            # No host is kept: a local origin, so that the path is read as a path.
-            url=joined_url("http://localhost", url),
-            request_headers={},
-            request_body=_request_body(request.get("bodyPatterns"), f"{at}request.bodyPatterns"),
-            status=status,
-            response_headers=headers,
-            response_body=self._response_body(response, f"{at}response", line),
-            timestamp=http_date(headers.get("date")),
+        return wiremock_net.stub_exchange(
+            line,
+            where,
+            (method, url, _request_body(request.get("bodyPatterns"), f"{at}request.bodyPatterns")),
+            http_status(response.get("status", 200), f"{at}response.status"),
+            listed_headers(response.get("headers")),
+            self._response_body(response, f"{at}response", line),
         )
 
     def _response_body(self, response: dict[str, Any], field: str, line: int) -> Any:
         if "jsonBody" in response:
-            value = response["jsonBody"]
-            return value if isinstance(value, dict | list) else orjson.dumps(value).decode()
+            return wiremock_net.json_body(response["jsonBody"])
         if isinstance(response.get("base64Body"), str):
             return decoded_bytes(response["base64Body"], "base64", f"{field}.base64Body")
         name = response.get("bodyFileName")
@@ -209,8 +198,7 @@ def _request_body(patterns: Any, field: str) -> Any:
         if not isinstance(pattern, dict):
             continue
         if "equalToJson" in pattern:
-            value = pattern["equalToJson"]
-            return value if isinstance(value, str | dict | list) else orjson.dumps(value).decode()
+            return wiremock_net.json_body(pattern["equalToJson"])
         if isinstance(pattern.get("equalTo"), str):
             return pattern["equalTo"]
         if isinstance(pattern.get("binaryEqualTo"), str):

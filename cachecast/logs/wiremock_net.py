@@ -68,6 +68,38 @@ def _pattern(value: Any, names: tuple[str, ...]) -> Any:
     return None
 
 
+def json_body(value: Any) -> Any:
+    """A body WireMock holds as a JSON value: objects and lists as they are (the readers take
+    them parsed), any other value as its JSON text."""
+    return value if isinstance(value, str | dict | list) else orjson.dumps(value).decode()
+
+
+def stub_exchange(
+    line: int,
+    where: str,
+    request: tuple[str, str, Any],
+    status: int,
+    headers: dict[str, str],
+    response_body: Any,
+) -> Exchange:
+    """A mapping of either model as an exchange; ``request`` is (method, path, body). No
+    host is kept: a local origin, so that the path is read as a path; no time either, but
+    the response's ``Date`` header."""
+    method, path, body = request
+    return Exchange(
+        line=line,
+        where=where,
+        method=method,
+        url=joined_url("http://localhost", path),
+        request_headers={},
+        request_body=body,
+        status=status,
+        response_headers=headers,
+        response_body=response_body,
+        timestamp=http_date(headers.get("date")),
+    )
+
+
 def _status(value: Any, field: str) -> int:
     if value is None:
         return 200  # WireMock.Net's default
@@ -91,27 +123,19 @@ def exchange(mapping: Any, line: int, where: str) -> Exchange:
     if not isinstance(path, str):
         raise RecordFieldError(f"{at}Request.Path", "no exact path (ExactMatcher or text)")
     body = _pattern(request.get("Body"), _BODY_MATCHERS)
-    if body is not None and not isinstance(body, str | dict | list):
-        body = orjson.dumps(body).decode()
-    headers = listed_headers(response.get("Headers"))
-    return Exchange(
-        line=line,
-        where=where,
-        method=method,
-        url=joined_url("http://localhost", path),
-        request_headers={},
-        request_body=body,
-        status=_status(response.get("StatusCode"), f"{at}Response.StatusCode"),
-        response_headers=headers,
-        response_body=_response_body(response, f"{at}Response"),
-        timestamp=http_date(headers.get("date")),
+    return stub_exchange(
+        line,
+        where,
+        (method, path, None if body is None else json_body(body)),
+        _status(response.get("StatusCode"), f"{at}Response.StatusCode"),
+        listed_headers(response.get("Headers")),
+        _response_body(response, f"{at}Response"),
     )
 
 
 def _response_body(response: dict[str, Any], field: str) -> Any:
     if "BodyAsJson" in response:
-        value = response["BodyAsJson"]
-        return value if isinstance(value, dict | list) else orjson.dumps(value).decode()
+        return json_body(response["BodyAsJson"])
     if isinstance(response.get("BodyAsBytes"), str):
         return decoded_bytes(response["BodyAsBytes"], "base64", f"{field}.BodyAsBytes")
     if response.get("BodyAsFile") is not None:
