@@ -21,13 +21,8 @@ from cachecast.passes.log_input import LogInput
 from cachecast.usecases.estimate import EstimateRequest, estimate
 from tests.logs.test_more_dialects import RUBY_VCR_1, chat_body, chat_response, track
 from tests.logs.test_more_dialects_web import har_entry, nock_definition
-from tests.logs.test_stub_dialects import (
-    TAPE,
-    easyvcr_csharp,
-    hoverfly_pair,
-    mapping,
-    simulation,
-)
+from tests.logs.test_stub_dialects import TAPE, hoverfly_pair, mapping, simulation
+from tests.logs.test_stub_dialects_more import easyvcr_csharp
 from tests.service.test_api import assert_problem
 
 pytestmark = pytest.mark.anyio
