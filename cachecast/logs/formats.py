@@ -205,7 +205,7 @@ def _anthropic_requests_fit(sample: Sample) -> str | None:
 
 
 def _talkback_fits(sample: Sample) -> str | None:
-    if talkback.fits_text(sample.text):
+    if talkback.fits_text(sample.text) or any(map(talkback.is_tape, sample.records[:1])):
         return None
     return "no meta:, req: and res: objects opening the lines of one (JSON5) object"
 

@@ -57,6 +57,21 @@ def fits_text(text: str) -> bool:
     )
 
 
+def is_tape(value: Any) -> bool:
+    """A tape parsed already (a compact JSON tape, all on one line): ``meta``, and ``req``
+    with a method and url, ``res`` with a status."""
+    if not isinstance(value, dict) or not isinstance(value.get("meta"), dict):
+        return False
+    req, res = value.get("req"), value.get("res")
+    return (
+        isinstance(req, dict)
+        and isinstance(req.get("method"), str)
+        and isinstance(req.get("url"), str)
+        and isinstance(res, dict)
+        and "status" in res
+    )
+
+
 def read(stream: LogStream) -> Iterator[Item]:
     tape = stream.take_preloaded()
     if tape is None:

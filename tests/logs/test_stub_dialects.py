@@ -396,6 +396,21 @@ def test_talkback_json5_tape(tmp_path: Path) -> None:
     assert result.requests[0].timestamp == 1_748_772_000
 
 
+def test_talkback_compact_json_tape(tmp_path: Path) -> None:
+    """A tape written as compact JSON (one line) is a tape too, not a line of JSON lines."""
+    tape = {
+        "meta": {"createdAt": "2025-06-01T10:00:00.000Z", "host": "https://api.openai.com"},
+        "req": {"url": "/v1/chat/completions", "method": "POST", "body": chat_body("a")},
+        "res": {"status": 200, "headers": {}, "body": chat_response(640, 512, 2)},
+    }
+    path = tmp_path / "tape.json"
+    path.write_text(json.dumps(tape), encoding="utf-8")
+    result = read(path)
+    assert (result.format, result.errors) == ("talkback", [])
+    # prompt 640 with 512 cached, completion 2
+    assert totals(result.requests) == {"input": 640, "read": 512, "write": 0, "output": 2}
+
+
 def test_talkback_base64_and_stream_bodies(tmp_path: Path) -> None:
     """Bodies talkback could not keep readable are base64 (a gzip response with no
     resUncompressed); an event stream is readable text. talkback 1.x wrote plain JSON."""
