@@ -24,16 +24,20 @@ from cachecast.logs import (
     batch,
     claude_code,
     codex,
+    easyvcr,
     govcr,
     har,
     helicone,
+    hoverfly,
     jsonl,
     langfuse,
     langsmith,
     litellm,
     nock,
     otel,
+    talkback,
     vcr,
+    wiremock,
 )
 from cachecast.logs.compressed import compression_of, decompressed_copy, remove
 from cachecast.logs.errors import LogFileError, UnknownLogFormatError
@@ -151,6 +155,13 @@ _JSON_INTERACTIONS = re.compile(r'"(?:http_)?interactions"\s*:\s*\[')
 _RUBY_VCR1 = re.compile(r"^-\s+!ruby/(?:struct|object):VCR::HTTPInteraction\b", re.MULTILINE)
 _PHP_VCR = re.compile(r"\A\s*-[ \t]*(?:\n[ \t]+)?request:[ \t]*\n")
 _JSON_LIST_OF_REQUESTS = re.compile(r'\A\s*\[\s*\{\s*"request"\s*:\s*\{')
+# vcrpy's cassette dict dumped whole by a custom persister (LangChain's standard tests):
+# ``requests:`` first (the keys sorted), a list of vcrpy requests {body, headers, method,
+# uri}; ``responses:`` follows them, perhaps past the sniffed head.
+_PAIRED = re.compile(
+    r"""\A(?:---[ \t]*\n)?(?:requests:[ \t]*\n-[ \t]+|\s*\{\s*"requests"\s*:\s*\[\s*\{\s*")"""
+    r"(?:body|headers|method|uri)\b"
+)
 
 
 def _vcr_fits(sample: Sample) -> str | None:
@@ -162,10 +173,13 @@ def _vcr_fits(sample: Sample) -> str | None:
         return None
     if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
         return None
+    if _PAIRED.match(sample.text):  # LangChain's vcrpy persister
+        return None
     return (
         "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top,"
         " nor a list of '!ruby/struct:VCR::HTTPInteraction' (Ruby VCR 1.x) or of"
-        " {request, response} (php-vcr)"
+        " {request, response} (php-vcr), nor 'requests:' beside 'responses:' (vcrpy's"
+        " cassette dict, LangChain's persister)"
     )
 
 
@@ -188,6 +202,12 @@ def _anthropic_requests_fit(sample: Sample) -> str | None:
         if document is None:
             return sample.why_not_json()
     return 'no {custom_id, params} request (JSON lines or a {"requests": [...]} document)'
+
+
+def _talkback_fits(sample: Sample) -> str | None:
+    if talkback.fits_text(sample.text) or any(map(talkback.is_tape, sample.records[:1])):
+        return None
+    return "no meta:, req: and res: objects opening the lines of one (JSON5) object"
 
 
 def _langsmith_value(value: Any) -> bool:
@@ -220,6 +240,30 @@ FORMATS: tuple[LogFormat, ...] = (
         "nock recordings (Node.js: nock.back fixtures, the recorder's definitions)",
         _objects_fit(nock.fits, "list of nock definitions {scope, method, path, status}"),
         nock.read,
+    ),
+    LogFormat(
+        "wiremock",
+        "WireMock stub mappings (recorder output: {mappings} or one mapping per file)",
+        _objects_fit(wiremock.fits, "WireMock mapping {request: {method, url}, response}"),
+        wiremock.read,
+    ),
+    LogFormat(
+        "hoverfly",
+        "Hoverfly simulation (captured request/response pairs, any schema version)",
+        _objects_fit(hoverfly.fits, "data.pairs (a Hoverfly simulation)"),
+        hoverfly.read,
+    ),
+    LogFormat(
+        "talkback",
+        "talkback tape (Node.js: one recorded request per JSON5 file, {meta, req, res})",
+        _talkback_fits,
+        talkback.read,
+    ),
+    LogFormat(
+        "easyvcr",
+        "EasyVCR cassette (C# and Java: a list of {RecordedAt, Request, Response})",
+        _objects_fit(easyvcr.fits, "list of EasyVCR interactions {RecordedAt, Request, Response}"),
+        easyvcr.read,
     ),
     LogFormat(
         "langfuse",

@@ -26,7 +26,13 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import decoded_bytes, is_hex, listed_headers
+from cachecast.logs.http.exchange import (
+    decoded_bytes,
+    http_status,
+    is_hex,
+    joined_url,
+    listed_headers,
+)
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
@@ -53,16 +59,14 @@ def _exchange(definition: Any, line: int, where: str) -> Exchange:
     for key, value in (("scope", scope), ("path", path), ("method", method)):
         if not isinstance(value, str):
             raise RecordFieldError(f"{where}.{key}", f"expected a string, got {shown(value)}")
-    status = definition["status"]
-    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
-        raise RecordFieldError(f"{where}.status", f"expected an HTTP status, got {shown(status)}")
+    status = http_status(definition["status"], f"{where}.status")
     headers = _raw_headers(definition.get("rawHeaders"), f"{where}.rawHeaders")
     body = definition.get("body")
     return Exchange(
         line=line,
         where=where,
         method=method,
-        url=scope.rstrip("/") + (path if path.startswith("/") else f"/{path}"),
+        url=joined_url(scope, path),
         request_headers=listed_headers(definition.get("reqheaders")),
         request_body=None if body == "" else body,
         status=status,

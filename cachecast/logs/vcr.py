@@ -19,6 +19,10 @@
 - php-vcr (PHP): a top-level list of ``{request: {method, url, headers, body}, response:
   {status: {code, message}, headers, body, curl_info?}, index?}``, YAML or JSON; headers map
   names to single values.
+- LangChain's standard tests (``langchain-tests``: a gzip-compressed ``.yaml.gz``) and other
+  custom vcrpy persisters that dump vcrpy's own cassette dict: ``requests: [{method, uri,
+  body, headers}]`` beside ``responses: [{status, headers, body: {string}}]``, the two lists
+  paired by position (``requests[i]`` / ``responses[i]`` in field paths).
 - go-vcr v1 and v2: ``version``, ``interactions[].request: {body, headers, url, method, form,
   proto...}``, ``response: {body, headers, status: "200 OK", code: 200, duration}``;
   headers map names to lists.
@@ -54,11 +58,21 @@ KEYS = ("interactions", "http_interactions")  # vcrpy and go-vcr; Ruby VCR
 TAG_ALIASES = {"!binary": "tag:yaml.org,2002:binary"}
 
 
+PAIRED = ("requests", "responses")  # vcrpy's cassette dict, as custom persisters dump it
+PAIRED_WHERE = "requests[{0}]/responses[{0}]"
+
+
+def _paired(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(value.get(key), list) for key in PAIRED)
+
+
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
     if isinstance(value, list):  # Ruby VCR 1.x, php-vcr: the interactions themselves
         return bool(value) and all(
             isinstance(item, dict) and "request" in item for item in value[:8]
         )
+    if _paired(value):
+        return True
     return isinstance(value, dict) and any(isinstance(value.get(key), list) for key in KEYS)
 
 
@@ -68,6 +82,12 @@ def _interactions(data: Any) -> list[Any]:
     for key in KEYS:
         if isinstance(data, dict) and isinstance(data.get(key), list):
             return list(data[key])
+    if _paired(data):  # a request left without its response keeps None there
+        requests, responses = data["requests"], data["responses"]
+        return [
+            {"request": request, "response": responses[i] if i < len(responses) else None}
+            for i, request in enumerate(requests)
+        ]
     return []
 
 
@@ -90,6 +110,8 @@ def load(path: Any) -> tuple[Any, list[int]]:
     if isinstance(data, list):  # Ruby VCR 1.x: the interactions at the root
         return data, document.item_lines.get("", [])
     key = next((k for k in KEYS if isinstance(data, dict) and isinstance(data.get(k), list)), None)
+    if key is None and _paired(data):
+        key = "requests"  # each pair starts where its request does
     return data, document.item_lines.get(key, []) if key is not None else []
 
 
@@ -101,9 +123,13 @@ def read(stream: LogStream) -> Iterator[Item]:
     if not fits(data):
         yield 1, stream.error(1, "interactions", "missing: not a VCR cassette")
         return
-    key = "" if isinstance(data, list) else next(k for k in KEYS if isinstance(data.get(k), list))
+    if isinstance(data, list):
+        where = "[{0}]"
+    else:
+        key = next((k for k in KEYS if isinstance(data.get(k), list)), None)
+        where = PAIRED_WHERE if key is None else key + "[{0}]"
     entries = (
-        (lines[index] if index < len(lines) else index + 1, f"{key}[{index}]", entry)
+        (lines[index] if index < len(lines) else index + 1, where.format(index), entry)
         for index, entry in enumerate(_interactions(data))
     )
     yield from read_exchanges(stream, exchanges_of(stream, entries, _exchange))

@@ -187,7 +187,22 @@ class LogInput(BaseModel):
 
 # What a folder given as a log contributes: files of the kinds logs are kept in, compressed
 # or not (docs/log-formats.md, "Files, folders, globs").
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".yaml", ".yml", ".har", ".log", ".txt")
+# (.json5: talkback's tapes; .zhar: mitmproxy's zlib-compressed HAR.)
+LOG_SUFFIXES = (
+    ".jsonl",
+    ".ndjson",
+    ".json",
+    ".json5",
+    ".yaml",
+    ".yml",
+    ".har",
+    ".zhar",
+    ".log",
+    ".txt",
+)
+# Folders that hold no recording of their own: WireMock's response bodies, which the
+# mappings beside them name (``cachecast.logs.wiremock``).
+BODY_FOLDERS = ("__files",)
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2", ".xz")
 GLOB_CHARACTERS = "*?["
 
@@ -228,6 +243,8 @@ def _folder_logs(folder: Path) -> list[Path]:
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder).parts
         if any(part.startswith(".") for part in relative) or not path.is_file():
+            continue
+        if any(part in BODY_FOLDERS for part in relative[:-1]):
             continue
         name = path.name.lower()
         for suffix in COMPRESSED_SUFFIXES:

@@ -1,6 +1,7 @@
 """Uploads of the recording dialects read since issue 26 (govcr, Ruby VCR 1.x, nock, HAR
-entries as JSON lines): ``POST /v1/estimates`` reads them as the CLI does, and a hostile
-variant is a 4xx naming the upload, the record's line and its field.
+entries as JSON lines, WireMock, Hoverfly, talkback, EasyVCR): ``POST /v1/estimates`` reads
+them as the CLI does, and a hostile variant is a 4xx naming the upload, the record's line and
+its field.
 
 Expected request counts are the model calls written into each upload (builders of
 tests/logs/test_more_dialects*.py); the bill is the CLI's reading of the same file.
@@ -20,6 +21,8 @@ from cachecast.passes.log_input import LogInput
 from cachecast.usecases.estimate import EstimateRequest, estimate
 from tests.logs.test_more_dialects import RUBY_VCR_1, chat_body, chat_response, track
 from tests.logs.test_more_dialects_web import har_entry, nock_definition
+from tests.logs.test_stub_dialects import TAPE, hoverfly_pair, mapping, simulation
+from tests.logs.test_stub_dialects_more import easyvcr_csharp
 from tests.service.test_api import assert_problem
 
 pytestmark = pytest.mark.anyio
@@ -35,6 +38,24 @@ UPLOADS = {
     "ruby-vcr-1": ("old.yml", RUBY_VCR_1, 2),  # an Anthropic and an OpenAI call
     "nock": ("nock.json", json.dumps([nock_definition(chat_response(900, 512, 4))]), 1),
     "har-lines": ("e.jsonl", "".join(json.dumps(har_entry(i, 100, 1)) + "\n" for i in (1, 2)), 2),
+    "wiremock": (
+        "stubs.json",
+        json.dumps(
+            {"mappings": [mapping(chat_body("a"), {"jsonBody": chat_response(1_200, 1_024, 5)})]}
+        ),
+        1,
+    ),
+    "hoverfly": (
+        "simulation.json",
+        json.dumps(simulation([hoverfly_pair(chat_body("a"), json.dumps(chat_response(9, 0, 4)))])),
+        1,
+    ),
+    "talkback": ("unnamed-1.json5", TAPE, 1),
+    "easyvcr": (
+        "chat.json",
+        json.dumps([easyvcr_csharp(chat_body("a"), chat_response(8, 0, 2))]),
+        1,
+    ),
 }
 
 
@@ -74,3 +95,23 @@ async def test_a_hostile_govcr_upload_names_its_track_and_field(
     (error,) = body["errors"]
     assert error["field"].endswith("Tracks[0].Response.StatusCode")
     assert error["line"] == 1  # the track's position
+
+
+async def test_an_uploaded_wiremock_mapping_cannot_name_body_files(
+    client: httpx.AsyncClient,
+) -> None:
+    stub = mapping(chat_body("a"), {"bodyFileName": "../../etc/passwd"})
+    stub2 = mapping(chat_body("b"), {"bodyFileName": "v1_chat-1.json"})
+    response = await client.post(
+        "/v1/estimates",
+        files={"log": ("stubs.json", json.dumps({"mappings": [stub, stub2]}).encode())},
+        data={"targets": TARGETS},
+    )
+    body = assert_problem(response, 422)
+    # the upload is compact JSON, one line: both mappings are on line 1, told apart by path
+    assert [(e["line"], e["field"]) for e in body["errors"]] == [
+        (1, "log.mappings[0].response.bodyFileName"),
+        (1, "log.mappings[1].response.bodyFileName"),
+    ]
+    assert "leads out of the __files folder" in body["errors"][0]["message"]
+    assert "an upload carries no body files" in body["errors"][1]["message"]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import current
+from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import LogStream
 
 
@@ -80,6 +81,19 @@ def decoded_bytes(text: str, encoding: str, field: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except (ValueError, binascii.Error):
         raise RecordFieldError(field, f"not {encoding} bytes") from None
+
+
+def http_status(value: Any, field: str) -> int:
+    """A recorded status code: an integer from 0 (no response) to 999, else an error naming
+    ``field``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 999:
+        raise RecordFieldError(field, f"expected an HTTP status, got {shown(value)}")
+    return value
+
+
+def joined_url(origin: str, path: str) -> str:
+    """An origin (``https://host:443``) and the path a recording keeps apart from it."""
+    return origin.rstrip("/") + (path if path.startswith("/") else f"/{path}")
 
 
 def listed_headers(value: Any) -> dict[str, str]:
