@@ -43,6 +43,7 @@ from pydantic import Field
 
 from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
+from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.sessions.profiles import PROFILES, profile_for_format
 from cachecast.sessions.reading import SessionRequest
@@ -97,8 +98,8 @@ class UsageRequest(Request):
     """The sessions to report on and how; ``files`` empty: the default locations."""
 
     files: list[SessionFile] = Field(default_factory=list)
-    since: dt.date | None = Field(None, description="first day included (in timezone)")
-    until: dt.date | None = Field(None, description="last day included (in timezone)")
+    since: IsoDate | None = Field(None, description="first day included (in timezone)")
+    until: IsoDate | None = Field(None, description="last day included (in timezone)")
     timezone: str = Field("UTC", description="IANA zone the days are counted in")
     by: list[Grouping] = Field(default_factory=lambda: list[Grouping](["day"]), min_length=1)
     ttl: TtlName | None = Field(None, description="what-if: every cache write with this TTL")

@@ -10,7 +10,6 @@ temporary folder for the request only and are named in the report by their uploa
 
 from __future__ import annotations
 
-import datetime as dt
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 
+from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location
 from cachecast.service.isolation import Subject, run_isolated
 from cachecast.service.problems import from_pydantic
@@ -60,8 +60,8 @@ class UsageBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     sessions: list[SessionText] = Field(min_length=1, max_length=MAX_FILES)
-    since: dt.date | None = None
-    until: dt.date | None = None
+    since: IsoDate | None = None
+    until: IsoDate | None = None
     timezone: str = "UTC"
     by: list[Grouping] = Field(
         default_factory=lambda: list[Grouping](["day"]), min_length=1, max_length=4
