@@ -447,7 +447,7 @@ async def test_api_multipart_and_json(migrated_db_url: str) -> None:
         empty = await client.post("/v1/usage-reports", json={"sessions": []})
         assert empty.status_code == 422
         # A day is YYYY-MM-DD: pydantic alone reads "0" as 1970-01-01 (schemathesis found it).
-        for since in ("0", "1700000000", "2026-01-01T00:00:00"):
+        for since in ("0", "1700000000", "2026-01-01T00:00:00", ""):
             sessions = [{"name": "short.jsonl", "content": path.read_text()}]
             as_json = await client.post(
                 "/v1/usage-reports", json={"sessions": sessions, "since": since}

@@ -127,10 +127,9 @@ async def create_usage_report(
                     )
                     for index, upload in enumerate(uploads)
                 ]
+                # An empty field is kept: it is a value ("" is no day), not an absent one.
                 options = {
-                    name: value
-                    for name in _OPTIONS
-                    if isinstance(value := form.get(name), str) and value
+                    name: value for name in _OPTIONS if isinstance(value := form.get(name), str)
                 }
                 for name in _LISTS:
                     values = [value for value in form.getlist(name) if isinstance(value, str)]
