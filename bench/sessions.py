@@ -7,7 +7,7 @@ Workload: every ``*.jsonl`` under ``--sessions`` (default: the shared Claude Cod
 recordings, ``$CACHECAST_SHARED_DATA/recordings/claude_code``, by default
 ``../shared/data``), laid out the way Claude Code writes
 them (``<config>/projects/<project>/<session>.jsonl``, subagents in
-``<session>/subagents/``) as symbolic links in a temporary folder, ``--copies`` times (each
+``<session>/subagents/``) as copies in a temporary folder, ``--copies`` times (each
 copy a project of its own: a folder K times larger, every line parsed by both tools). Each
 number given to ``--copies`` is a workload of its own, measured in the same run (default: 1
 and 8: one copy is mostly start-up, eight mostly reading). Both tools find the files by the
@@ -77,7 +77,7 @@ def run(command: Sequence[str], env: dict[str, str]) -> Run:
 
 
 def lay_out(sessions: Path, config: Path, copies: int) -> tuple[int, int]:
-    """Symbolic links under ``config/projects``: (files, bytes)."""
+    """Copies under ``config/projects``: (files, bytes)."""
     files = sorted(path for path in sessions.rglob("*.jsonl") if path.is_file())
     total = 0
     for copy in range(copies):
@@ -91,7 +91,8 @@ def lay_out(sessions: Path, config: Path, copies: int) -> tuple[int, int]:
             inside = relative.relative_to(project)
             target = config / "projects" / name / inside
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(path)
+            # A copy, not a link: cachecast reads a file reached by two paths once.
+            shutil.copyfile(path, target)
             total += path.stat().st_size
     return len(files) * copies, total
 
