@@ -1,30 +1,35 @@
 """Session usage report: ``cachecast usage --json`` against ccusage 17 on the same files.
 
-    .venv/bin/python -m bench.sessions [--sessions DIR] [--copies 1] [--repeat 5]
-        [--ccusage PATH] [--database-url URL]
+    .venv/bin/python -m bench.sessions [--sessions DIR] [--copies 1 8] [--repeat 9]
+        [--ccusage PATH] [--database-url URL] [--cachecast PATH]
 
 Workload: every ``*.jsonl`` under ``--sessions`` (default: the shared Claude Code
 recordings, ``$CACHECAST_SHARED_DATA/recordings/claude_code``, by default
 ``../shared/data``), laid out the way Claude Code writes
 them (``<config>/projects/<project>/<session>.jsonl``, subagents in
-``<session>/subagents/``) as symbolic links in a temporary folder, ``--copies`` times (each
-copy a project of its own: a folder K times larger, every line parsed by both tools). Both
-tools find the files by the same setting, ``CLAUDE_CONFIG_DIR``, with ``HOME`` pointing to
-an empty temporary folder.
+``<session>/subagents/``) as copies in a temporary folder, ``--copies`` times (each
+copy a project of its own: a folder K times larger, every line parsed by both tools). Each
+number given to ``--copies`` is a workload of its own, measured in the same run (default: 1
+and 8: one copy is mostly start-up, eight mostly reading). Both tools find the files by the
+same setting, ``CLAUDE_CONFIG_DIR``, with ``HOME`` pointing to an empty temporary folder.
 
 ccusage: ``ccusage@17`` installed from the npm registry into a temporary folder (``npm
 install``; nothing is written in the repository), or ``--ccusage PATH`` to an installed
 ``ccusage`` executable; it runs as ``ccusage session --json --offline`` (its executable
 directly, not through ``npx``, whose own start-up would be counted against ccusage).
-cachecast: ``python -m cachecast usage --json`` with a migrated contract database (a
-temporary SQLite file unless ``--database-url``).
+cachecast: the ``cachecast`` console script beside this Python (what a user runs; ``--cachecast
+PATH`` for another), ``cachecast usage --json`` with a migrated contract database (a temporary
+SQLite file unless ``--database-url``), this checkout first on ``PYTHONPATH``.
 
-Each run is a fresh process, start-up included; the two alternate, ``--repeat`` times each.
-Printed: the median wall seconds and CPU seconds (user + system) of each, their ratios
-(cachecast / ccusage: below 1 is faster), and the peak resident memory of each (the child's
-``ru_maxrss`` from ``os.wait4``; both are measured the same way, and the floor that method
-reports for ``/bin/true`` is printed beside them). Both reports' request counts and token
-totals are printed too, as a check that they read the same traffic.
+Each run is a fresh process, start-up included; the two alternate, ``--repeat`` times each
+(after one unmeasured run of each, which warms the file cache and lets cachecast remember the
+contract answers it reads from the database, as it does for a user from the second run on).
+Printed per workload: the median wall seconds and CPU seconds (user + system) of each, their
+ratios (cachecast / ccusage: below 1 is faster), and the peak resident memory of each (the
+child's ``ru_maxrss`` from ``os.wait4``; both are measured the same way, and the floor that
+method reports for ``/bin/true`` is printed beside them). On a machine shared with other work
+the CPU ratio is the steadier one: wall time also counts the time a process waits for a core.
+Both reports' token totals are printed too, as a check that they read the same traffic.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ def run(command: Sequence[str], env: dict[str, str]) -> Run:
 
 
 def lay_out(sessions: Path, config: Path, copies: int) -> tuple[int, int]:
-    """Symbolic links under ``config/projects``: (files, bytes)."""
+    """Copies under ``config/projects``: (files, bytes)."""
     files = sorted(path for path in sessions.rglob("*.jsonl") if path.is_file())
     total = 0
     for copy in range(copies):
@@ -86,7 +91,8 @@ def lay_out(sessions: Path, config: Path, copies: int) -> tuple[int, int]:
             inside = relative.relative_to(project)
             target = config / "projects" / name / inside
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(path)
+            # A copy, not a link: cachecast reads a file reached by two paths once.
+            shutil.copyfile(path, target)
             total += path.stat().st_size
     return len(files) * copies, total
 
@@ -114,76 +120,112 @@ def ccusage_totals(text: str) -> tuple[int, int]:
     return len(sessions), tokens
 
 
+def console_script() -> Path:
+    """The ``cachecast`` console script beside this interpreter (a virtual environment's
+    ``bin``): what a user runs, start-up and all."""
+    script = Path(sys.executable).parent / "cachecast"
+    if not script.is_file():
+        raise SystemExit(f"no cachecast console script at {script}: give --cachecast PATH")
+    return script
+
+
+@dataclass(frozen=True)
+class Medians:
+    wall: float
+    cpu: float
+    peak_kib: int
+
+
+def medians_of(done: Sequence[Run]) -> Medians:
+    return Medians(
+        statistics.median(r.wall for r in done),
+        statistics.median(r.cpu for r in done),
+        max(r.peak_kib for r in done),
+    )
+
+
+def measure(
+    options: argparse.Namespace, root: Path, copies: int, ccusage: Path, url: str
+) -> tuple[Medians, Medians]:
+    """One workload (``copies`` copies of the sessions): both tools, alternating; printed."""
+    home, config = root / f"home-{copies}", root / f"claude-{copies}"
+    home.mkdir()
+    count, size = lay_out(options.sessions, config, copies)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(config),
+        "CODEX_HOME": str(root / "no-codex"),
+        "PYTHONPATH": str(REPO),
+        "TZ": "UTC",
+    }
+    ours = [str(options.cachecast), "usage", "--json", "--database-url", url]
+    theirs = [str(ccusage), "session", "--json", "--offline"]
+    runs: dict[str, list[Run]] = {"cachecast": [], "ccusage": []}
+    run(theirs, env)  # warms the file cache for both
+    run(ours, env)  # remembers the contract answers (in HOME's cache folder), as for a user
+    for _ in range(options.repeat):
+        runs["ccusage"].append(run(theirs, env))
+        runs["cachecast"].append(run(ours, env))
+    floor = run(["/bin/true"], env).peak_kib
+    print(
+        f"{count} session files, {size / 1e6:.1f} MB ({copies} cop(ies) of"
+        f" {options.sessions}); {options.repeat} runs each, medians, start-up included"
+    )
+    ours_m, theirs_m = medians_of(runs["cachecast"]), medians_of(runs["ccusage"])
+    for name, m in (("cachecast", ours_m), ("ccusage", theirs_m)):
+        print(
+            f"  {name:9s} wall {m.wall:6.3f} s   cpu {m.cpu:6.3f} s"
+            f"   peak RSS {m.peak_kib / 1024:7.1f} MiB"
+        )
+    wall, cpu = ours_m.wall / theirs_m.wall, ours_m.cpu / theirs_m.cpu
+    memory = ours_m.peak_kib / theirs_m.peak_kib
+    print(
+        f"  ratio cachecast / ccusage at {copies} cop(ies): wall {wall:.2f}x, cpu {cpu:.2f}x,"
+        f" peak memory {memory:.2f}x (peak floor of this method: {floor / 1024:.1f} MiB)"
+    )
+    report = json.loads(runs["cachecast"][-1].stdout)
+    totals = report["totals"]
+    sessions, tokens = ccusage_totals(runs["ccusage"][-1].stdout)
+    print(
+        f"  read: cachecast {totals['requests']} requests, {totals['prompt_tokens']:,} prompt"
+        f" tokens, ${totals['cost']}; ccusage {sessions} sessions, {tokens:,} prompt tokens"
+    )
+    return ours_m, theirs_m
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=Path, default=DEFAULT_SESSIONS)
-    parser.add_argument("--copies", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--ccusage", type=Path, default=None)
+    parser.add_argument("--cachecast", type=Path, default=None)
     parser.add_argument("--database-url", default=None)
     options = parser.parse_args(argv)
     if not options.sessions.is_dir():
         raise SystemExit(f"no session folder at {options.sessions}")
+    options.cachecast = options.cachecast or console_script()
     with tempfile.TemporaryDirectory(prefix="cachecast-bench-sessions-") as directory:
         root = Path(directory)
-        home, config = root / "home", root / "claude"
-        home.mkdir()
-        count, size = lay_out(options.sessions, config, options.copies)
         ccusage = options.ccusage or install_ccusage(root / "npm")
         url = options.database_url
         if url is None:
             url = f"sqlite:///{root / 'cachecast.db'}"
             subprocess.run(
-                [sys.executable, "-m", "cachecast", "db", "upgrade", "--database-url", url],
+                [str(options.cachecast), "db", "upgrade", "--database-url", url],
                 check=True,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
             )
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(config),
-            "CODEX_HOME": str(root / "no-codex"),
-            "PYTHONPATH": str(REPO),
-            "TZ": "UTC",
-        }
-        ours = [sys.executable, "-m", "cachecast", "usage", "--json", "--database-url", url]
-        theirs = [str(ccusage), "session", "--json", "--offline"]
-        runs: dict[str, list[Run]] = {"cachecast": [], "ccusage": []}
-        run(theirs, env)  # warm the file cache for both
-        for _ in range(options.repeat):
-            runs["ccusage"].append(run(theirs, env))
-            runs["cachecast"].append(run(ours, env))
-        floor = run(["/bin/true"], env).peak_kib
+        ratios = []
+        for copies in options.copies:
+            ours, theirs = measure(options, root, copies, ccusage, url)
+            ratios.append((copies, ours.wall / theirs.wall, ours.cpu / theirs.cpu))
         print(
-            f"{count} session files, {size / 1e6:.1f} MB ({options.copies} cop(ies) of"
-            f" {options.sessions}); {options.repeat} runs each, medians, start-up included"
-        )
-        medians = {}
-        for name, done in runs.items():
-            wall = statistics.median(r.wall for r in done)
-            cpu = statistics.median(r.cpu for r in done)
-            peak = max(r.peak_kib for r in done)
-            medians[name] = (wall, cpu, peak)
-            print(
-                f"  {name:9s} wall {wall:6.3f} s   cpu {cpu:6.3f} s"
-                f"   peak RSS {peak / 1024:7.1f} MiB"
-            )
-        (our_wall, our_cpu, our_peak), (their_wall, their_cpu, their_peak) = (
-            medians["cachecast"],
-            medians["ccusage"],
-        )
-        print(
-            f"  ratio cachecast / ccusage: wall {our_wall / their_wall:.2f}x, cpu"
-            f" {our_cpu / their_cpu:.2f}x, peak memory {our_peak / their_peak:.2f}x"
-            f" (peak floor of this method: {floor / 1024:.1f} MiB)"
-        )
-        report = json.loads(runs["cachecast"][-1].stdout)
-        totals = report["totals"]
-        sessions, tokens = ccusage_totals(runs["ccusage"][-1].stdout)
-        print(
-            f"  read: cachecast {totals['requests']} requests, {totals['prompt_tokens']:,} prompt"
-            f" tokens, ${totals['cost']}; ccusage {sessions} sessions, {tokens:,} prompt tokens"
+            "cachecast / ccusage (median wall, median CPU): "
+            + "; ".join(f"{c} cop(ies) {w:.2f}x, {u:.2f}x" for c, w, u in ratios)
         )
 
 

@@ -19,12 +19,9 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 from cachecast.contracts.model import CacheMode, ContractTerms
+from cachecast.logs.types import ObservedUsage
 from cachecast.simulator.billing import EXACT, bill_observed, bill_request, usage_from_observed
-from cachecast.simulator.types import Cost, RequestUsage
-from cachecast.tokenizers.types import ObservedUsage
-
-# Mean errors are exact fractions, shown as Decimal rounded to this many places (display only).
-MEAN_PLACES = Decimal("1e-9")
+from cachecast.simulator.types import Cost, RequestUsage, fraction_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +191,3 @@ class ReconciliationSummary:
             "predicted_cache_read_tokens": self.predicted_read_sum,
             "observed_cache_read_tokens": self.observed_read_sum,
         }
-
-
-def fraction_text(value: Fraction) -> str:
-    """An exact fraction as a plain decimal string, rounded half-even to ``MEAN_PLACES``.
-
-    Rounding here is for display only; the sums behind it are exact.
-    """
-    with localcontext() as context:
-        context.prec = 60
-        quotient = Decimal(value.numerator) / Decimal(value.denominator)
-        return format(quotient.quantize(MEAN_PLACES).normalize(), "f")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from enum import StrEnum
+from fractions import Fraction
+
+# Mean errors are exact fractions, shown as Decimal rounded to this many places (display only).
+MEAN_PLACES = Decimal("1e-9")
 
 
 @dataclass(slots=True)
@@ -102,3 +106,14 @@ class Routing(StrEnum):
     session_sticky = "session-sticky"
     prefix_hash = "prefix-hash"
     cache_aware = "cache-aware"
+
+
+def fraction_text(value: Fraction) -> str:
+    """An exact fraction as a plain decimal string, rounded half-even to ``MEAN_PLACES``.
+
+    Rounding here is for display only; the sums behind it are exact.
+    """
+    with localcontext() as context:
+        context.prec = 60
+        quotient = Decimal(value.numerator) / Decimal(value.denominator)
+        return format(quotient.quantize(MEAN_PLACES).normalize(), "f")

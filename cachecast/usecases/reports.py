@@ -19,8 +19,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import CachecastError
 from cachecast.simulator.billing import EXACT, money
-from cachecast.simulator.reconcile import fraction_text
-from cachecast.simulator.types import Cost
+from cachecast.simulator.types import Cost, fraction_text
 
 Money = Annotated[
     Decimal,
@@ -50,9 +49,14 @@ class Report(BaseModel):
     A report is read off the domain object it reports (pydantic's ``from_attributes``): a
     field takes the object's attribute of the same name (or of its ``validation_alias``),
     nested reports likewise, so a new field the object already holds is one line in the
-    report. :meth:`read` adds the fields the object does not hold."""
+    report. :meth:`read` adds the fields the object does not hold.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+    Validators and serializers are built on a model's first use (``defer_build``), not when
+    its module is imported: a command imports the reports of its use case, most of which
+    only ever appear nested in one top report (built with it), and start-up is most of a
+    small command's time (docs/usage-report.md "Speed")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True, defer_build=True)
 
     @classmethod
     def read(cls, source: object, /, **values: Any) -> Self:
@@ -84,7 +88,7 @@ def _fraction_as_text(value: Any) -> Any:
     return fraction_text(value) if isinstance(value, Fraction) else value
 
 
-# An exact fraction as a decimal string in the report (``reconcile.fraction_text``).
+# An exact fraction as a decimal string in the report (``simulator.types.fraction_text``).
 FractionText = Annotated[str, BeforeValidator(_fraction_as_text)]
 
 # A reconciliation's sums of predicted and observed cache reads, read off

@@ -12,9 +12,11 @@ R = TypeVar("R", bound=BaseModel)
 
 
 class Request(BaseModel):
-    """Base of every use case's request (and of the parts a request is built from)."""
+    """Base of every use case's request (and of the parts a request is built from).
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Built on first use (``defer_build``), as reports are (``usecases.reports.Report``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def request_of(kind: type[R], given: Mapping[str, Any], **values: Any) -> R:

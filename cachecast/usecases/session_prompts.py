@@ -37,10 +37,10 @@ from cachecast.sessions.reading import (
     session_requests,
 )
 from cachecast.sessions.replay import PredictedRequest, predict_sessions
-from cachecast.tokenizers.types import TokenizedRequest
 
 if TYPE_CHECKING:  # the usage report imports this module: no log reader of every format
     from cachecast.passes.log_input import LogInput
+    from cachecast.tokenizers.types import TokenizedRequest
 
 SHARING = (
     "agent sessions: each prompt's length is its observed prompt total; it shares with its"
@@ -150,6 +150,9 @@ class SessionPrompts:
     def read(
         self, prepare: Callable[[TokenizedRequest], TokenizedRequest] | None = None
     ) -> Iterator[TokenizedRequest]:
+        # Here, not at the top: ``usage`` reads sessions without building block traces.
+        from cachecast.tokenizers.types import TokenizedRequest
+
         size = self.block_size
         fresh = count(1)
         # The latest prompt (its keys, its length) of each (lineage, model), of each

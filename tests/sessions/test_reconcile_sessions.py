@@ -19,7 +19,7 @@ from cachecast.core import db
 from cachecast.core.errors import BadInputError
 from cachecast.passes.log_input import LogInput
 from cachecast.service.app import create_app
-from cachecast.simulator.reconcile import fraction_text
+from cachecast.simulator.types import fraction_text
 from cachecast.usecases.reconcile import ReconcileReport, ReconcileRequest, reconcile
 from tests.conftest import shared_data
 from tests.service.conftest import make_settings

@@ -1,9 +1,9 @@
 """A command imports what it uses: ``cachecast --help`` and ``cachecast usage`` load no
 dataframe, model, GPU, cluster or plotting library, no migration tool and (usage, with its
 contract answers remembered) no SQL toolkit; a command loads no other command's module, and
-``usage --json`` no table library (rich), no log format reader (YAML) and not click (typer
-brings its own). Checked on ``sys.modules`` of a fresh interpreter running the command,
-not on time."""
+``usage --json`` no table library (rich), no log format reader (YAML), not click (typer
+brings its own) and nothing of the tokenizers. Checked on ``sys.modules`` of a fresh
+interpreter running the command, not on time."""
 
 from __future__ import annotations
 
@@ -64,6 +64,10 @@ def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> No
     assert not tops(again) & {*HEAVY, *DATABASE, "rich", "yaml", "click"}
     commands = {name for name in again if name.startswith("cachecast.cli.")}
     assert commands <= {"cachecast.cli.usage", "cachecast.cli.common", "cachecast.cli.help"}
+    # Usage counts tokens from the logged usage: no tokenizer package (not even the types of
+    # a tokenized request) and no reconciliation summary.
+    assert not {name for name in again if name.startswith("cachecast.tokenizers")}
+    assert "cachecast.simulator.reconcile" not in again
 
 
 def test_the_command_table_names_the_module_of_every_command() -> None:

@@ -87,7 +87,7 @@ def test_reconciliation_report_reads_the_summary_under_its_own_names() -> None:
         requests=3, exact_matches=1, predicted_read_sum=2048, observed_read_sum=1920
     )
     report = ReconciliationReport.model_validate(summary)
-    # 1 of 3 requests exact: 1/3 rounded half-even to 9 places (reconcile.MEAN_PLACES) is
+    # 1 of 3 requests exact: 1/3 rounded half-even to 9 places (simulator.types.MEAN_PLACES) is
     # 0.333333333; no token error was added: a mean of 0. The sums are read off
     # predicted/observed_read_sum under the report's own names.
     assert report.exact_matches == 1
