@@ -20,7 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from cachecast.logs import LogRecordError, open_log, pair_batch_files
+from cachecast.logs import open_log, pair_batch_files
+from cachecast.logs.errors import BadRecords
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import profile_for_format, profile_named
 from cachecast.sessions.reading import session_records
@@ -151,7 +152,7 @@ def inspect_file(
 ) -> FileInspection:
     chosen = profile_named(client) if client is not None else None
     stream = open_log(path, format=format, results=results, name=name)
-    errors = FirstErrors()
+    errors = BadRecords()
     models: Counter[str] = Counter()
     providers: Counter[str] = Counter()
     totals = ObservedTotals()
@@ -217,7 +218,7 @@ def inspect_file(
         prompt_complete=incomplete == 0,
         requests_prompt_incomplete=incomplete,
         skipped=dict(stream.skipped.most_common()),
-        errors=[str(error) for error in errors],
+        errors=[str(error) for error in errors[:MAX_REPORTED_ERRORS]],
         error_count=errors.total,
         contradictory=contradictory,
         client=None
@@ -225,21 +226,6 @@ def inspect_file(
         else client_report(profile, versions, "client option" if chosen else "log format"),
         hints=hints,
     )
-
-
-class FirstErrors(list[LogRecordError]):
-    """The first :data:`MAX_REPORTED_ERRORS` bad lines appended, and the count of all: what
-    the report shows. A file of a million bad records (a 5 MB cassette of 1.25 million
-    items) kept every error, about a kilobyte each: 1.2 GB."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.total = 0
-
-    def append(self, error: LogRecordError, /) -> None:
-        self.total += 1
-        if len(self) < MAX_REPORTED_ERRORS:
-            super().append(error)
 
 
 # Batch requests files: their times and usage are in the results file paired with them.
