@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 APP_HELP = "Predict prompt-cache hits and bills from prompt logs under dated provider contracts."
 
 # Command name -> the module of this package that registers it (checked against the modules
-# by tests/usecases/test_cli_startup.py).
+# by tests/usecases/test_command_imports.py).
 COMMANDS: dict[str, str] = {
     "contracts": "contracts",
     "inspect": "inspect",

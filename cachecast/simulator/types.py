@@ -10,6 +10,11 @@ from fractions import Fraction
 # Mean errors are exact fractions, shown as Decimal rounded to this many places (display only).
 MEAN_PLACES = Decimal("1e-9")
 
+TOLERANCE_TOKENS = 8
+"""How many tokens (or 1% of the prompt, the larger) an approximated tokenizer's count may
+be off the provider's and still agree with it: the reconciliation's tolerance, and how far
+a learned prefix may sit from the boundary it is placed at."""
+
 
 @dataclass(slots=True)
 class RequestUsage:

@@ -78,6 +78,7 @@ from cachecast.simulator.pricing import (
     target_policy,
 )
 from cachecast.simulator.reconcile import ReconciledRequest, ReconciliationSummary
+from cachecast.simulator.types import TOLERANCE_TOKENS as TOLERANCE_TOKENS  # named here too
 from cachecast.tokenizers.calibration import RatioStats
 from cachecast.tokenizers.types import TokenizedRequest
 from cachecast.usecases.predictions import (
@@ -102,7 +103,6 @@ from cachecast.usecases.reports import (
 from cachecast.usecases.requests import LogRequest
 from cachecast.usecases.session_reports import ClientReport, SessionFileReport, session_profile
 
-TOLERANCE_TOKENS = 8
 MAX_LISTED_REQUESTS = 1000
 
 TOKENIZER_APPROXIMATION = "tokenizer_approximation"

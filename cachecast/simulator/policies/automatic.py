@@ -149,8 +149,10 @@ class AutomaticPrefixCache(CachePolicy):
         if keys is None:
             keys = self._keyer_for(request).keys(request)
         rule = (self.ttl_seconds, self.refresh_on_hit, self.ttl_name)
-        for index, key in enumerate(keys[:blocks]):
-            self.cache.hold(key, request.timestamp, unit, rule, keys[:index])
+        held: set[bytes] = set()  # the blocks before this one: never evicted for it
+        for key in keys[:blocks]:
+            self.cache.hold(key, request.timestamp, unit, rule, held)
+            held.add(key)
 
     def explain(
         self, request: TokenizedRequest, usage: RequestUsage, sight: Sight

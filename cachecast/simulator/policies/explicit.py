@@ -55,7 +55,7 @@ from cachecast.simulator.misses import (
     novelty,
 )
 from cachecast.simulator.policies.base import CachePolicy, make_usage, observed_prefixes
-from cachecast.simulator.types import RequestUsage
+from cachecast.simulator.types import TOLERANCE_TOKENS, RequestUsage
 from cachecast.tokenizers.types import Breakpoint, TokenizedRequest
 
 HASH_BLOCK_TOKENS = 64  # hashing granularity only; entries sit at exact token offsets
@@ -424,15 +424,11 @@ class ExplicitBreakpointCache(CachePolicy):
         return NO_BREAKPOINT, "no breakpoint of an earlier request ends inside the shared prefix"
 
 
-LEARN_TOLERANCE_TOKENS = 8
-"""How far (or 1% of it, the larger) a boundary may sit from a prefix length the provider
-reported for the entry to be learned there: the reconciliation's tolerance."""
-
-
 def nearest_boundary(boundaries: Sequence[int], length: int) -> int | None:
-    """The boundary nearest to ``length`` within the tolerance, else None (ties: the
+    """The boundary nearest to ``length`` within the reconciliation's tolerance
+    (:data:`~cachecast.simulator.types.TOLERANCE_TOKENS` or 1% of it), else None (ties: the
     shorter)."""
-    allowed = max(LEARN_TOLERANCE_TOKENS, length // 100)
+    allowed = max(TOLERANCE_TOKENS, length // 100)
     best: int | None = None
     for boundary in boundaries:
         gap = abs(boundary - length)
