@@ -200,6 +200,8 @@ class _Builder:
     def _count(self, nodes: int, chars: int, line: int) -> None:
         self.nodes += nodes
         self.chars += chars
+        if self.nodes <= self.max_nodes and self.chars <= self.max_chars:
+            return  # (once per container and alias: no tuples built on the way through)
         for name, value, limit, what in (
             ("max_yaml_nodes", self.nodes, self.max_nodes, _NODES_WORDS),
             ("max_yaml_chars", self.chars, self.max_chars, _CHARS_WORDS),

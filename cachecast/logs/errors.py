@@ -86,8 +86,11 @@ class BadRecords(list[LogRecordError]):
             self._last = key
         source = where.source or ""
         self.by_source[source] = self.by_source.get(source, 0) + 1
-        if len(self) < KEPT_BAD_RECORDS or where.line is None:
+        if self._keeps(error):
             super().append(error)
+
+    def _keeps(self, error: LogRecordError) -> bool:
+        return len(self) < KEPT_BAD_RECORDS or error.location.line is None
 
     def extend(self, errors: Iterable[LogRecordError]) -> None:
         for error in errors:
@@ -109,7 +112,7 @@ class BadRecords(list[LogRecordError]):
         for source, count in other.by_source.items():
             self.by_source[source] = self.by_source.get(source, 0) + count
         for error in other:
-            if len(self) < KEPT_BAD_RECORDS or error.location.line is None:
+            if self._keeps(error):
                 super().append(relocate(error) if relocate is not None else error)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import decoded_bytes, listed_headers
+from cachecast.logs.http.exchange import decoded_bytes, http_status, listed_headers
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
@@ -115,13 +115,7 @@ def _url(value: Any, field: str) -> str:
 
 def _status(response: dict[str, Any], where: str) -> int | None:
     code = response.get("StatusCode")
-    if code is None:
-        return None
-    if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code <= 999:
-        raise RecordFieldError(
-            f"{where}.StatusCode", f"expected an HTTP status code, got {shown(code)}"
-        )
-    return code
+    return None if code is None else http_status(code, f"{where}.StatusCode")
 
 
 def _bytes(value: Any, field: str) -> bytes | str | None:

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http import Exchange, http_date, read_documents
-from cachecast.logs.http.exchange import decoded_bytes, http_status, listed_headers
+from cachecast.logs.http.exchange import decoded_bytes, http_status, joined_url, listed_headers
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
@@ -75,8 +75,7 @@ def literal(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        found = next((value[k] for k in _LITERAL_V3 if isinstance(value.get(k), str)), None)
-        return found
+        return next((value[k] for k in _LITERAL_V3 if isinstance(value.get(k), str)), None)
     if isinstance(value, list):
         for matcher in value:
             if isinstance(matcher, str):  # v1/v2 headers: a list of values
@@ -135,8 +134,7 @@ def _exchange(pair: Any, line: int, where: str) -> Exchange:
         line=line,
         where=where,
         method=method,
-        url=f"{scheme}://{host}{path if path.startswith('/') else '/' + path}"
-        + (f"?{query}" if query else ""),
+        url=joined_url(f"{scheme}://{host}", path) + (f"?{query}" if query else ""),
         request_headers=_headers(request.get("headers")),
         request_body=request_body or None,
         status=status,

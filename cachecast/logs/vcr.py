@@ -92,7 +92,8 @@ def _interactions(data: Any) -> list[Any]:
 
 
 def load(path: Any) -> tuple[Any, list[int]]:
-    """The cassette and the 1-based line where each interaction starts."""
+    """The cassette and the 1-based line where each interaction starts (none for JSON:
+    ``read`` then numbers the interactions by position)."""
     check_size(path, MAX_YAML_BYTES, "a YAML cassette")
     text = path.read_text(encoding="utf-8", errors="strict")
     if text.lstrip().startswith(("{", "[")):  # vcrpy's, Ruby VCR's, php-vcr's JSON
@@ -100,7 +101,7 @@ def load(path: Any) -> tuple[Any, list[int]]:
             data = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise LogFileError(str(path), f"not a JSON cassette: {exc}") from None
-        return data, [index + 1 for index in range(len(_interactions(data)))]
+        return data, []
     try:
         document = load_yaml(text, source=str(path), tag_aliases=TAG_ALIASES, local_tags_plain=True)
     except YamlError as exc:

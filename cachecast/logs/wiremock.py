@@ -36,16 +36,10 @@ from typing import Any
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.core.limits import current
 from cachecast.logs import wiremock_net
-from cachecast.logs.errors import LogRecordError
-from cachecast.logs.http import Exchange, exchanges_of, read_exchanges
-from cachecast.logs.http.exchange import (
-    decoded_bytes,
-    http_status,
-    listed_headers,
-    numbered,
-)
+from cachecast.logs.http import Exchange, read_documents
+from cachecast.logs.http.exchange import decoded_bytes, http_status, listed_headers
 from cachecast.logs.sanitize import shown
-from cachecast.logs.stream import Item, LogStream, documents
+from cachecast.logs.stream import Item, LogStream
 
 _URL_KEYS = ("url", "urlPath", "urlPattern", "urlPathPattern")
 _REQUEST_ONLY = ("urlPath", "urlPattern", "urlPathPattern", "bodyPatterns", "queryParameters")
@@ -93,26 +87,17 @@ def fits(value: Any) -> bool:
 
 def read(stream: LogStream) -> Iterator[Item]:
     missing = ("mappings", "missing: neither WireMock mappings nor a stub mapping")
-    files = _BodyFiles(stream)
-    for line, document in documents(stream, fits, missing):
-        if isinstance(document, LogRecordError):
-            yield line, document
-            continue
-        whole = stream.whole_document
-        if isinstance(document, list):  # WireMock.Net: a list of its mappings
-            entries = [
-                (index + 1 if whole else line, f"[{index}]", mapping)
-                for index, mapping in enumerate(document)
-            ]
-        elif "mappings" in document and not is_mapping(document):
-            entries = [
-                (index + 1 if whole else line, f"mappings[{index}]", mapping)
-                for index, mapping in enumerate(document["mappings"])
-            ]
-        else:
-            entries = [(line, "", document)]
-        parsed = exchanges_of(stream, entries, files.exchange)
-        yield from read_exchanges(stream, numbered(parsed))
+    yield from read_documents(stream, fits, missing, _entries, _BodyFiles(stream).exchange)
+
+
+def _entries(document: Any) -> tuple[str, list[Any]] | None:
+    """A document's mappings: WireMock.Net's list, Java's ``mappings``, or None for a file of
+    one mapping."""
+    if isinstance(document, list):  # WireMock.Net: a list of its mappings
+        return "", document
+    if "mappings" in document and not is_mapping(document):
+        return "mappings", document["mappings"]
+    return None
 
 
 class _BodyFiles:

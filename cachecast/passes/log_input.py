@@ -511,7 +511,7 @@ def check_reading(
     for name, count in requests_by_source.items():
         if count == 0 and not tolerant:
             own = [error for error in errors if error.location.source == name]
-            counted = max(bad_records_of(errors, name), len(own))
+            counted = bad_records_of(errors, name)  # (every one: more than those kept)
             detail = f"; {own[0].one_line()}" if own else ""
             more = f" (and {counted - 1} more bad lines)" if counted > 1 else ""
             raise BadInputError(

@@ -61,23 +61,28 @@ def read_documents(
     stream: LogStream,
     fits: Callable[[Any], bool],
     missing: tuple[str, str],
-    entries_of: Callable[[Any], tuple[str, list[Any]]],
+    entries_of: Callable[[Any], tuple[str, list[Any]] | None],
     parse: Callable[[Any, int, str], Exchange],
 ) -> Iterator[Item]:
     """A recording that is one JSON document (or one per line) listing its exchanges:
-    ``entries_of`` gives a document's (field path of the list, the list), ``parse`` reads one
-    entry. An entry's ``line`` is its position in a whole document, else its document's line;
-    its ``entry`` its position in the file (entries on one line told apart)."""
+    ``entries_of`` gives a document's (field path of the list, the list), or None for a
+    document that is itself one entry (at its line, field paths from its top); ``parse``
+    reads one entry. An entry's ``line`` is its position in a whole document, else its
+    document's line; its ``entry`` its position in the document (entries on one line told
+    apart)."""
     for line, document in documents(stream, fits, missing):
         if isinstance(document, LogRecordError):
             yield line, document
             continue
         whole = stream.whole_document
-        path, values = entries_of(document)
-        entries = (
-            (index + 1 if whole else line, f"{path}[{index}]", value)
-            for index, value in enumerate(values)
-        )
+        listed = entries_of(document)
+        entries: Iterable[tuple[int, str, Any]] = [(line, "", document)]
+        if listed is not None:
+            path, values = listed
+            entries = (
+                (index + 1 if whole else line, f"{path}[{index}]", value)
+                for index, value in enumerate(values)
+            )
         yield from read_exchanges(stream, numbered(exchanges_of(stream, entries, parse)))
 
 
