@@ -13,11 +13,10 @@ no usage: it is read as no request.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -72,22 +71,15 @@ def codex_requests(
         if isinstance(event, LogRecordError):
             yield event
             continue
-        built = _located(name, line, partial(_codex_event, event, line, name, state))
+        try:
+            built = _codex_event(event, line, name, state)
+        except RecordFieldError as error:
+            yield LogRecordError(name, line, error.field, error.reason)
+            continue
+        except LimitExceededError as error:  # a claimed count over its limit stops the read
+            raise error.located(name, line) from None
         if built is not None:
             yield built
-
-
-def _located(
-    name: str, line: int, read: Callable[[], SessionRequest | None]
-) -> SessionRequest | LogRecordError | None:
-    """What reading one line gives: its request (None: no request), or the line's error
-    naming its file, line and field; a claimed count over its limit stops the read."""
-    try:
-        return read()
-    except RecordFieldError as error:
-        return LogRecordError(name, line, error.field, error.reason)
-    except LimitExceededError as error:
-        raise error.located(name, line) from None
 
 
 def _or(value: Any, otherwise: str) -> str:
@@ -187,9 +179,7 @@ def _codex_event(
         session=state.session,
         project=state.project,
         user_turn=user_turn,
-        reasoning=reasoning
-        if isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning > 0
-        else 0,
+        reasoning=reasoning if _count(reasoning) and reasoning > 0 else 0,
     )
 
 
@@ -211,7 +201,7 @@ def _last_usage(info: dict[str, Any], previous: Any) -> tuple[dict[str, Any], st
     return grown, where
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
