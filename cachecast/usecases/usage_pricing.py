@@ -46,7 +46,7 @@ class ContractCache:
         self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
         self.used: dict[tuple[str, str, dt.date], ContractTerms] = {}
         self.served_found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
-        self.notes: dict[str, int] = {}  # what was assumed to price a served model -> days
+        self.notes: dict[str, None] = {}  # what was assumed to price a served model, in order
 
     def use(self, terms: ContractTerms) -> None:
         """``terms`` priced a request: its version is listed in the report."""
@@ -87,7 +87,7 @@ class ContractCache:
             else:
                 found = answer.terms
                 if answer.note is not None:
-                    self.notes[answer.note] = self.notes.get(answer.note, 0) + 1
+                    self.notes[answer.note] = None
             cache[key] = found
         return found
 
