@@ -13,8 +13,9 @@ no usage: it is read as no request.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -71,15 +72,22 @@ def codex_requests(
         if isinstance(event, LogRecordError):
             yield event
             continue
-        try:
-            built = _codex_event(event, line, name, state)
-        except RecordFieldError as error:
-            yield LogRecordError(name, line, error.field, error.reason)
-            continue
-        except LimitExceededError as error:  # a claimed count over its limit stops the read
-            raise error.located(name, line) from None
+        built = _located(name, line, partial(_codex_event, event, line, name, state))
         if built is not None:
             yield built
+
+
+def _located(
+    name: str, line: int, read: Callable[[], SessionRequest | None]
+) -> SessionRequest | LogRecordError | None:
+    """What reading one line gives: its request (None: no request), or the line's error
+    naming its file, line and field; a claimed count over its limit stops the read."""
+    try:
+        return read()
+    except RecordFieldError as error:
+        return LogRecordError(name, line, error.field, error.reason)
+    except LimitExceededError as error:
+        raise error.located(name, line) from None
 
 
 def _or(value: Any, otherwise: str) -> str:
