@@ -71,7 +71,8 @@ def _code() -> list[list[Any]]:
     """Size and modification time of each module that decides an answer: a rule changed in
     an editable install (same version number) must not be answered from the old rule."""
     folder = Path(__file__).parent
-    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(folder.glob("*.py"))]
+    stats = ((path.name, path.stat()) for path in sorted(folder.glob("*.py")))
+    return [[name, stat.st_size, stat.st_mtime_ns] for name, stat in stats]
 
 
 def _migrations() -> list[str]:

@@ -108,8 +108,7 @@ def _served(
             from cachecast.contracts.history import read_lifecycle
 
             lifecycle = read_lifecycle()
-        known = lifecycle
-        life = known.get((first.provider, first.model))
+        life = lifecycle.get((first.provider, first.model))
         if life is not None and life.launched_on is not None:
             raise ContractNotYetInForceError(
                 f"{error.message}; the model launched on {life.launched_on.isoformat()}"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -187,9 +187,7 @@ def _codex_event(
         session=state.session,
         project=state.project,
         user_turn=user_turn,
-        reasoning=reasoning
-        if isinstance(reasoning, int) and not isinstance(reasoning, bool) and reasoning > 0
-        else 0,
+        reasoning=reasoning if _count(reasoning) and reasoning > 0 else 0,
     )
 
 
@@ -211,7 +209,7 @@ def _last_usage(info: dict[str, Any], previous: Any) -> tuple[dict[str, Any], st
     return grown, where
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,7 +153,7 @@ class SessionPrompts:
         from cachecast.tokenizers.types import TokenizedRequest
 
         size = self.block_size
-        fresh = count(1)
+        fresh = 1  # the next key no prompt has used
         # The latest prompt (its keys, its length) of each (lineage, model), of each
         # (model, first message) and of each model.
         lineages: dict[tuple[str, str], tuple[array[int], int]] = {}
@@ -177,7 +176,9 @@ class SessionPrompts:
                 source = max(known, key=lambda item: item[1])
             kept = 0 if source is None else min(shared, source[1]) // size
             keys = array("q", [] if source is None else source[0][:kept])
-            keys.extend(next(fresh) for _ in range(-(-total // size) - kept))
+            new = -(-total // size) - kept
+            keys.extend(range(fresh, fresh + new))
+            fresh += new
             prompt = (keys, total)
             lineages[(facts.lineage, facts.model)] = prompt
             if facts.root is not None:

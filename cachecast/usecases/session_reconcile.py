@@ -81,7 +81,7 @@ class _Served:
     read: int = 0
     written: int = 0
     prompt: int = 0
-    notes: dict[str, int] = field(default_factory=dict)  # what was assumed -> requests
+    notes: dict[str, None] = field(default_factory=dict)  # what was assumed, in order
 
 
 @dataclass(slots=True)
@@ -163,7 +163,7 @@ def reconcile_sessions(
                 target = served[key] = _Served(contract)
             target.logged.add(facts.model)
             if found.note is not None:
-                target.notes[found.note] = target.notes.get(found.note, 0) + 1
+                target.notes[found.note] = None
             target.summary.add(reconciled)
             overall.add(reconciled)
             target.within += ok

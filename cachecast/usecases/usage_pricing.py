@@ -7,12 +7,14 @@ scenarios (another TTL, another model or provider) on the same requests.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 
 from pydantic import Field
 
 from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms, derived_per_mtok
+from cachecast.contracts.served import ServedContract
 from cachecast.core.errors import CachecastError
 from cachecast.sessions.causes import IDLE_GAP
 from cachecast.sessions.reading import TTL_1H, TTL_5M, SessionRequest
@@ -44,7 +46,7 @@ class ContractCache:
         self.found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
         self.used: dict[tuple[str, str, dt.date], ContractTerms] = {}
         self.served_found: dict[tuple[str, str, dt.date], ContractTerms | str] = {}
-        self.notes: dict[str, int] = {}  # what was assumed to price a served model -> days
+        self.notes: dict[str, None] = {}  # what was assumed to price a served model, in order
 
     def use(self, terms: ContractTerms) -> None:
         """``terms`` priced a request: its version is listed in the report."""
@@ -52,32 +54,41 @@ class ContractCache:
 
     def get(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
         """The version in force on ``day`` (a what-if target's)."""
-        key = (provider, model, day)
-        found = self.found.get(key)
-        if found is None:
-            try:
-                found = self.store.as_of(provider, model, day)
-            except CachecastError as error:  # unknown model, no version on that day
-                found = error.message
-            self.found[key] = found
-        return found
+        return self._cached(
+            self.found,
+            (provider, model, day),
+            lambda: ServedContract(self.store.as_of(provider, model, day)),
+        )
 
     def served(self, provider: str, model: str, day: dt.date) -> ContractTerms | str:
         """The version a request that ``model`` served on ``day`` is priced under
         (``contracts.served``: a model with no known launch date, logged before its first
         stored version, is priced under that version with a note)."""
-        key = (provider, model, day)
-        found = self.served_found.get(key)
+        return self._cached(
+            self.served_found,
+            (provider, model, day),
+            lambda: self.store.served(provider, model, day, dt.datetime.now(dt.UTC).date()),
+        )
+
+    def _cached(
+        self,
+        cache: dict[tuple[str, str, dt.date], ContractTerms | str],
+        key: tuple[str, str, dt.date],
+        ask: Callable[[], ServedContract],
+    ) -> ContractTerms | str:
+        """``cache``'s answer for ``key``, else the store's (``ask``): the terms (their note
+        kept), or why there are none (unknown model, no version on that day)."""
+        found = cache.get(key)
         if found is None:
             try:
-                answer = self.store.served(provider, model, day, dt.datetime.now(dt.UTC).date())
+                answer = ask()
             except CachecastError as error:
                 found = error.message
             else:
                 found = answer.terms
                 if answer.note is not None:
-                    self.notes[answer.note] = self.notes.get(answer.note, 0) + 1
-            self.served_found[key] = found
+                    self.notes[answer.note] = None
+            cache[key] = found
         return found
 
 
