@@ -7,7 +7,7 @@ states, not the log: :class:`LogPasses` is such a log, each pass one :class:`Log
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 from cachecast.core.errors import (
     BadInputError,
@@ -16,7 +16,6 @@ from cachecast.core.errors import (
     LogRecordError,
     UnknownModelError,
 )
-from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogInput, LogReading
 from cachecast.passes.progress import Progress
 from cachecast.tokenizers.registry import tokenizer_key_for
@@ -93,7 +92,3 @@ class LogPasses:
         """``error``, raised about one request while the log was replayed, named as the
         reader names bad records (:meth:`LogReading.relocated`)."""
         return LogReading(self.log, self.tokenize_as).relocated(error)
-
-
-def skipped_lines(errors: Sequence[LogRecordError]) -> int:
-    return bad_line_count(errors)

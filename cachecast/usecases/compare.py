@@ -62,8 +62,9 @@ from cachecast.economics.sizing import SizedLog
 from cachecast.economics.timing import prefill_seconds_many
 from cachecast.economics.versus import BreakEvenVolume as BreakEvenVolume
 from cachecast.economics.versus import Versus, versus
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogInput
-from cachecast.passes.log_passes import LogPasses, skipped_lines
+from cachecast.passes.log_passes import LogPasses
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.usecases.capacity import (
     CapacityFacts,
@@ -531,7 +532,7 @@ def compare(
             )
         ),
         at=at,
-        skipped_lines=skipped_lines(passes.errors),
+        skipped_lines=bad_line_count(passes.errors),
         errors=issues_of(passes.errors),
         assumptions=result.assumptions + ([SHARING] if isinstance(passes, SessionPrompts) else []),
     )

@@ -21,9 +21,9 @@ from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, Location, LogRecordError
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.executors import LocalExecutor, PassExecutor, PassWork
 from cachecast.passes.log_input import check_reading
-from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import (
@@ -265,7 +265,7 @@ def estimate(
         client=client_of(request),
         at=day,
         sources=request.log.source_names,
-        skipped_lines=skipped_lines(errors),
+        skipped_lines=bad_line_count(errors),
         errors=issues_of(errors),
         targets=[
             TargetEstimate.of(result).model_copy(update={"calibration": calibration})

@@ -28,8 +28,9 @@ from cachecast.economics.fleet import (
 )
 from cachecast.economics.sizing import size_deployment
 from cachecast.economics.timing import ROOFLINE_TIMING
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogInput
-from cachecast.passes.log_passes import LogPasses, skipped_lines
+from cachecast.passes.log_passes import LogPasses
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.routing import DEFAULT_WINDOW_SECONDS, Routing
 from cachecast.usecases.capacity import (
@@ -149,7 +150,7 @@ def fleet(request: FleetRequest, *, progress: Progress | None = None) -> FleetRe
         capacity=CapacityFacts.of(kv),
         log=LogSummary.of(sources, sized),
         policies=policies,
-        skipped_lines=skipped_lines(passes.errors),
+        skipped_lines=bad_line_count(passes.errors),
         errors=issues_of(passes.errors),
         assumptions=fleet_assumptions(request.window_seconds),
     )

@@ -53,8 +53,8 @@ from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogReading, check_reading
-from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.simulator.billing import EXACT, BillTotals
@@ -608,7 +608,7 @@ def reconcile(
     return ReconcileReport(
         at=request.at,
         sources=request.log.source_names,
-        skipped_lines=skipped_lines(errors),
+        skipped_lines=bad_line_count(errors),
         errors=issues_of(errors),
         summary=ReconcileSummary.of(replay.all, replay.all_within, replay.all_classes),
         targets=targets,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from cachecast.contracts.answers import ContractLookup
 from cachecast.core.errors import LogRecordError
-from cachecast.passes.log_passes import skipped_lines
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.progress import Progress
 from cachecast.passes.targets import ResolvedTarget
 from cachecast.sessions.reading import TTL_5M
@@ -67,7 +67,7 @@ def session_estimate(
         client=None if chosen is None else client_report(chosen[0], versions, chosen[1]),
         at=day,
         sources=[name for _, name in paths],
-        skipped_lines=skipped_lines(errors),
+        skipped_lines=bad_line_count(errors),
         errors=issues_of(errors),
         targets=[_target(predicted, target, ContractCache(store), day) for target in resolved],
     )

@@ -22,9 +22,8 @@ from cachecast.contracts import ContractStore
 from cachecast.contracts.model import ContractTerms
 from cachecast.contracts.served import ServedContract
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
-from cachecast.logs.errors import LogFileError
+from cachecast.logs.errors import LogFileError, bad_line_count
 from cachecast.passes.log_input import UNREADABLE_FIELD, check_reading
-from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.predictor import Prediction
@@ -194,7 +193,7 @@ def reconcile_sessions(
         at=request.at,
         tolerance=TOLERANCE,
         sources=request.log.source_names,
-        skipped_lines=skipped_lines(errors),
+        skipped_lines=bad_line_count(errors),
         errors=issues_of(errors),
         summary=_summary(overall, overall_within, overall_classes),
         targets=[_target(target) for target in served.values()],

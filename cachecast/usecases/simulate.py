@@ -21,8 +21,8 @@ from pydantic import Field
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import BadInputError, ConfigurationError, Location
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogReading
-from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.simulator.compact import Compactor, key_needs
@@ -271,7 +271,7 @@ def simulate(
                 fleet.process(tokenized)
             reading.finish()
             return FleetSimulationReport.of(
-                fleet.report(), settings, issues_of(reading.errors), skipped_lines(reading.errors)
+                fleet.report(), settings, issues_of(reading.errors), bad_line_count(reading.errors)
             )
         policy = make_policy()
         statistics = HitStatistics()
@@ -285,7 +285,7 @@ def simulate(
         reading.finish()
     except BadInputError as error:
         raise reading.relocated(error) from None
-    return statistics.report(settings, issues_of(reading.errors), skipped_lines(reading.errors))
+    return statistics.report(settings, issues_of(reading.errors), bad_line_count(reading.errors))
 
 
 def _resolve(request: SimulateRequest, store: ContractStore | None) -> ResolvedTarget | None:

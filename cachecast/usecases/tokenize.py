@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from pydantic import Field
 
+from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogReading
-from cachecast.passes.log_passes import skipped_lines
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.tokenizers import get_tokenizer
 from cachecast.tokenizers.types import TokenizedRequest
@@ -118,6 +118,6 @@ def tokenize(
         sources=log.source_names,
         requests=requests,
         input_tokens=tokens,
-        skipped_lines=skipped_lines(reading.errors),
+        skipped_lines=bad_line_count(reading.errors),
         errors=issues_of(reading.errors),
     )
