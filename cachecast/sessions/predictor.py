@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cachecast.sessions.profiles import FIVE_MINUTES, ONE_HOUR, ClientProfile
 
@@ -98,9 +99,9 @@ class HeldPrefix:
     with_output: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _End:
-    """Where an earlier request of a lineage ended: its prompt, and its prompt plus output."""
+class _End(NamedTuple):
+    """Where an earlier request of a lineage ended: its prompt, and its prompt plus output
+    (a tuple: a lineage keeps up to ``ENDS_KEPT`` of them)."""
 
     prompt: int
     end: int
