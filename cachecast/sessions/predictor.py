@@ -181,8 +181,14 @@ class SessionPredictor:
             "previous_model": lineage.model,
             "gap_seconds": None if entry is None else now - entry.used,
             "ttl_seconds": None if entry is None else self._lifetime(entry, facts),
-            "recent_requests": sum(1 for t in lineage.times if 0 <= now - t <= RATE_WINDOW),
+            "recent_requests": self._recent(lineage, now),
         }
+
+    @staticmethod
+    def _recent(lineage: _Lineage, now: float) -> int:
+        """The lineage's requests in the minute before ``now`` (kept only where the profile
+        documents an overflow rate; ``learn`` drops the older ones)."""
+        return sum(1 for t in lineage.times if 0 <= now - t <= RATE_WINDOW)
 
     def _cold_basis(self, facts: PromptFacts, context: dict[str, object]) -> str:
         """Why no cached prefix is predicted, in words."""
@@ -328,7 +334,11 @@ class SessionPredictor:
         if lineage is None or lineage.model != facts.model:
             lineage = self.lineages[facts.lineage] = _Lineage(facts.model)
         lineage.requests += 1
-        lineage.times.append(facts.timestamp)
+        if self.profile.overflow_per_minute is not None:
+            times = lineage.times  # the lineage's requests in the last minute, oldest first
+            times.append(facts.timestamp)
+            while times and facts.timestamp - times[0] > RATE_WINDOW:
+                times.popleft()
         if self.profile.caching == "automatic":
             if first:
                 lineage.ends.clear()  # a rewritten history shares no earlier request's end
