@@ -9,7 +9,13 @@ before the log began, and a client leaving the newest tokens after its last brea
 
 from __future__ import annotations
 
-from cachecast.sessions.predictor import ObservedSplit, Prediction, PromptFacts, duration
+from cachecast.sessions.predictor import (
+    HeldPrefix,
+    ObservedSplit,
+    Prediction,
+    PromptFacts,
+    duration,
+)
 from cachecast.sessions.profiles import ClientProfile
 
 IDLE_GAP = "idle_gap_outlived_ttl"
@@ -45,9 +51,42 @@ def within(facts: PromptFacts, predicted: Prediction, observed: ObservedSplit) -
 
 
 def explain(
-    facts: PromptFacts, predicted: Prediction, observed: ObservedSplit, profile: ClientProfile
+    facts: PromptFacts,
+    predicted: Prediction,
+    observed: ObservedSplit,
+    profile: ClientProfile,
+    held: HeldPrefix | None = None,
 ) -> tuple[str, str]:
-    """The cause of a request predicted outside tolerance, and a sentence with its figures."""
+    """The cause of a request predicted outside tolerance, and a sentence with its figures;
+    ``held`` names what a request that read less than predicted did read
+    (``SessionPredictor.held_prefix``)."""
+    cause, words = _explain(facts, predicted, observed, profile, held)
+    return cause, words + _off_steps(observed.read, profile)
+
+
+def _off_steps(read: int, profile: ClientProfile) -> str:
+    """Where the profile's cache reads whole steps (OpenAI before GPT-5.6: 1,024 tokens, then
+    128 at a time; docs/clients.md) and the usage reports a read no step gives, no prediction
+    in those steps can match it: said, with the steps (every read of the shared rollouts is
+    on them; the hand-written ccusage fixture's 250 and 500 are not)."""
+    minimum, step = profile.min_cached_tokens, profile.increment_tokens
+    if not read or step <= 1 or (read >= minimum and (read - minimum) % step == 0):
+        return ""
+    return (
+        f"; {read:,} cached tokens is off the steps the profile's cache reads in (0, or"
+        f" {minimum:,} and more by {step}, as {profile.provider} documents): no prediction in"
+        " those steps matches it (usage the documented cache does not report: a hand-written"
+        " or altered log?)"
+    )
+
+
+def _explain(
+    facts: PromptFacts,
+    predicted: Prediction,
+    observed: ObservedSplit,
+    profile: ClientProfile,
+    held: HeldPrefix | None,
+) -> tuple[str, str]:
     read, expected = observed.read, predicted.read
     gap, ttl = predicted.gap_seconds, predicted.ttl_seconds
     if abs(read - expected) <= tolerance(facts):
@@ -105,7 +144,8 @@ def explain(
             f" is kept per model ({missed:,} tokens not read)"
         )
     if profile.best_effort:
-        return BEST_EFFORT, _best_effort_miss(read, expected, gap, profile)
+        words = _best_effort_miss(read, expected, gap, profile)
+        return BEST_EFFORT, words + _routing(facts, predicted, held, profile)
     return PREFIX_CHANGED, (
         f"the tools or system prompt changed: the provider read only {read:,} of the"
         f" {expected:,} tokens the previous request cached ({missed:,} written again)"
@@ -130,3 +170,41 @@ def _best_effort_miss(read: int, expected: int, gap: float | None, profile: Clie
             " documents for an idle prefix: shorter pauses keep it"
         )
     return words
+
+
+def _routing(
+    facts: PromptFacts, predicted: Prediction, held: HeldPrefix | None, profile: ClientProfile
+) -> str:
+    """Where the read came from, in the log's terms, and whether the documented overflow rate
+    held: a provider that routes a conversation's requests to the machine holding its prefix
+    serves a miss from a machine that holds less of it (docs/clients.md, Codex CLI)."""
+    words = ""
+    if held is not None and held.line is None:
+        part = "" if held.tokens == held.common else f"{held.tokens:,} of "
+        words = (
+            f"; it read only {part}the {held.common:,}-token prefix common to this client's"
+            " sessions (its system prompt and tools), as a machine that never saw this"
+            " conversation holds it"
+        )
+    elif held is not None and held.timestamp is not None:
+        what = "prompt plus output" if held.with_output else "prompt (not its output)"
+        words = (
+            f"; it read exactly the {what} of the request at line {held.line}"
+            f" ({duration(facts.timestamp - held.timestamp)} before), as a machine that last"
+            " served the conversation then holds it"
+        )
+    rate, count = profile.overflow_per_minute, predicted.recent_requests
+    if rate is None or not count:  # no request in the minute before: no rate to speak of
+        return words
+    if count >= rate:
+        return words + (
+            f"; {count} requests of this conversation in the minute before: over the about"
+            f" {rate} a minute past which {profile.provider} documents that requests for one"
+            " prefix and cache key overflow to other machines, which do not hold it (fewer a"
+            " minute keep it on one)"
+        )
+    return words + (
+        f"; {count} request{'' if count == 1 else 's'} of this conversation in the minute"
+        f" before, under the about {rate} a minute past which {profile.provider} documents"
+        " that requests overflow to other machines"
+    )

@@ -18,7 +18,9 @@ part is inside it, counted by the provider itself.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cachecast.sessions.profiles import FIVE_MINUTES, ONE_HOUR, ClientProfile
 
@@ -27,6 +29,9 @@ TTL_SECONDS = {"5m": FIVE_MINUTES, "1h": ONE_HOUR}
 # as a systematic lag (the end of every prompt re-sent differently) rather than a miss.
 LAG_SHARE = 0.05
 DEFAULT_TAIL = 3  # tokens a breakpoint client leaves after its last breakpoint, until seen
+RATE_WINDOW = 60.0  # seconds: a provider's overflow rate is documented per minute
+RECENT_KEPT = 64  # request times kept per lineage: enough to count past any documented rate
+ENDS_KEPT = 256  # earlier prefixes kept per lineage, to name the one a miss read instead
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,34 @@ class Prediction:
     ttl_seconds: float | None = None  # that prefix's lifetime
     previous_model: str | None = None  # the model of the lineage's previous request
     new_lineage: bool = True  # no earlier request of this lineage in the log
+    # Requests of the lineage (one conversation: one prompt cache key) in the minute before,
+    # for the provider's documented overflow rate (``ClientProfile.overflow_per_minute``).
+    recent_requests: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HeldPrefix:
+    """What a request that read less than predicted did read, in the log's terms: the prefix
+    common to the client's sessions (``line`` None), or exactly where an earlier request of
+    its lineage ended, its prompt or its prompt plus output, in the cache's steps: the state
+    of the conversation a machine that last served that request holds (docs/clients.md,
+    Codex CLI, "Best effort")."""
+
+    tokens: int
+    common: int = 0  # the prefix common to the client's sessions, as the log has shown it
+    line: int | None = None  # the earlier request's line in the log
+    timestamp: float | None = None
+    with_output: bool = False
+
+
+class _End(NamedTuple):
+    """Where an earlier request of a lineage ended: its prompt, and its prompt plus output
+    (a tuple: a lineage keeps up to ``ENDS_KEPT`` of them)."""
+
+    prompt: int
+    end: int
+    line: int
+    timestamp: float
 
 
 @dataclass(slots=True)
@@ -99,6 +132,8 @@ class _Lineage:
     # request that reasoned. The next user turn no longer sends that reasoning, so its
     # cached prefix ends there (docs/clients.md, Codex CLI); None: nothing reasoned yet.
     turn_kept: int | None = None
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_KEPT))
+    ends: deque[_End] = field(default_factory=lambda: deque(maxlen=ENDS_KEPT))
 
 
 class SessionPredictor:
@@ -140,12 +175,20 @@ class SessionPredictor:
         if lineage is None:
             return {"new_lineage": True}
         entry = lineage.entry
+        now = facts.timestamp
         return {
             "new_lineage": False,
             "previous_model": lineage.model,
-            "gap_seconds": None if entry is None else facts.timestamp - entry.used,
+            "gap_seconds": None if entry is None else now - entry.used,
             "ttl_seconds": None if entry is None else self._lifetime(entry, facts),
+            "recent_requests": self._recent(lineage, now),
         }
+
+    @staticmethod
+    def _recent(lineage: _Lineage, now: float) -> int:
+        """The lineage's requests in the minute before ``now`` (kept only where the profile
+        documents an overflow rate; ``learn`` drops the older ones)."""
+        return sum(1 for t in lineage.times if 0 <= now - t <= RATE_WINDOW)
 
     def _cold_basis(self, facts: PromptFacts, context: dict[str, object]) -> str:
         """Why no cached prefix is predicted, in words."""
@@ -258,6 +301,31 @@ class SessionPredictor:
         read = min(self._step(read), self._step(total))
         return Prediction(read, 0, total - read, None, basis, **context)  # type: ignore[arg-type]
 
+    # --- explanation: k's observed read, after k's prediction -------------------------------
+
+    def held_prefix(self, facts: PromptFacts, read: int) -> HeldPrefix | None:
+        """What ``read`` tokens of request k are, in the log's terms, for explaining a miss (it
+        takes k's observed read, so nothing is predicted from it; call it before ``learn(k)``):
+        at most the prefix common to the client's sessions, or exactly the cached length of an
+        earlier request of the lineage's prompt plus output, or prompt, within the provider's
+        longest documented lifetime (the newest such request). None: neither."""
+        if not read:
+            return None
+        common = self.session_start.get(facts.model, 0)
+        if common and read <= common:
+            return HeldPrefix(read, common)
+        lineage = self.lineages.get(facts.lineage)
+        if lineage is None or lineage.model != facts.model or facts.event is not None:
+            return None
+        horizon = self.profile.longest_ttl_seconds or self.profile.default_ttl_seconds
+        for end in reversed(lineage.ends):
+            if facts.timestamp - end.timestamp > horizon:
+                break
+            for tokens, with_output in ((end.end, True), (end.prompt, False)):
+                if self._step(tokens) == read:
+                    return HeldPrefix(read, common, end.line, end.timestamp, with_output)
+        return None
+
     # --- learning: k's observation, after k's prediction ---------------------------------------
 
     def learn(self, facts: PromptFacts, predicted: Prediction, observed: ObservedSplit) -> None:
@@ -266,8 +334,17 @@ class SessionPredictor:
         if lineage is None or lineage.model != facts.model:
             lineage = self.lineages[facts.lineage] = _Lineage(facts.model)
         lineage.requests += 1
+        if self.profile.overflow_per_minute is not None:
+            times = lineage.times  # the lineage's requests in the last minute, oldest first
+            times.append(facts.timestamp)
+            while times and facts.timestamp - times[0] > RATE_WINDOW:
+                times.popleft()
         if self.profile.caching == "automatic":
+            if first:
+                lineage.ends.clear()  # a rewritten history shares no earlier request's end
             self._learn_automatic(facts, lineage, first, predicted, observed)
+            end = facts.prompt_tokens + (observed.output if self.profile.output_cached else 0)
+            lineage.ends.append(_End(facts.prompt_tokens, end, facts.line, facts.timestamp))
         else:
             self._learn_breakpoint(facts, lineage, observed)
         lineage.last_prompt = facts.prompt_tokens

@@ -51,6 +51,10 @@ class ClientProfile:
     # Whether the first request of a session reads a prefix common to all of this client's
     # sessions (its instructions and tool definitions), as earlier sessions in the log show.
     shared_session_start: bool = False
+    # The rate of requests to one prefix and cache key past which the provider documents that
+    # some overflow to other machines, which do not hold the conversation (OpenAI: about 15 a
+    # minute; docs/clients.md). None: no such rate documented. Named in the causes of misses.
+    overflow_per_minute: int | None = None
     source: str = "docs/clients.md"
 
 
@@ -78,6 +82,7 @@ CODEX_CLI = ClientProfile(
     best_effort=True,
     output_cached=True,
     shared_session_start=True,
+    overflow_per_minute=15,
     source="docs/clients.md#codex-cli",
 )
 

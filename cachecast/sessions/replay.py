@@ -48,11 +48,16 @@ def predict_sessions(
             # ``predict`` reads the predictor's state and changes none of it.
             then = dataclasses.replace(facts, timestamp=facts.timestamp - gap)
             kept = predictor.predict(then).read
-        predictor.learn(facts, predicted, observed)
         ok = within(facts, predicted, observed)
+        # What a request that read less than predicted did read, named from the requests
+        # before it (before ``learn``, which adds its own): for the explanation only.
+        held = None
+        if not ok and observed.read < predicted.read:
+            held = predictor.held_prefix(facts, observed.read)
+        predictor.learn(facts, predicted, observed)
         cause, why = (None, predicted.basis)
         if not ok:
-            cause, why = explain(facts, predicted, observed, profile)
+            cause, why = explain(facts, predicted, observed, profile, held)
         yield PredictedRequest(each, predicted, ok, cause, why, kept)
 
 

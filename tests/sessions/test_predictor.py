@@ -404,3 +404,82 @@ def test_codex_within_a_turn_a_pause_past_the_hour_loses_the_prefix() -> None:
         (facts(2, 20_902, 3_660), codex(3_456, 432, 185, 20_902)),
     ]
     assert run(CODEX_CLI, session)[1].read == 3_456
+
+
+# --- what a best-effort miss read, and the documented overflow rate (docs/clients.md) ----------
+
+
+def _explained(session: list[tuple[PromptFacts, ObservedSplit]]) -> tuple[str, str]:
+    """The last request's cause and words, with what it read named as replay names it."""
+    predictor = SessionPredictor(CODEX_CLI)
+    for each, observed in session[:-1]:
+        predictor.learn(each, predictor.predict(each), observed)
+    last, observed = session[-1]
+    predicted = predictor.predict(last)
+    held = predictor.held_prefix(last, observed.read)
+    return explain(last, predicted, observed, CODEX_CLI, held)
+
+
+def _codex(read: int, total: int, output: int = 0) -> ObservedSplit:
+    return ObservedSplit(read, 0, total - read, output, writes_reported=False)
+
+
+def test_a_miss_that_read_where_an_earlier_request_ended_names_it() -> None:
+    # Request 1: 20,000 + 100 output; request 2 (21,000 + 50) read 1,024 + 149 x 128 = 20,096,
+    # request 1's prompt plus output in steps; request 3 (22,000) may read the steps of
+    # 21,050: 1,024 + 156 x 128 = 20,992, and read 20,096 again: exactly where request 1 (at
+    # line 1, 10 s before) ended, as a machine that served request 1 and not 2 holds it.
+    # Two requests in the minute before: under OpenAI's about 15 a minute.
+    session = [
+        (facts(1, 20_000, 0), _codex(0, 20_000, 100)),
+        (facts(2, 21_000, 5), _codex(20_096, 21_000, 50)),
+        (facts(3, 22_000, 10), _codex(20_096, 22_000)),
+    ]
+    cause, words = _explained(session)
+    assert cause == BEST_EFFORT and "missed 896 of the 20,992 tokens" in words
+    held = "it read exactly the prompt plus output of the request at line 1 (0m 10s before)"
+    assert held in words
+    assert "; 2 requests of this conversation in the minute before, under the about 15" in words
+
+
+def test_a_miss_over_the_documented_overflow_rate_says_so() -> None:
+    # 16 requests 3 s apart (0 to 45 s), each reading its predecessor's prompt in steps; the
+    # 17th, at 48 s, has all 16 in the minute before: over OpenAI's about 15 a minute, past
+    # which requests for one prefix and cache key overflow to other machines. It read 1,024.
+    session = [(facts(1, 20_000, 0), _codex(0, 20_000))]
+    for i in range(1, 16):
+        prompt = 20_000 + 500 * i
+        session.append((facts(i + 1, prompt, 3 * i), _codex(step_of(prompt - 500), prompt)))
+    session.append((facts(17, 30_000, 48), _codex(1_024, 30_000)))
+    cause, words = _explained(session)
+    assert cause == BEST_EFFORT
+    assert "; 16 requests of this conversation in the minute before: over the about 15" in words
+    assert "overflow to other machines, which do not hold it" in words
+
+
+def test_a_new_session_that_missed_to_the_common_prefix_says_so() -> None:
+    # Session a's first request read 3,456 (the prefix common to sessions, learned); session
+    # b's second request may read its first's 30,000 in steps (1,024 + 226 x 128 = 29,952) and
+    # read 3,456: a machine that never saw the conversation.
+    session = [
+        (facts(1, 17_000, 0, lineage="a"), _codex(3_456, 17_000)),
+        (facts(2, 30_000, 100, lineage="b"), _codex(3_456, 30_000)),
+        (facts(3, 31_000, 110, lineage="b"), _codex(3_456, 31_000)),
+    ]
+    cause, words = _explained(session)
+    assert cause == BEST_EFFORT and "missed 26,496 of the 29,952 tokens" in words
+    assert "it read only the 3,456-token prefix common to this client's sessions" in words
+
+
+def test_a_read_off_the_documented_steps_is_pointed_out() -> None:
+    # ccusage's hand-written fixture: 250 cached of a 1,000-token prompt, under OpenAI's
+    # 1,024-token minimum: no prediction in OpenAI's steps (0, or 1,024 + n x 128) can match.
+    session = [(facts(1, 1_000, 0), _codex(250, 1_000))]
+    cause, words = _explained(session)
+    assert cause == WARM_CACHE
+    assert "250 cached tokens is off the steps the profile's cache reads in" in words
+
+
+def step_of(tokens: int) -> int:
+    """OpenAI's cacheable length: 1,024, then whole 128-token increments (docs/clients.md)."""
+    return 0 if tokens < 1_024 else 1_024 + (tokens - 1_024) // 128 * 128
