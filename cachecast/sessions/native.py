@@ -340,9 +340,7 @@ def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bo
         return False
     end = at + len(key)
     if raw.startswith(b":", end):  # as Claude Code writes it: no space (one C call each)
-        return raw.startswith(value, end + 1) or (
-            raw[end + 1 : end + 8].lstrip().startswith(value)
-        )
+        return raw.startswith(value, end + 1) or (raw[end + 1 : end + 8].lstrip().startswith(value))
     rest = raw[end : end + 8].lstrip()
     return rest.startswith(b":") and rest[1:].lstrip().startswith(value)
 
