@@ -46,10 +46,10 @@ COMMANDS: dict[str, str] = {
 # garbage collector run less often (GC_THRESHOLD): docs/usage-report.md "Speed". The others
 # (a server, a worker, vLLM or Ray in the process) keep Python's defaults.
 ONE_SHOT_COMMANDS = frozenset({"usage"})
-# A first-generation collection every 100,000 allocations instead of 700: start-up (typer,
-# pydantic, the command's modules) allocates objects that live as long as the process, and
-# a collection finds no garbage among them; cycles made later are still collected, 100,000
-# allocations apart at most.
+# A first-generation collection every 100,000 net allocations instead of 700: start-up
+# (typer, pydantic, the command's modules) allocates objects that live as long as the
+# process, and a collection finds no garbage among them; cycles made later are still
+# collected (the older generations after 10 collections of the younger, as by default).
 GC_THRESHOLD = (100_000, 10, 10)
 
 
