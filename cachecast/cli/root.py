@@ -21,13 +21,13 @@ from cachecast.cli import layouts as layouts_cli
 from cachecast.cli import measure as measure_cli
 from cachecast.cli import price as price_cli
 from cachecast.cli import reconcile as reconcile_cli
-from cachecast.cli import root_app
 from cachecast.cli import serve as serve_cli
 from cachecast.cli import simulate as simulate_cli
 from cachecast.cli import tokenize as tokenize_cli
 from cachecast.cli import usage as usage_cli
 from cachecast.cli import worker as worker_cli
 from cachecast.cli.common import DatabaseUrlOption, command
+from cachecast.cli.launch import root_app
 
 
 class CommandModule(Protocol):

@@ -316,13 +316,15 @@ def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
     sidechain line, a line without a parent, or a user line that gives a lineage its root
     (the file's first, or the first after a compaction). ``parentUuid``, ``isSidechain`` and
     ``agentId`` are read where they first occur: Claude Code writes them before the message,
-    so the search stops within the first bytes of a long line."""
+    so the search stops within the first bytes of a long line. The byte searches run first:
+    most lines (tool results, progress) fail every test, and each test is one C call."""
+    if b'"usage"' in raw or b"compact_boundary" in raw:
+        return True
     parent = raw.find(b'"parentUuid"')
     if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
         return True
-    if b'"usage"' in raw or b"compact_boundary" in raw:
-        return True
-    if _value_is(raw, b'"isSidechain"', b"true"):
+    sidechain = raw.find(b'"isSidechain"')
+    if sidechain >= 0 and _value_is(raw, b'"isSidechain"', b"true", sidechain):
         # A sub-agent's line is its agent's lineage whatever its parent: only an older
         # sidechain, in its session's file, needs its parent links followed.
         head = raw.find(b'"message"')
@@ -336,7 +338,10 @@ def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bo
     at = raw.find(key) if at is None else at
     if at < 0:
         return False
-    rest = raw[at + len(key) : at + len(key) + 8].lstrip()
+    end = at + len(key)
+    if raw.startswith(b":", end):  # as Claude Code writes it: no space (one C call each)
+        return raw.startswith(value, end + 1) or (raw[end + 1 : end + 8].lstrip().startswith(value))
+    rest = raw[end : end + 8].lstrip()
     return rest.startswith(b":") and rest[1:].lstrip().startswith(value)
 
 

@@ -62,12 +62,36 @@ def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> No
     # Later runs answer from the remembered contract answers: no SQL toolkit at all.
     again = loaded(["usage", session, "--json"], env)
     assert not tops(again) & {*HEAVY, *DATABASE, "rich", "yaml", "click"}
+    # typer's help rendering (rich panels) is for --help only.
+    assert "typer.rich_utils" not in again
     commands = {name for name in again if name.startswith("cachecast.cli.")}
-    assert commands <= {"cachecast.cli.usage", "cachecast.cli.common", "cachecast.cli.help"}
+    assert commands <= {
+        "cachecast.cli.usage",
+        "cachecast.cli.common",
+        "cachecast.cli.help",
+        "cachecast.cli.launch",
+    }
     # Usage counts tokens from the logged usage: no tokenizer package (not even the types of
     # a tokenized request) and no reconciliation summary.
     assert not {name for name in again if name.startswith("cachecast.tokenizers")}
     assert "cachecast.simulator.reconcile" not in again
+
+
+def test_the_entry_module_imports_no_command_layer() -> None:
+    # ``cachecast.cli.main`` sets the garbage collector up before typer and pydantic are
+    # imported (docs/usage-report.md "Speed"): importing the module that holds it loads
+    # neither.
+    probe = "import sys, cachecast.cli; print(' '.join(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert "cachecast.cli" in result.stdout.split()
+    assert not tops(set(result.stdout.split())) & {"typer", "pydantic", "click", "rich"}
 
 
 def test_the_command_table_names_the_module_of_every_command() -> None:
