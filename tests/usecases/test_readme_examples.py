@@ -68,7 +68,17 @@ def test_every_readme_command_runs(tmp_path: Path) -> None:
     shim = bin_dir / "cachecast"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m cachecast "$@"\n')
     shim.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CACHECAST_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CACHECAST_", "XDG_", "CLAUDE_CONFIG_DIR", "CODEX_HOME"))
+    }
+    # A home of its own, as on a fresh machine: the README's `db upgrade` migrates the
+    # embedded default database in the user's data folder, and the user's own (another
+    # checkout's, at another revision) is neither touched nor read.
+    home = tmp_path / "home"
+    home.mkdir()
+    env["HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO_ROOT)
     exports: list[str] = []
     ran, not_run = 0, []
