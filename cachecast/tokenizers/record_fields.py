@@ -48,12 +48,14 @@ def cache_controls(
     """The request-level caching controls of a record (see ``CacheControls``)."""
     cached = optional_str(record, "cached_content")
     creates = cache_creation(record)
+    carries = carried_reply_label(record)
     if (
         implicit is None
         and rendered.implicit_breakpoint
         and rendered.cache_ttl is None
         and cached is None
         and creates is None
+        and carries is None
     ):
         return NO_CONTROLS
     return CacheControls(
@@ -62,7 +64,19 @@ def cache_controls(
         ttl=rendered.cache_ttl,
         cached_content=cached,
         creates=creates,
+        carries_reply=carries,
     )
+
+
+def carried_reply_label(record: dict[str, Any]) -> str | None:
+    """The canonical ``carries_reply`` key (the index of the Chat Completions message that
+    carries the previous request's reply verbatim) as that message's segment label."""
+    value = record.get("carries_reply")
+    if value is None:
+        return None
+    if type(value) is not int or value < 0:
+        raise RecordFieldError("carries_reply", "expected a message index (an integer >= 0)")
+    return f"messages[{value}]"
 
 
 def cache_creation(record: dict[str, Any]) -> CacheCreation | None:

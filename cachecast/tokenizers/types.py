@@ -74,6 +74,9 @@ class CacheControls:
     request's TTL option name (``prompt_cache_options.ttl``, ``prompt_cache_retention``).
     ``cached_content``: the Gemini cache object the request reads; ``creates``: the one this
     record creates (the record is then no inference call, see :class:`CacheCreation`).
+    ``carries_reply``: the label of the message that carries the previous request's reply
+    verbatim, this request being that one continued (a provider that caches what it
+    generated holds the prefix up to that message's end).
     """
 
     implicit_breakpoint: bool = True
@@ -81,6 +84,7 @@ class CacheControls:
     ttl: str | None = None
     cached_content: str | None = None
     creates: CacheCreation | None = None
+    carries_reply: str | None = None
 
     def __reduce__(self) -> tuple[type[CacheControls], tuple[Any, ...]]:
         return (CacheControls, _controls_fields(self))
