@@ -482,10 +482,19 @@ def classify_mismatch(
             f"{predicted - observed} tokens of a prefix the log shows cached were not read:"
             f" {contract.provider}'s implicit cache has no documented lifetime"
         )
-    return UNEXPLAINED, (
+    figures = (
         f"predicted read {predicted} / write {reconciled.predicted_write}, observed read"
         f" {observed} / write {reconciled.observed_write}"
     )
+    calls = request.observed.server_tool_calls if request.observed is not None else 0
+    if calls:
+        # docs/predictions.md, "Server tools": the sum is documented, its parts are not.
+        return UNEXPLAINED, (
+            f"{figures}: the usage sums the {calls + 1} sampling iterations of {calls} server"
+            " tool call(s), whose results (encrypted in the response) are input to the later"
+            " iterations; where the tool loop writes the cache is not documented"
+        )
+    return UNEXPLAINED, figures
 
 
 # Tokens new to the log at their position, and tokens no earlier breakpoint of the log
