@@ -468,6 +468,7 @@ def classify_mismatch(
         return WARM_CACHE, (
             f"the cache was warm before the log began: the provider read {observed} tokens"
             f" (predicted {predicted}) of a prefix no earlier request of the log cached"
+            f"{_built_in_note(request)}"
         )
     disputed = dispute(request, reconciled, spans, contract)
     if disputed is not None:
@@ -493,8 +494,21 @@ def classify_mismatch(
             f"{figures}: the usage sums the {calls + 1} sampling iterations of {calls} server"
             " tool call(s), whose results (encrypted in the response) are input to the later"
             " iterations; where the tool loop writes the cache is not documented"
+            f"{_built_in_note(request)}"
         )
-    return UNEXPLAINED, figures
+    return UNEXPLAINED, figures + _built_in_note(request)
+
+
+def _built_in_note(request: TokenizedRequest) -> str:
+    """What a request using provider-defined tools hides from a prediction (docs/predictions.md,
+    "Server tools"); empty for the others."""
+    tools = request.controls.built_in_tools
+    if not tools:
+        return ""
+    return (
+        f"; the request uses the provider's built-in tool(s) {', '.join(tools)}, whose own"
+        " prompt the body does not hold (its length and place are not documented)"
+    )
 
 
 # Tokens new to the log at their position, and tokens no earlier breakpoint of the log

@@ -1,5 +1,6 @@
-"""Anthropic's server web search: usage that sums the sampling iterations of the tool loop
-(docs/predictions.md, "Server tools").
+"""Anthropic's server web search: usage that sums the sampling iterations of the tool loop,
+and provider-defined tools whose own prompt the body does not hold (docs/predictions.md,
+"Server tools").
 
 Observed figures are the recording's own stream events: ``message_start``'s usage (the first
 iteration) and the final ``message_delta``'s (the request's totals, with
@@ -10,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from cachecast.contracts import ContractStore
+from cachecast.tokenizers.record_fields import built_in_tools
 from tests.conftest import shared_data
 from tests.logs.helpers import read
 from tests.predictions.test_served_recordings import run
@@ -17,6 +19,10 @@ from tests.predictions.test_served_recordings import run
 PATH = (
     "recordings/vcr_cassettes/vcrpy-more/"
     "mirascope_test_web_search_tool_stream_anthropic_claude_sonnet_4_0.yaml"
+)
+OPENAI = (
+    "recordings/vcr_cassettes/ruby-vcr/"
+    "chat_web_search_with_openai_gpt-5_2_searches_and_records_the_tool_call_items.yml"
 )
 
 
@@ -47,3 +53,30 @@ def test_a_server_tool_request_says_what_is_not_documented(store: ContractStore)
     # 17 x 3 + 23,258 x 3.75 + 16,242 x 0.30 + 515 x 15 = 51 + 87,217.5 + 4,872.6 + 7,725
     # = 99,866.1 per million = $0.0998661.
     assert row.observed_cost == Decimal("0.0998661")
+
+
+def test_built_in_tools_are_named() -> None:
+    tools = [
+        {"type": "function", "name": "f"},
+        {"type": "custom", "name": "g"},
+        {"name": "h", "input_schema": {}},  # Anthropic: a caller's tool has no type
+        {"type": "web_search"},
+        {"type": "web_search"},
+    ]
+    assert built_in_tools(tools) == ("web_search",)
+    assert built_in_tools(None) == ()
+
+
+def test_openai_hosted_web_search_says_what_is_not_documented(store: ContractStore) -> None:
+    # RubyLLM's gpt-5.2 cassette: request 2 (tools [{"type": "web_search"}]) reads 4,352 of
+    # 4,565 input tokens, which no earlier request of the log cached.
+    report = run(shared_data(OPENAI), store)
+    row = sorted(report.requests, key=lambda row: row.line)[1]
+    assert (row.observed_cache_read_tokens, row.classification) == (
+        4_352,
+        "warm_cache_at_log_start",
+    )
+    assert row.explanation is not None
+    assert "built-in tool(s) web_search, whose own prompt the body does not hold" in (
+        row.explanation
+    )
