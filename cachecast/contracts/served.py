@@ -114,14 +114,33 @@ def _served(
                 f"{error.message}; the model launched on {life.launched_on.isoformat()}"
                 f" ({life.launch_source})"
             ) from None
+        terms, how = _corrected_first(first, versions)
         return ServedContract(
-            first,
+            terms,
             f"[U] price unverified on {day.isoformat()}: the log shows"
             f" {first.provider}/{first.model} serving before its first stored version"
             f" ({first.effective_from.isoformat()}), whose start is the earliest day our"
             f" sources priced it, not a launch date (none of our sources gives one); priced"
-            f" under that version's terms",
+            f" under {how}",
         )
+
+
+def _corrected_first(
+    first: ContractTerms, versions: list[ContractTerms]
+) -> tuple[ContractTerms, str]:
+    """The terms a request dated before ``first`` is priced under: ``first``'s, unless
+    ``first`` lasts one day and the next version starts where it ends. A correction starts
+    the day after the version it corrects (a start cannot be shared: docs/contracts.md), so
+    such a first version is what the store knew before the correction, and its correction
+    is what the store knows now."""
+    after = first.effective_to
+    if after is not None and after == first.effective_from + dt.timedelta(days=1):
+        following = [terms for terms in versions if terms.effective_from == after]
+        if following:
+            return following[0], (
+                f"the terms of {_span(following[0])}, which correct that one-day version"
+            )
+    return first, "that version's terms"
 
 
 def _span(terms: ContractTerms) -> str:

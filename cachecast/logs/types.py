@@ -31,3 +31,7 @@ class ObservedUsage:
     # Anthropic compaction (``usage.iterations``): each sampling iteration is its own request
     # to the model and is billed on its own; the fields above are then their sums.
     iterations: tuple[ObservedUsage, ...] = ()
+    # Anthropic server tools (``usage.server_tool_use``: web searches, web fetches...): the
+    # calls the API ran inside the request. Each adds a sampling iteration, and the counts
+    # above sum every iteration's prompt, the tool's results included.
+    server_tool_calls: int = 0

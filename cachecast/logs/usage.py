@@ -43,6 +43,7 @@ CANONICAL_KEYS = (
     "cost",
     "contradiction",
     "iterations",
+    "server_tool_calls",
 )
 
 
@@ -113,6 +114,7 @@ def canonical_observed(value: Any, path: str = "observed") -> ObservedUsage:
         cache_write_by_ttl=by_ttl,
         output_tokens=_count(value, "output_tokens", path),
         cost=_cost(value.get("cost"), f"{path}.cost"),
+        server_tool_calls=_count(value, "server_tool_calls", path) or 0,
     )
     iterations = value.get("iterations")
     if iterations is not None:
@@ -151,6 +153,8 @@ def to_canonical(observed: ObservedUsage) -> dict[str, Any]:
         out["contradiction"] = observed.contradiction
     if observed.iterations:
         out["iterations"] = [to_canonical(part) for part in observed.iterations]
+    if observed.server_tool_calls:
+        out["server_tool_calls"] = observed.server_tool_calls
     return out
 
 
@@ -451,7 +455,18 @@ def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
         output_tokens=_count(usage, "output_tokens", path),
+        server_tool_calls=_server_tool_calls(usage, path),
     )
+
+
+def _server_tool_calls(usage: Mapping[str, Any], path: str) -> int:
+    """The calls Anthropic's server tools made (``server_tool_use``: ``web_search_requests``,
+    ``web_fetch_requests``, ...), summed; 0 where none is reported."""
+    counts = usage.get("server_tool_use")
+    if not isinstance(counts, dict):
+        return 0
+    where = f"{path}.server_tool_use"
+    return sum(_count(counts, key, where) or 0 for key in counts if key.endswith("_requests"))
 
 
 def _summed(parts: tuple[ObservedUsage, ...]) -> ObservedUsage:

@@ -48,12 +48,16 @@ def cache_controls(
     """The request-level caching controls of a record (see ``CacheControls``)."""
     cached = optional_str(record, "cached_content")
     creates = cache_creation(record)
+    carries = carried_reply_label(record)
+    built_in = built_in_tools(rendered.chat_tools)
     if (
         implicit is None
         and rendered.implicit_breakpoint
         and rendered.cache_ttl is None
         and cached is None
         and creates is None
+        and carries is None
+        and not built_in
     ):
         return NO_CONTROLS
     return CacheControls(
@@ -62,7 +66,35 @@ def cache_controls(
         ttl=rendered.cache_ttl,
         cached_content=cached,
         creates=creates,
+        carries_reply=carries,
+        built_in_tools=built_in,
     )
+
+
+# Tool types a caller defines itself; any other ``type`` names a tool the provider defines.
+_CALLER_TOOL_TYPES = ("function", "custom")
+
+
+def built_in_tools(tools: list[Any] | None) -> tuple[str, ...]:
+    """The types of the provider-defined tools among ``tools`` (OpenAI's hosted
+    ``web_search``, Anthropic's ``web_search_20250305``...), in order, each once."""
+    found: list[str] = []
+    for tool in tools or ():
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if isinstance(kind, str) and kind not in _CALLER_TOOL_TYPES and kind not in found:
+            found.append(kind[:64])
+    return tuple(found)
+
+
+def carried_reply_label(record: dict[str, Any]) -> str | None:
+    """The canonical ``carries_reply`` key (the index of the Chat Completions message that
+    carries the previous request's reply verbatim) as that message's segment label."""
+    value = record.get("carries_reply")
+    if value is None:
+        return None
+    if type(value) is not int or value < 0:
+        raise RecordFieldError("carries_reply", "expected a message index (an integer >= 0)")
+    return f"messages[{value}]"
 
 
 def cache_creation(record: dict[str, Any]) -> CacheCreation | None:

@@ -74,6 +74,11 @@ class CacheControls:
     request's TTL option name (``prompt_cache_options.ttl``, ``prompt_cache_retention``).
     ``cached_content``: the Gemini cache object the request reads; ``creates``: the one this
     record creates (the record is then no inference call, see :class:`CacheCreation`).
+    ``carries_reply``: the label of the message that carries the previous request's reply
+    verbatim, this request being that one continued (a provider that caches what it
+    generated holds the prefix up to that message's end). ``built_in_tools``: the types of
+    the tools the provider defines itself (OpenAI's ``web_search``, Anthropic's
+    ``web_search_20250305``...), whose own prompt the body does not hold.
     """
 
     implicit_breakpoint: bool = True
@@ -81,6 +86,8 @@ class CacheControls:
     ttl: str | None = None
     cached_content: str | None = None
     creates: CacheCreation | None = None
+    carries_reply: str | None = None
+    built_in_tools: tuple[str, ...] = ()
 
     def __reduce__(self) -> tuple[type[CacheControls], tuple[Any, ...]]:
         return (CacheControls, _controls_fields(self))

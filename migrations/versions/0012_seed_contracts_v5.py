@@ -48,16 +48,17 @@ ORIGIN = "seed:contracts-v5"
 SEEDING = Path(__file__).with_name("0006_seed_contracts_v2.py")
 
 
-def _seed() -> list[ContractTerms]:
-    text = resources.files("cachecast.contracts").joinpath("data", SEED_FILE).read_text("utf-8")
-    return parse_document(loads_json(text, SEED_FILE), SEED_FILE)
+def _seed(seed_file: str = SEED_FILE) -> list[ContractTerms]:
+    text = resources.files("cachecast.contracts").joinpath("data", seed_file).read_text("utf-8")
+    return parse_document(loads_json(text, seed_file), seed_file)
 
 
-def _shorten_corrected(versions: sa.TableClause) -> None:
+def shorten_corrected(versions: sa.TableClause, seed_file: str = SEED_FILE) -> None:
     """End each bounded stored version where its correction in the seed starts; refuse a
-    correction that does not run to the corrected version's end."""
+    correction that does not run to the corrected version's end. (Later correcting seeds
+    call it with their own file.)"""
     connection = op.get_bind()
-    for terms in _seed():
+    for terms in _seed(seed_file):
         covering = connection.execute(
             sa.select(versions.c.id, versions.c.effective_to).where(
                 versions.c.provider == terms.provider,
@@ -69,7 +70,7 @@ def _shorten_corrected(versions: sa.TableClause) -> None:
         for row in covering:
             if row.effective_to != terms.effective_to:
                 raise ValueError(
-                    f"{SEED_FILE}: {terms.provider}/{terms.model} from {terms.effective_from}"
+                    f"{seed_file}: {terms.provider}/{terms.model} from {terms.effective_from}"
                     f" must end where the version it corrects ends ({row.effective_to})"
                 )
             connection.execute(
@@ -81,23 +82,25 @@ def _shorten_corrected(versions: sa.TableClause) -> None:
 
 def upgrade() -> None:
     seeding = runpy.run_path(str(SEEDING))
-    _shorten_corrected(seeding["versions_table"])
+    shorten_corrected(seeding["versions_table"])
     seeding["seed_file"](SEED_FILE, ORIGIN)
 
 
-def _restore_corrected(versions: sa.TableClause) -> None:
+def restore_corrected(
+    versions: sa.TableClause, seed_file: str = SEED_FILE, origin: str = ORIGIN
+) -> None:
     """Give each version a correction shortened its end back (the correction's end): revision
     0006's unseed would reopen it only up to the next remaining version, across a declared
     hole such as DeepSeek's of 2026-07-24 to 2026-10-01."""
     connection = op.get_bind()
-    for terms in _seed():
+    for terms in _seed(seed_file):
         connection.execute(
             versions.update()
             .where(
                 versions.c.provider == terms.provider,
                 versions.c.model == terms.model,
                 versions.c.effective_to == terms.effective_from,
-                versions.c.origin != ORIGIN,
+                versions.c.origin != origin,
             )
             .values(effective_to=terms.effective_to)
         )
@@ -105,5 +108,5 @@ def _restore_corrected(versions: sa.TableClause) -> None:
 
 def downgrade() -> None:
     seeding = runpy.run_path(str(SEEDING))
-    _restore_corrected(seeding["versions_table"])
+    restore_corrected(seeding["versions_table"])
     seeding["unseed"](ORIGIN)

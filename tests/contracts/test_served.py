@@ -63,9 +63,14 @@ def test_before_a_known_launch_is_one_error_naming_the_launch(migrated_db_url: s
 def test_launch_versions_seeded_by_0011(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     # xai/grok-4.3: API access 2026-04-30 [S]; the RubyLLM cassette is of 2026-08-10.
+    # 0011's launch version [2026-04-30, 2026-10-01) keeps its first day; from 2026-05-01
+    # revision 0013's correction (xAI's token-exact cache counts) is in force.
+    assert store.as_of("xai", "grok-4.3", dt.date(2026, 4, 30)).effective_from == (
+        dt.date(2026, 4, 30)
+    )
     grok = served_contract(store, "xai", "grok-4.3", dt.date(2026, 8, 10), TODAY)
     assert (grok.terms.effective_from, grok.terms.effective_to, grok.note) == (
-        dt.date(2026, 4, 30),
+        dt.date(2026, 5, 1),
         dt.date(2026, 10, 1),
         None,
     )

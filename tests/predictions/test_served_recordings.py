@@ -59,14 +59,14 @@ def test_a_dateless_cassette_of_a_retired_model_is_priced_under_its_last_version
 
 def test_a_model_served_before_our_first_version_of_it(store: ContractStore) -> None:
     # RubyLLM's xAI cassette, recorded_at 2026-08-10: grok-4.3 answers; its launch version
-    # (2026-04-30, revision 0011) is in force then.
+    # (2026-04-30, revision 0011) as corrected from 2026-05-01 (revision 0013) is in force.
     path = shared_data(
         f"{VCR}/ruby-vcr/chat_with_extended_thinking_xai_grok-3-mini_preserves_thinking"
         "_signatures_between_turns_when_provided.yml"
     )
     report = run(path, store)
     assert report.unpriced == {}
-    assert [t.contract.version for t in report.targets] == ["xai/grok-4.3@2026-04-30"]
+    assert [t.contract.version for t in report.targets] == ["xai/grok-4.3@2026-05-01"]
     # The Bedrock Nova 2 Lite cassette of 2026-08-19: revision 0012's correction of the launch
     # version (explicit caching), from 2025-12-03.
     path = shared_data(

@@ -47,6 +47,7 @@ from cachecast.logs.http.state import (
     Chain,
     cache_creation_record,
     cache_lifetimes,
+    carried_reply,
     chain_response,
     remember_response,
     with_cache,
@@ -211,6 +212,10 @@ def _record(
     )
     if cached_content is not None:
         record["cached_content"] = cached_content
+    if endpoint.api == "chat":
+        carried = carried_reply(body, final, state)
+        if carried is not None:
+            record["carries_reply"] = carried
     if chain is not None:
         _continued(stream, state, chain, record)
     return record

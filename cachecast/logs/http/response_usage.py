@@ -67,6 +67,18 @@ def reported_usage(
     return _header_usage(headers, write_ttl)
 
 
+def _split_outdated(merged: dict[str, Any], final: dict[str, Any]) -> bool:
+    """Whether the TTL split ``message_start`` gave no longer adds up to the writes the final
+    ``message_delta`` reports without a split of its own: a server tool's later sampling
+    iterations wrote more (the split was the first iteration's)."""
+    split = merged.get("cache_creation")
+    total = final.get("cache_creation_input_tokens")
+    if "cache_creation" in final or not isinstance(split, dict) or type(total) is not int:
+        return False
+    parts = [value for value in split.values() if type(value) is int]
+    return sum(parts) != total
+
+
 def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | None:
     if api in ("anthropic", "bedrock-invoke"):
         merged: dict[str, Any] = {}
@@ -76,7 +88,10 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
             if kind == "message_start" and isinstance(event.get("message"), dict):
                 merged.update(event["message"].get("usage") or {})
             elif kind == "message_delta" and isinstance(event.get("usage"), dict):
-                merged.update(event["usage"])  # the final output count (and totals, newer)
+                final = event["usage"]  # the final output count (and totals, newer)
+                if _split_outdated(merged, final):
+                    del merged["cache_creation"]
+                merged.update(final)
             if isinstance(event.get("amazon-bedrock-invocationMetrics"), dict):
                 metrics = event["amazon-bedrock-invocationMetrics"]
         if merged:

@@ -87,9 +87,62 @@ class ApiState:
     caches: dict[str, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
     # cachedContents name -> (created, lifetime seconds, deleted before its TTL ran out)
     lifetimes: dict[str, tuple[float | None, int, bool]] = field(default_factory=dict)
+    # The latest Chat Completions exchange: its body without ``messages``, its messages and
+    # its reply as a request carries it (None: a reply the recording does not hold whole).
+    chat_turn: tuple[dict[str, Any], list[Any], dict[str, Any]] | None = None
 
 
 GEMINI_DEFAULT_TTL_SECONDS = 3600  # "If not set, the TTL defaults to 1 hour" (Gemini docs)
+
+# The keys of a Chat Completions message a reply and the request carrying it back share.
+_SENT_MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls")
+
+
+def _as_sent(message: Any) -> dict[str, Any] | None:
+    """A Chat Completions message as a request carries it: its role, content, reasoning and
+    tool calls (id, type, function), with the response-only keys (a call's ``index``,
+    ``refusal``, ``annotations``) and null values left out."""
+    if not isinstance(message, dict):
+        return None
+    sent = {k: message[k] for k in _SENT_MESSAGE_KEYS if message.get(k) is not None}
+    calls = sent.get("tool_calls")
+    if isinstance(calls, list):
+        sent["tool_calls"] = [
+            {k: call[k] for k in ("id", "type", "function") if k in call}
+            if isinstance(call, dict)
+            else call
+            for call in calls
+        ]
+    return sent
+
+
+def carried_reply(body: dict[str, Any], final: Any, state: ApiState) -> int | None:
+    """Where this Chat Completions request carries the previous exchange's reply verbatim:
+    the index of that message, when the request is the previous one (every body key but
+    ``messages`` equal, its messages first) followed by the reply exactly as it came back
+    (the same content, reasoning and tool calls, arguments byte for byte). Then remember
+    this exchange and its reply (one choice, not streamed) for the next request."""
+    messages = body.get("messages")
+    found = None
+    turn = state.chat_turn
+    if turn is not None and isinstance(messages, list):
+        rest, earlier, reply = turn
+        count = len(earlier)
+        if (
+            len(messages) > count
+            and _as_sent(messages[count]) == reply
+            and messages[:count] == earlier
+            and {k: v for k, v in body.items() if k != "messages"} == rest
+        ):
+            found = count
+    state.chat_turn = None
+    choices = final.get("choices") if isinstance(final, dict) else None
+    if isinstance(messages, list) and isinstance(choices, list) and len(choices) == 1:
+        sent = _as_sent(choices[0].get("message") if isinstance(choices[0], dict) else None)
+        if sent:
+            rest = {k: v for k, v in body.items() if k != "messages"}
+            state.chat_turn = (rest, messages, sent)
+    return found
 
 
 def _own_items(body: dict[str, Any]) -> list[Any]:

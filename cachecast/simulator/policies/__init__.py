@@ -1,13 +1,15 @@
 """Cache policies behind one interface, built from a kind and (optionally) a contract.
 
 Provider policies take their parameters from contract *fields* (mode, minimum, increment,
-lookback, breakpoints, TTL options, storage price), not from provider names.
+lookback, breakpoints, TTL options, storage price), not from provider names; mechanics the
+stored terms do not hold yet come from ``contracts.mechanics``, asked with the contract.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from cachecast.contracts.mechanics import caches_replies
 from cachecast.contracts.model import CacheMode, ContractTerms, TtlOption
 from cachecast.simulator.policies.automatic import AutomaticPrefixCache
 from cachecast.simulator.policies.base import CachePolicy
@@ -109,6 +111,7 @@ def build_policy(kind: str, contract: ContractTerms | None = None, **options: An
             ttl_name=default.name,
             capacity_blocks=capacity,
             ttl_options=ttl_options if contract is not None else (),
+            caches_replies=contract is not None and caches_replies(contract),
         )
     if kind == "explicit":
         lookback = options.get("lookback_blocks", contract.lookback_blocks if contract else 20)

@@ -66,6 +66,7 @@ class AutomaticPrefixCache(CachePolicy):
         ttl_name: str = "default",
         capacity_blocks: int | None = None,
         ttl_options: Sequence[TtlOption] = (),
+        caches_replies: bool = False,
     ) -> None:
         if block_size <= 0:
             raise ValueError("block_size must be positive")
@@ -85,6 +86,9 @@ class AutomaticPrefixCache(CachePolicy):
         # Other lifetimes a request may ask for (OpenAI's prompt_cache_retention).
         self.ttl_options = {option.name: option for option in ttl_options}
         self._last: tuple[TokenizedRequest, list[bytes], int] | None = None
+        # The provider caches its replies (contracts.mechanics): a request carrying the
+        # previous one's reply verbatim finds that prompt and reply cached.
+        self.caches_replies = caches_replies
 
     def unit(self, request: TokenizedRequest) -> int:
         """Tokens per cached block for ``request``: the trace's block for block-level traces."""
@@ -116,6 +120,8 @@ class AutomaticPrefixCache(CachePolicy):
         if request.input_tokens < max(self.min_tokens, 1):
             self._last = None
             return make_usage(request, 0, {})  # too short to be cached or read
+        if self.caches_replies and request.controls.carries_reply is not None:
+            self._hold_reply(request, request.controls.carries_reply)
         matched, keys = self.matched_tokens(request)
         self._last = (request, keys, matched)
         read = round_hit(matched, self.min_tokens, self.increment)
@@ -152,6 +158,19 @@ class AutomaticPrefixCache(CachePolicy):
         held: set[bytes] = set()  # the blocks before this one: never evicted for it
         for key in keys[:blocks]:
             self.cache.hold(key, request.timestamp, unit, rule, held)
+            held.add(key)
+
+    def _hold_reply(self, request: TokenizedRequest, label: str) -> None:
+        """The previous request and its reply, which ``request`` opens with up to the end of
+        the message ``label``: their whole blocks cached, as the provider left them."""
+        end = max((s.end for s in request.segments if s.label == label), default=0)
+        blocks = end // self.unit(request)
+        if blocks == 0:
+            return
+        rule = (self.ttl_seconds, self.refresh_on_hit, self.ttl_name)
+        held: set[bytes] = set()
+        for key in self._keyer_for(request).keys(request)[:blocks]:
+            self.cache.hold(key, request.timestamp, self.unit(request), rule, held)
             held.add(key)
 
     def explain(

@@ -1,0 +1,30 @@
+"""Cache mechanics a provider documents that the stored contract terms do not hold yet.
+
+Each entry names the provider, the first day it applies and its source; a policy asks here,
+with the contract version in force, instead of naming providers itself.
+
+**Generated replies cached (DeepSeek, from the V4 launch on 2026-04-24).** DeepSeek's context
+caching guide (https://api-docs.deepseek.com/guides/kv_cache, "Cache Persistence and Hit
+Rules", read 2026-12-04): each request leaves two cache prefix units, at the end of the user
+input and at the end of the model output. A next request that carries the reply back as it
+was generated reads the prompt and the reply. The recordings agree: pydantic-ai's
+deepseek-reasoner cassette (2026-06-10) reads 896 tokens after a 875-token prompt whose reply
+(79 tokens) it carries verbatim, 896 = 64 x floor((875 + 79) / 64); RubyLLM's deepseek-chat
+cassette (2026-06-08) re-serializes the reply's tool-call arguments (no spaces, where the
+model wrote them with spaces) and reads 384 = 64 x floor(407 / 64), its previous prompt only
+(docs/predictions.md, "Replies DeepSeek caches").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from cachecast.contracts.model import ContractTerms
+
+REPLY_CACHING_FROM: dict[str, dt.date] = {"deepseek": dt.date(2026, 4, 24)}
+
+
+def caches_replies(terms: ContractTerms) -> bool:
+    """Whether the provider caches what it generated, under the version ``terms``."""
+    start = REPLY_CACHING_FROM.get(terms.provider)
+    return start is not None and terms.effective_from >= start
