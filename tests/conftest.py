@@ -3,8 +3,11 @@ databases on a real PostgreSQL server when ``CACHECAST_TEST_POSTGRES_URL`` names
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +28,14 @@ SHARED_DATA = Path(os.environ.get(SHARED_DATA_ENV) or REPO_ROOT.parent / "shared
 MOONCAKE_TRACE_PATH = "mooncake/synthetic_trace.jsonl"
 MOONCAKE_SHA256 = "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131"
 POSTGRES_ENV = "CACHECAST_TEST_POSTGRES_URL"
+
+# The embedded default database is a file in the user's data folder (platformdirs reads
+# $XDG_DATA_HOME; core/db_location.py). The tests get a data folder of their own, empty as on
+# a fresh machine, so a test that uses the default neither reads nor migrates the developer's
+# database (another checkout's, perhaps at another revision).
+_DATA_HOME = tempfile.mkdtemp(prefix="cachecast-test-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, ignore_errors=True)
 
 
 def shared_data(relative: str) -> Path:

@@ -322,7 +322,7 @@ def test_every_recording_of_http_traffic_is_covered() -> None:
     assert uncovered == sorted(p for p in found if p.startswith("vcr_cassettes/openllmetry/"))
 
 
-def test_a_cohere_v1_har_that_names_no_model_is_read_with_model() -> None:
+def test_a_cohere_v1_har_that_names_no_model_is_read_with_model(migrated_db_url: str) -> None:
     # Cohere's v1 chat body may omit `model` (the endpoint's default that day is not stated
     # in our sources): the request is read all the same, with no model and the totals of the
     # stream's final `billed_units` parsed here; `reconcile` lists it as unpriced, saying
@@ -344,7 +344,7 @@ def test_a_cohere_v1_har_that_names_no_model_is_read_with_model() -> None:
     assert unnamed["requests"] == 1
     assert unnamed["observed"]["input_tokens"] == billed["input_tokens"]
     assert "no model in the record" not in without.output
-    unpriced = CliRunner().invoke(app, ["reconcile", str(path)])
+    unpriced = CliRunner().invoke(app, ["reconcile", str(path), "--database-url", migrated_db_url])
     assert unpriced.exit_code == 2
     assert "cohere: the record names no model" in unpriced.output
     assert "no readable record" not in unpriced.output
