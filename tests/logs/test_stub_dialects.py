@@ -28,16 +28,12 @@ from tests.logs.test_more_dialects import (
     ANTHROPIC_REQUEST,
     DATE,
     anthropic_response,
+    b64,
     chat_body,
     chat_response,
     write_json,
 )
 from tests.logs.test_more_dialects_web import ANTHROPIC_STREAM
-
-
-def b64(value: Any) -> str:
-    return base64.b64encode(json.dumps(value).encode()).decode()
-
 
 # --- WireMock ------------------------------------------------------------------------------
 
@@ -421,7 +417,7 @@ def test_talkback_base64_and_stream_bodies(tmp_path: Path) -> None:
             "url": "/v1/chat/completions",
             "method": "POST",
             "headers": {"content-type": "application/json"},
-            "body": base64.b64encode(json.dumps(chat_body("a")).encode()).decode(),
+            "body": b64(chat_body("a")),
         },
         "res": {
             "status": 200,

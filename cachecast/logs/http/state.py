@@ -123,24 +123,27 @@ def carried_reply(body: dict[str, Any], final: Any, state: ApiState) -> int | No
     (the same content, reasoning and tool calls, arguments byte for byte). Then remember
     this exchange and its reply (one choice, not streamed) for the next request."""
     messages = body.get("messages")
+    if not isinstance(messages, list):
+        state.chat_turn = None
+        return None
+    rest = {k: v for k, v in body.items() if k != "messages"}
     found = None
     turn = state.chat_turn
-    if turn is not None and isinstance(messages, list):
-        rest, earlier, reply = turn
+    if turn is not None:
+        earlier_rest, earlier, reply = turn
         count = len(earlier)
         if (
             len(messages) > count
             and _as_sent(messages[count]) == reply
             and messages[:count] == earlier
-            and {k: v for k, v in body.items() if k != "messages"} == rest
+            and rest == earlier_rest
         ):
             found = count
     state.chat_turn = None
     choices = final.get("choices") if isinstance(final, dict) else None
-    if isinstance(messages, list) and isinstance(choices, list) and len(choices) == 1:
+    if isinstance(choices, list) and len(choices) == 1:
         sent = _as_sent(choices[0].get("message") if isinstance(choices[0], dict) else None)
         if sent:
-            rest = {k: v for k, v in body.items() if k != "messages"}
             state.chat_turn = (rest, messages, sent)
     return found
 

@@ -108,21 +108,30 @@ class AutomaticPrefixCache(CachePolicy):
     def matched_tokens(self, request: TokenizedRequest) -> tuple[int, list[bytes]]:
         """Tokens of the longest live cached block run from the start, and all block keys."""
         keys = self._keyer_for(request).keys(request)
-        now = request.timestamp
+        return self._live_run(keys, request.timestamp) * self.unit(request), keys
+
+    def _live_run(self, keys: list[bytes], now: float) -> int:
+        """The blocks of ``keys`` live in the cache at ``now``, counted from the first."""
         matched = 0
         for key in keys:
             if self.cache.lookup(key, now) is None:
                 break
             matched += 1
-        return matched * self.unit(request), keys
+        return matched
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
         if request.input_tokens < max(self.min_tokens, 1):
             self._last = None
             return make_usage(request, 0, {})  # too short to be cached or read
-        if self.caches_replies and request.controls.carries_reply is not None:
-            self._hold_reply(request, request.controls.carries_reply)
-        matched, keys = self.matched_tokens(request)
+        keys = self._keyer_for(request).keys(request)
+        unit = self.unit(request)
+        label = request.controls.carries_reply
+        if self.caches_replies and label is not None:
+            # The previous request and its reply, which this one opens with up to the end of
+            # the message ``label``: cached as the provider left them (contracts.mechanics).
+            end = max((s.end for s in request.segments if s.label == label), default=0)
+            self._hold(request, keys[: end // unit])
+        matched = self._live_run(keys, request.timestamp) * unit
         self._last = (request, keys, matched)
         read = round_hit(matched, self.min_tokens, self.increment)
         ttl_seconds, ttl_name = self.ttl_seconds, self.ttl_name
@@ -136,7 +145,7 @@ class AutomaticPrefixCache(CachePolicy):
                 )
             else:
                 ttl_seconds, ttl_name = option.ttl_seconds, option.name
-        written = self.store(request, keys, matched // self.unit(request), ttl_seconds, ttl_name)
+        written = self.store(request, keys, matched // unit, ttl_seconds, ttl_name)
         return make_usage(request, read, {ttl_name: written})
 
     def learn(self, request: TokenizedRequest, observed: ObservedUsage) -> None:
@@ -154,23 +163,16 @@ class AutomaticPrefixCache(CachePolicy):
         keys = last[1] if last is not None and last[0] is request else None
         if keys is None:
             keys = self._keyer_for(request).keys(request)
+        self._hold(request, keys[:blocks])
+
+    def _hold(self, request: TokenizedRequest, keys: list[bytes]) -> None:
+        """``keys``, a run of ``request``'s blocks from its start, cached from the request's
+        time under the default TTL, whatever our replay had cached."""
+        unit = self.unit(request)
         rule = (self.ttl_seconds, self.refresh_on_hit, self.ttl_name)
         held: set[bytes] = set()  # the blocks before this one: never evicted for it
-        for key in keys[:blocks]:
+        for key in keys:
             self.cache.hold(key, request.timestamp, unit, rule, held)
-            held.add(key)
-
-    def _hold_reply(self, request: TokenizedRequest, label: str) -> None:
-        """The previous request and its reply, which ``request`` opens with up to the end of
-        the message ``label``: their whole blocks cached, as the provider left them."""
-        end = max((s.end for s in request.segments if s.label == label), default=0)
-        blocks = end // self.unit(request)
-        if blocks == 0:
-            return
-        rule = (self.ttl_seconds, self.refresh_on_hit, self.ttl_name)
-        held: set[bytes] = set()
-        for key in self._keyer_for(request).keys(request)[:blocks]:
-            self.cache.hold(key, request.timestamp, self.unit(request), rule, held)
             held.add(key)
 
     def explain(
