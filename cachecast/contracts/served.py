@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+from cachecast.logs.providers import FAST_MODE_SUFFIX
 
 if TYPE_CHECKING:  # the lifecycle (and the SQL types its reader brings) only when needed
     from cachecast.contracts.history import Lifecycle
@@ -46,12 +47,6 @@ class ServedContract:
     note: str | None = None
 
 
-# Anthropic's fast mode (``speed: "fast"``) bills a multiple of the model's prices; session
-# readers name such a request's model ``<model>-fast``, as Microsoft Foundry names its fast
-# deployments (docs/clients.md, "Format variants").
-FAST_SUFFIX = "-fast"
-
-
 def served_contract(
     store: ContractVersions,
     provider: str,
@@ -65,7 +60,8 @@ def served_contract(
     where a fast-mode model would be priced under a contract that is not a fast one (an
     alias pattern of the standard model matches its name)."""
     served = _served(store, provider, model, day, today, lifecycle)
-    if model.strip().lower().endswith(FAST_SUFFIX) and not served.terms.model.endswith(FAST_SUFFIX):
+    fast = model.strip().lower().endswith(FAST_MODE_SUFFIX)
+    if fast and not served.terms.model.endswith(FAST_MODE_SUFFIX):
         raise UnknownContractError(
             f"{provider}/{model}: fast mode bills a multiple of"
             f" {served.terms.provider}/{served.terms.model}'s prices and no contract states"

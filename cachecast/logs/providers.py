@@ -108,6 +108,13 @@ _MODEL_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 
+# Anthropic's fast mode (``"speed": "fast"`` in a response's usage) bills a multiple of the
+# model's prices and caches apart, so a session reader names such a request's model
+# ``<model>-fast`` (as Microsoft Foundry names its fast deployments), and the contract store
+# never prices that name under the standard model's contract (docs/clients.md, "Format
+# variants").
+FAST_MODE_SUFFIX = "-fast"
+
 
 @functools.lru_cache(maxsize=256)
 def normalize_provider_name(name: str) -> str:

@@ -18,6 +18,7 @@ import orjson
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
 from cachecast.logs.codex import legacy_line
+from cachecast.logs.providers import FAST_MODE_SUFFIX
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
@@ -30,7 +31,6 @@ SYNTHETIC_MODEL = "<synthetic>"
 # A response served in fast mode says ``"speed": "fast"`` in its usage: premium prices and a
 # cache of its own, so it is read as a model of its own, ``<model>-fast`` (docs/clients.md).
 FAST = "fast"
-FAST_SUFFIX = "-fast"  # contracts.served prices no such name under a standard contract
 REPEATED_RESPONSE = "Claude Code line repeating a response (counted once per message.id)"
 TTL_5M = "5m"
 TTL_1H = "1h"
@@ -406,7 +406,7 @@ def _claude_line(
     version = event.get("version")
     model = _text(model, "message.model")
     if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
-        model = f"{model}{FAST_SUFFIX}"
+        model = f"{model}{FAST_MODE_SUFFIX}"
     responses[message_id] = _Response(
         line=line,
         usage_line=line,
