@@ -27,7 +27,7 @@ from enum import StrEnum
 from importlib import resources
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from cachecast.contracts.errors import ContractFormatError
 from cachecast.contracts.model import ContractTerms
@@ -52,6 +52,25 @@ class Lifecycle(BaseModel):
     launch_source: str = ""
     launch_note: str = Field(default="", description="what the launch source says of prices")
     not_served: tuple[NotServed, ...] = ()
+    client_only_from: IsoDate | None = Field(
+        default=None,
+        description="the first day the vendor's own agent (Codex signed in with ChatGPT)"
+        " served the model, before ``launched_on``, its launch in the per-token API: no"
+        " per-token price was published for the days between",
+    )
+    client_only_source: str = ""
+
+    @model_validator(mode="after")
+    def _client_only_before_launch(self) -> Lifecycle:
+        if self.client_only_from is not None and (
+            self.launched_on is None
+            or self.client_only_from >= self.launched_on
+            or not self.client_only_source
+        ):
+            raise ValueError(
+                "client_only_from needs a launched_on after it and a client_only_source"
+            )
+        return self
 
 
 class GapKind(StrEnum):

@@ -105,6 +105,21 @@ def _served(
 
             lifecycle = read_lifecycle()
         life = lifecycle.get((first.provider, first.model))
+        if (
+            life is not None
+            and life.launched_on is not None
+            and life.client_only_from is not None
+            and life.client_only_from <= day < life.launched_on
+        ):
+            return ServedContract(
+                first,
+                f"[U] price unverified on {day.isoformat()}: {first.provider}/{first.model}"
+                f" served only through its vendor's own agent then (from"
+                f" {life.client_only_from.isoformat()}: {life.client_only_source}), billed to"
+                " a subscription, not per token; its per-token API launched on"
+                f" {life.launched_on.isoformat()} ({life.launch_source}): priced at that"
+                f" launch's prices, {_span(first)}",
+            )
         if life is not None and life.launched_on is not None:
             raise ContractNotYetInForceError(
                 f"{error.message}; the model launched on {life.launched_on.isoformat()}"

@@ -60,6 +60,47 @@ def test_before_a_known_launch_is_one_error_naming_the_launch(migrated_db_url: s
         served_contract(store, "openai", "gpt-5.2-codex", dt.date(2026, 11, 2), TODAY, life)
 
 
+def test_served_in_its_vendors_agent_before_the_api_launch_is_priced_unverified(
+    migrated_db_url: str,
+) -> None:
+    store = ContractStore(migrated_db_url)
+    # openai/gpt-5.3-codex (lifecycle.json): in Codex from 2026-02-05, in the API from
+    # 2026-02-24, the first stored version's start ($1.75 in, $14 out). A Codex rollout of
+    # 2026-02-23 is priced at the launch's prices, with a note saying the price is unverified.
+    found = served_contract(store, "openai", "gpt-5.3-codex", dt.date(2026, 2, 23), TODAY)
+    assert found.terms.effective_from == dt.date(2026, 2, 24)
+    assert (str(found.terms.input_per_mtok), str(found.terms.output_per_mtok)) == ("1.75", "14")
+    assert found.note is not None
+    assert found.note.startswith("[U] price unverified on 2026-02-23")
+    assert "from 2026-02-05" in found.note and "launched on 2026-02-24" in found.note
+    # The first day in Codex too; the day before it is refused, naming the API launch.
+    first = served_contract(store, "openai", "gpt-5.3-codex", dt.date(2026, 2, 5), TODAY)
+    assert first.note is not None and first.note.startswith("[U]")
+    with pytest.raises(ContractNotYetInForceError, match="launched on 2026-02-24"):
+        served_contract(store, "openai", "gpt-5.3-codex", dt.date(2026, 2, 4), TODAY)
+    # From the API launch on, the version in force, with no note.
+    assert (
+        served_contract(store, "openai", "gpt-5.3-codex", dt.date(2026, 2, 24), TODAY).note is None
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"client_only_from": "2026-02-05", "client_only_source": "page"},  # no API launch
+        {
+            "launched_on": "2026-02-05",
+            "client_only_from": "2026-02-05",  # not before the launch
+            "client_only_source": "page",
+        },
+        {"launched_on": "2026-02-24", "client_only_from": "2026-02-05"},  # no source
+    ],
+)
+def test_a_client_only_span_needs_a_later_api_launch_and_a_source(fields: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="client_only_from"):
+        Lifecycle.model_validate(fields)
+
+
 def test_launch_versions_seeded_by_0011(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     # xai/grok-4.3: API access 2026-04-30 [S]; the RubyLLM cassette is of 2026-08-10.

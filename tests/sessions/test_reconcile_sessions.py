@@ -96,10 +96,14 @@ def test_claude_code_sessions_within_tolerance(store_url: str) -> None:
 
 
 def test_codex_sessions_within_tolerance(store_url: str) -> None:
-    # The rollouts (2026-02-23) predate gpt-5.3-codex's first API price (2026-02-24, the
-    # catalog's launch date): priced at a date with a contract in force.
-    report = run(codex_files(), store_url, at="2026-10-02")
+    # The rollouts (2026-02-23) predate gpt-5.3-codex's API launch (2026-02-24) but not its
+    # release in Codex (2026-02-05, lifecycle.json): priced at the launch's prices, with a
+    # note that the price on that day is unverified.
+    report = run(codex_files(), store_url)
     assert report.client is not None and report.client.name == "codex"
+    assert report.unpriced == {}
+    (codex,) = [t for t in report.targets if t.model == "gpt-5.3-codex"]
+    assert any(n.startswith("[U] price unverified on 2026-02-23") for n in codex.notes)
     within = 0
     for row in report.requests:
         assert row.observed_cache_write_tokens is None  # OpenAI reports no writes

@@ -124,10 +124,26 @@ def test_token_totals_of_every_shared_session(migrated_db_url: str) -> None:
     assert totals.cache_write_5m_tokens >= 137_976
     assert sum(row.requests for row in report.rows) == totals.requests
     assert report.issue_count == 0
-    # The Codex models have no contract on these dates in the catalog: listed, not $0.
-    assert not report.complete_bill
-    assert {entry.model for entry in report.unpriced} >= {"gpt-5.3-codex"}
-    assert totals.unpriced_requests == sum(entry.requests for entry in report.unpriced)
+    # Every request is priced: gpt-5.3-codex's rollouts of 2026-02-23 (in Codex from
+    # 2026-02-05, in the API from 2026-02-24) and the fixture's gpt-5.2-codex, each with a
+    # note that the price on that day is unverified.
+    assert report.complete_bill and report.unpriced == [] and totals.unpriced_requests == 0
+    assert sum(note.startswith("[U] price unverified") for note in report.notes) == 2
+
+
+def test_codex_rollouts_billed_at_the_api_launch_prices(migrated_db_url: str) -> None:
+    rollouts = sorted(shared_data(CODEX).rglob("*.jsonl"))
+    report = report_of(migrated_db_url, *rollouts)
+    sums = codex_sums(rollouts)
+    # gpt-5.3-codex at its API launch (2026-02-24): $1.75 input, reads 0.1x = $0.175, $14
+    # output (reasoning inside the output count, billed once); cached inside the input.
+    expected = (
+        (sums["prompt"] - sums["read"]) * Decimal("1.75")
+        + sums["read"] * Decimal("0.175")
+        + sums["output"] * 14
+    ) / MILLION
+    assert report.totals.requests == sums["requests"]
+    assert report.totals.cost == expected
 
 
 def test_one_opus_response_billed_by_hand(migrated_db_url: str) -> None:
