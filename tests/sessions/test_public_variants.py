@@ -43,6 +43,18 @@ def recent(uncached: int, read: int, five: int, hour: int, output: int) -> dict[
     }
 
 
+@pytest.fixture
+def store(migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ContractStore:
+    """The migrated contracts, with answers remembered under the test's own folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return ContractStore(migrated_db_url)
+
+
+def one_turn(folder: Path, asked: str, *answers: dict[str, Any]) -> Path:
+    """A transcript of one user message (at ``asked``) and the responses to it."""
+    return write(folder / "t.jsonl", [user("u1", None, asked, "go"), *answers])
+
+
 def test_responses_whose_ids_a_publisher_replaced_stay_apart(tmp_path: Path) -> None:
     # A published transcript with every other message id replaced by "REDACTED": two
     # responses share the placeholder, and only their requestId tells them apart (ccusage
@@ -82,10 +94,7 @@ def test_responses_whose_ids_a_publisher_replaced_stay_apart(tmp_path: Path) -> 
     assert requests(copy, seen) == []
 
 
-def test_a_recent_line_counts_its_iterations_once(
-    migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # remembered answers
+def test_a_recent_line_counts_its_iterations_once(store: ContractStore, tmp_path: Path) -> None:
     # Claude Code 2.1.2xx: usage.iterations holds the request's one sampling (type message),
     # and the line carries diagnostics, stop_details, attributionAgent, effort, session_id and
     # a tool_use with caller; none of it adds a request or a token.
@@ -96,20 +105,15 @@ def test_a_recent_line_counts_its_iterations_once(
         "entrypoint": "sdk-cli",
         "isSidechain": False,
     }
-    transcript = write(
-        tmp_path / "t.jsonl",
-        [
-            user("u1", None, "2026-05-04T01:50:00Z", "go"),
-            answer("a1", "u1", "2026-05-04T01:50:18Z", recent(2, 10_000, 0, 1_000, 100),
-                   message_id="m1", requestId="r1", model="claude-sonnet-4-6",
-                   stop_details=None, diagnostics=None, **newer),
-        ],
+    transcript = one_turn(
+        tmp_path, "2026-05-04T01:50:00Z",
+        answer("a1", "u1", "2026-05-04T01:50:18Z", recent(2, 10_000, 0, 1_000, 100),
+               message_id="m1", requestId="r1", model="claude-sonnet-4-6",
+               stop_details=None, diagnostics=None, **newer),
     )  # fmt: skip
     found = requests(transcript)
     assert totals(found) == (1, 2, 10_000, 0, 1_000, 100)
-    report = usage_report(
-        UsageRequest(files=[SessionFile(path=transcript)]), ContractStore(migrated_db_url)
-    )
+    report = usage_report(UsageRequest(files=[SessionFile(path=transcript)]), store)
     # Sonnet 4.6 (platform.claude.com pricing): $3 input, reads 0.1x = $0.30, 1h writes 2x =
     # $6, $15 output per MTok: 2 x 3 + 10,000 x 0.3 + 1,000 x 6 + 100 x 15 = 10,506 / 1e6.
     assert report.totals.cost == Decimal("0.010506")
@@ -117,24 +121,18 @@ def test_a_recent_line_counts_its_iterations_once(
 
 
 def test_a_prompt_under_the_minimum_is_neither_written_nor_read(
-    migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: ContractStore, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # remembered answers
     # `claude -p` with a short prompt of its own: 156 tokens on Haiku 4.5, whose documented
     # minimum cacheable length is 4,096 tokens (platform.claude.com, "Prompt caching": a
     # shorter prompt is processed without caching, even where marked). The usage says so:
     # 156 uncached, nothing read or written.
-    transcript = write(
-        tmp_path / "t.jsonl",
-        [
-            user("u1", None, "2026-07-31T01:06:49Z", "say potato"),
-            answer("a1", "u1", "2026-07-31T01:06:51Z", recent(156, 0, 0, 0, 79),
-                   message_id="m1", requestId="r1", model="claude-haiku-4-5-20251001"),
-        ],
+    transcript = one_turn(
+        tmp_path, "2026-07-31T01:06:49Z",
+        answer("a1", "u1", "2026-07-31T01:06:51Z", recent(156, 0, 0, 0, 79),
+               message_id="m1", requestId="r1", model="claude-haiku-4-5-20251001"),
     )  # fmt: skip
-    report = reconcile(
-        ReconcileRequest(log=LogInput.of_paths([transcript])), ContractStore(migrated_db_url)
-    )
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([transcript])), store)
     (row,) = report.requests
     assert (row.predicted_cache_read_tokens, row.predicted_cache_write_tokens) == (0, 0)
     assert row.within_tolerance
