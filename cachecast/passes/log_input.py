@@ -203,6 +203,12 @@ LOG_SUFFIXES = (
 # Folders that hold no recording of their own: WireMock's response bodies, which the
 # mappings beside them name (``cachecast.logs.wiremock``).
 BODY_FOLDERS = ("__files",)
+# What Claude Code keeps beside its transcripts under ~/.claude/projects that is no log
+# (docs/clients.md, "Format variants"): large tool results and background shells' output as
+# text, the project's session index, and each sub-agent's type beside its transcript.
+CLIENT_SIDE_FOLDERS = ("tool-results", "bash-outputs")
+CLIENT_SIDE_FILES = ("sessions-index.json",)
+SUBAGENT_SIDE_SUFFIX = ".meta.json"  # ``subagents/agent-<id>.meta.json``
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2", ".xz")
 GLOB_CHARACTERS = "*?["
 
@@ -244,9 +250,13 @@ def _folder_logs(folder: Path) -> list[Path]:
         relative = path.relative_to(folder).parts
         if any(part.startswith(".") for part in relative) or not path.is_file():
             continue
-        if any(part in BODY_FOLDERS for part in relative[:-1]):
+        if any(part in BODY_FOLDERS or part in CLIENT_SIDE_FOLDERS for part in relative[:-1]):
             continue
         name = path.name.lower()
+        if name in CLIENT_SIDE_FILES or (
+            name.endswith(SUBAGENT_SIDE_SUFFIX) and path.parent.name == "subagents"
+        ):
+            continue
         for suffix in COMPRESSED_SUFFIXES:
             name = name.removesuffix(suffix)
         if name.endswith(LOG_SUFFIXES):

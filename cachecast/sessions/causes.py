@@ -102,6 +102,14 @@ def _explain(
                 " (the system prompt and tools, and what the summary kept) where the log"
                 f" shows {expected:,} cached"
             )
+        if predicted.new_lineage and facts.parent is not None:
+            # Claude Code's compaction agent resends its session's conversation: what it
+            # read, that session cached, and the log does not hold the session's requests.
+            return WARM_CACHE, (
+                f"the cache was warm before the log began: a compaction of a session whose"
+                f" requests the log does not hold; the provider read {read:,} tokens of the"
+                " conversation that session cached"
+            )
         if predicted.new_lineage and facts.subagent:
             return SUBAGENT, (
                 f"a sub-agent started with a prompt of its own; the provider read {read:,}"

@@ -260,6 +260,7 @@ class _ClaudeFile:
         self.lineages: dict[str, _Lineage] = {}
         self.lineage_of: dict[str, str] = {}
         self.awaiting = 0  # lineages waiting for their root after a compaction
+        self.names: set[str] = set()  # the message ids its responses show in reports
 
     def lineage(self, event: dict[str, Any]) -> _Lineage | None:
         """The lineage a message line belongs to (None for other lines; a compaction
@@ -359,7 +360,7 @@ def claude_requests(
         try:
             lineage = state.lineage(event)
             if lineage is not None and event.get("type") == "assistant":
-                _claude_line(event, line, lineage, responses, seen, skipped)
+                _claude_line(event, line, lineage, state, responses, seen, skipped)
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
@@ -379,6 +380,7 @@ def _claude_line(
     event: dict[str, Any],
     line: int,
     lineage: _Lineage,
+    state: _ClaudeFile,
     responses: dict[str, _Response],
     seen: set[str],
     skipped: Counter[str],
@@ -393,21 +395,27 @@ def _claude_line(
         return
     usage = require_dict(usage, "message.usage")
     message_id = _message_id(message, event, line)
-    earlier = responses.get(message_id)
+    key = _response_key(message_id, event)
+    earlier = responses.get(key)
     if earlier is not None:
         earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
         skipped[REPEATED_RESPONSE] += 1
         return
-    if message_id in seen:
+    if key in seen:
         skipped[REPEATED_RESPONSE] += 1  # a resumed session: counted in an earlier file
         return
-    seen.add(message_id)
+    seen.add(key)
+    if message_id in state.names:
+        # Another response of this file has the same message id (a publisher replaced the
+        # ids, e.g. by "REDACTED"): its request id tells the two apart in reports too.
+        message_id = f"{message_id}/{event.get('requestId')}"
+    state.names.add(message_id)
     timestamp = event.get("timestamp")
     version = event.get("version")
     model = _text(model, "message.model")
     if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
         model = f"{model}{FAST_MODE_SUFFIX}"
-    responses[message_id] = _Response(
+    responses[key] = _Response(
         line=line,
         usage_line=line,
         message_id=message_id,
@@ -443,6 +451,18 @@ def _message_id(message: dict[str, Any], event: dict[str, Any], line: int) -> st
         if isinstance(value, str) and value:
             return value
     return f"{event.get('sessionId')}:{line}"
+
+
+def _response_key(message_id: str, event: dict[str, Any]) -> str:
+    """What tells a response from every other, across its lines and files: its message id
+    with the line's ``requestId`` where there is one (as ccusage keys them). The lines of
+    one response, and the copies a resumed session makes of them, share both; two responses
+    whose ids a publisher replaced by one placeholder ("REDACTED") still differ by request
+    (docs/clients.md, "Format variants")."""
+    request = event.get("requestId")
+    if isinstance(request, str) and request and request != message_id:
+        return f"{message_id}\x00{request}"
+    return message_id
 
 
 def _claude_requests(response: _Response, name: str, project: str) -> list[SessionRequest]:

@@ -52,6 +52,10 @@ class PromptFacts:
     subagent: bool = False  # a sub-agent or sidechain lineage (its own system prompt)
     parent: str | None = None  # the lineage a compaction agent summarises (it shares its cache)
     user_turn: bool = False  # a user message opened a new turn just before this request
+    # The shortest prompt the provider caches for the request's model, from the contract in
+    # force (0: not known). A shorter prompt is neither written nor read, even where the
+    # client marks a breakpoint (docs/clients.md, "Minimum cacheable length").
+    minimum_prefix: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +261,14 @@ class SessionPredictor:
             basis = self._cold_basis(facts, context)
         tail = lineage.tail if lineage is not None else DEFAULT_TAIL
         uncached = min(tail, total - read)
+        if total - uncached < facts.minimum_prefix:
+            # The breakpoint sits before the provider's minimum: nothing is cached, and no
+            # earlier prefix of this prompt can have been either.
+            read, uncached = 0, total
+            basis = (
+                f"a prompt of {total:,} tokens, shorter than the {facts.minimum_prefix:,} the"
+                " provider caches at least: nothing is written or read"
+            )
         ttl = self._ttl_name(facts)
         return Prediction(read, total - read - uncached, uncached, ttl, basis, **context)  # type: ignore[arg-type]
 

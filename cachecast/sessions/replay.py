@@ -11,7 +11,7 @@ explained in words where it is outside tolerance.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from cachecast.sessions.causes import IDLE_GAP, explain, within
@@ -34,13 +34,19 @@ class PredictedRequest:
 
 
 def predict_sessions(
-    requests: Iterable[SessionRequest], profile: ClientProfile
+    requests: Iterable[SessionRequest],
+    profile: ClientProfile,
+    minimum: Callable[[SessionRequest], int] | None = None,
 ) -> Iterator[PredictedRequest]:
     """Each request predicted from the ones before it (sorted here by log time: sub-agent
-    files interleave with their session's), then learned from."""
+    files interleave with their session's), then learned from. ``minimum`` gives the
+    shortest prompt the provider caches for a request's model, from the contract in force
+    (callers that know the contracts; without it no minimum is applied)."""
     predictor = SessionPredictor(profile)
     for each in sorted(requests, key=lambda request: request.facts.timestamp):
         facts, observed = each.facts, each.observed
+        if minimum is not None:
+            facts = dataclasses.replace(facts, minimum_prefix=minimum(each))
         predicted = predictor.predict(facts)  # k's facts only: never its observed split
         kept = None
         gap, ttl = predicted.gap_seconds, predicted.ttl_seconds

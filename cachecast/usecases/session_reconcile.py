@@ -133,8 +133,13 @@ def reconcile_sessions(
     overall_within = 0
     overall_classes: Counter[str] = Counter()
     versions: set[str] = set()
+
+    def minimum(each: SessionRequest) -> int:
+        found = _contract(contracts, store, request, each)
+        return 0 if isinstance(found, str) else found.terms.min_cacheable_tokens
+
     try:
-        for judged in predict_sessions(requests, profile):
+        for judged in predict_sessions(requests, profile, minimum):
             each, predicted = judged.request, judged.predicted
             facts, observed = each.facts, each.observed
             progress.advance(1)

@@ -65,6 +65,7 @@ from cachecast.usecases.usage_pricing import (
     WhatIf,
     WhatIfSums,
     add_to_scenario,
+    cacheable_minimum,
     lost_of,
     usage_of,
     writes_of,
@@ -359,7 +360,8 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         assert profile is not None  # a native format's client
         # Every request is predicted, those outside --since/--until too: they are what the
         # requests in range continue.
-        for each in predict_sessions(requests, profile):
+        minimum = cacheable_minimum(store, profile, zone)
+        for each in predict_sessions(requests, profile, minimum):
             call = each.request
             moment = dt.datetime.fromtimestamp(call.facts.timestamp, zone) if call.dated else None
             day = moment.date() if moment is not None else None

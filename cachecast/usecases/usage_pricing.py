@@ -17,6 +17,7 @@ from cachecast.contracts.model import ContractTerms, derived_per_mtok
 from cachecast.contracts.served import ServedContract
 from cachecast.core.errors import CachecastError
 from cachecast.sessions.causes import IDLE_GAP
+from cachecast.sessions.profiles import ClientProfile
 from cachecast.sessions.reading import TTL_1H, TTL_5M, SessionRequest
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache, prices_for
 from cachecast.simulator.types import RequestUsage
@@ -90,6 +91,29 @@ class ContractCache:
                     self.notes[answer.note] = None
             cache[key] = found
         return found
+
+
+def cacheable_minimum(
+    store: ContractLookup, profile: ClientProfile, zone: dt.tzinfo
+) -> Callable[[SessionRequest], int]:
+    """The shortest prompt the provider caches for a request's model, from the contract the
+    request is priced under (its day in ``zone``, as the report bills it; 0 where no
+    contract): what ``predict_sessions`` holds a breakpoint's prediction to. Looked up apart
+    from the report's :class:`ContractCache`, whose notes list only the requests billed."""
+    found: dict[tuple[str, str, dt.date], int] = {}
+    today = dt.datetime.now(dt.UTC).date()
+
+    def minimum(each: SessionRequest) -> int:
+        day = dt.datetime.fromtimestamp(each.facts.timestamp, zone).date() if each.dated else today
+        key = (each.provider or profile.provider, each.facts.model, day)
+        if key not in found:
+            try:
+                found[key] = store.served(*key, today).terms.min_cacheable_tokens
+            except CachecastError:
+                found[key] = 0
+        return found[key]
+
+    return minimum
 
 
 def usage_of(call: SessionRequest, read: int, writes: dict[str, int]) -> RequestUsage:

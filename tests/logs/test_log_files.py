@@ -69,6 +69,25 @@ def test_folders_and_globs(tmp_path: Path) -> None:
     assert expand_log_paths([f"{tmp_path}/**/*.gz"]) == [tmp_path / "sub/b.jsonl.gz"]
 
 
+def test_a_claude_code_projects_folder_gives_its_transcripts_only(tmp_path: Path) -> None:
+    # ~/.claude/projects/<project>/ as recent Claude Code versions leave it: transcripts, and
+    # beside them files that are no log (a session index, large tool results and background
+    # shells' output as text, each sub-agent's type in agent-<id>.meta.json).
+    project = tmp_path / "-home-u-app"
+    session = project / "s-1"
+    (session / "subagents").mkdir(parents=True)
+    (session / "tool-results").mkdir()
+    (project / "bash-outputs" / "s-1").mkdir(parents=True)
+    transcript, agent = project / "s-1.jsonl", session / "subagents" / "agent-a1.jsonl"
+    for log in (transcript, agent):
+        log.write_text('{"type":"user","sessionId":"s-1"}\n')
+    (session / "subagents" / "agent-a1.meta.json").write_text('{"agentType": "Explore"}')
+    (project / "sessions-index.json").write_text('{"version": 1, "entries": []}')
+    (session / "tool-results" / "toolu_01.txt").write_text("a long tool output")
+    (project / "bash-outputs" / "s-1" / "shell.txt").write_text("a shell's output")
+    assert expand_log_paths([tmp_path]) == [agent, transcript]  # in name order
+
+
 def test_many_files_go_on_past_an_unreadable_one(tmp_path: Path) -> None:
     good = records(tmp_path / "good.jsonl", 2)
     bad = tmp_path / "bad.jsonl"
