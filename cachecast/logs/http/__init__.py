@@ -187,8 +187,15 @@ def _record(
         body, merged = with_cache(body, state)
         complete = complete and merged
     final = final_response(response, endpoint.api)
-    if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
-        model = final["model"]
+    served = final.get("model") if isinstance(final, dict) else None
+    # Azure OpenAI serves the deployment's model whatever the body's ``model`` says (an SDK
+    # may send any name there): the response names the model served, else the deployment
+    # stands for it (docs/log-formats.md, "Recorded HTTP").
+    azure_deployment = endpoint.provider == "azure" and endpoint.model is not None
+    if azure_deployment:
+        model = served if isinstance(served, str) else endpoint.model
+    elif model is None and isinstance(served, str):
+        model = served
     if chain is not None and chain.parent is not None:
         # The items taken over were looked at for cache marks when their turns were read.
         ttl = requested_ttl({**body, "input": chain.own}, chain.parent.ttls)
