@@ -120,3 +120,15 @@ def first_lost_span(before: list[Span], after: list[Span]) -> Span | None:
 def span_text(span: Span) -> str:
     end = "open" if span[1] == dt.date.max else span[1].isoformat()
     return f"[{span[0].isoformat()}, {end})"
+
+
+_LATEST_GEMINI = re.compile(r"gemini-.+-latest")
+
+
+def latest_stem(model_id: str) -> tuple[str, ...]:
+    """The name a Gemini ``<model>-latest`` points at, tried when the store holds no
+    ``-latest`` id of its own: Google documents ``-latest`` as the newest version of that
+    model (docs/contracts.md, "Keys and aliases"). Empty for every other name."""
+    if _LATEST_GEMINI.fullmatch(model_id):
+        return (model_id.removesuffix("-latest"),)
+    return ()
