@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from tests.logs.helpers import read, totals
+from tests.logs.test_dialect_variants import chat_response
 
 AZURE_URL = (
     "https://example-resource.openai.azure.com/openai/deployments/gpt-4.1-mini"
@@ -26,18 +27,10 @@ AZURE_URL = (
 
 
 def chat_usage(prompt: int, cached: int, completion: int, model: str | None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        },
-    }
-    if model is not None:
+    body = chat_response(prompt, cached, completion)
+    if model is None:
+        del body["model"]
+    else:
         body["model"] = model
     return body
 
