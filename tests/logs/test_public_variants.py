@@ -213,3 +213,53 @@ def test_gemini_part_of_no_known_kind_is_named(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(cassette))
     result = read(path)
     assert [error.field for error in result.errors] == ["contents[0].parts[0]"]
+
+
+def test_gemini_cached_content_in_proto_field_names(tmp_path: Path) -> None:
+    # A cachedContents creation, then a request naming it as ``cached_content`` (the proto
+    # field name the REST API accepts beside ``cachedContent``).
+    base = "https://generativelanguage.googleapis.com/v1beta"
+    manual = "The manual says: " + "turn the knob slowly. " * 200
+
+    def interaction(uri: str, request: dict[str, Any], response: dict[str, Any]) -> Any:
+        return {
+            "request": {"body": json.dumps(request), "method": "POST", "uri": uri},
+            "response": {"body": {"string": json.dumps(response)}, "status": {"code": 200}},
+        }
+
+    creation = interaction(
+        f"{base}/cachedContents",
+        {
+            "model": "models/gemini-2.5-flash",
+            "system_instruction": {"parts": [{"text": "Answer from the manual."}]},
+            "contents": [{"role": "user", "parts": [{"text": manual}]}],
+            "ttl": "3600s",
+        },
+        {"name": "cachedContents/abc123", "usageMetadata": {"totalTokenCount": 5_000}},
+    )
+    use = interaction(
+        f"{base}/models/gemini-2.5-flash:generateContent",
+        {
+            "cached_content": "cachedContents/abc123",
+            "contents": [{"role": "user", "parts": [{"text": "Page 3?"}]}],
+        },
+        {
+            "usageMetadata": {
+                "promptTokenCount": 5_100,
+                "cachedContentTokenCount": 5_000,
+                "candidatesTokenCount": 30,
+                "thoughtsTokenCount": 100,
+            }
+        },
+    )
+    path = tmp_path / "cached.yaml"
+    path.write_text(yaml.safe_dump({"interactions": [creation, use]}))
+    result = read(path)
+    assert result.errors == []
+    using = [r for r in result.requests if r.observed and r.observed.cache_read_tokens]
+    (request,) = using
+    # The cache's content is put in front with a breakpoint at its end, under its TTL (1h).
+    assert [b.ttl for b in request.breakpoints] == ["1h"]
+    assert request.prompt_complete
+    # input 5,100 (includes the 5,000 read); output 30 + 100 thoughts
+    assert totals([request]) == {"input": 5_100, "read": 5_000, "write": 0, "output": 130}

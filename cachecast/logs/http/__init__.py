@@ -47,6 +47,7 @@ from cachecast.logs.http.state import (
     Chain,
     cache_creation_record,
     cache_lifetimes,
+    cached_content_name,
     carried_reply,
     chain_response,
     remember_response,
@@ -182,8 +183,8 @@ def _record(
         chain = chain_response(body, state)
         body = chain.body
         complete = complete and chain.complete
-    elif endpoint.api == "gemini" and isinstance(body.get("cachedContent"), str):
-        cached_content = body["cachedContent"]
+    elif endpoint.api == "gemini" and cached_content_name(body) is not None:
+        cached_content = cached_content_name(body)
         body, merged = with_cache(body, state)
         complete = complete and merged
     final = final_response(response, endpoint.api)
