@@ -32,9 +32,9 @@ from cachecast.contracts.model import (
 )
 from cachecast.contracts.rules import (
     coverage,
+    fallback_names,
     first_lost_span,
     key_problems,
-    latest_stem,
     span_text,
 )
 from cachecast.contracts.served import ServedContract, served_contract
@@ -409,7 +409,7 @@ class ContractStore:
                 f"unknown provider {provider_id!r} (known: {known})",
                 matches or elsewhere,
             )
-        for name in (model_id, *latest_stem(model_id)):
+        for name in (model_id, *fallback_names(model_id)):
             exact = [terms for terms in by_provider if terms.model == name]
             if exact:
                 return exact

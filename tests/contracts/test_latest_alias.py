@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.rules import latest_stem
+from cachecast.contracts.rules import fallback_names
 from cachecast.core.errors import UnknownContractError
 
 DAY = dt.date(2026, 12, 4)
@@ -30,8 +30,18 @@ def test_a_stored_latest_id_wins_over_its_stem(migrated_db_url: str) -> None:
 
 
 def test_only_gemini_names_lose_latest(migrated_db_url: str) -> None:
-    assert latest_stem("gemini-1.5-pro-latest") == ("gemini-1.5-pro",)
-    assert latest_stem("gpt-4o-latest") == ()  # OpenAI's -latest ids are models of their own
-    assert latest_stem("gemini-latest") == ()
+    assert fallback_names("gemini-1.5-pro-latest") == ("gemini-1.5-pro",)
+    assert fallback_names("gpt-4o-latest") == ()  # OpenAI's -latest ids are models of their own
+    assert fallback_names("gemini-latest") == ()
     with pytest.raises(UnknownContractError, match=r"gemini-0\.1-flash-latest"):
         ContractStore(migrated_db_url).as_of("google", "gemini-0.1-flash-latest", DAY)
+
+
+def test_an_anthropic_snapshot_falls_back_to_its_family(migrated_db_url: str) -> None:
+    # claude-3-opus-20240229 (dd-trace-py's cassettes) is stored under its -latest alias only.
+    store = ContractStore(migrated_db_url)
+    assert fallback_names("claude-3-opus-20240229") == ("claude-3-opus", "claude-3-opus-latest")
+    assert store.as_of("anthropic", "claude-3-opus-20240229", DAY).model == "claude-3-opus-latest"
+    # claude-3-sonnet-20240229 -> the stored claude-3-sonnet
+    assert store.as_of("anthropic", "claude-3-sonnet-20240229", DAY).model == "claude-3-sonnet"
+    assert fallback_names("claude-3-opus") == ()
