@@ -158,9 +158,20 @@ def test_vcrpy4_status_code_must_be_a_number(tmp_path: Path) -> None:
     assert [error.field for error in result.errors] == ["interactions[0].response.status_code"]
 
 
+GEMINI = "https://generativelanguage.googleapis.com/v1beta"
+
+
+def vcr_interaction(uri: str, request: dict[str, Any], response: dict[str, Any]) -> Any:
+    """One vcrpy interaction: JSON request body, ``{string}`` response body, status 200."""
+    return {
+        "request": {"body": json.dumps(request), "method": "POST", "uri": uri},
+        "response": {"body": {"string": json.dumps(response)}, "status": {"code": 200}},
+    }
+
+
 def test_gemini_parts_in_proto_field_names(tmp_path: Path) -> None:
     # The REST API accepts a part's proto field names too: function_call, function_response.
-    url = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+    url = f"{GEMINI}/models/gemini-2.5-flash:generateContent"
     call = {"function_call": {"name": "pelican_name", "args": {}, "id": "call_1"}}
     answer = {"function_response": {"name": "pelican_name", "response": {"output": "Charles"}}}
     turns = [
@@ -183,10 +194,7 @@ def test_gemini_parts_in_proto_field_names(tmp_path: Path) -> None:
             "usageMetadata": metadata,
             "modelVersion": "gemini-2.5-flash",
         }
-        return {
-            "request": {"body": json.dumps({"contents": contents}), "method": "POST", "uri": url},
-            "response": {"body": {"string": json.dumps(response)}, "status": {"code": 200}},
-        }
+        return vcr_interaction(url, {"contents": contents}, response)
 
     cassette = {"interactions": [interaction(c, u) for c, u in zip(turns, usages, strict=True)]}
     path = tmp_path / "gemini.yaml"
@@ -198,17 +206,10 @@ def test_gemini_parts_in_proto_field_names(tmp_path: Path) -> None:
 
 
 def test_gemini_part_of_no_known_kind_is_named(tmp_path: Path) -> None:
-    url = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+    url = f"{GEMINI}/models/gemini-2.5-flash:generateContent"
     body = {"contents": [{"role": "user", "parts": [{"mystery": 1}]}]}
     response = {"usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 1}}
-    cassette = {
-        "interactions": [
-            {
-                "request": {"body": json.dumps(body), "method": "POST", "uri": url},
-                "response": {"body": {"string": json.dumps(response)}, "status": {"code": 200}},
-            }
-        ]
-    }
+    cassette = {"interactions": [vcr_interaction(url, body, response)]}
     path = tmp_path / "odd.yaml"
     path.write_text(yaml.safe_dump(cassette))
     result = read(path)
@@ -218,17 +219,9 @@ def test_gemini_part_of_no_known_kind_is_named(tmp_path: Path) -> None:
 def test_gemini_cached_content_in_proto_field_names(tmp_path: Path) -> None:
     # A cachedContents creation, then a request naming it as ``cached_content`` (the proto
     # field name the REST API accepts beside ``cachedContent``).
-    base = "https://generativelanguage.googleapis.com/v1beta"
     manual = "The manual says: " + "turn the knob slowly. " * 200
-
-    def interaction(uri: str, request: dict[str, Any], response: dict[str, Any]) -> Any:
-        return {
-            "request": {"body": json.dumps(request), "method": "POST", "uri": uri},
-            "response": {"body": {"string": json.dumps(response)}, "status": {"code": 200}},
-        }
-
-    creation = interaction(
-        f"{base}/cachedContents",
+    creation = vcr_interaction(
+        f"{GEMINI}/cachedContents",
         {
             "model": "models/gemini-2.5-flash",
             "system_instruction": {"parts": [{"text": "Answer from the manual."}]},
@@ -237,8 +230,8 @@ def test_gemini_cached_content_in_proto_field_names(tmp_path: Path) -> None:
         },
         {"name": "cachedContents/abc123", "usageMetadata": {"totalTokenCount": 5_000}},
     )
-    use = interaction(
-        f"{base}/models/gemini-2.5-flash:generateContent",
+    use = vcr_interaction(
+        f"{GEMINI}/models/gemini-2.5-flash:generateContent",
         {
             "cached_content": "cachedContents/abc123",
             "contents": [{"role": "user", "parts": [{"text": "Page 3?"}]}],
