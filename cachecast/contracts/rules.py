@@ -120,3 +120,21 @@ def first_lost_span(before: list[Span], after: list[Span]) -> Span | None:
 def span_text(span: Span) -> str:
     end = "open" if span[1] == dt.date.max else span[1].isoformat()
     return f"[{span[0].isoformat()}, {end})"
+
+
+_LATEST_GEMINI = re.compile(r"gemini-.+-latest")
+_CLAUDE_SNAPSHOT = re.compile(r"(claude-.+)-20\d{6}")
+
+
+def fallback_names(model_id: str) -> tuple[str, ...]:
+    """Names tried, in order, for a model id the store holds neither as an id nor as an
+    alias (docs/contracts.md, "Keys and aliases"): a Gemini ``<model>-latest`` is the newest
+    version of ``<model>`` (Google's version name patterns); an Anthropic snapshot
+    ``<model>-YYYYMMDD`` is a dated version of ``<model>``, whose ``<model>-latest`` alias
+    points at the newest snapshot (Anthropic's models overview). Empty for every other name."""
+    if _LATEST_GEMINI.fullmatch(model_id):
+        return (model_id.removesuffix("-latest"),)
+    snapshot = _CLAUDE_SNAPSHOT.fullmatch(model_id)
+    if snapshot is not None:
+        return (snapshot.group(1), snapshot.group(1) + "-latest")
+    return ()

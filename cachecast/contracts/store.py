@@ -32,6 +32,7 @@ from cachecast.contracts.model import (
 )
 from cachecast.contracts.rules import (
     coverage,
+    fallback_names,
     first_lost_span,
     key_problems,
     span_text,
@@ -408,26 +409,20 @@ class ContractStore:
                 f"unknown provider {provider_id!r} (known: {known})",
                 matches or elsewhere,
             )
-        exact = [terms for terms in by_provider if terms.model == model_id]
-        if exact:
-            return exact
-        chosen = _best_alias_match(by_provider, model_id, day)
-        if chosen is None:
-            names = sorted({terms.model for terms in by_provider})
-            names += sorted(
-                {
-                    alias
-                    for terms in by_provider
-                    for alias in terms.aliases
-                    if not _is_pattern(alias)
-                }
-                - set(names)
-            )
-            raise UnknownContractError.listing(
-                f"unknown model {model_id!r} for provider {provider_id!r}",
-                difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
-            )
-        return [terms for terms in by_provider if terms.model == chosen]
+        for name in (model_id, *fallback_names(model_id)):
+            exact = [terms for terms in by_provider if terms.model == name]
+            if exact:
+                return exact
+            chosen = _best_alias_match(by_provider, name, day)
+            if chosen is not None:
+                return [terms for terms in by_provider if terms.model == chosen]
+        names = sorted({terms.model for terms in by_provider})
+        aliases = {a for terms in by_provider for a in terms.aliases if not _is_pattern(a)}
+        names += sorted(aliases - set(names))
+        raise UnknownContractError.listing(
+            f"unknown model {model_id!r} for provider {provider_id!r}",
+            difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
+        )
 
 
 Child = TypeVar("Child")

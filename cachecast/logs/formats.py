@@ -175,11 +175,13 @@ def _vcr_fits(sample: Sample) -> str | None:
         return None
     if _PAIRED.match(sample.text):  # LangChain's vcrpy persister
         return None
+    if sample.text.lstrip().startswith("{") and vcr.single(sample.document()):
+        return None  # one interaction a JSON file (the Datadog APM test agent's proxy)
     return (
         "no 'interactions:' (vcrpy, go-vcr) or 'http_interactions:' (Ruby VCR) key at the top,"
         " nor a list of '!ruby/struct:VCR::HTTPInteraction' (Ruby VCR 1.x) or of"
         " {request, response} (php-vcr), nor 'requests:' beside 'responses:' (vcrpy's"
-        " cassette dict, LangChain's persister)"
+        " cassette dict, LangChain's persister), nor one {request: {method, url}, response}"
     )
 
 

@@ -26,6 +26,13 @@
 - go-vcr v1 and v2: ``version``, ``interactions[].request: {body, headers, url, method, form,
   proto...}``, ``response: {body, headers, status: "200 OK", code: 200, duration}``;
   headers map names to lists.
+- vcrpy's httpx responses as vcrpy 4 and early 5 serialized them: ``response: {content,
+  headers, http_version, status_code}``, the body as text under ``content`` (no ``body``).
+- One interaction a file, as JSON: ``{request: {method, url, headers, body}, response:
+  {status: {code, message}, headers, body}}`` with text bodies (already decoded, whatever
+  ``Content-Encoding`` says), as the Datadog APM test agent's proxy records LLM traffic
+  (dd-trace-py's ``tests/llmobs/llmobs_cassettes/*.json``). Its fields are read from the top
+  (``request.body``).
 
 The cassette is read whole (YAML through :func:`cachecast.logs.decoding.load_yaml`, which
 bounds what aliases expand to), refused above :data:`~cachecast.logs.stream.MAX_YAML_BYTES`
@@ -66,7 +73,22 @@ def _paired(value: Any) -> bool:
     return isinstance(value, dict) and all(isinstance(value.get(key), list) for key in PAIRED)
 
 
+def single(value: Any) -> bool:
+    """One interaction at the top of the file: ``{request: {method, uri|url}, response}``."""
+    if not isinstance(value, dict) or any(key in value for key in KEYS):
+        return False
+    request, response = value.get("request"), value.get("response")
+    return (
+        isinstance(request, dict)
+        and isinstance(request.get("method"), str)
+        and isinstance(request.get("uri", request.get("url")), str)
+        and isinstance(response, dict)
+    )
+
+
 def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_fits)
+    if single(value):
+        return True
     if isinstance(value, list):  # Ruby VCR 1.x, php-vcr: the interactions themselves
         return bool(value) and all(
             isinstance(item, dict) and "request" in item for item in value[:8]
@@ -77,6 +99,8 @@ def fits(value: Any) -> bool:  # (detection looks at the text: see formats._vcr_
 
 
 def _interactions(data: Any) -> list[Any]:
+    if single(data):
+        return [data]
     if isinstance(data, list):
         return list(data)
     for key in KEYS:
@@ -124,7 +148,9 @@ def read(stream: LogStream) -> Iterator[Item]:
     if not fits(data):
         yield 1, stream.error(1, "interactions", "missing: not a VCR cassette")
         return
-    if isinstance(data, list):
+    if single(data):
+        where = ""  # the interaction is the file: its fields are named from the top
+    elif isinstance(data, list):
         where = "[{0}]"
     else:
         key = next((k for k in KEYS if isinstance(data.get(k), list)), None)
@@ -139,23 +165,24 @@ def read(stream: LogStream) -> Iterator[Item]:
 def _exchange(interaction: Any, line: int, where: str) -> Exchange:
     if not isinstance(interaction, dict):
         raise RecordFieldError(where, "expected a mapping with request and response")
+    at = f"{where}." if where else ""
     request = interaction.get("request")
     response = interaction.get("response")
     if not isinstance(request, dict):
-        raise RecordFieldError(f"{where}.request", "missing or not a mapping")
+        raise RecordFieldError(f"{at}request", "missing or not a mapping")
     method = request.get("method")
     if isinstance(method, str) and method.startswith(":"):
         method = method[1:]  # Ruby VCR 1.x writes the method as a symbol (:post)
     uri = request.get("uri", request.get("url"))
     if not isinstance(method, str) or not isinstance(uri, str):
-        raise RecordFieldError(f"{where}.request", "needs method and uri")
+        raise RecordFieldError(f"{at}request", "needs method and uri")
     status = None
     response_headers: dict[str, str] = {}
     response_body = None
     if isinstance(response, dict):
-        status = _status(response, f"{where}.response")
+        status = _status(response, f"{at}response")
         response_headers = listed_headers(response.get("headers"))
-        response_body = _body(response, f"{where}.response")
+        response_body = _body(response, f"{at}response")
     request_headers = listed_headers(request.get("headers"))
     timestamp = http_date(response_headers.get("date"))
     if timestamp is None and isinstance(interaction.get("recorded_at"), str):
@@ -166,7 +193,7 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
         method=method,
         url=uri,
         request_headers=request_headers,
-        request_body=_body(request, f"{where}.request"),
+        request_body=_body(request, f"{at}request"),
         status=status,
         response_headers=response_headers,
         response_body=response_body,
@@ -176,10 +203,12 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
 
 def _status(response: dict[str, Any], where: str) -> int | None:
     """vcrpy and Ruby VCR: ``status: {code, message}``; go-vcr: ``code: 200`` beside
-    ``status: "200 OK"`` (v1 and v2)."""
+    ``status: "200 OK"`` (v1 and v2); vcrpy's httpx responses of vcrpy 4: ``status_code``."""
     code = response.get("code")
     status = response.get("status")
-    if isinstance(status, dict):
+    if code is None and status is None and "status_code" in response:
+        code, field = response["status_code"], f"{where}.status_code"
+    elif isinstance(status, dict):
         code, field = status.get("code"), f"{where}.status.code"
     elif code is not None:
         field = f"{where}.code"
@@ -201,9 +230,12 @@ def _status(response: dict[str, Any], where: str) -> int | None:
 
 def _body(message: dict[str, Any], where: str) -> Any:
     """A request's or response's body: ``parsed_body`` (pydantic-ai) wins; else ``body`` as
-    a string, bytes, ``{string}`` (vcrpy, Ruby VCR) or ``{base64_string}`` (Ruby VCR)."""
+    a string, bytes, ``{string}`` (vcrpy, Ruby VCR) or ``{base64_string}`` (Ruby VCR); else
+    ``content`` (vcrpy 4's httpx responses)."""
     if "parsed_body" in message:
         return message["parsed_body"]
+    if "body" not in message and "content" in message:
+        return message["content"]
     value = message.get("body")
     if not isinstance(value, dict):
         return value

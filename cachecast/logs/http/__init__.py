@@ -47,6 +47,7 @@ from cachecast.logs.http.state import (
     Chain,
     cache_creation_record,
     cache_lifetimes,
+    cached_content_name,
     carried_reply,
     chain_response,
     remember_response,
@@ -182,13 +183,20 @@ def _record(
         chain = chain_response(body, state)
         body = chain.body
         complete = complete and chain.complete
-    elif endpoint.api == "gemini" and isinstance(body.get("cachedContent"), str):
-        cached_content = body["cachedContent"]
+    elif endpoint.api == "gemini" and cached_content_name(body) is not None:
+        cached_content = cached_content_name(body)
         body, merged = with_cache(body, state)
         complete = complete and merged
     final = final_response(response, endpoint.api)
-    if model is None and isinstance(final, dict) and isinstance(final.get("model"), str):
-        model = final["model"]
+    served = final.get("model") if isinstance(final, dict) else None
+    # Azure OpenAI serves the deployment's model whatever the body's ``model`` says (an SDK
+    # may send any name there): the response names the model served, else the deployment
+    # stands for it (docs/log-formats.md, "Recorded HTTP").
+    azure_deployment = endpoint.provider == "azure" and endpoint.model is not None
+    if azure_deployment:
+        model = served if isinstance(served, str) else endpoint.model
+    elif model is None and isinstance(served, str):
+        model = served
     if chain is not None and chain.parent is not None:
         # The items taken over were looked at for cache marks when their turns were read.
         ttl = requested_ttl({**body, "input": chain.own}, chain.parent.ttls)

@@ -316,7 +316,7 @@ def cache_lifetimes(
             if not isinstance(name, str):
                 continue
             ttl = _seconds(body.get("ttl"))
-            expiry = _moment(body.get("expireTime"))
+            expiry = _moment(body.get("expireTime", body.get("expire_time")))
             if expiry is None and now is not None:
                 expiry = now + (ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS)
             lifetime = ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS
@@ -331,7 +331,9 @@ def cache_lifetimes(
         created = lifetimes[name][0]
         if method == "PATCH" and now is not None and created is not None:
             ttl = _seconds(body.get("ttl"))
-            expiry = _moment(body.get("expireTime")) or (now + ttl if ttl is not None else None)
+            expiry = _moment(body.get("expireTime", body.get("expire_time"))) or (
+                now + ttl if ttl is not None else None
+            )
             if expiry is not None:
                 expiries[name] = expiry
                 lifetimes[name] = (created, max(0, round(expiry - created)), False)
@@ -346,10 +348,19 @@ def _is_success(status: int | None) -> bool:
     return status is None or 200 <= status < 300
 
 
+CACHED_CONTENT = ("cachedContent", "cached_content")  # the REST API takes either spelling
+
+
+def cached_content_name(body: dict[str, Any]) -> str | None:
+    """The ``cachedContents`` name a Gemini request reads, in either spelling."""
+    name = next((body[key] for key in CACHED_CONTENT if key in body), None)
+    return name if isinstance(name, str) else None
+
+
 def with_cache(body: dict[str, Any], state: ApiState) -> tuple[dict[str, Any], bool]:
-    name = body["cachedContent"]
-    merged = {k: v for k, v in body.items() if k != "cachedContent"}
-    found = state.caches.get(name)
+    name = cached_content_name(body)
+    merged = {k: v for k, v in body.items() if k not in CACHED_CONTENT}
+    found = state.caches.get(name) if name is not None else None
     if found is None:
         return merged, False  # created outside the recording: its content is unknown
     cached, ttl = found
@@ -362,7 +373,9 @@ def with_cache(body: dict[str, Any], state: ApiState) -> tuple[dict[str, Any], b
             merged[key] = cached[key]
     if contents and isinstance(contents[-1], dict):
         contents[-1]["cache_control"] = marker
-    elif isinstance(merged.get("systemInstruction"), dict):
-        merged["systemInstruction"] = {**merged["systemInstruction"], "cache_control": marker}
+    else:
+        system = next((k for k in ("systemInstruction", "system_instruction") if k in merged), "")
+        if isinstance(merged.get(system), dict):
+            merged[system] = {**merged[system], "cache_control": marker}
     merged["contents"] = [*contents, *body.get("contents", [])]
     return merged, True

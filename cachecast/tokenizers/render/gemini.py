@@ -18,6 +18,21 @@ from cachecast.tokenizers.render.fields import as_dict, as_list, as_str, compact
 from cachecast.tokenizers.render.parts import NonText, PartItem, Rendered, RenderedPart
 
 GEMINI_IMAGE_TOKENS = 258  # Gemini: an image up to 384 px per side is 258 tokens
+# A part's kind, in the REST API's lowerCamelCase or the proto field names it accepts as well
+# (``function_call``, as clients such as llm-gemini send; docs/log-formats.md, "Gemini").
+_MEDIA_KEYS = frozenset({"inlineData", "inline_data", "fileData", "file_data"})
+_JSON_KEYS = frozenset(
+    {
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        "executableCode",
+        "executable_code",
+        "codeExecutionResult",
+        "code_execution_result",
+    }
+)
 
 
 def _gemini_header(body: dict[str, Any], rendered: Rendered) -> bool:
@@ -51,13 +66,15 @@ def _gemini_parts(parts: Any, path: str) -> list[PartItem]:
         part = as_dict(part, part_path)
         if "text" in part:
             items.append(as_str(part["text"], f"{part_path}.text"))
-        elif "inlineData" in part or "fileData" in part or "inline_data" in part:
+        elif _MEDIA_KEYS & part.keys():
             items.append(NonText.of(part, GEMINI_IMAGE_TOKENS))
-        elif "functionCall" in part or "functionResponse" in part:
+        elif _JSON_KEYS & part.keys():
             items.append(compact_json(part))
         else:
             raise RecordFieldError(
-                part_path, "expected text, inlineData, fileData or a function part"
+                part_path,
+                "expected text, inlineData, fileData, a function call or response, or code"
+                " and its result",
             )
     return items
 
