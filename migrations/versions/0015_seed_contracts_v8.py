@@ -10,9 +10,8 @@ standard prices, so each ``<model>-fast`` gets dated versions of its own, from t
 mode became available for the model to its removal where documented: Opus 4.6 (launch
 promotion, then 6x with a long-context tier, then 6x flat), Opus 4.7 (6x, removed
 2026-07-24), Opus 4.8 (2x, removed 2026-11-30), Opus 5, Opus 5.5, Fable 5.2 and Mythos
-5.2 (2x). Sources are in each
-version's notes and in docs/contracts.md ("contracts-v8"); launch dates in
-``data/lifecycle.json``. The models are new, so rows are only added, exactly as revision 0006
+5.2 (2x). Sources are in each version's notes and in docs/contracts.md ("contracts-v8");
+launch dates in ``data/lifecycle.json``. The models are new, so rows are only added, exactly as revision 0006
 adds its own (same overlap check), with origin 'seed:contracts-v8'; the downgrade deletes them.
 """
 
