@@ -5,7 +5,8 @@ Opus 4.6 at 6x the standard $5 / $25 ($30 / $150), above 200K input tokens $60 /
 the standard model had a long-context tier, half of that during the launch promotion
 (until 2026-02-16 PT); Opus 4.7 at 6x, removed 2026-07-24; Opus 4.8 and Opus 5 at 2x the
 standard $5 / $25 ($10 / $50), Opus 4.8's removed 2026-11-30; Opus 5.5 at 2x its $4 / $20
-($8 / $40); Fable 5.2 and Mythos 5.2 at 2x their $8 / $40 ($16 / $80). Prompt caching multipliers apply on top of the fast input price."""
+($8 / $40); Fable 5.2 and Mythos 5.2 at 2x their $8 / $40 ($16 / $80). Prompt caching
+multipliers apply on top of the fast input price."""
 
 from __future__ import annotations
 

@@ -77,15 +77,15 @@ def test_a_session_across_a_price_change_is_priced_on_each_day(
 def test_a_model_logged_before_its_first_stored_version_is_priced_with_a_note(
     store_url: str, tmp_path: Path
 ) -> None:
-    """gpt-5.2-codex's first stored version starts on the day a price map was read
+    """gpt-5.2-chat-latest's first stored version starts on the day a price map was read
     (2026-12-03) and no source we hold gives its launch date; a rollout of 2026-02-23 proves
-    it served then. Priced under that version ($1.75 in / $14 out a million, OpenAI's list
+    it served then. Priced under that version ($1.75 in / $14 out a million, the map's
     price), with the note saying the price on that date is unverified."""
-    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-5.2-codex")
+    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-5.2-chat-latest")
     store = ContractStore(store_url)
     report = reconcile(ReconcileRequest(log=LogInput.of_paths([rollout])), store)
     (target,) = report.targets
-    assert target.model == "gpt-5.2-codex"
+    assert target.model == "gpt-5.2-chat-latest"
     # 5,000 uncached x $1.75 + 10 output x $14 = 8,750 + 140 = 8,890 / 1e6 = $0.00889
     assert target.cost == Decimal("0.00889")
     (note,) = target.notes
@@ -93,6 +93,22 @@ def test_a_model_logged_before_its_first_stored_version_is_priced_with_a_note(
     usage = usage_report(UsageRequest(files=[SessionFile(path=rollout)]), store)
     assert usage.complete_bill and usage.totals.cost == Decimal("0.00889")
     assert usage.notes == [note]
+
+
+def test_gpt_5_2_codex_is_priced_on_the_days_it_served(store_url: str, tmp_path: Path) -> None:
+    """gpt-5.2-codex in the API from 2026-01-15 at $1.75 in / $14 out, cached input $0.175
+    (docs/contracts.md, contracts-v8): a rollout of 2026-02-23 is priced under that version,
+    with no note."""
+    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-5.2-codex")
+    store = ContractStore(store_url)
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([rollout])), store)
+    (target,) = report.targets
+    assert target.contract.effective_from.isoformat() == "2026-01-15"
+    # 5,000 uncached x $1.75 + 10 output x $14 = 8,750 + 140 = 8,890 / 1e6 = $0.00889
+    assert target.cost == Decimal("0.00889")
+    assert target.notes == []
+    usage = usage_report(UsageRequest(files=[SessionFile(path=rollout)]), store)
+    assert usage.complete_bill and usage.notes == []
 
 
 def test_fast_mode_is_priced_on_each_day_at_its_documented_rates(
