@@ -82,3 +82,22 @@ def test_answers_saved_under_other_contract_code_are_asked_again(
     second = RememberedAnswers(migrated_db_url, opener, tmp_path)
     second.as_of("anthropic", "claude-opus-4-6", DAY)
     assert opener.opened == 2
+
+
+def test_answers_saved_under_other_lifecycle_data_are_asked_again(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # lifecycle.json decides a served request's note or refusal (launch dates, client-only
+    # days, reasons no price exists): answers saved before it changed are asked again.
+    opener = CountingStore(migrated_db_url)
+    first = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    first.as_of("anthropic", "claude-opus-4-6", DAY)
+    first.save()
+    saved = tmp_path / "contract-answers.json"
+    data = json.loads(saved.read_text())
+    life = next(entry for entry in data["identity"]["code"] if entry[0] == "lifecycle.json")
+    life[1] += 1  # as if saved under a lifecycle.json of another size
+    saved.write_text(json.dumps(data))
+    second = RememberedAnswers(migrated_db_url, opener, tmp_path)
+    second.as_of("anthropic", "claude-opus-4-6", DAY)
+    assert opener.opened == 2
