@@ -68,10 +68,13 @@ def _identity(database: Path) -> dict[str, Any] | None:
 
 
 def _code() -> list[list[Any]]:
-    """Size and modification time of each module that decides an answer: a rule changed in
-    an editable install (same version number) must not be answered from the old rule."""
+    """Size and modification time of each module and packaged data file that decides an
+    answer: a rule changed in an editable install (same version number) must not be answered
+    from the old rule, nor a served model's launch or reason read from an older
+    ``data/lifecycle.json``."""
     folder = Path(__file__).parent
-    stats = ((path.name, path.stat()) for path in sorted(folder.glob("*.py")))
+    paths = [*sorted(folder.glob("*.py")), *sorted((folder / "data").glob("*.json"))]
+    stats = ((path.name, path.stat()) for path in paths)
     return [[name, stat.st_size, stat.st_mtime_ns] for name, stat in stats]
 
 

@@ -59,6 +59,12 @@ class Lifecycle(BaseModel):
         " per-token price was published for the days between",
     )
     client_only_source: str = ""
+    not_priced: str = Field(
+        default="",
+        description="why no per-token price exists for an id no contract names (served only"
+        " in a subscription's agent, say): the reason a request of it is not priced",
+    )
+    not_priced_source: str = ""
 
     @model_validator(mode="after")
     def _client_only_before_launch(self) -> Lifecycle:
@@ -70,6 +76,8 @@ class Lifecycle(BaseModel):
             raise ValueError(
                 "client_only_from needs a launched_on after it and a client_only_source"
             )
+        if self.not_priced and not self.not_priced_source:
+            raise ValueError("not_priced needs a not_priced_source")
         return self
 
 

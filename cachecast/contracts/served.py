@@ -14,17 +14,24 @@ that says what was assumed (docs/predictions.md, "Contracts of served models"):
 - **A log whose times are not dates** (no timestamps, or trace-relative ones), for a model
   with no version in force today (retired): the recording was made while the model was
   served, so its last version applies, with a note naming it.
+
+And one case the store would price without a word: a request of the days a model served only
+in its vendor's own agent (``client_only_from`` to ``launched_on`` in ``lifecycle.json``) was
+billed to a subscription, not per token, so whatever version prices it, the note says the
+price on that day is unverified [U].
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+from cachecast.core.provider_names import normalize_provider
 from cachecast.logs.providers import FAST_MODE_SUFFIX
 
 if TYPE_CHECKING:  # the lifecycle (and the SQL types its reader brings) only when needed
@@ -56,10 +63,21 @@ def served_contract(
     lifecycle: Mapping[tuple[str, str], Lifecycle] | None = None,
 ) -> ServedContract:
     """The contract of ``provider``/``model`` for a request it served on ``day`` (None: the
-    log's times are not dates). Raises UnknownContractError where none can be named, and
+    log's times are not dates). Raises UnknownContractError where none can be named (saying
+    why in words where ``lifecycle.json`` knows that no per-token price was published), and
     where a fast-mode model would be priced under a contract that is not a fast one (an
     alias pattern of the standard model matches its name)."""
-    served = _served(store, provider, model, day, today, lifecycle)
+    if lifecycle is None:
+        lifecycle = _packaged_lifecycle()
+    try:
+        served = _served(store, provider, model, day, today, lifecycle)
+    except UnknownContractError:
+        life = lifecycle.get((normalize_provider(provider), model.strip().lower()))
+        if life is None or not life.not_priced:
+            raise
+        raise UnknownContractError(
+            f"{provider}/{model}: {life.not_priced} ({life.not_priced_source}): not priced"
+        ) from None
     fast = model.strip().lower().endswith(FAST_MODE_SUFFIX)
     if fast and not served.terms.model.endswith(FAST_MODE_SUFFIX):
         raise UnknownContractError(
@@ -76,7 +94,7 @@ def _served(
     model: str,
     day: dt.date | None,
     today: dt.date,
-    lifecycle: Mapping[tuple[str, str], Lifecycle] | None,
+    lifecycle: Mapping[tuple[str, str], Lifecycle],
 ) -> ServedContract:
     if day is None:
         try:
@@ -96,44 +114,62 @@ def _served(
                 f" {_span(last)}, in force while the model served the recorded requests",
             )
     try:
-        return ServedContract(store.as_of(provider, model, day))
+        terms = store.as_of(provider, model, day)
     except ContractNotYetInForceError as error:
         versions = store.history(provider, model)
         first = min(versions, key=lambda terms: terms.effective_from)
-        if lifecycle is None:
-            from cachecast.contracts.history import read_lifecycle
-
-            lifecycle = read_lifecycle()
         life = lifecycle.get((first.provider, first.model))
-        if (
-            life is not None
-            and life.launched_on is not None
-            and life.client_only_from is not None
-            and life.client_only_from <= day < life.launched_on
-        ):
-            return ServedContract(
-                first,
-                f"[U] price unverified on {day.isoformat()}: {first.provider}/{first.model}"
-                f" served only through its vendor's own agent then (from"
-                f" {life.client_only_from.isoformat()}: {life.client_only_source}), billed to"
-                " a subscription, not per token; its per-token API launched on"
-                f" {life.launched_on.isoformat()} ({life.launch_source}): priced at that"
-                f" launch's prices, {_span(first)}",
-            )
+        if life is not None and _client_only(life, day):
+            return ServedContract(first, _client_only_note(first, life, day, "that launch's"))
         if life is not None and life.launched_on is not None:
             raise ContractNotYetInForceError(
                 f"{error.message}; the model launched on {life.launched_on.isoformat()}"
                 f" ({life.launch_source})"
             ) from None
-        terms, how = _corrected_first(first, versions)
+        corrected, how = _corrected_first(first, versions)
         return ServedContract(
-            terms,
+            corrected,
             f"[U] price unverified on {day.isoformat()}: the log shows"
             f" {first.provider}/{first.model} serving before its first stored version"
             f" ({first.effective_from.isoformat()}), whose start is the earliest day our"
             f" sources priced it, not a launch date (none of our sources gives one); priced"
             f" under {how}",
         )
+    life = lifecycle.get((terms.provider, terms.model))
+    if life is not None and _client_only(life, day):
+        # A version stored for those days (the catalog's history carried back to the agent's
+        # release) prices the request, but no per-token price of that day exists.
+        return ServedContract(terms, _client_only_note(terms, life, day, "the stored version's"))
+    return ServedContract(terms)
+
+
+@functools.cache
+def _packaged_lifecycle() -> Mapping[tuple[str, str], Lifecycle]:
+    from cachecast.contracts.history import read_lifecycle
+
+    return read_lifecycle()
+
+
+def _client_only(life: Lifecycle, day: dt.date) -> bool:
+    """Whether ``day`` is one on which the model served only in its vendor's own agent."""
+    return (
+        life.launched_on is not None
+        and life.client_only_from is not None
+        and life.client_only_from <= day < life.launched_on
+    )
+
+
+def _client_only_note(terms: ContractTerms, life: Lifecycle, day: dt.date, whose: str) -> str:
+    """The [U] note of a request ``_client_only`` found (both dates are set then)."""
+    released = life.client_only_from.isoformat() if life.client_only_from else "?"
+    launched = life.launched_on.isoformat() if life.launched_on else "?"
+    return (
+        f"[U] price unverified on {day.isoformat()}: {terms.provider}/{terms.model}"
+        f" served only through its vendor's own agent then (from {released}:"
+        f" {life.client_only_source}), billed to a subscription, not per token; its"
+        f" per-token API launched on {launched} ({life.launch_source}): priced at {whose}"
+        f" prices, {_span(terms)}"
+    )
 
 
 def _corrected_first(

@@ -63,21 +63,31 @@ def test_other_databases_are_asked_every_time(migrated_db_url: str, tmp_path: Pa
     assert not (tmp_path / "contract-answers.json").exists()
 
 
-def test_answers_saved_under_other_contract_code_are_asked_again(
-    migrated_db_url: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("name", "field", "change"),
+    [
+        # An editable install keeps its version number when a rule in cachecast/contracts
+        # changes: as if saved before served.py was last written.
+        ("served.py", 2, -1),
+        # lifecycle.json decides a served request's note or refusal (launch dates,
+        # client-only days, reasons no price exists): as if saved under one of another size.
+        ("lifecycle.json", 1, 1),
+    ],
+)
+def test_answers_saved_under_other_contract_code_or_data_are_asked_again(
+    migrated_db_url: str, tmp_path: Path, name: str, field: int, change: int
 ) -> None:
-    # An editable install keeps its version number when a rule in cachecast/contracts
-    # changes; answers saved before the change must not be served after it.
     opener = CountingStore(migrated_db_url)
     first = RememberedAnswers(migrated_db_url, opener, tmp_path)
     first.as_of("anthropic", "claude-opus-4-6", DAY)
     first.save()
     saved = tmp_path / "contract-answers.json"
     data = json.loads(saved.read_text())
-    served = next(entry for entry in data["identity"]["code"] if entry[0] == "served.py")
-    stat = (Path(cachecast.contracts.__file__).parent / "served.py").stat()
-    assert served[1:] == [stat.st_size, stat.st_mtime_ns]
-    served[2] -= 1  # as if saved before served.py was last written
+    entry = next(entry for entry in data["identity"]["code"] if entry[0] == name)
+    folder = Path(cachecast.contracts.__file__).parent
+    stat = (folder / name if name.endswith(".py") else folder / "data" / name).stat()
+    assert entry[1:] == [stat.st_size, stat.st_mtime_ns]
+    entry[field] += change
     saved.write_text(json.dumps(data))
     second = RememberedAnswers(migrated_db_url, opener, tmp_path)
     second.as_of("anthropic", "claude-opus-4-6", DAY)

@@ -40,11 +40,11 @@ def test_a_dateless_log_of_a_retired_model_uses_its_last_version(migrated_db_url
 def test_before_a_first_version_that_is_no_launch_the_price_is_unverified(
     migrated_db_url: str,
 ) -> None:
-    # openai/gpt-5.2-codex: first stored version 2026-12-03, the day the price map was read;
-    # lifecycle.json gives no launch date.
+    # openai/gpt-5.2-chat-latest: first stored version 2026-12-03, the day the price map was
+    # read; lifecycle.json gives no launch date.
     store = ContractStore(migrated_db_url)
     day = dt.date(2026, 11, 2)
-    found = served_contract(store, "openai", "gpt-5.2-codex", day, TODAY)
+    found = served_contract(store, "openai", "gpt-5.2-chat-latest", day, TODAY)
     assert found.terms.effective_from == dt.date(2026, 12, 3)
     assert found.note is not None and found.note.startswith("[U] price unverified on 2026-11-02")
 
@@ -55,9 +55,9 @@ def test_before_a_known_launch_is_one_error_naming_the_launch(migrated_db_url: s
     with pytest.raises(ContractNotYetInForceError, match="launched on 2025-10-15"):
         served_contract(store, "anthropic", "claude-haiku-4-5", dt.date(2025, 9, 1), TODAY)
     # The same refusal for a model given a launch in the lifecycle data passed in.
-    life = {("openai", "gpt-5.2-codex"): Lifecycle(launched_on=dt.date(2026, 12, 3))}
+    life = {("openai", "gpt-5.2-chat-latest"): Lifecycle(launched_on=dt.date(2026, 12, 3))}
     with pytest.raises(ContractNotYetInForceError, match="launched on 2026-12-03"):
-        served_contract(store, "openai", "gpt-5.2-codex", dt.date(2026, 11, 2), TODAY, life)
+        served_contract(store, "openai", "gpt-5.2-chat-latest", dt.date(2026, 11, 2), TODAY, life)
 
 
 def test_served_in_its_vendors_agent_before_the_api_launch_is_priced_unverified(
@@ -82,6 +82,78 @@ def test_served_in_its_vendors_agent_before_the_api_launch_is_priced_unverified(
     assert (
         served_contract(store, "openai", "gpt-5.3-codex", dt.date(2026, 2, 24), TODAY).note is None
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "released", "launched"),
+    [
+        # lifecycle.json: in Codex from the first date, in the API from the second; the stored
+        # version starts at the Codex release ($1.25 / $10 for both).
+        ("gpt-5-codex", dt.date(2025, 9, 15), dt.date(2025, 9, 23)),
+        ("gpt-5.1-codex-max", dt.date(2025, 11, 19), dt.date(2025, 12, 4)),
+    ],
+)
+def test_client_only_days_get_the_note_where_a_stored_version_is_in_force(
+    migrated_db_url: str, model: str, released: dt.date, launched: dt.date
+) -> None:
+    store = ContractStore(migrated_db_url)
+    day_before_launch = launched - dt.timedelta(days=1)
+    in_codex = served_contract(store, "openai", model, day_before_launch, TODAY)
+    assert in_codex.terms.effective_from == released
+    assert str(in_codex.terms.input_per_mtok) == "1.25"
+    note = in_codex.note or ""
+    assert note.startswith(f"[U] price unverified on {day_before_launch.isoformat()}")
+    assert f"from {released.isoformat()}" in note and f"launched on {launched.isoformat()}" in note
+    assert "priced at the stored version's prices" in note
+    in_api = served_contract(store, "openai", model, launched, TODAY)
+    assert (in_api.terms, in_api.note) == (in_codex.terms, None)
+
+
+def test_gpt_5_2_codex_has_a_dated_history_from_its_codex_release(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    # In Codex from 2025-12-18, in the API from 2026-01-15 (contracts-v8: $1.75 / $14 from the
+    # API launch); a rollout of 2025-12-20 is priced at the launch's prices with the note.
+    early = served_contract(store, "openai", "gpt-5.2-codex", dt.date(2025, 12, 20), TODAY)
+    assert early.terms.effective_from == dt.date(2026, 1, 15)
+    assert early.note is not None and "priced at that launch's prices" in early.note
+    later = served_contract(store, "openai", "gpt-5.2-codex", dt.date(2026, 2, 23), TODAY)
+    assert (later.terms.effective_from, later.note) == (dt.date(2026, 1, 15), None)
+    assert (str(later.terms.input_per_mtok), str(later.terms.output_per_mtok)) == ("1.75", "14")
+    with pytest.raises(ContractNotYetInForceError, match="launched on 2026-01-15"):
+        served_contract(store, "openai", "gpt-5.2-codex", dt.date(2025, 12, 17), TODAY)
+
+
+def test_codex_models_without_a_per_token_price_say_why(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    with pytest.raises(UnknownContractError, match="ChatGPT Pro") as spark:
+        served_contract(store, "openai", "gpt-5.3-codex-spark", dt.date(2026, 3, 1), TODAY)
+    assert "no per-token price was published" in spark.value.message
+    with pytest.raises(UnknownContractError, match=r"no.*per-token price") as mini:
+        served_contract(store, "openai", "gpt-5-codex-mini", dt.date(2025, 11, 20), TODAY)
+    assert "unknown model" not in mini.value.message
+    # codex-mini-latest, codex-mini's id in the API ($1.50 / $6): an alias, on every day.
+    for day in (dt.date(2025, 6, 1), TODAY):
+        found = served_contract(store, "openai", "codex-mini-latest", day, TODAY)
+        assert (found.terms.model, str(found.terms.input_per_mtok)) == ("codex-mini", "1.5")
+
+
+@pytest.mark.parametrize(
+    ("vertex_id", "day", "model", "input_price"),
+    [
+        # Claude Code on Vertex AI names models by their Vertex ids (contracts-v8).
+        ("claude-opus-4-1@20250805", dt.date(2025, 9, 1), "claude-opus-4-1", "15"),
+        ("claude-opus-4@20250514", dt.date(2025, 7, 1), "claude-4-opus", "15"),
+        ("claude-sonnet-4@20250514", dt.date(2025, 7, 1), "claude-4-sonnet", "3"),
+        ("claude-3-5-haiku@20241022", dt.date(2025, 7, 1), "claude-3-5-haiku", "0.8"),
+        ("claude-3-7-sonnet@20250219", dt.date(2025, 5, 1), "claude-3-7-sonnet", "3"),
+    ],
+)
+def test_claude_codes_vertex_ids_are_priced(
+    migrated_db_url: str, vertex_id: str, day: dt.date, model: str, input_price: str
+) -> None:
+    found = served_contract(ContractStore(migrated_db_url), "vertex", vertex_id, day, TODAY)
+    assert found.note is None
+    assert (found.terms.model, str(found.terms.input_per_mtok)) == (model, input_price)
 
 
 @pytest.mark.parametrize(
@@ -143,3 +215,8 @@ def test_an_unknown_model_is_still_an_error(migrated_db_url: str) -> None:
         served_contract(store, "bedrock", "anthropic.claude-v2", None, TODAY)
     with pytest.raises(UnknownContractError):
         served_contract(store, "bedrock", "anthropic.claude-v2", dt.date(2024, 1, 1), TODAY)
+
+
+def test_a_not_priced_reason_needs_a_source() -> None:
+    with pytest.raises(ValueError, match="not_priced"):
+        Lifecycle.model_validate({"not_priced": "served only in an agent"})

@@ -113,8 +113,8 @@ def test_codex_sessions_within_tolerance(store_url: str) -> None:
         within += ok
         if not ok:
             assert row.classification is not None
-    # All 487 requests priced: the ccusage fixture's gpt-5.2-codex request too, under its
-    # first stored version with an [U] note (no launch date in our sources).
+    # All 487 requests priced: the ccusage fixture's gpt-5.2-codex request too (2026-05-13),
+    # under its API launch version of 2026-01-15 (contracts-v8).
     assert report.summary.requests == 487
     # 461 of the 487 (94.7%): the others are OpenAI's best effort (misses of a prefix the log
     # shows cached seconds before, a read after an idle gap past the lifetime assumed at a new

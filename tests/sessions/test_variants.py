@@ -113,7 +113,7 @@ def test_claude_code_lines_of_every_version_counted_once(tmp_path: Path) -> None
     assert totals(found) == (5, 12, 11_000, 2_650, 700, 336)
 
 
-def test_fast_mode_is_not_priced_at_the_standard_rates(
+def test_fast_mode_is_priced_at_its_own_rates_not_the_standard_ones(
     migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # remembered answers
@@ -138,12 +138,16 @@ def test_fast_mode_is_not_priced_at_the_standard_rates(
     )
     rows = {row.group["model"]: row for row in report.rows}
     # Opus 4.6 from 2026-02-05: $5 input, 5m writes 1.25x = $6.25, $25 output per MTok:
-    # 3 x 5 + 900 x 6.25 + 1 x 25 = 5,665 / 1e6. Fast mode bills a multiple the catalog does
-    # not state: counted, not priced (never the standard rates).
+    # 3 x 5 + 900 x 6.25 + 1 x 25 = 5,665 / 1e6.
     assert rows["claude-opus-4-6"].cost == Decimal("0.005665")
-    assert rows["claude-opus-4-6-fast"].unpriced_requests == 1
-    assert [model.model for model in report.unpriced] == ["claude-opus-4-6-fast"]
-    assert not report.complete_bill
+    # Fast mode on 2026-02-10, during its launch promotion (50% off until 2026-02-16 PT,
+    # code.claude.com "Fast mode"): half of 6x the standard rates, $15 input, $75 output; the
+    # caching multipliers stack on top (platform.claude.com "Fast mode"): 5m writes
+    # 1.25 x 15 = $18.75. 3 x 15 + 950 x 18.75 + 1 x 75 = 45 + 17,812.5 + 75 = 17,932.5 / 1e6.
+    assert rows["claude-opus-4-6-fast"].cost == Decimal("0.0179325")
+    assert rows["claude-opus-4-6-fast"].unpriced_requests == 0
+    assert report.unpriced == []
+    assert report.complete_bill
 
 
 def test_claude_code_on_bedrock_or_vertex_is_billed_by_them(

@@ -125,10 +125,11 @@ def test_token_totals_of_every_shared_session(migrated_db_url: str) -> None:
     assert sum(row.requests for row in report.rows) == totals.requests
     assert report.issue_count == 0
     # Every request is priced: gpt-5.3-codex's rollouts of 2026-02-23 (in Codex from
-    # 2026-02-05, in the API from 2026-02-24) and the fixture's gpt-5.2-codex, each with a
-    # note that the price on that day is unverified.
+    # 2026-02-05, in the API from 2026-02-24) with a note that the price on that day is
+    # unverified; the fixture's gpt-5.2-codex (2026-05-13) under its API launch version of
+    # 2026-01-15 (contracts-v8), with none.
     assert report.complete_bill and report.unpriced == [] and totals.unpriced_requests == 0
-    assert sum(note.startswith("[U] price unverified") for note in report.notes) == 2
+    assert sum(note.startswith("[U] price unverified") for note in report.notes) == 1
 
 
 def test_codex_rollouts_billed_at_the_api_launch_prices(migrated_db_url: str) -> None:
