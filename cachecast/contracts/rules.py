@@ -124,6 +124,8 @@ def span_text(span: Span) -> str:
 
 _LATEST_GEMINI = re.compile(r"gemini-.+-latest")
 _CLAUDE_SNAPSHOT = re.compile(r"(claude-.+)-20\d{6}")
+_GROK_BARE = re.compile(r"grok-.+")
+_GROK_MODES = ("-reasoning", "-non-reasoning", "-latest")
 
 
 def fallback_names(model_id: str) -> tuple[str, ...]:
@@ -131,10 +133,16 @@ def fallback_names(model_id: str) -> tuple[str, ...]:
     alias (docs/contracts.md, "Keys and aliases"): a Gemini ``<model>-latest`` is the newest
     version of ``<model>`` (Google's version name patterns); an Anthropic snapshot
     ``<model>-YYYYMMDD`` is a dated version of ``<model>``, whose ``<model>-latest`` alias
-    points at the newest snapshot (Anthropic's models overview). Empty for every other name."""
+    points at the newest snapshot (Anthropic's models overview); an xAI ``grok-...`` name
+    without a mode suffix is the alias of its ``-reasoning`` model (xAI's model pages list
+    the bare name among the reasoning model's aliases, docs/contracts.md; the response of a
+    request for ``grok-4-fast`` names ``grok-4-fast-reasoning``). Empty for every other
+    name."""
     if _LATEST_GEMINI.fullmatch(model_id):
         return (model_id.removesuffix("-latest"),)
     snapshot = _CLAUDE_SNAPSHOT.fullmatch(model_id)
     if snapshot is not None:
         return (snapshot.group(1), snapshot.group(1) + "-latest")
+    if _GROK_BARE.fullmatch(model_id) and not model_id.endswith(_GROK_MODES):
+        return (model_id + "-reasoning",)
     return ()
