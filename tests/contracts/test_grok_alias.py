@@ -26,6 +26,20 @@ def test_a_bare_grok_name_falls_back_to_its_reasoning_model() -> None:
     assert fallback_names("grok-4.20-reasoning-latest") == ()
 
 
+def test_a_gateway_dotted_grok_version_falls_back_to_xais_dashed_id(migrated_db_url: str) -> None:
+    # OpenRouter writes x-ai/grok-4.1-fast; xAI's id is grok-4-1-fast-reasoning (with dashes),
+    # while xAI's own grok-4.20 keeps its dot (stored as written).
+    assert fallback_names("grok-4.1-fast") == (
+        "grok-4.1-fast-reasoning",
+        "grok-4-1-fast",
+        "grok-4-1-fast-reasoning",
+    )
+    store = ContractStore(migrated_db_url)
+    day = dt.date(2026, 4, 27)
+    assert store.as_of("xai", "grok-4.1-fast", day).model == "grok-4-1-fast-reasoning"
+    assert store.as_of("xai", "grok-4.20", dt.date(2026, 12, 4)).model == "grok-4.20"
+
+
 def test_grok_4_fast_is_not_fast_mode(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     served = served_contract(store, "xai", "grok-4-fast", DAY, dt.date(2026, 12, 4))
