@@ -23,7 +23,7 @@ def test_a_bare_grok_name_falls_back_to_its_reasoning_model() -> None:
     assert fallback_names("grok-4-fast") == ("grok-4-fast-reasoning",)
     assert fallback_names("grok-4-fast-reasoning") == ()
     assert fallback_names("grok-4-fast-non-reasoning") == ()
-    assert fallback_names("grok-4.20-reasoning-latest") == ()
+    assert fallback_names("grok-4-fast-reasoning-latest") == ()
 
 
 def test_a_gateway_dotted_grok_version_falls_back_to_xais_dashed_id(migrated_db_url: str) -> None:
