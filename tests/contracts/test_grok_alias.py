@@ -53,10 +53,8 @@ def test_grok_4_fast_is_not_fast_mode(migrated_db_url: str) -> None:
 
 
 def chunk(created: int, extra: str) -> str:
-    return (
-        '      data: {"id":"x1","object":"chat.completion.chunk","created":%d,'
-        '"model":"grok-4-fast-reasoning",%s}\n\n' % (created, extra)
-    )
+    head = '{"id":"x1","object":"chat.completion.chunk","created":'
+    return f'      data: {head}{created},"model":"grok-4-fast-reasoning",{extra}}}\n\n'
 
 
 def test_a_go_vcr_xai_stream_for_grok_4_fast_is_priced(
