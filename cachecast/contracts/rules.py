@@ -124,6 +124,9 @@ def span_text(span: Span) -> str:
 
 _LATEST_GEMINI = re.compile(r"gemini-.+-latest")
 _CLAUDE_SNAPSHOT = re.compile(r"(claude-.+)-20\d{6}")
+_GROK_BARE = re.compile(r"grok-.+")
+_GROK_MODES = ("-reasoning", "-non-reasoning", "-latest")
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 
 
 def fallback_names(model_id: str) -> tuple[str, ...]:
@@ -131,10 +134,31 @@ def fallback_names(model_id: str) -> tuple[str, ...]:
     alias (docs/contracts.md, "Keys and aliases"): a Gemini ``<model>-latest`` is the newest
     version of ``<model>`` (Google's version name patterns); an Anthropic snapshot
     ``<model>-YYYYMMDD`` is a dated version of ``<model>``, whose ``<model>-latest`` alias
-    points at the newest snapshot (Anthropic's models overview). Empty for every other name."""
+    points at the newest snapshot (Anthropic's models overview); an xAI ``grok-...`` name
+    without a mode suffix is the alias of its ``-reasoning`` model (xAI's model pages list
+    the bare name among the reasoning model's aliases, docs/contracts.md; the response of a
+    request for ``grok-4-fast`` names ``grok-4-fast-reasoning``), and a dotted version that
+    xAI writes with a dash is tried with it. Empty for every other name."""
     if _LATEST_GEMINI.fullmatch(model_id):
         return (model_id.removesuffix("-latest"),)
     snapshot = _CLAUDE_SNAPSHOT.fullmatch(model_id)
     if snapshot is not None:
         return (snapshot.group(1), snapshot.group(1) + "-latest")
+    if _GROK_BARE.fullmatch(model_id):
+        return _grok_names(model_id)
     return ()
+
+
+def _grok_names(model_id: str) -> tuple[str, ...]:
+    """xAI writes some versions with a dot (``grok-4.20``) and some with a dash
+    (``grok-4-1-fast-reasoning``) while gateways write them all with dots (OpenRouter's
+    ``x-ai/grok-4.1-fast``): the dashed name is tried after the dotted one, each bare name
+    followed by its ``-reasoning`` model."""
+    names: list[str] = []
+    dashed = _VERSION_DOT.sub("-", model_id)
+    for name in (model_id, dashed):
+        if name not in names:
+            names.append(name)
+        if not name.endswith(_GROK_MODES) and name + "-reasoning" not in names:
+            names.append(name + "-reasoning")
+    return tuple(name for name in names if name != model_id)

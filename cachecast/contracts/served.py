@@ -79,7 +79,9 @@ def served_contract(
             f"{provider}/{model}: {life.not_priced} ({life.not_priced_source}): not priced"
         ) from None
     fast = model.strip().lower().endswith(FAST_MODE_SUFFIX)
-    if fast and not served.terms.model.endswith(FAST_MODE_SUFFIX):
+    # A model whose own name has the word (xAI's grok-4-fast-reasoning, the model a request
+    # for grok-4-fast runs) is no fast mode of another: only a contract without it is refused.
+    if fast and f"{FAST_MODE_SUFFIX}-" not in f"{served.terms.model}-":
         raise UnknownContractError(
             f"{provider}/{model}: fast mode bills a multiple of"
             f" {served.terms.provider}/{served.terms.model}'s prices and no contract states"

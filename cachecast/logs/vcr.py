@@ -4,7 +4,9 @@
   body}, response: {status: {code, message}, headers, body: {string}}}]``, ``version: 1``.
   Bodies are text, ``!!binary`` bytes (gzip or not: un-gzipped by ``cachecast.logs.http``), or
   already parsed: pydantic-ai's serializer writes ``parsed_body`` (a mapping) next to the
-  request or response instead of ``body``.
+  request or response instead of ``body``, and its later one ``body: {type: json, content:
+  <mapping>}`` or ``body: {type: text, content: <text>}`` (with ``status: 200`` and the
+  interaction's ``recorded_at``).
 - Ruby VCR: ``http_interactions: [{request, response, recorded_at}]``, lower-case methods,
   ``body: {encoding, string}`` where ``string`` is ``!binary`` base64 (Ruby's one-``!`` tag)
   for ASCII-8BIT bodies, or ``body: {encoding, base64_string}`` (``preserve_exact_body_bytes``);
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
@@ -185,8 +188,8 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
         response_body = _body(response, f"{at}response")
     request_headers = listed_headers(request.get("headers"))
     timestamp = http_date(response_headers.get("date"))
-    if timestamp is None and isinstance(interaction.get("recorded_at"), str):
-        timestamp = http_date(interaction["recorded_at"])  # Ruby VCR, RFC 2822
+    if timestamp is None:
+        timestamp = _recorded_at(interaction.get("recorded_at"))
     return Exchange(
         line=line,
         where=where,
@@ -199,6 +202,23 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
         response_body=response_body,
         timestamp=timestamp,
     )
+
+
+def _recorded_at(value: Any) -> float | None:
+    """An interaction's ``recorded_at`` as epoch seconds: Ruby VCR writes RFC 2822 text;
+    pydantic-ai's later serializer an ISO 8601 time, which YAML reads as a timestamp (a
+    datetime; UTC where it names no zone). None when absent or unreadable."""
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
+    if not isinstance(value, str):
+        return None
+    stamp = http_date(value)
+    if stamp is None:
+        try:
+            return _recorded_at(dt.datetime.fromisoformat(value.strip()))
+        except ValueError:
+            return None
+    return stamp
 
 
 def _status(response: dict[str, Any], where: str) -> int | None:
@@ -241,6 +261,8 @@ def _body(message: dict[str, Any], where: str) -> Any:
         return value
     if "parsed_body" in value:
         return value["parsed_body"]
+    if "type" in value and "content" in value:
+        return _typed_body(value, where)
     if isinstance(value.get("base64_string"), str):
         try:
             return base64.b64decode(value["base64_string"])
@@ -249,3 +271,17 @@ def _body(message: dict[str, Any], where: str) -> Any:
     if "string" in value:
         return value["string"]
     return None
+
+
+def _typed_body(value: dict[str, Any], where: str) -> Any:
+    """pydantic-ai's later serializer: ``body: {type: json, content: <the parsed body>}`` or
+    ``{type: text, content: <the text>}`` (an SSE stream, a non-JSON body)."""
+    kind = value["type"]
+    if kind == "json":
+        return value["content"]
+    if kind == "text":
+        content = value["content"]
+        if not isinstance(content, str):
+            raise RecordFieldError(f"{where}.body.content", f"expected text, got {shown(content)}")
+        return content
+    raise RecordFieldError(f"{where}.body.type", f"expected 'json' or 'text', got {shown(kind)}")
