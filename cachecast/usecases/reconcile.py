@@ -9,10 +9,10 @@ model. The contract is the one in force on ``at``, else on the day of the model'
 request (today where the log's times are not dates).
 
 For every request with observed usage, predicted and observed reads, writes and cost sit
-side by side (``simulator.reconcile``). A request is *within tolerance* when its token error
-is 0 where the tokenizer is public, and at most :data:`TOLERANCE_TOKENS` tokens or 1% of its
-prompt where it is approximated. Every request whose tokens do not match exactly is
-classified, first rule that applies:
+side by side (``simulator.reconcile``). A request is *within tolerance* when its predicted
+reads and writes are each within max(:data:`TOLERANCE_TOKENS` tokens, 1% of its prompt) of the
+observed ones, as on agent sessions; an exact match is counted apart. Every request whose
+tokens do not match exactly is classified, first rule that applies:
 
 1. ``tokenizer_approximation``: an approximated tokenizer, and the error is within
    tolerance or within the calibration's spread (``relative_spread`` x prompt);
@@ -242,8 +242,8 @@ class ReconcileReport(Report):
 
     at: dt.date | None
     tolerance: str = (
-        f"exact where the tokenizer is public; at most {TOLERANCE_TOKENS} tokens or 1% of the"
-        " prompt where it is approximated"
+        f"reads and writes each within max({TOLERANCE_TOKENS} tokens, 1% of the prompt) of the"
+        " observed ones; exact matches are counted apart"
     )
     sources: list[str]
     skipped_lines: int
@@ -386,7 +386,7 @@ class _Replay:
         self, row: PerRequestRow, reconciled: ReconciledRequest, served: _Served
     ) -> ReconciledRow:
         request = row.request
-        within = within_tolerance(reconciled, request.exact)
+        within = within_tolerance(reconciled)
         verdict, why = (None, "predicted exactly")
         if not reconciled.exact_match:
             # The calibration as learned so far (streaming), for approximated requests only.
@@ -437,12 +437,16 @@ def _today() -> dt.date:
     return dt.datetime.now(dt.UTC).date()
 
 
-def within_tolerance(reconciled: ReconciledRequest, exact_tokens: bool) -> bool:
-    """Exact where the tokenizer is public; else within 8 tokens or 1% of the prompt."""
-    error = reconciled.token_error
-    if exact_tokens:
-        return error == 0
-    return error <= TOLERANCE_TOKENS or 100 * error <= reconciled.observed_input
+def within_tolerance(reconciled: ReconciledRequest) -> bool:
+    """The predicted reads, and the predicted writes where the provider reports them, each
+    within max(8 tokens, 1% of the prompt) of the observed ones: the same tolerance as the
+    agent sessions' (docs/predictions.md), whatever the tokenizer; a match to the token is
+    counted apart (``exact_match``)."""
+    allowed = max(TOLERANCE_TOKENS, reconciled.observed_input / 100)
+    if abs(reconciled.predicted_read - reconciled.observed_read) > allowed:
+        return False
+    written = reconciled.observed_write
+    return written is None or abs(reconciled.predicted_write - written) <= allowed
 
 
 def classify_mismatch(
