@@ -256,3 +256,57 @@ def test_gemini_cached_content_in_proto_field_names(tmp_path: Path) -> None:
     assert request.prompt_complete
     # input 5,100 (includes the 5,000 read); output 30 + 100 thoughts
     assert totals([request]) == {"input": 5_100, "read": 5_000, "write": 0, "output": 130}
+
+
+def test_token_counting_calls_are_not_model_calls(tmp_path: Path) -> None:
+    # A client that counts tokens before it sends (Anthropic ``/v1/messages/count_tokens``,
+    # OpenAI ``/v1/responses/input_tokens``, Gemini ``:countTokens``) records calls whose
+    # bodies look like a model request; they return a count, not a usage, so only the real
+    # call is a record. Its usage written here: input 3 + cache read 1,111, output 414.
+    anthropic = "https://api.anthropic.com/v1/messages"
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "system": "You are a helpful assistant.",
+        "messages": [{"role": "user", "content": "Please explain Python. " * 300}],
+    }
+    counting = {k: v for k, v in body.items() if k != "max_tokens"}
+    interactions = [
+        vcr_interaction(f"{anthropic}/count_tokens?beta=true", counting, {"input_tokens": 1114}),
+        vcr_interaction(
+            "https://api.openai.com/v1/responses/input_tokens",
+            {"model": "gpt-5", "input": "Please explain Python."},
+            {"object": "response.input_tokens", "input_tokens": 12},
+        ),
+        vcr_interaction(
+            f"{GEMINI}/models/gemini-2.5-flash:countTokens",
+            {"contents": [{"role": "user", "parts": [{"text": "Please explain Python."}]}]},
+            {"totalTokens": 5},
+        ),
+        vcr_interaction(
+            f"{anthropic}?beta=true",
+            body,
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "Python is a language."}],
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 1_111,
+                    "output_tokens": 414,
+                },
+            },
+        ),
+    ]
+    path = tmp_path / "counted.yaml"
+    path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    result = read(path)
+    assert result.errors == []
+    (request,) = result.requests
+    assert request.line > 1  # the fourth interaction, not the first
+    # input 3 + 0 + 1,111 = 1,114 (the count the first call returned); output 414
+    assert totals(result.requests) == {"input": 1_114, "read": 1_111, "write": 0, "output": 414}
+    assert result.skipped == {"recorded call that is not a model endpoint": 3}
