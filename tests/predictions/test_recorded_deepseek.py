@@ -8,11 +8,15 @@ contracts-v5's (docs/contracts.md)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.mechanics import caches_replies
-from cachecast.logs.http.state import ApiState, carried_reply
+from cachecast.logs.http.state import ApiState, carried_reply, streamed_message
 from tests.conftest import shared_data
 from tests.logs.helpers import read
 from tests.predictions.test_served_recordings import rows, run
@@ -78,3 +82,167 @@ def test_only_deepseek_from_v4_caches_replies(migrated_db_url: str) -> None:
     assert caches_replies(store.as_of("deepseek", "deepseek-reasoner", dt.date(2026, 6, 10)))
     assert not caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10)))
     assert not caches_replies(store.as_of("openai", "gpt-4o", dt.date(2026, 6, 10)))
+
+
+# --- Streamed replies (hand-written vcrpy cassettes; DeepSeek's Chat Completions stream) --
+
+STREAM_DATE = "Mon, 08 Jun 2026 10:00:00 GMT"  # under the V4 rules (replies cached)
+SYSTEM = "You answer weather questions for a travel desk and always call the tool. " * 8
+TEXT = "Let me look up the current weather in Paris for you before answering. " * 12
+ARGUMENTS = ('{"city": ', '"Paris"}')  # the arguments as the model streamed them
+
+
+def _chunk(delta: dict[str, Any], usage: dict[str, Any] | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": None}
+    payload = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "model": "deepseek-chat",
+        "choices": [choice],
+        "usage": usage,
+    }
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def _usage(prompt: int, hit: int, completion: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_cache_hit_tokens": hit,
+        "prompt_cache_miss_tokens": prompt - hit,
+    }
+
+
+def _reply_message(arguments: str) -> dict[str, Any]:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": arguments},
+    }
+    return {"role": "assistant", "content": TEXT, "tool_calls": [call]}
+
+
+def _stream_one() -> str:
+    # The reply in pieces: the role, the text in two halves, the call opened (id, type,
+    # name, empty arguments), its arguments in two pieces, then the usage chunk.
+    half = len(TEXT) // 2
+    opened = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": ""},
+    }
+    pieces = [{"index": 0, "function": {"arguments": piece}} for piece in ARGUMENTS]
+    return (
+        _chunk({"role": "assistant", "content": ""})
+        + _chunk({"content": TEXT[:half]})
+        + _chunk({"content": TEXT[half:]})
+        + _chunk({"tool_calls": [opened]})
+        + "".join(_chunk({"tool_calls": [piece]}) for piece in pieces)
+        + _chunk({"content": ""}, _usage(200, 0, 150))
+        + "data: [DONE]\n\n"
+    )
+
+
+def _cassette(tmp_path: Path, carried_arguments: str, streamed: bool) -> Path:
+    tools = [{"type": "function", "function": {"name": "weather", "parameters": {}}}]
+    first = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Paris?"}]
+    second = [
+        *first,
+        _reply_message(carried_arguments),
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C, light wind"},
+    ]
+    if streamed:
+        reply, kind = _stream_one(), "text/event-stream"
+    else:
+        reply = json.dumps(
+            {
+                "id": "c",
+                "model": "deepseek-chat",
+                "choices": [{"index": 0, "message": _reply_message("".join(ARGUMENTS))}],
+                "usage": _usage(200, 0, 150),
+            }
+        )
+        kind = "application/json"
+    final = json.dumps(
+        {
+            "id": "d",
+            "model": "deepseek-chat",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "18 C in Paris."}}
+            ],
+            "usage": _usage(380, 320, 8),
+        }
+    )
+
+    def interaction(messages: list[Any], body: str, content_type: str) -> dict[str, Any]:
+        request = {
+            "model": "deepseek-chat",
+            "messages": messages,
+            "tools": tools,
+            "stream": streamed,
+        }
+        return {
+            "request": {
+                "body": json.dumps(request),
+                "method": "POST",
+                "uri": "https://api.deepseek.com/chat/completions",
+                "headers": {},
+            },
+            "response": {
+                "body": {"string": body},
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Content-Type": [content_type], "Date": [STREAM_DATE]},
+            },
+        }
+
+    cassette = {
+        "version": 1,
+        "interactions": [
+            interaction(first, reply, kind),
+            interaction(second, final, "application/json"),
+        ],
+    }
+    path = tmp_path / f"deepseek-{streamed}-{len(carried_arguments)}.yaml"
+    path.write_text(yaml.safe_dump(cassette))
+    return path
+
+
+def test_a_streamed_reply_carried_back_verbatim_is_marked(tmp_path: Path) -> None:
+    # Request 2 opens with request 1's messages, then the reply exactly as the stream's
+    # chunks put it together (the text's two halves, the call's id/type/name, the argument
+    # pieces '{"city": ' + '"Paris"}'): message 2 carries it.
+    verbatim = read(_cassette(tmp_path, "".join(ARGUMENTS), streamed=True)).requests
+    assert [r.controls.carries_reply for r in verbatim] == [None, "messages[2]"]
+    # The arguments sent back re-serialized ('{"city":"Paris"}', no space): not verbatim.
+    changed = read(_cassette(tmp_path, '{"city":"Paris"}', streamed=True)).requests
+    assert [r.controls.carries_reply for r in changed] == [None, None]
+
+
+def test_a_stream_of_several_choices_assembles_no_reply() -> None:
+    two = {"choices": [{"index": 1, "delta": {"content": "other"}}]}
+    assert streamed_message([{"choices": [{"index": 0, "delta": {"content": "a"}}]}, two]) is None
+    # A call whose chunks name no type (Mistral's streams) is a function call.
+    piece = {"index": 0, "id": "x", "function": {"name": "f", "arguments": "{}"}}
+    events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [piece]}}]}]
+    assert streamed_message(events) == {
+        "role": "assistant",
+        "tool_calls": [
+            {"type": "function", "id": "x", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+
+
+def test_a_streamed_reply_is_predicted_as_its_unstreamed_twin(
+    tmp_path: Path, store: ContractStore
+) -> None:
+    # DeepSeek's guide (V4 rules): a cache prefix unit ends where the model's output ends,
+    # whether the reply was streamed or not. The same exchange recorded both ways is
+    # predicted alike; request 1 writes only its prompt's whole 64-token blocks, so a
+    # predicted read of request 2 beyond that write comes from the reply held.
+    streamed = rows(run(_cassette(tmp_path, "".join(ARGUMENTS), streamed=True), store))
+    whole = rows(run(_cassette(tmp_path, "".join(ARGUMENTS), streamed=False), store))
+    assert [row[1:] for row in streamed] == [row[1:] for row in whole]
+    first_write, second_read = streamed[0][3], streamed[1][1]
+    assert first_write is not None and second_read > first_write

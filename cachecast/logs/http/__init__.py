@@ -221,7 +221,7 @@ def _record(
     if cached_content is not None:
         record["cached_content"] = cached_content
     if endpoint.api == "chat":
-        carried = carried_reply(body, final, state)
+        carried = carried_reply(body, response, state)
         if carried is not None:
             record["carries_reply"] = carried
     if chain is not None:

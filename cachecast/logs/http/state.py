@@ -116,12 +116,13 @@ def _as_sent(message: Any) -> dict[str, Any] | None:
     return sent
 
 
-def carried_reply(body: dict[str, Any], final: Any, state: ApiState) -> int | None:
+def carried_reply(body: dict[str, Any], response: Any, state: ApiState) -> int | None:
     """Where this Chat Completions request carries the previous exchange's reply verbatim:
     the index of that message, when the request is the previous one (every body key but
     ``messages`` equal, its messages first) followed by the reply exactly as it came back
     (the same content, reasoning and tool calls, arguments byte for byte). Then remember
-    this exchange and its reply (one choice, not streamed) for the next request."""
+    this exchange and its reply for the next request: the one choice of a response object,
+    or the message a stream's chunks assemble (:func:`streamed_message`)."""
     messages = body.get("messages")
     if not isinstance(messages, list):
         state.chat_turn = None
@@ -140,12 +141,67 @@ def carried_reply(body: dict[str, Any], final: Any, state: ApiState) -> int | No
         ):
             found = count
     state.chat_turn = None
-    choices = final.get("choices") if isinstance(final, dict) else None
-    if isinstance(choices, list) and len(choices) == 1:
-        sent = _as_sent(choices[0].get("message") if isinstance(choices[0], dict) else None)
-        if sent:
-            state.chat_turn = (rest, messages, sent)
+    message: Any = None
+    if isinstance(response, list):
+        message = streamed_message(response)
+    elif isinstance(response, dict):
+        choices = response.get("choices")
+        if isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict):
+            message = choices[0].get("message")
+    sent = _as_sent(message)
+    if sent:
+        state.chat_turn = (rest, messages, sent)
     return found
+
+
+def streamed_message(events: Sequence[Any]) -> dict[str, Any] | None:
+    """The message a Chat Completions stream delivers, put together from its chunks'
+    ``delta``s the way the API documents a stream: ``content`` and ``reasoning_content``
+    pieces concatenated, tool calls merged by their ``index`` (id, type and name from the
+    chunk that opens a call, the ``arguments`` pieces concatenated; a call whose chunks name
+    no type is a ``function`` call, the only type a chat tool call has). None for a stream
+    of several choices (``n`` > 1) or without any delta."""
+    message: dict[str, Any] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    for event in events:
+        choices = event.get("choices") if isinstance(event, dict) else None
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                return None
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            if isinstance(delta.get("role"), str):
+                message["role"] = delta["role"]
+            for key in ("content", "reasoning_content"):
+                piece = delta.get(key)
+                if isinstance(piece, str):
+                    message[key] = message.get(key, "") + piece
+            pieces = delta.get("tool_calls")
+            for piece in pieces if isinstance(pieces, list) else ():
+                if not isinstance(piece, dict) or not isinstance(piece.get("index", 0), int):
+                    return None
+                _merge_call(calls.setdefault(piece.get("index", 0), {}), piece)
+    if calls:
+        message["tool_calls"] = [
+            {"type": "function", **calls[index]} if "function" in calls[index] else calls[index]
+            for index in sorted(calls)
+        ]
+    return message or None
+
+
+def _merge_call(call: dict[str, Any], piece: dict[str, Any]) -> None:
+    """One streamed piece of a tool call into the call assembled so far."""
+    for key in ("id", "type"):
+        if isinstance(piece.get(key), str):
+            call[key] = piece[key]
+    function = piece.get("function")
+    if isinstance(function, dict):
+        merged = call.setdefault("function", {})
+        if isinstance(function.get("name"), str):
+            merged["name"] = function["name"]
+        if isinstance(function.get("arguments"), str):
+            merged["arguments"] = merged.get("arguments", "") + function["arguments"]
 
 
 def _own_items(body: dict[str, Any]) -> list[Any]:
