@@ -3,7 +3,7 @@
 Each entry names the provider, the first day it applies and its source; a policy asks here,
 with the contract version in force, instead of naming providers itself.
 
-**Generated replies cached (DeepSeek, from the V4 launch on 2026-04-24).** DeepSeek's context
+**Generated replies cached (DeepSeek, from V3.2 on 2025-09-29).** DeepSeek's context
 caching guide (https://api-docs.deepseek.com/guides/kv_cache, "Cache Persistence and Hit
 Rules", read 2026-12-04): each request leaves two cache prefix units, at the end of the user
 input and at the end of the model output. A next request that carries the reply back as it
@@ -12,7 +12,12 @@ deepseek-reasoner cassette (2026-06-10) reads 896 tokens after a 875-token promp
 (79 tokens) it carries verbatim, 896 = 64 x floor((875 + 79) / 64); RubyLLM's deepseek-chat
 cassette (2026-06-08) re-serializes the reply's tool-call arguments (no spaces, where the
 model wrote them with spaces) and reads 384 = 64 x floor(407 / 64), its previous prompt only
-(docs/predictions.md, "Replies DeepSeek caches").
+(docs/predictions.md, "Replies DeepSeek caches"). The guide says so from V4 (2026-04-24); the
+guide of V3's time shows only a prompt prefix read in its multi-round example, with a reply too
+short to tell. Recordings of V3.2 (deepseek-chat's version from 2025-09-29) read the reply too:
+RubyLLM's streamed multi-turn cassettes of 2026-04-02 read 64 x floor((previous prompt +
+previous completion) / 64) in 5 of 6 later requests. So the rule starts with V3.2's version, an
+inference from recordings [U]; earlier versions keep the guide's prompt-only reading.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import datetime as dt
 
 from cachecast.contracts.model import ContractTerms
 
-REPLY_CACHING_FROM: dict[str, dt.date] = {"deepseek": dt.date(2026, 4, 24)}
+REPLY_CACHING_FROM: dict[str, dt.date] = {"deepseek": dt.date(2025, 9, 29)}
 
 
 def caches_replies(terms: ContractTerms) -> bool:

@@ -77,10 +77,13 @@ def test_deepseek_reads_the_previous_prompt_and_its_reply(store: ContractStore) 
     assert (second[1], second[2]) == (384, 384)
 
 
-def test_only_deepseek_from_v4_caches_replies(migrated_db_url: str) -> None:
+def test_only_deepseek_from_v3_2_caches_replies(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     assert caches_replies(store.as_of("deepseek", "deepseek-reasoner", dt.date(2026, 6, 10)))
-    assert not caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10)))
+    # V3.2 (deepseek-chat's version from 2025-09-29): observed on recordings of 2026-04-02.
+    assert caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10)))
+    # V3.1 (the version of 2025-09-05): the guide of its time, prompts only.
+    assert not caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2025, 9, 10)))
     assert not caches_replies(store.as_of("openai", "gpt-4o", dt.date(2026, 6, 10)))
 
 
