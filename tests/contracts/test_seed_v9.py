@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cachecast.contracts import ContractStore
+from cachecast.core.errors import ContractNotYetInForceError
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 
@@ -46,6 +47,34 @@ def test_mistral_small_latest_prices_on_each_day(
     assert terms.read_multiplier == Decimal("0.1")
     assert terms.reported_input_includes_cached is True
     assert terms.min_cacheable_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("model", "day", "prices"),
+    [
+        # A dated id keeps its own model's price after -latest moves on.
+        ("mistral-small-2503", dt.date(2025, 3, 17), ("0.1", "0.3")),
+        ("mistral-small-2503", dt.date(2026, 5, 1), ("0.1", "0.3")),
+        ("mistral-small-2506", dt.date(2025, 6, 20), ("0.1", "0.3")),
+        ("mistral-small-2506", dt.date(2026, 4, 2), ("0.1", "0.3")),
+        ("mistral-small-2603", dt.date(2026, 3, 16), ("0.15", "0.6")),
+    ],
+)
+def test_dated_mistral_small_ids_are_their_own_contracts(
+    migrated_db_url: str, model: str, day: dt.date, prices: tuple[str, str]
+) -> None:
+    terms = ContractStore(migrated_db_url).as_of("mistral", model, day)
+    assert terms.model == model
+    assert (terms.input_per_mtok, terms.output_per_mtok) == (
+        Decimal(prices[0]),
+        Decimal(prices[1]),
+    )
+    assert terms.read_multiplier == Decimal("0.1")
+
+
+def test_a_dated_id_before_its_release_is_refused(migrated_db_url: str) -> None:
+    with pytest.raises(ContractNotYetInForceError):
+        ContractStore(migrated_db_url).as_of("mistral", "mistral-small-2603", dt.date(2026, 3, 15))
 
 
 def test_a_streamed_mistral_small_cassette_is_priced_under_small_4(
