@@ -7,9 +7,12 @@ Create Date: 2026-12-04
 Recordings of Mistral's chat completions name ``mistral-small-latest`` (a RubyLLM streamed
 multi-turn cassette of 2026-04-02, another of 2025-04-27), which the catalog lacked. It gets two
 dated versions: Mistral Small 3.1 (``mistral-small-2503``) from 2025-03-17 at $0.10 / $0.30 per
-MTok, and Mistral Small 4 (``mistral-small-2603``) from 2026-03-16 at $0.15 / $0.60. Caching terms
-are the stored ``mistral-large-latest`` contract's (reads 0.1x; minimum, unit and lifetime
-unknown). Sources are in each version's notes and in docs/contracts.md ("contracts-v9").
+MTok, and Mistral Small 4 (``mistral-small-2603``) from 2026-03-16 at $0.15 / $0.60. The dated
+ids ``mistral-small-2503`` (from 2025-03-17), ``mistral-small-2506`` (from 2025-06-20, both
+$0.10 / $0.30) and ``mistral-small-2603`` (from 2026-03-16) are contracts of their own, their
+launches in ``data/lifecycle.json``. Caching terms are the stored ``mistral-large-latest``
+contract's (reads 0.1x; minimum, unit and lifetime unknown). Sources are in each version's
+notes and in docs/contracts.md ("contracts-v9").
 
 Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v9'; the
 downgrade deletes them and reopens what they closed.
