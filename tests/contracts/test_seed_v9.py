@@ -95,3 +95,21 @@ def test_a_streamed_mistral_small_cassette_is_priced_under_small_4(
     assert [row.observed_cost for row in rows] == [Decimal("0.000057"), Decimal("0.00004428")]
     assert [row.observed_cache_read_tokens for row in rows] == [0, 272]
     assert report.summary.observed_cost == Decimal("0.00010128")
+
+
+@pytest.mark.parametrize(
+    ("day", "start"),
+    [
+        # Mistral Large 3 (2025-12-02) at $0.50 / $1.50 before the version of 2026-12-03.
+        (dt.date(2025, 12, 2), dt.date(2025, 12, 2)),
+        (dt.date(2026, 12, 2), dt.date(2025, 12, 2)),
+        (dt.date(2026, 12, 3), dt.date(2026, 12, 3)),
+    ],
+)
+def test_mistral_large_latest_back_to_large_3(
+    migrated_db_url: str, day: dt.date, start: dt.date
+) -> None:
+    terms = ContractStore(migrated_db_url).as_of("mistral", "mistral-large-latest", day)
+    assert terms.effective_from == start
+    assert (terms.input_per_mtok, terms.output_per_mtok) == (Decimal("0.5"), Decimal("1.5"))
+    assert terms.read_multiplier == Decimal("0.1")
