@@ -10,7 +10,8 @@ dated versions: Mistral Small 3.1 (``mistral-small-2503``) from 2025-03-17 at $0
 MTok, and Mistral Small 4 (``mistral-small-2603``) from 2026-03-16 at $0.15 / $0.60. The dated
 ids ``mistral-small-2503`` (from 2025-03-17), ``mistral-small-2506`` (from 2025-06-20, both
 $0.10 / $0.30) and ``mistral-small-2603`` (from 2026-03-16) are contracts of their own, their
-launches in ``data/lifecycle.json``. Caching terms are the stored ``mistral-large-latest``
+launches in ``data/lifecycle.json``. ``mistral-large-latest`` gets a version back to Mistral
+Large 3 (2025-12-02) at the stored terms. Caching terms are the stored ``mistral-large-latest``
 contract's (reads 0.1x; minimum, unit and lifetime unknown). Sources are in each version's
 notes and in docs/contracts.md ("contracts-v9").
 
