@@ -6,6 +6,7 @@ import copy
 import datetime as dt
 import json
 from decimal import Decimal
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,43 @@ from typer.testing import CliRunner
 
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
-from tests.contracts.conftest import DATA_DIR, dump_rows
+from tests.contracts.conftest import dump_rows
 
-LITELLM_EXCERPT = DATA_DIR / "litellm_1.110.2_excerpt.json"
+# Twelve entries of the price map in the pinned LiteLLM 1.110.2 wheel (a dev dependency),
+# read from the installed package: model entries, `sample_spec`, an `alias_of` entry and
+# providers the store does not hold.
+LITELLM_KEYS = (
+    "sample_spec",
+    "gpt-4o",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-5-20250929",
+    "anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "amazon.nova-pro-v1:0",
+    "dashscope/qwen3.7-max",
+    "moonshot/kimi-k3",
+    "bedrock/claude-fable-latest",
+    "mistral/mistral-large-latest",
+    "gemini/gemini-2.5-pro",
+    "vertex_ai/gemini-3-pro-preview",
+)
+
+
+def litellm_excerpt() -> dict[str, Any]:
+    text = (
+        resources.files("litellm")
+        .joinpath("model_prices_and_context_window_backup.json")
+        .read_text(encoding="utf-8")
+    )
+    prices = json.loads(text)
+    return {key: prices[key] for key in LITELLM_KEYS}
+
+
+def write_litellm_excerpt(folder: Path) -> Path:
+    path = folder / "litellm_1.110.2_excerpt.json"
+    path.write_text(json.dumps(litellm_excerpt(), indent=2), encoding="utf-8")
+    return path
+
+
 runner = CliRunner()
 
 
@@ -115,7 +150,7 @@ def test_import_conflicting_with_stored_history_writes_nothing(
 
 
 def test_litellm_import_creates_dated_versions_from_prices(seeded_url: str, tmp_path: Path) -> None:
-    data = json.loads(LITELLM_EXCERPT.read_text(encoding="utf-8"))
+    data = litellm_excerpt()
     # A price change for Sonnet 4.5: $4 in, $20 out, reads $0.40, 5m writes $5, 1h $8,
     # minimum 2048. Hand-derived: 4e-6 * 1e6 = 4 $/M; 4e-7/4e-6 = 0.1; 5e-6/4e-6 = 1.25;
     # 8e-6/4e-6 = 2.
@@ -174,7 +209,7 @@ def test_litellm_import_creates_dated_versions_from_prices(seeded_url: str, tmp_
 
 
 def test_malformed_litellm_entry_changes_nothing(seeded_url: str, tmp_path: Path) -> None:
-    data = json.loads(LITELLM_EXCERPT.read_text(encoding="utf-8"))
+    data = litellm_excerpt()
     data["claude-sonnet-4-5"]["input_cost_per_token"] = 4e-06  # a valid change...
     data["moonshot/kimi-k3"]["output_cost_per_token"] = "cheap"  # ...and a broken entry
     path = tmp_path / "prices.json"
@@ -196,8 +231,8 @@ def test_malformed_litellm_entry_changes_nothing(seeded_url: str, tmp_path: Path
     assert dump_rows(seeded_url) == before
 
 
-def test_litellm_import_needs_an_effective_date(seeded_url: str) -> None:
-    result = cli("import", str(LITELLM_EXCERPT), "--database-url", seeded_url)
+def test_litellm_import_needs_an_effective_date(seeded_url: str, tmp_path: Path) -> None:
+    result = cli("import", str(write_litellm_excerpt(tmp_path)), "--database-url", seeded_url)
     assert result.exit_code == 2
     assert "--effective-from" in result.output
 
