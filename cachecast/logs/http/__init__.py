@@ -183,8 +183,8 @@ def _record(
         chain = chain_response(body, state)
         body = chain.body
         complete = complete and chain.complete
-    elif endpoint.api == "gemini" and cached_content_name(body) is not None:
-        cached_content = cached_content_name(body)
+    elif endpoint.api == "gemini" and (named := cached_content_name(body)) is not None:
+        cached_content = named
         body, merged = with_cache(body, state)
         complete = complete and merged
     final = final_response(response, endpoint.api)
