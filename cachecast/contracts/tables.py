@@ -1,4 +1,5 @@
-"""SQLModel tables of the contract store (created only by migrations 0001, 0005 and 0008).
+"""SQLModel tables of the contract store (created only by migrations 0001, 0005 and 0008; 0017
+admits mode 'none' in the mode check).
 
 One ``contract_version`` row per dated version of a provider+model contract; its TTL
 options, aliases and long-context price tiers hang off it in child tables. Money columns

@@ -463,7 +463,9 @@ def classify_mismatch(
     error = reconciled.token_error
     if not contract.offers_caching:
         # Nothing else explains it: the prediction (0 cached) holds whatever the tokenizer.
-        return CONTRACT_DISPUTED, no_caching_dispute(request, reconciled, contract)
+        where = f"request {request.request_id} ({request.source}:{request.line})"
+        written = reconciled.observed_write or 0
+        return CONTRACT_DISPUTED, f"{where}: {no_caching_dispute(observed, written, contract)}"
     if not request.exact:
         spread = stats.relative_spread if stats is not None else 0.0
         allowed = max(TOLERANCE_TOKENS, reconciled.observed_input / 100)
@@ -544,18 +546,14 @@ def _all_new(spans: tuple[MissSpan, ...], start: int, end: int) -> bool:
     return new and covered == end - start
 
 
-def no_caching_dispute(
-    request: TokenizedRequest, reconciled: ReconciledRequest, contract: ContractTerms
-) -> str:
-    """Why cached tokens on a day whose contract offers no prompt caching dispute it."""
+def no_caching_dispute(read: int, written: int, contract: ContractTerms) -> str:
+    """Why cached tokens on a day whose contract offers no prompt caching dispute it (agent
+    sessions say it in the same words, ``usecases.session_reconcile``)."""
     version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
-    where = f"request {request.request_id} ({request.source}:{request.line})"
-    cached = reconciled.observed_read + (reconciled.observed_write or 0)
     return (
-        f"{where}: the log shows {cached} cached tokens (read {reconciled.observed_read}, written"
-        f" {reconciled.observed_write or 0}) on a day the contract in force, {version}, offers no"
-        f" prompt caching (from its source, {contract.source}): the caching start date may be"
-        " wrong"
+        f"the log shows {read + written} cached tokens (read {read}, written {written}) on a"
+        f" day the contract in force, {version}, offers no prompt caching (from its source,"
+        f" {contract.source}): the caching start date may be wrong"
     )
 
 

@@ -47,6 +47,7 @@ from cachecast.usecases.reconcile import (
     ReconcileRequest,
     ReconcileSummary,
     ReconcileTarget,
+    no_caching_dispute,
 )
 from cachecast.usecases.reports import ContractReference, issues_of
 from cachecast.usecases.session_reports import SessionFileReport, client_report
@@ -278,15 +279,9 @@ def _without_caching(
     predicted = Prediction(
         read=0, write=0, uncached=facts.prompt_tokens, ttl=None, basis=NO_CACHING
     )
-    if within(facts, predicted, observed) and not observed.read and not observed.write:
+    if not observed.read and not observed.write:
         return predicted, True, None, f"{NO_CACHING} under {contract.provider}/{contract.model}"
-    version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
-    why = (
-        f"the log shows {observed.read + observed.write} cached tokens (read {observed.read},"
-        f" written {observed.write}) on a day the contract in force, {version}, offers no"
-        f" prompt caching (from its source, {contract.source}): the caching start date may be"
-        " wrong"
-    )
+    why = no_caching_dispute(observed.read, observed.write, contract)
     return predicted, within(facts, predicted, observed), CONTRACT_DISPUTED, why
 
 

@@ -11,6 +11,7 @@ contract."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
+from tests.conftest import shared_data
 from tests.contracts.test_mode_none import none_terms
 
 PER_REQUEST = Decimal("0.00078")  # worked in the module docstring
@@ -134,3 +136,30 @@ def test_simulate_refuses_a_provider_policy_with_why(none_db: str, tmp_path: Pat
     )  # fmt: skip
     assert result.exit_code == 2
     assert "offers no prompt caching" in result.output and "Traceback" not in result.output
+
+
+def test_session_reconcile_disputes_cached_tokens_on_a_day_without_caching(
+    migrated_db_url: str,
+) -> None:
+    # A Claude Code session of 2026-02-10 (claude-opus-4-6) whose one billed request read
+    # 11,515 and wrote 13,835 tokens (its usage, as recorded). Its model's stored versions are
+    # replaced by one that offers no caching.
+    log = str(shared_data("recordings/claude_code/spotter/short.jsonl"))
+    path = Path(migrated_db_url.removeprefix("sqlite:///"))
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute(
+            "DELETE FROM contract_version WHERE provider = 'anthropic'"
+            " AND model = 'claude-opus-4-6'"
+        )
+    terms = none_terms(provider="anthropic", model="claude-opus-4-6", aliases=[])
+    ContractStore(migrated_db_url).add_version(terms)
+    report = _json("reconcile", log, "--limit", "0", "--database-url", migrated_db_url)
+    (row,) = report["requests"]
+    assert (row["predicted_cache_read_tokens"], row["observed_cache_read_tokens"]) == (0, 11515)
+    assert row["predicted_cache_write_tokens"] == 0
+    assert row["classification"] == "contract_disputed"
+    assert "the log shows 25350 cached tokens (read 11515, written 13835)" in row["explanation"]
+    assert "the caching start date may be wrong" in row["explanation"]
+    # Both sides bill every prompt token at the input price: the same bill.
+    assert row["predicted_cost"] == row["observed_cost"]
