@@ -18,6 +18,7 @@ written back after it, ids unchanged; the copy keeps the versions' ids.
 The downgrade **refuses** while versions with mode 'none' are stored (it names them): the old
 check cannot hold them, and deleting contract data silently is worse than stopping. The
 seed revisions that add such versions remove them in their own downgrades, which run first.
+``cachecast db downgrade`` then ends with exit 2 and the versions named.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
+from alembic.util import CommandError
 
 revision: str = "0017_contract_mode_none"
 down_revision: str | None = "0016_seed_contracts_v9"
@@ -87,9 +89,10 @@ def downgrade() -> None:
             for row in rows[:10]
         )
         more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
-        raise RuntimeError(
+        # Alembic's own error: ``core.db`` reports it in one line, no traceback.
+        raise CommandError(
             f"cannot downgrade below 0017_contract_mode_none: {len(rows)} stored contract"
             f" version(s) have mode 'none', which the older schema cannot hold: {listed}{more}."
-            " Remove them first (their seed revision's downgrade, or `contracts` commands)."
+            " Remove them first (their seed revision's downgrade removes its own; others by SQL)."
         )
     _replace_check(WITHOUT_NONE)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
@@ -21,7 +23,7 @@ from cachecast.contracts import CacheMode, ContractStore, ContractTerms, TtlOpti
 from cachecast.contracts.audit import DisagreementKind, audit_contracts
 from cachecast.contracts.history import history_gaps
 from cachecast.core import db
-from cachecast.core.errors import NotMigratedError
+from cachecast.core.errors import BadInputError, NotMigratedError
 from cachecast.simulator.policies import NoCache, build_policy, policy_for_contract
 
 JUNE = dt.date(2024, 6, 1)
@@ -130,7 +132,7 @@ def test_migration_0017_up_down_up_keeps_every_child_row(tmp_path: Path) -> None
     store = ContractStore(url)
     store.add_version(none_terms())
     # Refused while a version the older check cannot hold is stored, naming it.
-    with pytest.raises(RuntimeError, match="openai/gpt-4-nocache-test from 2024-01-01"):
+    with pytest.raises(BadInputError, match="openai/gpt-4-nocache-test from 2024-01-01"):
         db.downgrade(url, "0016_seed_contracts_v9")
     assert db.current_revision(url) == "0017_contract_mode_none"
     with sqlite3.connect(path) as connection:
@@ -250,3 +252,32 @@ def test_a_none_version_is_coverage_in_the_history() -> None:
     early = first.model_copy(update={"effective_to": dt.date(2024, 9, 30)})
     holes = history_gaps([early, second], dt.date(2025, 1, 1), lifecycle={}).gaps
     assert [(gap.start, gap.end) for gap in holes] == [(dt.date(2024, 9, 30), dt.date(2024, 10, 1))]
+
+
+@pytest.mark.postgres
+def test_migration_0017_on_postgres(new_postgres_database: Callable[[], str]) -> None:
+    url = new_postgres_database()
+    db.upgrade(url, "0016_seed_contracts_v9")
+    with pytest.raises(NotMigratedError, match="run `cachecast db upgrade` first"):
+        ContractStore(url).add_version(none_terms())
+    db.upgrade(url, "0017_contract_mode_none")
+    store = ContractStore(url)
+    store.add_version(none_terms())
+    assert store.as_of("openai", "gpt-4-nocache-test", JUNE) == none_terms()
+    with pytest.raises(BadInputError, match="openai/gpt-4-nocache-test from 2024-01-01"):
+        db.downgrade(url, "0016_seed_contracts_v9")
+    with db.get_engine(url).begin() as connection:
+        connection.execute(sa.text("DELETE FROM contract_version WHERE mode = 'none'"))
+    db.downgrade(url, "0016_seed_contracts_v9")
+    # The older check refuses the mode again.
+    update = sa.text(
+        "UPDATE contract_version SET mode = 'none'"
+        " WHERE id = (SELECT min(id) FROM contract_version)"
+    )
+    with (
+        pytest.raises(sa.exc.IntegrityError, match="ck_contract_version_mode"),
+        db.get_engine(url).begin() as connection,
+    ):
+        connection.execute(update)
+    db.upgrade(url, "0017_contract_mode_none")
+    assert db.current_revision(url) == "0017_contract_mode_none"
