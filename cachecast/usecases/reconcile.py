@@ -23,7 +23,9 @@ tokens do not match exactly is classified, first rule that applies:
 3. ``contract_disputed``: the observation contradicts a stored term (a cached prefix shorter
    than ``min_cacheable_tokens``; a hit off the ``increment_tokens`` steps; a read after the
    TTL had run out; caching without a breakpoint under an explicit contract): the contract
-   version, the field and the request are named;
+   version, the field and the request are named. Under a version that offers no caching
+   (mode none) every cached token disputes it, and this rule comes first: the prediction of
+   0 cached does not depend on the tokenizer or on the log's history;
 4. ``provider_best_effort_miss``: the provider read less than we did, from a prefix the log
    shows cached and alive, under an automatic cache whose provider documents it as best
    effort (OpenAI: identical prompts sent seconds apart can miss);
@@ -459,6 +461,11 @@ def classify_mismatch(
     """The classification of a mismatch and a sentence saying why (module docstring)."""
     predicted, observed = reconciled.predicted_read, reconciled.observed_read
     error = reconciled.token_error
+    if not contract.offers_caching:
+        # Nothing else explains it: the prediction (0 cached) holds whatever the tokenizer.
+        where = f"request {request.request_id} ({request.source}:{request.line})"
+        written = reconciled.observed_write or 0
+        return CONTRACT_DISPUTED, f"{where}: {no_caching_dispute(observed, written, contract)}"
     if not request.exact:
         spread = stats.relative_spread if stats is not None else 0.0
         allowed = max(TOLERANCE_TOKENS, reconciled.observed_input / 100)
@@ -537,6 +544,17 @@ def _all_new(spans: tuple[MissSpan, ...], start: int, end: int) -> bool:
         new = new or span.cause in _NEW_TO_LOG
         covered += high - low
     return new and covered == end - start
+
+
+def no_caching_dispute(read: int, written: int, contract: ContractTerms) -> str:
+    """Why cached tokens on a day whose contract offers no prompt caching dispute it (agent
+    sessions say it in the same words, ``usecases.session_reconcile``)."""
+    version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
+    return (
+        f"the log shows {read + written} cached tokens (read {read}, written {written}) on a"
+        f" day the contract in force, {version}, offers no prompt caching (from its source,"
+        f" {contract.source}): the caching start date may be wrong"
+    )
 
 
 def dispute(
