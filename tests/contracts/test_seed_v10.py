@@ -48,6 +48,7 @@ TOUCHED = (
     ("openai", "gpt-4o-mini"),
     ("openai", "o1-preview"),
     ("openai", "o1-mini"),
+    ("openai", "gpt-5.2-chat-latest"),
     ("anthropic", "claude-3-opus-latest"),
     ("anthropic", "claude-3-sonnet"),
     ("anthropic", "claude-3-haiku"),
@@ -109,6 +110,8 @@ def bill(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
         ("openai", "o1-preview", dt.date(2024, 9, 20), ("15", "60"), "none"),
         ("openai", "o1-preview", dt.date(2024, 10, 1), ("15", "60"), "automatic"),
         ("openai", "o1-mini-2024-09-12", dt.date(2025, 3, 1), ("3", "12"), "automatic"),
+        # gpt-5.2-chat-latest from GPT-5.2's release (2025-12-11) at $1.75 / $14 (LiteLLM 1.110.2)
+        ("openai", "gpt-5.2-chat-latest", dt.date(2025, 12, 11), ("1.75", "14"), "automatic"),
         # Claude 3 (https://www.anthropic.com/news/claude-3-family): Opus $15 / $75,
         # Sonnet $3 / $15, Haiku $0.25 / $1.25; caching from 2024-08-14
         ("anthropic", "claude-3-opus-20240229", dt.date(2024, 5, 1), ("15", "75"), "none"),
@@ -170,6 +173,7 @@ def test_cached_terms_from_the_caching_launches(migrated_db_url: str) -> None:
         ("openai", "gpt-4-0314", dt.date(2026, 3, 26)),
         ("openai", "gpt-3.5-turbo", dt.date(2026, 10, 23)),
         ("openai", "o1-preview", dt.date(2025, 7, 28)),
+        ("openai", "gpt-5.2-chat-latest", dt.date(2026, 8, 10)),
         ("anthropic", "claude-3-opus-20240229", dt.date(2026, 1, 5)),
         ("anthropic", "claude-3-haiku-20240307", dt.date(2026, 4, 20)),
         ("anthropic", "claude-2.1", dt.date(2025, 7, 21)),
