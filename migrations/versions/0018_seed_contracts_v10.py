@@ -7,7 +7,9 @@ Create Date: 2026-12-05
 Recordings of 2023-2026 name models the catalog lacked (``gpt-3.5-turbo``, ``gpt-4``, their
 dated snapshots, GPT-4 Turbo, ``claude-2.1``) or name them on days before their first
 stored version (``gpt-4o`` from 2024-05-13, ``gpt-4o-mini``, ``o1-preview``, ``o1-mini``,
-Claude 3 Opus, Sonnet and Haiku, Claude 3.5 Sonnet from 2024-06-20). Each gets dated
+Claude 3 Opus, Sonnet and Haiku, Claude 3.5 Sonnet from 2024-06-20, and two models a price
+map first priced on 2026-12-03: ``gpt-5.2-chat-latest`` from 2025-12-11 and
+``claude-fable-5-2`` from 2026-11-09). Each gets dated
 versions from its launch: mode ``none`` (revision 0017) on the days its provider offered
 no prompt caching for it, the caching terms from the day caching began (OpenAI 2024-10-01,
 Anthropic 2024-08-14), price changes and pointer moves as versions of their own, and a last

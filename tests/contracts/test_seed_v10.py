@@ -55,6 +55,7 @@ TOUCHED = (
     ("anthropic", "claude-3-5-sonnet"),
     ("anthropic", "claude-2.1"),
     ("anthropic", "claude-2.0"),
+    ("anthropic", "claude-fable-5-2"),
 )
 
 
@@ -123,6 +124,8 @@ def bill(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
         ("anthropic", "claude-3-5-sonnet-20240620", dt.date(2024, 7, 1), ("3", "15"), "none"),
         # Claude 2.0 / 2.1 $8 / $24 ([S] genai-prices 0.2.3 'claude-2')
         ("anthropic", "claude-2.1", dt.date(2024, 1, 10), ("8", "24"), "none"),
+        # Claude Fable 5.2 from its release (2026-11-09) at "standard $8/$40" ([S] Qiita)
+        ("anthropic", "claude-fable-5-2", dt.date(2026, 11, 9), ("8", "40"), "explicit"),
     ],
 )
 def test_the_version_in_force_has_the_sources_prices(
