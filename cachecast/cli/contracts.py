@@ -20,7 +20,7 @@ from rich.table import Table
 
 from cachecast.cli.common import DatabaseUrlOption, command, parse_day, stderr
 from cachecast.cli.output import fit, identifier_column, number_column, stdout_console
-from cachecast.contracts.model import ImportFormat
+from cachecast.contracts.model import NO_CACHING, ImportFormat
 from cachecast.core.errors import BadInputError, ConfigurationError, Location
 
 if TYPE_CHECKING:
@@ -87,9 +87,12 @@ def _store(database_url: str | None) -> ContractStore:
 
 
 def _ttl_text(terms: ContractTerms) -> str:
-    """'5m 300s x1.25 refresh, 1h 3600s x2 refresh' for the detail view."""
+    """'5m 300s x1.25 refresh, 1h 3600s x2 refresh' for the detail view; 'none (no prompt
+    caching offered)' for a version that caches nothing."""
     from cachecast.contracts.sqltypes import decimal_text
 
+    if not terms.offers_caching:
+        return f"none ({NO_CACHING})"
     return ", ".join(
         f"{option.name} {option.ttl_seconds}s x{decimal_text(option.write_multiplier)}"
         + (" refresh" if option.refresh_on_hit else "")
@@ -98,9 +101,12 @@ def _ttl_text(terms: ContractTerms) -> str:
 
 
 def _ttl_short(terms: ContractTerms) -> str:
-    """'5m x1.25+ 1h x2+' for tables; '+' marks a lifetime that a hit refreshes."""
+    """'5m x1.25+ 1h x2+' for tables; '+' marks a lifetime that a hit refreshes; 'none' for a
+    version that caches nothing."""
     from cachecast.contracts.sqltypes import decimal_text
 
+    if not terms.offers_caching:
+        return "none"
     return " ".join(
         f"{option.name} x{decimal_text(option.write_multiplier)}"
         + ("+" if option.refresh_on_hit else "")

@@ -276,7 +276,7 @@ def print_table(report: EstimateReport) -> None:
     for result in report.targets:
         contract = result.contract
         out.print(
-            f"{result.name}: contract {contract.version} (verified"
+            f"{result.name}: contract {contract.described()} (verified"
             f" {contract.verified_on.isoformat()}, {contract.source})",
             highlight=False,
             soft_wrap=True,

@@ -128,7 +128,7 @@ def _estimate_body(report: EstimateReport) -> str:
             [
                 (
                     t.name + ("" if t.exact_tokens else "~"),
-                    t.contract.version,
+                    t.contract.described(),
                     t.requests,
                     t.input_tokens,
                     t.cache_read_tokens,
@@ -285,7 +285,7 @@ def _reconcile_body(report: ReconcileReport) -> str:
             [
                 (
                     t.name,
-                    t.contract.version,
+                    t.contract.described(),
                     t.requests,
                     t.input_tokens,
                     t.cache_read_tokens,

@@ -370,7 +370,7 @@ def check_markdown(report: CheckReport) -> str:
         contract = comparison.candidate.contract
         if contract is not None:
             out.append(
-                f"\n`{comparison.target}`: contract {contract.version},"
+                f"\n`{comparison.target}`: contract {contract.described()},"
                 f" verified {contract.verified_on.isoformat()}, source {contract.source}"
             )
     out.extend(f"\n_{note}_" for note in report.notes)
@@ -529,6 +529,11 @@ def print_suggestions(report: SuggestReport) -> None:
     if original is not None:
         typer.echo(f"\nEngine: {_passport(original)}")
         typer.echo(f"  original: {_engine_line(original)}")
+    for target in report.uncached_targets:
+        typer.echo(
+            f"\n{target}: no prompt caching offered on {report.at.isoformat()}: no change to"
+            " the prompts saves anything under it"
+        )
     if not report.suggestions:
         typer.echo(
             "\nno change to suggest: none helps"

@@ -115,7 +115,7 @@ def print_price(report: PriceReport) -> None:
         out.print(f"long-context prices: the prompt is above {count(tier)} tokens", soft_wrap=True)
     contract = report.contract
     out.print(
-        f"contract {contract.version} (verified {contract.verified_on.isoformat()},"
+        f"contract {contract.described()} (verified {contract.verified_on.isoformat()},"
         f" {contract.source}); --json is exact",
         soft_wrap=True,
     )

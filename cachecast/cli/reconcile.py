@@ -259,7 +259,7 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
             f"{cause.cause} {cause.tokens:,} ({money(cause.cost_lost)})"
             for cause in target.miss_causes
         )
-        out.print(f"{target.name}: contract {target.contract.version}", highlight=False)
+        out.print(f"{target.name}: contract {target.contract.described()}", highlight=False)
         if causes:
             out.print(f"  not read from cache: {causes}", highlight=False)
         for calibration in target.calibration:

@@ -102,7 +102,7 @@ def _options_text(report: SimulationReport | FleetSimulationReport) -> str:
     given = policy.model_dump(exclude={"kind", "contract"}, exclude_none=True)
     text = f"{policy.kind.value} {given}" if given else policy.kind.value
     if policy.contract is not None:
-        text += f" under {policy.contract.version} ({policy.contract.source})"
+        text += f" under {policy.contract.described()} ({policy.contract.source})"
     return text
 
 

@@ -276,7 +276,7 @@ def _print(report: UsageReport) -> None:
         )
     for contract in report.contracts:
         out.print(
-            f"contract {contract.version}: verified {contract.verified_on}, {contract.source}",
+            f"contract {contract.described()}: verified {contract.verified_on}, {contract.source}",
             markup=False,
         )
     for scenario in report.what_if:

@@ -191,8 +191,23 @@ class _Differences:
             self.differ(kind, f"{label}.output", ours_output, outputs.get(threshold))
             read = None if reads is None else reads.get(threshold)
             if mine and read is not None:
-                our_read = mine.input_per_mtok * terms.read_multiplier
+                our_read = _our_read(terms, mine.input_per_mtok)
                 self.differ(kind, f"{label}.cache_read", our_read, read)
+
+
+def _our_read(terms: ContractTerms, input_per_mtok: Decimal) -> Decimal | None:
+    """Our cache read price at ``input_per_mtok``; None where the version offers no caching
+    (mode none): a map that prices no read agrees, one that prices a read disagrees."""
+    if not terms.offers_caching:
+        return None
+    return derived_per_mtok(input_per_mtok, terms.read_multiplier)
+
+
+def _uncached_in_force(resolver: _Resolver, provider: str, model_id: str) -> bool:
+    """Whether the version in force for a map entry offers no caching: an entry without cache
+    prices is then compared (its prices are the whole contract), not left out."""
+    terms = resolver.find(provider, model_id)
+    return terms is not None and not terms.offers_caching
 
 
 class _Resolver:
@@ -237,12 +252,7 @@ def _compare_litellm(
     if terms.mode.value != "automatic" and "explicit_cache_read_input_token_cost" in entry:
         read_key = "explicit_cache_read_input_token_cost"  # Qwen: explicit reads priced apart
     theirs_read = per_mtok(entry.get(read_key) or entry.get("input_cost_per_token_cache_hit"))
-    differ(
-        DisagreementKind.CACHE_READ,
-        "cache_read",
-        derived_per_mtok(base, terms.read_multiplier),
-        theirs_read,
-    )
+    differ(DisagreementKind.CACHE_READ, "cache_read", _our_read(terms, base), theirs_read)
     for option in terms.ttl_options:
         key = {
             3600: "cache_creation_input_token_cost_above_1hr",
@@ -333,13 +343,14 @@ def audit_litellm(
         if entry.get("mode") not in TEXT_MODES:
             left_out["not a text model (image, audio, embedding...)"] += 1
             continue
+        model_id = litellm_model_id(key)
         if (
             "cache_read_input_token_cost" not in entry
             and "input_cost_per_token_cache_hit" not in entry
+            and not _uncached_in_force(resolver, provider, model_id)
         ):
             left_out["no cache price"] += 1
             continue
-        model_id = litellm_model_id(key)
         if model_id.startswith("ft:"):
             left_out["fine-tuned model"] += 1
             continue
@@ -413,12 +424,7 @@ def _compare_genai(terms: ContractTerms, prices: Any, their_source: str) -> list
     differ(DisagreementKind.INPUT_PRICE, "input", base, input_base)
     differ(DisagreementKind.OUTPUT_PRICE, "output", terms.output_per_mtok, output_base)
     if read_base is not None:
-        differ(
-            DisagreementKind.CACHE_READ,
-            "cache_read",
-            derived_per_mtok(base, terms.read_multiplier),
-            read_base,
-        )
+        differ(DisagreementKind.CACHE_READ, "cache_read", _our_read(terms, base), read_base)
     for option in terms.ttl_options:
         if option.ttl_seconds > 3600:
             continue  # genai-prices has no price for longer retention (OpenAI's 12h, 24h)

@@ -191,10 +191,13 @@ def with_12h_retention(
 ) -> ContractTerms | None:
     """The stored version plus the 12-hour write option its LiteLLM entry prices
     (``cache_creation_input_token_cost_above_12hr``), from the day the map was read; None
-    when the version has it already or the entry gives no usable price."""
+    when the version has it already, offers no caching at all (mode none: a retention option
+    has no caching to extend) or the entry gives no usable price."""
     price = entry.get("cache_creation_input_token_cost_above_12hr")
     base = entry.get("input_cost_per_token")
-    if price is None or not base or any(o.ttl_seconds == TWELVE_HOURS for o in stored.ttl_options):
+    if price is None or not base or not stored.offers_caching:
+        return None
+    if any(o.ttl_seconds == TWELVE_HOURS for o in stored.ttl_options):
         return None
     multiplier, rounded = _ratio(Decimal(price), Decimal(base))
     option = TtlOption(

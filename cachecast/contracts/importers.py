@@ -279,6 +279,20 @@ def _updated_terms(
     }
     read_cost = costs["cache_read_input_token_cost"]
     explicit_read_cost = costs["explicit_cache_read_input_token_cost"]
+    if base.mode is CacheMode.NONE:
+        # A version without caching has no mechanics to carry a cache price over to: a
+        # cache price in the map means caching began, which needs its own version.
+        priced = [key for key, cost in costs.items() if "cache" in key and cost]
+        if priced:
+            raise ContractFormatError(
+                file,
+                name,
+                priced[0],
+                f"prices prompt caching, but the version it updates ({base.provider}/"
+                f"{base.model} from {base.effective_from.isoformat()}) offers none: its"
+                " caching mechanics cannot be carried over; add a version with caching terms"
+                " first",
+            )
     split_by_mode = explicit_read_cost is not None
     if split_by_mode and base.mode is not CacheMode.AUTOMATIC:
         # Qwen-style entries price implicit reads in the plain key and explicit reads in

@@ -40,6 +40,14 @@ class CacheMode(StrEnum):
     AUTOMATIC = "automatic"  # provider caches prefixes on its own (OpenAI <= 5.5, DeepSeek)
     EXPLICIT = "explicit"  # only at caller-marked breakpoints (Anthropic cache_control)
     BOTH = "both"  # implicit entries plus explicit ones (GPT-5.6+, Gemini, Qwen)
+    # No prompt caching offered (gpt-4-turbo, gpt-4o before 2024-10-01, Claude 3 before
+    # 2024-08-14): nothing is read or written, every prompt token is billed at the input
+    # price; such a version has no TTL options (docs/contracts.md, "Versions without caching").
+    NONE = "none"
+
+
+NO_CACHING = "no prompt caching offered"
+"""How reports say that a version's mode is none."""
 
 
 class TtlOption(BaseModel):
@@ -169,7 +177,9 @@ class ContractTerms(BaseModel):
     increment_tokens: int | None = Field(default=None, gt=0)
     lookback_blocks: int | None = Field(default=None, gt=0)
     max_breakpoints: int | None = Field(default=None, gt=0)
-    ttl_options: tuple[TtlOption, ...] = Field(min_length=1)
+    ttl_options: tuple[TtlOption, ...] = Field(
+        description="empty exactly when mode is none (no caching offered)"
+    )
     read_multiplier: Decimal = Field(ge=0)
     storage_per_mtok_hour: Decimal | None = Field(default=None, ge=0)
     scope: str = Field(default="organization", description="what separates caches")
@@ -201,6 +211,13 @@ class ContractTerms(BaseModel):
     def _check_consistency(self) -> ContractTerms:
         if self.effective_to is not None and self.effective_to <= self.effective_from:
             raise ValueError("effective_to must be after effective_from")
+        if self.mode is CacheMode.NONE and self.ttl_options:
+            raise ValueError("ttl_options must be empty when mode is 'none' (nothing is cached)")
+        if self.mode is not CacheMode.NONE and not self.ttl_options:
+            raise ValueError(
+                f"ttl_options must list at least one option when mode is {self.mode.value!r}"
+                " (only mode 'none' has none)"
+            )
         names = [option.name for option in self.ttl_options]
         if len(set(names)) != len(names):
             raise ValueError("ttl_options names must be unique")
@@ -219,14 +236,25 @@ class ContractTerms(BaseModel):
         return self
 
     @property
-    def default_ttl(self) -> TtlOption:
-        """The TTL used when a request names none: the first option listed."""
-        return self.ttl_options[0]
+    def offers_caching(self) -> bool:
+        """False for a version with mode none: the provider caches nothing."""
+        return self.mode is not CacheMode.NONE
+
+    @property
+    def default_ttl(self) -> TtlOption | None:
+        """The TTL used when a request names none: the first option listed; None where the
+        version offers no caching (callers say what that means for them)."""
+        return self.ttl_options[0] if self.ttl_options else None
 
     def ttl_by_name(self, name: str) -> TtlOption:
         for option in self.ttl_options:
             if option.name == name:
                 return option
+        if not self.offers_caching:
+            raise KeyError(
+                f"{self.provider}/{self.model} (from {self.effective_from}) offers no prompt"
+                f" caching: no TTL option {name!r}"
+            )
         known = ", ".join(option.name for option in self.ttl_options)
         raise KeyError(f"{self.provider}/{self.model} has no TTL option {name!r} (known: {known})")
 

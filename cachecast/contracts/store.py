@@ -309,6 +309,13 @@ class ContractStore:
         )
 
     def _insert(self, connection: Connection, terms: ContractTerms, origin: str) -> None:
+        if terms.mode is CacheMode.NONE and not _admits_mode_none(connection):
+            shown = make_url(self.url).render_as_string(hide_password=True)
+            raise NotMigratedError(
+                f"database {shown} cannot store {terms.provider}/{terms.model} from"
+                f" {terms.effective_from} with mode 'none' (no prompt caching offered): run"
+                " `cachecast db upgrade` first"
+            )
         inserted = connection.execute(VERSIONS.insert().values(**version_row_values(terms, origin)))
         primary_key = inserted.inserted_primary_key
         assert primary_key is not None  # an INSERT of one row always reports its key
@@ -593,3 +600,11 @@ def _off_peak_from_row(row: sa.Row[Any]) -> OffPeakPrices:
         output_per_mtok=row.output_per_mtok,
         read_multiplier=row.read_multiplier,
     )
+
+
+def _admits_mode_none(connection: Connection) -> bool:
+    """Whether the schema's mode check admits 'none' (migration 0017 on)."""
+    for check in sa.inspect(connection).get_check_constraints(VERSIONS.name):
+        if check.get("name") == "ck_contract_version_mode":
+            return "'none'" in str(check.get("sqltext", ""))
+    return True  # no such check (a schema without it admits every mode)

@@ -15,7 +15,7 @@ from sqlmodel import Field, SQLModel
 
 from cachecast.contracts.sqltypes import ExactDecimal
 
-MODES = ("automatic", "explicit", "both")
+MODES = ("automatic", "explicit", "both", "none")
 
 
 def _contract_id_column(foreign_key_name: str) -> sa.Column[int]:
@@ -40,7 +40,7 @@ class ContractVersionRow(SQLModel, table=True):
             name="ck_contract_version_range",
         ),
         sa.CheckConstraint(
-            "mode IN ('automatic', 'explicit', 'both')", name="ck_contract_version_mode"
+            "mode IN ('automatic', 'explicit', 'both', 'none')", name="ck_contract_version_mode"
         ),
         sa.CheckConstraint("min_cacheable_tokens >= 0", name="ck_contract_version_min"),
         sa.Index("ix_contract_version_lookup", "provider", "model", "effective_from"),

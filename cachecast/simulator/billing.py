@@ -237,7 +237,8 @@ def usage_from_observed(
     ``observed.input_tokens`` is already the *total* prompt (the tokenizers normalise it, see
     ``ObservedUsage``); fields the provider did not report fall back to our own counts
     (input, output) or to zero (read, written). Written tokens without a TTL split are
-    attributed to the contract's default TTL option.
+    attributed to the contract's default TTL option; under a contract that offers no caching
+    they are uncached input (there is no write price).
     """
     input_tokens = (
         observed.input_tokens if observed.input_tokens is not None else fallback_input_tokens
@@ -246,10 +247,15 @@ def usage_from_observed(
         observed.output_tokens if observed.output_tokens is not None else fallback_output_tokens
     )
     read = observed.cache_read_tokens or 0
-    if observed.cache_write_by_ttl:
+    default_ttl = contract.default_ttl
+    if default_ttl is None:
+        # No caching offered (mode none): written tokens are billed as the input they are;
+        # reads cost the input price too (read_multiplier 1). Reconciliation disputes them.
+        writes = {}
+    elif observed.cache_write_by_ttl:
         writes = {name: tokens for name, tokens in observed.cache_write_by_ttl.items() if tokens}
     elif observed.cache_write_tokens:
-        writes = {contract.default_ttl.name: observed.cache_write_tokens}
+        writes = {default_ttl.name: observed.cache_write_tokens}
     else:
         writes = {}
     uncached = input_tokens - read - sum(writes.values())

@@ -33,6 +33,7 @@ from cachecast.simulator.policies import (
     CachePolicy,
     ExplicitBreakpointCache,
     ImplicitPlusCachedContent,
+    NoCache,
     VllmPrefixCache,
 )
 from cachecast.simulator.policies.explicit import PrefixKeys
@@ -64,6 +65,8 @@ def key_needs(policies: Iterable[CachePolicy], *, tokens: bool = False) -> KeyNe
         elif isinstance(policy, ExplicitBreakpointCache):
             prefixes.add(policy.keyer.block_size)
             segments = True
+        elif isinstance(policy, NoCache):
+            continue  # reads nothing of a prompt but its length
         else:
             tokens = True
     return KeyNeeds(frozenset(blocks), frozenset(prefixes), segments, tokens)

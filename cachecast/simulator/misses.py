@@ -25,6 +25,8 @@ cause, and the spans add up to exactly that count. The causes:
                             write limit
 ``prefix_not_in_log``       the log does not hold the whole prompt (transcripts, rewritten
                             bodies): what these tokens are cannot be known
+``no_caching_offered``      the contract in force offers no prompt caching (mode ``none``):
+                            the whole prompt, whatever earlier prompts shared
 ==========================  =====================================================================
 
 :class:`PromptHistory` knows, for every request, the closest earlier prompt of the same
@@ -53,6 +55,7 @@ NO_BREAKPOINT = "no_breakpoint"
 BEYOND_LOOKBACK = "beyond_lookback"
 OVER_WRITE_LIMIT = "over_write_limit"
 PREFIX_NOT_IN_LOG = "prefix_not_in_log"
+NO_CACHING_OFFERED = "no_caching_offered"
 CAUSES = (
     FIRST_SIGHT,
     BELOW_MINIMUM,
@@ -65,6 +68,7 @@ CAUSES = (
     BEYOND_LOOKBACK,
     OVER_WRITE_LIMIT,
     PREFIX_NOT_IN_LOG,
+    NO_CACHING_OFFERED,
 )
 
 # Each cause in a reader's words, with what would recover the tokens (reports show these
@@ -90,6 +94,9 @@ CAUSE_MEANINGS: dict[str, str] = {
     " write limit",
     PREFIX_NOT_IN_LOG: "the log does not hold the whole prompt (a transcript or a rewritten"
     " body): what these tokens are cannot be known",
+    NO_CACHING_OFFERED: "no prompt caching offered: the contract in force caches nothing, so"
+    " every prompt token is billed at the input price (a model or day with caching would"
+    " recover them)",
 }
 
 HISTORY_BLOCK_TOKENS = 64  # the opening a candidate earlier prompt must share, by default

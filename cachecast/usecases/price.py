@@ -76,9 +76,23 @@ def price(request: PriceRequest, store: ContractStore) -> PriceReport:
     target = parse_target(request.target)
     day = request.at or today()
     contract = contract_in_force(target, store, day, Location(field="target"))
+    if not contract.offers_caching and (
+        request.cache_read_tokens
+        or request.cache_write_tokens
+        or any(request.cache_write_by_ttl.values())
+    ):
+        raise BadInputError(
+            f"{contract.provider}/{contract.model} (contract from {contract.effective_from})"
+            " offers no prompt caching: nothing can be read from or written to a cache (give"
+            " every prompt token as input_tokens)",
+            location=Location(
+                field="cache_read_tokens" if request.cache_read_tokens else "cache_write_tokens"
+            ),
+        )
     writes: dict[str, int] = {}
-    if request.cache_write_tokens:
-        writes[contract.default_ttl.name] = request.cache_write_tokens
+    default_ttl = contract.default_ttl
+    if request.cache_write_tokens and default_ttl is not None:
+        writes[default_ttl.name] = request.cache_write_tokens
     for name, tokens in request.cache_write_by_ttl.items():
         known = [option.name for option in contract.ttl_options]
         if name not in known:

@@ -23,7 +23,9 @@ tokens do not match exactly is classified, first rule that applies:
 3. ``contract_disputed``: the observation contradicts a stored term (a cached prefix shorter
    than ``min_cacheable_tokens``; a hit off the ``increment_tokens`` steps; a read after the
    TTL had run out; caching without a breakpoint under an explicit contract): the contract
-   version, the field and the request are named;
+   version, the field and the request are named. Under a version that offers no caching
+   (mode none) every cached token disputes it, and this rule comes first: the prediction of
+   0 cached does not depend on the tokenizer or on the log's history;
 4. ``provider_best_effort_miss``: the provider read less than we did, from a prefix the log
    shows cached and alive, under an automatic cache whose provider documents it as best
    effort (OpenAI: identical prompts sent seconds apart can miss);
@@ -459,6 +461,9 @@ def classify_mismatch(
     """The classification of a mismatch and a sentence saying why (module docstring)."""
     predicted, observed = reconciled.predicted_read, reconciled.observed_read
     error = reconciled.token_error
+    if not contract.offers_caching:
+        # Nothing else explains it: the prediction (0 cached) holds whatever the tokenizer.
+        return CONTRACT_DISPUTED, no_caching_dispute(request, reconciled, contract)
     if not request.exact:
         spread = stats.relative_spread if stats is not None else 0.0
         allowed = max(TOLERANCE_TOKENS, reconciled.observed_input / 100)
@@ -537,6 +542,21 @@ def _all_new(spans: tuple[MissSpan, ...], start: int, end: int) -> bool:
         new = new or span.cause in _NEW_TO_LOG
         covered += high - low
     return new and covered == end - start
+
+
+def no_caching_dispute(
+    request: TokenizedRequest, reconciled: ReconciledRequest, contract: ContractTerms
+) -> str:
+    """Why cached tokens on a day whose contract offers no prompt caching dispute it."""
+    version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
+    where = f"request {request.request_id} ({request.source}:{request.line})"
+    cached = reconciled.observed_read + (reconciled.observed_write or 0)
+    return (
+        f"{where}: the log shows {cached} cached tokens (read {reconciled.observed_read}, written"
+        f" {reconciled.observed_write or 0}) on a day the contract in force, {version}, offers no"
+        f" prompt caching (from its source, {contract.source}): the caching start date may be"
+        " wrong"
+    )
 
 
 def dispute(

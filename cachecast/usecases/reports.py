@@ -16,7 +16,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.model import NO_CACHING, CacheMode, ContractTerms
 from cachecast.core.errors import CachecastError
 from cachecast.simulator.billing import EXACT, money
 from cachecast.simulator.types import Cost, fraction_text
@@ -144,6 +144,13 @@ class ContractReference(Report):
     def of(cls, contract: ContractTerms) -> ContractReference:
         version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
         return cls.read(contract, version=version)
+
+    def described(self) -> str:
+        """The version, plus "(no prompt caching offered)" where its mode is none: what a
+        text report prints for the contract that priced a result."""
+        if self.mode == CacheMode.NONE.value:
+            return f"{self.version} ({NO_CACHING})"
+        return self.version
 
 
 class InputIssue(Report):

@@ -91,11 +91,15 @@ def _target(
     for each in predicted:
         call = each.request
         observed = call.observed
-        usage = usage_of(call, observed.read, writes_on(contract, writes_of(call)))
         guess = each.predicted
-        guessed = usage_of(
-            call, guess.read, writes_on(contract, {guess.ttl or TTL_5M: guess.write})
-        )
+        if contract.offers_caching:
+            usage = usage_of(call, observed.read, writes_on(contract, writes_of(call)))
+            guessed = usage_of(
+                call, guess.read, writes_on(contract, {guess.ttl or TTL_5M: guess.write})
+            )
+        else:
+            # No caching offered (mode none): the whole prompt is input, observed or not.
+            usage = guessed = usage_of(call, 0, {})
         with localcontext(EXACT):
             billed = bill_request(usage, contract)
             cost = add_costs(cost, billed)
@@ -127,7 +131,12 @@ def _target(
         or isinstance(found, str)
         or (found.provider, found.model) != own
     )
-    if others:
+    if not contract.offers_caching:
+        notes.append(
+            f"{contract.provider}:{contract.model} offers no prompt caching on {day}: every"
+            " prompt token is priced as input, whatever the log read or wrote"
+        )
+    elif others:
         notes.append(
             f"the sessions ran on {', '.join(others)}: their observed split is carried"
             f" over to {contract.provider}:{contract.model} unchanged (a what-if; cachecast"

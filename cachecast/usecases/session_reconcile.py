@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.model import ContractTerms
+from cachecast.contracts.model import NO_CACHING, ContractTerms
 from cachecast.contracts.served import ServedContract
 from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
 from cachecast.logs.errors import LogFileError, bad_line_count
 from cachecast.passes.log_input import UNREADABLE_FIELD, check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
+from cachecast.sessions.causes import within
 from cachecast.sessions.predictor import Prediction
 from cachecast.sessions.profiles import ClientProfile
 from cachecast.sessions.reading import SessionRequest, record_requests, session_requests
@@ -38,6 +39,7 @@ from cachecast.simulator.reconcile import (
 )
 from cachecast.simulator.types import RequestUsage
 from cachecast.usecases.reconcile import (
+    CONTRACT_DISPUTED,
     MAX_LISTED_REQUESTS,
     WARM_CACHE,
     ReconciledRow,
@@ -146,6 +148,9 @@ def reconcile_sessions(
             if each.client_version:
                 versions.add(each.client_version)
             ok, verdict, why = judged.within_tolerance, judged.cause, judged.why
+            found = _contract(contracts, store, request, each)
+            if not isinstance(found, str) and not found.terms.offers_caching:
+                predicted, ok, verdict, why = _without_caching(each, found.terms)
             # A file's figures count every prediction, priced or not (a prediction needs no price).
             figures = files.setdefault(facts.source, _File())
             figures.requests += 1
@@ -155,7 +160,6 @@ def reconcile_sessions(
             )
             if verdict is not None:
                 figures.causes[verdict] += 1
-            found = _contract(contracts, store, request, each)
             if isinstance(found, str):
                 unpriced[found] += 1
                 continue
@@ -264,12 +268,36 @@ def _contract(
     return found
 
 
+def _without_caching(
+    each: SessionRequest, contract: ContractTerms
+) -> tuple[Prediction, bool, str | None, str]:
+    """The prediction, verdict and words for a request whose contract in force offers no
+    prompt caching (mode none): nothing read or written, whatever the client's profile
+    expects; cached tokens the log shows dispute the contract (``usecases.reconcile``)."""
+    facts, observed = each.facts, each.observed
+    predicted = Prediction(
+        read=0, write=0, uncached=facts.prompt_tokens, ttl=None, basis=NO_CACHING
+    )
+    if within(facts, predicted, observed) and not observed.read and not observed.write:
+        return predicted, True, None, f"{NO_CACHING} under {contract.provider}/{contract.model}"
+    version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
+    why = (
+        f"the log shows {observed.read + observed.write} cached tokens (read {observed.read},"
+        f" written {observed.write}) on a day the contract in force, {version}, offers no"
+        f" prompt caching (from its source, {contract.source}): the caching start date may be"
+        " wrong"
+    )
+    return predicted, within(facts, predicted, observed), CONTRACT_DISPUTED, why
+
+
 def _reconciled(
     each: SessionRequest, predicted: Prediction, contract: ContractTerms
 ) -> ReconciledRequest:
     facts, usage = each.facts, each.usage
     ttl = predicted.ttl if predicted.ttl in {o.name for o in contract.ttl_options} else None
-    writes = {ttl or contract.default_ttl.name: predicted.write} if predicted.write else {}
+    default_ttl = contract.default_ttl
+    chosen = ttl or (default_ttl.name if default_ttl is not None else None)
+    writes = {chosen: predicted.write} if predicted.write and chosen is not None else {}
     usage_predicted = RequestUsage(
         request_id=facts.request_id,
         line=facts.line,

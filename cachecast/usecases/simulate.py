@@ -306,6 +306,18 @@ def _policy_factory(
 ) -> Callable[[], CachePolicy]:
     """A fresh policy per call (a fleet needs one per replica), the options as given."""
     contract = resolved.contract if resolved is not None else None
+    if (
+        contract is not None
+        and not contract.offers_caching
+        and request.policy.value not in ("vllm", "radix")
+    ):
+        raise ConfigurationError(
+            f"{contract.provider}:{contract.model} offers no prompt caching on the day asked"
+            f" (contract from {contract.effective_from}, {contract.source}): the"
+            f" {request.policy.value!r} policy has no terms to take from it; every prompt token"
+            " is uncached input (`cachecast estimate` prices it)",
+            location=Location(field="policy"),
+        )
     options = {
         name: value
         for name in ("block_size", "capacity_blocks", "ttl_seconds", "min_tokens", "increment")

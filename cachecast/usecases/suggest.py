@@ -40,6 +40,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
+from cachecast.contracts.model import NO_CACHING, CacheMode
 from cachecast.core.errors import ConfigurationError, Location
 from cachecast.layouts.changes import (
     EXPLICIT_MODES,
@@ -236,6 +237,11 @@ class SuggestReport(Report):
         description="with 'include_all': the changes that do not help, each with why_not"
     )
     engine_original: EngineRun | None = None
+    uncached_targets: list[str] = Field(
+        default_factory=list,
+        description="targets whose contract on the day offers no prompt caching: no change"
+        " to the prompts saves anything under them (every prompt token is billed as input)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,6 +288,11 @@ def suggest(
         ).metrics
 
     before = replay(prompt_set)
+    uncached = [
+        target.name
+        for target, metrics in zip(targets, before, strict=True)
+        if metrics.contract is not None and metrics.contract.mode == CacheMode.NONE.value
+    ]
     priced = any(metrics.cost_per_1k_requests is not None for metrics in before)
     has_breakpoints = analysis.breakpoints
     explicit_targets = [
@@ -315,7 +326,9 @@ def suggest(
             saving_per_1k_requests=saving,
             hit_rate_gain_pp=gain,
             helps=helps,
-            why_not=None if helps else _why_not(outcomes, saving, gain, priced=priced),
+            why_not=None
+            if helps
+            else _why_not(outcomes, saving, gain, priced=priced, uncached=uncached),
             targets=outcomes,
             diff=change_diff(
                 change, prompt_set.records, layout=prompt_set.layout, name=prompt_set.label
@@ -381,6 +394,7 @@ def suggest(
         hidden_changes=0 if request.include_all else len(unhelpful),
         other_changes=[item.report for item in unhelpful] if request.include_all else [],
         engine_original=engine_original,
+        uncached_targets=uncached,
     )
 
 
@@ -468,9 +482,15 @@ def _noting_combination(item: _Tried, combination: _Tried) -> _Tried:
 
 
 def _why_not(
-    outcomes: Sequence[TargetOutcome], saving: Decimal, gain: Decimal, *, priced: bool
+    outcomes: Sequence[TargetOutcome],
+    saving: Decimal,
+    gain: Decimal,
+    *,
+    priced: bool,
+    uncached: Sequence[str] = (),
 ) -> str:
-    """Why a change does not help, with the figures that say so."""
+    """Why a change does not help, with the figures that say so; ``uncached``: the targets
+    whose contract offers no prompt caching (nothing saves there)."""
     if priced:
         verdict = (
             "saves nothing"
@@ -494,6 +514,8 @@ def _why_not(
             detail += (
                 f", {outcome.input_tokens_after - outcome.input_tokens_before:+,} input tokens"
             )
+        if outcome.target in uncached:
+            detail += f", {NO_CACHING}: no reordering saves anything"
         details.append(detail)
     return f"{verdict} ({'; '.join(details)})"
 

@@ -137,12 +137,16 @@ def writes_of(call: SessionRequest) -> dict[str, int]:
 
 
 def writes_on(contract: ContractTerms, writes: dict[str, int]) -> dict[str, int]:
-    """Writes named by a TTL ``contract`` has, the others under its default option."""
+    """Writes named by a TTL ``contract`` has, the others under its default option; none
+    under a contract that offers no caching (the written tokens are plain input there)."""
+    default_ttl = contract.default_ttl
+    if default_ttl is None:
+        return {}
     names = {option.name for option in contract.ttl_options}
     moved: dict[str, int] = {}
     for name, tokens in writes.items():
         if tokens:
-            chosen = name if name in names else contract.default_ttl.name
+            chosen = name if name in names else default_ttl.name
             moved[chosen] = moved.get(chosen, 0) + tokens
     return moved
 
@@ -226,6 +230,8 @@ def add_to_scenario(
     if not isinstance(contract, ContractTerms):
         scenario.unpriced += 1
         return
+    if not contract.offers_caching:
+        read, writes = 0, {}  # no caching offered: the whole prompt at the input price
     usage = usage_of(call, read, writes_on(contract, writes))
     with localcontext(EXACT):
         scenario.cost += bill_request(usage, contract).total

@@ -31,11 +31,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 from cachecast.core.errors import BadInputError
 from cachecast.simulator.blocks import KEY_BYTES, namespace_seed, token_bytes
+from cachecast.simulator.misses import HISTORY_BLOCK_TOKENS
 from cachecast.simulator.policies import (
     AutomaticPrefixCache,
     CachePolicy,
     ExplicitBreakpointCache,
     ImplicitPlusCachedContent,
+    NoCache,
     RadixPrefixCache,
     VllmPrefixCache,
 )
@@ -76,6 +78,10 @@ def partition_unit(policy: CachePolicy) -> int:
         if policy.capacity_tokens is not None:
             raise CoupledCacheError("a radix cache with a capacity evicts across partitions")
         return 1
+    if isinstance(policy, NoCache):
+        # Nothing is cached, so any partition is exact; the history's default opening keeps
+        # the unit of a replay with other targets as theirs (``common_unit`` takes the least).
+        return HISTORY_BLOCK_TOKENS
     raise CoupledCacheError(f"no partition rule is known for policy {policy.name!r}")
 
 

@@ -18,6 +18,7 @@ from cachecast.simulator.policies.explicit import (
     ExplicitBreakpointCache,
 )
 from cachecast.simulator.policies.gemini import ImplicitPlusCachedContent
+from cachecast.simulator.policies.nocache import NoCache
 from cachecast.simulator.policies.radix import RadixPrefixCache
 from cachecast.simulator.policies.vllm import VllmPrefixCache
 
@@ -27,13 +28,14 @@ __all__ = [
     "CachePolicy",
     "ExplicitBreakpointCache",
     "ImplicitPlusCachedContent",
+    "NoCache",
     "RadixPrefixCache",
     "VllmPrefixCache",
     "build_policy",
     "policy_for_contract",
 ]
 
-POLICY_KINDS = ("automatic", "explicit", "gemini", "vllm", "radix")
+POLICY_KINDS = ("automatic", "explicit", "gemini", "vllm", "radix", "none")
 DEFAULT_BLOCK_WITHOUT_INCREMENT = 16
 """Matching granularity of implicit caches whose contract names no increment: hits are
 counted in whole 16-token blocks (an assumption; pass ``block_size`` to change it)."""
@@ -86,7 +88,15 @@ def build_policy(kind: str, contract: ContractTerms | None = None, **options: An
     increment: int | None = options.get(
         "increment", contract.increment_tokens if contract else None
     )
-    write_bucket = contract.default_ttl.name if contract else "kv"
+    if kind == "none":
+        return NoCache()
+    if contract is not None and not contract.offers_caching and kind not in ("vllm", "radix"):
+        raise ValueError(
+            f"{contract.provider}/{contract.model} (from {contract.effective_from}) offers no"
+            f" prompt caching: a {kind!r} policy has nothing to take from it (use 'none')"
+        )
+    default_ttl = contract.default_ttl if contract else None
+    write_bucket = default_ttl.name if default_ttl else "kv"
     if kind == "vllm":
         return VllmPrefixCache(
             block_size or 16,
@@ -146,8 +156,11 @@ def policy_for_contract(contract: ContractTerms, **options: Any) -> CachePolicy:
 
     automatic -> automatic prefix caching; explicit -> breakpoints; both -> cached content
     billed for storage where the contract prices storage (Gemini-style), otherwise
-    breakpoints plus an implicit one at the end of the latest message (GPT-5.6+).
+    breakpoints plus an implicit one at the end of the latest message (GPT-5.6+); none ->
+    :class:`NoCache` (no caching offered: nothing read or written; ``options`` ignored).
     """
+    if contract.mode is CacheMode.NONE:
+        return NoCache()
     if contract.mode is CacheMode.AUTOMATIC:
         return build_policy("automatic", contract, **options)
     if contract.mode is CacheMode.EXPLICIT:
