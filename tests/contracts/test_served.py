@@ -40,11 +40,11 @@ def test_a_dateless_log_of_a_retired_model_uses_its_last_version(migrated_db_url
 def test_before_a_first_version_that_is_no_launch_the_price_is_unverified(
     migrated_db_url: str,
 ) -> None:
-    # openai/gpt-5.2-chat-latest: first stored version 2026-12-03, the day the price map was
+    # openai/gpt-5.3-chat-latest: first stored version 2026-12-03, the day the price map was
     # read; lifecycle.json gives no launch date.
     store = ContractStore(migrated_db_url)
     day = dt.date(2026, 11, 2)
-    found = served_contract(store, "openai", "gpt-5.2-chat-latest", day, TODAY)
+    found = served_contract(store, "openai", "gpt-5.3-chat-latest", day, TODAY)
     assert found.terms.effective_from == dt.date(2026, 12, 3)
     assert found.note is not None and found.note.startswith("[U] price unverified on 2026-11-02")
 
@@ -55,9 +55,9 @@ def test_before_a_known_launch_is_one_error_naming_the_launch(migrated_db_url: s
     with pytest.raises(ContractNotYetInForceError, match="launched on 2025-10-15"):
         served_contract(store, "anthropic", "claude-haiku-4-5", dt.date(2025, 9, 1), TODAY)
     # The same refusal for a model given a launch in the lifecycle data passed in.
-    life = {("openai", "gpt-5.2-chat-latest"): Lifecycle(launched_on=dt.date(2026, 12, 3))}
+    life = {("openai", "gpt-5.3-chat-latest"): Lifecycle(launched_on=dt.date(2026, 12, 3))}
     with pytest.raises(ContractNotYetInForceError, match="launched on 2026-12-03"):
-        served_contract(store, "openai", "gpt-5.2-chat-latest", dt.date(2026, 11, 2), TODAY, life)
+        served_contract(store, "openai", "gpt-5.3-chat-latest", dt.date(2026, 11, 2), TODAY, life)
 
 
 def test_served_in_its_vendors_agent_before_the_api_launch_is_priced_unverified(

@@ -80,15 +80,18 @@ def test_a_model_served_before_our_first_version_of_it(store: ContractStore) -> 
     ]
 
 
-def test_an_unverified_price_is_said_not_refused(store: ContractStore) -> None:
-    # The Batch output of 2024-09-03 (gpt-4o-mini-2024-07-18): our first version of
-    # gpt-4o-mini is 2024-10-01 and no source in lifecycle.json dates its launch.
+def test_a_batch_output_before_openais_caching_is_priced_without_a_note(
+    store: ContractStore,
+) -> None:
+    # The Batch output of 2024-09-03 (gpt-4o-mini-2024-07-18): gpt-4o-mini's version from its
+    # launch (2024-07-18, contracts-v10) to OpenAI's caching launch (2024-10-01) prices it,
+    # no caching offered then; before contracts-v10 it met the [U] unverified-price note.
     path = shared_data("recordings/openai_batch/langbatch_chat_completion_batch_results.jsonl")
     report = run(path, store)
     assert report.unpriced == {}
     (target,) = report.targets
-    assert target.contract.version == "openai/gpt-4o-mini@2024-10-01"
-    assert any(note.startswith("[U] price unverified on 2024-09-03") for note in target.notes)
+    assert target.contract.version == "openai/gpt-4o-mini@2024-07-18"
+    assert not any(note.startswith("[U] price unverified") for note in target.notes)
 
 
 def test_a_deepseek_cassette_without_headers_is_dated_by_created(store: ContractStore) -> None:

@@ -77,15 +77,15 @@ def test_a_session_across_a_price_change_is_priced_on_each_day(
 def test_a_model_logged_before_its_first_stored_version_is_priced_with_a_note(
     store_url: str, tmp_path: Path
 ) -> None:
-    """gpt-5.2-chat-latest's first stored version starts on the day a price map was read
+    """gpt-5.3-chat-latest's first stored version starts on the day a price map was read
     (2026-12-03) and no source we hold gives its launch date; a rollout of 2026-02-23 proves
     it served then. Priced under that version ($1.75 in / $14 out a million, the map's
     price), with the note saying the price on that date is unverified."""
-    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-5.2-chat-latest")
+    rollout = codex_rollout(tmp_path / "rollout.jsonl", "gpt-5.3-chat-latest")
     store = ContractStore(store_url)
     report = reconcile(ReconcileRequest(log=LogInput.of_paths([rollout])), store)
     (target,) = report.targets
-    assert target.model == "gpt-5.2-chat-latest"
+    assert target.model == "gpt-5.3-chat-latest"
     # 5,000 uncached x $1.75 + 10 output x $14 = 8,750 + 140 = 8,890 / 1e6 = $0.00889
     assert target.cost == Decimal("0.00889")
     (note,) = target.notes
