@@ -19,6 +19,8 @@ gemini-1.5-flash id was not served (2025-09-24 to the stored version of 2026-12-
 Mistral models recordings name that the catalog lacked (mistral-medium-latest, codestral-latest,
 open-mistral-nemo, Pixtral, Magistral, Ministral and their dated ids) are priced from Mistral's
 own model cards (release, retirement, price), with the caching terms of mistral-small-latest.
+Cohere's Command R, R+, their 08-2024 updates, R7B and A get versions of mode "none" from
+their release (Cohere offers no prompt caching), the last two up to their stored versions.
 
 Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v11'; the
 downgrade deletes them and reopens what they closed.

@@ -239,3 +239,58 @@ def test_a_mistral_bill_by_hand(migrated_db_url: str) -> None:
         "mistral", "mistral-medium-latest", dt.date(2025, 9, 1)
     )
     assert bill_request(_usage(1_000, 100, cached=200), terms).total == Decimal("0.000528")
+
+
+@pytest.mark.parametrize(
+    ("model", "day", "prices"),
+    [
+        # command-r is an alias for command-r-03-2024 (Cohere's Command R page);
+        # $0.50 / $1.50 [S] (Bedrock's listing of the same model).
+        ("command-r", dt.date(2024, 3, 11), ("0.5", "1.5")),
+        ("command-r-03-2024", dt.date(2025, 1, 2), ("0.5", "1.5")),
+        ("command-r-plus", dt.date(2024, 4, 4), ("3", "15")),  # [U] in the notes
+        # Cohere's changelog of 2024-08-30: $0.15 / $0.60 and $2.50 / $10.00.
+        ("command-r-08-2024", dt.date(2024, 8, 30), ("0.15", "0.6")),
+        ("command-r-plus-08-2024", dt.date(2024, 8, 30), ("2.5", "10")),
+        # Before the stored price-map versions of 2026-12-03, at their prices.
+        ("command-r7b-12-2024", dt.date(2024, 12, 13), ("0.0375", "0.15")),
+        ("command-a-03-2025", dt.date(2025, 3, 13), ("2.5", "10")),
+    ],
+)
+def test_cohere_prices_and_no_caching(
+    migrated_db_url: str, model: str, day: dt.date, prices: tuple[str, str]
+) -> None:
+    terms = ContractStore(migrated_db_url).as_of("cohere", model, day)
+    assert (terms.input_per_mtok, terms.output_per_mtok) == (
+        Decimal(prices[0]),
+        Decimal(prices[1]),
+    )
+    # Cohere offers no prompt caching.
+    assert terms.mode.value == "none"
+    assert terms.read_multiplier == Decimal(1)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "command-r",
+        "command-r-plus",
+        "command-r-08-2024",
+        "command-r-plus-08-2024",
+        "command-r7b-12-2024",
+        "command-a-03-2025",
+    ],
+)
+def test_cohere_models_have_no_gap_from_their_release(migrated_db_url: str, model: str) -> None:
+    summary = history_gaps(ContractStore(migrated_db_url).history("cohere", model), TODAY)
+    assert summary.gaps == []
+    assert summary.launch_known == 1
+
+
+def test_a_cohere_bill_by_hand(migrated_db_url: str) -> None:
+    # command-r-08-2024 on 2025-01-15: 1,000 in x $0.15 / 1e6 = 0.00015;
+    # 100 out x $0.60 / 1e6 = 0.00006; total 0.00021.
+    terms = ContractStore(migrated_db_url).as_of(
+        "cohere", "command-r-08-2024", dt.date(2025, 1, 15)
+    )
+    assert bill_request(_usage(1_000, 100), terms).total == Decimal("0.00021")
