@@ -294,3 +294,49 @@ def test_a_cohere_bill_by_hand(migrated_db_url: str) -> None:
         "cohere", "command-r-08-2024", dt.date(2025, 1, 15)
     )
     assert bill_request(_usage(1_000, 100), terms).total == Decimal("0.00021")
+
+
+@pytest.mark.parametrize(
+    ("model", "day", "prices"),
+    [
+        # xAI's Models and Pricing page archived 2025-06-02 (https://archive.fo/dYUtw):
+        # (input, cached input, output) per MTok.
+        ("grok-3", dt.date(2025, 4, 9), ("3", "0.75", "15")),
+        ("grok-3-beta", dt.date(2025, 4, 20), ("3", "0.75", "15")),
+        ("grok-3-fast", dt.date(2025, 6, 2), ("5", "1.25", "25")),
+        ("grok-3-mini", dt.date(2026, 12, 2), ("0.3", "0.075", "0.5")),
+        ("grok-3-mini-fast", dt.date(2025, 6, 2), ("0.6", "0.15", "4")),
+        # Grok Code Fast 1 $0.20 / $0.02 / $1.50 ([S] techdevnotes.com); from 2026-05-15
+        # redirected to grok-build-0.1 at $1 / $0.20 (80% off) / $2 ([S] creeta.com).
+        ("grok-code-fast-1", dt.date(2025, 8, 26), ("0.2", "0.02", "1.5")),
+        ("grok-code-fast-1", dt.date(2026, 5, 15), ("1", "0.2", "2")),
+    ],
+)
+def test_xai_prices_from_launch(
+    migrated_db_url: str, model: str, day: dt.date, prices: tuple[str, str, str]
+) -> None:
+    terms = ContractStore(migrated_db_url).as_of("xai", model, day)
+    assert (
+        terms.input_per_mtok,
+        terms.input_per_mtok * terms.read_multiplier,
+        terms.output_per_mtok,
+    ) == tuple(Decimal(price) for price in prices)
+    # contracts-v6's correction: cached tokens are counted one by one.
+    assert terms.increment_tokens == 1
+
+
+@pytest.mark.parametrize(
+    "model", ["grok-3", "grok-3-fast", "grok-3-mini", "grok-3-mini-fast", "grok-code-fast-1"]
+)
+def test_xai_models_have_no_gap_from_launch(migrated_db_url: str, model: str) -> None:
+    summary = history_gaps(ContractStore(migrated_db_url).history("xai", model), TODAY)
+    assert summary.gaps == []
+    assert summary.launch_known == 1
+
+
+def test_an_xai_bill_by_hand(migrated_db_url: str) -> None:
+    # grok-3-mini on 2025-06-02: 1,000 prompt tokens of which 283 cached (a go-vcr cassette's
+    # read), 100 out. 717 x $0.30 / 1e6 = 0.0002151; 283 x $0.075 / 1e6 = 0.000021225;
+    # 100 x $0.50 / 1e6 = 0.00005; total 0.000286325.
+    terms = ContractStore(migrated_db_url).as_of("xai", "grok-3-mini", dt.date(2025, 6, 2))
+    assert bill_request(_usage(1_000, 100, cached=283), terms).total == Decimal("0.000286325")
