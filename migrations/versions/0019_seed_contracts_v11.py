@@ -22,7 +22,8 @@ own model cards (release, retirement, price), with the caching terms of mistral-
 Cohere's Command R, R+, their 08-2024 updates, R7B and A get versions of mode "none" from
 their release (Cohere offers no prompt caching), the last two up to their stored versions.
 xAI's Grok 3 models (from 2025-04-09) and grok-code-fast-1 (from 2025-08-26) are priced up to
-their stored versions with contracts-v6's caching terms.
+their stored versions with contracts-v6's caching terms; Kimi K2 0711, 0905 and Thinking from
+their releases with their stored terms.
 
 Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v11'; the
 downgrade deletes them and reopens what they closed.

@@ -340,3 +340,28 @@ def test_an_xai_bill_by_hand(migrated_db_url: str) -> None:
     # 100 x $0.50 / 1e6 = 0.00005; total 0.000286325.
     terms = ContractStore(migrated_db_url).as_of("xai", "grok-3-mini", dt.date(2025, 6, 2))
     assert bill_request(_usage(1_000, 100, cached=283), terms).total == Decimal("0.000286325")
+
+
+@pytest.mark.parametrize(
+    ("model", "launched"),
+    [
+        # [S] ctol.digital (K2, 2025-07-11); routerai.ru (0905, 2025-09-04); naga.ac (Thinking,
+        # 2025-11-06). $0.60 in, $0.15 on a cache hit, $2.50 out per MTok (the stored terms).
+        ("kimi-k2-0711-preview", dt.date(2025, 7, 11)),
+        ("kimi-k2-0905-preview", dt.date(2025, 9, 4)),
+        ("kimi-k2-thinking", dt.date(2025, 11, 6)),
+    ],
+)
+def test_kimi_k2_from_launch(migrated_db_url: str, model: str, launched: dt.date) -> None:
+    store = ContractStore(migrated_db_url)
+    terms = store.as_of("moonshot", model, launched)
+    assert (
+        terms.input_per_mtok,
+        terms.input_per_mtok * terms.read_multiplier,
+        terms.output_per_mtok,
+    ) == (Decimal("0.6"), Decimal("0.15"), Decimal("2.5"))
+    with pytest.raises(ContractNotYetInForceError, match=launched.isoformat()):
+        store.as_of("moonshot", model, launched - dt.timedelta(days=1))
+    summary = history_gaps(store.history("moonshot", model), TODAY)
+    assert summary.gaps == []
+    assert summary.launch_known == 1
