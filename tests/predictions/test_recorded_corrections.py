@@ -59,8 +59,10 @@ def test_cohere_is_priced_at_its_input_price(store: ContractStore) -> None:
         (row.predicted_cache_read_tokens, row.observed_cache_read_tokens) for row in ordered
     ] == [(0, 0)] * 4
     (target,) = report.targets
-    # Recorded before the first stored version (2026-12-03): priced with the [U] note.
-    assert any(note.startswith("[U] price unverified on 2026-08-13") for note in target.notes)
+    # Recorded inside the version from Command A's release (revision 0019, mode none: Cohere
+    # offers no prompt caching), before the stored price-map version of 2026-12-03.
+    assert target.contract.version == "cohere/command-a-03-2025@2025-03-13"
+    assert not any(note.startswith("[U] price unverified") for note in target.notes)
 
 
 def test_mistral_and_zai_are_priced(store: ContractStore) -> None:
