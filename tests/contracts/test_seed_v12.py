@@ -21,6 +21,7 @@ from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.contracts.served import served_contract
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+from cachecast.logs.providers import resolve_provider
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 
@@ -145,6 +146,28 @@ def test_a_groq_model_is_not_priced_from_its_shutdown(
     assert store.as_of("groq", model, shutdown - dt.timedelta(days=1)).effective_to == shutdown
     with pytest.raises(UnknownContractError, match="no contract version in force"):
         store.as_of("groq", model, shutdown)
+
+
+@pytest.mark.parametrize(
+    ("written", "model"),
+    [
+        # As a request to api.groq.com names the model (the reader's provider is "groq").
+        ("openai/gpt-oss-120b", "gpt-oss-120b"),
+        ("meta-llama/llama-4-scout-17b-16e-instruct", "llama-4-scout-17b-16e-instruct"),
+        ("qwen/qwen3-32b", "qwen3-32b"),
+        ("moonshotai/kimi-k2-instruct-0905", "kimi-k2-instruct-0905"),
+        ("llama-3.3-70b-versatile", "llama-3.3-70b-versatile"),
+        # LiteLLM's routing name, as a LiteLLM log writes it.
+        ("groq/openai/gpt-oss-20b", "gpt-oss-20b"),
+    ],
+)
+def test_groq_api_ids_resolve_to_their_contracts(
+    migrated_db_url: str, written: str, model: str
+) -> None:
+    provider, name = resolve_provider("groq", written)
+    assert provider == "groq" and name is not None
+    terms = ContractStore(migrated_db_url).as_of(provider, name, dt.date(2025, 9, 10))
+    assert terms.model == model
 
 
 def test_a_groq_request_before_the_launch_is_one_error_naming_it(migrated_db_url: str) -> None:
