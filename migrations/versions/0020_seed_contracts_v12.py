@@ -5,14 +5,14 @@ Revises: 0019_seed_contracts_v11
 Create Date: 2026-12-05
 
 Recordings name Groq's models (``api.groq.com``, provider ``groq``), for which the catalog had
-no contract, so every Groq request was not priced. This adds sixteen of them with dated
-versions from each model's launch to its shutdown: the Llama 3, 3.1, 3.3 and 4 models,
-Mixtral 8x7B, Gemma 7B and Gemma 2 9B, DeepSeek R1 Distill Llama 70B, Qwen3 32B, gpt-oss 20B
-and 120B, Kimi K2 and Kimi K2 0905. Groq cached prompts only for Kimi K2 (from 2025-08-20),
-Kimi K2 0905, gpt-oss-20b (from 2025-09-25) and gpt-oss-120b (from 2025-10-21), with reads at
-half the input price and no write fee; every other day of every model is a version of mode
-``none``. API ids with a vendor prefix (``openai/gpt-oss-120b``) are aliases of ids without it.
-Launch dates are in ``data/lifecycle.json``; sources are in each version's notes and in
+no contract, so every Groq request was not priced. This adds twenty-one of them with dated
+versions from each model's launch to its shutdown: the Llama 3, 3.1, 3.2 vision, 3.3 and 4
+models, Llama Guard 4, Mixtral 8x7B, Gemma 7B and Gemma 2 9B, Mistral Saba, DeepSeek R1 Distill
+Llama 70B, Qwen3 32B, the gpt-oss models, Kimi K2 and Kimi K2 0905. Groq cached prompts only
+for Kimi K2 (from 2025-08-20), Kimi K2 0905, gpt-oss-20b (from 2025-09-25), gpt-oss-120b (from
+2025-10-21) and gpt-oss-safeguard-20b, with reads at half the input price and no write fee;
+every other day of every model is a version of mode ``none``. API ids with a vendor prefix
+(``openai/gpt-oss-120b``) are aliases of ids without it. Launch dates are in ``data/lifecycle.json``; sources are in each version's notes and in
 docs/contracts.md ("contracts-v12").
 
 Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v12'; the

@@ -45,6 +45,11 @@ GROQ_MODELS = {
     "gpt-oss-120b": dt.date(2025, 8, 5),
     "kimi-k2-instruct": dt.date(2025, 7, 14),
     "kimi-k2-instruct-0905": dt.date(2025, 9, 5),
+    "gpt-oss-safeguard-20b": dt.date(2025, 10, 29),
+    "llama-3.2-11b-vision-preview": dt.date(2024, 9, 25),
+    "llama-3.2-90b-vision-preview": dt.date(2024, 9, 25),
+    "llama-guard-4-12b": dt.date(2025, 5, 9),
+    "mistral-saba-24b": dt.date(2025, 2, 17),
 }
 
 
@@ -62,7 +67,9 @@ GROQ_MODELS = {
         # The API ids with a vendor prefix, as requests and responses carry them.
         ("meta-llama/llama-4-scout-17b-16e-instruct", dt.date(2025, 5, 1), ("0.11", "0.34")),
         ("meta-llama/llama-4-maverick-17b-128e-instruct", dt.date(2025, 5, 1), ("0.2", "0.6")),
-        ("qwen/qwen3-32b", dt.date(2026, 12, 5), ("0.29", "0.59")),
+        ("qwen/qwen3-32b", dt.date(2026, 7, 16), ("0.29", "0.59")),
+        ("llama-3.2-90b-vision-preview", dt.date(2025, 1, 1), ("0.9", "0.9")),
+        ("meta-llama/llama-guard-4-12b", dt.date(2026, 12, 5), ("0.2", "0.2")),
         # Groq's changelog of 2025-09-25 / 2025-10-21: "$0.037/M vs $0.075/M" and
         # "$0.075/M vs $0.15/M" (https://console.groq.com/docs/changelog) for the input prices.
         ("openai/gpt-oss-20b", dt.date(2025, 8, 5), ("0.075", "0.3")),
@@ -92,6 +99,8 @@ def test_days_without_groq_caching_bill_every_prompt_token_at_the_input_price(
         ("openai/gpt-oss-20b", dt.date(2025, 9, 25), ("0.075", "0.3")),
         ("gpt-oss-120b", dt.date(2025, 10, 21), ("0.15", "0.6")),
         ("openai/gpt-oss-120b", dt.date(2026, 12, 5), ("0.15", "0.6")),
+        # "Prompt caching enabled" at its launch (Groq changelog, 2025-10-29).
+        ("openai/gpt-oss-safeguard-20b", dt.date(2025, 10, 29), ("0.075", "0.3")),
     ],
 )
 def test_groq_caching_days_read_at_half_the_input_price_without_a_write_fee(
@@ -136,6 +145,8 @@ def test_the_day_before_groq_cached_a_model_has_no_caching(migrated_db_url: str)
         ("llama-4-maverick-17b-128e-instruct", dt.date(2026, 3, 9)),
         ("kimi-k2-instruct-0905", dt.date(2026, 4, 15)),
         ("llama-4-scout-17b-16e-instruct", dt.date(2026, 7, 17)),
+        ("qwen3-32b", dt.date(2026, 7, 17)),
+        ("llama-3.2-11b-vision-preview", dt.date(2025, 4, 14)),
         ("llama-3.3-70b-versatile", dt.date(2026, 8, 16)),
     ],
 )
@@ -155,6 +166,7 @@ def test_a_groq_model_is_not_priced_from_its_shutdown(
         ("openai/gpt-oss-120b", "gpt-oss-120b"),
         ("meta-llama/llama-4-scout-17b-16e-instruct", "llama-4-scout-17b-16e-instruct"),
         ("qwen/qwen3-32b", "qwen3-32b"),
+        ("meta-llama/llama-guard-4-12b", "llama-guard-4-12b"),
         ("moonshotai/kimi-k2-instruct-0905", "kimi-k2-instruct-0905"),
         ("llama-3.3-70b-versatile", "llama-3.3-70b-versatile"),
         # LiteLLM's routing name, as a LiteLLM log writes it.
