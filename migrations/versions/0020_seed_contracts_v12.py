@@ -12,8 +12,9 @@ Llama 70B, Qwen3 32B, the gpt-oss models, Kimi K2 and Kimi K2 0905. Groq cached 
 for Kimi K2 (from 2025-08-20), Kimi K2 0905, gpt-oss-20b (from 2025-09-25), gpt-oss-120b (from
 2025-10-21) and gpt-oss-safeguard-20b, with reads at half the input price and no write fee;
 every other day of every model is a version of mode ``none``. API ids with a vendor prefix
-(``openai/gpt-oss-120b``) are aliases of ids without it. Launch dates are in ``data/lifecycle.json``; sources are in each version's notes and in
-docs/contracts.md ("contracts-v12").
+(``openai/gpt-oss-120b``) are aliases of ids without it. Launch dates are in
+``data/lifecycle.json``; sources are in each version's notes and in docs/contracts.md
+("contracts-v12").
 
 Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v12'; the
 downgrade deletes them.
