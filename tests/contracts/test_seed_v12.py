@@ -2,7 +2,8 @@
 
 Expected terms are what the sources in docs/contracts.md ("contracts-v12") state, written here
 from those sources, not from the data file: per-MTok prices as genai-prices 0.2.3 lists them for
-provider 'groq' (the gpt-oss input prices also in Groq's own changelog); prompt caching only for
+provider 'groq' (the gpt-oss input prices also in Groq's own changelog), earlier prices as the
+secondary sources named below quote them; prompt caching only for
 Kimi K2 from 2025-08-20 and for gpt-oss-20b / gpt-oss-120b from 2025-09-25 / 2025-10-21 (Groq's
 changelog), reads at half the input price and no write fee (Groq's prompt caching page); every
 other day is a day without caching (mode "none"). Shutdown days from Groq's deprecations page as
@@ -56,8 +57,11 @@ GROQ_MODELS = {
 @pytest.mark.parametrize(
     ("model", "day", "prices"),
     [
-        # (input, output) per MTok; genai-prices 0.2.3, provider 'groq' [S].
-        ("llama3-8b-8192", dt.date(2024, 5, 1), ("0.05", "0.08")),
+        # (input, output) per MTok; genai-prices 0.2.3, provider 'groq' [S], unless noted.
+        # llama3-8b-8192 at $0.10 out until LiteLLM's correction of 2024-06-25 "verified" on
+        # Groq's site (BerriAI/litellm PR #4401; Mirascope PR #272 quotes $0.05 / $0.10).
+        ("llama3-8b-8192", dt.date(2024, 5, 1), ("0.05", "0.1")),
+        ("llama3-8b-8192", dt.date(2024, 6, 25), ("0.05", "0.08")),
         ("llama3-70b-8192", dt.date(2025, 8, 29), ("0.59", "0.79")),
         ("llama-3.1-8b-instant", dt.date(2026, 8, 15), ("0.05", "0.08")),
         ("llama-3.3-70b-versatile", dt.date(2025, 6, 1), ("0.59", "0.79")),
@@ -70,10 +74,10 @@ GROQ_MODELS = {
         ("qwen/qwen3-32b", dt.date(2026, 7, 16), ("0.29", "0.59")),
         ("llama-3.2-90b-vision-preview", dt.date(2025, 1, 1), ("0.9", "0.9")),
         ("meta-llama/llama-guard-4-12b", dt.date(2026, 12, 5), ("0.2", "0.2")),
-        # Groq's changelog of 2025-09-25 / 2025-10-21: "$0.037/M vs $0.075/M" and
-        # "$0.075/M vs $0.15/M" (https://console.groq.com/docs/changelog) for the input prices.
-        ("openai/gpt-oss-20b", dt.date(2025, 8, 5), ("0.075", "0.3")),
-        ("openai/gpt-oss-120b", dt.date(2025, 8, 5), ("0.15", "0.6")),
+        # Launch prices of the gpt-oss models on Groq: "gpt-oss-20b - $0.10/$0.50",
+        # "gpt-oss-120b - $0.15/$0.75" (BerriAI/litellm PR #13363, 2025-08-07).
+        ("openai/gpt-oss-20b", dt.date(2025, 8, 5), ("0.1", "0.5")),
+        ("openai/gpt-oss-120b", dt.date(2025, 10, 20), ("0.15", "0.75")),
         ("moonshotai/kimi-k2-instruct", dt.date(2025, 7, 14), ("1", "3")),
     ],
 )
@@ -96,6 +100,9 @@ def test_days_without_groq_caching_bill_every_prompt_token_at_the_input_price(
         # Kimi K2: caching "rolling out to Kimi K2 starting today" (Groq changelog, 2025-08-20).
         ("moonshotai/kimi-k2-instruct", dt.date(2025, 8, 20), ("1", "3")),
         ("moonshotai/kimi-k2-instruct-0905", dt.date(2025, 9, 5), ("1", "3")),
+        # Groq's changelog of 2025-09-25 / 2025-10-21: "$0.037/M vs $0.075/M" and
+        # "$0.075/M vs $0.15/M" (https://console.groq.com/docs/changelog) for the input prices;
+        # outputs $0.30 and $0.60 (genai-prices 0.2.3).
         ("openai/gpt-oss-20b", dt.date(2025, 9, 25), ("0.075", "0.3")),
         ("gpt-oss-120b", dt.date(2025, 10, 21), ("0.15", "0.6")),
         ("openai/gpt-oss-120b", dt.date(2026, 12, 5), ("0.15", "0.6")),
