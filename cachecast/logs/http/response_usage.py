@@ -139,6 +139,13 @@ def _streamed_usage(events: list[dict[str, Any]], api: str) -> dict[str, Any] | 
     for event in reversed(events):  # OpenAI's final chunk, Gemini's last chunk
         if isinstance(event.get(key), dict) and event[key]:
             return dict(event[key])
+    if api == "chat":
+        # Groq's streams carry their usage in the last chunk's ``x_groq.usage`` unless the
+        # request asked for OpenAI's usage chunk (docs/log-formats.md, "Formats": streams).
+        for event in reversed(events):
+            groq = event.get("x_groq")
+            if isinstance(groq, dict) and isinstance(groq.get("usage"), dict) and groq["usage"]:
+                return dict(groq["usage"])
     return None
 
 
