@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.logs.helpers import read
 
 
@@ -148,3 +151,39 @@ def test_a_providers_model_no_pattern_knows_is_read_approximated(tmp_path: Path)
     assert one.model == "acme-sparrow-7b" and not one.exact
     assert one.tokenizer.startswith("o200k_base (approximation)")
     assert one.input_tokens == 25
+
+
+def test_an_unknown_model_is_reported_unpriced_by_name(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # Two OpenAI chat completions in one cassette: gpt-4o (priced) and a model no tokenizer
+    # pattern and no contract knows. The file is read; the second request is listed as
+    # unpriced, naming its provider and model.
+    def interaction(model: str, prompt: int) -> str:
+        request = {"model": model, "messages": [{"role": "user", "content": "Hi there"}]}
+        response = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 1751364000,
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 3, "total_tokens": prompt + 3},
+        }
+        whole = _cassette(
+            "https://api.openai.com/v1/chat/completions", request, response, PLAIN_KEYS
+        )
+        return whole.removeprefix("interactions:\n").removesuffix("version: 1\n")
+
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        "interactions:\n"
+        + interaction("gpt-4o", 10)
+        + interaction("acme-sparrow-7b", 25)
+        + "version: 1\n"
+    )
+    report = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+    )
+    assert len(report.requests) == 1 and report.requests[0].target.startswith("openai:gpt-4o")
+    [(reason, count)] = report.unpriced.items()
+    assert count == 1 and reason.startswith("openai:acme-sparrow-7b: unknown model")
