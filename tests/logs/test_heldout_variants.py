@@ -187,3 +187,50 @@ def test_an_unknown_model_is_reported_unpriced_by_name(
     assert len(report.requests) == 1 and report.requests[0].target.startswith("openai:gpt-4o")
     [(reason, count)] = report.unpriced.items()
     assert count == 1 and reason.startswith("openai:acme-sparrow-7b: unknown model")
+
+
+def test_an_open_weights_model_through_openrouter_says_so_when_unpriced(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # openrouter.ai, model `openai/gpt-oss-120b` (open weights: third parties host it): the
+    # request is the vendor's model as far as pricing goes (provider openai), the gateway is
+    # kept, and the unpriced reason says that it went through OpenRouter. A direct OpenAI
+    # request beside it keeps the report priced.
+    def interaction(uri: str, model: str, served: str) -> str:
+        request = {"model": model, "messages": [{"role": "user", "content": "Hi there"}]}
+        response = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 1784160000,
+            "model": served,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+        }
+        whole = _cassette(uri, request, response, PLAIN_KEYS)
+        return whole.removeprefix("interactions:\n").removesuffix("version: 1\n")
+
+    path = tmp_path / "openrouter.yaml"
+    path.write_text(
+        "interactions:\n"
+        + interaction("https://api.openai.com/v1/chat/completions", "gpt-4o", "gpt-4o")
+        + interaction(
+            "https://openrouter.ai/api/v1/chat/completions",
+            "openai/gpt-oss-120b",
+            "openai/gpt-oss-120b",
+        )
+        + "version: 1\n"
+    )
+    result = read(path)
+    direct, routed = result.requests
+    assert (direct.provider, direct.gateway) == ("openai", None)
+    assert (routed.provider, routed.model, routed.gateway) == (
+        "openai",
+        "gpt-oss-120b",
+        "openrouter",
+    )
+    report = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+    )
+    [(reason, count)] = report.unpriced.items()
+    assert count == 1 and reason.startswith("openai:gpt-oss-120b: unknown model")
+    assert "sent through openrouter" in reason and "open weights" in reason
