@@ -127,6 +127,14 @@ _CLAUDE_SNAPSHOT = re.compile(r"(claude-.+)-20\d{6}")
 _GROK_BARE = re.compile(r"grok-.+")
 _GROK_MODES = ("-reasoning", "-non-reasoning", "-latest")
 _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+_GEMINI_STABLE = re.compile(r"(gemini-.+)-\d{3}")
+_AZURE_GPT_35 = "gpt-35-turbo"
+# A Bedrock base model id (``anthropic.claude-3-sonnet-20240229-v1:0``): a vendor, a dot, the
+# model; an id that starts with an inference profile's zone is no base id.
+_BEDROCK_BASE = re.compile(r"([a-z][a-z0-9]*)\.[a-z].*")
+_BEDROCK_ZONES = frozenset(
+    {"us", "eu", "apac", "us-gov", "global", "regional", "in", "jp", "au", "ca"}
+)
 
 
 def fallback_names(model_id: str) -> tuple[str, ...]:
@@ -138,9 +146,21 @@ def fallback_names(model_id: str) -> tuple[str, ...]:
     without a mode suffix is the alias of its ``-reasoning`` model (xAI's model pages list
     the bare name among the reasoning model's aliases, docs/contracts.md; the response of a
     request for ``grok-4-fast`` names ``grok-4-fast-reasoning``), and a dotted version that
-    xAI writes with a dash is tried with it. Empty for every other name."""
+    xAI writes with a dash is tried with it. A Gemini stable version ``<model>-001`` is
+    ``<model>`` (Google's version name patterns); Azure's ``gpt-35-turbo...`` is OpenAI's
+    ``gpt-3.5-turbo...``; a Bedrock base model id ``<vendor>.<model>`` is tried as the
+    ``regional.`` id price maps give the in-region price under (a base model id runs in
+    the one region it is sent to). Empty for every other name."""
     if _LATEST_GEMINI.fullmatch(model_id):
         return (model_id.removesuffix("-latest"),)
+    stable = _GEMINI_STABLE.fullmatch(model_id)
+    if stable is not None:
+        return (stable.group(1),)
+    if model_id.startswith(_AZURE_GPT_35):
+        return ("gpt-3.5-turbo" + model_id.removeprefix(_AZURE_GPT_35),)
+    base = _BEDROCK_BASE.fullmatch(model_id)
+    if base is not None and base.group(1) not in _BEDROCK_ZONES:
+        return ("regional." + model_id,)
     snapshot = _CLAUDE_SNAPSHOT.fullmatch(model_id)
     if snapshot is not None:
         return (snapshot.group(1), snapshot.group(1) + "-latest")

@@ -13,7 +13,7 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs import sanitize
-from cachecast.logs.providers import resolve_provider
+from cachecast.logs.providers import is_gateway, normalize_provider_name, resolve_provider
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import to_canonical
 
@@ -30,8 +30,14 @@ def make_record(
     observed: ObservedUsage | None = None,
     prompt_complete: bool = True,
 ) -> dict[str, Any]:
+    gateway = normalize_provider_name(provider) if is_gateway(provider) else None
     provider, model = resolve_provider(provider, model)
     record: dict[str, Any] = {"request": request}
+    if gateway is not None and provider != gateway:
+        # Priced as the upstream vendor's model; which way it went is kept for the reason
+        # given where the vendor prices no such model (docs/log-formats.md, "Canonical
+        # records").
+        record["gateway"] = gateway
     if model is not None:
         record["model"] = model
     if provider is not None:

@@ -67,6 +67,13 @@ _SCALAR_TAGS = frozenset(
     _TAG + name for name in ("null", "bool", "int", "float", "binary", "timestamp")
 )
 _INT = _TAG + "int"
+# PyYAML's full dumper writes an object it cannot represent as a plain value as a call: vcrpy
+# dumping aiohttp's case-insensitive header keys writes
+# ``? !!python/object/apply:multidict._multidict.istr [Accept]`` (docs/log-formats.md). Read
+# as the call's argument, never called: the file stays data.
+_PYTHON_CALLS = (_TAG + "python/object/apply:", _TAG + "python/object/new:")
+_PYTHON_TUPLE = _TAG + "python/tuple"
+_PYTHON_TEXT = frozenset({_TAG + "python/str", _TAG + "python/unicode"})
 # The first characters a plain scalar of an implicit type (null, bool, int, float, timestamp,
 # merge, value) can start with; any other plain scalar is a string without a resolver's look.
 _RESOLVED_FIRST = frozenset(key for key in Resolver.yaml_implicit_resolvers if key)
@@ -102,6 +109,7 @@ class _Open:
     merges: list[Any] | None = None
     lines: list[int] | None = None  # the items' lines, for a sequence under a root key
     lines_key: str = ""
+    call: bool = False  # a !!python/object/apply: or /new: node: read as its argument
 
 
 def load_yaml(
@@ -114,7 +122,11 @@ def load_yaml(
     """The document in ``text``, with aliases counted. ``tag_aliases``: local tags read as a
     standard one (Ruby's ``!binary`` as ``tag:yaml.org,2002:binary``). ``local_tags_plain``:
     any other local tag (``!ruby/struct:VCR::Request``, Syck's ``!str``) read as the plain
-    value it tags, a scalar as its text; no object of the tagged class is ever made.
+    value it tags, a scalar as its text; no object of the tagged class is ever made. With
+    it, PyYAML's Python tags are read the same way: ``!!python/object/apply:NAME`` and
+    ``!!python/object/new:NAME`` as their argument (a one-item sequence as that item, a
+    mapping as its ``args``), ``!!python/tuple`` as a list, ``!!python/str`` and
+    ``!!python/unicode`` as text; nothing is imported or called.
     ``item_lines`` holds the lines of the items of a sequence under a root key, and under
     ``""`` those of a root sequence.
 
@@ -227,11 +239,18 @@ class _Builder:
     def _start(self, event: Any, mapping: bool, line: int) -> None:
         self._count(1, 0, line)
         tag = self.tag_aliases.get(event.tag, event.tag)
-        if self.local_plain and tag is not None and tag.startswith("!"):
-            tag = None  # a local tag: the plain mapping or sequence it tags
+        call = False
+        if self.local_plain and tag is not None:
+            if tag.startswith("!"):
+                tag = None  # a local tag: the plain mapping or sequence it tags
+            elif tag.startswith(_PYTHON_CALLS):
+                tag, call = None, True
+            elif tag == _PYTHON_TUPLE and not mapping:
+                tag = None
         if tag not in (None, "!", _MAP if mapping else _SEQ):
             raise YamlError(f"the tag {tag} is not read here", line)
         frame = _Open({} if mapping else [], event.anchor, self.nodes - 1, self.chars)
+        frame.call = call
         if event.anchor is not None:
             self._define(event.anchor, line)
             self.anchors[event.anchor] = _OPEN
@@ -248,6 +267,8 @@ class _Builder:
         value = frame.value
         if frame.merges is not None and isinstance(value, dict):
             value = _merged(frame.merges, value, line)
+        if frame.call:
+            value = _call_argument(value)
         if frame.anchor is not None:
             self.anchors[frame.anchor] = (value, self.nodes - frame.nodes, self.chars - frame.chars)
         if frame.lines is not None:
@@ -292,8 +313,10 @@ class _Builder:
         if tag is None or tag == "!":
             tag = self.resolver.resolve(yaml.ScalarNode, text, event.implicit)  # type: ignore[no-untyped-call]
         tag = self.tag_aliases.get(tag, tag)
-        if tag == _STR or (self.local_plain and tag.startswith("!") and tag != "!"):
-            return text  # (a local tag's scalar: its text)
+        if tag == _STR or (
+            self.local_plain and ((tag.startswith("!") and tag != "!") or tag in _PYTHON_TEXT)
+        ):
+            return text  # (a local tag's scalar, a Python string's: its text)
         if tag == _MERGE_TAG:
             return _MERGE
         line = _line(event)
@@ -322,6 +345,19 @@ class _Builder:
                 self.cache.clear()
             self.cache[key] = value
         return value
+
+
+def _call_argument(value: Any) -> Any:
+    """What a ``!!python/object/apply:`` or ``/new:`` node is read as: its arguments (a
+    sequence, or a mapping's ``args``), a single argument as itself (``istr [Accept]`` is the
+    header name ``Accept``); a mapping without ``args`` (state only) as it is."""
+    if isinstance(value, dict):
+        if "args" not in value:
+            return value
+        value = value["args"]
+    if isinstance(value, list) and len(value) == 1:
+        return value[0]
+    return value
 
 
 def _line(event: Any) -> int:

@@ -19,7 +19,7 @@ from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.logs.canonical import optional_str
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.usage import observed_usage
-from cachecast.tokenizers.base import TiktokenTokenizer
+from cachecast.tokenizers.base import TiktokenTokenizer, Tokenizer
 from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.conversations import OpenConversations
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
@@ -28,7 +28,11 @@ from cachecast.tokenizers.record_fields import (
     timestamp_of,
     wrapped_body,
 )
-from cachecast.tokenizers.registry import get_tokenizer, tokenizer_for_key
+from cachecast.tokenizers.registry import (
+    LocalTokenizerRefused,
+    get_tokenizer,
+    tokenizer_for_key,
+)
 from cachecast.tokenizers.render import detect_api, render
 from cachecast.tokenizers.request_build import (
     EncodedIds,
@@ -39,9 +43,10 @@ from cachecast.tokenizers.request_build import (
 from cachecast.tokenizers.types import ObservedUsage, TokenizedRequest
 
 BATCH_SIZE = 256
-UNNAMED_MODEL_TOKENIZER = "approx:o200k_base"
-"""How a record that names its provider but no model is tokenized: an approximation, as for
-every model without a public tokenizer (its count comes from the usage it carries)."""
+APPROXIMATING_TOKENIZER = "approx:o200k_base"
+"""How a provider's record is tokenized where no tokenizer is known for its model (the body
+names none, or a model no registry pattern matches): an approximation, as for every model
+without a public tokenizer (its count comes from the usage it carries)."""
 # A batch is cut earlier where its requests' prompts add up to this many characters: a batch
 # holds each request's ids whole, and requests that each extend the one before (a Responses
 # chain: request k holds all k-1 before it) would otherwise hold a batch of N-token prompts.
@@ -148,13 +153,12 @@ class LogReader:
         model = models.model or logged_model
         if model is None and "tokens" not in body and provider is None:
             raise RecordFieldError("model", "no model in the record and none given (--model)")
-        # Raises UnknownModelError early, with this line's number.
-        tokenizer = get_tokenizer(model) if model is not None else None
+        tokenizer = self._tokenizer(model, provider)
         if tokenizer is None and "tokens" not in body:
             # A provider's API that serves its default model when the body names none
             # (Cohere's v1 chat): the request is read, approximated, with no model, and
             # whoever prices it says it could not (docs/log-formats.md).
-            tokenizer = tokenizer_for_key(UNNAMED_MODEL_TOKENIZER)
+            tokenizer = tokenizer_for_key(APPROXIMATING_TOKENIZER)
         api = detect_api(body, provider)
         if timestamp is not None and timestamp > self.newest:
             self.newest = timestamp
@@ -175,6 +179,24 @@ class LogReader:
             timestamp,
             rendered,
         )
+
+    def _tokenizer(self, model: str | None, provider: str | None) -> Tokenizer | None:
+        """The tokenizer of ``model``. An unknown model raises UnknownModelError (early, with
+        the line's number) where it was given (``--model``) or the record names no provider;
+        a provider's record of a model no pattern matches (Azure's ``gpt-35-turbo`` before
+        its pattern, a Bedrock id of a new vendor) is read approximated instead, calibrated
+        to its usage like every model without a public tokenizer, so that one unknown model
+        does not drop the file; whoever prices it names the model (docs/log-formats.md)."""
+        if model is None:
+            return None
+        try:
+            return get_tokenizer(model)
+        except LocalTokenizerRefused:
+            raise
+        except UnknownModelError:
+            if self.models.model is not None or provider is None:
+                raise
+            return tokenizer_for_key(APPROXIMATING_TOKENIZER)
 
     def start(self, items: list[_Item]) -> _Started:
         """Begin encoding a batch's tiktoken requests (their new texts on a thread)."""

@@ -51,6 +51,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gpt-4", "cl100k_base"),
     ("gpt-4-*", "cl100k_base"),
     ("gpt-3.5*", "cl100k_base"),
+    # Azure OpenAI's spelling of gpt-3.5-turbo (no dot in a deployment's model name):
+    # tiktoken's model map gives gpt-35-turbo and the gpt-35-turbo- prefix cl100k_base.
+    ("gpt-35-turbo*", "cl100k_base"),
     ("text-embedding-3*", "cl100k_base"),
     ("text-embedding-ada-002", "cl100k_base"),
     ("claude-*", "approx:o200k_base"),
@@ -67,6 +70,12 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("llama-3*", "hf:llama3"),
     ("meta-llama-3*", "hf:llama3"),
     ("llama3*", "hf:llama3"),
+    # Llama 2 and 4 (Bedrock's meta.llama2-13b-chat-v1, meta.llama4-scout-*: the vendor
+    # prefix is dropped below) have vocabularies we do not ship: approximated.
+    ("llama2*", "approx:o200k_base"),
+    ("llama-2*", "approx:o200k_base"),
+    ("llama4*", "approx:o200k_base"),
+    ("llama-4*", "approx:o200k_base"),
     ("qwen2.5-*", "hf:qwen2.5"),
     ("qwen3-*", "hf:qwen"),
     ("mistral-nemo*", "hf:tekken_240718"),

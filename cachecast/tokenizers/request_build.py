@@ -174,6 +174,7 @@ class RequestBuilder:
             tokenizer=name,
             session=optional_str(item.record, "session"),
             prompt_complete=complete,
+            gateway=optional_str(item.record, "gateway"),
             controls=cache_controls(item.record, rendered, implicit),
         )
 

@@ -153,6 +153,7 @@ class TokenizedRequest:
     prompt_complete: bool = True
     controls: CacheControls = NO_CONTROLS
     prompt_keys: PromptKeys | None = None
+    gateway: str | None = None  # the gateway the request went through (``openrouter``)
 
     def __reduce__(self) -> tuple[type[TokenizedRequest], tuple[Any, ...]]:
         return (TokenizedRequest, _request_fields(self))

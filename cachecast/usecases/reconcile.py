@@ -325,6 +325,12 @@ class _Replay:
                 found = served_contract(self.store, key[0], key[1], day, _today())
             except UnknownContractError as error:
                 found = f"{key[0]}:{key[1]}: {error.message}"
+                if request.gateway is not None and error.message.startswith("unknown model"):
+                    found += (
+                        f"; sent through {request.gateway}, which also routes models that"
+                        f" {key[0]}'s own API does not serve (open weights hosted by third"
+                        " parties at their own prices): no contract prices it"
+                    )
             self.contracts[key] = found
         return found
 

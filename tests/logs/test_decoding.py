@@ -268,3 +268,32 @@ def test_a_cassette_of_many_bad_interactions_keeps_only_what_is_shown(tmp_path: 
     # The first item is on line 2 (line 1 holds the key).
     assert report["errors"][0].startswith(f"{cassette}:2: interactions[0]: expected a mapping")
     assert ran.peak_kib < 500 * 1024, ran
+
+
+def test_python_call_tags_are_read_as_their_argument_never_called() -> None:
+    # vcrpy dumping aiohttp's CIMultiDict headers writes each key as a call of multidict's
+    # istr on the header name (docs/log-formats.md). With local tags read plain, a call is
+    # read as its argument: a one-item sequence as that item, a mapping as its args; a
+    # tuple as a list, !!python/unicode as text. The named callables do not exist here: were
+    # they imported or called, reading would fail.
+    text = (
+        "headers:\n"
+        "  ? !!python/object/apply:no_such_module.istr\n"
+        "  - Accept\n"
+        "  : - application/json\n"
+        "  ? !!python/object/new:no_such_module.istr [Content-Type]\n"
+        "  : - text/plain\n"
+        "pair: !!python/object/apply:no_such_module.f {args: [1, 2], kwds: {x: 3}}\n"
+        "state: !!python/object/new:no_such_module.C {state: {a: 1}}\n"
+        "tuple: !!python/tuple [a, b]\n"
+        "old: !!python/unicode caf\\xe9\n"
+    )
+    data = load_yaml(text, source="aiohttp.yaml", local_tags_plain=True).data
+    assert data["headers"] == {"Accept": ["application/json"], "Content-Type": ["text/plain"]}
+    assert data["pair"] == [1, 2]
+    assert data["state"] == {"state": {"a": 1}}
+    assert data["tuple"] == ["a", "b"]
+    assert data["old"] == "caf\\xe9"
+    # Without local tags read plain (every reader but the cassettes'), still refused.
+    with pytest.raises(YamlError, match=r"python/object/apply:no_such_module\.istr"):
+        load_yaml(text, source="aiohttp.yaml")
