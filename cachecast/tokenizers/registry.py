@@ -86,6 +86,8 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     # Other hosted models seen in recordings, no public tokenizer matched: approximated
     # (exact counts come from the usage the recording carries).
     ("mistral-*", "approx:o200k_base"),
+    ("mixtral-*", "approx:o200k_base"),
+    ("ministral-*", "approx:o200k_base"),
     ("magistral-*", "approx:o200k_base"),
     ("codestral-*", "approx:o200k_base"),
     ("glm-*", "approx:o200k_base"),
@@ -96,7 +98,8 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gpt-image-*", "approx:o200k_base"),
     ("chatgpt-image-*", "approx:o200k_base"),
     ("gpt-realtime*", "approx:o200k_base"),
-    ("gemma-*", "approx:o200k_base"),
+    ("gemma*", "approx:o200k_base"),  # gemma-*, and Groq's gemma2-9b-it
+    ("llama-guard-*", "approx:o200k_base"),  # Llama Guard 4 (Groq): a Llama 4 model
     ("deep-research-*", "approx:o200k_base"),
 )
 
