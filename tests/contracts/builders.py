@@ -6,6 +6,8 @@ import datetime as dt
 from decimal import Decimal
 
 from cachecast.contracts import CacheMode, ContractTerms, TtlOption
+from cachecast.simulator.billing import bill_request, usage_from_observed
+from cachecast.tokenizers.types import ObservedUsage
 
 JAN = dt.date(2026, 1, 1)
 
@@ -41,3 +43,18 @@ def terms(
         input_per_mtok=Decimal(3),
         output_per_mtok=Decimal(15),
     )
+
+
+def bill_of(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
+    """The bill of one request's observed usage under ``contract`` (one org, no fallbacks)."""
+    usage = usage_from_observed(
+        observed,
+        contract,
+        request_id="r1",
+        line=1,
+        timestamp=0.0,
+        scope="org",
+        fallback_input_tokens=0,
+        fallback_output_tokens=0,
+    )
+    return bill_request(usage, contract).total

@@ -14,10 +14,10 @@ import pytest
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps, read_lifecycle
-from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
 from cachecast.logs.types import ObservedUsage
-from cachecast.simulator.billing import bill_request, total_input_tokens, usage_from_observed
+from cachecast.simulator.billing import total_input_tokens
+from tests.contracts.builders import bill_of as bill
 
 TODAY = dt.date(2026, 12, 5)
 
@@ -57,20 +57,6 @@ TOUCHED = (
     ("anthropic", "claude-2.0"),
     ("anthropic", "claude-fable-5-2"),
 )
-
-
-def bill(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
-    usage = usage_from_observed(
-        observed,
-        contract,
-        request_id="r1",
-        line=1,
-        timestamp=0.0,
-        scope="org",
-        fallback_input_tokens=0,
-        fallback_output_tokens=0,
-    )
-    return bill_request(usage, contract).total
 
 
 @pytest.mark.parametrize(

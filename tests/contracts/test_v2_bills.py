@@ -10,26 +10,12 @@ from decimal import Decimal
 import pytest
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.model import ContractTerms
 from cachecast.core.errors import UnknownContractError
-from cachecast.simulator.billing import bill_request, total_input_tokens, usage_from_observed
+from cachecast.simulator.billing import total_input_tokens
 from cachecast.tokenizers.types import ObservedUsage
+from tests.contracts.builders import bill_of as bill
 
 NOV = dt.date(2026, 11, 1)
-
-
-def bill(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
-    usage = usage_from_observed(
-        observed,
-        contract,
-        request_id="r1",
-        line=1,
-        timestamp=0.0,
-        scope="org",
-        fallback_input_tokens=0,
-        fallback_output_tokens=0,
-    )
-    return bill_request(usage, contract).total
 
 
 def anthropic_usage(
