@@ -279,7 +279,7 @@ def _updated_terms(
     }
     read_cost = costs["cache_read_input_token_cost"]
     explicit_read_cost = costs["explicit_cache_read_input_token_cost"]
-    if base.mode is CacheMode.NONE:
+    if not base.offers_caching:
         # A version without caching has no mechanics to carry a cache price over to: a
         # cache price in the map means caching began, which needs its own version.
         priced = [key for key, cost in costs.items() if "cache" in key and cost]

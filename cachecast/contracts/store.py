@@ -309,7 +309,7 @@ class ContractStore:
         )
 
     def _insert(self, connection: Connection, terms: ContractTerms, origin: str) -> None:
-        if terms.mode is CacheMode.NONE and not _admits_mode_none(connection):
+        if not terms.offers_caching and not _admits_mode_none(connection):
             shown = make_url(self.url).render_as_string(hide_password=True)
             raise NotMigratedError(
                 f"database {shown} cannot store {terms.provider}/{terms.model} from"

@@ -64,7 +64,7 @@ def writes_billed_apart(contract: ContractTerms) -> bool:
     """Whether cache writes are a quantity of their own under ``contract``: explicit
     breakpoints, or a write price other than the input price. Not under a contract that
     offers no caching: nothing is written, every prompt token is input."""
-    if contract.mode is CacheMode.NONE:
+    if not contract.offers_caching:
         return False
     if contract.mode is not CacheMode.AUTOMATIC:
         return True

@@ -145,10 +145,15 @@ class ContractReference(Report):
         version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
         return cls.read(contract, version=version)
 
+    @property
+    def offers_caching(self) -> bool:
+        """False where the version's mode is none (``ContractTerms.offers_caching``)."""
+        return self.mode != CacheMode.NONE.value
+
     def described(self) -> str:
         """The version, plus "(no prompt caching offered)" where its mode is none: what a
         text report prints for the contract that priced a result."""
-        if self.mode == CacheMode.NONE.value:
+        if not self.offers_caching:
             return f"{self.version} ({NO_CACHING})"
         return self.version
 

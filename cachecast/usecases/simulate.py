@@ -26,7 +26,7 @@ from cachecast.passes.log_input import LogReading
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.passes.targets import ResolvedTarget, parse_target, resolve_target
 from cachecast.simulator.compact import Compactor, key_needs
-from cachecast.simulator.policies import CachePolicy, VllmPrefixCache, build_policy
+from cachecast.simulator.policies import ENGINE_KINDS, CachePolicy, VllmPrefixCache, build_policy
 from cachecast.simulator.policies.vllm import UNBOUNDED_BLOCKS
 from cachecast.simulator.routing import Fleet, Routing, RoutingStats
 from cachecast.simulator.types import PolicyKind as PolicyKind  # its home before
@@ -309,7 +309,7 @@ def _policy_factory(
     if (
         contract is not None
         and not contract.offers_caching
-        and request.policy.value not in ("vllm", "radix")
+        and request.policy.value not in ENGINE_KINDS
     ):
         raise ConfigurationError(
             f"{contract.provider}:{contract.model} offers no prompt caching on the day asked"

@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.model import NO_CACHING, CacheMode
+from cachecast.contracts.model import NO_CACHING
 from cachecast.core.errors import ConfigurationError, Location
 from cachecast.layouts.changes import (
     EXPLICIT_MODES,
@@ -291,7 +291,7 @@ def suggest(
     uncached = [
         target.name
         for target, metrics in zip(targets, before, strict=True)
-        if metrics.contract is not None and metrics.contract.mode == CacheMode.NONE.value
+        if metrics.contract is not None and not metrics.contract.offers_caching
     ]
     priced = any(metrics.cost_per_1k_requests is not None for metrics in before)
     has_breakpoints = analysis.breakpoints

@@ -23,6 +23,7 @@ from cachecast.simulator.policies.radix import RadixPrefixCache
 from cachecast.simulator.policies.vllm import VllmPrefixCache
 
 __all__ = [
+    "ENGINE_KINDS",
     "POLICY_KINDS",
     "AutomaticPrefixCache",
     "CachePolicy",
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 POLICY_KINDS = ("automatic", "explicit", "gemini", "vllm", "radix", "none")
+ENGINE_KINDS = ("vllm", "radix")
+"""Policies of a self-hosted engine: they take no terms from a provider's contract, so they
+replay under one that offers no caching as under any other."""
 DEFAULT_BLOCK_WITHOUT_INCREMENT = 16
 """Matching granularity of implicit caches whose contract names no increment: hits are
 counted in whole 16-token blocks (an assumption; pass ``block_size`` to change it)."""
@@ -90,7 +94,7 @@ def build_policy(kind: str, contract: ContractTerms | None = None, **options: An
     )
     if kind == "none":
         return NoCache()
-    if contract is not None and not contract.offers_caching and kind not in ("vllm", "radix"):
+    if contract is not None and not contract.offers_caching and kind not in ENGINE_KINDS:
         raise ValueError(
             f"{contract.provider}/{contract.model} (from {contract.effective_from}) offers no"
             f" prompt caching: a {kind!r} policy has nothing to take from it (use 'none')"
@@ -159,7 +163,7 @@ def policy_for_contract(contract: ContractTerms, **options: Any) -> CachePolicy:
     breakpoints plus an implicit one at the end of the latest message (GPT-5.6+); none ->
     :class:`NoCache` (no caching offered: nothing read or written; ``options`` ignored).
     """
-    if contract.mode is CacheMode.NONE:
+    if not contract.offers_caching:
         return NoCache()
     if contract.mode is CacheMode.AUTOMATIC:
         return build_policy("automatic", contract, **options)
