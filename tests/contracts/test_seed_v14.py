@@ -81,8 +81,11 @@ def _terms(url: str, key: str, day: dt.date) -> ContractTerms:
         ("bedrock:amazon.nova-pro-v1:0", dt.date(2025, 4, 6), ("0.8", "3.2")),
         # Claude 3 on Vertex AI before Anthropic's prompt caching of 2024-08-14, at Anthropic's
         # list prices ($0.25 / $1.25 and $15 / $75, https://www.anthropic.com/news/claude-3-family).
+        # Vertex's caching page listed only the two Claude 3.5 models of 2024-10-22 before it
+        # listed Claude 3 Haiku and Opus with Claude 3.7 Sonnet (Preview, 2025-02-24).
         ("vertex:claude-3-haiku", dt.date(2024, 3, 13), ("0.25", "1.25")),
-        ("vertex:claude-3-opus", dt.date(2024, 8, 13), ("15", "75")),
+        ("vertex:claude-3-haiku", dt.date(2024, 12, 1), ("0.25", "1.25")),
+        ("vertex:claude-3-opus", dt.date(2025, 2, 23), ("15", "75")),
     ],
 )
 def test_days_before_caching_bill_every_prompt_token_at_the_input_price(
@@ -134,7 +137,7 @@ def test_nova_premier_ends_at_its_end_of_life(migrated_db_url: str) -> None:
         # $18.75 write, $1.50 hit (1.25x, 0.1x); Vertex "behaves as described in the Anthropic
         # documentation" (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/
         # claude-prompt-caching).
-        ("vertex:claude-3-haiku", dt.date(2024, 8, 14), ("0.25", "1.25"), "0.12", "1.2"),
+        ("vertex:claude-3-haiku", dt.date(2025, 2, 24), ("0.25", "1.25"), "0.12", "1.2"),
         ("vertex:claude-3-opus", dt.date(2025, 6, 1), ("15", "75"), "0.1", "1.25"),
         # The 4.6 and 4.7 models at Anthropic's $5 / $25 and $3 / $15 list prices, on Bedrock's
         # and Vertex's launch days (the Anthropic API launch).
@@ -167,7 +170,7 @@ def test_cloud_claude_caches_as_anthropic_documents(
 def test_vertex_claude_caches_are_per_project(migrated_db_url: str) -> None:
     # "Caches are unique to your Google Cloud project" (Vertex's Claude caching page); Claude 3
     # Haiku's minimum is 2,048 tokens (Anthropic's caching page).
-    terms = ContractStore(migrated_db_url).as_of("vertex", "claude-3-haiku", dt.date(2025, 1, 1))
+    terms = ContractStore(migrated_db_url).as_of("vertex", "claude-3-haiku", dt.date(2025, 6, 1))
     assert terms.scope == "project"
     assert terms.min_cacheable_tokens == 2048
 
