@@ -59,6 +59,7 @@ LAUNCHES = {
     ("google", "gemini-flash-1.5"): dt.date(2024, 5, 30),
     ("google", "gemini-pro-1.5"): dt.date(2024, 5, 30),
     ("google", "gemini-flash-1.5-8b"): dt.date(2024, 10, 3),
+    ("openai", "gpt-image-1"): dt.date(2025, 4, 23),
 }
 
 
@@ -245,6 +246,9 @@ def test_a_deepseek_generation_is_not_priced_once_replaced(
         ("google:gemini-flash-1.5", dt.date(2024, 8, 12), ("0.075", "0.3")),
         # Gemini 1.5 Pro at its release price $3.50 / $10.50 ([S] bigbullcloud.com).
         ("google:gemini-pro-1.5", dt.date(2024, 6, 1), ("3.5", "10.5")),
+        # gpt-image-1 at release: "$5 per million tokens of text input", "$40 per million
+        # tokens of output" ([S] ainews.oracelum.com, April 2025).
+        ("openai:gpt-image-1", dt.date(2025, 4, 23), ("5", "40")),
         # Kimi K2 Thinking Turbo $1.15 / $8 (genai-prices 0.2.3; a gateway's table [S]).
         ("moonshot:kimi-k2-thinking-turbo", dt.date(2025, 11, 6), ("1.15", "8")),
     ],
