@@ -60,6 +60,10 @@ LAUNCHES = {
     ("google", "gemini-pro-1.5"): dt.date(2024, 5, 30),
     ("google", "gemini-flash-1.5-8b"): dt.date(2024, 10, 3),
     ("openai", "gpt-image-1"): dt.date(2025, 4, 23),
+    ("vertex", "gemini-2.5-flash-preview-09-2025"): dt.date(2025, 9, 25),
+    ("vertex", "gemini-2.5-flash-lite-preview-09-2025"): dt.date(2025, 9, 25),
+    ("vertex", "gemini-3.1-pro-preview"): dt.date(2026, 2, 19),
+    ("vertex", "gemini-3.1-flash-lite-preview"): dt.date(2026, 3, 3),
 }
 
 
@@ -249,6 +253,11 @@ def test_a_deepseek_generation_is_not_priced_once_replaced(
         # gpt-image-1 at release: "$5 per million tokens of text input", "$40 per million
         # tokens of output" ([S] ainews.oracelum.com, April 2025).
         ("openai:gpt-image-1", dt.date(2025, 4, 23), ("5", "40")),
+        # The September 2025 previews: "$0.30/M input tokens$2.50/M output tokens" and
+        # "$0.10/M input tokens$0.40/M output tokens" (OpenRouter's pages [S], "Created Sep 25,
+        # 2025").
+        ("vertex:gemini-2.5-flash-preview-09-2025", dt.date(2025, 9, 25), ("0.3", "2.5")),
+        ("vertex:gemini-2.5-flash-lite-preview-09-2025", dt.date(2025, 10, 1), ("0.1", "0.4")),
         # Kimi K2 Thinking Turbo $1.15 / $8 (genai-prices 0.2.3; a gateway's table [S]).
         ("moonshot:kimi-k2-thinking-turbo", dt.date(2025, 11, 6), ("1.15", "8")),
     ],
