@@ -64,6 +64,7 @@ LAUNCHES = {
     ("vertex", "gemini-2.5-flash-lite-preview-09-2025"): dt.date(2025, 9, 25),
     ("vertex", "gemini-3.1-pro-preview"): dt.date(2026, 2, 19),
     ("vertex", "gemini-3.1-flash-lite-preview"): dt.date(2026, 3, 3),
+    ("moonshot", "kimi-k2.5"): dt.date(2026, 1, 27),
 }
 
 
@@ -260,6 +261,8 @@ def test_a_deepseek_generation_is_not_priced_once_replaced(
         ("vertex:gemini-2.5-flash-lite-preview-09-2025", dt.date(2025, 10, 1), ("0.1", "0.4")),
         # Kimi K2 Thinking Turbo $1.15 / $8 (genai-prices 0.2.3; a gateway's table [S]).
         ("moonshot:kimi-k2-thinking-turbo", dt.date(2025, 11, 6), ("1.15", "8")),
+        # Kimi K2.5 "$0.10 / $0.60 / $3.00" (hit / miss / out, [S] hivebook.wiki).
+        ("moonshot:kimi-k2.5", dt.date(2026, 1, 27), ("0.6", "3")),
     ],
 )
 def test_other_ids_from_launch(
