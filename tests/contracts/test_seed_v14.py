@@ -111,6 +111,8 @@ def test_days_before_caching_bill_every_prompt_token_at_the_input_price(
         ("bedrock:us.amazon.nova-micro-v1:0", dt.date(2026, 9, 30), ("0.035", "0.14")),
         # Nova Premier $2.50 / $12.50 (aicoach.pw's Nova Premier 1.0 listing [S]).
         ("bedrock:amazon.nova-premier-v1:0", dt.date(2025, 4, 30), ("2.5", "12.5")),
+        # Premier ran in US regions only, through its us. inference profile.
+        ("bedrock:us.amazon.nova-premier-v1:0", dt.date(2026, 1, 15), ("2.5", "12.5")),
     ],
 )
 def test_nova_caches_at_explicit_checkpoints_from_general_availability(
