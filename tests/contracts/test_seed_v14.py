@@ -92,6 +92,9 @@ def _terms(url: str, key: str, day: dt.date) -> ContractTerms:
         ("vertex:claude-3-haiku", dt.date(2024, 3, 13), ("0.25", "1.25")),
         ("vertex:claude-3-haiku", dt.date(2024, 12, 1), ("0.25", "1.25")),
         ("vertex:claude-3-opus", dt.date(2025, 2, 23), ("15", "75")),
+        # Vertex's ids carry the snapshot after an '@' (claude-3-haiku@20240307, as listed on
+        # https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/use-claude).
+        ("vertex:claude-3-haiku@20240307", dt.date(2024, 6, 1), ("0.25", "1.25")),
     ],
 )
 def test_days_before_caching_bill_every_prompt_token_at_the_input_price(
