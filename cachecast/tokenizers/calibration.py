@@ -25,7 +25,9 @@ whether anything is cached at all, so the approximation is calibrated against th
   files' first batches in the order the files are given, then as the merge by timestamp
   reads on; the first count to size a segment decides its size everywhere after. A
   distributed pass reads such files in one task, in that order (``passes.ray``), so that
-  they read the same wherever they are read.
+  they read the same wherever they are read. (``tokenize`` lists the files one after the
+  other and calibrates them in that order: the same sizes as a replay unless files that
+  share content hold more than one batch of records each.)
 - **A per-model ratio.** Every request with usage gives a sample ``(observed - fixed) /
   approximate text`` for its logged model; requests without usage get their model's
   (text-weighted) mean ratio, or their family's where the model itself has none yet.

@@ -72,7 +72,8 @@ class ParsedRecord:
 
 class RequestBuilder:
     """Builds the requests of one log, in its order (the clock runs from request to request:
-    ``last_timestamp`` is what a record without a timestamp gets)."""
+    ``last_timestamp`` is what a record without a timestamp gets). ``calibrator`` may be
+    None until the log's first record is read (``log_reader.CalibratorChoice``)."""
 
     def __init__(self, source: str, models: ModelChoice, calibrator: Calibrator | None) -> None:
         self.source = source
