@@ -1,7 +1,7 @@
-"""Revision 0021 (contracts-v13.json): Gemini 1.0 Pro, Bedrock's Meta Llama models and Azure
-OpenAI's GPT-3.5 Turbo / GPT-4 priced from launch, all without caching; Cohere's stored
-"explicit" versions corrected to mode none; the price-map row that brought the retired
-gemini-1.5-flash back removed.
+"""Revision 0021 (contracts-v13.json): Gemini 1.0 Pro, Bedrock's Meta Llama models, Azure
+OpenAI's GPT-3.5 Turbo / GPT-4 and Claude Instant 1.2 priced from launch, all without
+caching; Cohere's stored "explicit" versions corrected to mode none; the price-map row that
+brought the retired gemini-1.5-flash back removed.
 
 Expected terms are what the sources in docs/contracts.md ("contracts-v13") state, written here
 from those sources, not from the data file: Vertex AI's per-character price of Gemini 1.0 Pro
@@ -87,6 +87,29 @@ TODAY = dt.date(2026, 12, 5)
         # GPT-4 8K $0.03 / $0.06 per 1K tokens; GPT-4 Turbo (Regional) $11 / $33 per MTok.
         ("azure", "gpt-4", dt.date(2023, 8, 1), "gpt-4", ("30", "60")),
         ("azure", "gpt-4-turbo-2024-04-09", dt.date(2024, 6, 1), "gpt-4-turbo", ("11", "33")),
+        # Claude Instant 1.2: $1.63 / $5.51 at launch [U], $0.80 / $2.40 from Anthropic's
+        # pricing update of 2023-11-21 (https://www.anthropic.com/news/claude-2-1).
+        (
+            "anthropic",
+            "claude-instant-1.2",
+            dt.date(2023, 10, 1),
+            "claude-instant-1.2",
+            ("1.63", "5.51"),
+        ),
+        (
+            "anthropic",
+            "claude-instant-1",
+            dt.date(2024, 3, 1),
+            "claude-instant-1.2",
+            ("0.8", "2.4"),
+        ),
+        (
+            "bedrock",
+            "anthropic.claude-instant-v1",
+            dt.date(2024, 3, 1),
+            "regional.anthropic.claude-instant-v1",
+            ("0.8", "2.4"),
+        ),
     ],
 )
 def test_prices_the_sources_state_without_caching(
@@ -117,6 +140,8 @@ def test_prices_the_sources_state_without_caching(
         ("bedrock", "meta.llama2-13b-chat-v1", dt.date(2024, 8, 12)),
         # Llama 3.2 ends on the map's deprecation_date, 2026-07-07 [S].
         ("bedrock", "us.meta.llama3-2-3b-instruct-v1:0", dt.date(2026, 7, 7)),
+        # Anthropic retired claude-instant-1.2 on 2024-11-06 (its model deprecations page).
+        ("anthropic", "claude-instant-1.2", dt.date(2024, 11, 6)),
         # gemini-1.5-flash was shut down on 2025-09-24 and stays so (the price-map row of
         # 2026-12-03 is removed).
         ("google", "gemini-1.5-flash", dt.date(2026, 12, 3)),
@@ -164,6 +189,8 @@ TOUCHED = [
     ("azure", "gpt-3.5-turbo-instruct"),
     ("azure", "gpt-4"),
     ("azure", "gpt-4-0125-preview"),
+    ("anthropic", "claude-instant-1.2"),
+    ("bedrock", "regional.anthropic.claude-instant-v1"),
 ]
 
 
