@@ -160,6 +160,24 @@ def test_before_launch_is_refused_with_the_launch_day(migrated_db_url: str) -> N
         ContractStore(migrated_db_url).as_of("google", "gemini-pro", dt.date(2023, 12, 12))
 
 
+def test_gpt_4o_2024_08_06_has_its_own_price_before_caching(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    # OpenAI's Structured Outputs post: gpt-4o-2024-08-06 at $2.50 / $10.00 per MTok, while
+    # gpt-4o still named gpt-4o-2024-05-13 ($5 / $15) until 2024-10-02.
+    snapshot = store.as_of("openai", "gpt-4o-2024-08-06", dt.date(2024, 9, 1))
+    assert (snapshot.model, snapshot.input_per_mtok, snapshot.output_per_mtok) == (
+        "gpt-4o-2024-08-06",
+        Decimal("2.5"),
+        Decimal("10"),
+    )
+    assert snapshot.mode.value == "none"
+    assert store.as_of("openai", "gpt-4o", dt.date(2024, 9, 1)).input_per_mtok == Decimal(5)
+    # From OpenAI's caching launch (2024-10-01): reads at half the input price, $1.25.
+    cached = store.as_of("openai", "gpt-4o-2024-08-06", dt.date(2025, 1, 15))
+    assert (cached.mode.value, cached.read_multiplier) == ("automatic", Decimal("0.5"))
+    assert cached.read_multiplier * cached.input_per_mtok == Decimal("1.25")
+
+
 @pytest.mark.parametrize("model", ["command-r7b-12-2024", "command-a-03-2025"])
 def test_cohere_is_corrected_to_no_caching(migrated_db_url: str, model: str) -> None:
     store = ContractStore(migrated_db_url)
@@ -191,6 +209,7 @@ TOUCHED = [
     ("azure", "gpt-4-0125-preview"),
     ("anthropic", "claude-instant-1.2"),
     ("bedrock", "regional.anthropic.claude-instant-v1"),
+    ("openai", "gpt-4o-2024-08-06"),
 ]
 
 
