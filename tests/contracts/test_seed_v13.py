@@ -110,6 +110,9 @@ TODAY = dt.date(2026, 12, 5)
             "regional.anthropic.claude-instant-v1",
             ("0.8", "2.4"),
         ),
+        # xAI: grok-beta $5 / $15, grok-2-1212 (alias grok-2) $2 / $10 ([S] genai-prices 0.2.3).
+        ("xai", "grok-beta", dt.date(2024, 11, 1), "grok-beta", ("5", "15")),
+        ("xai", "grok-2", dt.date(2025, 3, 1), "grok-2-1212", ("2", "10")),
     ],
 )
 def test_prices_the_sources_state_without_caching(
@@ -210,6 +213,8 @@ TOUCHED = [
     ("anthropic", "claude-instant-1.2"),
     ("bedrock", "regional.anthropic.claude-instant-v1"),
     ("openai", "gpt-4o-2024-08-06"),
+    ("xai", "grok-beta"),
+    ("xai", "grok-2-1212"),
 ]
 
 
