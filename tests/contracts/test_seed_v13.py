@@ -181,6 +181,20 @@ def test_gpt_4o_2024_08_06_has_its_own_price_before_caching(migrated_db_url: str
     assert cached.read_multiplier * cached.input_per_mtok == Decimal("1.25")
 
 
+def test_mistral_tiny_is_mistral_7b_until_its_retirement(migrated_db_url: str) -> None:
+    store = ContractStore(migrated_db_url)
+    # Mistral's card mistral-7b-0-2.ts: apiNames open-mistral-7b, released 2023-12-11,
+    # retired 2025-03-30; $0.25 / $0.25 per MTok ([S] genai-prices 0.2.3 'mistral-tiny').
+    tiny = store.as_of("mistral", "mistral-tiny", dt.date(2024, 6, 1))
+    assert (tiny.model, tiny.input_per_mtok, tiny.output_per_mtok) == (
+        "open-mistral-7b",
+        Decimal("0.25"),
+        Decimal("0.25"),
+    )
+    with pytest.raises(UnknownContractError):
+        store.as_of("mistral", "mistral-tiny", dt.date(2025, 3, 30))
+
+
 @pytest.mark.parametrize("model", ["command-r7b-12-2024", "command-a-03-2025"])
 def test_cohere_is_corrected_to_no_caching(migrated_db_url: str, model: str) -> None:
     store = ContractStore(migrated_db_url)
@@ -215,6 +229,7 @@ TOUCHED = [
     ("openai", "gpt-4o-2024-08-06"),
     ("xai", "grok-beta"),
     ("xai", "grok-2-1212"),
+    ("mistral", "open-mistral-7b"),
 ]
 
 
