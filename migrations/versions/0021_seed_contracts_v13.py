@@ -7,10 +7,13 @@ Create Date: 2026-12-05
 
 Public recordings of 2023-2025 name models the catalog lacked: Google's Gemini 1.0 Pro
 (``gemini-pro``), Meta's Llama models on Bedrock (``meta.llama2-13b-chat-v1``...) and Azure
-OpenAI's GPT-3.5 Turbo and GPT-4 (``gpt-35-turbo``...). Each gets dated versions from its
-launch, all of mode ``none``: none of those providers cached prompts for these models. Launch
-dates are in ``data/lifecycle.json``; prices and sources are in each version's notes and in
-docs/contracts.md ("contracts-v13").
+OpenAI's GPT-3.5 Turbo and GPT-4 (``gpt-35-turbo``...); also Claude Instant 1.2 (Anthropic
+API and Bedrock), xAI's ``grok-beta`` and ``grok-2-1212`` and Mistral's ``mistral-tiny``
+(``open-mistral-7b``). Each gets dated versions from its launch, of mode ``none`` where the
+provider cached no prompts for it. ``gpt-4o-2024-08-06``, until now an alias of ``gpt-4o``,
+gets a contract of its own so that the days before 2024-10-01 carry the snapshot's price, not
+the pointer's. Launch dates are in ``data/lifecycle.json``; prices and sources are in each
+version's notes and in docs/contracts.md ("contracts-v13").
 
 Two corrections, explained in the same section:
 
