@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 # that only names a LogInput (every use case's) does not load them (start-up time).
 
 OnBadRecord = Literal["skip", "stop", "reject"]
+_Merged = TypeVar("_Merged")
 # The ``field`` of the error that reports a whole file as unreadable (no line).
 UNREADABLE_FIELD = "file"
 DEFAULT_RECORDS_NAME = "request"
@@ -292,9 +293,14 @@ class LogReading:
         # Running totals for the per-log limits (docs/limits.md), over every source.
         self.records_read = 0
         self.tokens_read = 0
-        # Approximate tokenizations are calibrated per source (file, or the inline records):
-        # a file reads the same whether it is read here or by a distributed worker.
-        self.calibrators: dict[int, Calibrator] = {}
+        # Approximate tokenizations are calibrated per cache (tokenizers.calibration, "Equal
+        # content, equal length"): the sources that share the run's cache share one
+        # calibrator (key None), a file that keeps a cache of its own (no timestamps, in a
+        # run over several sources) has its own (key: its index), chosen as its first record
+        # is read. Whoever reads the sources (one process, a distributed worker) reads those
+        # that share one in the same order, so that they read the same everywhere.
+        self.calibrators: dict[int | None, Calibrator] = {}
+        self.own_cache: dict[int, bool] = {}  # per file, decided by its first record
 
     def _count(self, request: TokenizedRequest, bad_lines: int) -> None:
         """Count one request (and the bad lines met so far) against the per-log limits,
@@ -315,7 +321,9 @@ class LogReading:
         except LimitExceededError as error:
             raise self.relocated(error) from None
 
-    def calibrator(self, index: int) -> Calibrator:
+    def calibrator(self, index: int | None = None) -> Calibrator:
+        """The calibrator of the run's shared cache (``index`` None) or of the source at
+        ``index`` that keeps a cache of its own."""
         found = self.calibrators.get(index)
         if found is None:
             from cachecast.tokenizers.calibration import Calibrator
@@ -328,7 +336,7 @@ class LogReading:
         """What the calibration of every source read so far learned, per logged model."""
         from cachecast.tokenizers.calibration import merged
 
-        return merged([self.calibrators[index].models for index in sorted(self.calibrators)])
+        return merged([calibrator.models for calibrator in self.calibrators.values()])
 
     def requests(
         self,
@@ -356,10 +364,7 @@ class LogReading:
 
         packer = PromptPacker()
         streams = [map(packer.pack, stream) for stream in streams]
-        if len(streams) == 1:
-            arriving = streams[0]
-        else:
-            arriving = heapq.merge(*streams, key=lambda request: request.timestamp)
+        arriving = merged_sources(streams, lambda request: request.timestamp)
         window = in_timestamp_order(arriving, DEFAULT_REORDER_WINDOW, weigh=packer.held_bytes)
         ordered = map(packer.unpack, window)
         if cache_objects:
@@ -399,7 +404,7 @@ class LogReading:
                 strict=strict,
                 errors=found,
                 settled=True,  # a LogInput's records are complete and frozen with it
-                calibrator=self.calibrator(index),
+                calibrator=self.calibrator(),  # inline records share the run's cache
             ):
                 self.requests_by_source[name] += 1
                 self._count(request, found.total)
@@ -416,15 +421,21 @@ class LogReading:
     ) -> Iterator[TokenizedRequest]:
         """One file's requests. In a run over several files (bad lines skipped), a file that
         cannot be read at all is reported (``field`` "file", no line) and the run goes on
-        with the others (docs/errors.md, "Runs over many files"); a file whose first request
+        with the others (docs/errors.md, "Runs over many files"); a file whose first record
         has no timestamp keeps a cache of its own (its scope names the file), since nothing
-        says when its requests ran next to the other files'."""
+        says when its requests ran next to the other files', and a calibration of its own."""
         log = self.log
         file = log.files[index]
         found = BadRecords()
         several = len(log.source_names) > 1
         tolerant = log.skips_unreadable_files
-        own_scope: bool | None = None if several else False
+
+        def choose(first: float) -> Calibrator:
+            # Decided by the file's first record, before any of its requests is calibrated.
+            own = self.own_cache[index] = several and first == first_timestamp == 0.0
+            return self.calibrator(index if own else None)
+
+        own_scope: bool | None = None
         try:
             stream = read_log(
                 opened if opened is not None else file.path,
@@ -436,12 +447,12 @@ class LogReading:
                 errors=found,
                 format=file.format,
                 results=file.results,
-                calibrator=self.calibrator(index),
+                calibrator=choose,
                 first_timestamp=first_timestamp,
             )
             for request in stream:
                 if own_scope is None:
-                    own_scope = request.timestamp == first_timestamp == 0.0
+                    own_scope = self.own_cache.get(index, False)
                 if own_scope:
                     request = replace(request, scope=f"{request.scope} [{name}]")
                 self.requests_by_source[name] += 1
@@ -503,6 +514,17 @@ class LogReading:
     def finish(self) -> None:
         """After the pass: see :func:`check_reading`."""
         check_reading(self.log, self.errors, self.requests_by_source)
+
+
+def merged_sources(
+    streams: Sequence[Iterator[_Merged]], timestamp: Callable[[_Merged], float]
+) -> Iterator[_Merged]:
+    """The sources' requests merged by timestamp (ties: the earlier source first), each
+    source read as far as the merge needs: the order in which the sources that share a
+    calibration are read, here and on a distributed worker (``passes.ray.shipping``)."""
+    if len(streams) == 1:
+        return streams[0]
+    return heapq.merge(*streams, key=timestamp)
 
 
 def check_reading(

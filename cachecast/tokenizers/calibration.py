@@ -12,12 +12,22 @@ whether anything is cached at all, so the approximation is calibrated against th
   ``<message>``, the reply priming) and placeholders of non-text inputs (documented fixed
   counts) are not text and keep their count.
 - **Equal content, equal length.** A segment whose content was already sized keeps that
-  size in every later request of the file (:class:`Calibrator` remembers it by a hash of
-  its ids; one calibrator per file, so that a file reads the same wherever it is read), so
-  prefixes shared across requests stay identical token for token and can be matched; only
-  the segments a request brings first are scaled to meet its count. A repeat whose count
-  differs from the sizes already fixed puts the difference in its last text segment (that
-  request only).
+  size in every later request that shares its cache (:class:`Calibrator` remembers it by
+  a hash of its ids), so prefixes shared across requests stay identical token for token
+  and can be matched; only the segments a request brings first are scaled to meet its
+  count. A repeat whose count differs from the sizes already fixed puts the difference in
+  its last text segment (that request only).
+- **One calibrator per cache.** The sources of a run that share its cache (files with
+  timestamps, records given inline) share one calibrator, so that a prefix one file
+  writes and another reads has one length in both; a file without timestamps, which keeps
+  a cache of its own, keeps a calibrator of its own, chosen when its first record is read
+  (``passes.log_input.LogReading``). Sizes follow the order the records are read in: the
+  files' first batches in the order the files are given, then as the merge by timestamp
+  reads on; the first count to size a segment decides its size everywhere after. A
+  distributed pass reads such files in one task, in that order (``passes.ray``), so that
+  they read the same wherever they are read. (``tokenize`` lists the files one after the
+  other and calibrates them in that order: the same sizes as a replay unless files that
+  share content hold more than one batch of records each.)
 - **A per-model ratio.** Every request with usage gives a sample ``(observed - fixed) /
   approximate text`` for its logged model; requests without usage get their model's
   (text-weighted) mean ratio, or their family's where the model itself has none yet.
@@ -218,7 +228,7 @@ class _Remembered:
 
 @dataclass(slots=True)
 class Calibrator:
-    """Calibration state of one pass over a log (every file of it): see the module text.
+    """Calibration state of the sources of one pass that share a cache: see the module text.
 
     ``tokenize_as`` is the model the pass tokenizes every record as (None: each record as
     its own model); ``framing`` the start / message / end special ids of its framing."""

@@ -11,7 +11,7 @@ is ``request_build``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,11 @@ BATCH_CHARACTERS = 8_000_000
 
 _Item = ParsedRecord | TokenizedRequest | LogRecordError
 
+CalibratorChoice = Callable[[float], Calibrator]
+"""The calibrator of a log, chosen once its first record is read, from that record's
+timestamp (``first_timestamp`` where it has none of its own): whether the log shares a
+calibration with the other logs of its run depends on it (``passes.log_input``)."""
+
 
 @dataclass(slots=True)
 class _Started:
@@ -67,7 +72,9 @@ class LogReader:
     """Reads one log's numbered records. ``reuse``: the records are ours alone (nobody
     changes one after handing it over), so a conversation's later requests may take its
     earlier rendering over. ``first_timestamp`` is what records without a timestamp get
-    before any record with one."""
+    before any record with one. ``calibrator``: the calibration of approximate
+    tokenizations (None: one of the log's own), or a :data:`CalibratorChoice` made when
+    the first record is read, before any request is calibrated."""
 
     def __init__(
         self,
@@ -77,7 +84,7 @@ class LogReader:
         errors: list[LogRecordError] | None,
         cache: SegmentCache | None,
         reuse: bool,
-        calibrator: Calibrator | None = None,
+        calibrator: Calibrator | CalibratorChoice | None = None,
         first_timestamp: float = 0.0,
     ) -> None:
         self.source = source
@@ -86,8 +93,11 @@ class LogReader:
         self.errors = errors
         self.cache = cache if cache is not None else SegmentCache()
         self.encoders: dict[str, BatchEncoder] = {}
+        self.choose: CalibratorChoice | None = None
         if calibrator is None:
             calibrator = Calibrator(models.model)
+        elif not isinstance(calibrator, Calibrator):
+            self.choose, calibrator = calibrator, None
         self.builder = RequestBuilder(source, models, calibrator)
         self.builder.last_timestamp = first_timestamp
         # Latest rendered request per conversation (None: no reuse).
@@ -132,7 +142,13 @@ class LogReader:
 
     def parse(self, number: int, record: dict[str, Any]) -> _Item:
         try:
-            return self._parse(number, record)
+            item = self._parse(number, record)
+            if self.choose is not None:  # the first record read: before any is calibrated
+                timestamp = item.timestamp
+                first = self.builder.last_timestamp if timestamp is None else timestamp
+                self.builder.calibrator = self.choose(first)
+                self.choose = None
+            return item
         except RecordFieldError as exc:
             return LogRecordError(self.source, number, exc.field, exc.reason)
         except UnknownModelError as exc:

@@ -67,7 +67,7 @@ from cachecast.logs.sanitize import checked
 from cachecast.logs.stream import LogStream
 from cachecast.tokenizers.calibration import Calibrator
 from cachecast.tokenizers.encode import SegmentCache
-from cachecast.tokenizers.log_reader import LogReader
+from cachecast.tokenizers.log_reader import CalibratorChoice, LogReader
 from cachecast.tokenizers.request_build import ModelChoice
 from cachecast.tokenizers.types import TokenizedRequest
 
@@ -86,7 +86,7 @@ def read_log(
     cache: SegmentCache | None = None,
     format: str | None = None,
     results: str | Path | None = None,
-    calibrator: Calibrator | None = None,
+    calibrator: Calibrator | CalibratorChoice | None = None,
     first_timestamp: float = 0.0,
 ) -> Iterator[TokenizedRequest]:
     """Stream a log of any format ``cachecast.logs`` reads (detected, or ``format``; a batch
@@ -94,7 +94,8 @@ def read_log(
     instead of a path: its counts then tell the caller whether any record was readable.
     ``name`` is what errors and requests call the file (default: its path).
     ``first_timestamp`` is what records without a timestamp get before any record with one
-    (a part of a file read on its own passes NaN, to learn which inherit it from before)."""
+    (a part of a file read on its own passes NaN, to learn which inherit it from before).
+    ``calibrator``: see ``log_reader.LogReader``."""
     if isinstance(path, LogStream):
         stream = path
     else:
@@ -125,7 +126,7 @@ def read_records(
     errors: list[LogRecordError] | None = None,
     cache: SegmentCache | None = None,
     settled: bool = False,
-    calibrator: Calibrator | None = None,
+    calibrator: Calibrator | CalibratorChoice | None = None,
 ) -> Iterator[TokenizedRequest]:
     """Like :func:`read_log` for records already in memory (line = 1-based position).
     ``settled``: the records are all built and nobody changes them while they are read (a

@@ -72,9 +72,10 @@ class ParsedRecord:
 
 class RequestBuilder:
     """Builds the requests of one log, in its order (the clock runs from request to request:
-    ``last_timestamp`` is what a record without a timestamp gets)."""
+    ``last_timestamp`` is what a record without a timestamp gets). ``calibrator`` may be
+    None until the log's first record is read (``log_reader.CalibratorChoice``)."""
 
-    def __init__(self, source: str, models: ModelChoice, calibrator: Calibrator) -> None:
+    def __init__(self, source: str, models: ModelChoice, calibrator: Calibrator | None) -> None:
         self.source = source
         self.models = models
         self.calibrator = calibrator
@@ -130,6 +131,7 @@ class RequestBuilder:
             and not tokenizer.exact
         ):
             # No public tokenizer: scale the approximation to the provider's count.
+            assert self.calibrator is not None  # chosen when the log's first record was read
             if not self.calibrator.compatible(item.logged_model, item.model):
                 count = None
             framing = tokenizer.framing

@@ -223,3 +223,31 @@ def test_one_file_in_tapered_parts_equals_single_process(
     assert partitioned.model_dump(mode="json") == single.model_dump(mode="json")
     assert [row.as_record() for row in ray_rows] == [row.as_record() for row in single_rows]
     assert executor.stats[0].parts >= 10
+
+
+def test_files_sharing_a_cache_are_calibrated_together_on_a_worker(
+    ray_cluster: str, migrated_db_url: str, tmp_path: Path
+) -> None:
+    """Files with timestamps share the run's cache and its calibration (the first file given
+    sizes the shared system prompt); a file without timestamps keeps both its own. A worker
+    reads them in one part, in the order one process does: the same report and rows."""
+    from tests.predictions.test_calibration import FROM_READ, write_pair
+
+    writing, reading = write_pair(tmp_path)
+    own_folder = tmp_path / "own"
+    own_folder.mkdir()
+    _, untimed = write_pair(own_folder, timestamps=False)
+    request = EstimateRequest(
+        log=LogInput.of_paths([reading, writing, untimed]),
+        targets=["anthropic:claude-sonnet-4-5"],
+        at=AT,
+    )
+    single, single_rows, partitioned, ray_rows, executor = run_both(
+        request, migrated_db_url, 1 << 20
+    )
+    assert partitioned == single
+    assert ray_rows == single_rows
+    assert [stats.parts for stats in executor.stats] == [1]
+    # The write's prefix is read once, by the timed read (the untimed file reads only its own
+    # cache, in which nothing was written before it).
+    assert single["targets"][0]["cache_read_tokens"] == FROM_READ

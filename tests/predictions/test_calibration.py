@@ -9,13 +9,15 @@ reader; observed counts are the ones the records report.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cachecast.contracts import ContractStore
-from cachecast.passes.log_input import LogInput
+from cachecast.passes.log_input import LogInput, LogReading
 from cachecast.tokenizers import read_records
 from cachecast.tokenizers.calibration import Calibrator, tokenizer_family
 from cachecast.tokenizers.openai_data import load_openai_encoding
@@ -204,3 +206,125 @@ def test_another_family_s_count_does_not_calibrate() -> None:
     (request,) = read_records([record], "log", model=SONNET)
     assert request.input_tokens != 999
     assert request.tokenizer.endswith("uncalibrated")
+
+
+# Two recordings of one cached system prompt, a write and, 5 s later, a read, each in a file
+# of its own (as VCR-style test suites record them), with usage in Anthropic's fields
+# (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching, "Tracking cache
+# performance": input_tokens after the last breakpoint, cache_creation_input_tokens,
+# cache_read_input_tokens). Figures set by hand: the system text counts 3/2 of its o200k
+# length, A's question too, B's longer question 7/4 of its length (a different ratio, so
+# that B fitted alone sizes the shared system prompt differently).
+STORE_POLICY = (
+    "Store policy: returns are accepted within thirty days with a receipt; power tools must"
+    " be unopened; paint mixed to order cannot be returned; gift cards are final. "
+) * 30
+QUESTION_A = "Can I return a cordless drill if the box is opened but it was never used? " * 3
+QUESTION_B = (
+    "I bought a cordless drill, a box of wood screws and two litres of paint mixed in a"
+    " custom shade last Tuesday, and I kept the receipt. "
+) * 6
+SYSTEM_BLOCK = BLOCK_FRAMING + text_tokens(STORE_POLICY) * 3 // 2  # through the breakpoint
+FRESH_A = BLOCK_FRAMING + text_tokens(QUESTION_A) * 3 // 2 + PRIMING
+FRESH_B = BLOCK_FRAMING + text_tokens(QUESTION_B) * 7 // 4 + PRIMING
+
+
+def recorded(timestamp: int | None, question: str, read: int, written: int, fresh: int) -> str:
+    record: dict[str, Any] = {
+        "provider": "anthropic",
+        "model": SONNET,
+        "request": {
+            "max_tokens": 100,
+            "system": [block(STORE_POLICY, marked=True)],
+            "messages": [{"role": "user", "content": question}],
+        },
+        "response": anthropic_usage(fresh, read, written),
+    }
+    if timestamp is not None:
+        record["timestamp"] = timestamp
+    return json.dumps(record) + "\n"
+
+
+def write_pair(folder: Path, timestamps: bool = True) -> tuple[Path, Path]:
+    writing, reading = folder / "cache_write.jsonl", folder / "cache_read.jsonl"
+    writing.write_text(recorded(1_780_000_000, QUESTION_A, 0, SYSTEM_BLOCK, FRESH_A))
+    reading.write_text(
+        recorded(1_780_000_005 if timestamps else None, QUESTION_B, SYSTEM_BLOCK, 0, FRESH_B)
+    )
+    return writing, reading
+
+
+def fitted_system(fresh: int, read: int, written: int, question: str) -> int:
+    """The system segment of a request fitted to its own count alone: its text's share of
+    the observed text (cumulative rounding), plus its framing."""
+    fixed, text = fixed_and_text(STORE_POLICY, question)
+    share = (fresh + read + written - fixed) * text_tokens(STORE_POLICY) // text
+    return BLOCK_FRAMING + share
+
+
+FROM_WRITE = fitted_system(FRESH_A, 0, SYSTEM_BLOCK, QUESTION_A)
+FROM_READ = fitted_system(FRESH_B, SYSTEM_BLOCK, 0, QUESTION_B)
+
+
+def rows_by_file(report: Any) -> dict[str, Any]:
+    return {Path(row.source).name: row for row in report.requests}
+
+
+def test_a_prefix_written_in_one_file_is_read_in_the_next(
+    store: ContractStore, tmp_path: Path
+) -> None:
+    """Files with timestamps share the run's cache, so they share its calibration: the
+    system prompt keeps the size the write's count gave it, and the read in the other file
+    matches it. Fitted apart, the two sizes differ by dozens of tokens and nothing was read."""
+    writing, reading = write_pair(tmp_path)
+    assert FROM_READ - FROM_WRITE > 30  # the sizes each file's own calibration gave
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([writing, reading])), store)
+    rows = rows_by_file(report)
+    read_row, write_row = rows[reading.name], rows[writing.name]
+    assert read_row.observed_cache_read_tokens == SYSTEM_BLOCK
+    assert abs(read_row.predicted_cache_read_tokens - SYSTEM_BLOCK) <= TOLERANCE_TOKENS
+    assert abs(write_row.predicted_cache_write_tokens - SYSTEM_BLOCK) <= TOLERANCE_TOKENS
+    assert write_row.predicted_cache_read_tokens == 0
+
+
+def test_the_first_file_given_sizes_the_shared_prefix(store: ContractStore, tmp_path: Path) -> None:
+    """The files' first records are read in the order the files are given: the read file
+    named first sizes the system prompt by its own count, the write keeps that size, and
+    the read still matches what the write cached (the size is off as B's count says)."""
+    writing, reading = write_pair(tmp_path)
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([reading, writing])), store)
+    rows = rows_by_file(report)
+    assert rows[writing.name].predicted_cache_write_tokens == FROM_READ
+    assert rows[reading.name].predicted_cache_read_tokens == FROM_READ
+
+
+def system_lengths(paths: list[Path]) -> dict[str, int]:
+    reading = LogReading(LogInput.of_paths(paths), None)
+    found = {}
+    for request in reading.requests():
+        (system,) = [s for s in request.segments if s.label == "system[0]"]
+        found[Path(request.source).name] = system.end - system.start
+    return found
+
+
+def test_files_with_timestamps_size_a_shared_segment_alike(tmp_path: Path) -> None:
+    writing, reading = write_pair(tmp_path)
+    both = {writing.name: FROM_WRITE, reading.name: FROM_WRITE}
+    assert system_lengths([writing, reading]) == both
+    both = {writing.name: FROM_READ, reading.name: FROM_READ}
+    assert system_lengths([reading, writing]) == both
+
+
+def test_a_file_without_timestamps_keeps_its_own_calibration(
+    store: ContractStore, tmp_path: Path
+) -> None:
+    """A file whose records carry no timestamp keeps a cache of its own in a run over
+    several files, and so its own calibration: it reads as it reads alone, and reads
+    nothing the other file wrote."""
+    writing, reading = write_pair(tmp_path, timestamps=False)
+    assert system_lengths([reading]) == {reading.name: FROM_READ}
+    both = {writing.name: FROM_WRITE, reading.name: FROM_READ}
+    assert system_lengths([writing, reading]) == both
+    assert system_lengths([reading, writing]) == both
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([writing, reading])), store)
+    assert rows_by_file(report)[reading.name].predicted_cache_read_tokens == 0

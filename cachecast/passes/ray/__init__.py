@@ -9,7 +9,10 @@ three stages:
    JSON lines a byte range of one cut at line starts (``logs.ranges``), so that several
    workers share a large file; parts are about ``1 / (PARTS_PER_CPU * CPUs)`` of the log,
    or for a log of one file parts that get smaller towards its end
-   (:func:`planning.tapered_cuts`: less is left to replay once the tokenizing ends). A task
+   (:func:`planning.tapered_cuts`: less is left to replay once the tokenizing ends). A pass
+   of an approximate tokenizer reads whole files, all of them in one part (merged by
+   timestamp, as one process reads them): the files that share a cache share its
+   calibration, and a segment keeps the size the first count read gave it. A task
    reads and tokenizes its part exactly as one process does
    (``LogReading.source_requests``), computes each request's partition key
    (``partition.partition_key``) and, where the replay does not read the ids, the keys the

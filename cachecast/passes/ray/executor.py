@@ -104,14 +104,17 @@ class RayExecutor:
         policies = [target_policy(totals, work.auto_cache_control) for totals in empty]
         unit = common_unit(policies)
         # An approximate tokenizer is calibrated on the log as it is read (a ratio learned from
-        # earlier usage applies to later records): its files are read whole, as one process
-        # reads them, never cut into parts that would each start uncalibrated.
+        # earlier usage applies to later records, a segment keeps the size first fitted to
+        # it), one calibration per cache: its files are read whole and together, in the
+        # order one process reads them, never cut into parts that would each start
+        # uncalibrated or size a shared prefix apart (docs/predictions.md, calibration).
         calibrated = not get_tokenizer(work.tokenizer_pass.tokenize_as).exact
         parts = plan_parts(
             work.log,
             self.part_bytes or default_part_bytes(work.log),
             split=not calibrated,
             taper=None if self.part_bytes else cluster_cpus(),
+            together=calibrated,
         )
         stats = PassStats(
             len(parts),
@@ -196,8 +199,9 @@ class RayExecutor:
                     work.per_request(row)
         names = work.log.source_names
         requests_by_source = dict.fromkeys(names, 0)
-        for part, outcome in zip(parts, outcomes, strict=True):
-            requests_by_source[names[part.file_index]] += outcome.requests
+        for outcome in outcomes:
+            for name, count in outcome.requests_by_source.items():
+                requests_by_source[name] += count
             stats.stages.add(outcome.stages)
         stats.merge_wall = time.perf_counter() - began
         stats.stages.merge += stats.merge_wall
@@ -246,7 +250,7 @@ class RayExecutor:
                 handed.append(replayer.feed.remote(pass_id, carried, its_buckets, ref))
 
         outcomes: list[PartOutcome] = []
-        last: dict[int, float] = {}  # the last timestamp of each file's parts so far
+        last: dict[int | None, float] = {}  # the last timestamp of each file's parts so far
         for part, generator in zip(parts, generators, strict=True):
             # What one process reading the file from its start gives the part's records
             # that have no timestamp of their own nor an earlier one in the part.

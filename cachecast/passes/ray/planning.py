@@ -24,10 +24,11 @@ MIN_PART_BYTES = 4 * 1024 * 1024  # below this a part's fixed costs outweigh the
 
 @dataclass(frozen=True, slots=True)
 class LogPart:
-    """A whole file (``lines`` None: read by its format's reader) or one range of it."""
+    """A whole file (``lines`` None: read by its format's reader) or one range of it; or
+    (``file_index`` None) every file of the log, read together as one process reads them."""
 
     index: int  # position among all the pass's parts
-    file_index: int
+    file_index: int | None
     lines: LineRange | None
 
 
@@ -40,12 +41,20 @@ def default_part_bytes(log: LogInput) -> int:
 
 
 def plan_parts(
-    log: LogInput, part_bytes: int, *, split: bool = True, taper: int | None = None
+    log: LogInput,
+    part_bytes: int,
+    *,
+    split: bool = True,
+    taper: int | None = None,
+    together: bool = False,
 ) -> list[LogPart]:
     """Every file as one part, except (``split``) cachecast JSON lines over ``part_bytes``,
     cut into ranges of about that size (see ``logs.ranges``); ``taper``: a log of one file
     is cut into parts that get smaller towards its end instead, for that many CPUs
-    (:func:`tapered_cuts`)."""
+    (:func:`tapered_cuts`). ``together``: the files are one part, read as one process reads
+    them (a calibration shared by the files that share a cache: ``passes.log_input``)."""
+    if together and len(log.files) > 1:
+        return [LogPart(0, None, None)]
     parts: list[LogPart] = []
     for file_index, file in enumerate(log.files):
         ranges: list[LineRange | None] = [None]

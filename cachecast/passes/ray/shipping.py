@@ -16,6 +16,7 @@ import pickle
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import ray
@@ -24,7 +25,7 @@ from cachecast.core.errors import LogRecordError
 from cachecast.logs import LogStream, open_log
 from cachecast.logs.ranges import open_range
 from cachecast.logs.stream import Item as LogItem
-from cachecast.passes.log_input import LogInput, LogReading
+from cachecast.passes.log_input import LogInput, LogReading, merged_sources
 from cachecast.passes.ray.planning import LogPart
 from cachecast.passes.ray.stats import StageSeconds
 from cachecast.simulator.compact import Compactor, KeyNeeds
@@ -111,7 +112,7 @@ class PartOutcome:
     """What reading one part found besides its requests."""
 
     errors: list[LogRecordError]
-    requests: int
+    requests_by_source: dict[str, int]
     last_timestamp: float  # NaN: no request of the part had a timestamp of its own
     inherits: bool  # some request took its timestamp from before the part
     stages: StageSeconds
@@ -137,10 +138,47 @@ def _timed(stream: LogStream, stages: StageSeconds) -> LogStream:
     return timed
 
 
-def _open_part(log: LogInput, part: LogPart) -> LogStream:
-    file = log.files[part.file_index]
-    name = log.source_names[part.file_index]
-    if part.lines is None:
+def _part_requests(
+    reading: LogReading, part: LogPart, stages: StageSeconds
+) -> Iterator[tuple[int, TokenizedRequest]]:
+    """The part's requests, each with the index of its file: one file (or a range of it) in
+    file order, or every file merged as ``LogReading.requests`` merges them (the order in
+    which the files that share a calibration are read)."""
+    log = reading.log
+    if part.file_index is None:
+        streams = [
+            map(
+                partial(_tagged, index),
+                reading.source_requests(index, _timed_open(log, index, stages)),
+            )
+            for index in range(len(log.files))
+        ]
+        return merged_sources(streams, _tagged_timestamp)
+    inside = part.lines is not None and part.lines.start > 0
+    requests = reading.source_requests(
+        part.file_index,
+        _timed(_open_part(log, part.file_index, part), stages),
+        UNKNOWN_TIMESTAMP if inside else 0.0,
+    )
+    return map(partial(_tagged, part.file_index), requests)
+
+
+def _tagged(index: int, request: TokenizedRequest) -> tuple[int, TokenizedRequest]:
+    return index, request
+
+
+def _tagged_timestamp(tagged: tuple[int, TokenizedRequest]) -> float:
+    return tagged[1].timestamp
+
+
+def _timed_open(log: LogInput, index: int, stages: StageSeconds) -> LogStream:
+    return _timed(_open_part(log, index, None), stages)
+
+
+def _open_part(log: LogInput, file_index: int, part: LogPart | None) -> LogStream:
+    file = log.files[file_index]
+    name = log.source_names[file_index]
+    if part is None or part.lines is None:
         return open_log(file.path, format=file.format, results=file.results, name=name)
     return open_range(file.path, part.lines, name)
 
@@ -179,12 +217,7 @@ def tokenize_and_shuffle(
     began = clock()
     stages = StageSeconds()
     reading = LogReading(log, tokenize_as)
-    inside = part.lines is not None and part.lines.start > 0
-    requests = reading.source_requests(
-        part.file_index,
-        _timed(_open_part(log, part), stages),
-        UNKNOWN_TIMESTAMP if inside else 0.0,
-    )
+    requests = _part_requests(reading, part, stages)
     # Where the ids travel the replay's policies key them as in one process (reusing each
     # session's earlier keys): shipping keys besides would only cost their pickling.
     compact = None if ids else Compactor(needs).compact
@@ -194,7 +227,7 @@ def tokenize_and_shuffle(
     held = 0
     last, inherits = UNKNOWN_TIMESTAMP, False
     shuffled = 0.0
-    for request in requests:
+    for file_index, request in requests:
         timestamp = request.timestamp
         if math.isnan(timestamp):
             inherits = True
@@ -213,7 +246,7 @@ def tokenize_and_shuffle(
         elif shared:
             values = values_with(values, segments=request.segments[shared:])
         chunk[bucket].append(
-            ((timestamp, part.file_index, request.line), part.index, extends, shared, values)
+            ((timestamp, file_index, request.line), part.index, extends, shared, values)
         )
         held += 1
         if held >= chunk_requests:
@@ -229,10 +262,9 @@ def tokenize_and_shuffle(
     shuffled += clock() - moved
     stages.shuffle = shuffled
     stages.tokenize = clock() - began - stages.read - shuffled
-    name = log.source_names[part.file_index]
     yield PartOutcome(
         reading.errors,
-        reading.requests_by_source[name],
+        {name: count for name, count in reading.requests_by_source.items() if count},
         last,
         inherits,
         stages,
