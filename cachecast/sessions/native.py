@@ -250,6 +250,7 @@ class _Response:
     session: str
     version: str | None
     usage: dict[str, Any]
+    provider: str
 
 
 class _ClaudeFile:
@@ -346,8 +347,25 @@ def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bo
     return rest.startswith(b":") and rest[1:].lstrip().startswith(value)
 
 
+@dataclass(frozen=True, slots=True)
+class ModelDefaults:
+    """The model and provider given for the requests whose lines name none (``--model``,
+    ``--provider``: ``LogInput.default_model``/``default_provider``)."""
+
+    model: str | None = None
+    provider: str | None = None
+
+
+NO_DEFAULTS = ModelDefaults()
+NO_MODEL = "no model on this line; give --model"
+
+
 def claude_requests(
-    path: Path, name: str, seen: set[str], skipped: Counter[str]
+    path: Path,
+    name: str,
+    seen: set[str],
+    skipped: Counter[str],
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> Iterator[SessionRequest | LogRecordError]:
     project = _claude_project(path)
     state = _ClaudeFile(name)
@@ -360,7 +378,7 @@ def claude_requests(
         try:
             lineage = state.lineage(event)
             if lineage is not None and event.get("type") == "assistant":
-                _claude_line(event, line, lineage, state, responses, seen, skipped)
+                _claude_line(event, line, lineage, state, responses, seen, skipped, defaults)
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
@@ -384,6 +402,7 @@ def _claude_line(
     responses: dict[str, _Response],
     seen: set[str],
     skipped: Counter[str],
+    defaults: ModelDefaults,
 ) -> None:
     message = require_dict(event.get("message"), "message")
     usage = message.get("usage")
@@ -412,7 +431,13 @@ def _claude_line(
     state.names.add(message_id)
     timestamp = event.get("timestamp")
     version = event.get("version")
-    model = _text(model, "message.model")
+    if model is None or model == "":
+        if defaults.model is None:
+            raise RecordFieldError("message.model", NO_MODEL)
+        model, provider = defaults.model, defaults.provider
+    else:
+        model, provider = _text(model, "message.model"), None
+    provider = _claude_provider(model, provider)
     if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
         model = f"{model}{FAST_MODE_SUFFIX}"
     responses[key] = _Response(
@@ -427,17 +452,21 @@ def _claude_line(
         session=_text(event.get("sessionId"), "sessionId"),
         version=version[:40] if isinstance(version, str) else None,
         usage=usage,
+        provider=provider,
     )
     lineage.event = None
 
 
-def _claude_provider(model: str) -> str:
+def _claude_provider(model: str, given: str | None = None) -> str:
     """Who billed a Claude Code request, told by the model id's form: Amazon Bedrock's
     (``us.anthropic.claude-...-v1:0``, an inference profile ARN), Google Vertex AI's
-    (``claude-...@20250929``), else Anthropic's API (docs/clients.md, "Format variants")."""
+    (``claude-...@20250929``), else the provider ``given`` for a line naming no model
+    (``--provider``), else Anthropic's API (docs/clients.md, "Format variants")."""
     if model.startswith("arn:aws:bedrock") or "anthropic." in model:
         return "bedrock"
-    return "vertex" if "@" in model else "anthropic"
+    if "@" in model:
+        return "vertex"
+    return given or "anthropic"
 
 
 def _message_id(message: dict[str, Any], event: dict[str, Any], line: int) -> str:
@@ -527,7 +556,7 @@ def _claude_request(
         usage,
         root=None if lineage else response.root,
         event=event,
-        provider=_claude_provider(response.model),
+        provider=response.provider,
         client_version=response.version,
         client=CLAUDE_CODE,
         session=response.session,
