@@ -102,6 +102,7 @@ def make_request(
     project: str = "",
     user_turn: bool = False,
     reasoning: int = 0,
+    directory_change: tuple[str, str] | None = None,
 ) -> SessionRequest:
     """A request from its normalized usage (the one place facts and split are made)."""
     if usage.input_tokens is None:
@@ -125,6 +126,7 @@ def make_request(
         subagent=any(mark in lineage for mark in SUBAGENT_MARKS),
         parent=lineage.split(COMPACTION_MARK, 1)[0] if COMPACTION_MARK in lineage else None,
         user_turn=user_turn,
+        directory_change=directory_change,
     )
     observed = ObservedSplit(
         read=read,
@@ -233,6 +235,11 @@ class _Lineage:
     root: str | None = None
     awaiting_root: bool = False  # the conversation restarted: its next user line is its root
     event: str | None = None  # "compacted", "restarted": said on its next request
+    # The working directory of the prompt that opened the lineage's latest turn, and of a
+    # prompt since whose turn has not started yet (its first response not seen): a turn
+    # whose prompt's directory differs has its environment context rebuilt (docs/clients.md).
+    turn_cwd: str | None = None
+    prompt_cwd: str | None = None
 
 
 @dataclass(slots=True)
@@ -251,6 +258,7 @@ class _Response:
     version: str | None
     usage: dict[str, Any]
     provider: str
+    directory_change: tuple[str, str] | None = None  # (before, now) at a new turn's prompt
 
 
 class _ClaudeFile:
@@ -322,6 +330,8 @@ def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
     most lines (tool results, progress) fail every test, and each test is one C call."""
     if b'"usage"' in raw or b"compact_boundary" in raw:
         return True
+    if (b'"type":"user"' in raw or b'"type": "user"' in raw) and b'"tool_result"' not in raw:
+        return True  # a prompt (its working directory opens a turn; tool results do not)
     parent = raw.find(b'"parentUuid"')
     if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
         return True
@@ -379,6 +389,9 @@ def claude_requests(
             lineage = state.lineage(event)
             if lineage is not None and event.get("type") == "assistant":
                 _claude_line(event, line, lineage, state, responses, seen, skipped, defaults)
+            elif lineage is not None and _prompt(event):
+                cwd = event.get("cwd")
+                lineage.prompt_cwd = cwd if isinstance(cwd, str) and cwd else None
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
@@ -440,6 +453,12 @@ def _claude_line(
     provider = _claude_provider(model, provider)
     if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
         model = f"{model}{FAST_MODE_SUFFIX}"
+    change = None
+    if lineage.prompt_cwd is not None:  # the first response of a new turn
+        before, lineage.turn_cwd = lineage.turn_cwd, lineage.prompt_cwd
+        if before is not None and before != lineage.turn_cwd:
+            change = (before, lineage.turn_cwd)
+        lineage.prompt_cwd = None
     responses[key] = _Response(
         line=line,
         usage_line=line,
@@ -453,8 +472,27 @@ def _claude_line(
         version=version[:40] if isinstance(version, str) else None,
         usage=usage,
         provider=provider,
+        directory_change=change,
     )
     lineage.event = None
+
+
+def _prompt(event: dict[str, Any]) -> bool:
+    """Whether a user line is a prompt that opens a turn of the main conversation: typed
+    (text, a slash command, a background task's notification), not a tool result, not a
+    line Claude Code adds itself (``isMeta``: caveats) nor a compaction's summary (the turn
+    it continues goes on), not a sub-agent's."""
+    if event.get("type") != "user" or event.get("isMeta") or event.get("isCompactSummary"):
+        return False
+    if event.get("agentId") or event.get("isSidechain"):
+        return False
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and not any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
 
 
 def _claude_provider(model: str, given: str | None = None) -> str:
@@ -561,4 +599,5 @@ def _claude_request(
         client=CLAUDE_CODE,
         session=response.session,
         project=project,
+        directory_change=None if lineage else response.directory_change,
     )
