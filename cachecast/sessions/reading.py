@@ -181,15 +181,21 @@ class SessionRecord:
 
 
 def session_records(
-    stream: LogStream, errors: list[LogRecordError], versions: set[str]
+    stream: LogStream,
+    errors: list[LogRecordError],
+    versions: set[str],
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> Iterator[SessionRecord]:
     """Every request record of an open session log, its prompt left unread (no tokenizer, no
     token list: a claim of millions of tokens stays a number); bad lines go to ``errors``
-    and the client versions the records name to ``versions``. A native session file is
+    and the client versions the records name to ``versions``; ``defaults`` name the model of
+    the requests whose lines name none (``--model``). A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
     if stream.format in NATIVE_FORMATS and not compressed(stream.path):
-        found = session_requests(stream.path, stream.source, stream.format, skipped=stream.skipped)
+        found = session_requests(
+            stream.path, stream.source, stream.format, skipped=stream.skipped, defaults=defaults
+        )
         for item in found:
             if isinstance(item, LogRecordError):
                 errors.append(item)

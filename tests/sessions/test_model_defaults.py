@@ -230,3 +230,14 @@ def test_turn_completed_usage_is_named_not_read(store_url: str, tmp_path: Path) 
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "usage is in turn.completed events" in result.stderr
     assert "which are not read" in result.stderr and "2 Codex turn.completed" in result.stderr
+
+
+def test_inspect_applies_model_to_claude_code(tmp_path: Path) -> None:
+    path = claude_transcript(tmp_path / "s.jsonl", None)
+    refused = CliRunner().invoke(app, ["inspect", str(path)])
+    assert f"{path}:2: message.model: no model on this line; give --model" in refused.stderr
+    result = CliRunner().invoke(app, ["inspect", str(path), "--model", "claude-sonnet-4-5"])
+    assert result.exit_code == 0, result.output
+    # The one response, named by --model, its usage as written: 4,000 prompt tokens.
+    assert "claude-sonnet-4-5 (1)" in result.stdout
+    assert "input 4,000 (incl. cached)" in result.stdout
