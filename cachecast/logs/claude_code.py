@@ -184,6 +184,13 @@ def _event(
             lineage.sent_at = sent_at
         return
     message_id = message.get("id")
+    if message_id is None:
+        # As the session reader names a response without an id (sessions.native): the
+        # line's requestId, else its uuid, else its place.
+        message_id = next(
+            (v for v in (event.get("requestId"), event.get("uuid")) if isinstance(v, str) and v),
+            f"{lineage.session}:{line}",
+        )
     if not isinstance(message_id, str):
         raise RecordFieldError("message.id", f"expected a string, got {message_id!r}")
     model = message.get("model")
@@ -204,17 +211,21 @@ def _event(
             raise RecordFieldError(
                 "message.usage", "missing: the response's usage is not in the line"
             )
-        if not isinstance(model, str):
+        if model is not None and not isinstance(model, str):
             raise RecordFieldError("message.model", f"expected a string, got {model!r}")
         written = event.get("timestamp")
         timestamp = _sent_at(
             lineage.sent_at, None if written is None else iso_seconds(written, "timestamp")
         )
         lineage.sent_at = None
+        # A line naming no model (hand-written or trimmed transcripts) names no provider
+        # either: the log's --model and --provider stand in, as for any record naming none.
         record = make_record(
-            request={"model": model, "messages": list(lineage.messages)},
-            model=model,
-            provider="anthropic",
+            request={"messages": list(lineage.messages)}
+            if not model
+            else {"model": model, "messages": list(lineage.messages)},
+            model=model or None,
+            provider="anthropic" if model else None,
             timestamp=timestamp,
             request_id=message_id,
             session=lineage.session,

@@ -222,22 +222,20 @@ def read(stream: LogStream) -> Iterator[Item]:
             )
             named = info.get("model")
             request_model = named if isinstance(named, str) else model
-            if request_model is None:
-                raise RecordFieldError(
-                    "model", "no turn_context names the model before this request"
-                )
             count += 1
-            body: dict[str, Any] = {
-                "model": request_model,
-                "input": snapshot if snapshot is not None else list(history),
-            }
+            # No turn_context named the model yet: the record names neither model nor
+            # provider, and the log's --model and --provider stand in, as for any record
+            # naming none (without --model the request is refused, naming the option).
+            body: dict[str, Any] = {"input": snapshot if snapshot is not None else list(history)}
+            if request_model is not None:
+                body["model"] = request_model
             if instructions is not None:
                 body["instructions"] = instructions
             timestamp = started or event.get("timestamp")
             record = make_record(
                 request=body,
                 model=request_model,
-                provider=provider,
+                provider=provider if request_model is not None else None,
                 timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
                 request_id=f"{session or stream.path.stem}:{count}",
                 session=session,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -528,10 +528,15 @@ def merged_sources(
 
 
 def check_reading(
-    log: LogInput, errors: Sequence[LogRecordError], requests_by_source: dict[str, int]
+    log: LogInput,
+    errors: Sequence[LogRecordError],
+    requests_by_source: dict[str, int],
+    reasons: Mapping[str, str] | None = None,
 ) -> None:
     """Refuse a source that yielded no readable request and, under ``reject``, any bad record
     at all. Every pass over a log reads the same lines, so this runs once per use case.
+    ``reasons`` says, for a source read without a bad line, why it gave no request (an agent
+    session that recorded none: ``sessions.reading.no_request_reason``).
     In a run over several files with bad lines skipped, an unreadable file is reported (its
     error has ``field`` "file") and the others are used, as long as one of them is readable.
     """
@@ -544,7 +549,8 @@ def check_reading(
         if count == 0 and not tolerant:
             own = [error for error in errors if error.location.source == name]
             counted = bad_records_of(errors, name)  # (every one: more than those kept)
-            detail = f"; {own[0].one_line()}" if own else ""
+            why = (reasons or {}).get(name)
+            detail = f"; {own[0].one_line()}" if own else (f": {why}" if why else "")
             more = f" (and {counted - 1} more bad lines)" if counted > 1 else ""
             raise BadInputError(
                 f"no readable record{detail}{more}",

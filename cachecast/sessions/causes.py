@@ -26,6 +26,7 @@ PREFIX_CHANGED = "tools_or_system_prompt_changed"
 BEST_EFFORT = "provider_best_effort"
 WARM_CACHE = "warm_cache_at_log_start"
 UNCACHED_TAIL = "tokens_after_last_breakpoint"
+DIRECTORY_CHANGED = "working_directory_changed"
 CAUSES = (
     IDLE_GAP,
     COMPACTION,
@@ -35,6 +36,7 @@ CAUSES = (
     BEST_EFFORT,
     WARM_CACHE,
     UNCACHED_TAIL,
+    DIRECTORY_CHANGED,
 )
 
 
@@ -151,12 +153,27 @@ def _explain(
             f"the model changed from {predicted.previous_model} to {facts.model}: the cache"
             f" is kept per model ({missed:,} tokens not read)"
         )
+    if facts.directory_change is not None and profile.environment_per_directory:
+        return DIRECTORY_CHANGED, directory_words(facts.directory_change, read, expected)
     if profile.best_effort:
         words = _best_effort_miss(read, expected, gap, profile)
         return BEST_EFFORT, words + _routing(facts, predicted, held, profile)
     return PREFIX_CHANGED, (
         f"the tools or system prompt changed: the provider read only {read:,} of the"
         f" {expected:,} tokens the previous request cached ({missed:,} written again)"
+    )
+
+
+def directory_words(change: tuple[str, str], read: int, expected: int) -> str:
+    """A turn started in another working directory, in words a user acts on."""
+    was, now = change
+    return (
+        f"the working directory changed from {was} to {now} before this prompt: Claude Code"
+        " rebuilt its environment context (working directory, git status, CLAUDE.md), so the"
+        f" provider read only {read:,} of the {expected:,} tokens cached before it"
+        f" ({expected - read:,} written again); starting Claude Code in the directory you"
+        " work in, and changing directory inside a command (cd dir && ...) rather than"
+        " between prompts, keeps the cache"
     )
 
 

@@ -103,6 +103,7 @@ def make_request(
     project: str = "",
     user_turn: bool = False,
     reasoning: int = 0,
+    directory_change: tuple[str, str] | None = None,
 ) -> SessionRequest:
     """A request from its normalized usage (the one place facts and split are made)."""
     if usage.input_tokens is None:
@@ -126,6 +127,7 @@ def make_request(
         subagent=any(mark in lineage for mark in SUBAGENT_MARKS),
         parent=lineage.split(COMPACTION_MARK, 1)[0] if COMPACTION_MARK in lineage else None,
         user_turn=user_turn,
+        directory_change=directory_change,
     )
     observed = ObservedSplit(
         read=read,
@@ -237,6 +239,11 @@ class _Lineage:
     # When its latest user line (a prompt, tool results) was written, i.e. when its next
     # request was sent (docs/clients.md, "When a request was sent").
     sent_at: float | None = None
+    # The working directory of the prompt that opened the lineage's latest turn, and of a
+    # prompt since whose turn has not started yet (its first response not seen): a turn
+    # whose prompt's directory differs has its environment context rebuilt (docs/clients.md).
+    turn_cwd: str | None = None
+    prompt_cwd: str | None = None
 
 
 @dataclass(slots=True)
@@ -254,6 +261,8 @@ class _Response:
     session: str
     version: str | None
     usage: dict[str, Any]
+    provider: str
+    directory_change: tuple[str, str] | None = None  # (before, now) at a new turn's prompt
 
 
 class _ClaudeFile:
@@ -356,6 +365,8 @@ def _claude_wanted(line: int, raw: bytes, state: _ClaudeFile) -> bool:
     most lines (tool results, progress) fail every test, and each test is one C call."""
     if b'"usage"' in raw or b"compact_boundary" in raw:
         return True
+    if (b'"type":"user"' in raw or b'"type": "user"' in raw) and b'"tool_result"' not in raw:
+        return True  # a prompt (its working directory opens a turn; tool results do not)
     parent = raw.find(b'"parentUuid"')
     if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
         return True
@@ -386,8 +397,25 @@ def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bo
     return rest.startswith(b":") and rest[1:].lstrip().startswith(value)
 
 
+@dataclass(frozen=True, slots=True)
+class ModelDefaults:
+    """The model and provider given for the requests whose lines name none (``--model``,
+    ``--provider``: ``LogInput.default_model``/``default_provider``)."""
+
+    model: str | None = None
+    provider: str | None = None
+
+
+NO_DEFAULTS = ModelDefaults()
+NO_MODEL = "no model on this line; give --model"
+
+
 def claude_requests(
-    path: Path, name: str, seen: set[str], skipped: Counter[str]
+    path: Path,
+    name: str,
+    seen: set[str],
+    skipped: Counter[str],
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> Iterator[SessionRequest | LogRecordError]:
     project = _claude_project(path)
     state = _ClaudeFile(name)
@@ -402,12 +430,15 @@ def claude_requests(
             state.errors.clear()
         try:
             lineage = state.lineage(event)
-            if lineage is not None and event.get("type") == "user":
+            if lineage is not None and event.get("type") == "assistant":
+                _claude_line(event, line, lineage, state, responses, seen, skipped, defaults)
+            elif lineage is not None and event.get("type") == "user":
                 written = event.get("timestamp")
                 if written is not None:
                     lineage.sent_at = iso_seconds(written, "timestamp")
-            elif lineage is not None and event.get("type") == "assistant":
-                _claude_line(event, line, lineage, state, responses, seen, skipped)
+                if _prompt(event):
+                    cwd = event.get("cwd")
+                    lineage.prompt_cwd = cwd if isinstance(cwd, str) and cwd else None
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
@@ -432,6 +463,7 @@ def _claude_line(
     responses: dict[str, _Response],
     seen: set[str],
     skipped: Counter[str],
+    defaults: ModelDefaults,
 ) -> None:
     message = require_dict(event.get("message"), "message")
     usage = message.get("usage")
@@ -463,9 +495,21 @@ def _claude_line(
         lineage, state, None if written is None else iso_seconds(written, "timestamp")
     )
     version = event.get("version")
-    model = _text(model, "message.model")
+    if model is None or model == "":
+        if defaults.model is None:
+            raise RecordFieldError("message.model", NO_MODEL)
+        model, provider = defaults.model, defaults.provider
+    else:
+        model, provider = _text(model, "message.model"), None
+    provider = _claude_provider(model, provider)
     if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
         model = f"{model}{FAST_MODE_SUFFIX}"
+    change = None
+    if lineage.prompt_cwd is not None:  # the first response of a new turn
+        before, lineage.turn_cwd = lineage.turn_cwd, lineage.prompt_cwd
+        if before is not None and before != lineage.turn_cwd:
+            change = (before, lineage.turn_cwd)
+        lineage.prompt_cwd = None
     responses[key] = _Response(
         line=line,
         usage_line=line,
@@ -478,6 +522,8 @@ def _claude_line(
         session=_text(event.get("sessionId"), "sessionId"),
         version=version[:40] if isinstance(version, str) else None,
         usage=usage,
+        provider=provider,
+        directory_change=change,
     )
     lineage.event = None
 
@@ -500,13 +546,34 @@ def _sent_at(lineage: _Lineage, state: _ClaudeFile, written: float | None) -> fl
     return written
 
 
-def _claude_provider(model: str) -> str:
+def _prompt(event: dict[str, Any]) -> bool:
+    """Whether a user line is a prompt that opens a turn of the main conversation: typed
+    (text, a slash command, a background task's notification), not a tool result, not a
+    line Claude Code adds itself (``isMeta``: caveats) nor a compaction's summary (the turn
+    it continues goes on), not a sub-agent's."""
+    if event.get("type") != "user" or event.get("isMeta") or event.get("isCompactSummary"):
+        return False
+    if event.get("agentId") or event.get("isSidechain"):
+        return False
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and not any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def _claude_provider(model: str, given: str | None = None) -> str:
     """Who billed a Claude Code request, told by the model id's form: Amazon Bedrock's
     (``us.anthropic.claude-...-v1:0``, an inference profile ARN), Google Vertex AI's
-    (``claude-...@20250929``), else Anthropic's API (docs/clients.md, "Format variants")."""
+    (``claude-...@20250929``), else the provider ``given`` for a line naming no model
+    (``--provider``), else Anthropic's API (docs/clients.md, "Format variants")."""
     if model.startswith("arn:aws:bedrock") or "anthropic." in model:
         return "bedrock"
-    return "vertex" if "@" in model else "anthropic"
+    if "@" in model:
+        return "vertex"
+    return given or "anthropic"
 
 
 def _message_id(message: dict[str, Any], event: dict[str, Any], line: int) -> str:
@@ -596,9 +663,10 @@ def _claude_request(
         usage,
         root=None if lineage else response.root,
         event=event,
-        provider=_claude_provider(response.model),
+        provider=response.provider,
         client_version=response.version,
         client=CLAUDE_CODE,
         session=response.session,
         project=project,
+        directory_change=None if lineage else response.directory_change,
     )

@@ -24,7 +24,15 @@ import orjson
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
 from cachecast.logs.usage import normalize_usage
-from cachecast.sessions.native import CODEX, SessionRequest, _events, make_request
+from cachecast.sessions.native import (
+    CODEX,
+    NO_DEFAULTS,
+    NO_MODEL,
+    ModelDefaults,
+    SessionRequest,
+    _events,
+    make_request,
+)
 
 _CODEX_MARKS = (
     b'"token_count"',
@@ -32,6 +40,7 @@ _CODEX_MARKS = (
     b'"session_meta"',
     b'"compacted"',
     b'"user_message"',
+    b'"turn.completed"',
 )
 # The counters of a Codex usage object (a running total less the previous one per counter).
 _COUNTERS = (
@@ -41,6 +50,9 @@ _COUNTERS = (
     "reasoning_output_tokens",
     "total_tokens",
 )
+# ``codex exec --json`` reports a turn's usage as ``turn.completed`` (every request of the turn
+# summed); a rollout holding such events instead of token_count is not read (docs/clients.md).
+TURN_COMPLETED = "Codex turn.completed event (a turn's usage summed over its requests; not read)"
 REPLAYED = "Codex token_count copied from the parent session into a fork (counted once)"
 
 
@@ -49,8 +61,9 @@ class _Rollout:
     session: str
     skipped: Counter[str]
     seen: set[str]
+    defaults: ModelDefaults = NO_DEFAULTS
     project: str = ""
-    provider: str = "openai"
+    provider: str | None = None  # session_meta's model_provider
     version: str | None = None
     model: str | None = None
     total: Any = None  # the running total of the last token_count counted
@@ -62,11 +75,16 @@ class _Rollout:
 
 
 def codex_requests(
-    path: Path, name: str, skipped: Counter[str], seen: set[str]
+    path: Path,
+    name: str,
+    skipped: Counter[str],
+    seen: set[str],
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every request of a rollout; ``seen`` holds the keys of the token counts counted so
-    far in other files (share it to count a fork's copied history once)."""
-    state = _Rollout(path.stem, skipped, seen)
+    far in other files (share it to count a fork's copied history once); ``defaults`` name
+    the model (and provider) of requests no ``turn_context`` names."""
+    state = _Rollout(path.stem, skipped, seen, defaults)
     events = _events(path, name, lambda _line, raw: any(m in raw for m in _CODEX_MARKS))
     for line, event in events:
         if isinstance(event, LogRecordError):
@@ -103,7 +121,8 @@ def _session_meta(payload: dict[str, Any], state: _Rollout) -> None:
     state.meta = True
     state.session = _or(payload.get("id"), state.session)
     state.project = _or(payload.get("cwd"), state.project)
-    state.provider = _or(payload.get("model_provider"), state.provider)
+    named = payload.get("model_provider")
+    state.provider = named if isinstance(named, str) and named else state.provider
     version = payload.get("cli_version")
     state.version = version[:40] if isinstance(version, str) else state.version
     state.fork = bool(payload.get("forked_from_id"))
@@ -126,6 +145,9 @@ def _codex_event(
         return None
     if kind == "compacted":
         state.event = "compacted"
+        return None
+    if kind == "event_msg" and payload.get("type") == "turn.completed":
+        state.skipped[TURN_COMPLETED] += 1
         return None
     if kind == "event_msg" and payload.get("type") == "user_message":
         # A new turn: the previous turn's reasoning is no longer sent (docs/clients.md).
@@ -166,7 +188,10 @@ def _codex_event(
     named = info.get("model")
     model = named if isinstance(named, str) and named else state.model
     if model is None:
-        raise RecordFieldError("model", "no turn_context names the model before this request")
+        if state.defaults.model is None:
+            raise RecordFieldError("model", f"{NO_MODEL} (no turn_context names one before it)")
+        model = state.defaults.model
+    provider = state.provider or state.defaults.provider or "openai"
     state.count += 1
     event_before, state.event = state.event, None
     user_turn, state.user_turn = state.user_turn, False
@@ -181,7 +206,7 @@ def _codex_event(
         None if timestamp is None else iso_seconds(timestamp, "timestamp"),
         usage,
         event=event_before,
-        provider=state.provider,
+        provider=provider,
         client_version=state.version,
         client=CODEX,
         session=state.session,

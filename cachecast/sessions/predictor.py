@@ -52,6 +52,9 @@ class PromptFacts:
     subagent: bool = False  # a sub-agent or sidechain lineage (its own system prompt)
     parent: str | None = None  # the lineage a compaction agent summarises (it shares its cache)
     user_turn: bool = False  # a user message opened a new turn just before this request
+    # (before, now): the prompt that opened this request's turn ran in another working
+    # directory than the lineage's previous turn (Claude Code; docs/clients.md).
+    directory_change: tuple[str, str] | None = None
     # The shortest prompt the provider caches for the request's model, from the contract in
     # force (0: not known). A shorter prompt is neither written nor read, even where the
     # client marks a breakpoint (docs/clients.md, "Minimum cacheable length").
@@ -86,6 +89,10 @@ class Prediction:
     # Requests of the lineage (one conversation: one prompt cache key) in the minute before,
     # for the provider's documented overflow rate (``ClientProfile.overflow_per_minute``).
     recent_requests: int = 0
+    # At a prompt whose working directory changed (a profile with
+    # ``environment_per_directory``): the prefix the previous request cached, of which only
+    # the stable part (``read``) is predicted read (None: no such change, or its part unknown).
+    before_directory_change: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +158,10 @@ class SessionPredictor:
         # start: the system prompt and tools an earlier one cached (docs/clients.md).
         self.starts: dict[tuple[str, bool], _Entry] = {}
         self.session_start: dict[str, int] = {}  # model -> prefix common to sessions
+        # model -> the stable part of the hidden prefix (tools and the static system prompt):
+        # where an earlier main-conversation read stopped short of the prefix before it, at
+        # its session's start or at a change of working directory (docs/clients.md).
+        self.stable: dict[str, _Entry] = {}
         # The TTL option the client's writes last used, for sub-agents (True) and the main
         # conversation (False) apart: Claude Code lets each have its own (docs/clients.md).
         self.ttl_seen: dict[bool, str] = {}
@@ -259,6 +270,9 @@ class SessionPredictor:
                 basis = f"a new {kind} reads the system prompt and tools an earlier one cached"
         if not read:
             basis = self._cold_basis(facts, context)
+        before = None
+        if read and facts.directory_change is not None and self.profile.environment_per_directory:
+            read, basis, before = self._environment_rebuilt(facts, read, basis)
         tail = lineage.tail if lineage is not None else DEFAULT_TAIL
         uncached = min(tail, total - read)
         if total - uncached < facts.minimum_prefix:
@@ -270,7 +284,43 @@ class SessionPredictor:
                 " provider caches at least: nothing is written or read"
             )
         ttl = self._ttl_name(facts)
-        return Prediction(read, total - read - uncached, uncached, ttl, basis, **context)  # type: ignore[arg-type]
+        return Prediction(
+            read,
+            total - read - uncached,
+            uncached,
+            ttl,
+            basis,
+            before_directory_change=before,
+            **context,  # type: ignore[arg-type]
+        )
+
+    def _environment_rebuilt(
+        self, facts: PromptFacts, read: int, basis: str
+    ) -> tuple[int, str, int | None]:
+        """A turn whose prompt ran in another working directory: the client rebuilds its
+        environment context, and the provider reads only the stable part before it, where an
+        earlier request showed its size (read, words, the prefix it no longer reads); else
+        the prefix as it was, saying that the part is not known (docs/clients.md)."""
+        assert facts.directory_change is not None
+        was, now = facts.directory_change
+        stable = self.stable.get(facts.model)
+        if stable is not None and self._alive(stable, facts.timestamp, read) and stable.end < read:
+            return (
+                stable.end,
+                f"the working directory changed from {was} to {now} at this prompt: the"
+                " client rebuilt its environment context (working directory, git status,"
+                f" CLAUDE.md), so only the {stable.end:,} tokens before it (tools and system"
+                " prompt, as an earlier request read them) are read and the rest is written",
+                read,
+            )
+        return (
+            read,
+            f"{basis}; the working directory changed from {was} to {now} at this prompt: the"
+            " client rebuilds its environment context, and the provider reads only the part"
+            " before it, whose size no earlier request in this log shows (none read exactly"
+            " to it): the whole prefix is predicted",
+            None,
+        )
 
     def _ttl_name(self, facts: PromptFacts) -> str:
         """The TTL a request's writes are assumed to use: what its kind of request (sub-agent
@@ -379,6 +429,7 @@ class SessionPredictor:
                     self.roots[key] = _Entry(end, facts.timestamp, ttl)
         if observed.uncached <= max(16, facts.prompt_tokens // 100):
             lineage.tail = observed.uncached
+        self._learn_stable(facts, lineage, observed, ttl)
         kind = (facts.model, facts.subagent)
         start = self.starts.get(kind)
         if lineage.requests == 1 and facts.parent is None and facts.event is None:
@@ -390,6 +441,23 @@ class SessionPredictor:
                 self.starts.pop(kind, None)
         elif start is not None and observed.read >= start.end:
             start.used = facts.timestamp  # read again: refreshed
+
+    def _learn_stable(
+        self, facts: PromptFacts, lineage: _Lineage, observed: ObservedSplit, ttl: float
+    ) -> None:
+        """The stable part of the hidden prefix, where the log shows it: a main conversation's
+        read that stopped short of its prompt at the session's start (the part an earlier
+        session left cached) or at a change of working directory; refreshed by every request
+        that reads through it."""
+        if facts.subagent or facts.parent is not None:
+            return
+        start = lineage.requests == 1 and facts.event is None
+        if (start or facts.directory_change is not None) and observed.read > 0:
+            self.stable[facts.model] = _Entry(observed.read, facts.timestamp, ttl)
+            return
+        known = self.stable.get(facts.model)
+        if known is not None and observed.read >= known.end:
+            known.used = facts.timestamp
 
     def _learn_automatic(
         self,

@@ -55,6 +55,11 @@ class ClientProfile:
     # some overflow to other machines, which do not hold the conversation (OpenAI: about 15 a
     # minute; docs/clients.md). None: no such rate documented. Named in the causes of misses.
     overflow_per_minute: int | None = None
+    # Whether the client rebuilds an environment part of its hidden prefix (working
+    # directory, git status, CLAUDE.md) at a prompt whose working directory differs from the
+    # previous turn's, so that the provider reads only the stable part before it (tools and
+    # the static system prompt). Observed on Claude Code (docs/clients.md).
+    environment_per_directory: bool = False
     source: str = "docs/clients.md"
 
 
@@ -65,6 +70,7 @@ CLAUDE_CODE = ClientProfile(
     provider="anthropic",
     caching="breakpoint_at_newest",
     default_ttl_seconds=FIVE_MINUTES,
+    environment_per_directory=True,
     source="docs/clients.md#claude-code",
 )
 CODEX_CLI = ClientProfile(

@@ -46,8 +46,10 @@ from cachecast.sessions.native import (
     CLAUDE_CODE,
     CODEX,
     NATIVE_FORMATS,
+    NO_DEFAULTS,
     TTL_1H,
     TTL_5M,
+    ModelDefaults,
     SessionRequest,
     claude_requests,
     compressed,
@@ -55,7 +57,7 @@ from cachecast.sessions.native import (
     make_request,
     native_format,
 )
-from cachecast.sessions.native_codex import codex_requests
+from cachecast.sessions.native_codex import TURN_COMPLETED, codex_requests
 
 if TYPE_CHECKING:
     from cachecast.logs.stream import LogStream
@@ -64,12 +66,15 @@ __all__ = [
     "CLAUDE_CODE",
     "CODEX",
     "NATIVE_FORMATS",
+    "NO_DEFAULTS",
     "TTL_1H",
     "TTL_5M",
+    "ModelDefaults",
     "SessionRecord",
     "SessionRequest",
     "log_format",
     "native_format",
+    "no_request_reason",
     "record_requests",
     "session_records",
     "session_requests",
@@ -96,17 +101,19 @@ def session_requests(
     *,
     seen: set[str] | None = None,
     skipped: Counter[str] | None = None,
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every request of a session file with usage, errors as they come; ``seen`` holds the
     Claude Code message ids counted so far (share it across files to count each once);
-    ``skipped`` counts, by reason, the lines read that are no request (``inspect``)."""
+    ``skipped`` counts, by reason, the lines read that are no request (``inspect``);
+    ``defaults`` name the model and provider of the requests whose lines name none."""
     skipped = Counter() if skipped is None else skipped
     name = format or native_format(path) or log_format(path)
     native = name in NATIVE_FORMATS and not compressed(path)
     if native and name == CLAUDE_CODE:
-        yield from claude_requests(path, source, set() if seen is None else seen, skipped)
+        yield from claude_requests(path, source, set() if seen is None else seen, skipped, defaults)
     elif native and name == CODEX:
-        yield from codex_requests(path, source, skipped, set() if seen is None else seen)
+        yield from codex_requests(path, source, skipped, set() if seen is None else seen, defaults)
     else:
         from cachecast.logs.formats import open_log
 
@@ -124,6 +131,27 @@ def session_requests(
                 continue
             if built is not None:
                 yield built
+
+
+def no_request_reason(format: str, skipped: Counter[str]) -> str:
+    """Why a session file read without a bad line gave no request, from what its reader
+    passed over (``skipped``): said where a run refuses the file (``check_reading``)."""
+    passed = "; ".join(f"{count} {why}" for why, count in skipped.most_common(3))
+    seen = f" (read past: {passed})" if passed else ""
+    if format == CODEX and skipped.get(TURN_COMPLETED):
+        return (
+            "a Codex log whose usage is in turn.completed events (as codex exec --json reports"
+            " a turn: its requests summed), which are not read; no token_count event states"
+            f" a request's usage{seen}"
+        )
+    if format == CODEX:
+        return (
+            "a Codex rollout with no token_count event stating usage: no billed request is"
+            f" recorded (the session stops before its first response, or the file was cut){seen}"
+        )
+    if format == CLAUDE_CODE:
+        return f"a Claude Code transcript with no response line stating usage{seen}"
+    return f"no record states usage{seen}"
 
 
 def record_requests(
@@ -153,15 +181,21 @@ class SessionRecord:
 
 
 def session_records(
-    stream: LogStream, errors: list[LogRecordError], versions: set[str]
+    stream: LogStream,
+    errors: list[LogRecordError],
+    versions: set[str],
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> Iterator[SessionRecord]:
     """Every request record of an open session log, its prompt left unread (no tokenizer, no
     token list: a claim of millions of tokens stays a number); bad lines go to ``errors``
-    and the client versions the records name to ``versions``. A native session file is
+    and the client versions the records name to ``versions``; ``defaults`` name the model of
+    the requests whose lines name none (``--model``). A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
     if stream.format in NATIVE_FORMATS and not compressed(stream.path):
-        found = session_requests(stream.path, stream.source, stream.format, skipped=stream.skipped)
+        found = session_requests(
+            stream.path, stream.source, stream.format, skipped=stream.skipped, defaults=defaults
+        )
         for item in found:
             if isinstance(item, LogRecordError):
                 errors.append(item)

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from cachecast.sessions.causes import IDLE_GAP, explain, within
+from cachecast.sessions.causes import DIRECTORY_CHANGED, IDLE_GAP, directory_words, explain, within
 from cachecast.sessions.predictor import Prediction, SessionPredictor, duration
 from cachecast.sessions.profiles import ClientProfile
 from cachecast.sessions.reading import SessionRequest
@@ -93,6 +93,12 @@ def missed_reads(each: PredictedRequest) -> MissedReads | None:
             f"the idle gap of {duration(gap)} outlived the cache's {duration(ttl)} lifetime:"
             f" {each.kept:,} cached tokens were written again or sent uncached",
         )
+    before = predicted.before_directory_change
+    change = each.request.facts.directory_change
+    if each.within_tolerance and before is not None and change is not None and before > read:
+        # Predicted right, and still a loss: the prefix before the prompt was written again.
+        words = directory_words(change, read, before)
+        return MissedReads(before - read, before, DIRECTORY_CHANGED, words)
     if not each.within_tolerance and each.cause is not None and predicted.read > read:
         return MissedReads(predicted.read - read, predicted.read, each.cause, each.why)
     return None

@@ -24,7 +24,7 @@ from cachecast.logs import open_log, pair_batch_files
 from cachecast.logs.errors import BadRecords
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import profile_for_format, profile_named
-from cachecast.sessions.reading import session_records
+from cachecast.sessions.reading import ModelDefaults, session_records
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
 from cachecast.usecases.requests import Request
@@ -170,7 +170,7 @@ def inspect_file(
     requests = (
         read_log(stream, errors=errors, default_model=default_model)
         if profile is None
-        else session_records(stream, errors, versions)
+        else session_records(stream, errors, versions, ModelDefaults(default_model))
     )
     for request in requests:
         count += 1

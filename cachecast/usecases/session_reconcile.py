@@ -21,15 +21,27 @@ from decimal import Decimal, localcontext
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import NO_CACHING, ContractTerms
 from cachecast.contracts.served import ServedContract
-from cachecast.core.errors import BadInputError, LogRecordError, UnknownContractError
+from cachecast.core.errors import (
+    BadInputError,
+    CachecastError,
+    LogRecordError,
+    UnknownContractError,
+)
 from cachecast.logs.errors import LogFileError, bad_line_count
-from cachecast.passes.log_input import UNREADABLE_FIELD, check_reading
+from cachecast.passes.log_input import UNREADABLE_FIELD, LogFile, check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.causes import within
 from cachecast.sessions.predictor import Prediction
 from cachecast.sessions.profiles import ClientProfile
-from cachecast.sessions.reading import SessionRequest, record_requests, session_requests
+from cachecast.sessions.reading import (
+    ModelDefaults,
+    SessionRequest,
+    native_format,
+    no_request_reason,
+    record_requests,
+    session_requests,
+)
 from cachecast.sessions.replay import predict_sessions
 from cachecast.simulator.billing import EXACT
 from cachecast.simulator.reconcile import (
@@ -107,7 +119,8 @@ def reconcile_sessions(
     errors: list[LogRecordError] = []
     per_source: dict[str, int] = {}
     requests: list[SessionRequest] = []
-    for item in _items(request):
+    skipped: dict[str, Counter[str]] = {}  # per file: the lines read that are no request
+    for item in _items(request, skipped):
         if isinstance(item, LogRecordError):
             if request.log.on_bad_record == "stop":
                 raise item
@@ -117,7 +130,15 @@ def reconcile_sessions(
         requests.append(item)
     for name in request.log.source_names:
         per_source.setdefault(name, 0)
-    check_reading(request.log, errors, per_source)
+    # A file read without a bad line that gave no request: why (a session cut before its
+    # first response, usage in a shape not read), said where the run refuses it.
+    bad = {error.location.source for error in errors}
+    empty = {
+        name: no_request_reason(_format_of(file), skipped[name])
+        for file in request.log.files
+        if per_source.get(name := file.display_name) == 0 and name not in bad
+    }
+    check_reading(request.log, errors, per_source, empty)
     progress.start("reconciling", len(requests))
     table = None
     if request.per_request is not None:
@@ -226,7 +247,17 @@ def reconcile_sessions(
     )
 
 
-def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordError]:
+def _format_of(file: LogFile) -> str:
+    """The agent format a file was read as ("" where none: its reader raised already)."""
+    try:
+        return file.format or native_format(file.path) or ""
+    except CachecastError:
+        return ""
+
+
+def _items(
+    request: ReconcileRequest, skipped: dict[str, Counter[str]]
+) -> Iterator[SessionRequest | LogRecordError]:
     log = request.log
     if log.inline:
         yield from record_requests(log._inline_records(), log.records_name)
@@ -236,9 +267,18 @@ def _items(request: ReconcileRequest) -> Iterator[SessionRequest | LogRecordErro
     # report (docs/errors.md).
     tolerant = log.skips_unreadable_files
     seen: set[str] = set()  # a response a resumed session repeats is counted once
+    defaults = ModelDefaults(log.default_model, log.default_provider)
     for file in log.files:
+        passed = skipped[file.display_name] = Counter()
         try:
-            yield from session_requests(file.path, file.display_name, file.format, seen=seen)
+            yield from session_requests(
+                file.path,
+                file.display_name,
+                file.format,
+                seen=seen,
+                skipped=passed,
+                defaults=defaults,
+            )
         except LogFileError as error:
             if not tolerant:
                 raise

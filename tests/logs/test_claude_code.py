@@ -231,7 +231,9 @@ def test_malformed_lines_name_file_line_and_field(tmp_path: Path) -> None:
     assert [r.request_id for r in result.requests] == ["msg_1"]
     assert [str(e) for e in result.errors] == [
         f"{path}:4: message.usage.output_tokens: expected a non-negative integer, got -4",
-        f"{path}:6: message.id: expected a string, got None",
+        # No message.id: named by its line's uuid, as the session reader does; the line
+        # then fails on its missing usage.
+        f"{path}:6: message.usage: missing: the response's usage is not in the line",
         f"{path}:7: <line>: invalid JSON: " + result.errors[2].reason.split("invalid JSON: ")[-1],
     ]
     assert result.errors[2].field == "<line>" and result.errors[2].line == 7
