@@ -1,9 +1,10 @@
 """Hand-built recordings modelled on what a second set of held-out public cassettes sent us
-(docs/log-formats.md, "Usage conventions", "Optional fields", "Provider names"): Cohere's ``cached_tokens`` read onto billed units,
-an optional usage field of an unexpected shape (Perplexity's ``cost`` object, a gateway cost
-of no known shape) that costs the field and never the request, and hosts whose provider no
-contract covers (Cerebras, Perplexity) reported as unpriced by provider. Each expected figure
-is the usage field written into the recording, with the arithmetic beside it."""
+(docs/log-formats.md, "Usage conventions", "Optional fields", "Provider names"): Cohere's
+``cached_tokens`` read onto billed units, an optional usage field of an unexpected shape
+(Perplexity's ``cost`` object, a gateway cost of no known shape) that costs the field and
+never the request, and hosts whose provider no contract covers (Cerebras, Perplexity)
+reported as unpriced by provider. Each expected figure is the usage field written into the
+recording, with the arithmetic beside it."""
 
 from __future__ import annotations
 
