@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cachecast.contracts import ContractStore
 from cachecast.core.errors import RecordFieldError
@@ -308,3 +309,106 @@ def test_cerebras_host_names_its_provider_and_is_reported_unpriced(
         "cerebras:llama3.1-8b: no stored contract covers provider 'cerebras',"
         " so model 'llama3.1-8b' is not priced"
     )
+
+
+# --- pydantic-ai's xAI gRPC cassettes ----------------------------------------------------
+
+
+def _xai_sample(question: str, usage: dict[str, Any], created: str) -> dict[str, Any]:
+    return {
+        "request_sample": {
+            "json": {
+                "messages": [
+                    {"content": [{"text": "You are a helpful assistant."}], "role": "ROLE_SYSTEM"},
+                    {"content": [{"text": question}], "role": "ROLE_USER"},
+                ],
+                "model": "grok-4-fast-non-reasoning",
+            },
+            "raw": b"\x0a\x00",
+        },
+        "response_sample": {
+            "json": {
+                "id": "r1",
+                "outputs": [
+                    {
+                        "finish_reason": "REASON_STOP",
+                        "message": {"content": "Paris.", "role": "ROLE_ASSISTANT"},
+                    }
+                ],
+                "created": created,
+                "model": "grok-4-fast-non-reasoning",
+                "usage": usage,
+            },
+            "raw": b"\x0a\x00",
+        },
+    }
+
+
+def test_xai_grpc_cassette_is_read_as_xai_chat_completions(tmp_path: Path) -> None:
+    cassette = {
+        "version": 1,
+        "interactions": [
+            _xai_sample(
+                "What is the capital of France?",
+                {
+                    "completion_tokens": 27,
+                    "prompt_tokens": 181,
+                    "total_tokens": 208,
+                    "prompt_text_tokens": 181,
+                    "cached_prompt_text_tokens": 162,
+                },
+                "2026-01-16T17:04:40.247661156Z",
+            ),
+            {"collections_method": {"method": "delete", "response_raw": b""}},
+            {
+                "request_stream": {
+                    "json": {
+                        "messages": [{"content": [{"text": "Hi"}], "role": "ROLE_USER"}],
+                        "model": "grok-4-fast-non-reasoning",
+                    },
+                    "raw": b"\x0a\x00",
+                },
+                "response_stream": {
+                    "chunks_json": [
+                        {"id": "r2", "outputs": [{"delta": {"content": "He"}}]},
+                        {
+                            "id": "r2",
+                            "created": "2026-01-16T17:05:00Z",
+                            "model": "grok-4-fast-non-reasoning",
+                            # MessageToDict writes 64-bit integers as text
+                            "usage": {
+                                "completion_tokens": "3",
+                                "prompt_tokens": "20",
+                                "total_tokens": "23",
+                            },
+                        },
+                    ],
+                    "chunks_raw": [b"\x0a\x00", b"\x0a\x00"],
+                },
+            },
+        ],
+    }
+    path = tmp_path / "test_xai_instructions.xai.yaml"
+    path.write_text(yaml.safe_dump(cassette, sort_keys=False))
+    result = read(path)
+    assert (result.format, result.errors) == ("vcr", [])
+    # prompt 181 (162 cached) + 20; output 27 + 3
+    assert totals(result.requests) == {"input": 201, "read": 162, "write": 0, "output": 30}
+    first, second = result.requests
+    assert (first.provider, first.model) == ("xai", "grok-4-fast-non-reasoning")
+    # 2026-01-16T17:04:40Z and 17:05:00Z (the fraction of a second dropped)
+    assert (first.timestamp, second.timestamp) == (1768583080.0, 1768583100.0)
+    assert result.skipped == {"recorded call that is not a model endpoint": 1}
+
+
+def test_xai_grpc_without_the_json_form_is_named(tmp_path: Path) -> None:
+    interaction = _xai_sample(
+        "Hi", {"prompt_tokens": 5, "completion_tokens": 1}, "2026-01-16T17:04:40Z"
+    )
+    del interaction["request_sample"]["json"]
+    path = tmp_path / "raw_only.xai.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "interactions": [interaction]}))
+    result = read(path)
+    (error,) = result.errors
+    assert error.field == "interactions[0].request_sample.json"
+    assert "raw protobuf bytes are not decoded" in error.reason
