@@ -412,3 +412,32 @@ def test_xai_grpc_without_the_json_form_is_named(tmp_path: Path) -> None:
     (error,) = result.errors
     assert error.field == "interactions[0].request_sample.json"
     assert "raw protobuf bytes are not decoded" in error.reason
+
+
+def test_a_model_on_an_unknown_host_is_named_when_no_provider_is(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # A self-hosted OpenAI-compatible server: the model is named (llama3.1-8b), no host or
+    # model family names a provider; the reason names the model and asks for --provider.
+    path = _cassette(
+        tmp_path / "internal.yaml",
+        _interaction(
+            "https://api.openai.com/v1/chat/completions",
+            {"model": "gpt-4o", "messages": USER},
+            _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
+        ),
+        _interaction(
+            "https://llm.internal.example/v1/chat/completions",
+            {"model": "llama3.1-8b", "messages": USER},
+            _chat("llama3.1-8b", {"prompt_tokens": 40, "completion_tokens": 5}),
+        ),
+    )
+    report = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+    )
+    [(reason, count)] = report.unpriced.items()
+    assert count == 1
+    assert reason == (
+        "model 'llama3.1-8b': the log names no provider for it (no host cachecast knows and"
+        " no model family that names one): give --provider"
+    )
