@@ -29,6 +29,7 @@ from cachecast.logs import (
     har,
     helicone,
     hoverfly,
+    httprr,
     jsonl,
     langfuse,
     langsmith,
@@ -212,6 +213,12 @@ def _talkback_fits(sample: Sample) -> str | None:
     return "no meta:, req: and res: objects opening the lines of one (JSON5) object"
 
 
+def _httprr_fits(sample: Sample) -> str | None:
+    if httprr.fits_text(sample.text):
+        return None
+    return "no 'httprr trace v1' first line"
+
+
 def _langsmith_value(value: Any) -> bool:
     if isinstance(value, list):
         return bool(value) and all(isinstance(v, dict) and langsmith.fits(v) for v in value[:8])
@@ -272,6 +279,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "Langfuse trace export ({trace, observations}) or observations",
         _objects_fit(langfuse.fits, "Langfuse trace export or observation"),
         langfuse.read,
+    ),
+    LogFormat(
+        "httprr",
+        "Go httprr trace (golang.org/x/oscar, langchaingo: raw HTTP request/response pairs)",
+        _httprr_fits,
+        httprr.read,
     ),
     LogFormat(
         "vcr",

@@ -35,3 +35,7 @@ class ObservedUsage:
     # calls the API ran inside the request. Each adds a sampling iteration, and the counts
     # above sum every iteration's prompt, the tool's results included.
     server_tool_calls: int = 0
+    # Optional usage fields of a shape the convention does not know, left out: each
+    # "field: why" (docs/log-formats.md, "Optional fields"). The request is read without
+    # them, never dropped for them; commands note them with the first file and line.
+    ignored: tuple[str, ...] = ()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
@@ -44,6 +45,7 @@ CANONICAL_KEYS = (
     "contradiction",
     "iterations",
     "server_tool_calls",
+    "ignored",
 )
 
 
@@ -129,6 +131,11 @@ def canonical_observed(value: Any, path: str = "observed") -> ObservedUsage:
                 raise RecordFieldError(f"{where}.iterations", "iterations do not nest")
             parts.append(canonical_observed(item, where))
         observed = replace(observed, iterations=tuple(parts))
+    ignored = value.get("ignored")
+    if ignored is not None:
+        if not isinstance(ignored, list) or not all(isinstance(item, str) for item in ignored):
+            raise RecordFieldError(f"{path}.ignored", "expected a list of strings")
+        observed = replace(observed, ignored=tuple(item[:300] for item in ignored[:MAX_IGNORED]))
     contradiction = value.get("contradiction")
     if contradiction is not None:
         if not isinstance(contradiction, str):
@@ -155,6 +162,8 @@ def to_canonical(observed: ObservedUsage) -> dict[str, Any]:
         out["iterations"] = [to_canonical(part) for part in observed.iterations]
     if observed.server_tool_calls:
         out["server_tool_calls"] = observed.server_tool_calls
+    if observed.ignored:
+        out["ignored"] = list(observed.ignored)
     return out
 
 
@@ -181,7 +190,7 @@ def normalize_usage(
         normalizer = CONVENTIONS[name]
     except KeyError:
         raise ValueError(f"unknown usage convention {name!r}") from None
-    observed = _flag_contradiction(normalizer(usage, path), path)
+    observed = _flag_contradiction(_tolerant(normalizer, name, usage, path), path)
     if write_ttl is not None and write_ttl != "5m" and not splits_writes(usage):
         observed = with_write_ttl(observed, write_ttl)
     return observed
@@ -398,23 +407,45 @@ def _openai_chat(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
         output_tokens=completion,
-        cost=_cost(usage.get("cost"), f"{path}.cost"),
+        cost=_gateway_cost(usage.get("cost"), f"{path}.cost"),
     )
 
 
+def _gateway_cost(value: Any, path: str) -> Decimal | None:
+    # OpenRouter writes its charge as a number; Perplexity as an object whose ``total_cost``
+    # is its charge (input_tokens_cost + output_tokens_cost + request_cost = total_cost in
+    # the recordings: docs/log-formats.md, "Optional fields").
+    if isinstance(value, dict):
+        return _cost(value.get("total_cost"), f"{path}.total_cost")
+    return _cost(value, path)
+
+
 def _cohere(usage: Mapping[str, Any], path: str) -> ObservedUsage:
-    # Cohere (v2 ``usage``, v1 ``meta``): billed_units are what is billed; ``tokens`` are the
-    # raw counts of the templated prompt. ``cached_tokens`` (measured on that raw prompt) is
-    # no billed quantity: Cohere prices no cached input, and its billed input includes the
-    # cached tokens (2,406 billed of a 2,935-token templated prompt with 2,928 cached: the
-    # cached part was billed at the input price). It is checked, then not reported as a
-    # cache read: no read is billed apart (docs/log-formats.md).
+    # Cohere (v2 ``usage``, v1 ``meta``): ``billed_units.input_tokens`` is what is billed;
+    # ``tokens.input_tokens`` counts the prompt after Cohere's chat template (its own
+    # preamble and turn markers, unbilled); ``cached_tokens`` is documented only as "the
+    # number of prompt tokens that hit the inference cache" (docs/log-formats.md, Cohere).
+    # It is counted on the templated prompt, so it is read onto billed units [U]: the
+    # template's tokens come first (its preamble opens the prompt), so a prefix hit covers
+    # them before any billed token, and the billed tokens read are what the hit covers past
+    # them: cached - (tokens - billed), within [0, billed]. Recorded: 2,928 cached of 2,935
+    # templated, 2,406 billed -> 2,399 read; 1,376 cached of 1,476 templated, 44 billed ->
+    # 0 (the hit ended inside the template). Without the templated count the template's
+    # length is unknown and the read is the cached count, at most the billed input [U].
     billed = _object(usage, "billed_units", path)
     where = f"{path}.billed_units"
-    _count(usage, "cached_tokens", path)
+    billed_input = _count(billed, "input_tokens", where)
+    cached = _count(usage, "cached_tokens", path)
+    templated = _count(_object(usage, "tokens", path), "input_tokens", f"{path}.tokens")
+    read: int | None = 0
+    if cached is not None and billed_input is not None:
+        template = templated - billed_input if templated is not None else 0
+        read = min(billed_input, max(0, cached - max(0, template)))
+    elif cached:
+        read = None  # a hit on an input of unknown size: unknown in billed units
     return ObservedUsage(
-        input_tokens=_count(billed, "input_tokens", where),
-        cache_read_tokens=0,
+        input_tokens=billed_input,
+        cache_read_tokens=read,
         output_tokens=_count(billed, "output_tokens", where),
     )
 
@@ -553,6 +584,104 @@ def _is_input_key(key: str) -> bool:
     return key.startswith(("input", "prompt")) or any(
         part in key for part in ("cache_read", "cache_creation", "cache_write", "cached")
     )
+
+
+# The keys of each convention whose counts make the request's usage: one of a shape the
+# convention does not know drops the record (its prompt, reads or writes are unknown). Every
+# other key is optional (details, splits, a gateway's cost, server tool counts): one of an
+# unexpected shape is left out and named (``ObservedUsage.ignored``), the request read without
+# it. None: every key is a count (the span attribute conventions, Langfuse's usage types).
+COUNTED_KEYS: dict[str, frozenset[str] | None] = {
+    "gemini": frozenset(
+        {
+            "promptTokenCount",
+            "prompt_token_count",
+            "candidatesTokenCount",
+            "candidates_token_count",
+            "cachedContentTokenCount",
+            "cached_content_token_count",
+            "toolUsePromptTokenCount",
+            "tool_use_prompt_token_count",
+            "thoughtsTokenCount",
+            "thoughts_token_count",
+        }
+    ),
+    # cacheDetails gives the writes where cacheWriteInputTokens is absent
+    "bedrock": frozenset(
+        {
+            "inputTokens",
+            "outputTokens",
+            "cacheReadInputTokens",
+            "cacheWriteInputTokens",
+            "cacheDetails",
+        }
+    ),
+    "deepseek": frozenset(
+        {
+            "prompt_tokens",
+            "completion_tokens",
+            "prompt_cache_hit_tokens",
+            "prompt_cache_miss_tokens",
+        }
+    ),
+    "otel": None,
+    "openinference": None,
+    "langchain": frozenset({"input_tokens", "output_tokens"}),
+    "codex": frozenset({"input_tokens", "cached_input_tokens", "output_tokens"}),
+    "openai-chat": frozenset(
+        {
+            "prompt_tokens",
+            "completion_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+            "cached_tokens",
+        }
+    ),
+    "cohere": frozenset({"billed_units"}),
+    "anthropic": frozenset(
+        {"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}
+    ),
+    "openai-responses": frozenset({"input_tokens", "output_tokens"}),
+    "langfuse": None,
+}
+MAX_IGNORED = 20  # optional fields left out of one usage (each a key of the object)
+
+
+def _tolerant(
+    normalizer: Callable[[Mapping[str, Any], str], ObservedUsage],
+    name: str,
+    usage: Mapping[str, Any],
+    path: str,
+) -> ObservedUsage:
+    """``normalizer(usage)``, leaving out each optional key (not in :data:`COUNTED_KEYS`)
+    whose value it cannot read, named in ``ignored``: a bad optional field costs the field,
+    never the request (a Perplexity ``cost`` object where OpenRouter writes a number)."""
+    counted = COUNTED_KEYS.get(name)
+    ignored: list[str] = []
+    current = usage
+    while True:
+        try:
+            observed = normalizer(current, path)
+        except RecordFieldError as exc:
+            key = _top_key(exc.field, path, current)
+            if counted is None or key is None or key in counted or len(ignored) >= MAX_IGNORED:
+                raise
+            ignored.append(f"{exc.field}: {exc.reason}"[:300])
+            current = {k: v for k, v in current.items() if k != key}
+            continue
+        return replace(observed, ignored=tuple(ignored)) if ignored else observed
+
+
+def _top_key(field: str, path: str, usage: Mapping[str, Any]) -> str | None:
+    """The key of ``usage`` (at ``path``) that an error's ``field`` lies in; None where the
+    error is about the object itself."""
+    if not field.startswith(f"{path}."):
+        return None
+    rest = field[len(path) + 1 :]
+    for key in usage:
+        if rest == key or rest.startswith((f"{key}.", f"{key}[")):
+            return key
+    return None
 
 
 CONVENTIONS: dict[str, Callable[[Mapping[str, Any], str], ObservedUsage]] = {

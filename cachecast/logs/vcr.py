@@ -42,6 +42,10 @@ before it is read; ``line`` is the line where the interaction starts (its positi
 cassette). Times: the response's ``Date`` header (one-second resolution), else Ruby VCR's
 ``recorded_at``; a cassette with neither has none. The exchanges are read by
 :mod:`cachecast.logs.http`.
+
+- pydantic-ai's xAI gRPC cassettes (``*.xai.yaml``): ``interactions`` of ``request_sample`` /
+  ``response_sample`` (or ``_stream``) protobuf messages with their JSON form, no URI: read
+  by :mod:`cachecast.logs.xai_grpc` as the xAI chat completions they stand for.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from typing import Any
 import orjson
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.logs import xai_grpc
 from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
@@ -168,6 +173,8 @@ def read(stream: LogStream) -> Iterator[Item]:
 def _exchange(interaction: Any, line: int, where: str) -> Exchange:
     if not isinstance(interaction, dict):
         raise RecordFieldError(where, "expected a mapping with request and response")
+    if "request" not in interaction and xai_grpc.is_grpc(interaction):
+        return xai_grpc.as_exchange(interaction, line, where)  # pydantic-ai's *.xai.yaml
     at = f"{where}." if where else ""
     request = interaction.get("request")
     response = interaction.get("response")

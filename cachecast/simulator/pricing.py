@@ -314,6 +314,21 @@ def _count_off_peak(result: TargetTotals, prices: RequestPrices) -> None:
         result.notes[note] = result.notes.get(note, 0) + 1
 
 
+IGNORED_NOTE = "optional usage field of an unexpected shape left out, the request read without it"
+
+
+def _note_ignored(result: TargetTotals, request: TokenizedRequest) -> None:
+    """Count, in the target's notes, each optional usage field the reader left out
+    (``ObservedUsage.ignored``), by field and reason, naming the first file and line."""
+    assert request.observed is not None
+    for entry in request.observed.ignored:
+        prefix = f"{entry} ({IGNORED_NOTE}; first at "
+        key = next((note for note in result.notes if note.startswith(prefix)), None)
+        if key is None:
+            key = f"{prefix}{request.source}:{request.line})"
+        result.notes[key] = result.notes.get(key, 0) + 1
+
+
 def price_request(
     request: TokenizedRequest,
     result: TargetTotals,
@@ -336,6 +351,8 @@ def price_request(
     if contract.off_peak is not None:
         _count_off_peak(result, prices_for(contract, usage.input_tokens, usage.timestamp))
     result.totals.add(usage, cost, cost_off, request.exact)
+    if request.observed is not None and request.observed.ignored:
+        _note_ignored(result, request)
     result.requests_with_breakpoints += bool(request.breakpoints)
     result.add_timeline(usage)
     spans: list[MissSpan] = []

@@ -115,6 +115,29 @@ UNEXPLAINED = "unexplained"
 CLASSES = (TOKENIZER_APPROXIMATION, WARM_CACHE, CONTRACT_DISPUTED, BEST_EFFORT_MISS, UNEXPLAINED)
 
 
+def unnamed_reason(provider: str | None, model: str | None) -> str:
+    """Why a request is not priced where its log leaves the provider or the model unknown."""
+    if model is not None:
+        return (
+            f"model {model!r}: the log names no provider for it (no host cachecast knows and"
+            " no model family that names one): give --provider"
+        )
+    return "the log names no provider or model (give --provider/--model)"
+
+
+def unknown_reason(provider: str, model: str, message: str) -> str:
+    """Why a request is not priced where the store has no contract for it: a provider the
+    store does not know is said to be one no contract covers (the request is unpriced, its
+    log readable)."""
+    if message.startswith("unknown provider"):
+        known = message.split("(known: ", 1)[-1].rstrip(")") if "(known: " in message else ""
+        return (
+            f"{provider}:{model}: no stored contract covers provider {provider!r}, so model"
+            f" {model!r} is not priced" + (f" (providers with contracts: {known})" if known else "")
+        )
+    return f"{provider}:{model}: {message}"
+
+
 class ReconcileRequest(LogRequest):
     """Replay ``log`` under the contracts of the models that served it."""
 
@@ -316,7 +339,7 @@ class _Replay:
                 " model, and which one it was that day is in none of our sources: give --model)"
             )
         if provider is None or model is None:
-            return "the log names no provider or model (give --provider/--model)"
+            return unnamed_reason(provider, model)
         day = self.request.at or _day_of(request.timestamp)
         key = (provider.lower(), model.lower(), day)  # a log can span a price change
         found = self.contracts.get(key)
@@ -324,7 +347,7 @@ class _Replay:
             try:
                 found = served_contract(self.store, key[0], key[1], day, _today())
             except UnknownContractError as error:
-                found = f"{key[0]}:{key[1]}: {error.message}"
+                found = unknown_reason(key[0], key[1], error.message)
                 if request.gateway is not None and error.message.startswith("unknown model"):
                     found += (
                         f"; sent through {request.gateway}, which also routes models that"

@@ -60,6 +60,8 @@ from cachecast.usecases.reconcile import (
     ReconcileSummary,
     ReconcileTarget,
     no_caching_dispute,
+    unknown_reason,
+    unnamed_reason,
 )
 from cachecast.usecases.reports import ContractReference, issues_of
 from cachecast.usecases.session_reports import SessionFileReport, client_report
@@ -296,7 +298,7 @@ def _contract(
     provider = each.provider or request.log.default_provider
     model = each.facts.model or request.log.default_model
     if not provider or not model:
-        return "the log names no provider or model (give --provider/--model)"
+        return unnamed_reason(provider or None, model or None)
     day = request.at or dt.datetime.fromtimestamp(each.facts.timestamp, dt.UTC).date()
     key = (provider.lower(), model.lower(), day)
     found = contracts.get(key)
@@ -304,7 +306,7 @@ def _contract(
         try:
             found = store.served(key[0], key[1], day, dt.datetime.now(dt.UTC).date())
         except UnknownContractError as error:
-            found = f"{key[0]}:{key[1]}: {error.message}"
+            found = unknown_reason(key[0], key[1], error.message)
         contracts[key] = found
     return found
 

@@ -212,8 +212,10 @@ def test_langfuse_total_decides_between_disjoint_and_details() -> None:
 def test_openrouter_cost_is_kept_exactly() -> None:
     usage = {"prompt_tokens": 12, "completion_tokens": 3, "cost": 0.00123, "is_byok": False}
     assert normalize_usage(usage).cost == Decimal("0.00123")
-    with pytest.raises(RecordFieldError, match=r"usage\.cost: expected a non-negative amount"):
-        normalize_usage({**usage, "cost": -1})
+    # A cost is optional: a negative one is left out and named, the counts still read.
+    negative = normalize_usage({**usage, "cost": -1})
+    assert (negative.input_tokens, negative.cost) == (12, None)
+    assert negative.ignored == ("usage.cost: expected a non-negative amount, got -1",)
 
 
 def test_bedrock_cache_details_split_by_ttl() -> None:

@@ -45,6 +45,14 @@ _HOST_PROVIDERS = (
     ("api.cohere.ai", "cohere"),
     ("api.z.ai", "zai"),
     ("open.bigmodel.cn", "zai"),
+    # OpenAI-compatible APIs no stored contract covers: named, so that their requests are
+    # reported as unpriced for want of a contract for that provider, not as logs that name
+    # no provider (LiteLLM's spellings for Together and Fireworks).
+    ("api.cerebras.ai", "cerebras"),
+    ("api.perplexity.ai", "perplexity"),
+    ("api.together.xyz", "together_ai"),
+    ("api.together.ai", "together_ai"),
+    ("api.fireworks.ai", "fireworks_ai"),
 )
 BEDROCK_ACTIONS = {
     "converse": "converse",
