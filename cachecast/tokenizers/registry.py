@@ -101,6 +101,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gemma*", "approx:o200k_base"),  # gemma-*, and Groq's gemma2-9b-it
     ("llama-guard-*", "approx:o200k_base"),  # Llama Guard 4 (Groq): a Llama 4 model
     ("deep-research-*", "approx:o200k_base"),
+    # Perplexity's Sonar models (sonar, sonar-pro, sonar-reasoning-pro, ...): no public
+    # tokenizer; Perplexity's usage carries the exact counts.
+    ("sonar*", "approx:o200k_base"),
 )
 
 # Deployment prefixes a cloud puts before a model id (Azure's ``eu.``/``global-standard.``,
