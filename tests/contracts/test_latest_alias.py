@@ -17,9 +17,11 @@ DAY = dt.date(2026, 12, 4)
 
 
 def test_gemini_latest_is_priced_as_its_stem(migrated_db_url: str) -> None:
+    # The day of llm-gemini's cassette; gemini-1.5-flash served until 2025-09-24 (contracts-v11).
+    day = dt.date(2025, 2, 17)
     store = ContractStore(migrated_db_url)
-    latest = store.as_of("google", "gemini-1.5-flash-latest", DAY)
-    assert latest == store.as_of("google", "gemini-1.5-flash", DAY)
+    latest = store.as_of("google", "gemini-1.5-flash-latest", day)
+    assert latest == store.as_of("google", "gemini-1.5-flash", day)
     assert latest.model == "gemini-1.5-flash"
 
 

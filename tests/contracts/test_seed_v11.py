@@ -106,9 +106,10 @@ def test_before_billing_began_is_refused_with_the_launch_day(migrated_db_url: st
 def test_after_shutdown_nothing_is_in_force(migrated_db_url: str) -> None:
     with pytest.raises(UnknownContractError):
         ContractStore(migrated_db_url).as_of("google", "gemini-1.5-pro", dt.date(2025, 9, 24))
-    # The stored price-map version of 2026-12-03 follows the declared unserved span.
-    flash = ContractStore(migrated_db_url).as_of("google", "gemini-1.5-flash", dt.date(2026, 12, 3))
-    assert flash.effective_from == dt.date(2026, 12, 3)
+    # The price-map version of 2026-12-03 that brought the model back is removed by revision
+    # 0021 (contracts-v13): after its shutdown no day of gemini-1.5-flash is priced.
+    with pytest.raises(UnknownContractError):
+        ContractStore(migrated_db_url).as_of("google", "gemini-1.5-flash", dt.date(2026, 12, 3))
 
 
 @pytest.mark.parametrize("model", ["gemini-1.5-pro", "gemini-1.5-flash", "gemini-1.5-flash-8b"])

@@ -80,12 +80,13 @@ def test_providers_new_to_the_catalog(migrated_db_url: str) -> None:
         Decimal("0.1"),
     )
     assert mistral.mode is CacheMode.AUTOMATIC
-    # Cohere prices no cached input: nothing cached (explicit, no control), reads at 1x.
+    # Cohere prices no cached input: nothing cached (explicit, no control), reads at 1x. That
+    # version keeps its first day; contracts-v13 corrects it to mode none from 2026-12-04.
     for model, prices in (
         ("command-a-03-2025", (Decimal("2.5"), Decimal("10"))),
         ("command-r7b-12-2024", (Decimal("0.0375"), Decimal("0.15"))),
     ):
-        cohere = store.as_of("cohere", model, day)
+        cohere = store.as_of("cohere", model, dt.date(2026, 12, 3))
         assert (cohere.input_per_mtok, cohere.output_per_mtok) == prices
         assert (cohere.mode, cohere.read_multiplier) == (CacheMode.EXPLICIT, Decimal("1"))
     # Z.ai GLM-4.7-Flash is free: $0 input, cached input and output.

@@ -22,9 +22,11 @@ def test_gemini_stable_versions_fall_back_to_the_model() -> None:
 
 
 def test_gemini_1_5_flash_002_is_priced_as_gemini_1_5_flash(migrated_db_url: str) -> None:
+    # The day of OpenTelemetry's Vertex cassette; the model served until 2025-09-24.
+    day = dt.date(2025, 3, 7)
     store = ContractStore(migrated_db_url)
-    served = store.as_of("google", "gemini-1.5-flash-002", DAY)
-    assert served == store.as_of("google", "gemini-1.5-flash", DAY)
+    served = store.as_of("google", "gemini-1.5-flash-002", day)
+    assert served == store.as_of("google", "gemini-1.5-flash", day)
     assert served.model == "gemini-1.5-flash"
 
 
