@@ -86,6 +86,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     # Other hosted models seen in recordings, no public tokenizer matched: approximated
     # (exact counts come from the usage the recording carries).
     ("mistral-*", "approx:o200k_base"),
+    # Mistral's open-weight API ids (open-mistral-7b, contracts-v13); open-mistral-nemo*
+    # matched its own tokenizer above.
+    ("open-mistral-*", "approx:o200k_base"),
     ("mixtral-*", "approx:o200k_base"),
     ("ministral-*", "approx:o200k_base"),
     ("magistral-*", "approx:o200k_base"),

@@ -6,19 +6,25 @@ from those sources, not from the data file: Perplexity's model cards for Sonar, 
 Sonar Reasoning Pro, secondary sources (OpenRouter, LiteLLM 1.110.2's price map) for Sonar
 Reasoning and Sonar Deep Research; Cerebras's model page for Qwen3 32B and LiteLLM 1.110.2 for
 the other Cerebras prices and shutdown days; Google's launch post and the Vertex entry's prices
-for Gemini 3 Pro Preview. Neither Perplexity nor Cerebras prices cached prompt tokens apart:
-every one of their days is a day without caching (mode "none")."""
+for Gemini 3 Pro Preview. Perplexity documents no prompt caching and Cerebras's caching page
+states no price for cached tokens: every one of their days is stored without caching (mode
+"none"). Six retired models lose the open price-map version of 2026-12-03 that brought them
+back (Anthropic's and OpenAI's deprecation pages give their retirement days)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from pathlib import Path
+from runpy import run_path
 
 import pytest
+import sqlalchemy as sa
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.contracts.served import served_contract
+from cachecast.core import db
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
 from cachecast.logs.providers import resolve_provider
 from cachecast.tokenizers.types import ObservedUsage
@@ -38,6 +44,7 @@ LAUNCHES = {
     ("cerebras", "qwen-3-32b"): dt.date(2025, 5, 14),
     ("cerebras", "gpt-oss-120b"): dt.date(2025, 8, 5),
     ("google", "gemini-3-pro-preview"): dt.date(2025, 11, 18),
+    ("google", "gemini-2.5-flash-lite-preview-09-2025"): dt.date(2025, 9, 25),
 }
 
 
@@ -102,6 +109,16 @@ def test_gemini_3_pro_preview_on_the_gemini_api_has_the_vertex_prices(
     assert (vertex.input_per_mtok, vertex.output_per_mtok) == (Decimal(2), Decimal(12))
 
 
+def test_the_september_2025_flash_lite_preview_on_the_gemini_api(migrated_db_url: str) -> None:
+    # OpenRouter google/gemini-2.5-flash-lite-preview-09-2025: "$0.10/M input tokens",
+    # "$0.40/M output tokens" [S]; reads 0.1x as every Gemini 2.5+ model on the Gemini API.
+    terms = ContractStore(migrated_db_url).as_of(
+        "google", "gemini-2.5-flash-lite-preview-09-2025", dt.date(2025, 10, 15)
+    )
+    assert (terms.input_per_mtok, terms.output_per_mtok) == (Decimal("0.1"), Decimal("0.4"))
+    assert terms.read_multiplier == Decimal("0.1")
+
+
 @pytest.mark.parametrize(
     ("provider", "model", "shutdown"),
     [
@@ -112,6 +129,9 @@ def test_gemini_3_pro_preview_on_the_gemini_api_has_the_vertex_prices(
         ("cerebras", "llama3.1-8b", dt.date(2026, 5, 27)),
         ("cerebras", "llama-3.3-70b", dt.date(2026, 2, 16)),
         ("cerebras", "qwen-3-32b", dt.date(2026, 2, 16)),
+        # "shutdown on March 31, 2026" (Google's Gemini API deprecations page, as
+        # aifreeapi.com relays it [S]).
+        ("google", "gemini-2.5-flash-lite-preview-09-2025", dt.date(2026, 3, 31)),
     ],
 )
 def test_a_retired_model_is_not_priced_from_its_shutdown(
@@ -186,3 +206,80 @@ def test_hand_computed_bills(migrated_db_url: str) -> None:
     gemini = store.as_of("google", "gemini-3-pro-preview", dt.date(2025, 12, 1))
     observed = ObservedUsage(input_tokens=5_000, cache_read_tokens=4_096, output_tokens=100)
     assert bill(observed, gemini) == Decimal("0.0038272")
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "retired"),
+    [
+        # https://platform.claude.com/docs/en/about-claude/model-deprecations
+        ("anthropic", "claude-3-haiku", dt.date(2026, 4, 20)),
+        ("anthropic", "claude-3-opus-latest", dt.date(2026, 1, 5)),
+        ("anthropic", "claude-3-sonnet", dt.date(2025, 7, 21)),
+        # https://developers.openai.com/api/docs/deprecations
+        ("openai", "gpt-5.2-chat-latest", dt.date(2026, 8, 10)),
+        ("openai", "o1-mini", dt.date(2025, 10, 27)),
+        ("openai", "o1-preview", dt.date(2025, 7, 28)),
+    ],
+)
+def test_a_retired_model_does_not_come_back_with_the_price_map_of_2026_12_03(
+    migrated_db_url: str, provider: str, model: str, retired: dt.date
+) -> None:
+    store = ContractStore(migrated_db_url)
+    history = store.history(provider, model)
+    assert max(terms.effective_from for terms in history) < retired
+    assert all(terms.effective_to is not None for terms in history)
+    assert store.as_of(provider, model, retired - dt.timedelta(days=1)).effective_to == retired
+    for day in (retired, dt.date(2026, 12, 3), TODAY):
+        with pytest.raises(UnknownContractError, match="no contract version in force"):
+            store.as_of(provider, model, day)
+
+
+def test_a_log_without_dates_of_a_retired_model_is_priced_under_its_last_version(
+    migrated_db_url: str,
+) -> None:
+    # With the 2026-12-03 row gone the store has nothing in force today, so a recording
+    # without dates (pydantic-ai's parsed_body files) is priced under the version in force
+    # while Claude 3 Opus served, with a note saying so ($15 / $75, caching from 2024-08-14).
+    served = served_contract(
+        ContractStore(migrated_db_url), "anthropic", "claude-3-opus-20240229", None, TODAY
+    )
+    assert served.terms.effective_to == dt.date(2026, 1, 5)
+    assert (served.terms.input_per_mtok, served.terms.output_per_mtok) == (Decimal(15), Decimal(75))
+    assert served.note is not None and "last version" in served.note
+
+
+def _rows(url: str) -> list[tuple[object, ...]]:
+    with db.get_engine(url).connect() as connection:
+        return list(
+            connection.execute(
+                sa.text(
+                    "SELECT provider, model, effective_from, effective_to, mode, origin,"
+                    " (SELECT count(*) FROM contract_alias a WHERE a.contract_id = v.id),"
+                    " (SELECT count(*) FROM contract_ttl_option t WHERE t.contract_id = v.id)"
+                    " FROM contract_version v ORDER BY provider, model, effective_from"
+                )
+            )
+        )
+
+
+def test_downgrade_gives_back_exactly_what_the_previous_revision_stored(sqlite_url: str) -> None:
+    migration = Path(__file__).parents[2] / "migrations/versions/0023_seed_contracts_v15.py"
+    previous = str(run_path(str(migration))["down_revision"])
+    db.upgrade(sqlite_url, previous)
+    before = _rows(sqlite_url)
+    db.upgrade(sqlite_url, "0023_seed_contracts_v15")
+    after = _rows(sqlite_url)
+    # The upgrade removes only the six retired models' rows of 2026-12-03.
+    removed = [row for row in before if row not in after]
+    assert [(row[0], row[1], str(row[2]), row[5]) for row in removed] == [
+        ("anthropic", "claude-3-haiku", "2026-12-03", "seed:contracts-v3"),
+        ("anthropic", "claude-3-opus-latest", "2026-12-03", "seed:contracts-v3"),
+        ("anthropic", "claude-3-sonnet", "2026-12-03", "seed:contracts-v3"),
+        ("openai", "gpt-5.2-chat-latest", "2026-12-03", "seed:contracts-v3"),
+        ("openai", "o1-mini", "2026-12-03", "seed:contracts-v3"),
+        ("openai", "o1-preview", "2026-12-03", "seed:contracts-v3"),
+    ]
+    assert {row[5] for row in after if row not in before} == {"seed:contracts-v15"}
+    db.downgrade(sqlite_url, previous)
+    assert _rows(sqlite_url) == before
+    db.get_engine(sqlite_url).dispose()
