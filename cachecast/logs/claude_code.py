@@ -97,6 +97,11 @@ class _Lineage:
     # What reset the conversation before the next request ("compacted", "restarted"): the
     # session predictor reads it as the reason the cached history no longer applies.
     event: str | None = None
+    # When the lineage's latest user line (prompt or tool results) was written: the moment
+    # the next request was sent. A response's own lines are written as its blocks complete,
+    # minutes later for a long one, so they would measure idle gaps (and cache expiry) from
+    # the wrong moment (docs/clients.md, "When a request was sent").
+    sent_at: float | None = None
 
 
 def read(stream: LogStream) -> Iterator[Item]:
@@ -172,7 +177,11 @@ def _event(
     message = require_dict(event.get("message"), "message")
     content = message.get("content")
     if event["type"] == "user":
+        written = event.get("timestamp")
+        sent_at = None if written is None else iso_seconds(written, "timestamp")
         _add_user(lineage, content)
+        if sent_at is not None:
+            lineage.sent_at = sent_at
         return
     message_id = message.get("id")
     if not isinstance(message_id, str):
@@ -197,12 +206,16 @@ def _event(
             )
         if not isinstance(model, str):
             raise RecordFieldError("message.model", f"expected a string, got {model!r}")
-        timestamp = event.get("timestamp")
+        written = event.get("timestamp")
+        timestamp = _sent_at(
+            lineage.sent_at, None if written is None else iso_seconds(written, "timestamp")
+        )
+        lineage.sent_at = None
         record = make_record(
             request={"model": model, "messages": list(lineage.messages)},
             model=model,
             provider="anthropic",
-            timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+            timestamp=timestamp,
             request_id=message_id,
             session=lineage.session,
             prompt_complete=False,
@@ -218,6 +231,14 @@ def _event(
         queue.append(slot)
         lineage.pending = _Pending(line, message_id, record, usage, line, slot)
     _add_assistant(lineage, message_id, content)
+
+
+def _sent_at(sent: float | None, written: float | None) -> float | None:
+    """A request's time: when its last user line was written, where that is no later than
+    the response's first line (else the response line's own time)."""
+    if sent is not None and (written is None or sent <= written):
+        return sent
+    return written
 
 
 def _finish(stream: LogStream, pending: _Pending, lineage: _Lineage) -> None:

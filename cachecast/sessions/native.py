@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -184,11 +185,11 @@ def _lines(path: Path, name: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _events(
-    path: Path, name: str, wanted: Callable[[bytes], bool]
+    path: Path, name: str, wanted: Callable[[int, bytes], bool]
 ) -> Iterator[tuple[int, dict[str, Any] | LogRecordError]]:
     """The JSON objects of the lines ``wanted`` says may matter (the others are not parsed)."""
     for line, raw in _lines(path, name):
-        if wanted(raw):
+        if wanted(line, raw):
             event = _parsed(raw, name, line)
             if event is not None:
                 yield line, event
@@ -233,6 +234,9 @@ class _Lineage:
     root: str | None = None
     awaiting_root: bool = False  # the conversation restarted: its next user line is its root
     event: str | None = None  # "compacted", "restarted": said on its next request
+    # When its latest user line (a prompt, tool results) was written, i.e. when its next
+    # request was sent (docs/clients.md, "When a request was sent").
+    sent_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -261,6 +265,33 @@ class _ClaudeFile:
         self.lineage_of: dict[str, str] = {}
         self.awaiting = 0  # lineages waiting for their root after a compaction
         self.names: set[str] = set()  # the message ids its responses show in reports
+        # The time of the latest user line not parsed (a main-chain or sub-agent file's tool
+        # results and prompts: sidechain lines are parsed), and the errors met reading it.
+        self.unparsed_sent_at: float | None = None
+        self.errors: list[LogRecordError] = []
+
+    def note_user_line(self, line: int, raw: bytes) -> None:
+        """Keep the time of a user line that is not parsed. Claude Code writes ``uuid`` then
+        ``timestamp`` after the message, found without parsing; a line written otherwise
+        (an older or edited file) is parsed for it."""
+        found = _USER_TIME.search(raw)
+        written: Any = None
+        if found is not None:
+            written = found.group(1).decode("utf-8", "replace")
+        else:
+            event = _parsed(raw, self.name, line)
+            if isinstance(event, LogRecordError):
+                self.errors.append(event)
+                return
+            if event is None or event.get("type") != "user":
+                return  # a progress line quoting a user message: not a user line
+            written = event.get("timestamp")
+        if written is None:
+            return  # a line without a time: the response's own time is used
+        try:
+            self.unparsed_sent_at = iso_seconds(written, "timestamp")
+        except RecordFieldError as error:
+            self.errors.append(LogRecordError(self.name, line, error.field, error.reason))
 
     def lineage(self, event: dict[str, Any]) -> _Lineage | None:
         """The lineage a message line belongs to (None for other lines; a compaction
@@ -312,7 +343,11 @@ class _ClaudeFile:
             self.awaiting += 1
 
 
-def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
+# A user line's own time, where Claude Code writes it: right after its ``uuid``.
+_USER_TIME = re.compile(rb'"uuid":"[^"]{1,80}","timestamp":"([^"]{1,64})"')
+
+
+def _claude_wanted(line: int, raw: bytes, state: _ClaudeFile) -> bool:
     """Whether a line can bill or change a lineage: a response, a compaction boundary, a
     sidechain line, a line without a parent, or a user line that gives a lineage its root
     (the file's first, or the first after a compaction). ``parentUuid``, ``isSidechain`` and
@@ -331,7 +366,12 @@ def _claude_wanted(raw: bytes, state: _ClaudeFile) -> bool:
         head = raw.find(b'"message"')
         if raw.find(b'"agentId"', 0, head if head >= 0 else len(raw)) < 0:
             return True
-    return (bool(state.awaiting) or not state.lineages or parent < 0) and b'"user"' in raw
+    if (bool(state.awaiting) or not state.lineages or parent < 0) and b'"user"' in raw:
+        return True
+    if b'"type":"user"' in raw or b'"type": "user"' in raw:
+        # Not parsed for its content, but its time is when the next request left.
+        state.note_user_line(line, raw)
+    return False
 
 
 def _value_is(raw: bytes, key: bytes, value: bytes, at: int | None = None) -> bool:
@@ -353,18 +393,26 @@ def claude_requests(
     state = _ClaudeFile(name)
     responses: dict[str, _Response] = {}  # message id -> its response, in first-line order
     # Tool results, progress, snapshots: nothing billed, no lineage changed, not parsed.
-    for line, event in _events(path, name, lambda raw: _claude_wanted(raw, state)):
+    for line, event in _events(path, name, lambda line, raw: _claude_wanted(line, raw, state)):
         if isinstance(event, LogRecordError):
             yield event
             continue
+        if state.errors:
+            yield from state.errors
+            state.errors.clear()
         try:
             lineage = state.lineage(event)
-            if lineage is not None and event.get("type") == "assistant":
+            if lineage is not None and event.get("type") == "user":
+                written = event.get("timestamp")
+                if written is not None:
+                    lineage.sent_at = iso_seconds(written, "timestamp")
+            elif lineage is not None and event.get("type") == "assistant":
                 _claude_line(event, line, lineage, state, responses, seen, skipped)
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
             raise error.located(name, line) from None
+    yield from state.errors
     for response in responses.values():
         try:
             built = _claude_requests(response, name, project)
@@ -410,7 +458,10 @@ def _claude_line(
         # ids, e.g. by "REDACTED"): its request id tells the two apart in reports too.
         message_id = f"{message_id}/{event.get('requestId')}"
     state.names.add(message_id)
-    timestamp = event.get("timestamp")
+    written = event.get("timestamp")
+    timestamp = _sent_at(
+        lineage, state, None if written is None else iso_seconds(written, "timestamp")
+    )
     version = event.get("version")
     model = _text(model, "message.model")
     if usage.get("speed") == FAST:  # priced apart, cached apart (docs/clients.md)
@@ -420,7 +471,7 @@ def _claude_line(
         usage_line=line,
         message_id=message_id,
         model=model,
-        timestamp=None if timestamp is None else iso_seconds(timestamp, "timestamp"),
+        timestamp=timestamp,
         lineage=lineage,
         event=lineage.event,
         root=lineage.root,
@@ -429,6 +480,24 @@ def _claude_line(
         usage=usage,
     )
     lineage.event = None
+
+
+def _sent_at(lineage: _Lineage, state: _ClaudeFile, written: float | None) -> float | None:
+    """When a request was sent: the time of its lineage's latest user line (the prompt or
+    tool results it answers) where that is no later than the response's first line, else
+    that line's own time. A response's lines are written as its blocks complete, minutes
+    after the request for a long one, so idle gaps (and cache expiry) are measured from the
+    wrong moment otherwise (docs/clients.md, "When a request was sent"). The user lines that
+    are not parsed belong to the file's main chain (or its one sub-agent): sidechain lines
+    are parsed."""
+    sent = lineage.sent_at
+    if "/sidechain-" not in lineage.key and state.unparsed_sent_at is not None:
+        sent = state.unparsed_sent_at if sent is None else max(sent, state.unparsed_sent_at)
+        state.unparsed_sent_at = None
+    lineage.sent_at = None
+    if sent is not None and (written is None or sent <= written):
+        return sent
+    return written
 
 
 def _claude_provider(model: str) -> str:

@@ -67,7 +67,7 @@ def codex_requests(
     """Every request of a rollout; ``seen`` holds the keys of the token counts counted so
     far in other files (share it to count a fork's copied history once)."""
     state = _Rollout(path.stem, skipped, seen)
-    events = _events(path, name, lambda raw: any(m in raw for m in _CODEX_MARKS))
+    events = _events(path, name, lambda _line, raw: any(m in raw for m in _CODEX_MARKS))
     for line, event in events:
         if isinstance(event, LogRecordError):
             yield event

@@ -44,7 +44,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0023_seed_contracts_v15"
-down_revision: str | None = "0021_seed_contracts_v13"
+down_revision: str | None = "0022_seed_contracts_v14"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -47,13 +47,14 @@ def test_a_correction_keeps_the_corrected_versions_first_day_and_its_prices(
 
 
 def test_before_a_one_day_first_version_its_correction_prices(migrated_db_url: str) -> None:
-    # xai/grok-code-fast-1-0825's first stored version starts 2026-12-03 (the day a price map
+    # xai/grok-4.20-reasoning's first stored version starts 2026-10-01 (the day a price map
     # was read, no launch date known) and lasts one day: revision 0013 corrects it from
-    # 2026-12-04. A request of 2026-03-12 is priced under the correction. (grok-3-mini, this
-    # test's model before revision 0019, is now priced from its launch on 2025-04-09.)
+    # 2026-10-02. A request of 2026-03-12 is priced under the correction. (grok-3-mini and
+    # grok-code-fast-1-0825, this test's models before revisions 0019 and 0022, are now priced
+    # from their launches.)
     store = ContractStore(migrated_db_url)
-    found = served_contract(store, "xai", "grok-code-fast-1-0825", dt.date(2026, 3, 12), TODAY)
-    assert found.terms.effective_from == dt.date(2026, 12, 4)
+    found = served_contract(store, "xai", "grok-4.20-reasoning", dt.date(2026, 3, 12), TODAY)
+    assert found.terms.effective_from == dt.date(2026, 10, 2)
     assert found.terms.increment_tokens == 1
     assert found.note is not None
     assert found.note.startswith("[U] price unverified on 2026-03-12")

@@ -235,3 +235,29 @@ def test_malformed_lines_name_file_line_and_field(tmp_path: Path) -> None:
         f"{path}:7: <line>: invalid JSON: " + result.errors[2].reason.split("invalid JSON: ")[-1],
     ]
     assert result.errors[2].field == "<line>" and result.errors[2].line == 7
+
+
+def test_a_request_is_dated_when_its_user_line_was_written(tmp_path: Path) -> None:
+    """docs/clients.md, "When a request was sent": msg_2 answers the user line of 10:00:03
+    but its first line is written at 10:04:40 (a long block); its time is 10:00:03. msg_1's
+    user line (10:00:00) is before its response's line: 10:00:00. A user line later than
+    the response line (a clock step) leaves the response's own time (msg_3: 10:06:02)."""
+    usage = {"input_tokens": 3, "output_tokens": 5, "cache_read_input_tokens": 100}
+
+    def at(event: dict[str, Any], when: str) -> dict[str, Any]:
+        return {**event, "timestamp": when}
+
+    path = write_jsonl(
+        tmp_path / "session.jsonl",
+        [
+            at(_user("u1", None, "hello"), "2026-01-05T10:00:00Z"),
+            at(_assistant("a1", "u1", "msg_1", usage), "2026-01-05T10:00:02Z"),
+            at(_user("u2", "a1", "tool result"), "2026-01-05T10:00:03Z"),
+            at(_assistant("a2", "u2", "msg_2", usage), "2026-01-05T10:04:40Z"),
+            at(_user("u3", "a2", "tool result"), "2026-01-05T10:07:00Z"),
+            at(_assistant("a3", "u3", "msg_3", usage), "2026-01-05T10:06:02Z"),
+        ],
+    )
+    result = read(path)
+    # 2026-01-05T10:00:00Z = 1767607200 (epoch seconds).
+    assert [r.timestamp for r in result.requests] == [1767607200, 1767607203, 1767607562]

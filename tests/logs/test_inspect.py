@@ -16,10 +16,14 @@ def test_report_of_a_claude_code_session() -> None:
     lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines()]
     usage: dict[str, dict[str, int]] = {}
     stamps = []
+    sent: str | None = None
     for event in lines:
+        if event.get("type") == "user":
+            sent = event["timestamp"]  # when the next request left (docs/clients.md)
         if event.get("type") == "assistant":
             if event["message"]["id"] not in usage:
-                stamps.append(event["timestamp"])
+                stamps.append(min(sent, event["timestamp"]) if sent else event["timestamp"])
+                sent = None
             usage[event["message"]["id"]] = event["message"]["usage"]
     (report,) = inspect_logs([path]).files
     data = json.loads(report.model_dump_json())

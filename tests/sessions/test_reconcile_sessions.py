@@ -276,3 +276,49 @@ def test_a_session_folder_with_a_file_no_format_reads(store_url: str, tmp_path: 
     # One request of 5,000 prompt tokens, none cached (the helper's usage): one row.
     assert report["summary"]["requests"] == 1
     assert "manifest.json" in result.stderr and "could not be read" in result.stderr
+
+
+def test_idle_gap_is_measured_between_sends_not_response_lines(
+    store_url: str, tmp_path: Path
+) -> None:
+    """docs/clients.md, "When a request was sent": request m2 leaves at 10:00:03 (its tool
+    results' line) but its first line is written at 10:04:40, after a long block; m3 leaves
+    at 10:06:00. Between sends the gap is 5 min 57 s, past the 5-minute TTL the writes
+    asked for, so m3 reads nothing; between response lines it would be 1 min 20 s (a hit)."""
+    from tests.sessions.test_reading import line, user, write
+
+    def answer(uuid: str, parent: str, when: str, message_id: str, usage: dict[str, Any]) -> Any:
+        message = {"id": message_id, "model": "claude-sonnet-4-5", "role": "assistant",
+                   "content": [{"type": "text", "text": "ok"}], "usage": usage}  # fmt: skip
+        return line("assistant", uuid, parent, when, message=message)
+
+    def counts(read: int, written: int) -> dict[str, Any]:
+        split = {"ephemeral_5m_input_tokens": written, "ephemeral_1h_input_tokens": 0}
+        return {"input_tokens": 3, "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": written, "cache_creation": split,
+                "output_tokens": 5}  # fmt: skip
+
+    path = write(
+        tmp_path / "s-1.jsonl",
+        [
+            user("u1", None, "2026-01-10T10:00:00Z", "write the report"),
+            answer("a1", "u1", "2026-01-10T10:00:02Z", "m1", counts(0, 5_000)),
+            user("u2", "a1", "2026-01-10T10:00:03Z", "tool result"),
+            answer("a2", "u2", "2026-01-10T10:04:40Z", "m2", counts(5_000, 200)),
+            user("u3", "a2", "2026-01-10T10:06:00Z", "tool result"),
+            answer("a3", "u3", "2026-01-10T10:06:02Z", "m3", counts(0, 5_300)),
+        ],
+    )
+    report = run([path], store_url)
+    rows = {row.request_id: row for row in report.requests}
+    # The times are the sends: 10:00:00, 10:00:03, 10:06:00 (epoch 1768039200 = 10:00:00).
+    assert [rows[m].timestamp for m in ("m1", "m2", "m3")] == [1768039200, 1768039203, 1768039560]
+    # m2 continues 3 s after m1's send: it reads m1's 5,000 and writes its 200.
+    assert (rows["m2"].predicted_cache_read_tokens, rows["m2"].predicted_cache_write_tokens) == (
+        5_000,
+        200,
+    )
+    # m3: the 5,200 cached at 10:00:03 expired at 10:05:03; it reads 0 and writes all 5,300.
+    assert rows["m3"].predicted_cache_read_tokens == 0
+    assert rows["m3"].within_tolerance
+    assert rows["m3"].classification is None
