@@ -12,9 +12,10 @@ Cerebras (``api.cerebras.ai``: ``llama3.1-8b``, ``llama-3.3-70b``, ``qwen-3-32b`
 the Gemini API, stored only for Vertex AI (as was the September 2025 Gemini 2.5 Flash-Lite
 preview, also added for the Gemini API). Each gets dated versions from its launch to its
 shutdown or to today. Perplexity documents no prompt caching and Cerebras's documented
-caching states no price for cached tokens, so their versions are of mode ``none``; Perplexity's per-request search fee has no field in a
-contract version and is not billed. Launch dates are in ``data/lifecycle.json``; prices and
-sources are in each version's notes and in docs/contracts.md ("contracts-v15").
+caching states no price for cached tokens, so their versions are of mode ``none``;
+Perplexity's per-request search fee has no field in a contract version and is not billed.
+Launch dates are in ``data/lifecycle.json``; prices and sources are in each version's notes
+and in docs/contracts.md ("contracts-v15").
 
 One correction: six retired models came back in the price-map import of 2026-12-03 (origin
 'seed:contracts-v3'): ``anthropic/claude-3-haiku`` (retired 2026-04-20),
