@@ -248,6 +248,16 @@ def test_a_log_without_dates_of_a_retired_model_is_priced_under_its_last_version
     assert served.note is not None and "last version" in served.note
 
 
+def test_a_dated_request_after_the_retirement_is_still_refused(migrated_db_url: str) -> None:
+    # pydantic-ai's test_anthropic_model_instructions.yaml says recorded_at 2026-03-06 (the
+    # day the repository converted its cassettes), after Claude 3 Opus retired (2026-01-05).
+    # The store refuses that day, naming the stored versions; whether such a date should be
+    # taken as wrong is a pricing rule (contracts/served.py), not a contract version.
+    store = ContractStore(migrated_db_url)
+    with pytest.raises(UnknownContractError, match=r"2024-08-14, 2026-01-05\)\)$"):
+        served_contract(store, "anthropic", "claude-3-opus-latest", dt.date(2026, 3, 6), TODAY)
+
+
 def _rows(url: str) -> list[tuple[object, ...]]:
     with db.get_engine(url).connect() as connection:
         return list(
