@@ -86,6 +86,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     # Other hosted models seen in recordings, no public tokenizer matched: approximated
     # (exact counts come from the usage the recording carries).
     ("mistral-*", "approx:o200k_base"),
+    # Mistral's open-weight API ids (open-mistral-7b, contracts-v13); open-mistral-nemo*
+    # matched its own tokenizer above.
+    ("open-mistral-*", "approx:o200k_base"),
     ("mixtral-*", "approx:o200k_base"),
     ("ministral-*", "approx:o200k_base"),
     ("magistral-*", "approx:o200k_base"),
@@ -101,6 +104,9 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gemma*", "approx:o200k_base"),  # gemma-*, and Groq's gemma2-9b-it
     ("llama-guard-*", "approx:o200k_base"),  # Llama Guard 4 (Groq): a Llama 4 model
     ("deep-research-*", "approx:o200k_base"),
+    # Perplexity's Sonar models (sonar, sonar-pro, sonar-reasoning-pro, ...): no public
+    # tokenizer; Perplexity's usage carries the exact counts.
+    ("sonar*", "approx:o200k_base"),
 )
 
 # Deployment prefixes a cloud puts before a model id (Azure's ``eu.``/``global-standard.``,

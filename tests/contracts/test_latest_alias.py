@@ -41,9 +41,12 @@ def test_only_gemini_names_lose_latest(migrated_db_url: str) -> None:
 
 def test_an_anthropic_snapshot_falls_back_to_its_family(migrated_db_url: str) -> None:
     # claude-3-opus-20240229 (dd-trace-py's cassettes) is stored under its -latest alias only.
+    # A day both snapshots served: Claude 3 Sonnet retired 2025-07-21, Opus 2026-01-05.
+    served = dt.date(2025, 6, 1)
     store = ContractStore(migrated_db_url)
     assert fallback_names("claude-3-opus-20240229") == ("claude-3-opus", "claude-3-opus-latest")
-    assert store.as_of("anthropic", "claude-3-opus-20240229", DAY).model == "claude-3-opus-latest"
+    opus = store.as_of("anthropic", "claude-3-opus-20240229", served)
+    assert opus.model == "claude-3-opus-latest"
     # claude-3-sonnet-20240229 -> the stored claude-3-sonnet
-    assert store.as_of("anthropic", "claude-3-sonnet-20240229", DAY).model == "claude-3-sonnet"
+    assert store.as_of("anthropic", "claude-3-sonnet-20240229", served).model == "claude-3-sonnet"
     assert fallback_names("claude-3-opus") == ()
