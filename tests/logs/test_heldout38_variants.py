@@ -159,8 +159,7 @@ def test_perplexity_cost_object_is_read_and_the_provider_is_named(
     migrated_db_url: str, tmp_path: Path
 ) -> None:
     # Perplexity's usage.cost is an object: 0.00001 + 0.00006 + 0.005 = 0.00507 = total_cost,
-    # its charge for the request. Host api.perplexity.ai: provider perplexity, which no
-    # stored contract covers, so the request is read and reported unpriced by provider.
+    # its charge for the request. Host api.perplexity.ai: provider perplexity.
     usage = {
         "prompt_tokens": 9,
         "completion_tokens": 59,
@@ -206,9 +205,12 @@ def test_perplexity_cost_object_is_read_and_the_provider_is_named(
     report = reconcile(
         ReconcileRequest(log=LogInput.of_paths([both])), ContractStore(migrated_db_url)
     )
-    [(reason, count)] = report.unpriced.items()
-    assert count == 1
-    assert reason.startswith("perplexity:sonar: no stored contract covers provider 'perplexity'")
+    # Both priced: contracts-v15 stores Sonar from its 2025-01-21 launch.
+    assert report.unpriced == {}
+    assert sorted((t.provider, t.model) for t in report.targets) == [
+        ("openai", "gpt-4o"),
+        ("perplexity", "sonar"),
+    ]
 
 
 def test_an_optional_field_of_unknown_shape_costs_the_field_not_the_request(
@@ -272,7 +274,7 @@ def test_optional_details_of_unknown_shape_are_left_out_counts_are_not() -> None
 # --- hosts whose provider no contract covers ----------------------------------------------
 
 
-def test_cerebras_host_names_its_provider_and_is_reported_unpriced(
+def test_a_host_names_its_provider_and_an_uncovered_one_is_reported_unpriced(
     migrated_db_url: str, tmp_path: Path
 ) -> None:
     usage = {
@@ -282,14 +284,14 @@ def test_cerebras_host_names_its_provider_and_is_reported_unpriced(
         "prompt_tokens_details": {"cached_tokens": 0},
     }
     path = _cassette(
-        tmp_path / "cerebras.yaml",
+        tmp_path / "together.yaml",
         _interaction(
             "https://api.openai.com/v1/chat/completions",
             {"model": "gpt-4o", "messages": USER},
             _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
         ),
         _interaction(
-            "https://api.cerebras.ai/v1/chat/completions",
+            "https://api.together.xyz/v1/chat/completions",
             {"model": "llama3.1-8b", "messages": USER},
             _chat("llama3.1-8b", usage),
         ),
@@ -298,7 +300,7 @@ def test_cerebras_host_names_its_provider_and_is_reported_unpriced(
     assert result.errors == []
     assert [(r.provider, r.model) for r in result.requests] == [
         ("openai", "gpt-4o"),
-        ("cerebras", "llama3.1-8b"),
+        ("together_ai", "llama3.1-8b"),
     ]
     report = reconcile(
         ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
@@ -306,7 +308,7 @@ def test_cerebras_host_names_its_provider_and_is_reported_unpriced(
     [(reason, count)] = report.unpriced.items()
     assert count == 1
     assert reason.startswith(
-        "cerebras:llama3.1-8b: no stored contract covers provider 'cerebras',"
+        "together_ai:llama3.1-8b: no stored contract covers provider 'together_ai',"
         " so model 'llama3.1-8b' is not priced"
     )
 
