@@ -635,13 +635,22 @@ COUNTED_KEYS: dict[str, frozenset[str] | None] = {
             "cache_read_input_tokens",
             "cache_creation_input_tokens",
             "cached_tokens",
+            "prompt_tokens_details",  # holds the cache read (cached_tokens)
         }
     ),
     "cohere": frozenset({"billed_units"}),
+    # cache_creation splits the writes by TTL, which prices them (5m 1.25x, 1h 2x)
     "anthropic": frozenset(
-        {"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}
+        {
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation",
+        }
     ),
-    "openai-responses": frozenset({"input_tokens", "output_tokens"}),
+    # input_tokens_details holds the cache read (cached_tokens)
+    "openai-responses": frozenset({"input_tokens", "output_tokens", "input_tokens_details"}),
     "langfuse": None,
 }
 MAX_IGNORED = 20  # optional fields left out of one usage (each a key of the object)

@@ -251,24 +251,40 @@ def test_an_optional_field_of_unknown_shape_costs_the_field_not_the_request(
 
 
 def test_optional_details_of_unknown_shape_are_left_out_counts_are_not() -> None:
-    # Anthropic: cache_creation (the TTL split) as a string is left out, the 300 written
-    # stay (5-minute by default): total 10 + 300 + 0 = 310.
+    # Anthropic: server_tool_use (the server tools' call counts, billed per call, not per
+    # token) with a negative count is left out; the tokens stay: 10 + 300 + 0 = 310.
     observed = normalize_usage(
         {
             "input_tokens": 10,
             "cache_creation_input_tokens": 300,
             "output_tokens": 2,
-            "cache_creation": "ephemeral",
+            "server_tool_use": {"web_search_requests": -1},
         },
         convention="anthropic",
     )
     assert (observed.input_tokens, observed.cache_write_tokens) == (310, 300)
-    assert observed.cache_write_by_ttl == {"5m": 300}
-    assert observed.ignored == ("usage.cache_creation: expected an object, got str",)
+    assert observed.server_tool_calls == 0
+    (entry,) = observed.ignored
+    assert entry.startswith("usage.server_tool_use.web_search_requests: ")
     # A count of the wrong shape is no optional field: the usage is refused, field named.
     with pytest.raises(RecordFieldError) as error:
         normalize_usage({"input_tokens": "ten", "output_tokens": 2}, convention="anthropic")
     assert error.value.field == "usage.input_tokens"
+    # Nor is the TTL split of the writes (it prices them: 5m 1.25x, 1h 2x), nor the details
+    # that hold OpenAI's cache read.
+    with pytest.raises(RecordFieldError) as error:
+        normalize_usage(
+            {"input_tokens": 10, "cache_creation_input_tokens": 300, "output_tokens": 2,
+             "cache_creation": "ephemeral"},
+            convention="anthropic",
+        )  # fmt: skip
+    assert error.value.field == "usage.cache_creation"
+    with pytest.raises(RecordFieldError) as error:
+        normalize_usage(
+            {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": "x"},
+            convention="openai-chat",
+        )
+    assert error.value.field == "usage.prompt_tokens_details"
 
 
 # --- hosts whose provider no contract covers ----------------------------------------------
