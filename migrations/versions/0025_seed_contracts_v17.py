@@ -10,13 +10,14 @@ Bedrock recordings of 2025 (InvokeModel and Converse cassettes) call
 ``ai21.jamba-1-5-mini-v1:0``, ``cohere.command-text-v14`` and
 ``amazon.titan-text-express-v1``, base model ids no stored contract named. Each of them, and
 the Bedrock siblings of the same families (Mixtral 8x7B, Mistral Large 24.02 / 24.07, Mistral
-Small 24.02, Jamba 1.5 Large, Command Light, Titan Text Lite and Premier), gets one dated
-version from its Bedrock launch to its end of life or to today, keyed by the ``regional.`` id
-a base model id falls back to (as the Llama contracts of contracts-v13). None of these models
-is on Bedrock's prompt-caching list, so every version is of mode ``none``. Prices are AWS's
-on-demand us-east-1 prices as the price maps give them [S]; launch dates are in
-``data/lifecycle.json``; sources are in each version's notes and in docs/contracts.md
-("contracts-v17").
+Small 24.02, Jamba 1.5 Large, Command Light, Titan Text Lite and Premier) and five more base
+ids of LiteLLM's map (DeepSeek-R1, Llama 4 Maverick and Scout, gpt-oss-120b and -20b), gets
+one dated version from its Bedrock launch to its end of life or to today, keyed by the
+``regional.`` id a base model id falls back to (as the Llama contracts of contracts-v13).
+None of these models is on Bedrock's prompt-caching list, so every version is of mode
+``none``. Prices are AWS's on-demand us-east-1 prices as the price maps give them [S]; launch
+dates are in ``data/lifecycle.json``; sources are in each version's notes and in
+docs/contracts.md ("contracts-v17").
 
 Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v17'; the
 downgrade deletes them.

@@ -128,6 +128,34 @@ TODAY = dt.date(2026, 12, 5)
             "regional.amazon.titan-text-premier-v1:0",
             ("0.5", "1.5"),
         ),
+        # Other Bedrock base ids of the price maps (LiteLLM 1.110.2): DeepSeek-R1 $1.35 / $5.40
+        # (its us. profile the same), Llama 4 Maverick $0.24 / $0.97 and Scout $0.17 / $0.66,
+        # gpt-oss-120b $0.15 / $0.60 and gpt-oss-20b $0.07 / $0.30 (AWS's price list).
+        ("us.deepseek.r1-v1:0", dt.date(2025, 9, 1), "regional.deepseek.r1-v1:0", ("1.35", "5.4")),
+        (
+            "us.meta.llama4-maverick-17b-instruct-v1:0",
+            dt.date(2025, 9, 1),
+            "regional.meta.llama4-maverick-17b-instruct-v1:0",
+            ("0.24", "0.97"),
+        ),
+        (
+            "meta.llama4-scout-17b-instruct-v1:0",
+            dt.date(2025, 9, 1),
+            "regional.meta.llama4-scout-17b-instruct-v1:0",
+            ("0.17", "0.66"),
+        ),
+        (
+            "openai.gpt-oss-120b-1:0",
+            dt.date(2025, 9, 1),
+            "regional.openai.gpt-oss-120b-1:0",
+            ("0.15", "0.6"),
+        ),
+        (
+            "openai.gpt-oss-20b-1:0",
+            dt.date(2025, 9, 1),
+            "regional.openai.gpt-oss-20b-1:0",
+            ("0.07", "0.3"),
+        ),
         # An ARN naming the base model is the base model.
         (
             "arn:aws:bedrock:us-east-1::foundation-model/mistral.mistral-7b-instruct-v0:2",
@@ -198,6 +226,11 @@ TOUCHED = [
     "regional.amazon.titan-text-express-v1",
     "regional.amazon.titan-text-lite-v1",
     "regional.amazon.titan-text-premier-v1:0",
+    "regional.deepseek.r1-v1:0",
+    "regional.meta.llama4-maverick-17b-instruct-v1:0",
+    "regional.meta.llama4-scout-17b-instruct-v1:0",
+    "regional.openai.gpt-oss-120b-1:0",
+    "regional.openai.gpt-oss-20b-1:0",
 ]
 
 
