@@ -30,7 +30,7 @@ from pathlib import Path
 from runpy import run_path
 
 revision: str = "0025_seed_contracts_v17"
-down_revision: str | None = "0023_seed_contracts_v15"
+down_revision: str | None = "0024_seed_contracts_v16"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
