@@ -1,8 +1,8 @@
-"""Seed contracts-v17.json: Bedrock base models that public recordings name and the catalog
+"""Seed contracts-v16.json: Bedrock base models that public recordings name and the catalog
 could not price (Claude 3 Haiku, Mistral AI, AI21 Jamba 1.5, Cohere Command, Amazon Titan Text).
 
-Revision ID: 0025_seed_contracts_v17
-Revises: 0024_seed_contracts_v16
+Revision ID: 0024_seed_contracts_v16
+Revises: 0023_seed_contracts_v15
 Create Date: 2026-12-05
 
 Bedrock recordings of 2025 (InvokeModel and Converse cassettes) call
@@ -17,9 +17,9 @@ one dated version from its Bedrock launch to its end of life or to today, keyed 
 None of these models is on Bedrock's prompt-caching list, so every version is of mode
 ``none``. Prices are AWS's on-demand us-east-1 prices as the price maps give them [S]; launch
 dates are in ``data/lifecycle.json``; sources are in each version's notes and in
-docs/contracts.md ("contracts-v17").
+docs/contracts.md ("contracts-v16").
 
-Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v17'; the
+Rows are added exactly as revision 0006 adds its own, with origin 'seed:contracts-v16'; the
 downgrade deletes them.
 """
 
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from runpy import run_path
 
-revision: str = "0025_seed_contracts_v17"
-down_revision: str | None = "0024_seed_contracts_v16"
+revision: str = "0024_seed_contracts_v16"
+down_revision: str | None = "0023_seed_contracts_v15"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -39,8 +39,8 @@ SEEDING = str(Path(__file__).with_name("0006_seed_contracts_v2.py"))
 
 
 def upgrade() -> None:
-    run_path(SEEDING)["seed_file"]("contracts-v17.json", "seed:contracts-v17")
+    run_path(SEEDING)["seed_file"]("contracts-v16.json", "seed:contracts-v16")
 
 
 def downgrade() -> None:
-    run_path(SEEDING)["unseed"]("seed:contracts-v17")
+    run_path(SEEDING)["unseed"]("seed:contracts-v16")

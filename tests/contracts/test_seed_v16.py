@@ -1,8 +1,8 @@
-"""Revision 0025 (contracts-v17.json): Bedrock base models that public recordings name (Claude
+"""Revision 0024 (contracts-v16.json): Bedrock base models that public recordings name (Claude
 3 Haiku, Mistral AI, AI21 Jamba 1.5, Cohere Command, Amazon Titan Text), priced from their
 Bedrock launch without caching.
 
-Expected terms are what the sources in docs/contracts.md ("contracts-v17") state, written here
+Expected terms are what the sources in docs/contracts.md ("contracts-v16") state, written here
 from those sources, not from the data file: AWS's on-demand us-east-1 prices as LiteLLM 1.110.2
 and genai-prices 0.2.3 list them (https://aws.amazon.com/bedrock/pricing/) [S]; launch and end
 of life days from Bedrock's model cards and model-lifecycle page
@@ -287,15 +287,15 @@ def _rows(url: str) -> list[tuple[object, ...]]:
 
 
 def test_upgrade_only_adds_and_downgrade_gives_back_the_previous_rows(sqlite_url: str) -> None:
-    migration = Path(__file__).parents[2] / "migrations/versions/0025_seed_contracts_v17.py"
+    migration = Path(__file__).parents[2] / "migrations/versions/0024_seed_contracts_v16.py"
     previous = str(run_path(str(migration))["down_revision"])
     db.upgrade(sqlite_url, previous)
     before = _rows(sqlite_url)
-    db.upgrade(sqlite_url, "0025_seed_contracts_v17")
+    db.upgrade(sqlite_url, "0024_seed_contracts_v16")
     after = _rows(sqlite_url)
     assert [row for row in before if row not in after] == []
     added = [row for row in after if row not in before]
-    assert {row[5] for row in added} == {"seed:contracts-v17"}
+    assert {row[5] for row in added} == {"seed:contracts-v16"}
     assert sorted(str(row[1]) for row in added) == sorted(TOUCHED)
     db.downgrade(sqlite_url, previous)
     assert _rows(sqlite_url) == before
