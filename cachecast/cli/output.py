@@ -38,7 +38,7 @@ def stdout_console() -> Console:
     """The console a command prints its report on (see the module docstring)."""
     probe = Console(file=sys.stdout)
     width = None if probe.is_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return _Stdout(file=sys.stdout, width=width, highlight=False)
+    return _Stdout(file=sys.stdout, width=width, highlight=False, markup=False)
 
 
 def money(amount: Decimal | None) -> str:
