@@ -53,7 +53,10 @@ def test_headline_worst_mismatches_and_limit(migrated_db_url: str, columns: int)
     assert "more: --limit 0" not in every.output
 
 
-def test_bracketed_file_names_are_printed_as_they_are(migrated_db_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("columns", [200, 40])  # 40: rows stacked (output.fit)
+def test_bracketed_file_names_are_printed_as_they_are(
+    migrated_db_url: str, tmp_path: Path, columns: int
+) -> None:
     """pytest-parametrised recordings are named ``test_x[param].yaml``: the human table and
     ``inspect`` print that name, not rich markup read out of it (``[gpt-4o-mini]`` as a style
     tag would vanish)."""
@@ -79,7 +82,7 @@ def test_bracketed_file_names_are_printed_as_they_are(migrated_db_url: str, tmp_
     ]
     log = tmp_path / "test_x[gpt-4o-mini].jsonl"
     log.write_text("".join(json.dumps(record) + "\n" for record in records))
-    env = {"COLUMNS": "200"}
+    env = {"COLUMNS": str(columns)}
     db = ["--database-url", migrated_db_url]
     shown = CliRunner().invoke(app, ["reconcile", str(log), "--limit", "0", *db], env=env)
     assert shown.exit_code == 0, shown.output
