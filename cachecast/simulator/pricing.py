@@ -334,8 +334,8 @@ def below_minimum_flagged(request: TokenizedRequest, contract: ContractTerms) ->
     whole prompt shorter than the contract's ``min_cacheable_tokens``: every cached prefix is
     part of the prompt, so no prefix could have been cached (a hand-edited recording, or a
     term that is wrong). Like any contradictory usage it is listed, never billed from or
-    reconciled (docs/log-formats.md, "Observations that contradict themselves"); the message names the term and
-    the contract version, so a wrong minimum is still visible."""
+    reconciled (docs/log-formats.md, "Observations that contradict themselves"); the
+    message names the term and the contract version, so a wrong minimum is still visible."""
     observed = request.observed
     minimum = contract.min_cacheable_tokens
     if observed is None or observed.contradiction is not None or minimum <= 0:
