@@ -335,10 +335,18 @@ def below_minimum_flagged(request: TokenizedRequest, contract: ContractTerms) ->
     part of the prompt, so no prefix could have been cached (a hand-edited recording, or a
     term that is wrong). Like any contradictory usage it is listed, never billed from or
     reconciled (docs/log-formats.md, "Observations that contradict themselves"); the
-    message names the term and the contract version, so a wrong minimum is still visible."""
+    message names the term and the contract version, so a wrong minimum is still visible.
+    A record that creates a cache object (Gemini ``cachedContents``) is left alone: the
+    provider accepted that object, whose minimum may not be the contract's implicit one, so
+    its size is evidence about the term, judged as such, not a contradiction."""
     observed = request.observed
     minimum = contract.min_cacheable_tokens
-    if observed is None or observed.contradiction is not None or minimum <= 0:
+    if (
+        observed is None
+        or observed.contradiction is not None
+        or minimum <= 0
+        or request.controls.creates is not None
+    ):
         return request
     total = observed.input_tokens
     read, written = observed.cache_read_tokens or 0, observed.cache_write_tokens or 0
