@@ -349,3 +349,21 @@ def test_cache_tokens_on_a_prompt_below_the_minimum_are_contradictory(
     assert "1 request(s) report contradictory usage" in message
     assert f"{path}:1: cache read 2 + write 5 reported on a prompt of 107 input tokens" in message
     assert f"min_cacheable_tokens {minimum}" in message
+
+
+def test_a_fill_in_the_middle_completion_is_marked_incomplete(tmp_path: Path) -> None:
+    # ``suffix`` is text the provider places after the prompt in its own template: the prompt
+    # alone is not what was counted, so the request is approximate, fitted to its usage.
+    path = _cassette(
+        tmp_path / "fim.yaml",
+        _interaction(
+            "https://api.mistral.ai/v1/fim/completions",
+            {"model": "codestral-latest", "prompt": "def add(a, b):", "suffix": "    return c"},
+            _text_completion({"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}),
+        ),
+    )
+    got = read(path)
+    assert got.errors == []
+    [request] = got.requests
+    assert request.prompt_complete is False
+    assert totals(got.requests)["input"] == 12

@@ -198,6 +198,10 @@ def _record(
         body, whole = cohere_v1_as_chat(body)
         complete = complete and whole
     elif endpoint.api == "prompt":
+        # A fill-in-the-middle call (Mistral's /v1/fim/completions, OpenAI's legacy
+        # ``suffix``) sends text after the prompt in a template of the provider's: the
+        # prompt read is not all of it.
+        complete = complete and not body.get("suffix")
         body = completions_prompt(body)
     elif endpoint.api == "bedrock-invoke" and "inputText" in body and "messages" not in body:
         body = titan_text_prompt(body)
