@@ -117,7 +117,7 @@ class _Stderr:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+            self._console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -318,7 +318,7 @@ def progress_bar(console: Console | None = None) -> Iterator[BarProgress]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     bar = Progress(
-        TextColumn("[progress.description]{task.description}"),
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

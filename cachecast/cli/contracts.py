@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
-from rich.markup import escape
 from rich.table import Table
 
 from cachecast.cli.common import DatabaseUrlOption, command, parse_day, stderr
@@ -150,7 +149,7 @@ def _versions_table(versions: list[ContractTerms], title: str) -> RenderableType
             storage = terms.storage_per_mtok_hour
             row.append("" if storage is None else decimal_text(storage))
         row.append(terms.verified_on.isoformat())
-        table.add_row(*(escape(cell) for cell in row))
+        table.add_row(*row)
     return fit(table, _stdout(), optional=("until", "mode", "TTL", "store $/M/h", "verified"))
 
 
@@ -253,7 +252,7 @@ def show_command(
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value")  # prose and lists: wrapped between words
     for name in type(terms).model_fields:
-        table.add_row(name, escape(_field_text(terms, name)))
+        table.add_row(name, _field_text(terms, name))
     _stdout().print(table)
 
 
@@ -431,10 +430,10 @@ def _print_audit(report: AuditReport) -> None:
         table.add_row(
             item.kind.value,
             item.map.value,
-            escape(f"{item.provider}/{item.model}"),
-            escape(item.field),
-            escape(item.ours or "-"),
-            escape(item.theirs or "-"),
+            f"{item.provider}/{item.model}",
+            item.field,
+            item.ours or "-",
+            item.theirs or "-",
         )
     out.print(table)
     counts = ", ".join(f"{kind}: {count}" for kind, count in sorted(report.counts_by_kind.items()))

@@ -235,7 +235,7 @@ def _capacity_table(report: CapacityReport) -> None:
         ]
     for name, value in rows:
         table.add_row(name, value)
-    Console(file=sys.stdout).print(table)
+    Console(file=sys.stdout, markup=False).print(table)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,7 +409,7 @@ def comparison_rows(report: CompareReport) -> list[list[str]]:
 
 
 def _comparison_table(report: CompareReport, rows: list[list[str]]) -> None:
-    out = Console(file=sys.stdout)
+    out = Console(file=sys.stdout, markup=False)
     header, *body = rows
     deployment = report.deployment
     table = Table(
@@ -553,6 +553,8 @@ def _fleet_table(report: FleetReport) -> None:
             str(policy.gpu_hours),
             "-" if policy.cost is None else f"${policy.cost}",
         )
-    Console(file=sys.stdout).print(table)
+    Console(file=sys.stdout, markup=False).print(table)
     if inputs.gpu_price_per_hour is None:
-        Console(file=sys.stdout).print("no --gpu-price: costs are given in GPU-hours only")
+        Console(file=sys.stdout, markup=False).print(
+            "no --gpu-price: costs are given in GPU-hours only"
+        )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from cachecast.cli.common import (
     ClientOption,
@@ -50,7 +51,7 @@ def inspect_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False)
     for file in report.files:
         _print_file(out, file)
     for file in report.files:
@@ -62,7 +63,9 @@ def inspect_command(
 
 def _print_file(out: Console, file: FileInspection) -> None:
     paired = f" + {file.results_path}" if file.results_path else ""
-    out.print(f"[bold]{file.path}[/bold]{paired}: format {file.format}", markup=True)
+    out.print(
+        f"[bold]{escape(str(file.path))}[/bold]{escape(paired)}: format {file.format}", markup=True
+    )
     if file.client is not None:
         versions = ", ".join(file.client.versions) or "not stated"
         out.print(

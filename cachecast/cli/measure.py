@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cachecast.cli.common import DatabaseUrlOption, command, progress_bar, stderr
 from cachecast.gpu_backend.types import EngineKind
@@ -137,12 +138,13 @@ def _ms(value: float | None) -> str:
 
 
 def _render(report: MeasureReport) -> None:
-    out = Console()
+    out = Console(markup=False)
     passport = report.passport
     out.print(
         f"[bold]{escape(passport.engine_kind)} vLLM {escape(passport.engine_version)}[/bold]"
         f"  model {escape(passport.model)}  device {escape(passport.device)}"
-        f"  block {passport.block_size} x {passport.num_blocks} blocks"
+        f"  block {passport.block_size} x {passport.num_blocks} blocks",
+        markup=True,
     )
     summary = Table(show_header=False)
     summary.add_row("requests", str(report.requests))
@@ -167,11 +169,11 @@ def _render(report: MeasureReport) -> None:
     delta = report.engine_counters_delta
     summary.add_row(
         "engine counters (queries/hits)",
-        f"{delta.prefix_cache_queries} / {delta.prefix_cache_hits}"
+        Text(f"{delta.prefix_cache_queries} / {delta.prefix_cache_hits}")
         + (
-            ""
+            Text("")
             if delta.agree_with_requests
-            else "  [yellow](disagree with per-request figures)[/yellow]"
+            else Text("  (disagree with per-request figures)", style="yellow")
         ),
     )
     if report.stored_id is not None:
@@ -183,7 +185,7 @@ def _render(report: MeasureReport) -> None:
         for row in mismatches[:20]:
             table.add_row(
                 str(row.line),
-                escape(row.request_id),
+                row.request_id,
                 str(row.prompt_tokens),
                 str(row.measured_cached_tokens),
                 str(row.predicted_cached_tokens),

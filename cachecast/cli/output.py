@@ -38,7 +38,7 @@ def stdout_console() -> Console:
     """The console a command prints its report on (see the module docstring)."""
     probe = Console(file=sys.stdout)
     width = None if probe.is_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return _Stdout(file=sys.stdout, width=width, highlight=False)
+    return _Stdout(file=sys.stdout, width=width, highlight=False, markup=False)
 
 
 def money(amount: Decimal | None) -> str:
@@ -116,10 +116,11 @@ def _stacked(table: Table) -> RenderableType:
         lines.append(Text(str(table.title), style="bold"))
     for row in range(table.row_count):
         cells = [column._cells[row] for column in columns]
-        lines.append(Text.from_markup(str(cells[0])) if isinstance(cells[0], str) else cells[0])
+        # Cells are recorded text (file names, model ids): never read as markup.
+        lines.append(Text(cells[0]) if isinstance(cells[0], str) else cells[0])
         for column, cell in zip(columns[1:], cells[1:], strict=True):
             text = Text(f"  {column.header}: ")
-            text.append(Text.from_markup(cell) if isinstance(cell, str) else str(cell))
+            text.append(Text(cell) if isinstance(cell, str) else str(cell))
             lines.append(text)
     if table.caption:
         lines.append(Text(str(table.caption), style="dim"))

@@ -40,7 +40,7 @@ help_cli.install()
 app = root_app()
 db_app = typer.Typer(help="Migrate the cachecast database (Alembic).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-console = Console(stderr=True)
+console = Console(stderr=True, markup=False)
 
 
 @db_app.command("upgrade")

@@ -228,7 +228,7 @@ def _print(report: UsageReport) -> None:
 
     # Piped output is not cut to 80 columns: the table is read in files and CI logs.
     width = None if sys.stdout.isatty() else 220
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True, width=width)
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=True, width=width, markup=False)
     table = Table(
         box=box.SIMPLE_HEAD, title="Session usage (money rounded to cents here; exact in --json)"
     )

@@ -12,6 +12,7 @@ import builtins
 import datetime as dt
 import difflib
 import fnmatch
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -428,8 +429,51 @@ class ContractStore:
         names += sorted(aliases - set(names))
         raise UnknownContractError.listing(
             f"unknown model {model_id!r} for provider {provider_id!r}",
-            difflib.get_close_matches(model_id, names, n=5, cutoff=0.6),
+            close_models(model_id, names),
         )
+
+
+# Bedrock's cross-region inference prefixes, in front of the vendor's (us.anthropic....).
+_GEO_PREFIXES = frozenset(
+    {"us", "eu", "apac", "global", "regional", "us-gov", "in", "jp", "au", "ca"}
+)
+_VENDOR = re.compile(r"[a-z][a-z0-9]*")
+_FAMILY = re.compile(r"[a-z]+")
+
+
+def model_vendor(model_id: str) -> str | None:
+    """The vendor a Bedrock-style id names before its first dot, past a geography prefix
+    (``us.meta.llama3-...`` -> meta, ``mistral.mistral-7b-...`` -> mistral); None for ids that
+    name none (``gpt-3.5-turbo``: the dot is a version's)."""
+    head, _, rest = model_id.partition(".")
+    if head in _GEO_PREFIXES and rest:
+        head, _, rest = rest.partition(".")
+    return head if rest and _VENDOR.fullmatch(head) else None
+
+
+def close_models(model_id: str, names: Sequence[str]) -> builtins.list[str]:
+    """Up to five names close to an unknown ``model_id``, its own vendor's first: a model of
+    another vendor is no stand-in (a Mistral id listing Meta Llama ids misleads), so an id
+    that names its vendor gets only that vendor's names; one that names none (``gpt-...``)
+    gets its family's (the leading letters) first, then any close name."""
+    vendor = model_vendor(model_id)
+    key = vendor if vendor is not None else (_family(model_id) or model_id)
+
+    def key_of(name: str) -> str:
+        own = model_vendor(name)
+        return own if own is not None else (_family(name) or name)
+
+    same = [name for name in names if key_of(name) == key]
+    matches = difflib.get_close_matches(model_id, same, n=5, cutoff=0.4)
+    if vendor is None and len(matches) < 5:
+        others = difflib.get_close_matches(model_id, names, n=5, cutoff=0.6)
+        matches += [name for name in others if name not in matches][: 5 - len(matches)]
+    return matches
+
+
+def _family(model_id: str) -> str | None:
+    found = _FAMILY.match(model_id)
+    return found.group(0) if found else None
 
 
 Child = TypeVar("Child")

@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.canonical import make_record, require_dict, unrecorded_prompt
+from cachecast.logs.canonical import (
+    completions_prompt,
+    make_record,
+    require_dict,
+    unrecorded_prompt,
+)
 from cachecast.logs.errors import LogFileError, LogRecordError
 from cachecast.logs.stream import Item, LogStream, documents, json_lines
 from cachecast.logs.types import ObservedUsage
@@ -85,7 +90,10 @@ def _openai_request(stream: LogStream, line: int, record: dict[str, Any]) -> dic
     url = record.get("url")
     if url is not None and url not in OPENAI_BATCH_APIS:
         raise RecordFieldError("url", f"{url!r} is not a prompt endpoint cachecast reads")
-    return _batch_request(record, "body", "openai")
+    made = _batch_request(record, "body", "openai")
+    if url is not None and OPENAI_BATCH_APIS[url] == "prompt":
+        made["request"] = completions_prompt(made["request"], "body")
+    return made
 
 
 def _batch_request(record: dict[str, Any], key: str, provider: str) -> dict[str, Any]:

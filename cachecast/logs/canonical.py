@@ -97,3 +97,28 @@ def require_list(obj: Any, path: str) -> list[Any]:
     if not isinstance(obj, list):
         raise RecordFieldError(path, f"expected a list, got {type(obj).__name__}")
     return obj
+
+
+def completions_prompt(body: dict[str, Any], field: str = "request.body") -> dict[str, Any]:
+    """An OpenAI legacy Completions body (``/v1/completions``: ``prompt`` a string, a list of
+    strings, token ids or lists of them) as the one plain prompt it sends. A list of several
+    prompts is several completions in one call whose reported usage is their sum (OpenAI's
+    Completions reference, docs/log-formats.md "Recorded HTTP"): no single prompt stands for
+    it, so it is refused, naming the field."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return body
+    if isinstance(prompt, list) and prompt and all(type(item) is int for item in prompt):
+        rest = {key: value for key, value in body.items() if key != "prompt"}
+        return {**rest, "tokens": prompt}
+    if isinstance(prompt, list) and len(prompt) == 1:
+        return completions_prompt({**body, "prompt": prompt[0]}, field)
+    if isinstance(prompt, list) and len(prompt) > 1:
+        raise RecordFieldError(
+            f"{field}.prompt",
+            f"{len(prompt)} prompts in one call: the usage reported is their sum, which no"
+            " single prompt stands for",
+        )
+    raise RecordFieldError(
+        f"{field}.prompt", f"expected a string, token ids or a list of one, got {prompt!r:.60}"
+    )

@@ -39,6 +39,7 @@ from cachecast.core.errors import (
 from cachecast.core.gc_pacing import paced_collection
 from cachecast.core.limits import check_count
 from cachecast.logs.errors import BadRecords, LogFileError, bad_records_of
+from cachecast.logs.formats import open_log
 from cachecast.tokenizers import read_log, read_records
 
 if TYPE_CHECKING:
@@ -436,9 +437,12 @@ class LogReading:
             return self.calibrator(index if own else None)
 
         own_scope: bool | None = None
+        source: LogStream | None = opened
         try:
+            if source is None:
+                source = open_log(file.path, format=file.format, results=file.results, name=name)
             stream = read_log(
-                opened if opened is not None else file.path,
+                source,
                 name=name,
                 model=self.tokenize_as,
                 default_model=log.default_model,
@@ -463,15 +467,20 @@ class LogReading:
                 raise
             found.append(LogRecordError(name, None, UNREADABLE_FIELD, error.reason))
         finally:
-            if (
-                tolerant
-                and self.requests_by_source[name] == 0
-                and not any(e.field == UNREADABLE_FIELD for e in found)
-            ):
-                first = f": {found[0].one_line()}" if found else ""
+            empty = self.requests_by_source[name] == 0 and not any(
+                e.field == UNREADABLE_FIELD for e in found
+            )
+            # A file read without a bad record that gave no request says what it held
+            # instead (calls to other endpoints, failed calls), so that "no readable record"
+            # always comes with a reason (docs/log-formats.md, "Recorded HTTP").
+            held = skipped_text(source) if empty and not found and source is not None else ""
+            if empty and tolerant:
+                first = f": {found[0].one_line()}" if found else (f": {held}" if held else "")
                 found.append(
                     LogRecordError(name, None, UNREADABLE_FIELD, f"no readable record{first}")
                 )
+            elif held:
+                found.append(LogRecordError(name, None, UNREADABLE_FIELD, held))
             self.errors.merge(found)
 
     def _located(self, error: LogRecordError) -> LogRecordError:
@@ -514,6 +523,16 @@ class LogReading:
     def finish(self) -> None:
         """After the pass: see :func:`check_reading`."""
         check_reading(self.log, self.errors, self.requests_by_source)
+
+
+def skipped_text(stream: LogStream) -> str:
+    """What a log held that was not a billed request, by reason and count ("" if nothing):
+    the reason given for a file that yielded no request and no bad record."""
+    if not stream.skipped:
+        return ""
+    return "no request among " + ", ".join(
+        f"{count:,} {why}" for why, count in stream.skipped.most_common()
+    )
 
 
 def merged_sources(

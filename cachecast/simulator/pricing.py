@@ -329,6 +329,37 @@ def _note_ignored(result: TargetTotals, request: TokenizedRequest) -> None:
         result.notes[key] = result.notes.get(key, 0) + 1
 
 
+def below_minimum_flagged(request: TokenizedRequest, contract: ContractTerms) -> TokenizedRequest:
+    """``request`` with its usage marked contradictory where it reports cached tokens on a
+    whole prompt shorter than the contract's ``min_cacheable_tokens``: every cached prefix is
+    part of the prompt, so no prefix could have been cached (a hand-edited recording, or a
+    term that is wrong). Like any contradictory usage it is listed, never billed from or
+    reconciled (docs/log-formats.md, "Observations that contradict themselves"); the
+    message names the term and the contract version, so a wrong minimum is still visible.
+    A record that creates a cache object (Gemini ``cachedContents``) is left alone: the
+    provider accepted that object, whose minimum may not be the contract's implicit one, so
+    its size is evidence about the term, judged as such, not a contradiction."""
+    observed = request.observed
+    minimum = contract.min_cacheable_tokens
+    if (
+        observed is None
+        or observed.contradiction is not None
+        or minimum <= 0
+        or request.controls.creates is not None
+    ):
+        return request
+    total = observed.input_tokens
+    read, written = observed.cache_read_tokens or 0, observed.cache_write_tokens or 0
+    if total is None or read + written == 0 or total >= minimum:
+        return request
+    why = (
+        f"cache read {read} + write {written} reported on a prompt of {total} input tokens,"
+        f" below {contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
+        f" min_cacheable_tokens {minimum}"
+    )
+    return dataclasses.replace(request, observed=dataclasses.replace(observed, contradiction=why))
+
+
 def price_request(
     request: TokenizedRequest,
     result: TargetTotals,
@@ -344,8 +375,9 @@ def price_request(
     if request.controls.creates is not None and not policy.bills_cache_objects:
         result.skipped_cache_objects += 1
         return None
-    usage = policy.process(request)
     contract = result.contract
+    request = below_minimum_flagged(request, contract)
+    usage = policy.process(request)
     cost = bill_request(usage, contract)
     cost_off = bill_without_cache(usage, contract)
     if contract.off_peak is not None:

@@ -391,7 +391,7 @@ class _Replay:
             verdict = None
             if row.reconciled is None:
                 self.without_usage += 1
-                observed = request.observed
+                observed = row.request.observed  # (as priced: below_minimum_flagged)
                 if (
                     observed is not None
                     and observed.contradiction is not None
@@ -700,7 +700,10 @@ def _refuse_nothing_reconciled(replay: _Replay) -> None:
     table of zeros with exit 0 (docs/errors.md)."""
     reasons = [f"{count} request(s): {reason}" for reason, count in replay.unpriced.most_common(5)]
     if replay.contradictory:
-        reasons.append(f"{len(replay.contradictory)} request(s) report contradictory usage")
+        reasons.append(
+            f"{len(replay.contradictory)} request(s) report contradictory usage, first"
+            f" {replay.contradictory[0]}"
+        )
     without = replay.without_usage - len(replay.contradictory)
     if without > 0:
         reasons.append(f"{without} request(s) carry no usage")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -50,3 +51,42 @@ def test_headline_worst_mismatches_and_limit(migrated_db_url: str, columns: int)
     every = CliRunner().invoke(app, ["reconcile", log, "--limit", "0", *db], env=env)
     assert f"the {mismatches} worst of {mismatches:,} mismatches" in every.output
     assert "more: --limit 0" not in every.output
+
+
+@pytest.mark.parametrize("columns", [200, 40])  # 40: rows stacked (output.fit)
+def test_bracketed_file_names_are_printed_as_they_are(
+    migrated_db_url: str, tmp_path: Path, columns: int
+) -> None:
+    """pytest-parametrised recordings are named ``test_x[param].yaml``: the human table and
+    ``inspect`` print that name, not rich markup read out of it (``[gpt-4o-mini]`` as a style
+    tag would vanish)."""
+    system = "The quick brown fox jumps over the lazy dog. " * 200
+    records = [
+        {
+            "timestamp": 1_750_000_000 + 10 * index,
+            "provider": "openai",
+            "model": "gpt-4o-mini",
+            "request_id": f"r{index}",
+            "request": {
+                "model": "gpt-4o-mini",
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": f"question {index}"},
+                ],
+            },
+            # The second request shares a prompt prefix of well over 1,024 tokens with the
+            # first, yet reads nothing: a mismatch the table lists by file and line.
+            "observed": {"input_tokens": 1820, "cache_read_tokens": 0, "output_tokens": 5},
+        }
+        for index in range(2)
+    ]
+    log = tmp_path / "test_x[gpt-4o-mini].jsonl"
+    log.write_text("".join(json.dumps(record) + "\n" for record in records))
+    env = {"COLUMNS": str(columns)}
+    db = ["--database-url", migrated_db_url]
+    shown = CliRunner().invoke(app, ["reconcile", str(log), "--limit", "0", *db], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "test_x[gpt-4o-mini].jsonl:2" in shown.stdout
+    inspected = CliRunner().invoke(app, ["inspect", str(log)], env=env)
+    assert inspected.exit_code == 0, inspected.output
+    assert "test_x[gpt-4o-mini].jsonl" in inspected.stdout

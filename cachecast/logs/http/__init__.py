@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
-from cachecast.logs.canonical import make_record
+from cachecast.logs.canonical import completions_prompt, make_record
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
@@ -125,6 +125,27 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             yield exchange.line, record
 
 
+# Endpoints whose responses carry no token counts: Anthropic's legacy Completion object is
+# id, type, completion, stop_reason, model (Anthropic's API reference, "Create a Text
+# Completion"); vLLM's native /generate answers {"text": [...]} (docs/log-formats.md).
+_NO_USAGE = {
+    "anthropic-complete": "missing: Anthropic's legacy Text Completions (/v1/complete) response"
+    " carries no usage, so there is nothing to reconcile",
+    "vllm-generate": "missing: vLLM's native /generate response carries no usage, so there is"
+    " nothing to reconcile",
+}
+
+
+def titan_text_prompt(body: dict[str, Any]) -> dict[str, Any]:
+    """An Amazon Titan Text InvokeModel body (``inputText``, optional
+    ``textGenerationConfig``: AWS's "Amazon Titan Text models" parameters page) as the plain
+    prompt it sends."""
+    text = body.get("inputText")
+    if not isinstance(text, str):
+        raise RecordFieldError("request.body.inputText", f"expected a string, got {text!r:.60}")
+    return {"prompt": text}
+
+
 _COHERE_ROLES = {"USER": "user", "CHATBOT": "assistant", "SYSTEM": "system", "TOOL": "tool"}
 
 
@@ -176,6 +197,14 @@ def _record(
     if endpoint.api == "cohere-v1":
         body, whole = cohere_v1_as_chat(body)
         complete = complete and whole
+    elif endpoint.api == "prompt":
+        # A fill-in-the-middle call (Mistral's /v1/fim/completions, OpenAI's legacy
+        # ``suffix``) sends text after the prompt in a template of the provider's: the
+        # prompt read is not all of it.
+        complete = complete and not body.get("suffix")
+        body = completions_prompt(body)
+    elif endpoint.api == "bedrock-invoke" and "inputText" in body and "messages" not in body:
+        body = titan_text_prompt(body)
     cached_content: str | None = None
     model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
     chain: Chain | None = None
@@ -203,6 +232,8 @@ def _record(
     else:
         ttl = requested_ttl(body)
     observed = reported_usage(endpoint, final, response, exchange.response_headers, write_ttl=ttl)
+    if observed is None and endpoint.api in _NO_USAGE:
+        raise RecordFieldError("response.body.usage", _NO_USAGE[endpoint.api])
     if chain is not None and isinstance(final, dict):
         remember_response(chain, final, state)
     request_id = response_id(exchange.response_headers, final)

@@ -12,7 +12,13 @@ Gemini generateContent        ``.../models/{model}:generateContent`` (and stream
 Gemini cachedContents         ``POST .../cachedContents``                          (cache)
 Cohere Chat v2                ``/v2/chat``                                         chat
 Cohere Chat v1                ``/v1/chat`` (``message``, ``chat_history``)         as chat
+OpenAI legacy Completions     ``.../completions`` (not chat)                       prompt
+Anthropic Text Completions    ``/v1/complete`` (legacy; no usage in the response)  prompt
+vLLM native ``/generate``     ``/generate`` (no usage in the response)             prompt
 ============================  ===================================================  =========
+
+Anthropic's legacy Text Completions and vLLM's native ``/generate`` report no token counts,
+so a call to them is a bad record that says so (nothing to reconcile), not a silent skip.
 
 The provider comes from the host (api.openai.com, *.openai.azure.com, api.anthropic.com,
 bedrock-runtime.*.amazonaws.com, generativelanguage / aiplatform.googleapis.com,
@@ -23,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+from cachecast.logs.batch import OPENAI_BATCH_APIS
 
 _HOST_PROVIDERS = (
     ("api.openai.com", "openai"),
@@ -65,7 +73,8 @@ BEDROCK_ACTIONS = {
 @dataclass(slots=True)
 class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
-    # gemini-cache, cohere (v2), cohere-v1
+    # gemini-cache, cohere (v2), cohere-v1, prompt (OpenAI legacy Completions: the name the
+    # batch reader gives the same endpoint), anthropic-complete, vllm-generate
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -94,6 +103,15 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         if "/openai/deployments/" in path:  # Azure: the deployment stands for the model
             model = path.split("/openai/deployments/", 1)[1].split("/", 1)[0]
         return Endpoint("chat", provider, model)
+    if path.endswith("/completions"):  # OpenAI's legacy Completions (and compatible servers)
+        model = None
+        if "/openai/deployments/" in path:
+            model = path.split("/openai/deployments/", 1)[1].split("/", 1)[0]
+        return Endpoint(OPENAI_BATCH_APIS["/v1/completions"], provider, model)
+    if path.endswith("/v1/complete"):
+        return Endpoint("anthropic-complete", provider or "anthropic", None)
+    if path.rstrip("/") == "/generate":
+        return Endpoint("vllm-generate", provider, None)
     if provider == "cohere" and path.rstrip("/").endswith(("/v1/chat", "/v2/chat")):
         return Endpoint(
             "cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None

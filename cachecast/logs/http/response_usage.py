@@ -51,6 +51,8 @@ def reported_usage(
         key = {"gemini": "usageMetadata", "cohere-v1": "meta"}.get(api, "usage")
         if isinstance(response.get(key), dict):
             usage = response[key]
+        elif api == "bedrock-invoke" and "inputTextTokenCount" in response:
+            usage = _titan_usage(response)
     if usage:
         convention = {
             "anthropic": "anthropic",
@@ -65,6 +67,19 @@ def reported_usage(
             usage, convention=convention, path="response.body.usage", write_ttl=write_ttl
         )
     return _header_usage(headers, write_ttl)
+
+
+def _titan_usage(response: dict[str, Any]) -> dict[str, Any]:
+    """Amazon Titan Text's counts (``inputTextTokenCount``; ``results[].tokenCount``, the
+    tokens of each result: AWS's "Amazon Titan Text models" page) in OpenAI's names. Titan
+    has no prompt caching, so there is nothing else to read."""
+    usage: dict[str, Any] = {"prompt_tokens": response["inputTextTokenCount"]}
+    results = response.get("results")
+    if isinstance(results, list):
+        counts = [item.get("tokenCount") for item in results if isinstance(item, dict)]
+        if counts and all(type(count) is int for count in counts):
+            usage["completion_tokens"] = sum(counts)
+    return usage
 
 
 def _split_outdated(merged: dict[str, Any], final: dict[str, Any]) -> bool:
