@@ -434,7 +434,8 @@ class _Replay:
                 # a mismatch to explain (as on agent sessions, whose rows within tolerance
                 # carry no class; docs/predictions.md).
                 verdict = None
-                why = f"within tolerance ({reconciled.token_error} tokens off): {why}"
+                error = reconciled.token_error
+                why = f"within tolerance ({error} token{'' if error == 1 else 's'} off): {why}"
         served.summary.add(reconciled)
         self.all.add(reconciled)
         served.within_tolerance += within
