@@ -29,7 +29,8 @@ tokens do not match exactly is classified, first rule that applies:
 4. ``provider_best_effort_miss``: the provider read less than we did, from a prefix the log
    shows cached and alive, under an automatic cache whose provider documents it as best
    effort (OpenAI: identical prompts sent seconds apart can miss);
-5. ``unexplained``.
+5. ``unexplained``; a request within tolerance that no earlier rule classifies carries no
+   class (``None``): its error is the prediction's margin.
 
 A request whose reported usage contradicts itself (``ObservedUsage.contradiction``) is
 listed, not compared; a reconciliation that compared nothing is refused with why.
@@ -428,6 +429,13 @@ class _Replay:
             verdict, why = classify_mismatch(
                 request, reconciled, row.misses, served.totals.contract, stats
             )
+            if verdict == UNEXPLAINED and within:
+                # Within tolerance and no rule names a cause: the prediction's own margin, not
+                # a mismatch to explain (as on agent sessions, whose rows within tolerance
+                # carry no class; docs/predictions.md).
+                verdict = None
+                error = reconciled.token_error
+                why = f"within tolerance ({error} token{'' if error == 1 else 's'} off): {why}"
         served.summary.add(reconciled)
         self.all.add(reconciled)
         served.within_tolerance += within

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import pytest
 
 from cachecast.contracts.model import TtlOption
 from cachecast.core.errors import BadInputError, Location
-from cachecast.simulator.policies.explicit import ExplicitBreakpointCache
-from cachecast.tokenizers.types import Breakpoint, Segment
+from cachecast.simulator.policies.explicit import OPENAI_READ_BREAKPOINTS, ExplicitBreakpointCache
+from cachecast.tokenizers.types import Breakpoint, CacheControls, Segment, TokenizedRequest
 
 from .helpers import make_request, run
 
@@ -125,6 +126,75 @@ def test_implicit_breakpoint_at_the_latest_message() -> None:
     usage = policy.process(make_request(run(2300, 0), segments=grown, at=1))
     # The new implicit breakpoint is at 2,300; looking back reaches the entry at 2,000.
     assert (usage.cache_read_tokens, usage.cache_write_tokens) == (2000, {"5m": 300})
+
+
+THIRTY_MINUTES = TtlOption(
+    name="30m", ttl_seconds=1800, refresh_on_hit=True, write_multiplier=Decimal("1.25")
+)
+
+
+def gpt56_like() -> ExplicitBreakpointCache:
+    """OpenAI GPT-5.6+ (docs/contracts.md): 1,024-token minimum, 4 writes per request, the
+    implicit breakpoint on the latest message, reads over the latest breakpoints."""
+    return ExplicitBreakpointCache(
+        ttl_options=(THIRTY_MINUTES,),
+        min_tokens=1024,
+        max_breakpoints=4,
+        lookback_blocks=None,
+        implicit_last_message=True,
+        read_window=OPENAI_READ_BREAKPOINTS,
+    )
+
+
+def system_and_user(
+    system: int, shared_user: int, own_user: list[int], at: float
+) -> TokenizedRequest:
+    """A system message of ``system`` tokens, a user message whose first ``shared_user``
+    tokens every such request shares and whose rest is ``own_user``, and 3 reply-priming
+    tokens (the chat rendering of docs/predictions.md)."""
+    user_end = system + shared_user + len(own_user)
+    tokens = [*run(system, 0), *run(shared_user, 100_000), *own_user, *run(3, 200_000)]
+    segments = (
+        Segment("system", "messages[0]", 0, system),
+        Segment("message", "messages[1]", system, user_end),
+        Segment("template", "reply_priming", user_end, user_end + 3),
+    )
+    return make_request(tokens, segments=segments, at=at)
+
+
+def test_gpt56_reads_at_a_message_end_of_a_written_prefix() -> None:
+    # The shape of the GPT-5.6 recording in docs/predictions.md: the same system message, the
+    # user messages share their first tokens and then differ.
+    policy = gpt56_like()
+    first = policy.process(system_and_user(2000, 30, run(70, 300_000), at=0))
+    # Nothing cached yet; the implicit breakpoint at the user message's end (2,000 + 100)
+    # writes 2,100 tokens; the 3 priming tokens after it are not cached.
+    assert (first.cache_read_tokens, first.cache_write_tokens) == (0, {"30m": 2100})
+    assert first.uncached_input_tokens == 3
+    second = policy.process(system_and_user(2000, 30, run(70, 400_000), at=60))
+    # The prompts agree up to token 2,030 (inside the user message); no breakpoint of the
+    # first request ends there, but its written prefix holds the system message's end at
+    # 2,000: read 2,000, write this request's own implicit prefix less the read, 2,100 - 2,000.
+    assert (second.cache_read_tokens, second.cache_write_tokens) == (2000, {"30m": 100})
+    assert second.uncached_input_tokens == 3
+
+
+def test_gpt56_message_end_reads_keep_the_minimum_and_the_explicit_mode() -> None:
+    policy = gpt56_like()
+    policy.process(system_and_user(1000, 1100, run(50, 300_000), at=0))
+    # The system message ends at token 1,000 < 1,024: not readable; nothing else matches.
+    usage = policy.process(system_and_user(1000, 0, run(1200, 400_000), at=60))
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (0, {"30m": 2200})
+    policy = gpt56_like()
+    policy.process(system_and_user(2000, 30, run(70, 300_000), at=0))
+    # prompt_cache_options.mode "explicit" with no marked block: no caching at all, even
+    # where an earlier written prefix holds the system message's end.
+    explicit = CacheControls(implicit_breakpoint=False)
+    request = dataclasses.replace(
+        system_and_user(2000, 30, run(70, 400_000), at=60), controls=explicit
+    )
+    usage = policy.process(request)
+    assert (usage.cache_read_tokens, usage.cache_write_total) == (0, 0)
 
 
 def test_scope_isolation_and_bad_breakpoints() -> None:

@@ -13,8 +13,12 @@ An entry is the exact prefix up to a breakpoint; nothing else is ever cached.
   lookback): the *latest* marks are written ("writes up to the latest three explicit
   breakpoints" beside the implicit one, four in explicit mode), and reads consider the
   latest 50 breakpoints of the conversation (the request's marks and, in implicit mode, its
-  message ends, where earlier requests' implicit breakpoints sat), with no lookback over
-  content blocks.
+  message ends, system and developer messages included), with no lookback over content
+  blocks. A written breakpoint holds the whole prefix up to it: every message end of the
+  writing request inside that prefix is readable later as if a breakpoint sat there
+  (observed: a later request with the same system message and another user message read up
+  to the system message's end and wrote the rest up to its own implicit breakpoint;
+  docs/predictions.md, "GPT-5.6+: reads at message ends of a written prefix").
 - Lookback: a *block* is a content block, i.e. a segment boundary of the request
   (``TokenizedRequest.segments`` ends) or a breakpoint. For each breakpoint the lookup
   checks at most ``lookback_blocks`` positions walking back, the breakpoint itself being
@@ -61,6 +65,9 @@ from cachecast.tokenizers.types import Breakpoint, TokenizedRequest
 HASH_BLOCK_TOKENS = 64  # hashing granularity only; entries sit at exact token offsets
 REMEMBERED_DROPS = 1 << 16  # prefixes not written for the write limit (for ``explain``)
 MESSAGE_KINDS = frozenset({"message", "content", "prompt"})
+# GPT-5.6+ reads (implicit mode) may stop at the end of any message, system and developer
+# messages included (docs/predictions.md, "GPT-5.6+: reads at message ends of a written prefix").
+READ_KINDS = MESSAGE_KINDS | {"system"}
 
 
 class BreakpointTtls:
@@ -237,11 +244,7 @@ class ExplicitBreakpointCache(CachePolicy):
         assert self.read_window is not None
         positions = {point.offset for point in written} | {point.offset for point in dropped}
         if self.implicit_last_message and request.controls.implicit_breakpoint:
-            positions |= {
-                segment.end
-                for segment in request.segments
-                if segment.kind in MESSAGE_KINDS and 0 < segment.end <= request.input_tokens
-            }
+            positions |= set(message_ends(request))
         return sorted(positions)[-self.read_window :]
 
     def process(self, request: TokenizedRequest) -> RequestUsage:
@@ -285,6 +288,8 @@ class ExplicitBreakpointCache(CachePolicy):
                 continue  # no room: these tokens stay uncached
             held.add(key)
             writes[option.name] = writes.get(option.name, 0) + point.offset - cached_up_to
+            if self.read_window is not None:
+                self._hold_message_ends(request, prefixes, point.offset, read, option, held)
             cached_up_to = point.offset
         self._last.stored = held
         for point in dropped:
@@ -321,6 +326,47 @@ class ExplicitBreakpointCache(CachePolicy):
             rule = (option.ttl_seconds, option.refresh_on_hit, option.name)
             # (an entry our replay holds already, read or written now, is left as it is)
             self.cache.hold(prefixes.at(near), request.timestamp, near, rule)
+
+    def _hold_message_ends(
+        self,
+        request: TokenizedRequest,
+        prefixes: PrefixKeys,
+        end: int,
+        read: int,
+        option: TtlOption,
+        held: set[bytes],
+    ) -> None:
+        """GPT-5.6+: a prefix written up to ``end`` is readable at each message end inside it
+        (module docstring). The ends past the read point are written now, under the
+        breakpoint's TTL option; those within the read prefix were read with it (touched), or
+        are held from now where our replay has none (the provider held the whole prefix it
+        read). They bill nothing: the breakpoint's write covers their tokens."""
+        cache = self.cache
+        now = request.timestamp
+        for boundary in message_ends(request):
+            if boundary >= end or boundary < self.min_tokens:
+                continue
+            key = prefixes.at(boundary)
+            if key in held:
+                continue
+            if boundary <= read:
+                if cache.lookup(key, now) is not None:
+                    cache.touch(key, now)  # read with the prefix it lies in
+                else:
+                    rule = (option.ttl_seconds, option.refresh_on_hit, option.name)
+                    cache.hold(key, now, boundary, rule, held=held)
+                held.add(key)
+                continue
+            if cache.insert(
+                key,
+                now,
+                tokens=boundary,
+                ttl_seconds=option.ttl_seconds,
+                refresh_on_hit=option.refresh_on_hit,
+                ttl_name=option.name,
+                held=held,
+            ):
+                held.add(key)
 
     def _option(self, request: TokenizedRequest, point: Breakpoint) -> TtlOption:
         """The TTL option of a breakpoint: its own, else the request's (OpenAI's
@@ -421,6 +467,12 @@ class ExplicitBreakpointCache(CachePolicy):
             return BELOW_MINIMUM, f"breakpoint at token {max(marked)} < {self.min_tokens}"
         if shared_end < self.min_tokens:
             return BELOW_MINIMUM, f"the shared prefix ends at token {shared_end}"
+        if self.read_window is not None and request.controls.implicit_breakpoint:
+            # GPT-5.6+ implicit mode reads at message ends too: none lies past the read point.
+            return NO_BREAKPOINT, (
+                f"no breakpoint or message end between the read point (token {read}) and the"
+                f" end of the shared prefix (token {shared_end})"
+            )
         return NO_BREAKPOINT, "no breakpoint of an earlier request ends inside the shared prefix"
 
 
@@ -435,6 +487,17 @@ def nearest_boundary(boundaries: Sequence[int], length: int) -> int | None:
         if gap <= allowed and (best is None or gap < abs(best - length)):
             best = boundary
     return best
+
+
+def message_ends(request: TokenizedRequest) -> list[int]:
+    """The ends of the request's messages (``READ_KINDS``) inside the prompt, in order."""
+    return sorted(
+        {
+            segment.end
+            for segment in request.segments
+            if segment.kind in READ_KINDS and 0 < segment.end <= request.input_tokens
+        }
+    )
 
 
 def latest_message_end(request: TokenizedRequest) -> int:
