@@ -56,6 +56,10 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gpt-35-turbo*", "cl100k_base"),
     ("text-embedding-3*", "cl100k_base"),
     ("text-embedding-ada-002", "cl100k_base"),
+    # OpenAI's legacy Completions base models: tiktoken's model map gives both cl100k_base
+    # (gpt-3.5-turbo-instruct is matched by gpt-3.5* above).
+    ("davinci-002", "cl100k_base"),
+    ("babbage-002", "cl100k_base"),
     ("claude-*", "approx:o200k_base"),
     ("anthropic.claude-*", "approx:o200k_base"),
     ("amazon.nova-*", "approx:o200k_base"),

@@ -68,6 +68,13 @@ def test_registry_patterns() -> None:
     assert tokenizer_key_for("o3-mini") == "o200k_base"
     assert tokenizer_key_for("gpt-4") == "cl100k_base"
     assert tokenizer_key_for("gpt-3.5-turbo-0125") == "cl100k_base"
+    # The legacy Completions models: cl100k_base in tiktoken's model map
+    # (tiktoken.model: "davinci-002": "cl100k_base", "babbage-002": "cl100k_base", and the
+    # "gpt-3.5-turbo-" prefix).
+    assert tokenizer_key_for("gpt-3.5-turbo-instruct") == "cl100k_base"
+    assert tokenizer_key_for("gpt-3.5-turbo-instruct-0914") == "cl100k_base"
+    assert tokenizer_key_for("davinci-002") == "cl100k_base"
+    assert tokenizer_key_for("babbage-002") == "cl100k_base"
     assert tokenizer_key_for("claude-opus-4-5") == "approx:o200k_base"
     assert tokenizer_key_for("gemini-2.5-pro") == "approx:o200k_base"
     # A cloud's deployment and vendor prefixes name where the model runs, not its vocabulary.
