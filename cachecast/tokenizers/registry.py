@@ -111,6 +111,11 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     # Perplexity's Sonar models (sonar, sonar-pro, sonar-reasoning-pro, ...): no public
     # tokenizer; Perplexity's usage carries the exact counts.
     ("sonar*", "approx:o200k_base"),
+    # Bedrock base models without a public tokenizer (contracts-v16): AI21's Jamba, Amazon's
+    # Titan Text, DeepSeek-R1 (its Bedrock id); Cohere's command-text matches command-*.
+    ("jamba-*", "approx:o200k_base"),
+    ("titan-*", "approx:o200k_base"),
+    ("deepseek.r1*", "approx:o200k_base"),
 )
 
 # Deployment prefixes a cloud puts before a model id (Azure's ``eu.``/``global-standard.``,
@@ -121,7 +126,19 @@ DEPLOYMENT_PREFIXES = frozenset(
     {"us", "eu", "apac", "us-gov", "global", "global-standard", "regional", "in", "jp", "au"}
 )
 VENDOR_PREFIXES = frozenset(
-    {"openai", "xai", "moonshotai", "zai", "anthropic", "amazon", "meta", "mistral", "google"}
+    {
+        "openai",
+        "xai",
+        "moonshotai",
+        "zai",
+        "anthropic",
+        "amazon",
+        "meta",
+        "mistral",
+        "google",
+        "ai21",
+        "cohere",
+    }
 )
 
 
