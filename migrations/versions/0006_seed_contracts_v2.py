@@ -164,65 +164,73 @@ def seed_file(name: str, origin: str) -> None:
             )
             .values(effective_to=terms.effective_from)
         )
-        inserted = connection.execute(
-            versions_table.insert()
-            .values(
-                provider=terms.provider,
-                model=terms.model,
-                effective_from=terms.effective_from,
-                effective_to=terms.effective_to,
-                verified_on=terms.verified_on,
-                source=terms.source,
-                notes=terms.notes,
-                mode=terms.mode.value,
-                min_cacheable_tokens=terms.min_cacheable_tokens,
-                increment_tokens=terms.increment_tokens,
-                lookback_blocks=terms.lookback_blocks,
-                max_breakpoints=terms.max_breakpoints,
-                read_multiplier=terms.read_multiplier,
-                storage_per_mtok_hour=terms.storage_per_mtok_hour,
-                scope=terms.scope,
-                reported_input_includes_cached=terms.reported_input_includes_cached,
-                input_per_mtok=terms.input_per_mtok,
-                output_per_mtok=terms.output_per_mtok,
-                origin=origin,
-            )
-            .returning(versions_table.c.id)
+        insert_version(connection, terms, origin)
+
+
+def insert_version(connection: sa.Connection, terms: ContractTerms, origin: str) -> int:
+    """Insert one version and its child rows (TTL options, aliases, tiers, inferred fields)
+    as this revision's frozen tables hold them; its id. Later revisions that write a version
+    back (a downgrade restoring rows it removed) use this, not a copy."""
+    inserted = connection.execute(
+        versions_table.insert()
+        .values(
+            provider=terms.provider,
+            model=terms.model,
+            effective_from=terms.effective_from,
+            effective_to=terms.effective_to,
+            verified_on=terms.verified_on,
+            source=terms.source,
+            notes=terms.notes,
+            mode=terms.mode.value,
+            min_cacheable_tokens=terms.min_cacheable_tokens,
+            increment_tokens=terms.increment_tokens,
+            lookback_blocks=terms.lookback_blocks,
+            max_breakpoints=terms.max_breakpoints,
+            read_multiplier=terms.read_multiplier,
+            storage_per_mtok_hour=terms.storage_per_mtok_hour,
+            scope=terms.scope,
+            reported_input_includes_cached=terms.reported_input_includes_cached,
+            input_per_mtok=terms.input_per_mtok,
+            output_per_mtok=terms.output_per_mtok,
+            origin=origin,
         )
-        contract_id = inserted.scalar_one()
-        rows = {
-            ttl_table: [
-                {
-                    "contract_id": contract_id,
-                    "position": position,
-                    "name": option.name,
-                    "ttl_seconds": option.ttl_seconds,
-                    "refresh_on_hit": option.refresh_on_hit,
-                    "write_multiplier": option.write_multiplier,
-                }
-                for position, option in enumerate(terms.ttl_options)
-            ],
-            alias_table: [
-                {"contract_id": contract_id, "position": position, "pattern": alias}
-                for position, alias in enumerate(terms.aliases)
-            ],
-            tier_table: [
-                {
-                    "contract_id": contract_id,
-                    "above_input_tokens": tier.above_input_tokens,
-                    "input_per_mtok": tier.input_per_mtok,
-                    "output_per_mtok": tier.output_per_mtok,
-                }
-                for tier in terms.long_context_tiers
-            ],
-            inferred_table: [
-                {"contract_id": contract_id, "position": position, "field": name}
-                for position, name in enumerate(terms.inferred_fields)
-            ],
-        }
-        for table, values in rows.items():
-            if values:
-                connection.execute(table.insert(), values)
+        .returning(versions_table.c.id)
+    )
+    contract_id = inserted.scalar_one()
+    rows = {
+        ttl_table: [
+            {
+                "contract_id": contract_id,
+                "position": position,
+                "name": option.name,
+                "ttl_seconds": option.ttl_seconds,
+                "refresh_on_hit": option.refresh_on_hit,
+                "write_multiplier": option.write_multiplier,
+            }
+            for position, option in enumerate(terms.ttl_options)
+        ],
+        alias_table: [
+            {"contract_id": contract_id, "position": position, "pattern": alias}
+            for position, alias in enumerate(terms.aliases)
+        ],
+        tier_table: [
+            {
+                "contract_id": contract_id,
+                "above_input_tokens": tier.above_input_tokens,
+                "input_per_mtok": tier.input_per_mtok,
+                "output_per_mtok": tier.output_per_mtok,
+            }
+            for tier in terms.long_context_tiers
+        ],
+        inferred_table: [
+            {"contract_id": contract_id, "position": position, "field": name}
+            for position, name in enumerate(terms.inferred_fields)
+        ],
+    }
+    for table, values in rows.items():
+        if values:
+            connection.execute(table.insert(), values)
+    return contract_id
 
 
 def downgrade() -> None:
