@@ -58,3 +58,43 @@ def bill_of(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
         fallback_output_tokens=0,
     )
     return bill_request(usage, contract).total
+
+
+def version_rows(url: str) -> list[tuple[object, ...]]:
+    """Every stored version as (provider, model, from, to, mode, origin, alias count)."""
+    import sqlalchemy as sa
+
+    from cachecast.core import db
+
+    with db.get_engine(url).connect() as connection:
+        return list(
+            connection.execute(
+                sa.text(
+                    "SELECT provider, model, effective_from, effective_to, mode, origin,"
+                    " (SELECT count(*) FROM contract_alias a WHERE a.contract_id = v.id)"
+                    " FROM contract_version v ORDER BY provider, model, effective_from"
+                )
+            )
+        )
+
+
+def seed_round_trip(sqlite_url: str, revision: str) -> list[tuple[object, ...]]:
+    """Migrate a fresh database to the revision before ``revision``, then to it and back:
+    checks that the upgrade removed no row and the downgrade gives back exactly the rows
+    before it; the rows the upgrade added."""
+    from pathlib import Path
+    from runpy import run_path
+
+    from cachecast.core import db
+
+    migration = Path(__file__).parents[2] / "migrations" / "versions" / f"{revision}.py"
+    previous = str(run_path(str(migration))["down_revision"])
+    db.upgrade(sqlite_url, previous)
+    before = version_rows(sqlite_url)
+    db.upgrade(sqlite_url, revision)
+    after = version_rows(sqlite_url)
+    assert [row for row in before if row not in after] == []
+    db.downgrade(sqlite_url, previous)
+    assert version_rows(sqlite_url) == before
+    db.get_engine(sqlite_url).dispose()
+    return [row for row in after if row not in before]

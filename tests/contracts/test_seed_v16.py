@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from pathlib import Path
-from runpy import run_path
 
 import pytest
-import sqlalchemy as sa
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
-from cachecast.core import db
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
 from cachecast.simulator.billing import bill_request
 from cachecast.simulator.types import RequestUsage
+from tests.contracts.builders import seed_round_trip
 
 TODAY = dt.date(2026, 12, 5)
 
@@ -273,30 +270,7 @@ def test_a_bill_by_hand(migrated_db_url: str, name: str, day: dt.date, total: st
     assert bill_request(_usage(1_000, 100), terms).total == Decimal(total)
 
 
-def _rows(url: str) -> list[tuple[object, ...]]:
-    with db.get_engine(url).connect() as connection:
-        return list(
-            connection.execute(
-                sa.text(
-                    "SELECT provider, model, effective_from, effective_to, mode, origin,"
-                    " (SELECT count(*) FROM contract_alias a WHERE a.contract_id = v.id)"
-                    " FROM contract_version v ORDER BY provider, model, effective_from"
-                )
-            )
-        )
-
-
 def test_upgrade_only_adds_and_downgrade_gives_back_the_previous_rows(sqlite_url: str) -> None:
-    migration = Path(__file__).parents[2] / "migrations/versions/0024_seed_contracts_v16.py"
-    previous = str(run_path(str(migration))["down_revision"])
-    db.upgrade(sqlite_url, previous)
-    before = _rows(sqlite_url)
-    db.upgrade(sqlite_url, "0024_seed_contracts_v16")
-    after = _rows(sqlite_url)
-    assert [row for row in before if row not in after] == []
-    added = [row for row in after if row not in before]
+    added = seed_round_trip(sqlite_url, "0024_seed_contracts_v16")
     assert {row[5] for row in added} == {"seed:contracts-v16"}
     assert sorted(str(row[1]) for row in added) == sorted(TOUCHED)
-    db.downgrade(sqlite_url, previous)
-    assert _rows(sqlite_url) == before
-    db.get_engine(sqlite_url).dispose()
