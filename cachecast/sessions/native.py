@@ -365,7 +365,8 @@ def _claude_wanted(line: int, raw: bytes, state: _ClaudeFile) -> bool:
     most lines (tool results, progress) fail every test, and each test is one C call."""
     if b'"usage"' in raw or b"compact_boundary" in raw:
         return True
-    if (b'"type":"user"' in raw or b'"type": "user"' in raw) and b'"tool_result"' not in raw:
+    user_line = b'"type":"user"' in raw or b'"type": "user"' in raw
+    if user_line and b'"tool_result"' not in raw:
         return True  # a prompt (its working directory opens a turn; tool results do not)
     parent = raw.find(b'"parentUuid"')
     if parent >= 0 and _value_is(raw, b'"parentUuid"', b"null", parent):
@@ -379,7 +380,7 @@ def _claude_wanted(line: int, raw: bytes, state: _ClaudeFile) -> bool:
             return True
     if (bool(state.awaiting) or not state.lineages or parent < 0) and b'"user"' in raw:
         return True
-    if b'"type":"user"' in raw or b'"type": "user"' in raw:
+    if user_line:
         # Not parsed for its content, but its time is when the next request left.
         state.note_user_line(line, raw)
     return False
