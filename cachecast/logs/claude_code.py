@@ -214,7 +214,7 @@ def _event(
         if model is not None and not isinstance(model, str):
             raise RecordFieldError("message.model", f"expected a string, got {model!r}")
         written = event.get("timestamp")
-        timestamp = _sent_at(
+        timestamp = request_sent_at(
             lineage.sent_at, None if written is None else iso_seconds(written, "timestamp")
         )
         lineage.sent_at = None
@@ -244,9 +244,11 @@ def _event(
     _add_assistant(lineage, message_id, content)
 
 
-def _sent_at(sent: float | None, written: float | None) -> float | None:
-    """A request's time: when its last user line was written, where that is no later than
-    the response's first line (else the response line's own time)."""
+def request_sent_at(sent: float | None, written: float | None) -> float | None:
+    """A request's time: when its last user line was written (``sent``), where that is no
+    later than the response's first line (``written``), else the response line's own time
+    (docs/clients.md, "When a request was sent"). The one rule for both readers of Claude
+    Code transcripts: this one and ``cachecast.sessions.native``."""
     if sent is not None and (written is None or sent <= written):
         return sent
     return written

@@ -18,6 +18,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.claude_code import request_sent_at
 from cachecast.logs.codex import legacy_line
 from cachecast.logs.providers import FAST_MODE_SUFFIX
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
@@ -492,9 +493,8 @@ def _claude_line(
         message_id = f"{message_id}/{event.get('requestId')}"
     state.names.add(message_id)
     written = event.get("timestamp")
-    timestamp = _sent_at(
-        lineage, state, None if written is None else iso_seconds(written, "timestamp")
-    )
+    written_at = None if written is None else iso_seconds(written, "timestamp")
+    timestamp = request_sent_at(_last_user_time(lineage, state), written_at)
     version = event.get("version")
     if model is None or model == "":
         if defaults.model is None:
@@ -529,22 +529,19 @@ def _claude_line(
     lineage.event = None
 
 
-def _sent_at(lineage: _Lineage, state: _ClaudeFile, written: float | None) -> float | None:
-    """When a request was sent: the time of its lineage's latest user line (the prompt or
-    tool results it answers) where that is no later than the response's first line, else
-    that line's own time. A response's lines are written as its blocks complete, minutes
-    after the request for a long one, so idle gaps (and cache expiry) are measured from the
-    wrong moment otherwise (docs/clients.md, "When a request was sent"). The user lines that
-    are not parsed belong to the file's main chain (or its one sub-agent): sidechain lines
-    are parsed."""
+def _last_user_time(lineage: _Lineage, state: _ClaudeFile) -> float | None:
+    """The time of a lineage's latest user line (the prompt or tool results a response
+    answers), taken once: the request was sent then, not when its response's first line was
+    written, minutes later for a long one, so idle gaps (and cache expiry) are measured from
+    the wrong moment otherwise (docs/clients.md, "When a request was sent"; ``request_sent_at``
+    decides between the two). The user lines that are not parsed belong to the file's main
+    chain (or its one sub-agent): sidechain lines are parsed."""
     sent = lineage.sent_at
     if "/sidechain-" not in lineage.key and state.unparsed_sent_at is not None:
         sent = state.unparsed_sent_at if sent is None else max(sent, state.unparsed_sent_at)
         state.unparsed_sent_at = None
     lineage.sent_at = None
-    if sent is not None and (written is None or sent <= written):
-        return sent
-    return written
+    return sent
 
 
 def _prompt(event: dict[str, Any]) -> bool:
