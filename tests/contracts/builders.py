@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from cachecast.contracts import CacheMode, ContractTerms, TtlOption
 from cachecast.simulator.billing import bill_request, usage_from_observed
+from cachecast.simulator.types import RequestUsage
 from cachecast.tokenizers.types import ObservedUsage
 
 JAN = dt.date(2026, 1, 1)
@@ -56,6 +57,24 @@ def bill_of(observed: ObservedUsage, contract: ContractTerms) -> Decimal:
         scope="org",
         fallback_input_tokens=0,
         fallback_output_tokens=0,
+    )
+    return bill_request(usage, contract).total
+
+
+def bill_of_counts(
+    input_tokens: int, output_tokens: int, contract: ContractTerms, *, cached: int = 0
+) -> Decimal:
+    """The bill of one request of ``input_tokens`` in (``cached`` of them read from the
+    cache, the rest uncached, none written) and ``output_tokens`` out under ``contract``."""
+    usage = RequestUsage(
+        request_id="r1",
+        line=1,
+        timestamp=0.0,
+        scope="org",
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cached,
+        uncached_input_tokens=input_tokens - cached,
     )
     return bill_request(usage, contract).total
 

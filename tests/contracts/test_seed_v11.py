@@ -18,8 +18,7 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
-from cachecast.simulator.billing import bill_request
-from cachecast.simulator.types import RequestUsage
+from tests.contracts.builders import bill_of_counts
 
 TODAY = dt.date(2026, 12, 5)
 
@@ -120,34 +119,21 @@ def test_no_gap_from_launch(migrated_db_url: str, model: str) -> None:
     assert summary.launch_known == 1
 
 
-def _usage(input_tokens: int, output_tokens: int, cached: int = 0) -> RequestUsage:
-    return RequestUsage(
-        request_id="r1",
-        line=1,
-        timestamp=0.0,
-        scope="project",
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cached,
-        uncached_input_tokens=input_tokens - cached,
-    )
-
-
 def test_bills_by_hand(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     # 1.5 Pro on 2024-06-01 (no caching): 1,000 in x $3.50 / 1e6 = 0.0035;
     # 100 out x $10.50 / 1e6 = 0.00105; total 0.00455.
     pro = store.as_of("google", "gemini-1.5-pro", dt.date(2024, 6, 1))
-    assert bill_request(_usage(1_000, 100), pro).total == Decimal("0.00455")
+    assert bill_of_counts(1_000, 100, pro) == Decimal("0.00455")
     # 1.5 Pro on 2024-10-01, a 200,000-token prompt is above 128K: 200,000 x $2.50 / 1e6 = 0.5;
     # 100 out x $10 / 1e6 = 0.001; total 0.501.
     pro_cut = store.as_of("google", "gemini-1.5-pro", dt.date(2024, 10, 1))
-    assert bill_request(_usage(200_000, 100), pro_cut).total == Decimal("0.501")
+    assert bill_of_counts(200_000, 100, pro_cut) == Decimal("0.501")
     # 1.5 Flash on 2024-08-12, 40,000 prompt tokens of which 32,768 read from a cache:
     # 7,232 x $0.075 / 1e6 = 0.0005424; 32,768 x $0.01875 / 1e6 = 0.0006144;
     # 100 out x $0.30 / 1e6 = 0.00003; total 0.0011868.
     flash = store.as_of("google", "gemini-1.5-flash", dt.date(2024, 8, 12))
-    assert bill_request(_usage(40_000, 100, cached=32_768), flash).total == Decimal("0.0011868")
+    assert bill_of_counts(40_000, 100, flash, cached=32_768) == Decimal("0.0011868")
 
 
 @pytest.mark.parametrize(
@@ -239,7 +225,7 @@ def test_a_mistral_bill_by_hand(migrated_db_url: str) -> None:
     terms = ContractStore(migrated_db_url).as_of(
         "mistral", "mistral-medium-latest", dt.date(2025, 9, 1)
     )
-    assert bill_request(_usage(1_000, 100, cached=200), terms).total == Decimal("0.000528")
+    assert bill_of_counts(1_000, 100, terms, cached=200) == Decimal("0.000528")
 
 
 @pytest.mark.parametrize(
@@ -294,7 +280,7 @@ def test_a_cohere_bill_by_hand(migrated_db_url: str) -> None:
     terms = ContractStore(migrated_db_url).as_of(
         "cohere", "command-r-08-2024", dt.date(2025, 1, 15)
     )
-    assert bill_request(_usage(1_000, 100), terms).total == Decimal("0.00021")
+    assert bill_of_counts(1_000, 100, terms) == Decimal("0.00021")
 
 
 @pytest.mark.parametrize(
@@ -340,7 +326,7 @@ def test_an_xai_bill_by_hand(migrated_db_url: str) -> None:
     # read), 100 out. 717 x $0.30 / 1e6 = 0.0002151; 283 x $0.075 / 1e6 = 0.000021225;
     # 100 x $0.50 / 1e6 = 0.00005; total 0.000286325.
     terms = ContractStore(migrated_db_url).as_of("xai", "grok-3-mini", dt.date(2025, 6, 2))
-    assert bill_request(_usage(1_000, 100, cached=283), terms).total == Decimal("0.000286325")
+    assert bill_of_counts(1_000, 100, terms, cached=283) == Decimal("0.000286325")
 
 
 @pytest.mark.parametrize(

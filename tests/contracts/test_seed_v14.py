@@ -17,8 +17,7 @@ from cachecast.contracts import ContractStore, ContractTerms
 from cachecast.contracts.history import history_gaps
 from cachecast.contracts.served import served_contract
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
-from cachecast.simulator.billing import bill_request
-from cachecast.simulator.types import RequestUsage
+from tests.contracts.builders import bill_of_counts
 
 TODAY = dt.date(2026, 12, 5)
 
@@ -299,27 +298,14 @@ def test_a_request_before_the_nova_launch_is_one_error_naming_it(migrated_db_url
         served_contract(store, "bedrock", "amazon.nova-lite-v1:0", dt.date(2024, 12, 2), TODAY)
 
 
-def _usage(input_tokens: int, output_tokens: int, cached: int = 0) -> RequestUsage:
-    return RequestUsage(
-        request_id="r1",
-        line=1,
-        timestamp=0.0,
-        scope="org",
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cached,
-        uncached_input_tokens=input_tokens - cached,
-    )
-
-
 def test_nova_bills_by_hand(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
     # Nova Micro on 2025-01-15 (no caching): 1,000 in x $0.035 / 1e6 = 0.000035;
     # 100 out x $0.14 / 1e6 = 0.000014; total 0.000049.
     micro = store.as_of("bedrock", "us.amazon.nova-micro-v1:0", dt.date(2025, 1, 15))
-    assert bill_request(_usage(1_000, 100), micro).total == Decimal("0.000049")
+    assert bill_of_counts(1_000, 100, micro) == Decimal("0.000049")
     # Nova Pro on 2025-05-01, 3,000 prompt tokens of which 2,000 read from a checkpoint:
     # 1,000 x $0.80 / 1e6 = 0.0008; 2,000 x $0.20 (a quarter of $0.80) / 1e6 = 0.0004;
     # 100 out x $3.20 / 1e6 = 0.00032; total 0.00152.
     pro = store.as_of("bedrock", "amazon.nova-pro-v1:0", dt.date(2025, 5, 1))
-    assert bill_request(_usage(3_000, 100, cached=2_000), pro).total == Decimal("0.00152")
+    assert bill_of_counts(3_000, 100, pro, cached=2_000) == Decimal("0.00152")

@@ -20,9 +20,7 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
-from cachecast.simulator.billing import bill_request
-from cachecast.simulator.types import RequestUsage
-from tests.contracts.builders import seed_round_trip
+from tests.contracts.builders import bill_of_counts, seed_round_trip
 
 TODAY = dt.date(2026, 12, 5)
 
@@ -101,19 +99,6 @@ def test_azure_keeps_its_own_price(migrated_db_url: str) -> None:
     assert (terms.input_per_mtok, terms.output_per_mtok) == (Decimal("1.65"), Decimal("2.2"))
 
 
-def _usage(input_tokens: int, output_tokens: int) -> RequestUsage:
-    return RequestUsage(
-        request_id="r1",
-        line=1,
-        timestamp=0.0,
-        scope="org",
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=0,
-        uncached_input_tokens=input_tokens,
-    )
-
-
 @pytest.mark.parametrize(
     ("name", "day", "total"),
     [
@@ -126,7 +111,7 @@ def _usage(input_tokens: int, output_tokens: int) -> RequestUsage:
 )
 def test_a_bill_by_hand(migrated_db_url: str, name: str, day: dt.date, total: str) -> None:
     terms = ContractStore(migrated_db_url).as_of("openai", name, day)
-    assert bill_request(_usage(1_000, 100), terms).total == Decimal(total)
+    assert bill_of_counts(1_000, 100, terms) == Decimal(total)
 
 
 def test_upgrade_only_adds_and_downgrade_gives_back_the_previous_rows(sqlite_url: str) -> None:
