@@ -68,3 +68,40 @@ def codex_events(path: Path) -> Iterator[tuple[int, dict[str, Any], dict[str, An
             continue
         previous = info["total_token_usage"]
         yield number, event, info
+
+
+def vcr_quoted(body: Any) -> str:
+    """A body as vcrpy writes it: a single-quoted YAML scalar holding its JSON (a string is
+    the body's text as it stands)."""
+    text = body if isinstance(body, str) else json.dumps(body)
+    return "'" + text.replace("'", "''") + "'"
+
+
+def vcr_interaction(uri: str, request: dict[str, Any], response: Any) -> str:
+    """One recorded JSON POST to ``uri`` answered 200 OK with ``response``, as vcrpy's YAML
+    lists it under ``interactions``."""
+    return f"""- request:
+    body: {vcr_quoted(request)}
+    headers:
+      Content-Type:
+      - application/json
+    method: POST
+    uri: {uri}
+  response:
+    body:
+      string: {vcr_quoted(response)}
+    headers:
+      Content-Type:
+      - application/json
+      Date:
+      - Wed, 01 Apr 2026 10:00:00 GMT
+    status:
+      code: 200
+      message: OK
+"""
+
+
+def vcr_cassette(path: Path, *interactions: str) -> Path:
+    """A vcrpy cassette at ``path`` holding ``interactions`` (from ``vcr_interaction``)."""
+    path.write_text("interactions:\n" + "".join(interactions) + "version: 1\n")
+    return path

@@ -8,7 +8,6 @@ recording, with the arithmetic beside it."""
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,38 +20,7 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.logs.usage import normalize_usage
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
-from tests.logs.helpers import read, totals
-
-
-def _quoted(value: dict[str, Any]) -> str:
-    return "'" + json.dumps(value).replace("'", "''") + "'"
-
-
-def _interaction(uri: str, request: dict[str, Any], response: dict[str, Any]) -> str:
-    return f"""- request:
-    body: {_quoted(request)}
-    headers:
-      Content-Type:
-      - application/json
-    method: POST
-    uri: {uri}
-  response:
-    body:
-      string: {_quoted(response)}
-    headers:
-      Content-Type:
-      - application/json
-      Date:
-      - Wed, 01 Apr 2026 10:00:00 GMT
-    status:
-      code: 200
-      message: OK
-"""
-
-
-def _cassette(path: Path, *interactions: str) -> Path:
-    path.write_text("interactions:\n" + "".join(interactions) + "version: 1\n")
-    return path
+from tests.logs.helpers import read, totals, vcr_cassette, vcr_interaction
 
 
 def _chat(model: str, usage: dict[str, Any]) -> dict[str, Any]:
@@ -103,9 +71,11 @@ def test_cohere_v2_cached_tokens_read_onto_billed_units(
     tmp_path: Path, billed: int, templated: int, cached: int | None, read_tokens: int
 ) -> None:
     body = {"model": "command-r7b-12-2024", "messages": USER}
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "cohere.yaml",
-        _interaction("https://api.cohere.com/v2/chat", body, _cohere_v2(billed, templated, cached)),
+        vcr_interaction(
+            "https://api.cohere.com/v2/chat", body, _cohere_v2(billed, templated, cached)
+        ),
     )
     result = read(path)
     assert result.errors == []
@@ -139,9 +109,9 @@ def test_cohere_cached_read_is_disputed_not_counted_within(
     # control the API accepts): a request that read 12 billed tokens from cache is outside
     # tolerance (predicted 0 read, 12 > 8 tokens) and disputes the contract.
     body = {"model": "command-r7b-12-2024", "messages": USER}
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "cohere.yaml",
-        _interaction("https://api.cohere.com/v2/chat", body, _cohere_v2(30, 530, 512)),
+        vcr_interaction("https://api.cohere.com/v2/chat", body, _cohere_v2(30, 530, 512)),
     )
     report = reconcile(
         ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
@@ -172,9 +142,9 @@ def test_perplexity_cost_object_is_read_and_the_provider_is_named(
             "total_cost": 0.00507,
         },
     }
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "perplexity.yaml",
-        _interaction(
+        vcr_interaction(
             "https://api.perplexity.ai/chat/completions",
             {"model": "sonar", "messages": USER},
             _chat("sonar", usage),
@@ -188,15 +158,15 @@ def test_perplexity_cost_object_is_read_and_the_provider_is_named(
     assert (one.observed.input_tokens, one.observed.output_tokens) == (9, 59)
     assert one.observed.cost == Decimal("0.00507")
     assert one.observed.ignored == ()
-    second = _interaction(
+    second = vcr_interaction(
         "https://api.openai.com/v1/chat/completions",
         {"model": "gpt-4o", "messages": USER},
         _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
     )
-    both = _cassette(
+    both = vcr_cassette(
         tmp_path / "both.yaml",
         second,
-        _interaction(
+        vcr_interaction(
             "https://api.perplexity.ai/chat/completions",
             {"model": "sonar", "messages": USER},
             _chat("sonar", usage),
@@ -224,9 +194,9 @@ def test_an_optional_field_of_unknown_shape_costs_the_field_not_the_request(
         "prompt_tokens_details": {"cached_tokens": 1024},
         "cost": [0.001],
     }
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "openrouter.yaml",
-        _interaction(
+        vcr_interaction(
             "https://openrouter.ai/api/v1/chat/completions",
             {"model": "openai/gpt-4o", "messages": USER},
             _chat("openai/gpt-4o", usage),
@@ -299,14 +269,14 @@ def test_a_host_names_its_provider_and_an_uncovered_one_is_reported_unpriced(
         "total_tokens": 45,
         "prompt_tokens_details": {"cached_tokens": 0},
     }
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "together.yaml",
-        _interaction(
+        vcr_interaction(
             "https://api.openai.com/v1/chat/completions",
             {"model": "gpt-4o", "messages": USER},
             _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
         ),
-        _interaction(
+        vcr_interaction(
             "https://api.together.xyz/v1/chat/completions",
             {"model": "llama3.1-8b", "messages": USER},
             _chat("llama3.1-8b", usage),
@@ -437,14 +407,14 @@ def test_a_model_on_an_unknown_host_is_named_when_no_provider_is(
 ) -> None:
     # A self-hosted OpenAI-compatible server: the model is named (llama3.1-8b), no host or
     # model family names a provider; the reason names the model and asks for --provider.
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "internal.yaml",
-        _interaction(
+        vcr_interaction(
             "https://api.openai.com/v1/chat/completions",
             {"model": "gpt-4o", "messages": USER},
             _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
         ),
-        _interaction(
+        vcr_interaction(
             "https://llm.internal.example/v1/chat/completions",
             {"model": "llama3.1-8b", "messages": USER},
             _chat("llama3.1-8b", {"prompt_tokens": 40, "completion_tokens": 5}),

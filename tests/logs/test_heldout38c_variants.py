@@ -20,41 +20,7 @@ from cachecast.contracts.store import close_models, model_vendor
 from cachecast.core.errors import BadInputError, UnknownContractError
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
-from tests.logs.helpers import read, totals, write_jsonl
-
-
-def _quoted(value: Any) -> str:
-    return "'" + json.dumps(value).replace("'", "''") + "'"
-
-
-def _interaction(uri: str, request: dict[str, Any], response: Any) -> str:
-    text = response if isinstance(response, str) else json.dumps(response)
-    body = "'" + text.replace("'", "''") + "'"
-    return f"""- request:
-    body: {_quoted(request)}
-    headers:
-      Content-Type:
-      - application/json
-    method: POST
-    uri: {uri}
-  response:
-    body:
-      string: {body}
-    headers:
-      Content-Type:
-      - application/json
-      Date:
-      - Wed, 01 Apr 2026 10:00:00 GMT
-    status:
-      code: 200
-      message: OK
-"""
-
-
-def _cassette(path: Path, *interactions: str) -> Path:
-    path.write_text("interactions:\n" + "".join(interactions) + "version: 1\n")
-    return path
-
+from tests.logs.helpers import read, totals, vcr_cassette, vcr_interaction, write_jsonl
 
 # --- OpenAI legacy Completions --------------------------------------------------------------
 
@@ -78,14 +44,14 @@ def _text_completion(usage: dict[str, int] | None) -> dict[str, Any]:
 def test_openai_legacy_completions_are_read_from_a_cassette(tmp_path: Path) -> None:
     # ``prompt`` a string, then a list of one string (what the Python SDK sends): the same
     # plain prompt; usage prompt_tokens / completion_tokens as OpenAI reports them.
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "completions.yaml",
-        _interaction(
+        vcr_interaction(
             COMPLETIONS,
             {"model": INSTRUCT, "prompt": "Say 'Foo' then stop.", "max_tokens": 5},
             _text_completion({"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}),
         ),
-        _interaction(
+        vcr_interaction(
             COMPLETIONS,
             {"model": INSTRUCT, "prompt": ["Say 'Foo' then stop."], "max_tokens": 5},
             _text_completion({"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}),
@@ -103,9 +69,9 @@ def test_several_prompts_in_one_completions_call_are_refused_naming_the_field(
     tmp_path: Path,
 ) -> None:
     # Two prompts are two completions whose usage OpenAI reports summed: no prompt stands for it.
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "two_prompts.yaml",
-        _interaction(
+        vcr_interaction(
             COMPLETIONS,
             {"model": INSTRUCT, "prompt": ["one", "two"]},
             _text_completion({"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}),
@@ -170,7 +136,7 @@ def test_a_response_without_usage_is_named_as_nothing_to_reconcile(
     response: dict[str, Any],
     named: str,
 ) -> None:
-    path = _cassette(tmp_path / "no_usage.yaml", _interaction(uri, request_body, response))
+    path = vcr_cassette(tmp_path / "no_usage.yaml", vcr_interaction(uri, request_body, response))
     got = read(path)
     assert got.requests == []
     [error] = got.errors
@@ -357,9 +323,9 @@ def test_cache_tokens_on_a_prompt_below_the_minimum_are_contradictory(
 def test_a_fill_in_the_middle_completion_is_marked_incomplete(tmp_path: Path) -> None:
     # ``suffix`` is text the provider places after the prompt in its own template: the prompt
     # alone is not what was counted, so the request is approximate, fitted to its usage.
-    path = _cassette(
+    path = vcr_cassette(
         tmp_path / "fim.yaml",
-        _interaction(
+        vcr_interaction(
             "https://api.mistral.ai/v1/fim/completions",
             {"model": "codestral-latest", "prompt": "def add(a, b):", "suffix": "    return c"},
             _text_completion({"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}),

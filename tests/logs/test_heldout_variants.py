@@ -5,18 +5,13 @@ count is the usage field written into the recording."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from cachecast.contracts import ContractStore
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
-from tests.logs.helpers import read
-
-
-def _quoted(value: dict[str, Any]) -> str:
-    return "'" + json.dumps(value).replace("'", "''") + "'"
+from tests.logs.helpers import read, vcr_quoted
 
 
 def _cassette(
@@ -24,14 +19,14 @@ def _cassette(
 ) -> str:
     return f"""interactions:
 - request:
-    body: {_quoted(request)}
+    body: {vcr_quoted(request)}
     headers:
 {keys}
     method: POST
     uri: {uri}
   response:
     body:
-      string: {_quoted(response)}
+      string: {vcr_quoted(response)}
     headers:
       Content-Type:
       - application/json
