@@ -96,9 +96,28 @@ class Sample:
             and self.document_error != "not one JSON document"
         ):
             return f"not JSON lines (line 1: {self.line_error}) nor {self.document_error}"
+        if self.line_error and self.document_error is None:
+            # The file parsed as one JSON document (a manifest, a config): the formats that
+            # read lines do not fit, and what it holds says what it is.
+            return f"one JSON document, not JSON lines ({_shape(self._document)})"
         if self.line_error:
             return f"neither JSON lines nor one JSON document (line 1: {self.line_error})"
         return self.document_error or "no JSON object in the file"
+
+
+SHOWN_KEYS = 6  # top-level keys a detection error names (the rest are counted)
+
+
+def _shape(document: Any) -> str:
+    """What a JSON document holds, in a few words: its first top-level keys, or its length."""
+    if isinstance(document, dict):
+        keys = [str(key)[:40] for key in list(document)[:SHOWN_KEYS]]
+        more = len(document) - len(keys)
+        shown = ", ".join(keys) + (f", ... {len(document)} in all" if more else "")
+        return f"top-level keys: {shown}" if keys else "an empty object"
+    if isinstance(document, list):
+        return f"a list of {len(document)} item{'s' if len(document) != 1 else ''}"
+    return f"a JSON {type(document).__name__}"
 
 
 Fit = Callable[[Sample], str | None]

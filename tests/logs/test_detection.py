@@ -73,6 +73,30 @@ def test_unknown_shape_gets_one_error_naming_every_format(tmp_path: Path) -> Non
     assert "neither JSON lines nor one JSON document (line 1:" in str(raised.value)
 
 
+def test_one_json_document_of_no_format_is_named_as_one(tmp_path: Path) -> None:
+    # A manifest written indented, as tools keep them: line 1 ("{") is no JSON line, but the
+    # file is one JSON document, and the formats that read lines say so, naming its first
+    # six top-level keys and counting all eight.
+    manifest = {name: 1 for name in ("a", "b", "c", "d", "e", "f", "g", "h")}
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest, indent=2))
+    with pytest.raises(UnknownLogFormatError) as raised:
+        open_log(path)
+    why = dict(raised.value.tried)
+    expected = "one JSON document, not JSON lines (top-level keys: a, b, c, d, e, f, ... 8 in all)"
+    for name in ("claude-code", "codex", "cachecast"):
+        assert why[name] == expected
+    assert "neither JSON lines nor one JSON document" not in str(raised.value)
+    # A list of numbers over several lines (no line a JSON object): its length is said.
+    listed = tmp_path / "list.json"
+    listed.write_text("[\n  1,\n  2\n]\n")
+    with pytest.raises(UnknownLogFormatError) as raised:
+        open_log(listed)
+    assert (
+        dict(raised.value.tried)["codex"] == "one JSON document, not JSON lines (a list of 2 items)"
+    )
+
+
 def test_empty_and_forced_and_unknown_format_names(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

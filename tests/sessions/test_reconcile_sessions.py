@@ -278,6 +278,24 @@ def test_a_session_folder_with_a_file_no_format_reads(store_url: str, tmp_path: 
     assert "manifest.json" in result.stderr and "could not be read" in result.stderr
 
 
+def test_an_indented_manifest_is_named_as_one_json_document(store_url: str, tmp_path: Path) -> None:
+    # The same folder with the manifest written over several lines (as the shared Codex
+    # captures keep theirs): the reason says it is one JSON document, and the exit code still
+    # says a file could not be read.
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    codex_rollout(folder / "rollout.jsonl", "gpt-5.1-codex")
+    (folder / "manifest.json").write_text('{\n  "manifest_version": 1,\n  "files": 1\n}\n')
+    result = CliRunner().invoke(
+        app, ["reconcile", str(folder), "--json", "--database-url", store_url]
+    )
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["summary"]["requests"] == 1
+    reason = "one JSON document, not JSON lines (top-level keys: manifest_version, files)"
+    assert reason in result.stderr
+    assert "neither JSON lines nor one JSON document" not in result.stderr
+
+
 def test_idle_gap_is_measured_between_sends_not_response_lines(
     store_url: str, tmp_path: Path
 ) -> None:
