@@ -25,6 +25,7 @@ from cachecast.core.errors import ContractNotYetInForceError, UnknownContractErr
 from cachecast.logs.providers import resolve_provider
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
+from tests.logs.helpers import vcr_cassette
 
 TODAY = dt.date(2026, 12, 5)
 
@@ -258,17 +259,11 @@ SECOND_TURN = FIRST_TURN[:-1] + (
 )
 
 
-def _cassette(tmp_path: Path, *interactions: str) -> Path:
-    path = tmp_path / "groq_chat.yaml"
-    path.write_text("interactions:\n" + "".join(interactions) + "version: 1\n", "utf-8")
-    return path
-
-
 def test_a_groq_cassette_with_cache_reads_is_billed_at_the_documented_prices(
     migrated_db_url: str, tmp_path: Path
 ) -> None:
-    cassette = _cassette(
-        tmp_path,
+    cassette = vcr_cassette(
+        tmp_path / "groq_chat.yaml",
         _interaction(
             "openai/gpt-oss-120b",
             FIRST_TURN,
@@ -309,8 +304,8 @@ def test_a_groq_cassette_with_cache_reads_is_billed_at_the_documented_prices(
 def test_a_groq_request_on_a_day_without_caching_pays_the_input_price(
     migrated_db_url: str, tmp_path: Path
 ) -> None:
-    cassette = _cassette(
-        tmp_path,
+    cassette = vcr_cassette(
+        tmp_path / "groq_chat.yaml",
         _interaction(
             "llama-3.3-70b-versatile",
             FIRST_TURN,

@@ -103,5 +103,5 @@ def vcr_interaction(uri: str, request: dict[str, Any], response: Any) -> str:
 
 def vcr_cassette(path: Path, *interactions: str) -> Path:
     """A vcrpy cassette at ``path`` holding ``interactions`` (from ``vcr_interaction``)."""
-    path.write_text("interactions:\n" + "".join(interactions) + "version: 1\n")
+    path.write_text("interactions:\n" + "".join(interactions) + "version: 1\n", "utf-8")
     return path
