@@ -124,13 +124,13 @@ def test_genai_prices_values_are_reported_as_the_package_gives_them(
     theirs = model.get_prices(dt.datetime(2026, 11, 1, 12, tzinfo=dt.UTC)).input_mtok
     report = audit_contracts(ContractStore(migrated_db_url), NOV, litellm=False)
     (summary,) = report.maps
-    assert summary.map is MapName.GENAI_PRICES and summary.version == "0.2.3"
+    assert summary.map is MapName.GENAI_PRICES and summary.version == "0.2.5"
     inputs = [
         d
         for d in report.disagreements
         if d.model == "deepseek-chat" and d.kind is DisagreementKind.INPUT_PRICE
     ]
-    # Ours: $0.28 (the stored 2026-10-01 version); genai-prices 0.2.3 still has the V3
+    # Ours: $0.28 (the stored 2026-10-01 version); genai-prices 0.2.5 still has the V3
     # price, so the audit must show both values.
     assert Decimal(theirs) != Decimal("0.28")
     assert [(d.ours, Decimal(d.theirs or "nan")) for d in inputs] == [("0.28", theirs)]
