@@ -28,6 +28,7 @@ from cachecast.logs import (
     govcr,
     har,
     helicone,
+    headless,
     hoverfly,
     httprr,
     jsonl,
@@ -122,6 +123,15 @@ def _lines_fit(check: Callable[[dict[str, Any]], bool], wanted: str) -> Fit:
         if any(check(record) for record in sample.records):
             return None
         return f"no line has {wanted}"
+
+    return fits
+
+
+def _records_fit(check: Callable[[list[dict[str, Any]]], str | None]) -> Fit:
+    def fits(sample: Sample) -> str | None:
+        if not sample.records:
+            return sample.why_not_json()
+        return check(sample.records)
 
     return fits
 
@@ -305,6 +315,24 @@ FORMATS: tuple[LogFormat, ...] = (
         "Codex CLI rollout (~/.codex/sessions/.../rollout-*.jsonl)",
         _lines_fit(codex.fits, "a Codex rollout event {timestamp, type, payload}"),
         codex.read,
+    ),
+    LogFormat(
+        headless.CLAUDE_STREAM,
+        "Claude Code headless output (claude -p --output-format stream-json)",
+        _records_fit(headless.stream_fits),
+        headless.read,
+    ),
+    LogFormat(
+        headless.CLAUDE_RESULT,
+        "Claude Code headless result (claude -p --output-format json)",
+        _records_fit(headless.result_fits),
+        headless.read,
+    ),
+    LogFormat(
+        headless.CODEX_EXEC,
+        "Codex headless output (codex exec --json)",
+        _records_fit(headless.codex_fits),
+        headless.read,
     ),
     LogFormat(
         "openai-batch-output",
