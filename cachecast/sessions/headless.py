@@ -33,7 +33,13 @@ from cachecast.sessions.native import (
     make_request,
 )
 
-__all__ = ["HEADLESS_FORMATS", "client_of", "headless_requests"]
+__all__ = ["HEADLESS_FORMATS", "PER_UNIT", "client_of", "headless_requests"]
+
+# What a unit of usage that is not one request covers, in the words refusals use.
+PER_UNIT = {
+    "turn": "codex exec --json: every request of a turn summed",
+    "run": "claude -p --output-format json: each model's tokens over the whole run",
+}
 
 _CLIENT = {CLAUDE_STREAM: CLAUDE_CODE, CLAUDE_RESULT: CLAUDE_CODE, CODEX_EXEC: CODEX}
 
@@ -49,15 +55,20 @@ def headless_requests(
     format: str,
     skipped: Counter[str],
     defaults: ModelDefaults = NO_DEFAULTS,
+    *,
+    need_model: bool = True,
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every unit of a headless output file as a request, errors in place. A unit naming no
     model takes ``--model``; where none is given the file is refused (BadInputError naming
-    the file and ``--model``): ``codex exec --json`` never names its model."""
+    the file and ``--model``): ``codex exec --json`` never names its model. ``need_model``
+    false (``inspect``, which prices nothing): such a unit's model is left empty."""
     for unit in units(path, source, format, skipped):
         if isinstance(unit, LogRecordError):
             yield unit
             continue
         model = unit.model or defaults.model
+        if model is None and not need_model:
+            model = ""
         if model is None:
             what = "codex exec --json names no model" if format == CODEX_EXEC else (
                 "this result names no model (no modelUsage)"

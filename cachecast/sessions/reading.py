@@ -224,9 +224,17 @@ def session_records(
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
     if stream.format in SESSION_FORMATS and not compressed(stream.path):
-        found = session_requests(
-            stream.path, stream.source, stream.format, skipped=stream.skipped, defaults=defaults
-        )
+        found: Iterable[SessionRequest | LogRecordError]
+        if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
+            found = headless_requests(
+                stream.path, stream.source, stream.format, stream.skipped, defaults,
+                need_model=False,
+            )
+        else:
+            found = session_requests(
+                stream.path, stream.source, stream.format, skipped=stream.skipped,
+                defaults=defaults,
+            )
         for item in found:
             if isinstance(item, LogRecordError):
                 errors.append(item)
@@ -235,7 +243,7 @@ def session_records(
                 versions.add(item.client_version)
             facts = item.facts
             yield SessionRecord(
-                facts.model, item.provider, facts.timestamp, False, item.usage, facts.line
+                facts.model or None, item.provider, facts.timestamp, False, item.usage, facts.line
             )
         return
     stream.usage_only = True

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.sessions.native import compressed
+from cachecast.sessions.headless import PER_UNIT
 from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
 from cachecast.sessions.reading import (
     NO_DEFAULTS,
@@ -150,12 +151,6 @@ def read_predicted(
             )
     return predicted_sessions(by_client, named)
 
-
-# What a unit of usage that is not one request covers (docs/clients.md, "Headless output").
-PER_UNIT = {
-    "turn": "codex exec --json: every request of a turn summed",
-    "run": "claude -p --output-format json: each model's tokens over the whole run",
-}
 
 
 def shared_tokens(each: PredictedRequest) -> int:
