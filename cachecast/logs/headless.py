@@ -63,6 +63,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 RESULT_LINE = "Claude Code result message (the run's totals: cross-checked, not billed)"
 REPEATED = "Claude Code line repeating a response (counted once per message.id)"
 FAILED_TURN = "Codex turn.failed (no usage stated)"
+REPEATED_COUNT = "Codex token_count repeating the previous one, or of rate limits only"
 
 
 def claude_line(record: dict[str, Any]) -> bool:
@@ -179,7 +180,9 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _claude_stream(path: Path, source: str, skipped: Counter[str]) -> Iterator[Unit | LogRecordError]:
+def _claude_stream(
+    path: Path, source: str, skipped: Counter[str]
+) -> Iterator[Unit | LogRecordError]:
     model: str | None = None
     version: str | None = None
     project = ""
@@ -257,7 +260,9 @@ def _claude_stream(path: Path, source: str, skipped: Counter[str]) -> Iterator[U
     yield from pending.values()
 
 
-def _claude_result(path: Path, source: str, skipped: Counter[str]) -> Iterator[Unit | LogRecordError]:
+def _claude_result(
+    path: Path, source: str, skipped: Counter[str]
+) -> Iterator[Unit | LogRecordError]:
     for line, event in json_lines(path, source):
         if isinstance(event, LogRecordError):
             yield event
@@ -272,8 +277,15 @@ def _claude_result(path: Path, source: str, skipped: Counter[str]) -> Iterator[U
                 yield LogRecordError(source, line, "usage", "the result states no usage")
                 continue
             yield Unit(
-                line, RUN, statement.session, statement.session, statement.session, None,
-                statement.usage, "anthropic", "usage",
+                line,
+                RUN,
+                statement.session,
+                statement.session,
+                statement.session,
+                None,
+                statement.usage,
+                "anthropic",
+                "usage",
             )
             continue
         for name, counts in statement.model_usage.items():
@@ -329,8 +341,18 @@ def _codex(path: Path, source: str, skipped: Counter[str]) -> Iterator[Unit | Lo
                 usage = require_dict(event.get("usage"), "usage")
                 turns += 1
                 yield Unit(
-                    line, TURN, f"{session}:turn-{turns}", session, session, model, usage,
-                    "codex", "usage", None, project, provider,
+                    line,
+                    TURN,
+                    f"{session}:turn-{turns}",
+                    session,
+                    session,
+                    model,
+                    usage,
+                    "codex",
+                    "usage",
+                    None,
+                    project,
+                    provider,
                 )
             elif kind == "turn.failed":
                 skipped[FAILED_TURN] += 1
@@ -344,8 +366,9 @@ def _codex(path: Path, source: str, skipped: Counter[str]) -> Iterator[Unit | Lo
                 found = _codex_event(msg, line, session, model, project, provider, turns, total)
                 if isinstance(found, tuple):
                     session, model = found
-                elif found is None and msg.get("type") == "token_count":
-                    skipped["Codex token_count repeating the previous one (counted once)"] += 1
+                elif found is None:
+                    if msg.get("type") == "token_count":
+                        skipped[REPEATED_COUNT] += 1
                 else:
                     unit, total = found.unit, found.usage_total
                     turns += 1
@@ -383,8 +406,18 @@ def _codex_event(
         counts = {k: v for k, v in msg.items() if k != "type"}
         return _Counted(
             Unit(
-                line, REQUEST, f"{session}:{count + 1}", session, session, model, counts,
-                "codex", "msg", None, project, provider,
+                line,
+                REQUEST,
+                f"{session}:{count + 1}",
+                session,
+                session,
+                model,
+                counts,
+                "codex",
+                "msg",
+                None,
+                project,
+                provider,
             ),
             None,
         )
@@ -398,9 +431,18 @@ def _codex_event(
     named = info.get("model")
     return _Counted(
         Unit(
-            line, REQUEST, f"{session}:{count + 1}", session, session,
-            named if isinstance(named, str) and named else model, last, "codex",
-            "msg.info.last_token_usage", None, project, provider,
+            line,
+            REQUEST,
+            f"{session}:{count + 1}",
+            session,
+            session,
+            named if isinstance(named, str) and named else model,
+            last,
+            "codex",
+            "msg.info.last_token_usage",
+            None,
+            project,
+            provider,
         ),
         running,
     )

@@ -70,8 +70,10 @@ def headless_requests(
         if model is None and not need_model:
             model = ""
         if model is None:
-            what = "codex exec --json names no model" if format == CODEX_EXEC else (
-                "this result names no model (no modelUsage)"
+            what = (
+                "codex exec --json names no model"
+                if format == CODEX_EXEC
+                else ("this result names no model (no modelUsage)")
             )
             raise BadInputError(
                 f"{what}: give --model (the model the run used)",

@@ -42,6 +42,7 @@ from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
+from cachecast.sessions.headless import HEADLESS_FORMATS, client_of, headless_requests
 from cachecast.sessions.native import (
     CLAUDE_CODE,
     CODEX,
@@ -57,7 +58,6 @@ from cachecast.sessions.native import (
     make_request,
     native_format,
 )
-from cachecast.sessions.headless import HEADLESS_FORMATS, client_of, headless_requests
 from cachecast.sessions.native_codex import TURN_COMPLETED, codex_requests
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ __all__ = [
     "CODEX",
     "HEADLESS_FORMATS",
     "NATIVE_FORMATS",
-    "SESSION_FORMATS",
     "NO_DEFAULTS",
+    "SESSION_FORMATS",
     "TTL_1H",
     "TTL_5M",
     "ModelDefaults",
@@ -227,12 +227,19 @@ def session_records(
         found: Iterable[SessionRequest | LogRecordError]
         if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
             found = headless_requests(
-                stream.path, stream.source, stream.format, stream.skipped, defaults,
+                stream.path,
+                stream.source,
+                stream.format,
+                stream.skipped,
+                defaults,
                 need_model=False,
             )
         else:
             found = session_requests(
-                stream.path, stream.source, stream.format, skipped=stream.skipped,
+                stream.path,
+                stream.source,
+                stream.format,
+                skipped=stream.skipped,
                 defaults=defaults,
             )
         for item in found:

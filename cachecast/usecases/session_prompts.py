@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cachecast.core.errors import BadInputError, Location, LogRecordError
-from cachecast.sessions.native import compressed
 from cachecast.sessions.headless import PER_UNIT
+from cachecast.sessions.native import compressed
 from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
 from cachecast.sessions.reading import (
     NO_DEFAULTS,
@@ -130,17 +130,19 @@ def read_predicted(
     on_bad_record: str,
     errors: list[LogRecordError],
     named: str | None = None,
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> list[PredictedRequest]:
     """Every request of the session files, predicted (:func:`predicted_sessions`); a line
     that cannot be read goes to ``errors``, or stops the run where ``on_bad_record`` is
-    ``stop``."""
+    ``stop``; ``defaults``: the log's --model and --provider. A file whose usage comes per
+    turn or per run is refused (no request's prompt to replay)."""
 
     def on_error(error: LogRecordError) -> None:
         if on_bad_record == "stop":
             raise error
         errors.append(error)
 
-    by_client = read_sessions(paths, on_error)
+    by_client = read_sessions(paths, on_error, defaults)
     for requests in by_client.values():
         whole = next((each for each in requests if each.unit != "request"), None)
         if whole is not None:
@@ -150,7 +152,6 @@ def read_predicted(
                 location=Location(source=whole.facts.source, line=whole.facts.line, field="usage"),
             )
     return predicted_sessions(by_client, named)
-
 
 
 def shared_tokens(each: PredictedRequest) -> int:

@@ -47,7 +47,6 @@ from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.sessions.profiles import PROFILES, profile_for_format
 from cachecast.sessions.reading import ModelDefaults, SessionRequest
-from cachecast.usecases.usage_statements import ClientStatement, client_statements
 from cachecast.sessions.replay import MissedReads, PredictedRequest, missed_reads, predict_sessions
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
 from cachecast.usecases.reports import (
@@ -77,6 +76,7 @@ from cachecast.usecases.usage_self_hosted import (
     SelfHostedWhatIf,
     self_hosted_what_if,
 )
+from cachecast.usecases.usage_statements import ClientStatement, client_statements
 
 Grouping = Literal["day", "session", "project", "model"]
 TtlName = Literal["5m", "1h"]
@@ -114,8 +114,7 @@ class UsageRequest(Request):
     worst: int = Field(20, ge=0, le=1000, description="worst requests listed")
     model: str | None = Field(
         None,
-        description="the model of the requests whose log names none (codex exec --json never"
-        " does)",
+        description="the model of the requests whose log names none (codex exec --json never does)",
     )
     on_bad_record: Literal["skip", "stop"] = "skip"
 

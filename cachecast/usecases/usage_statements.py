@@ -110,8 +110,7 @@ def _count(value: Any) -> int:
 
 def _counts(usage: dict[str, Any], *, model_keys: bool) -> dict[str, int]:
     return {
-        label: _count(usage.get(camel if model_keys else snake))
-        for label, snake, camel in COUNTERS
+        label: _count(usage.get(camel if model_keys else snake)) for label, snake, camel in COUNTERS
     }
 
 
