@@ -209,6 +209,7 @@ class SessionRecord:
     prompt_complete: bool
     observed: ObservedUsage | None
     line: int
+    dated: bool = True  # False: the log gives no time (headless output)
 
 
 def session_records(
@@ -250,7 +251,13 @@ def session_records(
                 versions.add(item.client_version)
             facts = item.facts
             yield SessionRecord(
-                facts.model or None, item.provider, facts.timestamp, False, item.usage, facts.line
+                facts.model or None,
+                item.provider,
+                facts.timestamp,
+                False,
+                item.usage,
+                facts.line,
+                item.dated,
             )
         return
     stream.usage_only = True

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
+from cachecast.core.errors import LogRecordError
 from cachecast.logs.headless import CLAUDE_RESULT, CLAUDE_STREAM, Statement, statements
 from cachecast.sessions.reading import SessionRequest, session_format
 from cachecast.simulator.billing import EXACT
@@ -48,7 +49,10 @@ def client_statements(
     """One entry per result message of the Claude Code headless files in ``paths``."""
     found: list[ClientStatement] = []
     for path, name in paths:
-        kind = session_format(path)
+        try:
+            kind = session_format(path)
+        except LogRecordError:  # a file that cannot be read: reported where it was read
+            continue
         if kind not in (CLAUDE_STREAM, CLAUDE_RESULT):
             continue
         requests = [r for r in by_client.get("claude-code", []) if r.facts.source == name]
