@@ -10,7 +10,8 @@ session requests by ``sessions.headless`` and as canonical records by :func:`rea
   ``stream_event`` (``--include-partial-messages``), and one final ``result`` (the run's
   ``total_cost_usd``, aggregate ``usage``, ``modelUsage`` per model, ``num_turns``). A
   response of a sub-agent carries the ``parent_tool_use_id`` of the Task call that started it:
-  its lineage is ``<session>/agent-<parent_tool_use_id>``.
+  its lineage is ``<session>/agent-<parent_tool_use_id>``. A ``system`` message of subtype
+  ``compact_boundary`` marks the next response ``compacted`` (its history was replaced).
 * ``claude-json``: ``claude -p --output-format json``, the ``result`` message alone. Its
   ``modelUsage`` gives each model's tokens over the run: one unit ``run`` per model (no
   request is known apart; nothing is split).
@@ -121,6 +122,7 @@ class Unit:
     version: str | None = None
     project: str = ""
     provider: str | None = None
+    event: str | None = None  # "compacted": the history was replaced before this request
 
 
 @dataclass(slots=True)
@@ -187,13 +189,16 @@ def _claude_stream(
     version: str | None = None
     project = ""
     pending: dict[str, Unit] = {}  # message id -> its response, in first-line order
+    compacted = False  # a compact_boundary since the previous response
     for line, event in json_lines(path, source):
         if isinstance(event, LogRecordError):
             yield event
             continue
         kind = event.get("type")
         if kind == "system":
-            if event.get("subtype") == "init":
+            if event.get("subtype") == "compact_boundary":  # SDKCompactBoundaryMessage
+                compacted = True
+            elif event.get("subtype") == "init":
                 named = event.get("model")
                 model = named if isinstance(named, str) and named else model
                 cli = event.get("claude_code_version")
@@ -241,6 +246,7 @@ def _claude_stream(
                 "message.usage",
                 version,
                 project,
+                event=earlier.event,
             )
             skipped[REPEATED] += 1
             continue
@@ -256,7 +262,9 @@ def _claude_stream(
             "message.usage",
             version,
             project,
+            event="compacted" if compacted else None,
         )
+        compacted = False
     yield from pending.values()
 
 

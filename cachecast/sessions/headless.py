@@ -109,6 +109,7 @@ def _request(
         model,
         None,  # no time in the output
         usage,
+        event=unit.event,
         provider=provider,
         client_version=unit.version,
         client=client,

@@ -31,7 +31,7 @@ SONNET = "claude-sonnet-4-5-20250929"
 SESSION = "0b7c1a52-6a0e-4d8a-9f3c-3e2a1c5d7e90"
 
 
-def write(path: Path, events: list[dict[str, Any]]) -> Path:
+def write(path: Path, events: list[Any]) -> Path:
     path.write_text("".join(json.dumps(event) + "\n" for event in events))
     return path
 
@@ -145,7 +145,7 @@ def stream(path: Path, final: dict[str, Any] | None = None) -> Path:
 # 1,000 x 3.75 + 10,000 x 0.30 + 100 x 15 = 8,265.
 STREAM_BILL = Decimal(40_509 + 8_265) / MILLION
 
-EXEC = [
+EXEC: list[dict[str, Any]] = [
     {"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
     {"type": "turn.started"},
     {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning", "text": "**Plan**"}},
@@ -360,3 +360,50 @@ def test_usage_cli_says_requests_are_not_known(migrated_db_url: str, tmp_path: P
     )
     assert result.exit_code == 0, result.output
     assert "not known" in result.output and "1 turn(s) of codex exec --json" in result.output
+
+
+def test_a_compaction_boundary_marks_the_next_response(tmp_path: Path) -> None:
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "session_id": SESSION,
+        "uuid": "u-compact",
+        "compact_metadata": {"trigger": "auto", "pre_tokens": 150_000},
+    }
+    path = write(
+        tmp_path / "run.jsonl",
+        [
+            INIT,
+            assistant("msg_01", {"type": "text", "text": "a"}, usage(3, 10_000, 0, 10)),
+            boundary,
+            assistant("msg_02", {"type": "text", "text": "b"}, usage(3, 2_000, 0, 10)),
+        ],
+    )
+    first, second = requests_of(path)
+    assert (first.facts.event, second.facts.event) == (None, "compacted")
+
+
+def test_inspect_says_the_time_span_is_unknown(tmp_path: Path) -> None:
+    from cachecast.usecases.inspect import inspect_logs
+
+    [summary] = inspect_logs([stream(tmp_path / "run.jsonl")]).files
+    assert summary.format == "claude-stream-json"
+    assert summary.first_timestamp is None and summary.last_timestamp is None
+
+
+def test_older_protocol_counts_a_repeated_running_total_once(tmp_path: Path) -> None:
+    last = {"input_tokens": 2000, "cached_input_tokens": 1024, "output_tokens": 50}
+    count = {"type": "token_count", "info": {"total_token_usage": last, "last_token_usage": last}}
+    path = write(
+        tmp_path / "old.jsonl",
+        [
+            {"model": "o4-mini", "provider": "openai", "approval": "never", "sandbox": "x"},
+            {"id": "1", "msg": count},
+            {"id": "1", "msg": count},  # the same event again: no new request
+            {"id": "1", "msg": {"type": "token_count", "info": None}},  # rate limits only
+        ],
+    )
+    skipped: Counter[str] = Counter()
+    [request] = requests_of(path, skipped=skipped)
+    assert request.observed.read == 1024 and request.observed.uncached == 976
+    assert sum(skipped.values()) == 2
