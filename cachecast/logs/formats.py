@@ -128,10 +128,19 @@ def _lines_fit(check: Callable[[dict[str, Any]], bool], wanted: str) -> Fit:
 
 
 def _records_fit(check: Callable[[list[dict[str, Any]]], str | None]) -> Fit:
+    """A fit on the JSON-lines records, or on the one document (its items where it is a
+    list): Claude Code prints its result pretty-printed when piped through jq, and a list
+    of every message under ``--verbose``."""
+
     def fits(sample: Sample) -> str | None:
-        if not sample.records:
-            return sample.why_not_json()
-        return check(sample.records)
+        if sample.records:
+            return check(sample.records)
+        document = sample.document()
+        if isinstance(document, dict):
+            return check([document])
+        if isinstance(document, list) and document:
+            return check([item for item in document if isinstance(item, dict)] or [{}])
+        return sample.why_not_json()
 
     return fits
 

@@ -12,6 +12,8 @@ session requests by ``sessions.headless`` and as canonical records by :func:`rea
   response of a sub-agent carries the ``parent_tool_use_id`` of the Task call that started it:
   its lineage is ``<session>/agent-<parent_tool_use_id>``. A ``system`` message of subtype
   ``compact_boundary`` marks the next response ``compacted`` (its history was replaced).
+* ``claude-stream-json`` too: the JSON array of every message that ``--output-format json``
+  prints under ``--verbose`` (:func:`claude_events`).
 * ``claude-json``: ``claude -p --output-format json``, the ``result`` message alone. Its
   ``modelUsage`` gives each model's tokens over the run: one unit ``run`` per model (no
   request is known apart; nothing is split).
@@ -36,10 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record, require_dict
 from cachecast.logs.errors import LogRecordError
-from cachecast.logs.stream import Item, LogStream, json_lines
+from cachecast.logs.stream import Item, LogStream, json_lines, load_document
 from cachecast.logs.usage import normalize_usage, to_canonical
 
 CLAUDE_STREAM = "claude-stream-json"
@@ -152,13 +156,45 @@ def units(
 def statements(path: Path, source: str) -> list[Statement]:
     """The result messages of a Claude Code headless output (one per run)."""
     found = []
-    for line, event in json_lines(path, source):
+    for line, _, event in claude_events(path, source):
         if isinstance(event, dict) and claude_result(event):
             try:
                 found.append(_statement(line, event))
             except RecordFieldError:
                 continue  # the unit reader reports the line
     return found
+
+
+def claude_events(
+    path: Path, source: str
+) -> Iterator[tuple[int, str, dict[str, Any] | LogRecordError]]:
+    """The messages of a Claude Code headless output with their line and the prefix of their
+    field paths: JSON lines (``stream-json``, one-line ``json``), or one JSON document: the
+    result object printed over several lines (``| jq .``), or the array of every message
+    that ``--output-format json`` prints under ``--verbose`` (or the ``verbose`` setting;
+    anthropics/claude-code#84784): line 1, each message named by its index (``[3].``)."""
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 16).lstrip()
+    first = head.split(b"\n", 1)[0]
+    if head.startswith(b"[") or (head.startswith(b"{") and not _parses(first)):
+        document = load_document(path)
+        items = document if isinstance(document, list) else [document]
+        for index, item in enumerate(items):
+            prefix = f"[{index}]." if isinstance(document, list) else ""
+            if isinstance(item, dict):
+                yield 1, prefix, item
+            else:
+                yield 1, prefix, LogRecordError(source, 1, prefix or "<document>", "not a message")
+        return
+    for line, event in json_lines(path, source):
+        yield line, "", event
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _statement(line: int, event: dict[str, Any]) -> Statement:
@@ -190,7 +226,7 @@ def _claude_stream(
     project = ""
     pending: dict[str, Unit] = {}  # message id -> its response, in first-line order
     compacted = False  # a compact_boundary since the previous response
-    for line, event in json_lines(path, source):
+    for line, at, event in claude_events(path, source):
         if isinstance(event, LogRecordError):
             yield event
             continue
@@ -212,7 +248,7 @@ def _claude_stream(
         if kind != "assistant":
             continue
         try:
-            message = require_dict(event.get("message"), "message")
+            message = require_dict(event.get("message"), f"{at}message")
             usage = message.get("usage")
             named = message.get("model")
             if named == SYNTHETIC_MODEL:
@@ -220,9 +256,9 @@ def _claude_stream(
                 continue
             if usage is None:
                 continue
-            usage = require_dict(usage, "message.usage")
+            usage = require_dict(usage, f"{at}message.usage")
             if named is not None and not isinstance(named, str):
-                raise RecordFieldError("message.model", f"expected a string, got {named!r}")
+                raise RecordFieldError(f"{at}message.model", f"expected a string, got {named!r}")
             message_id = message.get("id")
             if not isinstance(message_id, str) or not message_id:
                 message_id = f"{source}:{line}"
@@ -243,7 +279,7 @@ def _claude_stream(
                 earlier.model,
                 usage,
                 "anthropic",
-                "message.usage",
+                f"{at}message.usage",
                 version,
                 project,
                 event=earlier.event,
@@ -259,7 +295,7 @@ def _claude_stream(
             named or model,
             usage,
             "anthropic",
-            "message.usage",
+            f"{at}message.usage",
             version,
             project,
             event="compacted" if compacted else None,
@@ -271,7 +307,7 @@ def _claude_stream(
 def _claude_result(
     path: Path, source: str, skipped: Counter[str]
 ) -> Iterator[Unit | LogRecordError]:
-    for line, event in json_lines(path, source):
+    for line, _, event in claude_events(path, source):
         if isinstance(event, LogRecordError):
             yield event
             continue

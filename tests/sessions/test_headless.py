@@ -407,3 +407,25 @@ def test_older_protocol_counts_a_repeated_running_total_once(tmp_path: Path) -> 
     [request] = requests_of(path, skipped=skipped)
     assert request.observed.read == 1024 and request.observed.uncached == 976
     assert sum(skipped.values()) == 2
+
+
+def test_json_under_verbose_is_the_array_of_every_message(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # anthropics/claude-code#84784: --output-format json with --verbose prints a JSON array
+    # of the session's messages, the result last: read as the stream is.
+    lines = stream(tmp_path / "run.jsonl").read_text().splitlines()
+    array = tmp_path / "out.json"
+    array.write_text("[" + ",".join(lines) + "]")
+    assert detect_format(array)[0].name == "claude-stream-json"
+    report = report_of(migrated_db_url, array)
+    assert report.totals.requests == 2 and report.totals.cost == STREAM_BILL
+    [stated] = report.client_statements
+    assert stated.usage_matches is True
+
+
+def test_a_result_printed_over_several_lines_is_read(migrated_db_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps(result(usage(8, 11_000, 10_000, 300)), indent=2))
+    assert detect_format(path)[0].name == "claude-json"
+    assert report_of(migrated_db_url, path).totals.cost == STREAM_BILL
