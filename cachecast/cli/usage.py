@@ -155,6 +155,8 @@ def usage_command(
 
 CSV_COLUMNS = (
     "requests",
+    "turns",
+    "runs",
     "prompt_tokens",
     "cache_read_tokens",
     "cache_write_5m_tokens",

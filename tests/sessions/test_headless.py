@@ -9,6 +9,8 @@ tokens: claude-sonnet-4-5 input 3, 5-minute write 3.75, read 0.30, output 15; gp
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import Counter
 from decimal import Decimal
@@ -360,6 +362,34 @@ def test_usage_cli_says_requests_are_not_known(migrated_db_url: str, tmp_path: P
     )
     assert result.exit_code == 0, result.output
     assert "not known" in result.output and "1 turn(s) of codex exec --json" in result.output
+    table = CliRunner().invoke(
+        app,
+        ["usage", str(path), "--model", "gpt-5", "--csv", "--database-url", migrated_db_url],
+    )
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))
+    assert [(row["requests"], row["turns"], row["runs"]) for row in rows] == [
+        ("0", "1", "0"),
+        ("0", "1", "0"),
+    ]
+
+
+def test_usage_cli_sets_the_clients_estimate_beside_the_bill(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    path = stream(tmp_path / "run.jsonl")
+    result = CliRunner().invoke(app, ["usage", str(path), "--database-url", migrated_db_url])
+    assert result.exit_code == 0, result.output
+    assert "the client's own estimate total_cost_usd $0.0488, our bill $0.05" in result.output
+    assert "2 responses summed match the result's modelUsage" in result.output
+
+
+def test_usage_without_model_names_the_file_and_the_option(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "exec.jsonl", EXEC)
+    result = CliRunner().invoke(app, ["usage", str(path), "--database-url", migrated_db_url])
+    assert result.exit_code == 2
+    assert f"{path}:6: model:" in result.output and "--model" in result.output
 
 
 def test_a_compaction_boundary_marks_the_next_response(tmp_path: Path) -> None:
