@@ -459,3 +459,18 @@ def test_a_result_printed_over_several_lines_is_read(migrated_db_url: str, tmp_p
     path.write_text(json.dumps(result(usage(8, 11_000, 10_000, 300)), indent=2))
     assert detect_format(path)[0].name == "claude-json"
     assert report_of(migrated_db_url, path).totals.cost == STREAM_BILL
+
+
+def test_reconcile_reads_the_stream_as_requests_priced_today_or_at(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    path = stream(tmp_path / "run.jsonl")
+    for extra in ([], ["--at", "2026-01-15"]):
+        result = CliRunner().invoke(
+            app, ["reconcile", str(path), "--json", *extra, "--database-url", migrated_db_url]
+        )
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)["summary"]
+        # Sonnet 4.5's prices did not change between those days: the same bill by hand.
+        assert summary["requests"] == 2
+        assert Decimal(summary["observed_cost"]) == STREAM_BILL
