@@ -371,7 +371,8 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
             issues.append(error)
 
     by_client = read_sessions(paths, on_error, ModelDefaults(request.model))
-    by_source: dict[str, Decimal] = {}  # our bill per file (set beside a client's statement)
+    # Our bill per (file, session): set beside what a headless run's result states.
+    by_source: dict[tuple[str, str], Decimal] = {}
     whole_units = 0  # turns and runs priced at base rates (no long-context tier told)
     contracts = ContractCache(store)
     rows: dict[tuple[str, ...], _Sums] = {}
@@ -425,8 +426,8 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
                     whole_units += 1
                 priced = _price(call, contract, missed)
                 with localcontext(EXACT):
-                    source = call.facts.source
-                    by_source[source] = by_source.get(source, ZERO) + priced.cost
+                    key = (call.facts.source, call.session)
+                    by_source[key] = by_source.get(key, ZERO) + priced.cost
                 if each is not None and missed is not None and request.worst:
                     # Models are built for the requests kept only (a heap of the worst).
                     item = _Worst(priced.lost, -index, each, moment, missed)

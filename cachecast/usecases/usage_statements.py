@@ -35,7 +35,7 @@ class ClientStatement(Report):
     line: int
     session: str
     stated_cost_usd: DecimalNumber | None = Field(description="the result's total_cost_usd")
-    cost: Money = Field(description="our bill of the file's usage, under the contracts")
+    cost: Money = Field(description="our bill of the run's usage, under the contracts")
     num_turns: int | None = Field(description="as the result states it (not a request count)")
     usage_check: str = Field(description="the usage read against the result's own totals")
     usage_matches: bool | None = Field(description="None: nothing to compare")
@@ -44,9 +44,11 @@ class ClientStatement(Report):
 def client_statements(
     paths: Sequence[tuple[Path, str]],
     by_client: dict[str, list[SessionRequest]],
-    costs: dict[str, Decimal],
+    costs: dict[tuple[str, str], Decimal],
 ) -> list[ClientStatement]:
-    """One entry per result message of the Claude Code headless files in ``paths``."""
+    """One entry per result message of the Claude Code headless files in ``paths`` (several
+    where runs were appended to one file), each beside our bill of its session's requests
+    (``costs`` by file and session)."""
     found: list[ClientStatement] = []
     for path, name in paths:
         try:
@@ -67,7 +69,7 @@ def client_statements(
                     stated_cost_usd=None
                     if statement.total_cost_usd is None
                     else Decimal(statement.total_cost_usd),
-                    cost=costs.get(name, Decimal(0)),
+                    cost=costs.get((name, statement.session), Decimal(0)),
                     num_turns=statement.num_turns,
                     usage_check=check,
                     usage_matches=matches,

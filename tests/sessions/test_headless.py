@@ -474,3 +474,19 @@ def test_reconcile_reads_the_stream_as_requests_priced_today_or_at(
         # Sonnet 4.5's prices did not change between those days: the same bill by hand.
         assert summary["requests"] == 2
         assert Decimal(summary["observed_cost"]) == STREAM_BILL
+
+
+def test_two_runs_appended_to_one_file_each_beside_its_own_bill(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    first = stream(tmp_path / "a.jsonl").read_text()
+    other = "1f3e9c60-2b7d-4c11-8a55-6d0e4b9a2c11"
+    second = first.replace(SESSION, other).replace("msg_0", "msg_1")
+    path = tmp_path / "ci.jsonl"
+    path.write_text(first + second)
+    report = report_of(migrated_db_url, path)
+    assert report.totals.requests == 4 and report.totals.cost == 2 * STREAM_BILL
+    assert [(s.session, s.cost, s.usage_matches) for s in report.client_statements] == [
+        (SESSION, STREAM_BILL, True),
+        (other, STREAM_BILL, True),
+    ]
