@@ -426,8 +426,8 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
                     whole_units += 1
                 priced = _price(call, contract, missed)
                 with localcontext(EXACT):
-                    key = (call.facts.source, call.session)
-                    by_source[key] = by_source.get(key, ZERO) + priced.cost
+                    run = (call.facts.source, call.session)
+                    by_source[run] = by_source.get(run, ZERO) + priced.cost
                 if each is not None and missed is not None and request.worst:
                     # Models are built for the requests kept only (a heap of the worst).
                     item = _Worst(priced.lost, -index, each, moment, missed)
