@@ -19,7 +19,7 @@ from cachecast.cli.common import command, contract_store, parse_day, stderr
 from cachecast.core.errors import BadInputError, Location
 
 if TYPE_CHECKING:
-    from cachecast.usecases.usage import UsageReport
+    from cachecast.usecases.usage import UsageReport, UsageTotals
     from cachecast.usecases.usage_self_hosted import SelfHostedWhatIf
 
 
@@ -69,6 +69,7 @@ def usage_command(
         ),
     ] = None,
     worst: Annotated[int, typer.Option(help="How many of the worst requests to list.")] = 20,
+    model: common.DefaultModelOption = None,
     as_json: common.JsonOption = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV row per group.")] = False,
     html: Annotated[
@@ -81,7 +82,8 @@ def usage_command(
     """Per day, session, project or model: requests, prompt tokens, cache reads and writes
     (5m, 1h), hit rate, the bill from the observed usage under the contract in force on each
     request's date, the bill without caching, what caching saved and the dollars lost by
-    miss cause. Reads Claude Code transcripts and Codex CLI rollouts.
+    miss cause. Reads Claude Code transcripts and Codex CLI rollouts, and their headless
+    output (claude -p --output-format stream-json or json, codex exec --json: give --model).
     """
     from cachecast.usecases.usage import SessionFile, UsageRequest, usage_report
 
@@ -122,6 +124,7 @@ def usage_command(
             "targets": target or [],
             "self_hosted": hosting,
             "worst": worst,
+            "model": model,
             "on_bad_record": "stop" if strict else "skip",
         }
     )
@@ -152,6 +155,8 @@ def usage_command(
 
 CSV_COLUMNS = (
     "requests",
+    "turns",
+    "runs",
     "prompt_tokens",
     "cache_read_tokens",
     "cache_write_5m_tokens",
@@ -214,6 +219,14 @@ def _dollars(amount: object) -> str:
     return f"-${-cents:,}" if cents < 0 else f"${cents:,}"
 
 
+def _requests(row: UsageTotals) -> str:
+    """The requests of a row; where some usage came as turns or run totals, the count is not
+    known (``+ ?``)."""
+    if not (row.turns or row.runs):
+        return f"{row.requests:,}"
+    return f"{row.requests:,} + ?" if row.requests else "not known"
+
+
 def _priced(amount: object, requests: int, unpriced: int) -> str:
     """``n/a`` where no request of the row was priced, ``*`` where some were not."""
     if requests and unpriced == requests:
@@ -251,16 +264,17 @@ def _print(report: UsageReport) -> None:
     for row in [*report.rows, report.totals]:
         keys = list(row.group.values()) or ["total", *([""] * (len(report.by) - 1))]
         lost = sum(row.lost_by_cause.values(), start=type(row.cost)(0))
+        units = row.requests + row.turns + row.runs
         table.add_row(
             *keys,
-            f"{row.requests:,}",
+            _requests(row),
             f"{row.prompt_tokens:,}",
             f"{row.cache_read_tokens:,}",
             f"{row.cache_write_5m_tokens:,}",
             f"{row.cache_write_1h_tokens:,}",
             f"{row.hit_rate:.1%}",
             *(
-                _priced(amount, row.requests, row.unpriced_requests)
+                _priced(amount, units, row.unpriced_requests)
                 for amount in (row.cost, row.cost_without_cache, row.saved, lost)
             ),
             ", ".join(row.top_causes),
@@ -272,6 +286,26 @@ def _print(report: UsageReport) -> None:
             f"not priced (n/a, * above): {entry.requests:,} request(s) of"
             f" {entry.provider}/{entry.model}"
             f" ({entry.reason}); their tokens are counted, their cost is not",
+            markup=False,
+        )
+    totals = report.totals
+    if totals.turns:
+        out.print(
+            f"{totals.turns:,} turn(s) of codex exec --json: each states its requests' usage"
+            " summed, how many requests is not known (no read predicted or missed)",
+            markup=False,
+        )
+    if totals.runs:
+        out.print(
+            f"{totals.runs:,} model total(s) of claude -p --output-format json: a model's usage"
+            " over a whole run, how many requests is not known (no read predicted or missed)",
+            markup=False,
+        )
+    for stated in report.client_statements:
+        cost = "none" if stated.stated_cost_usd is None else f"${stated.stated_cost_usd}"
+        out.print(
+            f"{stated.source}:{stated.line}: the client's own estimate total_cost_usd {cost},"
+            f" our bill {_dollars(stated.cost)}; {stated.usage_check}",
             markup=False,
         )
     for contract in report.contracts:

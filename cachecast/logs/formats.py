@@ -27,6 +27,7 @@ from cachecast.logs import (
     easyvcr,
     govcr,
     har,
+    headless,
     helicone,
     hoverfly,
     httprr,
@@ -141,6 +142,24 @@ def _lines_fit(check: Callable[[dict[str, Any]], bool], wanted: str) -> Fit:
         if any(check(record) for record in sample.records):
             return None
         return f"no line has {wanted}"
+
+    return fits
+
+
+def _records_fit(check: Callable[[list[dict[str, Any]]], str | None]) -> Fit:
+    """A fit on the JSON-lines records, or on the one document (its items where it is a
+    list): Claude Code prints its result pretty-printed when piped through jq, and a list
+    of every message under ``--verbose``."""
+
+    def fits(sample: Sample) -> str | None:
+        if sample.records:
+            return check(sample.records)
+        document = sample.document()
+        if isinstance(document, dict):
+            return check([document])
+        if isinstance(document, list) and document:
+            return check([item for item in document if isinstance(item, dict)] or [{}])
+        return sample.why_not_json()
 
     return fits
 
@@ -324,6 +343,24 @@ FORMATS: tuple[LogFormat, ...] = (
         "Codex CLI rollout (~/.codex/sessions/.../rollout-*.jsonl)",
         _lines_fit(codex.fits, "a Codex rollout event {timestamp, type, payload}"),
         codex.read,
+    ),
+    LogFormat(
+        headless.CLAUDE_STREAM,
+        "Claude Code headless output (claude -p --output-format stream-json)",
+        _records_fit(headless.stream_fits),
+        headless.read,
+    ),
+    LogFormat(
+        headless.CLAUDE_RESULT,
+        "Claude Code headless result (claude -p --output-format json)",
+        _records_fit(headless.result_fits),
+        headless.read,
+    ),
+    LogFormat(
+        headless.CODEX_EXEC,
+        "Codex headless output (codex exec --json)",
+        _records_fit(headless.codex_fits),
+        headless.read,
     ),
     LogFormat(
         "openai-batch-output",

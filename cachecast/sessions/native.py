@@ -55,6 +55,10 @@ class SessionRequest:
     session: str = ""  # the session id (a Claude Code sub-agent shares its parent's)
     project: str = ""  # Claude Code's project folder, Codex's working directory
     dated: bool = True  # False: the log gives no time (``facts.timestamp`` is 0 then)
+    # What the usage covers: one API ``request``; a ``turn`` of ``codex exec --json`` (its
+    # requests summed); a model's whole ``run`` (``claude -p --output-format json``). Only
+    # requests are predicted and reconciled (docs/clients.md, "Headless output").
+    unit: str = "request"
 
     @property
     def write_1h(self) -> int:

@@ -66,7 +66,7 @@ class ClientProfile:
 CLAUDE_CODE = ClientProfile(
     name="claude-code",
     title="Claude Code",
-    formats=("claude-code",),
+    formats=("claude-code", "claude-stream-json", "claude-json"),
     provider="anthropic",
     caching="breakpoint_at_newest",
     default_ttl_seconds=FIVE_MINUTES,
@@ -76,7 +76,7 @@ CLAUDE_CODE = ClientProfile(
 CODEX_CLI = ClientProfile(
     name="codex",
     title="Codex CLI",
-    formats=("codex",),
+    formats=("codex", "codex-exec"),
     provider="openai",
     caching="automatic",
     default_ttl_seconds=600.0,

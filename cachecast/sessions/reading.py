@@ -42,6 +42,7 @@ from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
+from cachecast.sessions.headless import HEADLESS_FORMATS, client_of, headless_requests
 from cachecast.sessions.native import (
     CLAUDE_CODE,
     CODEX,
@@ -65,8 +66,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAUDE_CODE",
     "CODEX",
+    "HEADLESS_FORMATS",
     "NATIVE_FORMATS",
     "NO_DEFAULTS",
+    "SESSION_FORMATS",
     "TTL_1H",
     "TTL_5M",
     "ModelDefaults",
@@ -76,9 +79,35 @@ __all__ = [
     "native_format",
     "no_request_reason",
     "record_requests",
+    "session_client",
+    "session_format",
     "session_records",
     "session_requests",
 ]
+
+# Every format read as agent sessions: the clients' own logs and their headless output.
+SESSION_FORMATS = (*NATIVE_FORMATS, *HEADLESS_FORMATS)
+
+
+def session_format(path: Path) -> str | None:
+    """The session format of a file (a client's own log, else its headless output told by
+    content), None where it is neither. A compressed file is told by its inflated head."""
+    found = native_format(path)
+    if found is not None:
+        return found
+    from cachecast.logs.errors import LogFileError
+    from cachecast.logs.formats import detect_format
+
+    try:
+        name = detect_format(path)[0].name
+    except LogFileError:
+        return None
+    return name if name in HEADLESS_FORMATS else None
+
+
+def session_client(format: str) -> str:
+    """The client (and profile) whose session format ``format`` is."""
+    return client_of(format) if format in HEADLESS_FORMATS else format
 
 
 def log_format(path: Path, format: str | None = None) -> str:
@@ -110,7 +139,9 @@ def session_requests(
     skipped = Counter() if skipped is None else skipped
     name = format or native_format(path) or log_format(path)
     native = name in NATIVE_FORMATS and not compressed(path)
-    if native and name == CLAUDE_CODE:
+    if name in HEADLESS_FORMATS and not compressed(path):
+        yield from headless_requests(path, source, name, skipped, defaults)
+    elif native and name == CLAUDE_CODE:
         yield from claude_requests(path, source, set() if seen is None else seen, skipped, defaults)
     elif native and name == CODEX:
         yield from codex_requests(path, source, skipped, set() if seen is None else seen, defaults)
@@ -178,6 +209,7 @@ class SessionRecord:
     prompt_complete: bool
     observed: ObservedUsage | None
     line: int
+    dated: bool = True  # False: the log gives no time (headless output)
 
 
 def session_records(
@@ -192,10 +224,25 @@ def session_records(
     the requests whose lines name none (``--model``). A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
-    if stream.format in NATIVE_FORMATS and not compressed(stream.path):
-        found = session_requests(
-            stream.path, stream.source, stream.format, skipped=stream.skipped, defaults=defaults
-        )
+    if stream.format in SESSION_FORMATS and not compressed(stream.path):
+        found: Iterable[SessionRequest | LogRecordError]
+        if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
+            found = headless_requests(
+                stream.path,
+                stream.source,
+                stream.format,
+                stream.skipped,
+                defaults,
+                need_model=False,
+            )
+        else:
+            found = session_requests(
+                stream.path,
+                stream.source,
+                stream.format,
+                skipped=stream.skipped,
+                defaults=defaults,
+            )
         for item in found:
             if isinstance(item, LogRecordError):
                 errors.append(item)
@@ -204,7 +251,13 @@ def session_records(
                 versions.add(item.client_version)
             facts = item.facts
             yield SessionRecord(
-                facts.model, item.provider, facts.timestamp, False, item.usage, facts.line
+                facts.model or None,
+                item.provider,
+                facts.timestamp,
+                False,
+                item.usage,
+                facts.line,
+                item.dated,
             )
         return
     stream.usage_only = True

@@ -66,6 +66,7 @@ from cachecast.logs.errors import bad_line_count
 from cachecast.passes.log_input import LogInput
 from cachecast.passes.log_passes import LogPasses
 from cachecast.passes.progress import NoProgress, Progress
+from cachecast.sessions.reading import ModelDefaults
 from cachecast.usecases.capacity import (
     CapacityFacts,
     DeploymentFacts,
@@ -554,7 +555,8 @@ def _session_prompts(
     if sessions is None:
         assert paths is not None
         request.log.check_sources()
-        sessions = read_predicted(paths, request.log.on_bad_record, errors)
+        defaults = ModelDefaults(request.log.default_model, request.log.default_provider)
+        sessions = read_predicted(paths, request.log.on_bad_record, errors, None, defaults)
     if not sessions:
         raise BadInputError(
             "the sessions hold no request with usage", location=Location(field="log")

@@ -24,7 +24,7 @@ from cachecast.logs import open_log, pair_batch_files
 from cachecast.logs.errors import BadRecords
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import profile_for_format, profile_named
-from cachecast.sessions.reading import ModelDefaults, session_records
+from cachecast.sessions.reading import ModelDefaults, SessionRecord, session_records
 from cachecast.tokenizers.records import read_log
 from cachecast.usecases.reports import Report
 from cachecast.usecases.requests import Request
@@ -176,8 +176,9 @@ def inspect_file(
         count += 1
         models[request.model or "(none)"] += 1
         providers[request.provider or "(none)"] += 1
-        first = request.timestamp if first is None else min(first, request.timestamp)
-        last = request.timestamp if last is None else max(last, request.timestamp)
+        if not isinstance(request, SessionRecord) or request.dated:
+            first = request.timestamp if first is None else min(first, request.timestamp)
+            last = request.timestamp if last is None else max(last, request.timestamp)
         if not request.prompt_complete:
             incomplete += 1
         observed = request.observed

@@ -27,7 +27,7 @@ from cachecast.core.errors import LogRecordError
 from cachecast.logs.errors import bad_line_count
 from cachecast.passes.progress import Progress
 from cachecast.passes.targets import ResolvedTarget
-from cachecast.sessions.reading import TTL_5M
+from cachecast.sessions.reading import TTL_5M, ModelDefaults
 from cachecast.sessions.replay import PredictedRequest
 from cachecast.simulator.billing import EXACT, add_costs, bill_request, bill_without_cache
 from cachecast.simulator.types import Cost
@@ -57,7 +57,8 @@ def session_estimate(
     """The report of :func:`cachecast.usecases.estimate.estimate` for session files;
     ``progress`` counts the requests priced (read and predicted first: their total known)."""
     errors: list[LogRecordError] = []
-    predicted = read_predicted(paths, request.log.on_bad_record, errors, request.client)
+    defaults = ModelDefaults(request.log.default_model, request.log.default_provider)
+    predicted = read_predicted(paths, request.log.on_bad_record, errors, request.client, defaults)
     progress.start("pricing requests", len(predicted))
     chosen = session_profile(request)
     versions = {

@@ -26,13 +26,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cachecast.core.errors import LogRecordError
+from cachecast.core.errors import BadInputError, Location, LogRecordError
+from cachecast.sessions.headless import PER_UNIT
 from cachecast.sessions.native import compressed
 from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
 from cachecast.sessions.reading import (
-    NATIVE_FORMATS,
+    NO_DEFAULTS,
+    SESSION_FORMATS,
+    ModelDefaults,
     SessionRequest,
-    native_format,
+    session_client,
+    session_format,
     session_requests,
 )
 from cachecast.sessions.replay import PredictedRequest, predict_sessions
@@ -56,40 +60,47 @@ def session_paths(log: LogInput) -> list[tuple[Path, str]] | None:
         return None
     found: list[tuple[Path, str]] = []
     for file in log.files:
-        if file.format is not None and file.format not in NATIVE_FORMATS:
+        if file.format is not None and file.format not in SESSION_FORMATS:
             return None
-        if not file.path.is_file() or compressed(file.path) or native_format(file.path) is None:
+        if not file.path.is_file() or compressed(file.path) or session_format(file.path) is None:
             return None
         found.append((file.path, file.display_name))
     return found
 
 
 def read_sessions(
-    paths: Sequence[tuple[Path, str]], on_error: Callable[[LogRecordError], None]
+    paths: Sequence[tuple[Path, str]],
+    on_error: Callable[[LogRecordError], None],
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> dict[str, list[SessionRequest]]:
     """Every request of the files by the client that wrote them (a response repeated by a
-    resumed session counted once across the files)."""
+    resumed session counted once across the files); ``defaults`` name the model of the
+    requests whose files name none (``--model``: ``codex exec --json`` never does)."""
     by_client: dict[str, list[SessionRequest]] = {}
     seen: set[str] = set()
     for path, name in paths:
         try:
-            client = native_format(path)  # a compressed file: by its inflated head
+            found = session_format(path)  # a compressed file: by its inflated head
         except LogRecordError as exc:  # a compressed file that does not inflate
             on_error(exc)
             continue
-        if client is None:
+        if found is None:
             on_error(
                 LogRecordError(
-                    name, 1, "<format>", "neither a Claude Code transcript nor a Codex rollout"
+                    name,
+                    1,
+                    "<format>",
+                    "neither a Claude Code transcript nor a Codex rollout, nor their headless"
+                    " output (claude -p --output-format stream-json or json, codex exec --json)",
                 )
             )
             continue
-        found = by_client.setdefault(client, [])
-        for item in session_requests(path, name, client, seen=seen):
+        requests = by_client.setdefault(session_client(found), [])
+        for item in session_requests(path, name, found, seen=seen, defaults=defaults):
             if isinstance(item, LogRecordError):
                 on_error(item)
             else:
-                found.append(item)
+                requests.append(item)
     return by_client
 
 
@@ -119,17 +130,28 @@ def read_predicted(
     on_bad_record: str,
     errors: list[LogRecordError],
     named: str | None = None,
+    defaults: ModelDefaults = NO_DEFAULTS,
 ) -> list[PredictedRequest]:
     """Every request of the session files, predicted (:func:`predicted_sessions`); a line
     that cannot be read goes to ``errors``, or stops the run where ``on_bad_record`` is
-    ``stop``."""
+    ``stop``; ``defaults``: the log's --model and --provider. A file whose usage comes per
+    turn or per run is refused (no request's prompt to replay)."""
 
     def on_error(error: LogRecordError) -> None:
         if on_bad_record == "stop":
             raise error
         errors.append(error)
 
-    return predicted_sessions(read_sessions(paths, on_error), named)
+    by_client = read_sessions(paths, on_error, defaults)
+    for requests in by_client.values():
+        whole = next((each for each in requests if each.unit != "request"), None)
+        if whole is not None:
+            raise BadInputError(
+                f"its usage is stated per {whole.unit} ({PER_UNIT[whole.unit]}), not per request:"
+                " no request's prompt can be replayed; `cachecast usage` reports it",
+                location=Location(source=whole.facts.source, line=whole.facts.line, field="usage"),
+            )
+    return predicted_sessions(by_client, named)
 
 
 def shared_tokens(each: PredictedRequest) -> int:

@@ -24,6 +24,7 @@ from cachecast.contracts.served import ServedContract
 from cachecast.core.errors import (
     BadInputError,
     CachecastError,
+    Location,
     LogRecordError,
     UnknownContractError,
 )
@@ -32,6 +33,7 @@ from cachecast.passes.log_input import UNREADABLE_FIELD, LogFile, check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
 from cachecast.sessions.causes import within
+from cachecast.sessions.headless import PER_UNIT
 from cachecast.sessions.predictor import Prediction
 from cachecast.sessions.profiles import ClientProfile
 from cachecast.sessions.reading import (
@@ -273,14 +275,24 @@ def _items(
     for file in log.files:
         passed = skipped[file.display_name] = Counter()
         try:
-            yield from session_requests(
+            for item in session_requests(
                 file.path,
                 file.display_name,
                 file.format,
                 seen=seen,
                 skipped=passed,
                 defaults=defaults,
-            )
+            ):
+                if isinstance(item, SessionRequest) and item.unit != "request":
+                    raise BadInputError(
+                        f"its usage is stated per {item.unit} ({PER_UNIT[item.unit]}), not per"
+                        " request: no request's read can be reconciled; `cachecast usage`"
+                        " reports it",
+                        location=Location(
+                            source=file.display_name, line=item.facts.line, field="usage"
+                        ),
+                    )
+                yield item
         except LogFileError as error:
             if not tolerant:
                 raise
@@ -299,7 +311,11 @@ def _contract(
     model = each.facts.model or request.log.default_model
     if not provider or not model:
         return unnamed_reason(provider or None, model or None)
-    day = request.at or dt.datetime.fromtimestamp(each.facts.timestamp, dt.UTC).date()
+    # A log that gives no time (headless output): --at, else the version in force today,
+    # as for any log whose times are not dates (docs/predictions.md).
+    today = dt.datetime.now(dt.UTC).date()
+    logged = dt.datetime.fromtimestamp(each.facts.timestamp, dt.UTC).date() if each.dated else today
+    day = request.at or logged
     key = (provider.lower(), model.lower(), day)
     found = contracts.get(key)
     if found is None:

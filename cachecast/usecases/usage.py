@@ -46,7 +46,7 @@ from cachecast.contracts.model import ContractTerms
 from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location, LogRecordError
 from cachecast.sessions.profiles import PROFILES, profile_for_format
-from cachecast.sessions.reading import SessionRequest
+from cachecast.sessions.reading import ModelDefaults, SessionRequest
 from cachecast.sessions.replay import MissedReads, PredictedRequest, missed_reads, predict_sessions
 from cachecast.simulator.billing import EXACT, bill_request, bill_without_cache
 from cachecast.usecases.reports import (
@@ -76,6 +76,7 @@ from cachecast.usecases.usage_self_hosted import (
     SelfHostedWhatIf,
     self_hosted_what_if,
 )
+from cachecast.usecases.usage_statements import ClientStatement, client_statements
 
 Grouping = Literal["day", "session", "project", "model"]
 TtlName = Literal["5m", "1h"]
@@ -111,6 +112,10 @@ class UsageRequest(Request):
         None, description="what-if: the same requests served by this vLLM deployment (compare)"
     )
     worst: int = Field(20, ge=0, le=1000, description="worst requests listed")
+    model: str | None = Field(
+        None,
+        description="the model of the requests whose log names none (codex exec --json never does)",
+    )
     on_bad_record: Literal["skip", "stop"] = "skip"
 
 
@@ -118,7 +123,17 @@ class UsageTotals(Report):
     """One row (or the totals): the observed usage and its bills."""
 
     group: dict[str, str] = Field(default_factory=dict, description="dimension -> value")
-    requests: int = 0
+    requests: int = Field(0, description="API requests whose usage the log states one by one")
+    turns: int = Field(
+        0,
+        description="codex exec --json turns: each states its requests' usage summed (how many"
+        " requests: not known)",
+    )
+    runs: int = Field(
+        0,
+        description="claude -p --output-format json: one model's usage over a whole run (how"
+        " many requests: not known)",
+    )
     prompt_tokens: int = Field(0, description="whole prompts: uncached + reads + writes")
     cache_read_tokens: int = 0
     cache_write_5m_tokens: int = 0
@@ -207,6 +222,9 @@ class UsageReport(Report):
         description="what was assumed to price the requests (e.g. a price unverified [U] on a"
         " date before a model's first stored version)",
     )
+    client_statements: list[ClientStatement] = Field(
+        default_factory=list, description="Claude Code headless runs: the result's own figures"
+    )
     issues: list[InputIssue]
     issue_count: int
 
@@ -214,6 +232,8 @@ class UsageReport(Report):
 @dataclass(slots=True)
 class _Sums:
     requests: int = 0
+    turns: int = 0
+    runs: int = 0
     prompt: int = 0
     read: int = 0
     write_5m: int = 0
@@ -228,7 +248,12 @@ class _Sums:
 
     def add(self, call: SessionRequest, priced: _Priced | None) -> None:
         observed = call.observed
-        self.requests += 1
+        if call.unit == "turn":
+            self.turns += 1
+        elif call.unit == "run":
+            self.runs += 1
+        else:
+            self.requests += 1
         self.prompt += call.facts.prompt_tokens
         self.read += observed.read
         self.write_5m += call.write_5m
@@ -252,6 +277,8 @@ class _Sums:
         return UsageTotals(
             group=group,
             requests=self.requests,
+            turns=self.turns,
+            runs=self.runs,
             prompt_tokens=self.prompt,
             cache_read_tokens=self.read,
             cache_write_5m_tokens=self.write_5m,
@@ -343,7 +370,10 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         if len(issues) < MAX_ISSUES:
             issues.append(error)
 
-    by_client = read_sessions(paths, on_error)
+    by_client = read_sessions(paths, on_error, ModelDefaults(request.model))
+    # Our bill per (file, session): set beside what a headless run's result states.
+    by_source: dict[tuple[str, str], Decimal] = {}
+    whole_units = 0  # turns and runs priced at base rates (no long-context tier told)
     contracts = ContractCache(store)
     rows: dict[tuple[str, ...], _Sums] = {}
     totals = _Sums()
@@ -361,8 +391,14 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
         # Every request is predicted, those outside --since/--until too: they are what the
         # requests in range continue.
         minimum = cacheable_minimum(store, profile, zone)
-        for each in predict_sessions(requests, profile, minimum):
-            call = each.request
+        # Only requests are predicted: a turn's or a run's usage sums requests the log does
+        # not show apart, so no read can be predicted (or missed) for it.
+        alone = [call for call in requests if call.unit == "request"]
+        whole: list[tuple[SessionRequest, PredictedRequest | None]] = [
+            (call, None) for call in requests if call.unit != "request"
+        ]
+        predicted = [(each.request, each) for each in predict_sessions(alone, profile, minimum)]
+        for call, each in [*predicted, *whole]:
             moment = dt.datetime.fromtimestamp(call.facts.timestamp, zone) if call.dated else None
             day = moment.date() if moment is not None else None
             if (request.since or request.until) and (
@@ -372,7 +408,7 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
             ):
                 continue
             index += 1
-            if request.self_hosted is not None:
+            if request.self_hosted is not None and each is not None:
                 served.append(each)
             clients[client] = clients.get(client, 0) + 1
             bill_day = day or dt.datetime.now(dt.UTC).date()
@@ -383,15 +419,24 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
                 unpriced.setdefault((provider, call.facts.model), _Unpriced(contract)).add(day)
             else:
                 contracts.use(contract)
-                priced = _price(call, contract, missed := missed_reads(each))
-                if missed is not None and request.worst:
+                missed = None if each is None else missed_reads(each)
+                if each is None and contract.long_context_tiers:
+                    # The tier is chosen per request, which a sum does not show: base rates.
+                    contract = contract.model_copy(update={"long_context_tiers": ()})
+                    whole_units += 1
+                priced = _price(call, contract, missed)
+                with localcontext(EXACT):
+                    run = (call.facts.source, call.session)
+                    by_source[run] = by_source.get(run, ZERO) + priced.cost
+                if each is not None and missed is not None and request.worst:
                     # Models are built for the requests kept only (a heap of the worst).
                     item = _Worst(priced.lost, -index, each, moment, missed)
                     if len(worst) < request.worst:
                         heapq.heappush(worst, item)
                     elif item[:2] > worst[0][:2]:
                         heapq.heapreplace(worst, item)
-                loss = (each.predicted.gap_seconds, priced.cause, priced.missed)
+                gap = None if each is None else each.predicted.gap_seconds
+                loss = (gap, priced.cause, priced.missed)
                 for scenario in scenarios:
                     add_to_scenario(
                         scenario, call, contract, priced.cost, loss, contracts, bill_day
@@ -440,7 +485,16 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
                 request.self_hosted, served, total.hit_rate, total.cost, not unpriced
             )
         ),
-        notes=list(contracts.notes),
+        notes=list(contracts.notes)
+        + (
+            [
+                f"{whole_units} turn or run totals priced without the long-context tier: the"
+                " tier is chosen per request, and a total does not show its requests' lengths [U]"
+            ]
+            if whole_units
+            else []
+        ),
+        client_statements=client_statements(paths, by_client, by_source),
         issues=[InputIssue.of(error) for error in issues],
         issue_count=issue_count,
     )
