@@ -34,6 +34,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 # cache of its own, so it is read as a model of its own, ``<model>-fast`` (docs/clients.md).
 FAST = "fast"
 REPEATED_RESPONSE = "Claude Code line repeating a response (counted once per message.id)"
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
 TTL_5M = "5m"
 TTL_1H = "1h"
 SUBAGENT_MARKS = ("/agent-", "/sidechain-")
@@ -104,6 +105,7 @@ def make_request(
     project: str = "",
     user_turn: bool = False,
     reasoning: int = 0,
+    thought: bool = False,
     directory_change: tuple[str, str] | None = None,
 ) -> SessionRequest:
     """A request from its normalized usage (the one place facts and split are made)."""
@@ -138,6 +140,7 @@ def make_request(
         write_by_ttl=by_ttl,
         writes_reported=usage.cache_write_tokens is not None or bool(by_ttl),
         reasoning=reasoning,
+        thought=thought,
     )
     return SessionRequest(
         facts,
@@ -245,6 +248,9 @@ class _Lineage:
     # whose prompt's directory differs has its environment context rebuilt (docs/clients.md).
     turn_cwd: str | None = None
     prompt_cwd: str | None = None
+    # A prompt opened a new turn whose first response has not been seen yet: that response
+    # no longer sends the thinking of earlier turns (docs/clients.md).
+    prompted: bool = False
 
 
 @dataclass(slots=True)
@@ -264,6 +270,8 @@ class _Response:
     usage: dict[str, Any]
     provider: str
     directory_change: tuple[str, str] | None = None  # (before, now) at a new turn's prompt
+    user_turn: bool = False  # the first response after a prompt that opened a new turn
+    thought: bool = False  # one of its lines carried a thinking block
 
 
 class _ClaudeFile:
@@ -441,6 +449,7 @@ def claude_requests(
                 if _prompt(event):
                     cwd = event.get("cwd")
                     lineage.prompt_cwd = cwd if isinstance(cwd, str) and cwd else None
+                    lineage.prompted = True
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
@@ -479,8 +488,10 @@ def _claude_line(
     message_id = _message_id(message, event, line)
     key = _response_key(message_id, event)
     earlier = responses.get(key)
+    thought = _thinking(message.get("content"))
     if earlier is not None:
         earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
+        earlier.thought = earlier.thought or thought
         skipped[REPEATED_RESPONSE] += 1
         return
     if key in seen:
@@ -525,8 +536,11 @@ def _claude_line(
         usage=usage,
         provider=provider,
         directory_change=change,
+        user_turn=lineage.prompted,
+        thought=thought,
     )
     lineage.event = None
+    lineage.prompted = False
 
 
 def _last_user_time(lineage: _Lineage, state: _ClaudeFile) -> float | None:
@@ -559,6 +573,14 @@ def _prompt(event: dict[str, Any]) -> bool:
         return True
     return isinstance(content, list) and not any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def _thinking(content: Any) -> bool:
+    """Whether a response line's content holds a thinking block (``thinking``,
+    ``redacted_thinking``): Claude Code writes one block per line."""
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") in THINKING_BLOCKS for block in content
     )
 
 
@@ -667,4 +689,6 @@ def _claude_request(
         session=response.session,
         project=project,
         directory_change=None if lineage else response.directory_change,
+        user_turn=lineage is None and response.user_turn,
+        thought=response.thought,
     )
