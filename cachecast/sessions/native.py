@@ -18,7 +18,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
-from cachecast.logs.claude_code import request_sent_at
+from cachecast.logs.claude_code import has_thinking, opens_turn, request_sent_at
 from cachecast.logs.codex import legacy_line
 from cachecast.logs.providers import FAST_MODE_SUFFIX
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
@@ -34,7 +34,6 @@ SYNTHETIC_MODEL = "<synthetic>"
 # cache of its own, so it is read as a model of its own, ``<model>-fast`` (docs/clients.md).
 FAST = "fast"
 REPEATED_RESPONSE = "Claude Code line repeating a response (counted once per message.id)"
-THINKING_BLOCKS = ("thinking", "redacted_thinking")
 TTL_5M = "5m"
 TTL_1H = "1h"
 SUBAGENT_MARKS = ("/agent-", "/sidechain-")
@@ -446,7 +445,7 @@ def claude_requests(
                 written = event.get("timestamp")
                 if written is not None:
                     lineage.sent_at = iso_seconds(written, "timestamp")
-                if _prompt(event):
+                if opens_turn(event):
                     cwd = event.get("cwd")
                     lineage.prompt_cwd = cwd if isinstance(cwd, str) and cwd else None
                     lineage.prompted = True
@@ -488,7 +487,7 @@ def _claude_line(
     message_id = _message_id(message, event, line)
     key = _response_key(message_id, event)
     earlier = responses.get(key)
-    thought = _thinking(message.get("content"))
+    thought = has_thinking(message.get("content"))
     if earlier is not None:
         earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
         earlier.thought = earlier.thought or thought
@@ -556,32 +555,6 @@ def _last_user_time(lineage: _Lineage, state: _ClaudeFile) -> float | None:
         state.unparsed_sent_at = None
     lineage.sent_at = None
     return sent
-
-
-def _prompt(event: dict[str, Any]) -> bool:
-    """Whether a user line is a prompt that opens a turn of the main conversation: typed
-    (text, a slash command, a background task's notification), not a tool result, not a
-    line Claude Code adds itself (``isMeta``: caveats) nor a compaction's summary (the turn
-    it continues goes on), not a sub-agent's."""
-    if event.get("type") != "user" or event.get("isMeta") or event.get("isCompactSummary"):
-        return False
-    if event.get("agentId") or event.get("isSidechain"):
-        return False
-    message = event.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return True
-    return isinstance(content, list) and not any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    )
-
-
-def _thinking(content: Any) -> bool:
-    """Whether a response line's content holds a thinking block (``thinking``,
-    ``redacted_thinking``): Claude Code writes one block per line."""
-    return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") in THINKING_BLOCKS for block in content
-    )
 
 
 def _claude_provider(model: str, given: str | None = None) -> str:

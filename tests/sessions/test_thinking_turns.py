@@ -6,6 +6,7 @@ its last breakpoint is 3 tokens throughout)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,27 @@ def test_new_turn_reads_what_was_cached_before_the_dropped_thinking(tmp_path: Pa
     assert "thinking blocks are no longer sent" in second.why
     assert "10,303 tokens, shorter than the 10,700 cached" in second.why
     assert (rows[4].predicted.read, rows[4].within_tolerance) == (10_300, True)
+
+
+def test_the_record_reader_of_compressed_transcripts_agrees(tmp_path: Path) -> None:
+    # The same transcript gzipped is read by the record reader (cachecast.logs.claude_code):
+    # the same marks, the same prediction for turn 2 (read 10,000, write 300).
+    t = Transcript()
+    turn_one(t)
+    t.prompt(20, "second")
+    t.response(22, 10_000, 300)
+    plain = t.write(tmp_path / "s.jsonl")
+    packed = tmp_path / "s.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    found = requests(packed)
+    assert [(r.facts.user_turn, r.observed.thought) for r in found] == [
+        (True, True),
+        (False, True),
+        (False, True),
+        (True, False),
+    ]
+    second = list(predict_sessions(found, CLAUDE_CODE))[3]
+    assert (second.predicted.read, second.predicted.write) == (10_000, 300)
 
 
 def test_thinking_that_began_later_in_the_turn(tmp_path: Path) -> None:
