@@ -56,6 +56,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 RENDERED_BLOCKS = frozenset(
     {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
 )
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
 def fits(record: dict[str, Any]) -> bool:
@@ -86,6 +87,7 @@ class _Pending:
     usage: dict[str, Any]
     usage_line: int
     slot: _Slot
+    thought: bool = False  # one of its lines holds a thinking block
 
 
 @dataclass(slots=True)
@@ -102,6 +104,9 @@ class _Lineage:
     # minutes later for a long one, so they would measure idle gaps (and cache expiry) from
     # the wrong moment (docs/clients.md, "When a request was sent").
     sent_at: float | None = None
+    # A prompt opened a new turn whose first response has not started yet: that request no
+    # longer sends the thinking of earlier turns (docs/clients.md, "Thinking of earlier turns").
+    prompted: bool = False
 
 
 def read(stream: LogStream) -> Iterator[Item]:
@@ -182,6 +187,8 @@ def _event(
         _add_user(lineage, content)
         if sent_at is not None:
             lineage.sent_at = sent_at
+        if opens_turn(event):
+            lineage.prompted = True
         return
     message_id = message.get("id")
     if message_id is None:
@@ -203,6 +210,7 @@ def _event(
         if usage is not None:
             pending.usage = require_dict(usage, "message.usage")
             pending.usage_line = line
+        pending.thought = pending.thought or has_thinking(content)
         stream.skip("Claude Code line repeating a response (counted once per message.id)")
     else:
         if pending is not None:
@@ -237,10 +245,15 @@ def _event(
         if lineage.event is not None:
             record["session_event"] = lineage.event
             lineage.event = None
+        if lineage.prompted:
+            record["user_turn"] = True
+            lineage.prompted = False
         usage = require_dict(usage, "message.usage")
         slot = _Slot()
         queue.append(slot)
-        lineage.pending = _Pending(line, message_id, record, usage, line, slot)
+        lineage.pending = _Pending(
+            line, message_id, record, usage, line, slot, has_thinking(content)
+        )
     _add_assistant(lineage, message_id, content)
 
 
@@ -266,7 +279,36 @@ def _finish(stream: LogStream, pending: _Pending, lineage: _Lineage) -> None:
     except LimitExceededError as exc:  # a claimed count over its limit stops the read here
         raise exc.located(stream.source, pending.usage_line) from None
     record["observed"] = to_canonical(observed)
+    if pending.thought:
+        record["thought"] = True
     pending.slot.item = (pending.line, record)
+
+
+def opens_turn(event: dict[str, Any]) -> bool:
+    """Whether a user line is a prompt that opens a turn of the main conversation: typed
+    (text, a slash command, a background task's notification), not a tool result, not a
+    line Claude Code adds itself (``isMeta``: caveats) nor a compaction's summary (the turn
+    it continues goes on), not a sub-agent's. The one rule for both readers of Claude Code
+    transcripts: this one and ``cachecast.sessions.native``."""
+    if event.get("type") != "user" or event.get("isMeta") or event.get("isCompactSummary"):
+        return False
+    if event.get("agentId") or event.get("isSidechain"):
+        return False
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and not any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def has_thinking(content: Any) -> bool:
+    """Whether a response line's content holds a thinking block (``thinking``,
+    ``redacted_thinking``): Claude Code writes one block per line."""
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") in THINKING_BLOCKS for block in content
+    )
 
 
 def _blocks(content: Any, path: str) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
-from cachecast.logs.claude_code import request_sent_at
+from cachecast.logs.claude_code import has_thinking, opens_turn, request_sent_at
 from cachecast.logs.codex import legacy_line
 from cachecast.logs.providers import FAST_MODE_SUFFIX
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
@@ -108,6 +108,7 @@ def make_request(
     project: str = "",
     user_turn: bool = False,
     reasoning: int = 0,
+    thought: bool = False,
     directory_change: tuple[str, str] | None = None,
 ) -> SessionRequest:
     """A request from its normalized usage (the one place facts and split are made)."""
@@ -142,6 +143,7 @@ def make_request(
         write_by_ttl=by_ttl,
         writes_reported=usage.cache_write_tokens is not None or bool(by_ttl),
         reasoning=reasoning,
+        thought=thought,
     )
     return SessionRequest(
         facts,
@@ -249,6 +251,9 @@ class _Lineage:
     # whose prompt's directory differs has its environment context rebuilt (docs/clients.md).
     turn_cwd: str | None = None
     prompt_cwd: str | None = None
+    # A prompt opened a new turn whose first response has not been seen yet: that response
+    # no longer sends the thinking of earlier turns (docs/clients.md).
+    prompted: bool = False
 
 
 @dataclass(slots=True)
@@ -268,6 +273,8 @@ class _Response:
     usage: dict[str, Any]
     provider: str
     directory_change: tuple[str, str] | None = None  # (before, now) at a new turn's prompt
+    user_turn: bool = False  # the first response after a prompt that opened a new turn
+    thought: bool = False  # one of its lines carried a thinking block
 
 
 class _ClaudeFile:
@@ -442,9 +449,10 @@ def claude_requests(
                 written = event.get("timestamp")
                 if written is not None:
                     lineage.sent_at = iso_seconds(written, "timestamp")
-                if _prompt(event):
+                if opens_turn(event):
                     cwd = event.get("cwd")
                     lineage.prompt_cwd = cwd if isinstance(cwd, str) and cwd else None
+                    lineage.prompted = True
         except RecordFieldError as error:
             yield LogRecordError(name, line, error.field, error.reason)
         except LimitExceededError as error:  # a claimed count over its limit stops the read
@@ -483,8 +491,10 @@ def _claude_line(
     message_id = _message_id(message, event, line)
     key = _response_key(message_id, event)
     earlier = responses.get(key)
+    thought = has_thinking(message.get("content"))
     if earlier is not None:
         earlier.usage, earlier.usage_line = usage, line  # a later line: the final output
+        earlier.thought = earlier.thought or thought
         skipped[REPEATED_RESPONSE] += 1
         return
     if key in seen:
@@ -529,8 +539,11 @@ def _claude_line(
         usage=usage,
         provider=provider,
         directory_change=change,
+        user_turn=lineage.prompted,
+        thought=thought,
     )
     lineage.event = None
+    lineage.prompted = False
 
 
 def _last_user_time(lineage: _Lineage, state: _ClaudeFile) -> float | None:
@@ -546,24 +559,6 @@ def _last_user_time(lineage: _Lineage, state: _ClaudeFile) -> float | None:
         state.unparsed_sent_at = None
     lineage.sent_at = None
     return sent
-
-
-def _prompt(event: dict[str, Any]) -> bool:
-    """Whether a user line is a prompt that opens a turn of the main conversation: typed
-    (text, a slash command, a background task's notification), not a tool result, not a
-    line Claude Code adds itself (``isMeta``: caveats) nor a compaction's summary (the turn
-    it continues goes on), not a sub-agent's."""
-    if event.get("type") != "user" or event.get("isMeta") or event.get("isCompactSummary"):
-        return False
-    if event.get("agentId") or event.get("isSidechain"):
-        return False
-    message = event.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return True
-    return isinstance(content, list) and not any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    )
 
 
 def _claude_provider(model: str, given: str | None = None) -> str:
@@ -671,4 +666,6 @@ def _claude_request(
         session=response.session,
         project=project,
         directory_change=None if lineage else response.directory_change,
+        user_turn=lineage is None and response.user_turn,
+        thought=response.thought,
     )

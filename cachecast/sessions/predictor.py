@@ -72,6 +72,9 @@ class ObservedSplit:
     write_by_ttl: dict[str, int] = field(default_factory=dict)
     writes_reported: bool = True
     reasoning: int = 0  # reasoning tokens the request produced (part of ``output``)
+    # The response carried thinking blocks (Claude Code transcripts show them, not their
+    # count): the API stops sending them at the next user turn (docs/clients.md).
+    thought: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,11 @@ class _Lineage:
     # request that reasoned. The next user turn no longer sends that reasoning, so its
     # cached prefix ends there (docs/clients.md, Codex CLI); None: nothing reasoned yet.
     turn_kept: int | None = None
+    # Breakpoint clients: the prefix cached before the current turn's first thinking block,
+    # i.e. by the turn's first request whose response thought. At the next user turn the API
+    # no longer sends that thinking, so the cache holds the prompt only up to there
+    # (docs/clients.md, Claude Code, "Thinking of earlier turns"); None: nothing thought.
+    thinking_from: _Entry | None = None
     times: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_KEPT))
     ends: deque[_End] = field(default_factory=lambda: deque(maxlen=ENDS_KEPT))
 
@@ -241,6 +249,8 @@ class SessionPredictor:
         ):
             assert lineage.entry is not None
             read, basis = lineage.entry.end, "reads the prefix its previous request cached"
+        if not read and lineage is not None:
+            read, basis = self._before_thinking(facts, lineage, total)
         if not read and facts.parent is not None:
             parent = self.lineages.get(facts.parent)
             if (
@@ -292,6 +302,33 @@ class SessionPredictor:
             basis,
             before_directory_change=before,
             **context,  # type: ignore[arg-type]
+        )
+
+    def _before_thinking(
+        self, facts: PromptFacts, lineage: _Lineage, total: int
+    ) -> tuple[int, str]:
+        """At a new user turn whose prompt is shorter than the prefix its lineage cached, where
+        the previous turn's responses carried thinking blocks: the API no longer sends those
+        blocks, so the prompt matches the cache only up to where the previous turn's thinking
+        began, and the provider reads the prefix cached there (read, words; 0: not this case).
+        The shorter prompt is the log's own sign that the thinking was dropped; a model that
+        keeps earlier turns' thinking never sends a shorter prompt at a new turn
+        (docs/clients.md, Claude Code, "Thinking of earlier turns")."""
+        before, entry = lineage.thinking_from, lineage.entry
+        if (
+            not facts.user_turn
+            or facts.event is not None
+            or lineage.model != facts.model
+            or before is None
+            or entry is None
+            or entry.end <= total
+            or not self._alive(before, facts.timestamp, total)
+        ):
+            return 0, ""
+        return before.end, (
+            "a new user turn: the previous turn's thinking blocks are no longer sent, so the"
+            f" prompt ({total:,} tokens, shorter than the {entry.end:,} cached) reads the"
+            f" {before.end:,} cached before that turn's first thinking"
         )
 
     def _environment_rebuilt(
@@ -429,6 +466,7 @@ class SessionPredictor:
                     self.roots[key] = _Entry(end, facts.timestamp, ttl)
         if observed.uncached <= max(16, facts.prompt_tokens // 100):
             lineage.tail = observed.uncached
+        self._learn_thinking(facts, lineage, observed, ttl)
         self._learn_stable(facts, lineage, observed, ttl)
         kind = (facts.model, facts.subagent)
         start = self.starts.get(kind)
@@ -441,6 +479,21 @@ class SessionPredictor:
                 self.starts.pop(kind, None)
         elif start is not None and observed.read >= start.end:
             start.used = facts.timestamp  # read again: refreshed
+
+    @staticmethod
+    def _learn_thinking(
+        facts: PromptFacts, lineage: _Lineage, observed: ObservedSplit, ttl: float
+    ) -> None:
+        """Where the current turn's first thinking begins: the prefix cached by the turn's
+        first request whose response thought (read + write: its prompt, without its own
+        response); refreshed by every later request that reads through it."""
+        if facts.user_turn or facts.event is not None or lineage.requests == 1:
+            lineage.thinking_from = None
+        before = lineage.thinking_from
+        if before is not None and observed.read >= before.end:
+            before.used = facts.timestamp
+        elif before is None and observed.thought and observed.read + observed.write:
+            lineage.thinking_from = _Entry(observed.read + observed.write, facts.timestamp, ttl)
 
     def _learn_stable(
         self, facts: PromptFacts, lineage: _Lineage, observed: ObservedSplit, ttl: float

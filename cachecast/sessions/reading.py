@@ -314,6 +314,7 @@ def _request(
         session=lineage,
         user_turn=record.get("user_turn") is True,
         reasoning=_count(record.get("reasoning_tokens")),
+        thought=record.get("thought") is True,
     )
 
 
