@@ -1,0 +1,202 @@
+"""Dialects and request shapes of the fifth 2026 pseudo-held-out set (non-Python recorders:
+Rust's httpmock, Ruby VCR cassettes of the Gemini API and of Anthropic), each hand-built on
+the format's documented definition (docs/log-formats.md). Every expected count is the usage
+field written into the file, added up by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cachecast.logs.formats import detect_format
+from tests.logs.helpers import read, totals
+
+# --- httpmock (Rust): YAML documents of ``when`` / ``then`` (httpmock.rs, "Record and
+# Playback"; the static mock definitions of the standalone server) ---------------------------
+
+SYSTEM = "You are terse. " * 120
+
+
+def _anthropic_body(question: str) -> str:
+    return json.dumps(
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 64,
+            "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": question}],
+        }
+    )
+
+
+def _anthropic_reply(written: int, read_tokens: int) -> str:
+    return json.dumps(
+        {
+            "id": "msg_x",
+            "type": "message",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": "ok"}],
+            "usage": {
+                "input_tokens": 9,
+                "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read_tokens,
+                "output_tokens": 4,
+            },
+        }
+    )
+
+
+def _quoted(text: str) -> str:
+    """A YAML single-quoted scalar."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _mock(path: str, body: str, reply: str, *, extra_when: str = "", status: int = 200) -> str:
+    return (
+        "when:\n"
+        f"  path: {path}\n"
+        "  method: POST\n"
+        "  query_param: []\n"
+        "  header:\n"
+        "  - name: content-type\n"
+        "    value: application/json\n"
+        "  - name: anthropic-version\n"
+        "    value: 2023-06-01\n"  # unquoted: YAML reads a date
+        f"{extra_when}"
+        f"  body: {_quoted(body)}\n"
+        "then:\n"
+        f"  status: {status}\n"
+        "  header:\n"
+        "  - name: content-type\n"
+        "    value: application/json\n"
+        f"  body: {_quoted(reply)}\n"
+    )
+
+
+def test_httpmock_documents_are_read_as_exchanges(tmp_path: Path) -> None:
+    first = _mock("/v1/messages", _anthropic_body("One?"), _anthropic_reply(1500, 0))
+    second = _mock("/v1/messages", _anthropic_body("Two?"), _anthropic_reply(0, 1500))
+    path = tmp_path / "multi_turn.yaml"
+    path.write_text(first + "---\n" + second, encoding="utf-8")
+    result = read(path)
+    assert (result.format, result.errors) == ("httpmock", [])
+    # input: (9 + 1,500 + 0) + (9 + 0 + 1,500) = 3,018; output 4 + 4
+    assert totals(result.requests) == {"input": 3018, "read": 1500, "write": 1500, "output": 8}
+    one, two = result.requests
+    assert (one.provider, one.model) == ("anthropic", "claude-sonnet-4-5")
+    # the first mock's ``when:`` is line 1; the first has 16 lines, then ``---`` on 17
+    assert (one.line, two.line) == (1, 18)
+    assert one.timestamp == 0.0 and two.timestamp == 0.0  # a recording states no time
+
+
+def test_httpmock_without_a_host_takes_the_provider_from_the_model(tmp_path: Path) -> None:
+    body = json.dumps(
+        {"model": "deepseek-chat", "messages": [{"role": "user", "content": "Hello there"}]}
+    )
+    reply = json.dumps(
+        {
+            "id": "d1",
+            "object": "chat.completion",
+            "created": 0,  # scrubbed by the recorder: no time
+            "model": "deepseek-chat",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}}],
+            "usage": {
+                "prompt_tokens": 300,
+                "completion_tokens": 3,
+                "prompt_cache_hit_tokens": 256,
+                "prompt_cache_miss_tokens": 44,
+            },
+        }
+    )
+    path = tmp_path / "deepseek.yaml"
+    path.write_text(_mock("/chat/completions", body, reply), encoding="utf-8")
+    result = read(path)
+    assert result.errors == []
+    (one,) = result.requests
+    assert (one.provider, one.model) == ("deepseek", "deepseek-chat")
+    # DeepSeek: prompt_tokens 300 = hit 256 + miss 44
+    assert totals(result.requests) == {"input": 300, "read": 256, "write": 0, "output": 3}
+
+
+def test_httpmock_streamed_gemini_with_host_and_query(tmp_path: Path) -> None:
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]})
+    event = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Hello"}]}}],
+        "usageMetadata": {
+            "promptTokenCount": 1300,
+            "cachedContentTokenCount": 1024,
+            "candidatesTokenCount": 2,
+            "totalTokenCount": 1302,
+        },
+    }
+    stream = "data: " + json.dumps(event) + "\r\n\r\n"
+    text = (
+        "when:\n"
+        "  host: generativelanguage.googleapis.com\n"
+        "  path: /v1beta/models/gemini-2.5-flash:streamGenerateContent\n"
+        "  method: POST\n"
+        "  query_param:\n"
+        "  - name: alt\n"
+        "    value: sse\n"
+        "  body: " + _quoted(body) + "\n"
+        "then:\n"
+        "  status: 200\n"
+        "  header:\n"
+        "  - name: content-type\n"
+        "    value: text/event-stream\n"
+        "  - name: date\n"
+        "    value: Wed, 23 Sep 2026 06:58:20 GMT\n"
+        "  body: " + json.dumps(stream) + "\n"  # a double-quoted YAML scalar
+    )
+    path = tmp_path / "gemini.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = read(path)
+    assert result.errors == []
+    (one,) = result.requests
+    assert (one.provider, one.model) == ("google", "gemini-2.5-flash")
+    # promptTokenCount 1,300 includes the 1,024 cached; candidates 2
+    assert totals(result.requests) == {"input": 1300, "read": 1024, "write": 0, "output": 2}
+    assert one.timestamp == 1790146700.0  # the date header: 2026-09-23 06:58:20 UTC
+
+
+def test_httpmock_bad_documents_name_their_line_and_field(tmp_path: Path) -> None:
+    good = _mock("/v1/messages", _anthropic_body("One?"), _anthropic_reply(0, 0))
+    no_path = "when:\n  method: POST\n  body: '{}'\nthen:\n  status: 200\n"
+    path = tmp_path / "bad.yaml"
+    path.write_text(good + "---\n" + no_path, encoding="utf-8")
+    result = read(path)
+    assert len(result.requests) == 1
+    (error,) = result.errors
+    assert (error.line, error.field) == (18, "documents[1].when.path")
+
+
+def test_httpmock_non_model_calls_and_failures_are_skipped(tmp_path: Path) -> None:
+    delete = (
+        "when:\n  path: /v1beta/cachedContents/abc\n  method: DELETE\n  body: null\n"
+        "then:\n  status: 200\n  body: '{}'\n"
+    )
+    failed = _mock("/v1/messages", _anthropic_body("One?"), '{"type":"error"}', status=529)
+    path = tmp_path / "skips.yaml"
+    path.write_text(delete + "---\n" + failed, encoding="utf-8")
+    result = read(path)
+    assert (result.requests, result.errors) == ([], [])
+    assert result.skipped == {
+        "recorded call that is not a model endpoint": 1,
+        "HTTP 529 response (not billed)": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        ("when:\n  path: /v1/messages\n  method: POST\n", "httpmock"),
+        ("---\nwhen:\n  method: POST\n  path: /x\n", "httpmock"),
+        ("interactions:\n- request:\n    method: POST\n", "vcr"),
+    ],
+)
+def test_httpmock_detection(tmp_path: Path, head: str, expected: str) -> None:
+    path = tmp_path / "head.yaml"
+    path.write_text(head, encoding="utf-8")
+    fmt, _ = detect_format(path)
+    assert fmt.name == expected
