@@ -200,3 +200,47 @@ def test_httpmock_detection(tmp_path: Path, head: str, expected: str) -> None:
     path.write_text(head, encoding="utf-8")
     fmt, _ = detect_format(path)
     assert fmt.name == expected
+
+
+# --- Gemini bodies with one-object lists (a Ruby client's ``contents`` and ``parts`` sent as
+# single objects, which the API answered as lists of one) ------------------------------------
+
+
+def _ruby_vcr_gemini(path: Path, body: dict[str, object]) -> Path:
+    reply = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "42"}]}}],
+        "usageMetadata": {"promptTokenCount": 61, "candidatesTokenCount": 1},
+    }
+    text = (
+        "---\nhttp_interactions:\n- request:\n    method: post\n"
+        "    uri: https://generativelanguage.googleapis.com/v1beta/models/gemini-1.5-flash:"
+        "generateContent?key=<GEMINI_API_KEY>\n"
+        "    body:\n      encoding: UTF-8\n      string: " + _quoted(json.dumps(body)) + "\n"
+        "    headers:\n      Content-Type:\n      - application/json\n"
+        "  response:\n    status:\n      code: 200\n      message: OK\n"
+        "    headers:\n      Date:\n      - Wed, 01 May 2024 23:15:29 GMT\n"
+        "    body:\n      encoding: UTF-8\n      string: " + _quoted(json.dumps(reply)) + "\n"
+        "  recorded_at: Wed, 01 May 2024 23:15:29 GMT\nrecorded_with: VCR 6.2.0\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_gemini_one_object_contents_and_parts_read_as_lists_of_one(tmp_path: Path) -> None:
+    question = "What is the meaning of life, the universe, and everything?"
+    single = {
+        "systemInstruction": {"parts": {"text": "Answer with a number."}},
+        "contents": {"role": "user", "parts": {"text": question}},
+    }
+    listed = {
+        "systemInstruction": {"parts": [{"text": "Answer with a number."}]},
+        "contents": [{"role": "user", "parts": [{"text": question}]}],
+    }
+    one = read(_ruby_vcr_gemini(tmp_path / "single.yml", single))
+    many = read(_ruby_vcr_gemini(tmp_path / "listed.yml", listed))
+    assert (one.format, one.errors, many.errors) == ("vcr", [], [])
+    (request,) = one.requests
+    assert (request.provider, request.model) == ("google", "gemini-1.5-flash")
+    # promptTokenCount 61, candidatesTokenCount 1, nothing cached
+    assert totals(one.requests) == {"input": 61, "read": 0, "write": 0, "output": 1}
+    assert request.tokens == many.requests[0].tokens  # the same prompt either way

@@ -50,6 +50,7 @@ from cachecast.logs.http.state import (
     cached_content_name,
     carried_reply,
     chain_response,
+    gemini_listed,
     remember_response,
     with_cache,
 )
@@ -189,6 +190,8 @@ def _record(
         stream.skip(f"HTTP {status} response (not billed)")
         return None
     response = decode_body(exchange.response_body, exchange.response_headers, "response.body")
+    if endpoint.api in ("gemini", "gemini-cache"):
+        body = gemini_listed(body)
     if endpoint.api == "gemini-cache":
         return cache_creation_record(exchange, body, response, state)
     # A recording filter may replace the body it stores (secrets, long prompts): the stored
