@@ -244,3 +244,36 @@ def test_gemini_one_object_contents_and_parts_read_as_lists_of_one(tmp_path: Pat
     # promptTokenCount 61, candidatesTokenCount 1, nothing cached
     assert totals(one.requests) == {"input": 61, "read": 0, "write": 0, "output": 1}
     assert request.tokens == many.requests[0].tokens  # the same prompt either way
+
+
+def test_anthropic_s_dotted_legacy_id_is_kept(tmp_path: Path) -> None:
+    """``claude-2.1`` is Anthropic's own id (its Messages API served it); only the dotted
+    versions gateways write for later models become Anthropic's dashed ids."""
+    body = {
+        "model": "claude-2.1",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "How high is the sky?"}],
+    }
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-2.1",
+        "content": [{"type": "text", "text": "The sky has no"}],
+        "usage": {"input_tokens": 15, "output_tokens": 5},
+    }
+    text = (
+        "---\nhttp_interactions:\n- request:\n    method: post\n"
+        "    uri: https://api.anthropic.com/v1/messages\n"
+        "    body:\n      encoding: UTF-8\n      string: " + _quoted(json.dumps(body)) + "\n"
+        "  response:\n    status:\n      code: 200\n      message: OK\n"
+        "    body:\n      encoding: UTF-8\n      string: " + _quoted(json.dumps(reply)) + "\n"
+        "  recorded_at: Sun, 10 Mar 2024 07:54:21 GMT\nrecorded_with: VCR 6.1.0\n"
+    )
+    path = tmp_path / "claude-2_1.yml"
+    path.write_text(text, encoding="utf-8")
+    result = read(path)
+    assert result.errors == []
+    (one,) = result.requests
+    assert (one.provider, one.model) == ("anthropic", "claude-2.1")
+    assert totals(result.requests) == {"input": 15, "read": 0, "write": 0, "output": 5}
