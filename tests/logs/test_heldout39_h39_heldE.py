@@ -277,3 +277,66 @@ def test_anthropic_s_dotted_legacy_id_is_kept(tmp_path: Path) -> None:
     (one,) = result.requests
     assert (one.provider, one.model) == ("anthropic", "claude-2.1")
     assert totals(result.requests) == {"input": 15, "read": 0, "write": 0, "output": 5}
+
+
+# --- an Anthropic message batch's results, downloaded in a recording (Anthropic's "Retrieve
+# Message Batch results": GET /v1/messages/batches/{id}/results, JSON lines of results) ---
+
+
+def test_downloaded_batch_results_are_read_as_results(tmp_path: Path) -> None:
+    def result(custom_id: str, kind: str, usage: dict[str, int] | None = None) -> str:
+        body: dict[str, object] = {"type": kind}
+        if usage is not None:
+            body["message"] = {
+                "id": f"msg_{custom_id}",
+                "type": "message",
+                "model": "claude-3-5-haiku-20241022",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": usage,
+            }
+        return json.dumps({"custom_id": custom_id, "result": body})
+
+    lines = "\n".join(
+        [
+            result("a", "succeeded", {"input_tokens": 20, "output_tokens": 80}),
+            result("b", "errored"),
+            result(
+                "c",
+                "succeeded",
+                {
+                    "input_tokens": 12,
+                    "cache_read_input_tokens": 2048,
+                    "cache_creation_input_tokens": 0,
+                    "output_tokens": 61,
+                },
+            ),
+        ]
+    )
+    url = "https://api.anthropic.com/v1/messages/batches/msgbatch_1/results"
+    text = (
+        "---\nhttp_interactions:\n"
+        f"- request:\n    method: get\n    uri: {url}\n"
+        "    body:\n      encoding: US-ASCII\n      string: ''\n"
+        "  response:\n    status:\n      code: 404\n      message: Not Found\n"
+        '    body:\n      encoding: UTF-8\n      string: \'{"type":"error"}\'\n'
+        f"- request:\n    method: get\n    uri: {url}\n"
+        "    body:\n      encoding: US-ASCII\n      string: ''\n"
+        "  response:\n    status:\n      code: 200\n      message: OK\n"
+        "    headers:\n      Content-Type:\n      - text/html\n"
+        "    body:\n      encoding: UTF-8\n      string: " + json.dumps(lines) + "\n"
+        "recorded_with: VCR 6.1.0\n"
+    )
+    path = tmp_path / "batch_results.yml"
+    path.write_text(text, encoding="utf-8")
+    result_read = read(path)
+    assert result_read.errors == []
+    first, second = result_read.requests
+    # a: 20 in, 80 out; c: 12 + 2,048 read + 0 written = 2,060 in, 61 out
+    assert totals(result_read.requests) == {"input": 2080, "read": 2048, "write": 0, "output": 141}
+    assert (first.provider, first.model) == ("anthropic", "claude-3-5-haiku-20241022")
+    assert not first.prompt_complete and not second.prompt_complete
+    assert first.tokens[:8] != second.tokens[:8]  # stand-in prompts of their own
+    assert result_read.skipped == {
+        "HTTP 404 response (not billed)": 1,
+        "request errored in the batch (not billed)": 1,
+    }
