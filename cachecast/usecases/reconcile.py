@@ -339,6 +339,15 @@ class _Replay:
                 f"{provider.lower()}: the record names no model (the API served its default"
                 " model, and which one it was that day is in none of our sources: give --model)"
             )
+        if provider is None and model is not None and request.gateway is not None:
+            # A gateway slug whose first segment names no vendor we price
+            # (``meta-llama/llama-3.3-8b-instruct:free``): the host was known, the model's
+            # maker is not (docs/log-formats.md, "Canonical records").
+            return (
+                f"{request.gateway}:{model}: sent through {request.gateway}, and neither the"
+                " model's name nor the record says which vendor serves it; no contract prices"
+                " it (give --provider to price it as a vendor's model)"
+            )
         if provider is None or model is None:
             return unnamed_reason(provider, model)
         day = self.request.at or _day_of(request.timestamp)

@@ -429,3 +429,32 @@ def test_a_model_on_an_unknown_host_is_named_when_no_provider_is(
         "model 'llama3.1-8b': the log names no provider for it (no host cachecast knows and"
         " no model family that names one): give --provider"
     )
+
+
+def test_a_gateway_model_of_no_known_vendor_is_unpriced_naming_the_gateway(
+    migrated_db_url: str, tmp_path: Path
+) -> None:
+    # OpenRouter routes open-weight slugs whose first segment is no vendor we price
+    # (``meta-llama/...:free``): the host was known, so the reason names the gateway and never
+    # says "no host cachecast knows".
+    model = "meta-llama/llama-3.3-8b-instruct:free"
+    path = vcr_cassette(
+        tmp_path / "free.yaml",
+        vcr_interaction(
+            "https://api.openai.com/v1/chat/completions",
+            {"model": "gpt-4o", "messages": USER},
+            _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
+        ),
+        vcr_interaction(
+            "https://openrouter.ai/api/v1/chat/completions",
+            {"model": model, "messages": USER},
+            _chat(model, {"prompt_tokens": 14, "completion_tokens": 2, "total_tokens": 16}),
+        ),
+    )
+    report = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+    )
+    [(reason, count)] = report.unpriced.items()
+    assert count == 1
+    assert reason.startswith(f"openrouter:{model}: sent through openrouter")
+    assert "no host cachecast knows" not in reason
