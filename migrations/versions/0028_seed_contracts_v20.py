@@ -1,6 +1,7 @@
 """Seed contracts-v20.json: Bedrock base models public recordings name that no contract priced
 (Claude 2 and 2.1, Cohere Command R and R+, AI21 Jurassic-2 Mid and Ultra, Pixtral Large 25.02,
-Writer Palmyra X4 and X5, DeepSeek-V3.1 and V3.2, Qwen3 Coder 480B / 30B, Qwen3 32B and 235B).
+Writer Palmyra X4 and X5, DeepSeek-V3.1 and V3.2, the Qwen3 models, the open-weight models of
+December 2025 and February 2026) and Claude 3 Sonnet's cross-Region inference profiles.
 
 Revision ID: 0028_seed_contracts_v20
 Revises: 0027_seed_contracts_v19

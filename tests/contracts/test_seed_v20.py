@@ -62,6 +62,23 @@ TODAY = dt.date(2026, 12, 5)
         ("qwen.qwen3-coder-30b-a3b-v1:0", dt.date(2025, 10, 1), ("0.15", "0.6")),
         ("qwen.qwen3-32b-v1:0", dt.date(2025, 10, 1), ("0.15", "0.6")),
         ("qwen.qwen3-235b-a22b-2507-v1:0", dt.date(2025, 10, 1), ("0.22", "0.88")),
+        # The open-weight models of December 2025 (LiteLLM, AWS's price list): Gemma 3 27B IT
+        # $0.23 / $0.38, Mistral Large 3 $0.50 / $1.50, Kimi K2 Thinking $0.60 / $2.50 under
+        # both ids the map gives it, gpt-oss-safeguard-20b $0.07 / $0.20.
+        ("google.gemma-3-27b-it", dt.date(2026, 1, 15), ("0.23", "0.38")),
+        ("mistral.mistral-large-3-675b-instruct", dt.date(2026, 1, 15), ("0.5", "1.5")),
+        ("moonshot.kimi-k2-thinking", dt.date(2026, 1, 15), ("0.6", "2.5")),
+        ("moonshotai.kimi-k2-thinking", dt.date(2026, 1, 15), ("0.6", "2.5")),
+        ("openai.gpt-oss-safeguard-20b", dt.date(2026, 1, 15), ("0.07", "0.2")),
+        # Those of February 2026: GLM 4.7 $0.60 / $2.20, Qwen3 Coder Next $0.50 / $1.20.
+        ("zai.glm-4.7", dt.date(2026, 3, 2), ("0.6", "2.2")),
+        ("qwen.qwen3-coder-next", dt.date(2026, 3, 2), ("0.5", "1.2")),
+        # Claude 3 Sonnet's profiles bill the in-region $3 / $15 (genai-prices, "no additional
+        # charge for using cross-region inference").
+        ("us.anthropic.claude-3-sonnet-20240229-v1:0", dt.date(2024, 10, 1), ("3", "15")),
+        ("apac.anthropic.claude-3-sonnet-20240229-v1:0", dt.date(2024, 10, 1), ("3", "15")),
+        # DeepSeek V3.2's EU profile: the map's own entry, $0.74 / $2.22.
+        ("eu.deepseek.v3.2", dt.date(2026, 1, 15), ("0.74", "2.22")),
     ],
 )
 def test_prices_the_sources_state_without_caching(
@@ -101,6 +118,8 @@ def test_from_end_of_life_nothing_is_in_force(
         ("writer.palmyra-x5-v1:0", dt.date(2025, 4, 27), "2025-04-28"),
         # The DeepSeek V3.2 card: "Model launch date: 01 December 2025".
         ("deepseek.v3.2", dt.date(2025, 11, 30), "2025-12-01"),
+        # The February 2026 models: the first of the month [U].
+        ("zai.glm-4.7-flash", dt.date(2026, 1, 31), "2026-02-01"),
         # Bedrock's GA, 2023-09-28 ([S] hidekazu-konishi.com).
         ("anthropic.claude-v2", dt.date(2023, 9, 27), "2023-09-28"),
     ],
@@ -113,6 +132,7 @@ def test_before_launch_is_refused_with_the_launch_day(
 
 
 TOUCHED = [
+    "eu.deepseek.v3.2",
     "regional.ai21.j2-mid-v1",
     "regional.ai21.j2-ultra-v1",
     "regional.anthropic.claude-v2",
@@ -121,13 +141,37 @@ TOUCHED = [
     "regional.cohere.command-r-v1:0",
     "regional.deepseek.v3-v1:0",
     "regional.deepseek.v3.2",
+    "regional.google.gemma-3-12b-it",
+    "regional.google.gemma-3-27b-it",
+    "regional.google.gemma-3-4b-it",
+    "regional.minimax.minimax-m2",
+    "regional.minimax.minimax-m2.1",
+    "regional.mistral.magistral-small-2509",
+    "regional.mistral.ministral-3-14b-instruct",
+    "regional.mistral.ministral-3-3b-instruct",
+    "regional.mistral.ministral-3-8b-instruct",
+    "regional.mistral.mistral-large-3-675b-instruct",
     "regional.mistral.pixtral-large-2502-v1:0",
+    "regional.mistral.voxtral-mini-3b-2507",
+    "regional.mistral.voxtral-small-24b-2507",
+    "regional.moonshot.kimi-k2-thinking",
+    "regional.moonshotai.kimi-k2.5",
+    "regional.nvidia.nemotron-nano-12b-v2",
+    "regional.nvidia.nemotron-nano-9b-v2",
+    "regional.openai.gpt-oss-safeguard-120b",
+    "regional.openai.gpt-oss-safeguard-20b",
     "regional.qwen.qwen3-235b-a22b-2507-v1:0",
     "regional.qwen.qwen3-32b-v1:0",
     "regional.qwen.qwen3-coder-30b-a3b-v1:0",
     "regional.qwen.qwen3-coder-480b-a35b-v1:0",
+    "regional.qwen.qwen3-coder-next",
+    "regional.qwen.qwen3-next-80b-a3b",
+    "regional.qwen.qwen3-vl-235b-a22b",
     "regional.writer.palmyra-x4-v1:0",
     "regional.writer.palmyra-x5-v1:0",
+    "regional.zai.glm-4.7",
+    "regional.zai.glm-4.7-flash",
+    "us.anthropic.claude-3-sonnet-20240229-v1:0",
 ]
 
 
