@@ -23,6 +23,7 @@ import yaml
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
+from tests.conftest import shared_data
 from tests.contracts.builders import bill_of, bill_of_counts, seed_round_trip
 from tests.logs.helpers import read
 
@@ -258,6 +259,21 @@ def test_a_converse_cassette_is_priced_on_its_days(migrated_db_url: str, tmp_pat
         # total 0.00825.
         Decimal("0.00825"),
     ]
+
+
+def test_the_recorded_claude_v2_stream_is_priced(migrated_db_url: str) -> None:
+    # openllmetry-js's Bedrock recording (the shared data's PROVENANCE.md: InvokeModel
+    # WithResponseStream of anthropic.claude-v2, 16 in / 63 out in the last chunk's
+    # amazon-bedrock-invocationMetrics), recorded 2024-02-12, after the cut of 2023-11-21.
+    path = shared_data("recordings/har/openllmetry-js_bedrock_claude-v2_invoke_stream.har")
+    (request,) = read(path).requests
+    assert (request.provider, request.model) == ("bedrock", "anthropic.claude-v2")
+    assert request.observed is not None and request.timestamp is not None
+    day = dt.datetime.fromtimestamp(request.timestamp, dt.UTC).date()
+    assert day == dt.date(2024, 2, 12)
+    terms = ContractStore(migrated_db_url).as_of("bedrock", request.model, day)
+    # 16 x $8 / 1e6 = 0.000128; 63 x $24 / 1e6 = 0.001512; total 0.00164.
+    assert bill_of(request.observed, terms) == Decimal("0.00164")
 
 
 def test_upgrade_only_adds_and_downgrade_gives_back_the_previous_rows(sqlite_url: str) -> None:
