@@ -25,7 +25,7 @@ from pathlib import Path
 from runpy import run_path
 
 revision: str = "0028_seed_contracts_v20"
-down_revision: str | None = "0026_seed_contracts_v18"
+down_revision: str | None = "0027_seed_contracts_v19"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
