@@ -19,10 +19,13 @@ usage, status and line per ``custom_id``); the requests file is streamed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import (
@@ -287,6 +290,51 @@ def _read(
         unused = sum(1 for result in results.values() if not result.used)
         if unused:
             stream.skip("result without a request in the requests file", unused)
+
+
+# A recording of the results being downloaded (Anthropic's "Retrieve Message Batch results":
+# GET /v1/messages/batches/{id}/results, the same JSON lines a results file holds).
+ANTHROPIC_RESULTS_DOWNLOAD = re.compile(r"/v1/messages/batches/[^/?#]+/results/?")
+
+
+def anthropic_results_lines(stream: LogStream, text: str, line: int, where: str) -> Iterator[Item]:
+    """The results of an Anthropic message batch as a recording of their download holds
+    them (one JSON line each, at the exchange's ``line``; field paths ``where[i]``): read as
+    a results file alone is, each result's usage with an unrecorded prompt of its own."""
+    for index, raw in enumerate(text.splitlines()):
+        if not raw.strip():
+            continue
+        field = f"{where}[{index}]"
+        try:
+            record = orjson.loads(raw)
+            if not isinstance(record, dict):
+                raise RecordFieldError("", f"expected a JSON object, got {type(record).__name__}")
+            custom_id = record.get("custom_id")
+            if not isinstance(custom_id, str):
+                raise RecordFieldError("custom_id", f"expected a string, got {custom_id!r:.60}")
+            result = _anthropic_result(stream, line, record, stream.source)
+        except orjson.JSONDecodeError as exc:
+            yield line, stream.error(line, field, f"not JSON: {exc}")
+            continue
+        except RecordFieldError as exc:
+            yield line, stream.error(line, f"{field}.{exc.field}".rstrip("."), exc.reason)
+            continue
+        if not result.billed:
+            stream.skip(f"request {result.why} (not billed)")
+            continue
+        yield (
+            line,
+            make_record(
+                # one stand-in prompt per result: results share their exchange's line
+                request=unrecorded_prompt(stream.source, line, f"batch request {custom_id!r}"),
+                model=result.model,
+                provider="anthropic",
+                timestamp=None,  # when the batch ran is not recorded, only the download
+                request_id=result.request_id or custom_id,
+                observed=result.observed,
+                prompt_complete=False,
+            ),
+        )
 
 
 def _read_results_only(

@@ -30,6 +30,7 @@ from cachecast.logs import (
     headless,
     helicone,
     hoverfly,
+    httpmock,
     httprr,
     jsonl,
     langfuse,
@@ -257,6 +258,12 @@ def _httprr_fits(sample: Sample) -> str | None:
     return "no 'httprr trace v1' first line"
 
 
+def _httpmock_fits(sample: Sample) -> str | None:
+    if httpmock.fits_text(sample.text):
+        return None
+    return "no 'when:' mock (with a path or method under it) opening the file"
+
+
 def _langsmith_value(value: Any) -> bool:
     if isinstance(value, list):
         return bool(value) and all(isinstance(v, dict) and langsmith.fits(v) for v in value[:8])
@@ -323,6 +330,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "Go httprr trace (golang.org/x/oscar, langchaingo: raw HTTP request/response pairs)",
         _httprr_fits,
         httprr.read,
+    ),
+    LogFormat(
+        "httpmock",
+        "httpmock recording or static mocks (Rust: YAML documents of when/then)",
+        _httpmock_fits,
+        httpmock.read,
     ),
     LogFormat(
         "vcr",

@@ -107,6 +107,10 @@ _MODEL_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+# Anthropic's own ids from before Claude 3 are dotted (``claude-2.1``, ``claude-2.0``,
+# ``claude-instant-1.2``, ``claude-1.3``: Anthropic's model deprecations page,
+# https://platform.claude.com/docs/en/about-claude/model-deprecations); they are kept.
+_ANTHROPIC_DOTTED = re.compile(r"claude-(?:instant-)?[12]\.\d(?:-[a-z0-9-]+)?")
 
 # Anthropic's fast mode (``"speed": "fast"`` in a response's usage) bills a multiple of the
 # model's prices and caches apart, so a session reader names such a request's model
@@ -159,10 +163,15 @@ def split_model(model: str, provider: str | None = None) -> tuple[str | None, st
     if normalized in GATEWAYS:
         # A gateway slug without a provider segment: infer from the model family.
         normalized = infer_provider(name)
-    if normalized == "anthropic" and name.lower().startswith("claude"):
+    if (
+        normalized == "anthropic"
+        and name.lower().startswith("claude")
+        and not _ANTHROPIC_DOTTED.fullmatch(name.lower())
+    ):
         # Gateways write Anthropic's versions with dots (OpenRouter's
         # ``anthropic/claude-sonnet-4.6``, ``claude-3.5-sonnet``); Anthropic's own ids
-        # never have one (``claude-sonnet-4-6``).
+        # have none from Claude 3 on (``claude-sonnet-4-6``), while the older ones keep
+        # theirs (``claude-2.1``: see _ANTHROPIC_DOTTED).
         name = _VERSION_DOT.sub("-", name)
     return normalized, name
 

@@ -45,6 +45,10 @@ def test_names_as_users_write_them(written: str, stored: str) -> None:
         # Gateways' dotted Anthropic versions are Anthropic's dashed ids
         (None, "openrouter/anthropic/claude-3.5-sonnet", ("anthropic", "claude-3-5-sonnet")),
         ("openrouter", "anthropic/claude-sonnet-4.6", ("anthropic", "claude-sonnet-4-6")),
+        # ... but Anthropic's own ids before Claude 3 are dotted, and stay so
+        ("anthropic", "claude-2.1", ("anthropic", "claude-2.1")),
+        (None, "claude-instant-1.2", ("anthropic", "claude-instant-1.2")),
+        ("openrouter", "anthropic/claude-2.0", ("anthropic", "claude-2.0")),
         ("openrouter", "google/gemini-2.5-flash", ("google", "gemini-2.5-flash")),  # its slug
         ("openrouter", "gpt-4o", ("openai", "gpt-4o")),  # a slug without provider: the family
         # OpenRouter's slug for Z.ai (go-vcr's OpenRouter GLM cassette: the response names

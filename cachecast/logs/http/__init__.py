@@ -22,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
+from cachecast.logs.batch import ANTHROPIC_RESULTS_DOWNLOAD, anthropic_results_lines
 from cachecast.logs.canonical import completions_prompt, make_record
 from cachecast.logs.errors import LogRecordError
-from cachecast.logs.http.bodies import decode_body, decode_json
+from cachecast.logs.http.bodies import decode_body, decode_bytes, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.logs.http.exchange import (
     BadEntry,
@@ -50,6 +52,7 @@ from cachecast.logs.http.state import (
     cached_content_name,
     carried_reply,
     chain_response,
+    gemini_listed,
     remember_response,
     with_cache,
 )
@@ -101,6 +104,9 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             yield exchange.line, stream.error(exchange.line, exchange.field, exchange.reason)
             continue
         endpoint = model_endpoint(exchange.method, exchange.url)
+        if endpoint is None and _results_download(exchange):
+            yield from _batch_results(stream, exchange)
+            continue
         if endpoint is None:
             stream.skip("recorded call that is not a model endpoint")
             continue
@@ -123,6 +129,33 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             raise
         if record is not None:
             yield exchange.line, record
+
+
+def _results_download(exchange: Exchange) -> bool:
+    """A recorded download of an Anthropic message batch's results."""
+    # (by its path alone: a recording may keep no host, as WireMock and httpmock do)
+    if exchange.method.upper() != "GET":
+        return False
+    return ANTHROPIC_RESULTS_DOWNLOAD.fullmatch(urlsplit(exchange.url).path) is not None
+
+
+def _batch_results(stream: LogStream, exchange: Exchange) -> Iterator[Item]:
+    """The batch results a download carries, each a usage-only record (the requests were
+    sent when the batch was created: docs/log-formats.md, "Batch results downloaded")."""
+    status = exchange.status
+    if status is not None and not 200 <= status < 300:
+        stream.skip(f"HTTP {status} response (not billed)")
+        return
+    where = f"{exchange.where}.response.body"
+    try:
+        text = decode_bytes(exchange.response_body, exchange.response_headers, where)
+    except RecordFieldError as exc:
+        yield exchange.line, stream.error(exchange.line, exc.field, exc.reason)
+        return
+    if not isinstance(text, str):
+        yield exchange.line, stream.error(exchange.line, where, "expected JSON lines of results")
+        return
+    yield from anthropic_results_lines(stream, text, exchange.line, where)
 
 
 # Endpoints whose responses carry no token counts: Anthropic's legacy Completion object is
@@ -189,6 +222,8 @@ def _record(
         stream.skip(f"HTTP {status} response (not billed)")
         return None
     response = decode_body(exchange.response_body, exchange.response_headers, "response.body")
+    if endpoint.api in ("gemini", "gemini-cache"):
+        body = gemini_listed(body)
     if endpoint.api == "gemini-cache":
         return cache_creation_record(exchange, body, response, state)
     # A recording filter may replace the body it stores (secrets, long prompts): the stored

@@ -276,6 +276,31 @@ def _ttl_name(ttl: Any) -> str | None:
 CACHE_KEYS = ("contents", "systemInstruction", "system_instruction", "tools")
 
 
+def gemini_listed(body: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini body with its one-object lists as lists: ``contents`` sent as one Content
+    object, and a Content's or the system instruction's ``parts`` as one Part, are what the
+    API received as a list of one (it answers them as such: a Ruby client's
+    ``{"contents": {"role": "user", "parts": {"text": ...}}}`` recorded with a 200 reply;
+    docs/log-formats.md, "Gemini"). Anything else is left as it is, for the renderer to
+    name."""
+    contents = body.get("contents")
+    if isinstance(contents, dict):
+        contents = [contents]
+    if isinstance(contents, list):
+        contents = [_parts_listed(content) for content in contents]
+    listed = {**body, "contents": contents} if "contents" in body else dict(body)
+    for key in ("systemInstruction", "system_instruction"):
+        if isinstance(body.get(key), dict):
+            listed[key] = _parts_listed(body[key])
+    return listed
+
+
+def _parts_listed(content: Any) -> Any:
+    if isinstance(content, dict) and isinstance(content.get("parts"), dict):
+        return {**content, "parts": [content["parts"]]}
+    return content
+
+
 def cache_creation_record(
     exchange: Exchange, body: dict[str, Any], response: Any, state: ApiState
 ) -> dict[str, Any] | None:
