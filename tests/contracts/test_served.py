@@ -211,10 +211,12 @@ def test_launch_versions_seeded_by_0011(migrated_db_url: str) -> None:
 
 def test_an_unknown_model_is_still_an_error(migrated_db_url: str) -> None:
     store = ContractStore(migrated_db_url)
+    # An id no contract names (anthropic.claude-v2, the earlier example, is priced since
+    # contracts-v20).
     with pytest.raises(UnknownContractError):
-        served_contract(store, "bedrock", "anthropic.claude-v2", None, TODAY)
+        served_contract(store, "bedrock", "acme.no-such-model-v1:0", None, TODAY)
     with pytest.raises(UnknownContractError):
-        served_contract(store, "bedrock", "anthropic.claude-v2", dt.date(2024, 1, 1), TODAY)
+        served_contract(store, "bedrock", "acme.no-such-model-v1:0", dt.date(2024, 1, 1), TODAY)
 
 
 def test_a_not_priced_reason_needs_a_source() -> None:
