@@ -13,6 +13,9 @@ from typing import Any
 
 import yaml
 
+from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.logs.helpers import read, totals
 
 
@@ -145,3 +148,86 @@ def test_a_web_apps_own_api_chat_route_is_no_model_call(tmp_path: Path) -> None:
     assert len(got.requests) == 1
     assert got.skipped == {"recorded call that is not a model endpoint": 1}
     assert totals(got.requests) == {"input": 13, "read": 0, "write": 0, "output": 2}
+
+
+# --- a {request, response} pair kept as one pretty-printed JSON document ----------------------
+
+# A Magistral turn sent back with its reasoning as Mistral's ThinkChunk (Mistral's API
+# reference: ``{"type": "thinking", "thinking": [text chunks], "closed": true}``).
+PAIR = {
+    "request": {
+        "messages": [
+            {"role": "user", "content": "What is 17 times 19?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "thinking",
+                        "thinking": [{"type": "text", "text": "17 x 20 - 17 = 323."}],
+                        "closed": True,
+                    },
+                    {"type": "text", "text": "323"},
+                ],
+            },
+            {"role": "user", "content": "Plus one?"},
+        ]
+    },
+    "response": {
+        "id": "r1",
+        "object": "chat.completion",
+        "model": "magistral-small-latest",
+        "created": 1791298649,
+        "usage": {"prompt_tokens": 294, "completion_tokens": 4, "total_tokens": 298},
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "324"}}],
+    },
+}
+
+
+def test_a_pretty_printed_pair_is_read_as_one_wrapper_record(tmp_path: Path) -> None:
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps(PAIR, indent=2))
+    got = read(path)
+    assert got.format == "cachecast"
+    assert got.errors == []
+    [request] = got.requests
+    # No model in the wrapper or the body: the response's model is the one that served it.
+    assert request.logged_model == "magistral-small-latest"
+    # The ThinkChunk's text is part of the prompt (17 x 20 - 17 = 323.): not a refusal.
+    assert request.exact is False
+    # input = usage.prompt_tokens 294, output = completion_tokens 4
+    assert totals(got.requests) == {"input": 294, "read": 0, "write": 0, "output": 4}
+
+
+def test_a_json_list_of_records_is_read_record_by_record(tmp_path: Path) -> None:
+    second = {
+        "model": "gpt-4o-mini",
+        "provider": "openai",
+        "request": {"messages": [{"role": "user", "content": "Hi"}]},
+        "response": {"usage": {"prompt_tokens": 8, "completion_tokens": 2}},
+    }
+    path = tmp_path / "pairs.json"
+    # (A list whose first object opens with "request" is php-vcr's: the wrapper comes first.)
+    path.write_text(json.dumps([second, PAIR, "not a record"], indent=2))
+    got = read(path)
+    assert got.format == "cachecast"
+    assert [request.line for request in got.requests] == [1, 2]  # positions in the list
+    [error] = got.errors
+    assert error.line == 3
+    assert "expected a JSON object" in error.reason
+    # 8 + 294 input, 2 + 4 output
+    assert totals(got.requests) == {"input": 302, "read": 0, "write": 0, "output": 6}
+
+
+def test_a_plain_log_without_provider_is_priced_by_its_model_family(
+    tmp_path: Path, migrated_db_url: str
+) -> None:
+    # docs/log-formats.md, "Provider names": a model of a known family names its provider.
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps(PAIR, indent=2))
+    report = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+    )
+    assert report.unpriced == {}
+    assert [(t.provider, t.model) for t in report.targets] == [
+        ("mistral", "magistral-small-latest")
+    ]
