@@ -179,7 +179,15 @@ def _objects_fit(check: Callable[[Any], bool], wanted: str) -> Fit:
 
 def _cachecast_fits(sample: Sample) -> str | None:
     if not sample.records:
-        return sample.why_not_json()
+        # One JSON document: a record, or a list of records (cachecast.logs.jsonl).
+        document = sample.document()
+        values = document if isinstance(document, list) else [document]
+        records = [value for value in values if isinstance(value, dict)]
+        if not records:
+            return sample.why_not_json()
+        if any(jsonl.fits(record) is None for record in records):
+            return None
+        return f"one JSON document: {jsonl.fits(records[0])}"
     reasons = [jsonl.fits(record) for record in sample.records]
     if any(reason is None for reason in reasons):
         return None

@@ -1,15 +1,28 @@
 """cachecast's own JSON lines: wrapper records, bare provider bodies, ``{"prompt"}``,
 ``{"tokens"}`` and Mooncake traces pass through as they are (the reader in
-``cachecast.tokenizers.records`` knows them), with no per-line work beyond JSON parsing."""
+``cachecast.tokenizers.records`` knows them), with no per-line work beyond JSON parsing.
+
+The same records kept as one JSON document (one record pretty-printed, as test suites keep a
+``{"request": ..., "response": ...}`` pair, or a JSON list of records) are read too, each
+numbered by its position in the document (docs/log-formats.md, "Formats")."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.errors import LogRecordError
-from cachecast.logs.stream import READ_BUFFER_BYTES, Item, LogStream, bounded_lines
+from cachecast.logs.stream import (
+    READ_BUFFER_BYTES,
+    Item,
+    LogStream,
+    bounded_lines,
+    each_record,
+    first_line_is_json,
+)
 
 # Keys one of which a cachecast record has at its top level (see the records module).
 RECORD_KEYS = (
@@ -35,7 +48,31 @@ def fits(record: dict[str, object]) -> str | None:
 def read(stream: LogStream) -> Iterator[Item]:
     """Counts inline (local counters, stored when the reading ends) rather than through a
     wrapping generator: this is the per-line path of the log reader's benchmark."""
+    if stream.preloaded is not None or not first_line_is_json(stream.path):
+        return _read_document(stream)
     return read_range(stream, 0, None, 1)
+
+
+def _one_record(at: int, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise RecordFieldError("<record>", "expected a JSON object (a wrapper record or a body)")
+    return value
+
+
+def _read_document(stream: LogStream) -> Iterator[Item]:
+    """The records of a file that is one JSON document: the document itself, or each
+    element of a JSON list."""
+    records = errors = 0
+    try:
+        for line, item in each_record(stream, _one_record):
+            if isinstance(item, LogRecordError):
+                errors += 1
+            else:
+                records += 1
+            yield line, item
+    finally:
+        stream.records += records
+        stream.errors += errors
 
 
 def read_range(stream: LogStream, start: int, end: int | None, first_line: int) -> Iterator[Item]:

@@ -103,6 +103,16 @@ _MODEL_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:kimi|moonshot)"), "moonshot"),
     (re.compile(r"^qwen"), "alibaba"),
     (re.compile(r"^glm-"), "zai"),
+    # Mistral's own API names (docs/log-formats.md, "Provider names"); Bedrock's
+    # ``mistral.`` ids are matched above, and a bare ``mixtral`` is left alone (other hosts
+    # serve the open weights under that name).
+    (
+        re.compile(
+            r"^(?:mistral-|magistral-|codestral-|devstral-|ministral-|pixtral-|voxtral-"
+            r"|open-mistral-|open-mixtral-)"
+        ),
+        "mistral",
+    ),
 )
 
 

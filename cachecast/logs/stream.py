@@ -315,14 +315,14 @@ def _documents(stream: LogStream) -> Iterator[tuple[int, Any]]:
         stream.whole_document = True
         yield 1, preloaded
         return
-    if _first_line_is_json(stream.path):
+    if first_line_is_json(stream.path):
         yield from json_lines(stream.path, stream.source)
         return
     stream.whole_document = True
     yield 1, load_document(stream.path)
 
 
-def _first_line_is_json(path: Path) -> bool:
+def first_line_is_json(path: Path) -> bool:
     with open(path, "rb", buffering=READ_BUFFER_BYTES) as handle:
         for _, text in bounded_lines(handle, str(path)):
             if text.isspace():

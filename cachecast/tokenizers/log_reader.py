@@ -25,6 +25,7 @@ from cachecast.tokenizers.conversations import OpenConversations
 from cachecast.tokenizers.encode import BatchEncoder, PendingBatch, SegmentCache
 from cachecast.tokenizers.record_fields import (
     provider_of,
+    served_model,
     timestamp_of,
     wrapped_body,
 )
@@ -164,7 +165,10 @@ class LogReader:
         models = self.models
         provider = provider_of(record) or models.default_provider
         logged_model = (
-            optional_str(record, "model") or optional_str(body, "model") or models.default_model
+            optional_str(record, "model")
+            or optional_str(body, "model")
+            or served_model(record)
+            or models.default_model
         )
         model = models.model or logged_model
         if model is None and "tokens" not in body and provider is None:

@@ -157,6 +157,20 @@ def request_id_of(record: dict[str, Any], source: str, line: int) -> str:
     return f"{Path(source).name}:{line}"
 
 
+def served_model(record: dict[str, Any]) -> str | None:
+    """The model the record's response says served it (``response.model``, or
+    ``response.body.model`` in a batch output line's shape), for a record whose wrapper and
+    body name none: a test fixture's ``{request, response}`` pair (docs/log-formats.md,
+    "Formats", ``cachecast``)."""
+    response = record.get("response")
+    if not isinstance(response, dict):
+        return None
+    model = response.get("model")
+    if model is None and isinstance(response.get("body"), dict):
+        model = response["body"].get("model")
+    return model if isinstance(model, str) and model.strip() else None
+
+
 def provider_of(record: dict[str, Any]) -> str | None:
     name = optional_str(record, "provider")
     return None if name is None else normalize_provider_name(name)

@@ -20,9 +20,10 @@ milliseconds. A record without a timestamp gets the previous record's (0.0 for t
 file order is kept. Scope: ``scope`` if given, else ``key=value`` pairs of the identity fields
 present (org, project, api_key, prompt_cache_key, cache_salt, ...), else ``default``.
 
-Model and provider: a record's own (wrapper, then body) model and provider are what it was
-logged with: ``TokenizedRequest.logged_model`` and ``provider`` keep them, ``default_model``
-and ``default_provider`` standing in for records that name none. The ``model`` argument chooses
+Model and provider: a record's own (wrapper, then body, then the model its ``response``
+names as the one that served it) model and provider are what it was logged with:
+``TokenizedRequest.logged_model`` and ``provider`` keep them, ``default_model`` and
+``default_provider`` standing in for records that name none. The ``model`` argument chooses
 the tokenization (a pass that prices the log as gpt-4o tokenizes every record as gpt-4o, and
 ``TokenizedRequest.model``, the cache's model namespace, is then gpt-4o for every request):
 it never replaces the logged model, which observed usage is reconciled against.

@@ -57,6 +57,7 @@ from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.logs.errors import bad_line_count
+from cachecast.logs.providers import infer_provider
 from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
@@ -339,6 +340,10 @@ class _Replay:
                 f"{provider.lower()}: the record names no model (the API served its default"
                 " model, and which one it was that day is in none of our sources: give --model)"
             )
+        if provider is None and model is not None:
+            # A plain log that names the model only: its family names the provider
+            # (docs/log-formats.md, "Provider names"), as the format adapters infer it.
+            provider = infer_provider(model)
         if provider is None and model is not None and request.gateway is not None:
             # A gateway slug whose first segment names no vendor we price
             # (``meta-llama/llama-3.3-8b-instruct:free``): the host was known, the model's

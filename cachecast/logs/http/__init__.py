@@ -40,6 +40,7 @@ from cachecast.logs.http.exchange import (
 )
 from cachecast.logs.http.response_usage import (
     final_response,
+    is_ollama_final,
     reported_usage,
     response_id,
     response_time,
@@ -211,6 +212,22 @@ def cohere_v1_as_chat(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return chat, not any(body.get(key) for key in extra)
 
 
+def ollama_generate_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """An Ollama ``/api/generate`` body (``prompt``, optional ``system``: Ollama's API
+    reference) as the messages it stands for; the model's template places them."""
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise RecordFieldError("request.body.prompt", f"expected a string, got {prompt!r:.60}")
+    messages: list[dict[str, Any]] = []
+    if isinstance(body.get("system"), str):
+        messages.append({"role": "system", "content": body["system"]})
+    messages.append({"role": "user", "content": prompt})
+    chat: dict[str, Any] = {"messages": messages}
+    if isinstance(body.get("model"), str):
+        chat["model"] = body["model"]
+    return chat
+
+
 def _record(
     stream: LogStream, exchange: Exchange, endpoint: Endpoint, state: ApiState
 ) -> dict[str, Any] | None:
@@ -226,6 +243,13 @@ def _record(
         body = gemini_listed(body)
     if endpoint.api == "gemini-cache":
         return cache_creation_record(exchange, body, response, state)
+    if endpoint.api.startswith("ollama-") and not is_ollama_final(
+        final_response(response, endpoint.api)
+    ):
+        # /api/chat is also a common route of web apps' own: only Ollama answers with its
+        # final ``done`` object (cachecast.logs.http.endpoints).
+        stream.skip("recorded call that is not a model endpoint")
+        return None
     # A recording filter may replace the body it stores (secrets, long prompts): the stored
     # body is then not what was sent, whose length the request's Content-Length still gives.
     complete = not body_rewritten(exchange)
@@ -240,6 +264,11 @@ def _record(
         body = completions_prompt(body)
     elif endpoint.api == "bedrock-invoke" and "inputText" in body and "messages" not in body:
         body = titan_text_prompt(body)
+    elif endpoint.api == "ollama-generate":
+        # A raw prompt or a template of the caller's own is placed as sent, not by the
+        # model's template the messages stand for.
+        complete = complete and not body.get("raw") and not body.get("template")
+        body = ollama_generate_as_chat(body)
     cached_content: str | None = None
     model = body.get("model") if isinstance(body.get("model"), str) else endpoint.model
     chain: Chain | None = None

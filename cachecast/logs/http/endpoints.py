@@ -15,10 +15,14 @@ Cohere Chat v1                ``/v1/chat`` (``message``, ``chat_history``)      
 OpenAI legacy Completions     ``.../completions`` (not chat)                       prompt
 Anthropic Text Completions    ``/v1/complete`` (legacy; no usage in the response)  prompt
 vLLM native ``/generate``     ``/generate`` (no usage in the response)             prompt
+Ollama native API             ``/api/chat``, ``/api/generate``                     as chat
 ============================  ===================================================  =========
 
 Anthropic's legacy Text Completions and vLLM's native ``/generate`` report no token counts,
 so a call to them is a bad record that says so (nothing to reconcile), not a silent skip.
+Ollama's native paths are common route names (a web app's own ``/api/chat``): a call there is
+Ollama's only where its response is Ollama's final object (``done``), else it is skipped as no
+model endpoint (``cachecast.logs.http``).
 
 The provider comes from the host (api.openai.com, *.openai.azure.com, api.anthropic.com,
 bedrock-runtime.*.amazonaws.com, generativelanguage / aiplatform.googleapis.com,
@@ -61,7 +65,13 @@ _HOST_PROVIDERS = (
     ("api.together.xyz", "together_ai"),
     ("api.together.ai", "together_ai"),
     ("api.fireworks.ai", "fireworks_ai"),
+    # Ollama's cloud serves the native API at ollama.com/api/chat (docs/log-formats.md,
+    # "Recorded HTTP"); a local Ollama (localhost:11434) is told by its paths.
+    ("ollama.com", "ollama"),
 )
+# Ollama's native API (docs/log-formats.md, "Recorded HTTP"): chat takes ``messages``,
+# generate a ``prompt`` (and ``system``).
+OLLAMA_PATHS = {"/api/chat": "ollama-chat", "/api/generate": "ollama-generate"}
 BEDROCK_ACTIONS = {
     "converse": "converse",
     "converse-stream": "converse",
@@ -74,7 +84,8 @@ BEDROCK_ACTIONS = {
 class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
     # gemini-cache, cohere (v2), cohere-v1, prompt (OpenAI legacy Completions: the name the
-    # batch reader gives the same endpoint), anthropic-complete, vllm-generate
+    # batch reader gives the same endpoint), anthropic-complete, vllm-generate, ollama-chat,
+    # ollama-generate
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -112,6 +123,8 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         return Endpoint("anthropic-complete", provider or "anthropic", None)
     if path.rstrip("/") == "/generate":
         return Endpoint("vllm-generate", provider, None)
+    if path.rstrip("/") in OLLAMA_PATHS:
+        return Endpoint(OLLAMA_PATHS[path.rstrip("/")], provider or "ollama", None)
     if provider == "cohere" and path.rstrip("/").endswith(("/v1/chat", "/v2/chat")):
         return Endpoint(
             "cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None

@@ -3,8 +3,8 @@
 Usage comes from the response body, from a streamed body (server-sent events: Anthropic's
 ``message_start`` usage updated by ``message_delta``, OpenAI's final chunk with usage,
 Responses' ``response.completed``, Gemini's last chunk, Cohere's ``message-end`` (v2) or
-``stream-end`` (v1, a JSON-lines stream); Bedrock's binary event stream), or
-from Bedrock's ``X-Amzn-Bedrock-*-Token-Count`` headers; it is normalized by
+``stream-end`` (v1, a JSON-lines stream), Ollama's final ``done`` object; Bedrock's binary
+event stream), or from Bedrock's ``X-Amzn-Bedrock-*-Token-Count`` headers; it is normalized by
 ``cachecast.logs.usage``. A response body's own creation time dates a request whose
 recording kept no Date header (``response_time``).
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http.endpoints import Endpoint
 from cachecast.logs.sanitize import int_text
 from cachecast.logs.types import ObservedUsage
@@ -45,6 +46,9 @@ def reported_usage(
     writes the response does not split by TTL (``cachecast.logs.usage.requested_ttl``)."""
     api = endpoint.api
     usage: dict[str, Any] | None = None
+    if api.startswith("ollama-"):
+        usage = ollama_usage(final)
+        return None if usage is None else normalize_usage(usage, convention="openai-chat")
     if isinstance(response, list):
         usage = _streamed_usage(response, api)
     elif isinstance(response, dict):
@@ -67,6 +71,37 @@ def reported_usage(
             usage, convention=convention, path="response.body.usage", write_ttl=write_ttl
         )
     return _header_usage(headers, write_ttl)
+
+
+def is_ollama_final(final: Any) -> bool:
+    """Whether ``final`` is Ollama's last response object (``done``: docs/log-formats.md,
+    "Recorded HTTP"), the one that carries the counts."""
+    return isinstance(final, dict) and isinstance(final.get("done"), bool)
+
+
+def ollama_usage(final: Any) -> dict[str, Any] | None:
+    """Ollama's counts in OpenAI's names: ``prompt_eval_count`` the prompt tokens evaluated,
+    ``eval_count`` the tokens generated, and (newer servers) ``prompt_eval_cached_count`` the
+    prompt tokens its KV cache held, which are not among the evaluated ones. Without that
+    count a cache hit only shows as a smaller or missing ``prompt_eval_count``
+    (docs/log-formats.md, "Recorded HTTP"): a missing one is an error naming the field, not
+    a prompt of 0 tokens."""
+    if not is_ollama_final(final) or not final["done"]:
+        return None
+    evaluated, cached = final.get("prompt_eval_count"), final.get("prompt_eval_cached_count")
+    if type(evaluated) is not int:
+        raise RecordFieldError(
+            "response.body.prompt_eval_count",
+            "missing: Ollama leaves it out when the whole prompt came from its KV cache,"
+            " so the prompt's length is not known",
+        )
+    usage: dict[str, Any] = {"prompt_tokens": evaluated}
+    if type(cached) is int:
+        usage["prompt_tokens"] = evaluated + cached
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if type(final.get("eval_count")) is int:
+        usage["completion_tokens"] = final["eval_count"]
+    return usage
 
 
 def _titan_usage(response: dict[str, Any]) -> dict[str, Any]:

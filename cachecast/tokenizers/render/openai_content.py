@@ -119,6 +119,16 @@ def openai_content(
             count = OPENAI_IMAGE_LOW_TOKENS if detail == "low" else OPENAI_IMAGE_HIGH_ESTIMATE
             exact = exact and detail == "low"
             items.append(NonText.of(reference, count))
+        elif kind == "thinking":
+            # Mistral's ThinkChunk (Magistral's reasoning sent back in an assistant message:
+            # docs/log-formats.md, "Bodies the renderer reads"): its text chunks; the markers
+            # Mistral's template puts around them are not published, so not exact.
+            inner = as_list(require(part, "thinking", part_path), f"{part_path}.thinking")
+            for number, chunk in enumerate(inner):
+                chunk_path = f"{part_path}.thinking[{number}]"
+                chunk = as_dict(chunk, chunk_path)
+                items.append(as_str(require(chunk, "text", chunk_path), f"{chunk_path}.text"))
+            exact = False
         elif kind in ("input_audio", "file", "input_file"):
             items.append(NonText.of(part, 0))
             exact = False
