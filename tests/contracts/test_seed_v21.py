@@ -6,8 +6,12 @@ from those sources, not from the data file. Bedrock's prompt-caching page
 (https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html): "generally
 available with Claude 3.7 Sonnet, Claude 3.5 Haiku, Amazon Nova ..."; Claude 3.5 Sonnet v2's
 caching kept only for the customers of the preview; no Claude 3 Opus, Claude 3 Sonnet or
-Claude 3.5 Sonnet v1. General availability on 2025-04-07 (AWS What's New, April 2025; the day
-the stored Nova contracts use). Prices: Bedrock's on-demand us-east-1 prices
+Claude 3.5 Sonnet v1. The preview opened at re:Invent 2024 (2024-12-04 [U]) for Claude 3.5
+Haiku and 3.5 Sonnet v2 (anthropics/anthropic-sdk-python issue #774, 2024-12-05 [S]); Claude
+3.5 Haiku is priced with caching from then because openllmetry's recording of 2025-03-18
+(test_invoke_model_cache_tokens.yaml) shows Bedrock caching it. General availability for Claude
+3.7 Sonnet by 2025-04-02 (Portkey-AI/gateway issue #1022 and continuedev/continue pull request
+#4948 of that day [S]). Prices: Bedrock's on-demand us-east-1 prices
 (https://aws.amazon.com/bedrock/pricing/) as the stored versions had them: Claude 3 Opus
 $15 / $75, Claude 3 Sonnet, 3.5 Sonnet and 3.7 Sonnet $3 / $15, Claude 3.5 Haiku $0.80 / $4
 per MTok."""
@@ -43,10 +47,10 @@ SONNET_37 = "anthropic.claude-3-7-sonnet-20250219-v1:0"
 @pytest.mark.parametrize(
     ("name", "day", "mode", "prices"),
     [
-        # Claude 3.7 Sonnet and 3.5 Haiku: no caching before general availability (2025-04-07).
+        # Claude 3.7 Sonnet: no caching before general availability (by 2025-04-02).
         (SONNET_37, dt.date(2025, 3, 1), CacheMode.NONE, ("3", "15")),
-        (SONNET_37, dt.date(2025, 4, 6), CacheMode.NONE, ("3", "15")),
-        (SONNET_37, dt.date(2025, 4, 7), CacheMode.EXPLICIT, ("3", "15")),
+        (SONNET_37, dt.date(2025, 4, 1), CacheMode.NONE, ("3", "15")),
+        (SONNET_37, dt.date(2025, 4, 2), CacheMode.EXPLICIT, ("3", "15")),
         (
             "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
             dt.date(2025, 3, 1),
@@ -59,11 +63,13 @@ SONNET_37 = "anthropic.claude-3-7-sonnet-20250219-v1:0"
             CacheMode.EXPLICIT,
             ("3", "15"),
         ),
-        (HAIKU_35, dt.date(2024, 12, 10), CacheMode.NONE, ("0.8", "4")),
-        (HAIKU_35, dt.date(2025, 4, 7), CacheMode.EXPLICIT, ("0.8", "4")),
+        # Claude 3.5 Haiku: no caching before the preview (2024-12-04), cached from then on.
+        (HAIKU_35, dt.date(2024, 11, 15), CacheMode.NONE, ("0.8", "4")),
+        (HAIKU_35, dt.date(2024, 12, 4), CacheMode.EXPLICIT, ("0.8", "4")),
+        (HAIKU_35, dt.date(2025, 3, 18), CacheMode.EXPLICIT, ("0.8", "4")),
         (
             "us.anthropic.claude-3-5-haiku-20241022-v1:0",
-            dt.date(2025, 1, 15),
+            dt.date(2024, 11, 15),
             CacheMode.NONE,
             ("0.8", "4"),
         ),
@@ -112,7 +118,7 @@ def test_the_version_in_force(
 def test_from_general_availability_the_stored_caching_terms_hold(migrated_db_url: str) -> None:
     # Bedrock Claude: 5-minute cache, writes 1.25x, reads 0.1x the input price (the page's
     # pricing pointer; LiteLLM's 3.75 write and 0.3 read for $3 input [S]).
-    terms = ContractStore(migrated_db_url).as_of("bedrock", SONNET_37, dt.date(2025, 4, 7))
+    terms = ContractStore(migrated_db_url).as_of("bedrock", SONNET_37, dt.date(2025, 4, 2))
     assert terms.read_multiplier == Decimal("0.1")
     assert [(o.ttl_seconds, o.write_multiplier) for o in terms.ttl_options] == [
         (300, Decimal("1.25"))
