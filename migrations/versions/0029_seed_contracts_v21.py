@@ -1,5 +1,5 @@
 """Seed contracts-v21.json: Claude on Bedrock is cached only from Bedrock's caching launch,
-and only for the models AWS lists.
+and only for the models AWS lists; Azure's Grok 3 and Grok 3 mini.
 
 Revision ID: 0029_seed_contracts_v21
 Revises: 0028_seed_contracts_v20
@@ -18,10 +18,13 @@ Sonnet nor Claude 3.5 Sonnet v1.
 A later version cannot end a wrong version on its first day, so this revision deletes exactly
 those rows and their children (provider, model, start and origin must all match), as
 revision 0023 deleted six retired models' rows, then seeds contracts-v21.json: mode ``none``
-from each model's stored first day (to 2025-04-07 for Claude 3.7 Sonnet and 3.5 Haiku, which
-keep the stored caching terms from then on; with no end for the others), at the stored prices.
-The id ``anthropic.claude-3-7-sonnet-20240620-v1:0`` (Claude 3.7 Sonnet was released in
-February 2025; 20240620 is Claude 3.5 Sonnet's snapshot date) is deleted and not replaced.
+from each model's stored first day, at the stored prices; Claude 3.5 Haiku keeps the stored
+caching terms from the preview's first day (2024-12-04: a stored recording of 2025-03-18 shows
+Bedrock caching it) and Claude 3.7 Sonnet from general availability (first stated 2025-04-02);
+the others have no end. The id ``anthropic.claude-3-7-sonnet-20240620-v1:0`` (Claude 3.7 Sonnet
+was released in February 2025; 20240620 is Claude 3.5 Sonnet's snapshot date) is deleted and not
+replaced. The file also adds Azure AI Foundry's ``grok-3`` and ``grok-3-mini`` (mode ``none``,
+from Microsoft Build 2025 on 2025-05-19 to their retirement on 2026-05-01).
 The downgrade deletes the seeded rows and writes the deleted ones back from their files.
 Sources are in each version's notes and in docs/contracts.md ("contracts-v21").
 """

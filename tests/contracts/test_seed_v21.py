@@ -30,7 +30,7 @@ from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.contracts.model import CacheMode
 from cachecast.core import db
-from cachecast.core.errors import UnknownContractError
+from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
 from tests.contracts.builders import bill_of_counts
 
 TODAY = dt.date(2026, 12, 5)
@@ -195,3 +195,39 @@ def test_the_round_trip_gives_back_the_deleted_rows_exactly(sqlite_url: str) -> 
     db.downgrade(sqlite_url, previous)
     assert _rows(sqlite_url) == before
     db.get_engine(sqlite_url).dispose()
+
+
+@pytest.mark.parametrize(
+    ("model", "prices"),
+    [
+        # LiteLLM 1.110.2 'azure_ai/grok-3' $3e-06 / $1.5e-05 per token and 'azure_ai/grok-3-mini'
+        # $2.5e-07 / $1.27e-06, citing Azure's retail prices API
+        # (https://prices.azure.com/api/retail/prices, 'Foundry Models', East US) [S].
+        ("grok-3", ("3", "15")),
+        ("grok-3-mini", ("0.25", "1.27")),
+    ],
+)
+def test_azure_grok_3_from_build_2025_to_its_retirement(
+    migrated_db_url: str, model: str, prices: tuple[str, str]
+) -> None:
+    store = ContractStore(migrated_db_url)
+    # Announced and available at Microsoft Build 2025's opening, 2025-05-19 [S].
+    terms = store.as_of("azure", model, dt.date(2025, 5, 19))
+    assert terms.mode is CacheMode.NONE
+    assert (terms.input_per_mtok, terms.output_per_mtok) == tuple(Decimal(p) for p in prices)
+    with pytest.raises(ContractNotYetInForceError):
+        store.as_of("azure", model, dt.date(2025, 5, 18))
+    # Retired on Azure 2026-05-01 (LiteLLM's deprecation_date, citing
+    # https://learn.microsoft.com/en-us/azure/foundry/concepts/model-lifecycle-retirement) [S].
+    assert store.as_of("azure", model, dt.date(2026, 4, 30)).effective_to == dt.date(2026, 5, 1)
+    summary = history_gaps(store.history("azure", model), TODAY)
+    assert summary.gaps == []
+    assert summary.launch_known == 1
+
+
+def test_an_azure_grok_3_mini_bill_by_hand(migrated_db_url: str) -> None:
+    terms = ContractStore(migrated_db_url).as_of("azure", "grok-3-mini", dt.date(2025, 9, 1))
+    # 1,000 in x $0.25 / 1e6 = 0.00025; 100 out x $1.27 / 1e6 = 0.000127; total 0.000377.
+    assert bill_of_counts(1_000, 100, terms) == Decimal("0.000377")
+    # No cached-input price on Azure: 400 of the tokens reported cached cost the input price.
+    assert bill_of_counts(1_000, 100, terms, cached=400) == Decimal("0.000377")
