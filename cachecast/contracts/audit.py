@@ -69,6 +69,14 @@ GENAI_PROVIDERS: dict[str, str] = {
 }
 
 
+# Map entries that name no model any provider serves, so no contract can be in force for them
+# (docs/contracts.md, "contracts-v21"): LiteLLM's Bedrock "Claude 3.7 Sonnet" of Claude 3.5
+# Sonnet's snapshot date (Claude 3.7 Sonnet came out in February 2025).
+NOT_SERVED_IDS: frozenset[tuple[str, str]] = frozenset(
+    {("bedrock", "anthropic.claude-3-7-sonnet-20240620-v1:0")}
+)
+
+
 class MapName(StrEnum):
     LITELLM = "litellm"
     GENAI_PRICES = "genai-prices"
@@ -358,6 +366,9 @@ def audit_litellm(
             # LiteLLM's own routing keys (bedrock/us-gov-east-1/..., bedrock/claude_platform/...):
             # no request names a model this way.
             left_out["LiteLLM routing key (bedrock/<region or platform>/...)"] += 1
+            continue
+        if (provider, model_id) in NOT_SERVED_IDS:
+            left_out["an id no provider serves"] += 1
             continue
         source = f"LiteLLM {version} {location} entry {key!r}"
         terms = resolver.find(provider, model_id)

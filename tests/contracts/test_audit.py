@@ -8,6 +8,7 @@ import json
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
+from runpy import run_path
 from typing import Any
 
 import pytest
@@ -27,6 +28,9 @@ from tests.contracts.conftest import TABLES
 NOV = dt.date(2026, 11, 1)
 V2_FILE = (
     Path(__file__).resolve().parents[2] / "cachecast" / "contracts" / "data" / "contracts-v2.json"
+)
+V21_MIGRATION = (
+    Path(__file__).resolve().parents[2] / "migrations" / "versions" / "0029_seed_contracts_v21.py"
 )
 
 
@@ -159,8 +163,23 @@ def test_v2_upgrade_downgrade_upgrade(tmp_path: Path) -> None:
             "SELECT count(*) FROM contract_inferred_field WHERE contract_id IN"
             " (SELECT id FROM contract_version WHERE origin = 'seed:contracts-v2')"
         ).fetchone()
-    assert added == len(entries)
-    assert inferred == sum(len(entry["inferred_fields"]) for entry in entries)
+    # Revision 0029 deletes six of them (Bedrock Claude rows that claimed caching AWS did not
+    # offer, docs/contracts.md "contracts-v21"); its downgrade writes them back.
+    deleted = [
+        entry
+        for entry in entries
+        if (entry["provider"], entry["model"], entry["effective_from"])
+        in {
+            (row[0], row[1], row[2].isoformat())
+            for row in run_path(str(V21_MIGRATION))["WRONGLY_CACHED"]
+            if row[3] == "seed:contracts-v2"
+        }
+    ]
+    assert len(deleted) == 6
+    assert added == len(entries) - len(deleted)
+    assert inferred == sum(len(entry["inferred_fields"]) for entry in entries) - sum(
+        len(entry["inferred_fields"]) for entry in deleted
+    )
     db.downgrade(url, "0005_contract_inferred_fields")
     assert _dump(after) == _dump(before)  # exactly what it added is gone, closures undone
     db.upgrade(url)
