@@ -18,9 +18,10 @@ Sonnet nor Claude 3.5 Sonnet v1.
 A later version cannot end a wrong version on its first day, so this revision deletes exactly
 those rows and their children (provider, model, start and origin must all match), as
 revision 0023 deleted six retired models' rows, then seeds contracts-v21.json: mode ``none``
-from each model's stored first day, at the stored prices; Claude 3.5 Haiku keeps the stored
-caching terms from the preview's first day (2024-12-04: a stored recording of 2025-03-18 shows
-Bedrock caching it) and Claude 3.7 Sonnet from general availability (first stated 2025-04-02);
+from each model's stored first day, at the stored prices; Claude 3.5 Haiku and 3.5 Sonnet v2
+keep the stored caching terms from the preview's first day (2024-12-04: a stored recording of
+2025-03-18 shows Bedrock caching 3.5 Haiku; the page keeps 3.5 Sonnet v2's caching for the
+preview's customers) and Claude 3.7 Sonnet from general availability (first stated 2025-04-02);
 the others have no end. The id ``anthropic.claude-3-7-sonnet-20240620-v1:0`` (Claude 3.7 Sonnet
 was released in February 2025; 20240620 is Claude 3.5 Sonnet's snapshot date) is deleted and not
 replaced. The file also adds Azure AI Foundry's ``grok-3`` and ``grok-3-mini`` (mode ``none``,

@@ -73,14 +73,17 @@ SONNET_37 = "anthropic.claude-3-7-sonnet-20250219-v1:0"
             CacheMode.NONE,
             ("0.8", "4"),
         ),
-        # Models the page does not list (3.5 Sonnet v2: preview customers only [U]): never cached.
-        (SONNET_35_V2, dt.date(2025, 6, 1), CacheMode.NONE, ("3", "15")),
+        # 3.5 Sonnet v2: as 3.5 Haiku, none before the preview, cached from it (the page keeps
+        # caching for the customers admitted to the preview).
+        (SONNET_35_V2, dt.date(2024, 11, 15), CacheMode.NONE, ("3", "15")),
+        (SONNET_35_V2, dt.date(2025, 6, 1), CacheMode.EXPLICIT, ("3", "15")),
         (
             "us.anthropic.claude-3-5-sonnet-20241022-v2:0",
             dt.date(2026, 1, 5),
-            CacheMode.NONE,
+            CacheMode.EXPLICIT,
             ("3", "15"),
         ),
+        # Models the page does not list: never cached.
         (SONNET_35_V1, dt.date(2024, 9, 1), CacheMode.NONE, ("3", "15")),
         (SONNET_35_V1, dt.date(2025, 6, 1), CacheMode.NONE, ("3", "15")),
         (OPUS, dt.date(2024, 5, 1), CacheMode.NONE, ("15", "75")),
