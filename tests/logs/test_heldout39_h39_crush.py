@@ -196,3 +196,40 @@ def test_zai_coding_plan_endpoint_with_reasoning_content(tmp_path: Path) -> None
     assert (one.provider, one.model) == ("zai", "glm-4.6")
     # total 12,085 = 12,039 + 46: the reasoning token is inside the 46
     assert totals(result.requests) == {"input": 12039, "read": 11922, "write": 0, "output": 46}
+
+
+def test_go_vcr_content_length_is_not_a_header(tmp_path: Path) -> None:
+    # go-vcr v2 writes the length it saw as ``content_length``; an edited cassette keeps the old
+    # number (docs/log-formats.md, go-vcr's content_length). Only a Content-Length header
+    # says the stored body is not what was sent.
+    url = "https://api.z.ai/api/paas/v4/chat/completions"
+    body = {"model": "glm-4.6", "messages": [{"role": "user", "content": "Hi"}]}
+    reply = _sse(
+        [
+            {
+                "choices": [{"index": 0, "finish_reason": "stop", "delta": {"content": "Hi"}}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
+            }
+        ]
+    )
+    stale = _cassette(tmp_path / "stale.yaml", [(url, body, reply)])
+    text = stale.read_text(encoding="utf-8")
+    sent = len(json.dumps(body))
+    stale.write_text(
+        text.replace(f"content_length: {sent}", f"content_length: {sent - 43}"), encoding="utf-8"
+    )
+    assert f"content_length: {sent - 43}\n" in stale.read_text(encoding="utf-8")
+    (one,) = read(stale).requests
+    assert one.prompt_complete is True
+    header = tmp_path / "header.yaml"
+    header.write_text(
+        text.replace(
+            "Content-Type:\n      - application/json\n",
+            "Content-Type:\n      - application/json\n"
+            f"      Content-Length:\n      - '{sent - 43}'\n",
+            1,
+        ),
+        encoding="utf-8",
+    )
+    (two,) = read(header).requests
+    assert two.prompt_complete is False
