@@ -116,6 +116,15 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("jamba-*", "approx:o200k_base"),
     ("titan-*", "approx:o200k_base"),
     ("deepseek.r1*", "approx:o200k_base"),
+    # Bedrock base models of contracts-v20 (vendor prefixes dropped below): DeepSeek V3 /
+    # V3.2, AI21's Jurassic-2, MiniMax, Mistral's Voxtral, NVIDIA's Nemotron, Writer's
+    # Palmyra; no public tokenizer we ship: approximated.
+    ("deepseek.v3*", "approx:o200k_base"),
+    ("j2-*", "approx:o200k_base"),
+    ("minimax-*", "approx:o200k_base"),
+    ("voxtral-*", "approx:o200k_base"),
+    ("nemotron-*", "approx:o200k_base"),
+    ("palmyra-*", "approx:o200k_base"),
 )
 
 # Deployment prefixes a cloud puts before a model id (Azure's ``eu.``/``global-standard.``,
@@ -138,6 +147,10 @@ VENDOR_PREFIXES = frozenset(
         "google",
         "ai21",
         "cohere",
+        "minimax",
+        "moonshot",
+        "nvidia",
+        "writer",
     }
 )
 
