@@ -71,7 +71,19 @@ def _print_file(out: Console, file: FileInspection) -> None:
         out.print(
             f"  client        {file.client.title} (versions {versions}; {file.client.source})"
         )
-    out.print(f"  requests      {file.requests:,} ({file.requests_with_usage:,} with usage)")
+    if file.turns or file.runs:
+        # Headless output states some usage per turn or per run, each summing requests it
+        # does not count (docs/usage-report.md): those are no request count.
+        units = [f"requests {file.requests:,}"]
+        if file.turns:
+            units.append(f"turns {file.turns:,} (codex exec --json; requests in them: not known)")
+        if file.runs:
+            units.append(f"runs {file.runs:,} (claude -p json model totals; requests: not known)")
+        shown = ", ".join(units)
+        with_usage = file.requests_with_usage
+        out.print(f"  usage units   {shown} ({with_usage:,} with usage)")
+    else:
+        out.print(f"  requests      {file.requests:,} ({file.requests_with_usage:,} with usage)")
     if file.models:
         out.print("  models        " + ", ".join(f"{m} ({n:,})" for m, n in file.models.items()))
     if file.providers:

@@ -219,12 +219,29 @@ def _dollars(amount: object) -> str:
     return f"-${-cents:,}" if cents < 0 else f"${cents:,}"
 
 
-def _requests(row: UsageTotals) -> str:
+def requests_shown(row: UsageTotals) -> str:
     """The requests of a row; where some usage came as turns or run totals, the count is not
-    known (``+ ?``)."""
+    known (``+ ?``). The table and ``--html`` both show it."""
     if not (row.turns or row.runs):
         return f"{row.requests:,}"
     return f"{row.requests:,} + ?" if row.requests else "not known"
+
+
+def unit_notes(totals: UsageTotals) -> list[str]:
+    """What the turns and run totals among the usage are (docs/usage-report.md): the table
+    and ``--html`` both say it."""
+    notes = []
+    if totals.turns:
+        notes.append(
+            f"{totals.turns:,} turn(s) of codex exec --json: each states its requests' usage"
+            " summed, how many requests is not known (no read predicted or missed)"
+        )
+    if totals.runs:
+        notes.append(
+            f"{totals.runs:,} model total(s) of claude -p --output-format json: a model's usage"
+            " over a whole run, how many requests is not known (no read predicted or missed)"
+        )
+    return notes
 
 
 def _priced(amount: object, requests: int, unpriced: int) -> str:
@@ -267,7 +284,7 @@ def _print(report: UsageReport) -> None:
         units = row.requests + row.turns + row.runs
         table.add_row(
             *keys,
-            _requests(row),
+            requests_shown(row),
             f"{row.prompt_tokens:,}",
             f"{row.cache_read_tokens:,}",
             f"{row.cache_write_5m_tokens:,}",
@@ -288,19 +305,8 @@ def _print(report: UsageReport) -> None:
             f" ({entry.reason}); their tokens are counted, their cost is not",
             markup=False,
         )
-    totals = report.totals
-    if totals.turns:
-        out.print(
-            f"{totals.turns:,} turn(s) of codex exec --json: each states its requests' usage"
-            " summed, how many requests is not known (no read predicted or missed)",
-            markup=False,
-        )
-    if totals.runs:
-        out.print(
-            f"{totals.runs:,} model total(s) of claude -p --output-format json: a model's usage"
-            " over a whole run, how many requests is not known (no read predicted or missed)",
-            markup=False,
-        )
+    for note in unit_notes(report.totals):
+        out.print(note, markup=False)
     for stated in report.client_statements:
         cost = "none" if stated.stated_cost_usd is None else f"${stated.stated_cost_usd}"
         out.print(

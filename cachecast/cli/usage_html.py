@@ -3,7 +3,10 @@
 The same look as the other reports (``cli.html_report``'s style, tables and charts: inline
 SVG, no script, nothing fetched): the rows with their bills, the observed hit rate over time,
 dollars lost by cause, the worst requests with their causes, the what-if scenarios, and the
-contracts that priced it. Money is printed exact, as the report has it.
+contracts that priced it. Usage that headless output states per turn or per run (``turns``,
+``runs``: how many requests is not known) is counted as the table counts it, and a headless
+run's own ``total_cost_usd`` is set beside our bill (``client_statements``;
+docs/usage-report.md). Money is printed exact, as the report has it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, cast
 
 from cachecast.cli.html_report import _STYLE, _bars, _table, _timeline
+from cachecast.cli.usage import requests_shown, unit_notes
 
 if TYPE_CHECKING:
     from cachecast.usecases.usage import UsageReport, UsageTotals
@@ -27,6 +31,16 @@ def _lost(row: UsageTotals) -> Decimal:
     return sum(row.lost_by_cause.values(), start=Decimal(0))
 
 
+def _units(totals: UsageTotals) -> str:
+    """The units of usage the headline counts: requests, then any turns and run totals."""
+    shown = f"{requests_shown(totals)} requests"
+    if totals.turns:
+        shown += f", {totals.turns:,} turn(s)"
+    if totals.runs:
+        shown += f", {totals.runs:,} run total(s)"
+    return shown
+
+
 def render_usage_html(report: UsageReport) -> str:
     totals = report.totals
     parts = [
@@ -37,7 +51,7 @@ def render_usage_html(report: UsageReport) -> str:
         + escape(", ".join(f"{name} ({count:,})" for name, count in report.clients.items()))
         + f"; days in {escape(report.timezone)}; hit rate = {escape(report.hit_rate_definition)};"
         f" predicted reads: {escape(report.predictor)}</p>",
-        f"<p>{totals.requests:,} requests, {totals.prompt_tokens:,} prompt tokens, hit rate"
+        f"<p>{_units(totals)}, {totals.prompt_tokens:,} prompt tokens, hit rate"
         f" {float(totals.hit_rate):.1%}: billed {_usd(totals.cost)},"
         f" {_usd(totals.cost_without_cache)} without caching (saved {_usd(totals.saved)});"
         f" misses cost {_usd(_lost(totals))} above reads.</p>",
@@ -53,15 +67,18 @@ def render_usage_html(report: UsageReport) -> str:
             )
             + ". Their tokens are counted, their cost is not.</p>"
         )
-    headers = [*report.by, "requests", "prompt", "read", "write 5m", "write 1h", "hit rate"]
-    headers += ["cost", "no cache", "saved", "lost", "top causes"]
+    # Turns and runs get columns only where the usage holds some (docs/usage-report.md).
+    units = [name for name in ("turns", "runs") if getattr(totals, name)]
+    headers = [*report.by, "requests", *units, "prompt", "read", "write 5m", "write 1h"]
+    headers += ["hit rate", "cost", "no cache", "saved", "lost", "top causes"]
     rows: list[list[Any]] = []
     for row in [*report.rows, totals]:
         keys = list(row.group.values()) or ["total", *([""] * (len(report.by) - 1))]
         rows.append(
             [
                 *keys,
-                row.requests,
+                requests_shown(row),
+                *(getattr(row, name) for name in units),
                 row.prompt_tokens,
                 row.cache_read_tokens,
                 row.cache_write_5m_tokens,
@@ -75,6 +92,34 @@ def render_usage_html(report: UsageReport) -> str:
             ]
         )
     parts.append("<h2>Usage</h2>" + _table(headers, rows))
+    for note in unit_notes(totals):
+        parts.append(f"<p class='note'>{escape(note)}.</p>")
+    if report.client_statements:
+        parts.append("<h2>The client's own figures</h2>")
+        parts.append(
+            _table(
+                (
+                    "run",
+                    "session",
+                    "total_cost_usd (client's estimate)",
+                    "our bill",
+                    "turns",
+                    "usage check",
+                ),
+                [
+                    (
+                        f"{stated.source}:{stated.line}",
+                        stated.session,
+                        "none" if stated.stated_cost_usd is None else f"${stated.stated_cost_usd}",
+                        _usd(stated.cost),
+                        "" if stated.num_turns is None else stated.num_turns,
+                        stated.usage_check,
+                    )
+                    for stated in report.client_statements
+                ],
+                prose=(5,),
+            )
+        )
     parts.append("<h2>Hit rate over time (observed)</h2>")
     parts.append(_timeline(cast(Any, [("observed", report.timeline)])))
     if totals.lost_by_cause:

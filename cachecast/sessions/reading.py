@@ -210,6 +210,9 @@ class SessionRecord:
     observed: ObservedUsage | None
     line: int
     dated: bool = True  # False: the log gives no time (headless output)
+    # What the usage covers (``SessionRequest.unit``): one request, or a headless turn or
+    # run whose usage sums requests not counted.
+    unit: str = "request"
 
 
 def session_records(
@@ -258,6 +261,7 @@ def session_records(
                 item.usage,
                 facts.line,
                 item.dated,
+                item.unit,
             )
         return
     stream.usage_only = True

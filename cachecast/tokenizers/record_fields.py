@@ -13,6 +13,7 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.core.identity import hashed
 from cachecast.core.limits import check_tokens
 from cachecast.logs.canonical import optional_str
+from cachecast.logs.http.response_usage import response_time
 from cachecast.logs.providers import normalize_provider_name
 from cachecast.logs.sanitize import epoch_seconds
 from cachecast.tokenizers.render import Rendered
@@ -129,8 +130,18 @@ def count_field(record: dict[str, Any], key: str) -> int:
 
 
 def timestamp_of(record: dict[str, Any], body: dict[str, Any]) -> float | None:
+    """The record's own timestamp; else the creation time its recorded response states
+    (OpenAI's ``created`` / Responses ``created_at``, epoch seconds; read as the recorded-HTTP
+    readers read it, ``logs.http.response_time``), so that a ``{request, response}`` pair
+    kept without a time is priced on the day it was served, not as of 1970
+    (docs/log-formats.md, "Canonical records"); else None (the previous record's time)."""
     raw = record.get("timestamp", record.get("created_at", body.get("timestamp")))
-    return None if raw is None else epoch_seconds(raw, "timestamp")
+    if raw is not None:
+        return epoch_seconds(raw, "timestamp")
+    response = record.get("response")
+    if isinstance(response, dict) and isinstance(response.get("body"), dict):
+        response = response["body"]  # a batch output line's shape
+    return response_time(response)
 
 
 def scope_of(record: dict[str, Any], body: dict[str, Any]) -> str:

@@ -16,9 +16,11 @@ Mooncake traces (``timestamp`` in ms, ``input_length``, ``output_length``, ``has
 one id per 512-token block -> ``block_keys``, ``block_size`` 512).
 
 Timestamps: ISO 8601 (naive = UTC) or epoch numbers; a number above 1e11 is taken as
-milliseconds. A record without a timestamp gets the previous record's (0.0 for the first), so
-file order is kept. Scope: ``scope`` if given, else ``key=value`` pairs of the identity fields
-present (org, project, api_key, prompt_cache_key, cache_salt, ...), else ``default``.
+milliseconds. A record without a timestamp is dated by the creation time its recorded
+response states (``created`` / ``created_at``, see ``record_fields.timestamp_of``), else gets
+the previous record's (0.0 for the first), so file order is kept. Scope: ``scope`` if given,
+else ``key=value`` pairs of the identity fields present (org, project, api_key,
+prompt_cache_key, cache_salt, ...), else ``default``.
 
 Model and provider: a record's own (wrapper, then body, then the model its ``response``
 names as the one that served it) model and provider are what it was logged with:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from cachecast.logs import open_log, pair_batch_files
 from cachecast.logs.errors import BadRecords
+from cachecast.logs.headless import REQUEST, RUN, TURN
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import profile_for_format, profile_named
 from cachecast.sessions.reading import ModelDefaults, SessionRecord, session_records
@@ -49,8 +50,22 @@ class FileInspection(Report):
     format: str
     results_path: str | None = None
     requests: int = Field(description="billed requests read from the file")
-    models: dict[str, int] = Field(default_factory=dict, description="model -> requests")
-    providers: dict[str, int] = Field(default_factory=dict, description="provider -> requests")
+    turns: int = Field(
+        0,
+        description="codex exec --json turns: each states its requests' usage summed (how many"
+        " requests: not known)",
+    )
+    runs: int = Field(
+        0,
+        description="claude -p --output-format json: one model's usage over a whole run (how"
+        " many requests: not known)",
+    )
+    models: dict[str, int] = Field(
+        default_factory=dict, description="model -> requests (and turns, runs)"
+    )
+    providers: dict[str, int] = Field(
+        default_factory=dict, description="provider -> requests (and turns, runs)"
+    )
     first_timestamp: datetime | None = None
     last_timestamp: datetime | None = None
     observed: ObservedTotals = Field(default_factory=ObservedTotals)
@@ -160,6 +175,7 @@ def inspect_file(
     first: float | None = None
     last: float | None = None
     count = with_usage = incomplete = 0
+    units: Counter[str] = Counter()  # headless turns and runs: not requests (usecases.usage)
     contradictory: list[str] = []
     profile = chosen or profile_for_format(stream.format)
     versions: set[str] = set()
@@ -173,7 +189,11 @@ def inspect_file(
         else session_records(stream, errors, versions, ModelDefaults(default_model))
     )
     for request in requests:
-        count += 1
+        unit = request.unit if isinstance(request, SessionRecord) else REQUEST
+        if unit == REQUEST:
+            count += 1
+        else:
+            units[unit] += 1
         models[request.model or "(none)"] += 1
         providers[request.provider or "(none)"] += 1
         if not isinstance(request, SessionRecord) or request.dated:
@@ -210,6 +230,8 @@ def inspect_file(
         format=stream.format,
         results_path=None if stream.results is None else str(stream.results),
         requests=count,
+        turns=units[TURN],
+        runs=units[RUN],
         models=dict(models.most_common()),
         providers=dict(providers.most_common()),
         first_timestamp=_moment(first),

@@ -29,6 +29,7 @@ from cachecast.core.errors import (
     UnknownContractError,
 )
 from cachecast.logs.errors import LogFileError, bad_line_count
+from cachecast.logs.providers import infer_provider
 from cachecast.passes.log_input import UNREADABLE_FIELD, LogFile, check_reading
 from cachecast.passes.per_request import PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
@@ -309,6 +310,11 @@ def _contract(
     change), as ``contracts.served`` finds it for a model that served the request."""
     provider = each.provider or request.log.default_provider
     model = each.facts.model or request.log.default_model
+    if not provider and model:
+        # A line that names the model only (a canonical record read with --client): its
+        # family names the provider (docs/log-formats.md, "Provider names"), as
+        # ``usecases.reconcile`` infers it for any other log.
+        provider = infer_provider(model)
     if not provider or not model:
         return unnamed_reason(provider or None, model or None)
     # A log that gives no time (headless output): --at, else the version in force today,

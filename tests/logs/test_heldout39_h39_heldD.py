@@ -7,13 +7,16 @@ count written into the recording, with the arithmetic beside it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from cachecast.contracts import ContractStore
+from cachecast.core.errors import BadInputError
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.logs.helpers import read, totals
@@ -224,10 +227,19 @@ def test_a_plain_log_without_provider_is_priced_by_its_model_family(
     # docs/log-formats.md, "Provider names": a model of a known family names its provider.
     path = tmp_path / "replay.json"
     path.write_text(json.dumps(PAIR, indent=2))
+    # The response's ``created`` dates the pair 2026-10-06 (docs/log-formats.md, "Canonical
+    # records"), after the stored magistral-small-latest version ends (2026-07-31: which model
+    # the alias named since is in none of our sources), so the day is named within it.
     report = reconcile(
-        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+        ReconcileRequest(log=LogInput.of_paths([path]), at=dt.date(2026, 7, 1)),
+        ContractStore(migrated_db_url),
     )
     assert report.unpriced == {}
     assert [(t.provider, t.model) for t in report.targets] == [
         ("mistral", "magistral-small-latest")
     ]
+    # Without the day, the pair is priced on its own day, and none is stored for it.
+    with pytest.raises(
+        BadInputError, match="magistral-small-latest has no contract version in force on 2026-10-06"
+    ):
+        reconcile(ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url))

@@ -5,6 +5,7 @@ name the client; a log that can price nothing is exit 2 / 422 saying why."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -340,3 +341,58 @@ def test_idle_gap_is_measured_between_sends_not_response_lines(
     assert rows["m3"].predicted_cache_read_tokens == 0
     assert rows["m3"].within_tolerance
     assert rows["m3"].classification is None
+
+
+def _line_without_provider(model: str, read: int, written: int) -> dict[str, Any]:
+    """A canonical session line naming its model and no provider: 12,000 prompt tokens
+    (``read`` of them read, ``written`` written for 5 minutes) and 100 output tokens."""
+    return {
+        "timestamp": "2026-03-01T10:00:00Z",
+        "session": "s-1",
+        "model": model,
+        "request": {"messages": [{"role": "user", "content": "hi"}]},
+        "observed": {
+            "input_tokens": 12_000,
+            "cache_read_tokens": read,
+            "cache_write_tokens": written,
+            "cache_write_by_ttl": {"5m": written} if written else {},
+            "output_tokens": 100,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("client", "model", "read", "written", "provider", "bill"),
+    [
+        # anthropic/claude-sonnet-4-5 (`cachecast contracts history`, in force from
+        # 2025-09-30): $3 input, 5-minute writes at 1.25x ($3.75), $15 output per million:
+        # 2,000 uncached x 3 + 10,000 x 3.75 + 100 x 15 = 6,000 + 37,500 + 1,500 = $0.045.
+        ("claude-code", "claude-sonnet-4-5", 0, 10_000, "anthropic", "0.045"),
+        # openai/gpt-4o (from 2024-10-01): $2.50 input, reads at 0.5x ($1.25), $10 output:
+        # 2,000 x 2.5 + 10,000 x 1.25 + 100 x 10 = 5,000 + 12,500 + 1,000 = $0.0185.
+        ("codex", "gpt-4o", 10_000, 0, "openai", "0.0185"),
+    ],
+)
+def test_a_line_naming_only_its_model_is_priced_by_its_family(
+    store_url: str,
+    tmp_path: Path,
+    client: str,
+    model: str,
+    read: int,
+    written: int,
+    provider: str,
+    bill: str,
+) -> None:
+    """As ``reconcile`` infers the provider of any other log's line from its model family
+    (docs/log-formats.md, "Provider names"), a session read with ``--client`` does."""
+    log = tmp_path / "session.jsonl"
+    log.write_text(json.dumps(_line_without_provider(model, read, written)) + "\n")
+    report = run([log], store_url, client=client)
+    assert report.client is not None and report.unpriced == {}
+    [target] = report.targets
+    assert (target.provider, target.model) == (provider, model)
+    assert target.cost == Decimal(bill)
+    # A family that names no provider still asks for --provider.
+    log.write_text(json.dumps(_line_without_provider("house-model-7", read, written)) + "\n")
+    with pytest.raises(BadInputError, match="give --provider"):
+        run([log], store_url, client=client)
