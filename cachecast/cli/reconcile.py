@@ -57,7 +57,10 @@ def reconcile_command(
     at: Annotated[
         str | None,
         typer.Option(
-            help="Use the contracts in force on this date (default: each model's first day)."
+            help=(
+                "Use the contracts in force on this date (default: each request's own day;"
+                " a log without dates: today)."
+            )
         ),
     ] = None,
     model: common.DefaultModelOption = None,

@@ -144,7 +144,11 @@ class ReconcileRequest(LogRequest):
     """Replay ``log`` under the contracts of the models that served it."""
 
     at: dt.date | None = Field(
-        default=None, description="contracts in force on this day (default: each model's first)"
+        default=None,
+        description=(
+            "contracts in force on this day (default: each request's own day; a log"
+            " without dates: today)"
+        ),
     )
     per_request: Path | None = Field(
         default=None, description="also write every replayed request to this .csv/.parquet"
