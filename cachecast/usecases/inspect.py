@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from cachecast.logs import open_log, pair_batch_files
 from cachecast.logs.errors import BadRecords
-from cachecast.logs.headless import REQUEST, RUN, TURN
+from cachecast.logs.headless import REQUEST, RUN, RUN_MEANING, TURN, TURN_MEANING
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import profile_for_format, profile_named
 from cachecast.sessions.reading import ModelDefaults, SessionRecord, session_records
@@ -50,16 +50,8 @@ class FileInspection(Report):
     format: str
     results_path: str | None = None
     requests: int = Field(description="billed requests read from the file")
-    turns: int = Field(
-        0,
-        description="codex exec --json turns: each states its requests' usage summed (how many"
-        " requests: not known)",
-    )
-    runs: int = Field(
-        0,
-        description="claude -p --output-format json: one model's usage over a whole run (how"
-        " many requests: not known)",
-    )
+    turns: int = Field(0, description=TURN_MEANING)
+    runs: int = Field(0, description=RUN_MEANING)
     models: dict[str, int] = Field(
         default_factory=dict, description="model -> requests (and turns, runs)"
     )

@@ -45,6 +45,7 @@ from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location, LogRecordError
+from cachecast.logs.headless import RUN_MEANING, TURN_MEANING
 from cachecast.sessions.profiles import PROFILES, profile_for_format
 from cachecast.sessions.reading import ModelDefaults, SessionRequest
 from cachecast.sessions.replay import MissedReads, PredictedRequest, missed_reads, predict_sessions
@@ -124,16 +125,8 @@ class UsageTotals(Report):
 
     group: dict[str, str] = Field(default_factory=dict, description="dimension -> value")
     requests: int = Field(0, description="API requests whose usage the log states one by one")
-    turns: int = Field(
-        0,
-        description="codex exec --json turns: each states its requests' usage summed (how many"
-        " requests: not known)",
-    )
-    runs: int = Field(
-        0,
-        description="claude -p --output-format json: one model's usage over a whole run (how"
-        " many requests: not known)",
-    )
+    turns: int = Field(0, description=TURN_MEANING)
+    runs: int = Field(0, description=RUN_MEANING)
     prompt_tokens: int = Field(0, description="whole prompts: uncached + reads + writes")
     cache_read_tokens: int = 0
     cache_write_5m_tokens: int = 0
