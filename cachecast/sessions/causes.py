@@ -16,7 +16,7 @@ from cachecast.sessions.predictor import (
     PromptFacts,
     duration,
 )
-from cachecast.sessions.profiles import ClientProfile
+from cachecast.sessions.profiles import ClientProfile, older_version
 
 IDLE_GAP = "idle_gap_outlived_ttl"
 COMPACTION = "compaction_rewrote_history"
@@ -58,12 +58,36 @@ def explain(
     observed: ObservedSplit,
     profile: ClientProfile,
     held: HeldPrefix | None = None,
+    client_version: str | None = None,
 ) -> tuple[str, str]:
     """The cause of a request predicted outside tolerance, and a sentence with its figures;
     ``held`` names what a request that read less than predicted did read
-    (``SessionPredictor.held_prefix``)."""
+    (``SessionPredictor.held_prefix``); ``client_version`` is the version of the client
+    that wrote the log, where it says (a best-effort miss of a version older than the
+    profile's ``turn_routing_since`` names it)."""
     cause, words = _explain(facts, predicted, observed, profile, held)
+    if cause == BEST_EFFORT and observed.read < predicted.read:
+        words += _turn_routing(facts, client_version, profile)
     return cause, words + _off_steps(observed.read, profile)
+
+
+def _turn_routing(facts: PromptFacts, version: str | None, profile: ClientProfile) -> str:
+    """A best-effort miss within a user turn, in a log written by a client version that does
+    not yet pin a turn's requests to the machine holding its prefix (Codex CLI before 0.88.0
+    sends no ``x-codex-turn-state``; docs/clients.md), in words a user acts on. Nothing for
+    the request that opens a user turn (the token is the turn's own: it has none yet), nor
+    where the version is newer, not given or not a numbered version."""
+    since = profile.turn_routing_since
+    if since is None or facts.user_turn or not older_version(version, since):
+        return ""
+    return (
+        f"; {profile.title} {version} wrote this log: versions before {since} do not send"
+        " back within a user turn the routing token the server gives the turn's first"
+        f" response ({profile.turn_routing_token}), which keeps the turn's requests on the"
+        " machine that holds its prefix, so more of their requests land on machines holding"
+        " less of it;"
+        f" updating {profile.title} to {since} or later may avoid such misses"
+    )
 
 
 def _off_steps(read: int, profile: ClientProfile) -> str:

@@ -55,6 +55,13 @@ class ClientProfile:
     # some overflow to other machines, which do not hold the conversation (OpenAI: about 15 a
     # minute; docs/clients.md). None: no such rate documented. Named in the causes of misses.
     overflow_per_minute: int | None = None
+    # The first client version that sends back, within a user turn, the routing token the
+    # server gave the turn's first response, so that the turn's requests go back to the
+    # machine holding its prefix (Codex CLI: ``x-codex-turn-state`` from 0.88.0;
+    # docs/clients.md). A best-effort miss in a log written by an older version names it:
+    # the user can update. None: no such token known.
+    turn_routing_since: str | None = None
+    turn_routing_token: str = ""  # the token's name (Codex: the header it travels in)
     # Whether the client rebuilds an environment part of its hidden prefix (working
     # directory, git status, CLAUDE.md) at a prompt whose working directory differs from the
     # previous turn's, so that the provider reads only the stable part before it (tools and
@@ -89,10 +96,27 @@ CODEX_CLI = ClientProfile(
     output_cached=True,
     shared_session_start=True,
     overflow_per_minute=15,
+    turn_routing_since="0.88.0",
+    turn_routing_token="x-codex-turn-state",
     source="docs/clients.md#codex-cli",
 )
 
 PROFILES: dict[str, ClientProfile] = {p.name: p for p in (CLAUDE_CODE, CODEX_CLI)}
+
+
+def older_version(version: str | None, than: str) -> bool:
+    """Whether the client version ``version`` (``0.58.0``, ``0.104.0-alpha.3``) comes before
+    ``than``, compared by its numbered parts; False where either is not a numbered version
+    (nothing is claimed about a version that cannot be read)."""
+
+    def numbers(text: str) -> tuple[int, ...] | None:
+        parts = text.strip().split("-", 1)[0].split(".")
+        if not parts or not all(part.isdigit() for part in parts):
+            return None
+        return tuple(int(part) for part in parts)
+
+    mine, theirs = numbers(version or ""), numbers(than)
+    return mine is not None and theirs is not None and mine < theirs
 
 
 def profile_named(name: str) -> ClientProfile:

@@ -63,7 +63,7 @@ def predict_sessions(
         predictor.learn(facts, predicted, observed)
         cause, why = (None, predicted.basis)
         if not ok:
-            cause, why = explain(facts, predicted, observed, profile, held)
+            cause, why = explain(facts, predicted, observed, profile, held, each.client_version)
         yield PredictedRequest(each, predicted, ok, cause, why, kept)
 
 
