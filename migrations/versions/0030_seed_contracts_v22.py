@@ -16,8 +16,9 @@ release days, a version of magistral-small-latest from 2026-07-31 on, and gives 
 ``moonshot/kimi-k2-0905-preview`` version of contracts-v11 the alias ``kimi-k2-0905``: an
 alias is a child row of one version, so, as revision 0029 did, that row (provider, model, start
 and origin must all match) and its children are deleted and seeded again from contracts-v22.json
-with the alias and the same terms. The downgrade deletes the seeded rows and writes the deleted
-one back from contracts-v11.json. Sources are in each version's notes and in docs/contracts.md
+with the alias and the same terms. The downgrade deletes the seeded rows, gives the stored
+magistral-small-latest version its end (2026-07-31) back, and writes the deleted row back from
+contracts-v11.json. Sources are in each version's notes and in docs/contracts.md
 ("contracts-v22").
 """
 
@@ -52,6 +53,11 @@ REPLACED = (
     ),
 )
 
+# Stored versions that already ended where a seeded one begins: the upgrade leaves them as they
+# are, while ``unseed`` reopens any version ending on a seeded start, so the downgrade writes
+# their end back (provider, model, start, end).
+ENDED = (("mistral", "magistral-small-latest", dt.date(2025, 6, 10), dt.date(2026, 7, 31)),)
+
 Row = tuple[str, str, dt.date, str, str]
 
 
@@ -66,6 +72,17 @@ def upgrade() -> None:
 def downgrade() -> None:
     seeding = run_path(SEEDING)
     seeding["unseed"]("seed:contracts-v22")
+    versions = seeding["versions_table"]
+    for provider, model, start, end in ENDED:
+        op.execute(
+            versions.update()
+            .where(
+                versions.c.provider == provider,
+                versions.c.model == model,
+                versions.c.effective_from == start,
+            )
+            .values(effective_to=end)
+        )
     for row in REPLACED:
         _restore_row(seeding, row)
 
