@@ -36,6 +36,7 @@ from tests.contracts.builders import bill_of_counts
 
 TODAY = dt.date(2026, 12, 5)
 REVISION = "0030_seed_contracts_v22"
+AUTO = CacheMode.AUTOMATIC
 RECORDED = dt.date(2026, 3, 9)  # charmbracelet/crush's cassettes (created 1773004135 s)
 
 

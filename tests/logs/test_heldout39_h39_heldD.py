@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from cachecast.contracts import ContractStore
