@@ -42,6 +42,7 @@ use case, and the CLI, the API and the HTML page import the report from here.)
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,7 +138,22 @@ def unknown_reason(provider: str, model: str, message: str) -> str:
             f"{provider}:{model}: no stored contract covers provider {provider!r}, so model"
             f" {model!r} is not priced" + (f" (providers with contracts: {known})" if known else "")
         )
+    if (
+        provider in ("google", "vertex")
+        and message.startswith("unknown model")
+        and _EXPERIMENTAL.search(model)
+    ):
+        # Google's experimental ids are left unpriced on purpose (docs/contracts.md,
+        # "contracts-v19"): say so rather than leave a bare "unknown model".
+        message += (
+            "; an experimental Gemini id ('-exp'): no per-token price for it is in our"
+            " sources, so it is not stored"
+        )
     return f"{provider}:{model}: {message}"
+
+
+# Google's experimental model ids: gemini-2.0-flash-exp, gemini-2.0-pro-exp-02-05, ...
+_EXPERIMENTAL = re.compile(r"-exp(?:-|$)")
 
 
 class ReconcileRequest(LogRequest):

@@ -222,3 +222,23 @@ def test_a_request_after_the_models_retirement_names_it(
         ReconcileRequest(log=LogInput.of_paths([path]), at=dt.date(2025, 6, 1)), store
     )
     assert report.unpriced == {}
+
+
+def test_an_experimental_gemini_id_says_why_it_is_not_priced(
+    tmp_path: Path, migrated_db_url: str
+) -> None:
+    # gemini-2.0-flash-exp on Vertex AI (read as provider google, docs/log-formats.md).
+    pair = {
+        "provider": "google",
+        "model": "gemini-2.0-flash-exp",
+        "timestamp": "2026-01-13T19:42:59Z",
+        "request": {"contents": [{"role": "user", "parts": [{"text": "Read go.mod"}]}]},
+        "response": {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "Okay"}]}}],
+            "usageMetadata": {"promptTokenCount": 125, "candidatesTokenCount": 5},
+        },
+    }
+    path = tmp_path / "exp.json"
+    path.write_text(json.dumps(pair))
+    with pytest.raises(BadInputError, match=r"an experimental Gemini id \('-exp'\)"):
+        reconcile(ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url))
