@@ -347,6 +347,7 @@ class _Replay:
         self.served: dict[tuple[str, str, dt.date], _Served] = {}
         self.rows: list[ReconciledRow] = []
         self.without_usage = 0
+        self.first_without_usage: str | None = None  # where the first such request is
         self.contradictory: list[str] = []
         self.unpriced: Counter[str] = Counter()
         self.all = ReconciliationSummary()
@@ -435,6 +436,8 @@ class _Replay:
                     self.contradictory.append(
                         f"{request.source}:{request.line}: {observed.contradiction}"
                     )
+                elif observed is None and self.first_without_usage is None:
+                    self.first_without_usage = f"{request.source}:{request.line}"
             else:
                 verdict = self.judge(row, row.reconciled, served)
                 # What the provider said it holds now feeds the later predictions (never
@@ -748,7 +751,16 @@ def _refuse_nothing_reconciled(replay: _Replay) -> None:
         )
     without = replay.without_usage - len(replay.contradictory)
     if without > 0:
-        reasons.append(f"{without} request(s) carry no usage")
+        first = replay.first_without_usage
+        reasons.append(
+            f"{without} request(s) carry no usage"
+            + (
+                f", first {first}: its response reports no token counts (nothing observed to"
+                " compare a prediction with)"
+                if first is not None
+                else ""
+            )
+        )
     raise BadInputError(
         "nothing to reconcile: no request was priced against usage it reported ("
         + "; ".join(reasons or ["the log holds no request"])

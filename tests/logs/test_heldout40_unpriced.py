@@ -242,3 +242,21 @@ def test_an_experimental_gemini_id_says_why_it_is_not_priced(
     path.write_text(json.dumps(pair))
     with pytest.raises(BadInputError, match=r"an experimental Gemini id \('-exp'\)"):
         reconcile(ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url))
+
+
+def test_a_response_without_usage_is_named(tmp_path: Path, migrated_db_url: str) -> None:
+    # A Gemini API generateContent reply of late 2023 without usageMetadata (gemini-pro).
+    pair = {
+        "provider": "google",
+        "model": "gemini-1.0-pro",
+        "timestamp": "2024-06-01T12:00:00Z",
+        "request": {"contents": [{"role": "user", "parts": [{"text": "What is 6 x 7?"}]}]},
+        "response": {"candidates": [{"content": {"role": "model", "parts": [{"text": "42"}]}}]},
+    }
+    path = tmp_path / "gemini.json"
+    path.write_text(json.dumps(pair))
+    with pytest.raises(BadInputError) as caught:
+        reconcile(ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url))
+    assert f"1 request(s) carry no usage, first {path}:1: its response reports no token" in str(
+        caught.value
+    )
