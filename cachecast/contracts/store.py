@@ -118,8 +118,16 @@ class ContractStore:
                 f"{name}{via} has no contract before {first.isoformat()}, its first version"
                 f" (asked for {day.isoformat()})"
             )
+        ends = [terms.effective_to for terms in versions]
+        last = max(end for end in ends if end is not None) if None not in ends else None
+        retired = (
+            f": its last version ended on {last.isoformat()} (retired; a recording dated"
+            " later may carry a rewritten date: give the day it was made with --at)"
+            if last is not None and day >= last
+            else ""
+        )
         raise UnknownContractError(
-            f"{name}{via} has no contract version in force on {day.isoformat()} "
+            f"{name}{via} has no contract version in force on {day.isoformat()}{retired} "
             f"(stored versions: {known})"
         )
 

@@ -506,7 +506,20 @@ def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, S
         if why is None:
             return fmt, found
         tried.append((fmt.name, why))
+    alone = _response_alone(found)
+    if alone is not None:
+        # A reply kept without its request is no unknown format: say what it is (one error).
+        raise LogFileError(str(path), alone)
     raise UnknownLogFormatError(str(path), tried)
+
+
+def _response_alone(found: Sample) -> str | None:
+    """Why the sampled file is a provider's response alone (``jsonl.response_alone``)."""
+    records = found.records
+    if not records:
+        document = found.document()
+        records = [document] if isinstance(document, dict) else []
+    return jsonl.response_alone(records[0]) if len(records) == 1 else None
 
 
 def open_log(

@@ -39,9 +39,49 @@ RECORD_KEYS = (
 )
 
 
+# The keys of a provider's response object beside its ``usage`` (Chat Completions ``choices``,
+# Anthropic Messages ``content``, the Gemini API's ``candidates``, the Responses API's
+# ``output``): a record of these alone recorded the answer, not the request.
+RESPONSE_KEYS = ("choices", "content", "candidates", "output")
+NOTHING_TO_RECONCILE = "its prompt is not recorded, so there is nothing to reconcile"
+
+
+def response_alone(record: dict[str, Any]) -> str | None:
+    """Why ``record`` is a provider's response kept without its request (test fixtures keep
+    replies alone: a bare ``chat.completion`` object, or a recorded HTTP response
+    ``{status, headers, body}`` whose body is the response's JSON text), or None where it is
+    not one (docs/log-formats.md, "Canonical records")."""
+    body = record.get("body")
+    if "status" in record and isinstance(body, str) and "request" not in record:
+        try:
+            reply = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(reply, dict) and "usage" in reply:
+            return (
+                "a recorded HTTP response alone ({status, headers, body} with the response's"
+                f" usage, no request): {NOTHING_TO_RECONCILE}"
+            )
+        return None
+    if (
+        "usage" in record
+        and any(key in record for key in RESPONSE_KEYS)
+        and not any(key in record for key in RECORD_KEYS)
+    ):
+        kind = record.get("object") or record.get("type") or "response"
+        return (
+            f"a provider's response alone ({kind} object with usage, no request):"
+            f" {NOTHING_TO_RECONCILE}"
+        )
+    return None
+
+
 def fits(record: dict[str, object]) -> str | None:
     if any(key in record for key in RECORD_KEYS):
         return None
+    alone = response_alone(record)
+    if alone is not None:
+        return alone
     return "no " + "/".join(RECORD_KEYS[:7]) + "... key (a wrapper record or a request body)"
 
 

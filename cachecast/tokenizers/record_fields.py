@@ -14,6 +14,7 @@ from cachecast.core.identity import hashed
 from cachecast.core.limits import check_tokens
 from cachecast.logs.canonical import optional_str
 from cachecast.logs.http.response_usage import response_time
+from cachecast.logs.jsonl import response_alone
 from cachecast.logs.providers import normalize_provider_name
 from cachecast.logs.sanitize import epoch_seconds
 from cachecast.tokenizers.render import Rendered
@@ -37,6 +38,9 @@ def wrapped_body(record: dict[str, Any]) -> dict[str, Any]:
     for key in WRAPPER_KEYS:
         if key in record:
             if not isinstance(record[key], dict):
+                alone = response_alone(record)
+                if alone is not None:
+                    raise RecordFieldError(key, alone)
                 raise RecordFieldError(key, f"expected an object, got {type(record[key]).__name__}")
             body: dict[str, Any] = record[key]
             return body

@@ -42,6 +42,7 @@ use case, and the CLI, the API and the HTML page import the report from here.)
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,7 +138,22 @@ def unknown_reason(provider: str, model: str, message: str) -> str:
             f"{provider}:{model}: no stored contract covers provider {provider!r}, so model"
             f" {model!r} is not priced" + (f" (providers with contracts: {known})" if known else "")
         )
+    if (
+        provider in ("google", "vertex")
+        and message.startswith("unknown model")
+        and _EXPERIMENTAL.search(model)
+    ):
+        # Google's experimental ids are left unpriced on purpose (docs/contracts.md,
+        # "contracts-v19"): say so rather than leave a bare "unknown model".
+        message += (
+            "; an experimental Gemini id ('-exp'): no per-token price for it is in our"
+            " sources, so it is not stored"
+        )
     return f"{provider}:{model}: {message}"
+
+
+# Google's experimental model ids: gemini-2.0-flash-exp, gemini-2.0-pro-exp-02-05, ...
+_EXPERIMENTAL = re.compile(r"-exp(?:-|$)")
 
 
 class ReconcileRequest(LogRequest):
@@ -331,6 +347,7 @@ class _Replay:
         self.served: dict[tuple[str, str, dt.date], _Served] = {}
         self.rows: list[ReconciledRow] = []
         self.without_usage = 0
+        self.first_without_usage: str | None = None  # where the first such request is
         self.contradictory: list[str] = []
         self.unpriced: Counter[str] = Counter()
         self.all = ReconciliationSummary()
@@ -419,6 +436,8 @@ class _Replay:
                     self.contradictory.append(
                         f"{request.source}:{request.line}: {observed.contradiction}"
                     )
+                elif observed is None and self.first_without_usage is None:
+                    self.first_without_usage = f"{request.source}:{request.line}"
             else:
                 verdict = self.judge(row, row.reconciled, served)
                 # What the provider said it holds now feeds the later predictions (never
@@ -732,7 +751,16 @@ def _refuse_nothing_reconciled(replay: _Replay) -> None:
         )
     without = replay.without_usage - len(replay.contradictory)
     if without > 0:
-        reasons.append(f"{without} request(s) carry no usage")
+        first = replay.first_without_usage
+        reasons.append(
+            f"{without} request(s) carry no usage"
+            + (
+                f", first {first}: its response reports no token counts (nothing observed to"
+                " compare a prediction with)"
+                if first is not None
+                else ""
+            )
+        )
     raise BadInputError(
         "nothing to reconcile: no request was priced against usage it reported ("
         + "; ".join(reasons or ["the log holds no request"])

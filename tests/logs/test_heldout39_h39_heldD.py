@@ -12,11 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from cachecast.contracts import ContractStore
-from cachecast.core.errors import BadInputError
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.logs.helpers import read, totals
@@ -228,8 +226,7 @@ def test_a_plain_log_without_provider_is_priced_by_its_model_family(
     path = tmp_path / "replay.json"
     path.write_text(json.dumps(PAIR, indent=2))
     # The response's ``created`` dates the pair 2026-10-06 (docs/log-formats.md, "Canonical
-    # records"), after the stored magistral-small-latest version ends (2026-07-31: which model
-    # the alias named since is in none of our sources), so the day is named within it.
+    # records"); the day named here is within Magistral Small 1.2's own version (to 2026-07-31).
     report = reconcile(
         ReconcileRequest(log=LogInput.of_paths([path]), at=dt.date(2026, 7, 1)),
         ContractStore(migrated_db_url),
@@ -238,8 +235,12 @@ def test_a_plain_log_without_provider_is_priced_by_its_model_family(
     assert [(t.provider, t.model) for t in report.targets] == [
         ("mistral", "magistral-small-latest")
     ]
-    # Without the day, the pair is priced on its own day, and none is stored for it.
-    with pytest.raises(
-        BadInputError, match="magistral-small-latest has no contract version in force on 2026-10-06"
-    ):
-        reconcile(ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url))
+    # Without the day, the pair is priced on its own day, 2026-10-06: after 1.2's retirement
+    # the alias still answered, and contracts-v22 prices it from 2026-07-31 on
+    # (docs/contracts.md, "contracts-v22").
+    own_day = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
+    )
+    assert own_day.unpriced == {}
+    [target] = own_day.targets
+    assert target.contract.effective_from == dt.date(2026, 7, 31)
