@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.mechanics import caches_replies, read_step
+from cachecast.contracts.mechanics import caches_replies
 from cachecast.logs.http.state import ApiState, carried_reply, streamed_message
 from tests.conftest import shared_data
 from tests.logs.helpers import read
@@ -87,14 +87,21 @@ def test_only_deepseek_from_v3_2_caches_replies(migrated_db_url: str) -> None:
     assert not caches_replies(store.as_of("openai", "gpt-4o", dt.date(2026, 6, 10)))
 
 
-def test_deepseek_reads_in_128_token_steps_from_v4(store: ContractStore) -> None:
-    # From the V4 launch (2026-04-24) on, whatever step a version stores (contracts-v5's 64 for
-    # deepseek-chat, none for deepseek-v4-flash of 2026-10-02).
-    assert read_step(store.as_of("deepseek", "deepseek-chat", dt.date(2026, 6, 8))) == 128
-    assert read_step(store.as_of("deepseek", "deepseek-v4-flash", dt.date(2026, 12, 5))) == 128
+def test_deepseek_reads_in_128_token_steps_from_v4(migrated_db_url: str) -> None:
+    # From the V4 launch (2026-04-24) on, contracts-v23 stores 128-token steps and minimum
+    # (contracts-v5 stored 64 for deepseek-chat, contracts-v3 none for deepseek-v4-flash of
+    # 2026-10-02).
+    store = ContractStore(migrated_db_url)
+    for model, day in (
+        ("deepseek-chat", dt.date(2026, 6, 8)),
+        ("deepseek-reasoner", dt.date(2026, 6, 10)),
+        ("deepseek-v4-flash", dt.date(2026, 12, 5)),
+    ):
+        terms = store.as_of("deepseek", model, day)
+        assert (terms.increment_tokens, terms.min_cacheable_tokens) == (128, 128)
     # V3.2 (deepseek-chat from 2025-09-29): the 64-token units of V3's guide stand.
-    assert read_step(store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10))) is None
-    assert read_step(store.as_of("openai", "gpt-4o", dt.date(2026, 6, 10))) is None
+    terms = store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10))
+    assert (terms.increment_tokens, terms.min_cacheable_tokens) == (64, 64)
 
 
 # --- Streamed replies (hand-written vcrpy cassettes; DeepSeek's Chat Completions stream) --

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachecast.contracts.mechanics import caches_replies, read_step
+from cachecast.contracts.mechanics import caches_replies
 from cachecast.contracts.model import CacheMode, ContractTerms, TtlOption
 from cachecast.simulator.policies.automatic import AutomaticPrefixCache
 from cachecast.simulator.policies.base import CachePolicy
@@ -116,12 +116,6 @@ def build_policy(kind: str, contract: ContractTerms | None = None, **options: An
     ttl_options = _ttl_options(contract, ttl_seconds)
     if kind == "automatic":
         default = ttl_options[0]
-        step = read_step(contract) if contract is not None else None
-        if step is not None and "increment" not in options:
-            # Reads come in coarser steps than the stored terms say (contracts.mechanics,
-            # DeepSeek's 128 tokens): matched and read in those steps, nothing under one.
-            increment, min_tokens = step, max(min_tokens, step)
-            block_size = block_size or step
         return AutomaticPrefixCache(
             block_size=block_size or increment or DEFAULT_BLOCK_WITHOUT_INCREMENT,
             min_tokens=min_tokens,
