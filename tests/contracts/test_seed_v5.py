@@ -56,8 +56,11 @@ def test_nova_caches_only_at_checkpoints_from_the_day_after_each_stored_start(
     )
 
 
-def test_deepseek_v4_window_keeps_the_64_token_unit(migrated_db_url: str) -> None:
-    store = ContractStore(migrated_db_url)
+def test_deepseek_v4_window_keeps_the_64_token_unit(sqlite_url: str) -> None:
+    # Revision 0012's own correction; contracts-v23 (revision 0031) sets 128 since
+    # (tests/contracts/test_seed_v23.py).
+    db.upgrade(sqlite_url, "0012_seed_contracts_v5")
+    store = ContractStore(sqlite_url)
     # The recordings are of 2026-06-08 (deepseek-chat) and 2026-06-10 (deepseek-reasoner).
     for model in ("deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash"):
         terms = store.as_of("deepseek", model, dt.date(2026, 6, 10))

@@ -2,8 +2,8 @@
 
 DeepSeek's guide: each request leaves a cache prefix unit at the end of the model's output; a
 next request carrying the reply back as generated reads the prompt and the reply. Observed
-figures are the recordings' usage fields (``prompt_cache_hit_tokens``); the 64-token unit is
-contracts-v5's (docs/contracts.md)."""
+figures are the recordings' usage fields (``prompt_cache_hit_tokens``); the steps of the V4
+rules are 128 tokens (docs/predictions.md, "DeepSeek's 128-token steps")."""
 
 from __future__ import annotations
 
@@ -65,13 +65,13 @@ def test_recorded_deepseek_requests_carrying_their_reply() -> None:
 def test_deepseek_reads_the_previous_prompt_and_its_reply(store: ContractStore) -> None:
     # pydantic-ai, deepseek-reasoner on 2026-06-10: request 2 has prompt_tokens 875 and
     # completion_tokens 79; request 3 (976 tokens) carries that reply and reads
-    # prompt_cache_hit_tokens 896 = 64 x floor((875 + 79) / 64) = 64 x 14. Without the reply
-    # cached the prediction was 832 = 64 x floor(875 / 64), 64 off.
+    # prompt_cache_hit_tokens 896 = 128 x floor((875 + 79) / 128) = 128 x 7. Without the
+    # reply cached the prediction would be 768 = 128 x floor(875 / 128), 128 off.
     report = run(shared_data(PYDANTIC), store)
     third = rows(report)[2]
     assert (third[1], third[2]) == (896, 896)
     # RubyLLM, deepseek-chat on 2026-06-08: request 1 has prompt_tokens 407; request 2 carries
-    # the reply re-serialized and reads 384 = 64 x floor(407 / 64): its previous prompt only.
+    # the reply re-serialized and reads 384 = 128 x floor(407 / 128): its previous prompt only.
     report = run(shared_data(RUBY), store)
     second = rows(report)[1]
     assert (second[1], second[2]) == (384, 384)
@@ -85,6 +85,23 @@ def test_only_deepseek_from_v3_2_caches_replies(migrated_db_url: str) -> None:
     # V3.1 (the version of 2025-09-05): the guide of its time, prompts only.
     assert not caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2025, 9, 10)))
     assert not caches_replies(store.as_of("openai", "gpt-4o", dt.date(2026, 6, 10)))
+
+
+def test_deepseek_reads_in_128_token_steps_from_v4(migrated_db_url: str) -> None:
+    # From the V4 launch (2026-04-24) on, contracts-v23 stores 128-token steps and minimum
+    # (contracts-v5 stored 64 for deepseek-chat, contracts-v3 none for deepseek-v4-flash of
+    # 2026-10-02).
+    store = ContractStore(migrated_db_url)
+    for model, day in (
+        ("deepseek-chat", dt.date(2026, 6, 8)),
+        ("deepseek-reasoner", dt.date(2026, 6, 10)),
+        ("deepseek-v4-flash", dt.date(2026, 12, 5)),
+    ):
+        terms = store.as_of("deepseek", model, day)
+        assert (terms.increment_tokens, terms.min_cacheable_tokens) == (128, 128)
+    # V3.2 (deepseek-chat from 2025-09-29): the 64-token units of V3's guide stand.
+    terms = store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10))
+    assert (terms.increment_tokens, terms.min_cacheable_tokens) == (64, 64)
 
 
 # --- Streamed replies (hand-written vcrpy cassettes; DeepSeek's Chat Completions stream) --
@@ -242,7 +259,7 @@ def test_a_streamed_reply_is_predicted_as_its_unstreamed_twin(
 ) -> None:
     # DeepSeek's guide (V4 rules): a cache prefix unit ends where the model's output ends,
     # whether the reply was streamed or not. The same exchange recorded both ways is
-    # predicted alike; request 1 writes only its prompt's whole 64-token blocks, so a
+    # predicted alike; request 1 writes only its prompt's whole 128-token blocks, so a
     # predicted read of request 2 beyond that write comes from the reply held.
     streamed = rows(run(_cassette(tmp_path, "".join(ARGUMENTS), streamed=True), store))
     whole = rows(run(_cassette(tmp_path, "".join(ARGUMENTS), streamed=False), store))
