@@ -262,3 +262,14 @@ def test_a_response_without_the_header_keeps_its_recording_s_organization(
     assert first == second != "default"
     other = vcrpy_cassette(tmp_path / "other.yaml", QUESTION_A, WRITES, JULY_3, ORG_2)
     assert scopes(other)[0] not in (first, "default")
+
+
+def test_the_organization_is_never_shown(store: ContractStore, tmp_path: Path) -> None:
+    """The organization scopes the cache as a keyed hash only (docs/limits.md, "Identity
+    fields"): a miss cause naming the other scope does not carry the value."""
+    a = vcrpy_cassette(tmp_path / "a.yaml", QUESTION_A, WRITES, JULY_3, ORG_1)
+    b = vcrpy_cassette(tmp_path / "b.yaml", QUESTION_B, READS, JULY_3_PLUS_5_S, ORG_2)
+    report = reconcile(ReconcileRequest(log=LogInput.of_paths([a, b])), store)
+    shown = report.model_dump_json()
+    assert "scope_differs" in shown  # B's prefix was cached, under the other organization
+    assert ORG_1 not in shown and ORG_2 not in shown
