@@ -189,7 +189,8 @@ class LogInput(BaseModel):
 
 # What a folder given as a log contributes: files of the kinds logs are kept in, compressed
 # or not (docs/log-formats.md, "Files, folders, globs").
-# (.json5: talkback's tapes; .zhar: mitmproxy's zlib-compressed HAR.)
+# (.json5: talkback's tapes; .zhar: mitmproxy's zlib-compressed HAR; .httprr: Go httprr
+# traces, langchaingo's testdata folders of them.)
 LOG_SUFFIXES = (
     ".jsonl",
     ".ndjson",
@@ -199,6 +200,7 @@ LOG_SUFFIXES = (
     ".yml",
     ".har",
     ".zhar",
+    ".httprr",
     ".log",
     ".txt",
 )

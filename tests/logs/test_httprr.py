@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cachecast.passes.log_input import expand_log_paths
 from tests.logs.helpers import read, totals
 
 MAGIC = b"httprr trace v1\n"
@@ -186,3 +187,19 @@ def test_a_gzip_trace_is_read(tmp_path: Path) -> None:
     result = read(zipped)
     assert (result.format, result.errors) == ("httprr", [])
     assert totals(result.requests) == {"input": 1811, "read": 0, "write": 1808, "output": 12}
+
+
+def test_a_folder_of_traces_is_read_whole(tmp_path: Path) -> None:
+    """langchaingo keeps one trace per test under testdata/, plain or gzip-compressed: a
+    folder given as a log holds both (docs/log-formats.md, "Files, folders, globs")."""
+    reply = _anthropic_reply(1808, 0)
+    plain = _trace(
+        tmp_path / "TestA.httprr",
+        (
+            _request("https://api.anthropic.com/v1/messages", ANTHROPIC),
+            _response(reply, f"Content-Length: {len(reply)}\r\n"),
+        ),
+    )
+    zipped = tmp_path / "TestB.httprr.gz"
+    zipped.write_bytes(gzip.compress(plain.read_bytes()))
+    assert expand_log_paths([tmp_path]) == [plain, zipped]

@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 from cachecast.contracts import ContractStore
+from cachecast.core.identity import SCOPE_KEY_ENV, scope_key
 from cachecast.passes.log_input import LogInput
-from cachecast.simulator.misses import CAUSES, TTL_EXPIRED
+from cachecast.simulator.misses import CAUSES, SCOPE_DIFFERS
 from cachecast.usecases.reconcile import (
     BEST_EFFORT_MISS,
     TOKENIZER_APPROXIMATION,
@@ -96,6 +97,15 @@ def recorded_times(path: Path) -> list[float]:
     return times
 
 
+def response_organizations(path: Path) -> list[str]:
+    """The ``openai-organization`` header of each recorded response."""
+    cassette = yaml.safe_load(path.read_text("utf-8"))
+    return [
+        interaction["response"]["headers"]["openai-organization"][0]
+        for interaction in cassette["interactions"]
+    ]
+
+
 def documented_reads(lengths: list[int], times: list[float]) -> list[int]:
     """Reads under the documented terms from a cold cache, for a log of repeats of one
     prompt: nothing the first time; then, while the previous request is less than the
@@ -126,11 +136,18 @@ def test_openai_predictions_follow_the_terms_and_unread_repeats_are_best_effort(
     assert [row.exact_match for row in rows] == [True, True, True, False]
     # The fourth request repeats the third seven seconds later, yet OpenAI read nothing.
     assert rows[3].classification == BEST_EFFORT_MISS
-    # The third came a year after the second: its prefix had expired, and says by how much.
-    expired = [span for span in rows[2].miss_causes if span.cause == TTL_EXPIRED]
-    assert [span.tokens for span in expired] == [1024]
-    gap = round(times[2] - times[1])
-    assert expired[0].detail is not None and f"{gap:,} s" in expired[0].detail
+    # The third came a year after the second, answered for another organization (the first
+    # two responses name a personal organization, the last two "traceloop" in their
+    # openai-organization header): the prefix the second cached was another organization's
+    # (docs/log-formats.md, "Request time and shared caches"), whatever its age.
+    assert [response_organizations(path)[i] for i in (1, 2)] == [
+        "user-xzaeeoqlanzncr8pomspsknu",
+        "traceloop",
+    ]
+    elsewhere = [span for span in rows[2].miss_causes if span.cause == SCOPE_DIFFERS]
+    # the same prompt again: all of it was sent before, under the other organization
+    assert [span.tokens for span in elsewhere] == [expected[2]["input"]]
+    assert times[2] - times[1] > 300 * 24 * 3600
     summary = report.summary
     assert (summary.requests, summary.exact_matches, summary.within_tolerance) == (4, 3, 3)
     assert summary.classes == {BEST_EFFORT_MISS: 1}
@@ -159,12 +176,19 @@ def test_every_request_of_every_cassette_has_its_causes(store: ContractStore) ->
 def test_cli_and_api_give_the_library_report(store_url: str, tmp_path: Path) -> None:
     path = shared_data(f"{FOLDER}/test_openai_prompt_caching.yaml")
     library = run([path], ContractStore(store_url)).model_dump(mode="json")
+    # The cassette's responses name their organizations: scopes are their keyed hashes
+    # (core.identity), which a miss cause names, so the CLI hashes with this run's key.
     completed = subprocess.run(
         [sys.executable, "-m", "cachecast", "reconcile", str(path), "--json"],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
-        env={"PYTHONPATH": str(REPO_ROOT), "CACHECAST_DATABASE_URL": store_url, "PATH": ""},
+        env={
+            "PYTHONPATH": str(REPO_ROOT),
+            "CACHECAST_DATABASE_URL": store_url,
+            "PATH": "",
+            SCOPE_KEY_ENV: scope_key(),
+        },
         timeout=300,
         check=False,
     )

@@ -100,6 +100,7 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
     state = ApiState()
     exchanges = list(exchanges)
     state.lifetimes = cache_lifetimes(exchanges)
+    state.organization = first_organization(exchanges)
     for exchange in exchanges:
         if isinstance(exchange, BadEntry):
             yield exchange.line, stream.error(exchange.line, exchange.field, exchange.reason)
@@ -130,6 +131,33 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             raise
         if record is not None:
             yield exchange.line, record
+
+
+# Response headers naming the account a provider answered for (OpenAI's, in its API
+# reference; Anthropic's, as recordings show it). Prompt caches are not shared between
+# organizations (docs/log-formats.md, "Request time and shared caches").
+ORGANIZATION_HEADERS = ("openai-organization", "anthropic-organization-id")
+
+
+def organization_of(headers: dict[str, str]) -> str | None:
+    """The organization a recorded response names (``provider-header:value``), or None."""
+    for name in ORGANIZATION_HEADERS:
+        value = headers.get(name, "").strip()
+        if value:
+            return f"{name}:{value}"
+    return None
+
+
+def first_organization(exchanges: Iterable[Exchange | BadEntry]) -> str | None:
+    """The first organization a recording's responses name: it stands for the exchanges
+    that name none (a header a recording filter kept on some responses only), so that one
+    recording is one scope unless its responses name different organizations."""
+    for exchange in exchanges:
+        if isinstance(exchange, Exchange):
+            found = organization_of(exchange.response_headers)
+            if found is not None:
+                return found
+    return None
 
 
 def _results_download(exchange: Exchange) -> bool:
@@ -313,6 +341,11 @@ def _record(
         observed=observed,
         prompt_complete=complete,
     )
+    organization = organization_of(exchange.response_headers) or state.organization
+    if organization is not None:
+        # The cache's isolation scope (docs/log-formats.md, "Request time and shared
+        # caches"): kept as a keyed hash by the reader (``record_fields.scope_of``).
+        record["organization"] = organization
     if cached_content is not None:
         record["cached_content"] = cached_content
     if endpoint.api == "chat":

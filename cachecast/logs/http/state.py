@@ -90,6 +90,8 @@ class ApiState:
     # The latest Chat Completions exchange: its body without ``messages``, its messages and
     # its reply as a request carries it (None: a reply the recording does not hold whole).
     chat_turn: tuple[dict[str, Any], list[Any], dict[str, Any]] | None = None
+    # The first organization the recording's responses name (``organization_of``).
+    organization: str | None = None
 
 
 GEMINI_DEFAULT_TTL_SECONDS = 3600  # "If not set, the TTL defaults to 1 hour" (Gemini docs)
