@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
+from cachecast.logs.usage import normalize_usage
+from cachecast.logs.xai_grpc import _usage as xai_grpc_usage
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.reconcile import (
     BEST_EFFORT_MISS,
@@ -159,3 +161,24 @@ def test_the_table_and_the_json_say_which_reads_were_not_reported(
     assert "None" not in text
     assert "read_not_reported" in text
     assert "2 request(s) report no cache read" in html.read_text()
+
+
+def test_which_absent_read_is_0_and_which_is_not_reported() -> None:
+    """docs/log-formats.md, "Absent cache reads": per convention."""
+    chat = {"prompt_tokens": 100, "completion_tokens": 2}
+    assert normalize_usage(chat).cache_read_tokens is None
+    details = {**chat, "prompt_tokens_details": {"cached_tokens": 0}}
+    assert normalize_usage(details).cache_read_tokens == 0
+    anthropic = {"input_tokens": 100, "output_tokens": 2}
+    assert normalize_usage(anthropic, api="anthropic").cache_read_tokens is None
+    nulled = {**anthropic, "cache_read_input_tokens": None}
+    assert normalize_usage(nulled, api="anthropic").cache_read_tokens is None
+    gemini = {"promptTokenCount": 100, "candidatesTokenCount": 2}
+    assert normalize_usage(gemini).cache_read_tokens == 0
+    bedrock = {"inputTokens": 100, "outputTokens": 2}
+    assert normalize_usage(bedrock).cache_read_tokens == 0
+    langfuse = {"input": 100, "output": 2}
+    assert normalize_usage(langfuse, convention="langfuse").cache_read_tokens is None
+    # xAI's gRPC usage as MessageToDict writes it: a count of 0 is left out.
+    grpc = xai_grpc_usage({"prompt_tokens": 100, "completion_tokens": 2})
+    assert normalize_usage(grpc).cache_read_tokens == 0
