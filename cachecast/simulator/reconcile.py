@@ -14,10 +14,11 @@ each bucket it is wrong in.
 A usage that carries no cache-read field at all (a proxy or SDK that strips OpenAI's
 ``prompt_tokens_details``, a span without the attribute: docs/log-formats.md, "Absent cache
 reads") reports no read, which is not a read of 0: under a contract that offers caching such a
-request is not judged on reads (``observed_read`` None, the read term left out of its error,
-never an exact match), and the summary counts it apart (``reads_not_reported``) and sums the
-reads of the others only. Under a contract that offers no caching nothing can be read: the
-absent read is 0, as the contract says.
+request for which we predict a read is not judged on reads (``observed_read`` None, the read
+term left out of its error, never an exact match), and the summary counts it apart
+(``reads_not_reported``) and sums the reads of the others only. Where we predict no read, or the
+contract offers no caching, the absent read is taken as 0: providers leave zero counters out,
+and nothing the log shows contradicts a prediction of none.
 """
 
 from __future__ import annotations
@@ -118,9 +119,16 @@ def reconcile_request(
         # tokens the cache took in. The two are not the same quantity: not compared.
         writes_reported = False
     # A read the usage does not report is unknown, not 0 (module docstring), except where
-    # the contract offers no caching: nothing can be read, the prediction is 0 whatever
-    # the log says, and the bill is the same.
-    reads_reported = observed.cache_read_tokens is not None or not contract.offers_caching
+    # the contract offers no caching (nothing can be read, the prediction is 0 whatever
+    # the log says, and the bill is the same) and where we predict no read: providers leave
+    # zero counters out (Anthropic's nullable cache counters, Mistral's usage without one),
+    # so an absent field agrees with a prediction of none; only a predicted read can
+    # disagree with a read the log does not show.
+    reads_reported = (
+        observed.cache_read_tokens is not None
+        or not contract.offers_caching
+        or predicted.cache_read_tokens == 0
+    )
     return ReconciledRequest(
         request_id=predicted.request_id,
         line=predicted.line,

@@ -3,7 +3,8 @@
 
 Hand-built logs of two requests sharing a prefix of well over 1,024 tokens, so that the
 second is predicted to read from the first's cache: a chat completion stripped of
-``prompt_tokens_details`` is not judged on reads and billed as all uncached input; the same
+``prompt_tokens_details`` is not judged on the read we predict (the first, predicted to read
+nothing, is: an absent counter agrees with none) and billed as all uncached input; the same
 with ``cached_tokens: 0`` is judged (a miss); a Gemini response without
 ``cachedContentTokenCount`` reads 0 (protobuf's JSON omits a count of 0) and is judged."""
 
@@ -76,24 +77,29 @@ def test_a_chat_completion_without_prompt_tokens_details_is_not_judged_on_reads(
     report = _run(_chat_log(tmp_path, None), store)
     first, second = _by_line(report)
     assert second.predicted_cache_read_tokens > 0  # the shared prefix, cached by the first
+    # The second: a predicted read the log cannot confirm or refute.
+    assert second.observed_cache_read_tokens is None
+    assert second.classification == READ_NOT_REPORTED
+    assert not second.exact_match
+    assert not second.within_tolerance
+    assert "not judged on reads" in second.explanation
+    # The first: nothing predicted to be read (an empty cache), and an absent counter agrees
+    # with none (providers leave zero counters out): judged, read 0.
+    assert first.predicted_cache_read_tokens == 0
+    assert first.observed_cache_read_tokens == 0
+    assert first.within_tolerance
     for row in (first, second):
-        assert row.observed_cache_read_tokens is None
-        assert row.classification == READ_NOT_REPORTED
-        assert not row.exact_match
-        assert not row.within_tolerance
-        assert "not judged on reads" in row.explanation
         # gpt-4o-mini: $0.15 input, $0.60 output per MTok (OpenAI's pricing page); the whole
         # reported prompt is billed as uncached input: 1,820 x 0.15 + 5 x 0.60 = 276 micro-$.
         assert row.observed_cost == Decimal("0.000276")
     summary = report.summary
     assert summary.requests == 2
-    assert summary.reads_not_reported == 2
-    assert summary.exact_matches == 0
-    assert summary.within_tolerance == 0
-    # Neither read is in the sums: the predicted read of the second is left out too.
+    assert summary.reads_not_reported == 1
+    assert summary.within_tolerance == 1
+    # The second's read is in neither sum; the first's predicted and observed reads are 0.
     assert summary.predicted_cache_read_tokens == 0
     assert summary.observed_cache_read_tokens == 0
-    assert summary.classes == {READ_NOT_REPORTED: 2}
+    assert summary.classes.get(READ_NOT_REPORTED) == 1
     assert summary.observed_cost == Decimal("0.000552")
 
 
@@ -149,18 +155,20 @@ def test_the_table_and_the_json_say_which_reads_were_not_reported(
     exact = CliRunner().invoke(app, ["reconcile", log, "--json", *db])
     assert exact.exit_code == 0, exact.output
     report = json.loads(exact.stdout)
-    assert report["summary"]["reads_not_reported"] == 2
-    assert [row["observed_cache_read_tokens"] for row in report["requests"]] == [None, None]
+    assert report["summary"]["reads_not_reported"] == 1
+    # The first request, predicted to read nothing, is taken as 0; the second is not judged.
+    observed = {row["line"]: row["observed_cache_read_tokens"] for row in report["requests"]}
+    assert observed == {1: 0, 2: None}
     html = tmp_path / "report.html"
     shown = CliRunner().invoke(
         app, ["reconcile", log, "--limit", "0", "--html", str(html), *db], env={"COLUMNS": "200"}
     )
     assert shown.exit_code == 0, shown.output
     text = shown.stdout
-    assert "2 request(s) report no cache read (the field is absent, not 0)" in text
+    assert "1 request(s) report no cache read (the field is absent, not 0)" in text
     assert "None" not in text
     assert "read_not_reported" in text
-    assert "2 request(s) report no cache read" in html.read_text()
+    assert "1 request(s) report no cache read" in html.read_text()
 
 
 def test_which_absent_read_is_0_and_which_is_not_reported() -> None:
