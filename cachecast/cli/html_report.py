@@ -195,6 +195,8 @@ def _estimate_body(report: EstimateReport) -> str:
 
 
 def _reconcile_body(report: ReconcileReport) -> str:
+    from cachecast.usecases.reconcile import reads_not_reported_note  # (lazy: startup)
+
     summary = report.summary
     mismatches = sorted(
         (row for row in report.requests if not row.exact_match),
@@ -210,6 +212,11 @@ def _reconcile_body(report: ReconcileReport) -> str:
         f" <b>{money(summary.predicted_cost)}</b> against observed"
         f" <b>{money(summary.observed_cost)}</b> ({'+' if difference > 0 else ''}"
         f"{money(difference)}); {summary.exact_matches:,} exact.</p>",
+        *(
+            [f"<p class='meta'>{escape(reads_not_reported_note(summary.reads_not_reported))}.</p>"]
+            if summary.reads_not_reported
+            else []
+        ),
         "<h2>Predicted against observed</h2>",
         _table(
             (
@@ -245,6 +252,7 @@ def _reconcile_body(report: ReconcileReport) -> str:
             [
                 (row.predicted_cache_read_tokens, row.observed_cache_read_tokens, row.exact_match)
                 for row in report.requests
+                if row.observed_cache_read_tokens is not None  # not reported: no point
             ]
         ),
         legend(("exact", "mismatch"), (PALETTE[2], PALETTE[1])),
@@ -267,7 +275,9 @@ def _reconcile_body(report: ReconcileReport) -> str:
                     f"{Path(row.source).name}:{row.line}",
                     row.target,
                     row.predicted_cache_read_tokens,
-                    row.observed_cache_read_tokens,
+                    "-"
+                    if row.observed_cache_read_tokens is None
+                    else row.observed_cache_read_tokens,
                     row.predicted_cache_write_tokens,
                     "-"
                     if row.observed_cache_write_tokens is None

@@ -148,6 +148,10 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
         f" observed {count(summary.observed_cache_read_tokens)} tokens",
         soft_wrap=True,
     )
+    if summary.reads_not_reported:
+        from cachecast.usecases.reconcile import reads_not_reported_note  # (lazy: startup)
+
+        out.print(reads_not_reported_note(summary.reads_not_reported), soft_wrap=True)
     if summary.warm_at_log_start:
         out.print(
             f"{count(summary.warm_at_log_start)} request(s) found the cache warm before the log"
@@ -243,9 +247,14 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
                 if row.observed_cache_write_tokens is None
                 else count(row.observed_cache_write_tokens)
             )
+            read = (
+                "-"
+                if row.observed_cache_read_tokens is None
+                else count(row.observed_cache_read_tokens)
+            )
             listing.add_row(
                 f"{Path(row.source).name}:{row.line}",
-                f"{count(row.predicted_cache_read_tokens)}/{count(row.observed_cache_read_tokens)}",
+                f"{count(row.predicted_cache_read_tokens)}/{read}",
                 f"{count(row.predicted_cache_write_tokens)}/{written}",
                 row.classification or "",
                 row.explanation,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -276,36 +276,26 @@ def _claude_stream(
         except RecordFieldError as exc:
             yield LogRecordError(source, line, exc.field, exc.reason)
             continue
+        where = f"{at}message.usage"
         earlier = pending.get(message_id)
         if earlier is not None:  # a later block of the same response: its usage so far
-            pending[message_id] = Unit(
-                earlier.line,
-                REQUEST,
-                message_id,
-                earlier.session,
-                earlier.lineage,
-                earlier.model,
-                usage,
-                "anthropic",
-                f"{at}message.usage",
-                version,
-                project,
-                event=earlier.event,
+            pending[message_id] = replace(
+                earlier, usage=usage, where=where, version=version, project=project
             )
             skipped[REPEATED] += 1
             continue
         pending[message_id] = Unit(
-            line,
-            REQUEST,
-            message_id,
-            session,
-            lineage,
-            named or model,
-            usage,
-            "anthropic",
-            f"{at}message.usage",
-            version,
-            project,
+            line=line,
+            unit=REQUEST,
+            request_id=message_id,
+            session=session,
+            lineage=lineage,
+            model=named or model,
+            usage=usage,
+            convention="anthropic",
+            where=where,
+            version=version,
+            project=project,
             event="compacted" if compacted else None,
         )
         compacted = False
@@ -328,30 +318,31 @@ def _claude_result(
             if statement.usage is None:
                 yield LogRecordError(source, line, "usage", "the result states no usage")
                 continue
-            yield Unit(
-                line,
-                RUN,
-                statement.session,
-                statement.session,
-                statement.session,
-                None,
-                statement.usage,
-                "anthropic",
-                "usage",
-            )
+            yield _run_unit(statement, statement.session, None, statement.usage, "usage")
             continue
         for name, counts in statement.model_usage.items():
-            yield Unit(
-                line,
-                RUN,
-                f"{statement.session}:{name}",
-                statement.session,
-                statement.session,
-                name,
-                _model_usage(counts, statement, len(statement.model_usage)),
-                "anthropic",
-                f"modelUsage.{name}",
+            usage = _model_usage(counts, statement, len(statement.model_usage))
+            yield _run_unit(
+                statement, f"{statement.session}:{name}", name, usage, f"modelUsage.{name}"
             )
+
+
+def _run_unit(
+    statement: Statement, request_id: str, model: str | None, usage: dict[str, Any], where: str
+) -> Unit:
+    """One model's usage over a Claude Code run (a result message), in the Messages API's
+    names: the run's session is its lineage."""
+    return Unit(
+        line=statement.line,
+        unit=RUN,
+        request_id=request_id,
+        session=statement.session,
+        lineage=statement.session,
+        model=model,
+        usage=usage,
+        convention="anthropic",
+        where=where,
+    )
 
 
 def _model_usage(counts: dict[str, Any], statement: Statement, models: int) -> dict[str, Any]:
@@ -392,20 +383,8 @@ def _codex(path: Path, source: str, skipped: Counter[str]) -> Iterator[Unit | Lo
             elif kind == "turn.completed":
                 usage = require_dict(event.get("usage"), "usage")
                 turns += 1
-                yield Unit(
-                    line,
-                    TURN,
-                    f"{session}:turn-{turns}",
-                    session,
-                    session,
-                    model,
-                    usage,
-                    "codex",
-                    "usage",
-                    None,
-                    project,
-                    provider,
-                )
+                context = _CodexContext(session, model, project, provider)
+                yield context.unit(line, TURN, f"{session}:turn-{turns}", usage, "usage")
             elif kind == "turn.failed":
                 skipped[FAILED_TURN] += 1
             elif kind is None and "sandbox" in event and isinstance(event.get("model"), str):
@@ -415,7 +394,8 @@ def _codex(path: Path, source: str, skipped: Counter[str]) -> Iterator[Unit | Lo
                 cwd = event.get("workdir")
                 project = cwd if isinstance(cwd, str) else project
             elif isinstance(msg, dict):
-                found = _codex_event(msg, line, session, model, project, provider, turns, total)
+                context = _CodexContext(session, model, project, provider)
+                found = _codex_event(msg, line, context, turns, total)
                 if isinstance(found, tuple):
                     session, model = found
                 elif found is None:
@@ -435,18 +415,47 @@ class _Counted:
     usage_total: Any
 
 
+@dataclass(frozen=True, slots=True)
+class _CodexContext:
+    """What the lines before a Codex count said: its session (its lineage too), the
+    configured model, the working directory and the provider."""
+
+    session: str
+    model: str | None
+    project: str
+    provider: str | None
+
+    def unit(
+        self,
+        line: int,
+        unit: str,
+        request_id: str,
+        usage: dict[str, Any],
+        where: str,
+        model: str | None = None,
+    ) -> Unit:
+        """A count of this session: ``model`` where the event names its own."""
+        return Unit(
+            line=line,
+            unit=unit,
+            request_id=request_id,
+            session=self.session,
+            lineage=self.session,
+            model=model or self.model,
+            usage=usage,
+            convention="codex",
+            where=where,
+            project=self.project,
+            provider=self.provider,
+        )
+
+
 def _codex_event(
-    msg: dict[str, Any],
-    line: int,
-    session: str,
-    model: str | None,
-    project: str,
-    provider: str | None,
-    count: int,
-    total: Any,
+    msg: dict[str, Any], line: int, context: _CodexContext, count: int, total: Any
 ) -> tuple[str, str | None] | _Counted | None:
     """An older-protocol event: the session and model it configures, a request's count,
     or None (nothing to count)."""
+    session, model = context.session, context.model
     kind = msg.get("type")
     if kind == "session_configured":
         named = msg.get("model")
@@ -456,23 +465,7 @@ def _codex_event(
     info = msg.get("info")
     if info is None and "input_tokens" in msg:  # the counts flat in the event
         counts = {k: v for k, v in msg.items() if k != "type"}
-        return _Counted(
-            Unit(
-                line,
-                REQUEST,
-                f"{session}:{count + 1}",
-                session,
-                session,
-                model,
-                counts,
-                "codex",
-                "msg",
-                None,
-                project,
-                provider,
-            ),
-            None,
-        )
+        return _Counted(context.unit(line, REQUEST, f"{session}:{count + 1}", counts, "msg"), None)
     if info is None:
         return None  # rate limits only
     info = require_dict(info, "msg.info")
@@ -481,23 +474,10 @@ def _codex_event(
         return None
     last = require_dict(info.get("last_token_usage"), "msg.info.last_token_usage")
     named = info.get("model")
-    return _Counted(
-        Unit(
-            line,
-            REQUEST,
-            f"{session}:{count + 1}",
-            session,
-            session,
-            named if isinstance(named, str) and named else model,
-            last,
-            "codex",
-            "msg.info.last_token_usage",
-            None,
-            project,
-            provider,
-        ),
-        running,
-    )
+    own = named if isinstance(named, str) and named else None
+    request_id = f"{session}:{count + 1}"
+    where = "msg.info.last_token_usage"
+    return _Counted(context.unit(line, REQUEST, request_id, last, where, model=own), running)
 
 
 def read(stream: LogStream) -> Iterator[Item]:

@@ -113,11 +113,12 @@ def _usage(
             "includes its cache columns is undocumented"
         )
         return None
-    return normalize_usage(
-        {
-            "prompt_tokens": record.get("prompt_tokens"),
-            "completion_tokens": record.get("completion_tokens"),
-        },
-        convention="openai-chat",
-        path="<record>",
-    )
+    counts: dict[str, Any] = {
+        "prompt_tokens": record.get("prompt_tokens"),
+        "completion_tokens": record.get("completion_tokens"),
+    }
+    if record.get("prompt_cache_read_tokens") is not None:
+        # The column states a read of 0 (a read above it returned above): an observed 0,
+        # not a read left unreported (docs/log-formats.md, "Absent cache reads").
+        counts["prompt_tokens_details"] = {"cached_tokens": 0}
+    return normalize_usage(counts, convention="openai-chat", path="<record>")

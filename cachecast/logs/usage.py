@@ -249,6 +249,9 @@ def _gemini(usage: Mapping[str, Any], path: str) -> ObservedUsage:
     tool_prompt = get("toolUsePromptTokenCount", "tool_use_prompt_token_count")
     candidates = get("candidatesTokenCount", "candidates_token_count")
     thoughts = get("thoughtsTokenCount", "thoughts_token_count")
+    # An absent cachedContentTokenCount is a read of 0, never "not reported": the API's JSON
+    # is protobuf's mapping, which omits a field at its default value (docs/log-formats.md,
+    # "Absent cache reads").
     return ObservedUsage(
         input_tokens=_sum(prompt, tool_prompt),
         cache_read_tokens=get("cachedContentTokenCount", "cached_content_token_count") or 0,
@@ -281,6 +284,10 @@ def _bedrock(usage: Mapping[str, Any], path: str) -> ObservedUsage:
         by_ttl["5m"] = written  # without the split, writes are the default 5-minute TTL
     if written is None and by_ttl:
         written = sum(by_ttl.values())
+    # An absent cacheReadInputTokens is a read of 0: Converse leaves the cache counts out of a
+    # response to a request without a cache point (which can read nothing) and writes them,
+    # 0 included, where the request has one (recordings; docs/log-formats.md, "Absent cache
+    # reads").
     return ObservedUsage(
         input_tokens=None if uncached is None else uncached + (read or 0) + (written or 0),
         cache_read_tokens=read or 0,
@@ -474,14 +481,15 @@ def _anthropic(usage: Mapping[str, Any], path: str) -> ObservedUsage:
             return _summed(tuple(parts))
     uncached = _count(usage, "input_tokens", path)
     written = _count(usage, "cache_creation_input_tokens", path) or 0
-    read = _count(usage, "cache_read_input_tokens", path) or 0
+    # Absent or null: not reported (None), not 0 (docs/log-formats.md, "Absent cache reads").
+    read = _count(usage, "cache_read_input_tokens", path)
     by_ttl: dict[str, int] = {}
     if usage.get("cache_creation") is not None:
         by_ttl = _ttl_split(_object(usage, "cache_creation", path), f"{path}.cache_creation")
     elif written:
         by_ttl["5m"] = written  # without the split, writes are the default 5-minute TTL
     return ObservedUsage(
-        input_tokens=None if uncached is None else uncached + written + read,
+        input_tokens=None if uncached is None else uncached + written + (read or 0),
         cache_read_tokens=read,
         cache_write_tokens=written,
         cache_write_by_ttl=by_ttl,
@@ -541,7 +549,8 @@ def _langfuse(usage: Mapping[str, Any], path: str) -> ObservedUsage:
     total = counts.pop("total", None)
     inputs = {k: v for k, v in counts.items() if _is_input_key(k)}
     outputs = {k: v for k, v in counts.items() if k not in inputs}
-    read = sum(v for k, v in inputs.items() if "cache_read" in k or "cached" in k)
+    reads = [v for k, v in inputs.items() if "cache_read" in k or "cached" in k]
+    read = sum(reads) if reads else None  # no read key: not reported, not 0
     written = sum(v for k, v in inputs.items() if "cache_creation" in k or "cache_write" in k)
     base_input = counts.get("input")
     base_output = counts.get("output")

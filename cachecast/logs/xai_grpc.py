@@ -204,8 +204,12 @@ def _usage(usage: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         k: counts[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if k in counts
     }
-    if "cached_prompt_text_tokens" in counts:
-        out["prompt_tokens_details"] = {"cached_tokens": counts["cached_prompt_text_tokens"]}
+    if "cached_prompt_text_tokens" in counts or "prompt_tokens" in counts:
+        # MessageToDict leaves out a field at its default value (protobuf's JSON mapping): an
+        # absent count of cached tokens is a read of 0, not one left unreported
+        # (docs/log-formats.md, "Absent cache reads").
+        cached = counts.get("cached_prompt_text_tokens", 0)
+        out["prompt_tokens_details"] = {"cached_tokens": cached}
     if "reasoning_tokens" in counts:
         out["completion_tokens_details"] = {"reasoning_tokens": counts["reasoning_tokens"]}
     return out

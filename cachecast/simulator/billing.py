@@ -236,7 +236,9 @@ def usage_from_observed(
 
     ``observed.input_tokens`` is already the *total* prompt (the tokenizers normalise it, see
     ``ObservedUsage``); fields the provider did not report fall back to our own counts
-    (input, output) or to zero (read, written). Written tokens without a TTL split are
+    (input, output) or to zero (read, written): a usage without a cache-read field is billed
+    as the whole reported prompt at the input price, its reads (if any) unknown
+    (``simulator.reconcile`` judges no read of it). Written tokens without a TTL split are
     attributed to the contract's default TTL option; under a contract that offers no caching
     they are uncached input (there is no write price).
     """
@@ -246,7 +248,7 @@ def usage_from_observed(
     output_tokens = (
         observed.output_tokens if observed.output_tokens is not None else fallback_output_tokens
     )
-    read = observed.cache_read_tokens or 0
+    read = observed.cache_read_tokens or 0  # not reported: billed as uncached input
     default_ttl = contract.default_ttl
     if default_ttl is None:
         # No caching offered (mode none): written tokens are billed as the input they are;

@@ -10,6 +10,15 @@ the provider reported writes, the predicted written tokens equal them too. The t
 a request is ``|read_pred - read_obs| + |write_pred - write_obs|`` (write term only where
 writes were reported), so a token misfiled between read and write counts twice: once for
 each bucket it is wrong in.
+
+A usage that carries no cache-read field at all (a proxy or SDK that strips OpenAI's
+``prompt_tokens_details``, a span without the attribute: docs/log-formats.md, "Absent cache
+reads") reports no read, which is not a read of 0: under a contract that offers caching such a
+request for which we predict a read is not judged on reads (``observed_read`` None, the read
+term left out of its error, never an exact match), and the summary counts it apart
+(``reads_not_reported``) and sums the reads of the others only. Where we predict no read, or the
+contract offers no caching, the absent read is taken as 0: providers leave zero counters out,
+and nothing the log shows contradicts a prediction of none.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ class ReconciledRequest:
     request_id: str
     line: int
     predicted_read: int
-    observed_read: int
+    observed_read: int | None  # None: the provider did not report reads (module docstring)
     predicted_write: int
     observed_write: int | None  # None: the provider did not report writes
     predicted_cost: Decimal
@@ -39,20 +48,30 @@ class ReconciledRequest:
     observed_input: int = 0  # the prompt length the provider reported (else ours)
 
     @property
+    def reads_reported(self) -> bool:
+        return self.observed_read is not None
+
+    @property
     def token_error(self) -> int:
-        error = abs(self.predicted_read - self.observed_read)
+        """The read error where reads were reported plus the write error where writes were."""
+        error = 0
+        if self.observed_read is not None:
+            error += abs(self.predicted_read - self.observed_read)
         if self.observed_write is not None:
             error += abs(self.predicted_write - self.observed_write)
         return error
 
     @property
     def exact_match(self) -> bool:
-        return self.token_error == 0
+        """Predicted to the token; never where the reads were not reported (nothing held the
+        prediction of reads)."""
+        return self.reads_reported and self.token_error == 0
 
     @property
     def within_one_percent(self) -> bool:
-        """The token error is at most 1% of the prompt (100 x error <= prompt)."""
-        return 100 * self.token_error <= self.observed_input
+        """The token error is at most 1% of the prompt (100 x error <= prompt); never where
+        the reads were not reported."""
+        return self.reads_reported and 100 * self.token_error <= self.observed_input
 
     @property
     def cost_error(self) -> Decimal:
@@ -99,11 +118,22 @@ def reconcile_request(
         # response: nothing is billed at a write price, while the prediction counts the
         # tokens the cache took in. The two are not the same quantity: not compared.
         writes_reported = False
+    # A read the usage does not report is unknown, not 0 (module docstring), except where
+    # the contract offers no caching (nothing can be read, the prediction is 0 whatever
+    # the log says, and the bill is the same) and where we predict no read: providers leave
+    # zero counters out (Anthropic's nullable cache counters, Mistral's usage without one),
+    # so an absent field agrees with a prediction of none; only a predicted read can
+    # disagree with a read the log does not show.
+    reads_reported = (
+        observed.cache_read_tokens is not None
+        or not contract.offers_caching
+        or predicted.cache_read_tokens == 0
+    )
     return ReconciledRequest(
         request_id=predicted.request_id,
         line=predicted.line,
         predicted_read=predicted.cache_read_tokens,
-        observed_read=observed_usage.cache_read_tokens,
+        observed_read=observed_usage.cache_read_tokens if reads_reported else None,
         predicted_write=predicted.cache_write_total,
         observed_write=observed_usage.cache_write_total if writes_reported else None,
         predicted_cost=predicted_cost.total,
@@ -120,7 +150,8 @@ class ReconciliationSummary:
     exact_matches: int = 0
     token_error_sum: int = 0
     cost_error_sum: Decimal = Decimal(0)
-    predicted_read_sum: int = 0
+    reads_not_reported: int = 0  # requests whose provider did not report reads
+    predicted_read_sum: int = 0  # over the other requests only
     observed_read_sum: int = 0
     within_one_percent: int = 0
     writes_reported: int = 0  # requests whose provider reported writes
@@ -138,8 +169,11 @@ class ReconciliationSummary:
             self.cost_error_sum += row.cost_error
             self.predicted_cost_sum += row.predicted_cost
             self.observed_cost_sum += row.observed_cost
-        self.predicted_read_sum += row.predicted_read
-        self.observed_read_sum += row.observed_read
+        if row.observed_read is None:
+            self.reads_not_reported += 1
+        else:
+            self.predicted_read_sum += row.predicted_read
+            self.observed_read_sum += row.observed_read
         if row.observed_write is not None:
             self.writes_reported += 1
             self.predicted_write_sum += row.predicted_write
@@ -151,10 +185,12 @@ class ReconciliationSummary:
 
     @property
     def read_bias(self) -> Fraction:
-        """Mean predicted minus observed read tokens (positive: we predict more reads)."""
-        if not self.requests:
+        """Mean predicted minus observed read tokens (positive: we predict more reads), over
+        the requests whose provider reported reads."""
+        reported = self.requests - self.reads_not_reported
+        if not reported:
             return Fraction(0)
-        return Fraction(self.predicted_read_sum - self.observed_read_sum, self.requests)
+        return Fraction(self.predicted_read_sum - self.observed_read_sum, reported)
 
     @property
     def write_bias(self) -> Fraction:
@@ -193,4 +229,5 @@ class ReconciliationSummary:
             "mean_abs_error_cost": fraction_text(self.mean_abs_error_cost),
             "predicted_cache_read_tokens": self.predicted_read_sum,
             "observed_cache_read_tokens": self.observed_read_sum,
+            "reads_not_reported": self.reads_not_reported,
         }

@@ -96,8 +96,17 @@ class ReconciliationReport(Report):
     exact_match_share: FractionText
     mean_abs_error_tokens: FractionText
     mean_abs_error_cost: FractionText
-    predicted_cache_read_tokens: PredictedReads
-    observed_cache_read_tokens: ObservedReads
+    predicted_cache_read_tokens: PredictedReads = Field(
+        description="predicted reads, summed over the requests whose usage reports reads"
+    )
+    observed_cache_read_tokens: ObservedReads = Field(
+        description="observed reads, summed over the same requests"
+    )
+    reads_not_reported: int = Field(
+        default=0,
+        description="requests whose usage reports no cache read (the field absent, not 0):"
+        " never exact, their reads in neither sum (simulator.reconcile)",
+    )
 
 
 class TargetEstimate(Report):

@@ -14,6 +14,11 @@ reads and writes are each within max(:data:`TOLERANCE_TOKENS` tokens, 1% of its 
 observed ones, as on agent sessions; an exact match is counted apart. Every request whose
 tokens do not match exactly is classified, first rule that applies:
 
+0. ``read_not_reported``: the usage carries no cache-read field (docs/log-formats.md, "Absent
+   cache reads") under a contract that offers caching: its reads are unknown, not 0, so it is
+   not judged on reads (neither exact nor within tolerance; the summary counts it in
+   ``reads_not_reported`` and sums the other requests' reads only), and its observed bill
+   counts the whole reported prompt as uncached input;
 1. ``tokenizer_approximation``: an approximated tokenizer, and the error is within
    tolerance or within the calibration's spread (``relative_spread`` x prompt);
 2. ``warm_cache_at_log_start``: the provider read more than we did, and no entry the log
@@ -115,7 +120,15 @@ WARM_CACHE = "warm_cache_at_log_start"
 CONTRACT_DISPUTED = "contract_disputed"
 BEST_EFFORT_MISS = "provider_best_effort_miss"
 UNEXPLAINED = "unexplained"
-CLASSES = (TOKENIZER_APPROXIMATION, WARM_CACHE, CONTRACT_DISPUTED, BEST_EFFORT_MISS, UNEXPLAINED)
+READ_NOT_REPORTED = "read_not_reported"
+CLASSES = (
+    READ_NOT_REPORTED,
+    TOKENIZER_APPROXIMATION,
+    WARM_CACHE,
+    CONTRACT_DISPUTED,
+    BEST_EFFORT_MISS,
+    UNEXPLAINED,
+)
 
 
 def unnamed_reason(provider: str | None, model: str | None) -> str:
@@ -189,9 +202,13 @@ class ReconciledRow(Report):
     exact_tokens: bool = Field(description="the tokenizer is the provider's own")
     input_tokens: int = Field(description="the prompt length the provider reported")
     predicted_cache_read_tokens: int
-    observed_cache_read_tokens: int
+    observed_cache_read_tokens: int | None = Field(
+        description="None: the usage reports no cache read (not judged on reads)"
+    )
     predicted_cache_write_tokens: int
-    observed_cache_write_tokens: int | None
+    observed_cache_write_tokens: int | None = Field(
+        description="None: the usage reports no cache write (not judged on writes)"
+    )
     predicted_cost: Money
     observed_cost: Money
     token_error: int
@@ -223,8 +240,18 @@ class ReconcileSummary(Report):
         validation_alias=AliasChoices("write_bias_tokens", "write_bias"),
     )
     cost_bias: FractionText = Field(description="mean predicted minus observed bill, USD")
-    predicted_cache_read_tokens: PredictedReads
-    observed_cache_read_tokens: ObservedReads
+    predicted_cache_read_tokens: PredictedReads = Field(
+        description="predicted reads, summed over the requests whose usage reports reads"
+    )
+    observed_cache_read_tokens: ObservedReads = Field(
+        description="observed reads, summed over the same requests"
+    )
+    reads_not_reported: int = Field(
+        default=0,
+        description="requests whose usage reports no cache read (class read_not_reported):"
+        " not judged on reads, counted in requests but never exact or within tolerance, their"
+        " reads in neither sum; their observed bill counts the prompt as uncached input",
+    )
     predicted_cost: Money = Field(
         validation_alias=AliasChoices("predicted_cost", "predicted_cost_sum")
     )
@@ -457,7 +484,9 @@ class _Replay:
         request = row.request
         within = within_tolerance(reconciled)
         verdict, why = (None, "predicted exactly")
-        if not reconciled.exact_match:
+        if not reconciled.reads_reported:
+            verdict, why = READ_NOT_REPORTED, read_not_reported_reason(reconciled)
+        elif not reconciled.exact_match:
             # The calibration as learned so far (streaming), for approximated requests only.
             stats = None
             if not request.exact:
@@ -518,11 +547,38 @@ def within_tolerance(reconciled: ReconciledRequest) -> bool:
     within max(8 tokens, 1% of the prompt) of the observed ones: the same tolerance as the
     agent sessions' (docs/predictions.md), whatever the tokenizer; a match to the token is
     counted apart (``exact_match``)."""
+    if reconciled.observed_read is None:
+        return False  # not judged on reads: neither within tolerance nor outside a class
     allowed = max(TOLERANCE_TOKENS, reconciled.observed_input / 100)
     if abs(reconciled.predicted_read - reconciled.observed_read) > allowed:
         return False
     written = reconciled.observed_write
     return written is None or abs(reconciled.predicted_write - written) <= allowed
+
+
+def read_not_reported_reason(reconciled: ReconciledRequest) -> str:
+    """Why a request whose usage carries no cache-read field is not judged on reads."""
+    written = reconciled.observed_write
+    writes = (
+        ""
+        if written is None
+        else f"; writes predicted {reconciled.predicted_write:,}, observed {written:,}"
+    )
+    return (
+        f"the usage reports no cache read (the field is absent, which is not a read of 0):"
+        f" not judged on reads (predicted {reconciled.predicted_read:,}){writes}; the observed"
+        " bill counts the whole reported prompt as uncached input, its reads (if any) unknown"
+    )
+
+
+def reads_not_reported_note(requests: int) -> str:
+    """A report's word on its requests whose usage reports no cache read (the CLI's headline
+    and the HTML page say it the same)."""
+    return (
+        f"{requests:,} request(s) report no cache read (the field is absent, not 0): not judged"
+        " on reads (never exact or within tolerance; their reads are in neither sum), their"
+        " observed bill counts the whole prompt as uncached input"
+    )
 
 
 def classify_mismatch(
@@ -534,6 +590,7 @@ def classify_mismatch(
 ) -> tuple[str, str]:
     """The classification of a mismatch and a sentence saying why (module docstring)."""
     predicted, observed = reconciled.predicted_read, reconciled.observed_read
+    assert observed is not None  # (a read not reported is never classified here)
     error = reconciled.token_error
     if not contract.offers_caching:
         # Nothing else explains it: the prediction (0 cached) holds whatever the tokenizer.
@@ -640,7 +697,7 @@ def dispute(
     """A stored term the observation contradicts, named with the contract and request."""
     version = f"{contract.provider}/{contract.model}@{contract.effective_from.isoformat()}"
     where = f"request {request.request_id} ({request.source}:{request.line})"
-    read = reconciled.observed_read
+    read = reconciled.observed_read or 0
     written = reconciled.observed_write or 0
     cached = read + written
     if cached and cached < contract.min_cacheable_tokens:

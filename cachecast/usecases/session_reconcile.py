@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, localcontext
 
 from cachecast.contracts import ContractStore
@@ -368,7 +368,10 @@ def _reconciled(
         cache_write_tokens=writes,
         uncached_input_tokens=predicted.uncached,
     )
-    return reconcile_request(usage_predicted, usage, contract)
+    # Sessions judge the read they learn from (``ObservedSplit.read``: an absent read is 0
+    # there, sessions.native), so the summary sums the same read as the rows.
+    observed = replace(usage, cache_read_tokens=each.observed.read)
+    return reconcile_request(usage_predicted, observed, contract)
 
 
 def _row(

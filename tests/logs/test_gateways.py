@@ -175,6 +175,8 @@ def test_helicone_export(tmp_path: Path) -> None:
     assert totals([first]) == {"input": 1_005, "read": 1_000, "write": 0, "output": 20}
     assert first.observed is not None and first.observed.cost is None  # Helicone's estimate
     assert (second.provider, totals([second])["input"]) == ("openai", 9)
+    # The column written as 0 is an observed read of 0, not a read left unreported.
+    assert second.observed is not None and second.observed.cache_read_tokens == 0
     assert third.observed is None
     assert result.skipped == {
         "usage not taken: the response body has none and whether Helicone's prompt_tokens "

@@ -61,7 +61,7 @@ CASES: list[tuple[str, dict[str, Any], str | None, tuple[Any, ...]]] = [
         "anthropic",  # no split: the writes are the default 5-minute TTL
         {"input_tokens": 4, "cache_creation_input_tokens": 1_163, "output_tokens": 9},
         None,
-        (1_167, 0, 1_163, {"5m": 1_163}, 9),
+        (1_167, None, 1_163, {"5m": 1_163}, 9),  # no read field: not reported, not 0
     ),
     (
         "bedrock",  # Converse: inputTokens excludes cache reads and writes

@@ -23,8 +23,9 @@ def by_line(report: ReconcileReport) -> list[tuple[int, int, int | None, int | N
 
 def test_nova_without_a_cache_point_caches_nothing(store: ContractStore) -> None:
     # RubyLLM's ConverseStream cassette (2026-08-19): four requests of one conversation, each
-    # over the 1,000-token minimum, no cachePoint; every response's metadata says
-    # cacheReadInputTokens 0 and cacheWriteInputTokens 0. Under 'both' we predicted writes of
+    # over the 1,000-token minimum, no cachePoint; no response's metadata carries
+    # cacheReadInputTokens or cacheWriteInputTokens (Converse leaves them out where the request
+    # marks no cache point: read as 0). Under 'both' we predicted writes of
     # 1,075, 1,130 and 1,222 tokens for the last three.
     path = shared_data(
         f"{VCR}/ruby-vcr/chat_function_calling_bedrock_amazon_nova-2-lite-v1_0_can_use_tools"

@@ -329,7 +329,10 @@ def cache_creation_record(
         timestamp=exchange.timestamp,
         request_id=name,
         observed=(
-            ObservedUsage(input_tokens=count, cache_write_tokens=count, output_tokens=0)
+            # A cache's creation reads nothing: its read is 0, not "not reported".
+            ObservedUsage(
+                input_tokens=count, cache_read_tokens=0, cache_write_tokens=count, output_tokens=0
+            )
             if count is not None
             else None
         ),

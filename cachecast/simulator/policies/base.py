@@ -69,8 +69,11 @@ class CachePolicy(ABC):
 def observed_prefixes(request: TokenizedRequest, observed: ObservedUsage) -> list[int]:
     """The prefix lengths of ``request`` the provider's usage says are cached after it: the
     prefix it read, and the one it read and wrote (a write extends the entry it read), at
-    most the prompt; shortest first, empty where it cached nothing."""
-    read = observed.cache_read_tokens or 0
+    most the prompt; shortest first, empty where it cached nothing, or where it reports no
+    read: the prefix its writes extend is then unknown."""
+    if observed.cache_read_tokens is None:
+        return []
+    read = observed.cache_read_tokens
     written = observed.cache_write_tokens or 0
     found = [length for length in (read, read + written) if length > 0]
     return sorted({min(length, request.input_tokens) for length in found})
