@@ -69,9 +69,12 @@ def reconcile_groups(
         )
         try:
             if group.profile is not None:
-                part = session_part(alone, store, group.profile, "log format", progress=progress)
+                part = session_part(
+                    alone, store, group.profile, "log format", progress=progress, refuse_empty=False
+                )
             else:
-                part = replay_log(alone, store, progress, _counting(plain_files, on_row))
+                sink = _counting(plain_files, on_row)
+                part = replay_log(alone, store, progress, sink, refuse_empty=False)
         except BadInputError as error:
             # As a file no format reads in a run over many files (docs/errors.md): the
             # group's files are reported and the other groups go on; a run where no group
@@ -79,9 +82,13 @@ def reconcile_groups(
             if not tolerant:
                 raise
             first_error = first_error or error
-            reason = f"not reconciled: {InputIssue.of(error).one_line()}"
             failed.extend(
-                InputIssue(file=file.display_name, line=None, field=UNREADABLE_FIELD, reason=reason)
+                InputIssue(
+                    file=file.display_name,
+                    line=None,
+                    field=UNREADABLE_FIELD,
+                    reason=_not_reconciled(error, file.display_name),
+                )
                 for file in group.files
             )
             continue
@@ -89,7 +96,19 @@ def reconcile_groups(
     if not parts:
         assert first_error is not None
         raise first_error
-    return _merged(request, parts, failed, plain_files)
+    report = _merged(request, parts, failed, plain_files)
+    if report.summary.requests == 0:
+        # As for one kind of log (docs/errors.md, "Nothing priced"): never a table of zeros.
+        reasons = [f"{count} request(s): {why}" for why, count in list(report.unpriced.items())[:5]]
+        if report.requests_without_usage:
+            reasons.append(f"{report.requests_without_usage} request(s) carry no usable usage")
+        raise BadInputError(
+            "nothing to reconcile: no request of any file was priced against usage it reported ("
+            + ("; ".join(reasons) or "the log holds no request")
+            + ")",
+            location=Location(field="log"),
+        )
+    return report
 
 
 @dataclasses.dataclass(slots=True)
@@ -118,6 +137,16 @@ def _counting(
             on_row(row, verdict)
 
     return sink
+
+
+def _not_reconciled(error: BadInputError, name: str) -> str:
+    """Why a file of a group that could not be reconciled was not: the group's error, with
+    where it is (the file's own name left out)."""
+    where = error.location
+    place = [where.source] if where.source and where.source != name else []
+    place += [f"line {where.line}"] if where.line is not None else []
+    place += [where.field] if where.field and where.field != UNREADABLE_FIELD else []
+    return "not reconciled: " + "".join(f"{part}: " for part in place) + error.message
 
 
 def _group_name(group: FileGroup) -> str:

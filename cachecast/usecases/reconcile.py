@@ -2,12 +2,13 @@
 
 Agent sessions (a client profile's log format, or ``client``) are predicted by
 ``usecases.session_reconcile``; a log whose files mix clients, or sessions with other logs,
-is reconciled group by group into one report by ``usecases.mixed_reconcile``. Every request of any other log is replayed, in order, through
-the cache policy of the contract of the model that served it (``logged_model`` with its
-provider; aliases and regional profiles resolve in the store), each model in a cache of its
-own: the estimate pipeline (``simulator.pricing.price_request``) with one target per served
-model. The contract is the one in force on ``at``, else on the day of the model's first
-request (today where the log's times are not dates).
+is reconciled group by group into one report by ``usecases.mixed_reconcile``. Every request
+of any other log is replayed, in order, through the cache policy of the contract of the model
+that served it (``logged_model`` with its provider; aliases and regional profiles resolve in
+the store), each model in a cache of its own: the estimate pipeline
+(``simulator.pricing.price_request``) with one target per served model. The contract is the
+one in force on ``at``, else on the day of the model's first request (today where the log's
+times are not dates).
 
 For every request with observed usage, predicted and observed reads, writes and cost sit
 side by side (``simulator.reconcile``). A request is *within tolerance* when its predicted
@@ -735,8 +736,12 @@ def replay_log(
     store: ContractStore,
     progress: Progress | None = None,
     on_row: Callable[[PerRequestRow, ReconciledRow | None], None] | None = None,
+    *,
+    refuse_empty: bool = True,
 ) -> ReconciledPart:
-    """Replay and reconcile a log that is no agent session (module docstring)."""
+    """Replay and reconcile a log that is no agent session (module docstring). A log of
+    which nothing is reconciled is refused unless ``refuse_empty`` is False (a part of a log
+    that mixes clients: the whole is judged)."""
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()
@@ -765,7 +770,7 @@ def replay_log(
         if table is not None:
             table.discard()
         raise
-    if replay.all.requests == 0:
+    if replay.all.requests == 0 and refuse_empty:
         _refuse_nothing_reconciled(replay)
     errors = replay.reading.errors
     calibration = replay.reading.calibration

@@ -131,8 +131,11 @@ def session_part(
     chosen_by: str,
     *,
     progress: Progress | None = None,
+    refuse_empty: bool = True,
 ) -> ReconciledPart:
-    """:func:`reconcile_sessions`, with the figures its summary was made of."""
+    """:func:`reconcile_sessions`, with the figures its summary was made of; with
+    ``refuse_empty`` False, sessions of which nothing is priced are not refused (a part of a
+    log that mixes clients: the whole is judged)."""
     progress = progress or NoProgress()
     errors: list[LogRecordError] = []
     per_source: dict[str, int] = {}
@@ -226,7 +229,7 @@ def session_part(
             if table is not None:
                 table(row)
             rows.append(row)
-        if requests and not served:
+        if requests and not served and refuse_empty:
             reasons = "; ".join(f"{why} ({count} requests)" for why, count in unpriced.items())
             raise BadInputError(f"nothing in the log can be priced: {reasons}")
         if table is not None:

@@ -240,3 +240,50 @@ def test_per_request_tables_are_refused_on_a_mixed_log(
 ) -> None:
     with pytest.raises(BadInputError, match="per-request on a log that mixes"):
         run([folder], migrated_db_url, per_request=tmp_path / "rows.csv")
+
+
+def test_a_kind_of_file_with_nothing_priced_is_listed_unpriced(
+    folder: Path, migrated_db_url: str
+) -> None:
+    # A cassette of a model no contract covers beside the transcript: its requests are
+    # unpriced, as in a run of one kind whose other requests are priced; the run goes on.
+    uri = "https://api.openai.com/v1/chat/completions"
+    request, response = chat("Hi.")
+    request["model"] = response["model"] = "gpt-nonexistent-9"
+    (folder / "cassettes" / "test_chat.yaml").unlink()
+    vcr_cassette(folder / "cassettes" / "other.yaml", vcr_interaction(uri, request, response))
+    report = run([folder], migrated_db_url)
+    assert report.summary.requests == 3 and report.errors == []
+    ((reason, count),) = report.unpriced.items()
+    assert count == 1 and "gpt-nonexistent-9" in reason
+
+
+def test_nothing_priced_in_any_kind_is_refused(folder: Path, migrated_db_url: str) -> None:
+    (folder / "cassettes" / "test_chat.yaml").unlink()
+    uri = "https://api.openai.com/v1/chat/completions"
+    request, response = chat("Hi.")
+    request["model"] = response["model"] = "gpt-nonexistent-9"
+    vcr_cassette(folder / "cassettes" / "other.yaml", vcr_interaction(uri, request, response))
+    transcript = folder / "sessions" / f"{SESSION}.jsonl"
+    transcript.write_text(transcript.read_text().replace("claude-sonnet-4-5", "claude-nonexistent"))
+    with pytest.raises(BadInputError, match="nothing to reconcile") as raised:
+        run([folder], migrated_db_url)
+    assert "gpt-nonexistent-9" in raised.value.message
+    assert "claude-nonexistent" in raised.value.message
+
+
+def test_a_kind_that_cannot_be_read_is_reported_per_file(
+    folder: Path, migrated_db_url: str
+) -> None:
+    # A Codex rollout cut before its first response: alone it is refused ("no readable
+    # record"); beside other files it is reported as not read, exit 2, the others reconciled.
+    rollout = codex_rollout(folder / "sessions" / "rollout.jsonl", "gpt-5.2-codex")
+    rollout.write_text("".join(rollout.read_text().splitlines(keepends=True)[:2]))
+    with pytest.raises(BadInputError, match="no readable record"):
+        run([rollout], migrated_db_url)
+    report = run([folder], migrated_db_url)
+    (issue,) = report.errors
+    assert issue.file == str(rollout) and issue.field == "file" and issue.line is None
+    assert issue.reason.startswith("not reconciled: ")
+    assert report.summary.requests == 5
+    assert [client.name for client in report.clients] == ["claude-code"]
