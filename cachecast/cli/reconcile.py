@@ -160,15 +160,24 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
             f" {percent(Decimal(summary.within_tolerance_share_after_warm_start), 1)} of the"
             " others",
         )
-    if report.client is not None:
-        versions = ", ".join(report.client.versions) or "not stated"
+    clients = report.clients or ([report.client] if report.client is not None else [])
+    for client in clients:
+        versions = ", ".join(client.versions) or "not stated"
         out.print(
-            f"client: {report.client.title} (versions {versions}; chosen by"
-            f" {report.client.chosen_by}; profile: {report.client.source})",
+            f"client: {client.title} (versions {versions}; chosen by"
+            f" {client.chosen_by}; profile: {client.source})",
             highlight=False,
         )
-        files = Table(title="session files", box=box.SIMPLE_HEAD, pad_edge=False)
+    # Several kinds of file (a log that mixes clients, or sessions with other logs): each
+    # file's row names the profile it was read with.
+    mixed = len({figures.client for figures in report.files}) > 1
+    if clients:
+        files = Table(
+            title="files" if mixed else "session files", box=box.SIMPLE_HEAD, pad_edge=False
+        )
         identifier_column(files, "file")
+        if mixed:
+            files.add_column("client", no_wrap=True)
         for header in ("requests", "in tol.", "exact"):
             number_column(files, header)
         files.add_column("causes")  # prose: wrapped between words
@@ -176,6 +185,7 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
             causes = ", ".join(f"{name} {number}" for name, number in figures.causes.items())
             files.add_row(
                 Path(figures.source).name,
+                *([figures.client] if mixed else []),
                 count(figures.requests),
                 count(figures.within_tolerance),
                 count(figures.exact),
@@ -219,9 +229,9 @@ def print_report(report: ReconcileReport, limit: int = DEFAULT_LIMIT) -> None:
         )
     # Columns dropped first where the terminal is narrow; a session's claim is tolerance, so
     # there exactness goes before it (docs/predictions.md).
-    secondary = "exact" if report.client is not None else "in tol."
+    secondary = "exact" if clients else "in tol."
     out.print(fit(table, out, optional=("bias tok", "≤1%", secondary, "MAE $")))
-    if report.client is not None:  # sessions: tolerance, not exactness, is the claim
+    if clients:  # sessions: tolerance, not exactness, is the claim
         mismatches = [row for row in report.requests if not row.within_tolerance]
     else:
         mismatches = [row for row in report.requests if not row.exact_match]

@@ -1,12 +1,14 @@
 """``reconcile``: our predictions held against what the providers really returned and billed.
 
 Agent sessions (a client profile's log format, or ``client``) are predicted by
-``usecases.session_reconcile``. Every request of any other log is replayed, in order, through
-the cache policy of the contract of the model that served it (``logged_model`` with its
-provider; aliases and regional profiles resolve in the store), each model in a cache of its
-own: the estimate pipeline (``simulator.pricing.price_request``) with one target per served
-model. The contract is the one in force on ``at``, else on the day of the model's first
-request (today where the log's times are not dates).
+``usecases.session_reconcile``; a log whose files mix clients, or sessions with other logs,
+is reconciled group by group into one report by ``usecases.mixed_reconcile``. Every request
+of any other log is replayed, in order, through the cache policy of the contract of the model
+that served it (``logged_model`` with its provider; aliases and regional profiles resolve in
+the store), each model in a cache of its own: the estimate pipeline
+(``simulator.pricing.price_request``) with one target per served model. The contract is the
+one in force on ``at``, else on the day of the model's first request (today where the log's
+times are not dates).
 
 For every request with observed usage, predicted and observed reads, writes and cost sit
 side by side (``simulator.reconcile``). A request is *within tolerance* when its predicted
@@ -67,6 +69,7 @@ from cachecast.logs.providers import infer_provider
 from cachecast.passes.log_input import LogReading, check_reading
 from cachecast.passes.per_request import COLUMN_TYPES, PerRequestTable, check_table_path
 from cachecast.passes.progress import NoProgress, Progress
+from cachecast.sessions.profiles import profile_named
 from cachecast.simulator.billing import EXACT, BillTotals
 from cachecast.simulator.misses import (
     FIRST_SIGHT,
@@ -111,7 +114,7 @@ from cachecast.usecases.reports import (
     issues_of,
 )
 from cachecast.usecases.requests import LogRequest
-from cachecast.usecases.session_reports import ClientReport, SessionFileReport, session_profile
+from cachecast.usecases.session_reports import ClientReport, SessionFileReport, file_groups
 
 MAX_LISTED_REQUESTS = 1000
 
@@ -337,8 +340,31 @@ class ReconcileReport(Report):
     unpriced: dict[str, int] = Field(
         default_factory=dict, description="requests no contract could be found for, by reason"
     )
-    client: ClientReport | None = Field(default=None, description="sessions: the agent client")
-    files: list[SessionFileReport] = Field(default_factory=list, description="session files")
+    client: ClientReport | None = Field(
+        default=None, description="sessions: the agent client (the one client profile used)"
+    )
+    clients: list[ClientReport] = Field(
+        default_factory=list,
+        description="a log that mixes clients, or sessions with other logs: every client"
+        " profile used (each file's entry in ``files`` names its own)",
+    )
+    files: list[SessionFileReport] = Field(
+        default_factory=list,
+        description="per file: its client profile and figures (session files; in a log that"
+        " mixes clients or sessions with other logs, every file, 'none' where replayed)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReconciledPart:
+    """One reconciliation's report and the running figures its summary was made of: a log
+    that mixes clients, or sessions with other logs, sums its groups' figures
+    (``usecases.mixed_reconcile``)."""
+
+    report: ReconcileReport
+    summary: ReconciliationSummary
+    within_tolerance: int
+    classes: Counter[str]
 
 
 class _OwnModel(ObservedModelMatcher):
@@ -743,10 +769,36 @@ def reconcile(
     """Replay and reconcile the log (module docstring). ``on_row`` gets every replayed
     request with its verdict (None for a request without usage)."""
     request.log.check_sources()
-    if (profile := session_profile(request)) is not None:
-        from cachecast.usecases import session_reconcile as sessions  # it imports this module
+    # Imported here: both import this module.
+    from cachecast.usecases import mixed_reconcile
+    from cachecast.usecases import session_reconcile as sessions
 
-        return sessions.reconcile_sessions(request, store, *profile, progress=progress)
+    if request.client is not None:
+        named = profile_named(request.client)
+        return sessions.reconcile_sessions(
+            request, store, named, "client option", progress=progress
+        )
+    groups = file_groups(request.log)
+    if len(groups) > 1:
+        # Sessions of a client beside other logs (or another client's): each group the way
+        # its files are predicted, one report (docs/predictions.md, "Logs that mix clients").
+        return mixed_reconcile.reconcile_groups(request, store, groups, progress, on_row)
+    if groups and (profile := groups[0].profile) is not None:
+        return sessions.reconcile_sessions(request, store, profile, "log format", progress=progress)
+    return replay_log(request, store, progress, on_row).report
+
+
+def replay_log(
+    request: ReconcileRequest,
+    store: ContractStore,
+    progress: Progress | None = None,
+    on_row: Callable[[PerRequestRow, ReconciledRow | None], None] | None = None,
+    *,
+    refuse_empty: bool = True,
+) -> ReconciledPart:
+    """Replay and reconcile a log that is no agent session (module docstring). A log of
+    which nothing is reconciled is refused unless ``refuse_empty`` is False (a part of a log
+    that mixes clients: the whole is judged)."""
     if request.per_request is not None:
         check_table_path(request.per_request)
     progress = progress or NoProgress()
@@ -775,13 +827,13 @@ def reconcile(
         if table is not None:
             table.discard()
         raise
-    if replay.all.requests == 0:
+    if replay.all.requests == 0 and refuse_empty:
         _refuse_nothing_reconciled(replay)
     errors = replay.reading.errors
     calibration = replay.reading.calibration
     targets = [_target_report(served, calibration) for served in replay.served.values()]
     _trim(replay.rows)
-    return ReconcileReport(
+    report = ReconcileReport(
         at=request.at,
         sources=request.log.source_names,
         skipped_lines=bad_line_count(errors),
@@ -794,6 +846,7 @@ def reconcile(
         contradictory_observations=replay.contradictory,
         unpriced=dict(replay.unpriced.most_common()),
     )
+    return ReconciledPart(report, replay.all, replay.all_within, replay.all_classes)
 
 
 def _refuse_nothing_reconciled(replay: _Replay) -> None:

@@ -57,6 +57,7 @@ from cachecast.usecases.reconcile import (
     CONTRACT_DISPUTED,
     MAX_LISTED_REQUESTS,
     WARM_CACHE,
+    ReconciledPart,
     ReconciledRow,
     ReconcileReport,
     ReconcileRequest,
@@ -120,6 +121,21 @@ def reconcile_sessions(
     progress: Progress | None = None,
 ) -> ReconcileReport:
     """Predict and reconcile every request of the sessions (module docstring)."""
+    return session_part(request, store, profile, chosen_by, progress=progress).report
+
+
+def session_part(
+    request: ReconcileRequest,
+    store: ContractStore,
+    profile: ClientProfile,
+    chosen_by: str,
+    *,
+    progress: Progress | None = None,
+    refuse_empty: bool = True,
+) -> ReconciledPart:
+    """:func:`reconcile_sessions`, with the figures its summary was made of; with
+    ``refuse_empty`` False, sessions of which nothing is priced are not refused (a part of a
+    log that mixes clients: the whole is judged)."""
     progress = progress or NoProgress()
     errors: list[LogRecordError] = []
     per_source: dict[str, int] = {}
@@ -213,7 +229,7 @@ def reconcile_sessions(
             if table is not None:
                 table(row)
             rows.append(row)
-        if requests and not served:
+        if requests and not served and refuse_empty:
             reasons = "; ".join(f"{why} ({count} requests)" for why, count in unpriced.items())
             raise BadInputError(f"nothing in the log can be priced: {reasons}")
         if table is not None:
@@ -225,19 +241,20 @@ def reconcile_sessions(
     rows.sort(key=lambda row: (row.within_tolerance, row.exact_match, row.source, row.line))
     del rows[MAX_LISTED_REQUESTS:]
     client = client_report(profile, versions, chosen_by)
-    return ReconcileReport(
+    report = ReconcileReport(
         at=request.at,
         tolerance=TOLERANCE,
         sources=request.log.source_names,
         skipped_lines=bad_line_count(errors),
         errors=issues_of(errors),
-        summary=_summary(overall, overall_within, overall_classes),
+        summary=summary_of_causes(overall, overall_within, overall_classes),
         targets=[_target(target) for target in served.values()],
         requests=rows,
         requests_listed=len(rows),
         requests_without_usage=0,
         unpriced=dict(unpriced.most_common()),
         client=client,
+        clients=[client],
         files=[
             SessionFileReport(
                 source=source,
@@ -250,6 +267,7 @@ def reconcile_sessions(
             for source, each in files.items()
         ],
     )
+    return ReconciledPart(report, overall, overall_within, overall_classes)
 
 
 def _format_of(file: LogFile) -> str:
@@ -402,7 +420,7 @@ def _row(
     )
 
 
-def _summary(
+def summary_of_causes(
     summary: ReconciliationSummary, within_count: int, classes: Counter[str]
 ) -> ReconcileSummary:
     # The summary's warm-start figures count the requests the causes call warm (a cause is
@@ -428,7 +446,7 @@ def _target(target: _Served) -> ReconcileTarget:
         cache_write_tokens=target.written,
         hit_rate=target.read / target.prompt if target.prompt else 0.0,
         cost=cost,
-        summary=_summary(target.summary, target.within, target.classes),
+        summary=summary_of_causes(target.summary, target.within, target.classes),
         miss_causes=[],
         calibration=[],
         timeline=[],

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import Field
 
 from cachecast.logs.errors import LogFileError
+from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
 from cachecast.sessions.reading import log_format
 from cachecast.usecases.reports import Report
@@ -42,23 +45,50 @@ def client_report(profile: ClientProfile, versions: set[str], chosen_by: str) ->
     )
 
 
+@dataclass(frozen=True, slots=True)
+class FileGroup:
+    """Files of one log read the same way: the sessions of one client profile, or (profile
+    None) logs of requests, replayed as they are."""
+
+    profile: ClientProfile | None
+    files: tuple[LogFile, ...]
+
+
+def file_groups(log: LogInput) -> list[FileGroup]:
+    """The log's files grouped by the client profile each one's format belongs to (None: no
+    agent session), in the order of each group's first file; none for inline records.
+
+    A file no format reads joins the group of plain logs, else the first group: the pass that
+    reads that group reports it (named, after the report of the files it could read;
+    docs/errors.md), and a session folder's manifest does not make a group of its own."""
+    if log.inline:
+        return []
+    grouped: dict[ClientProfile | None, list[LogFile]] = {}
+    unreadable: list[LogFile] = []
+    for file in log.files:
+        try:
+            profile = profile_for_format(log_format(file.path, file.format))
+        except LogFileError:
+            unreadable.append(file)
+            continue
+        grouped.setdefault(profile, []).append(file)
+    if unreadable:
+        if not grouped:
+            return [FileGroup(None, tuple(unreadable))]
+        home = None if None in grouped else next(iter(grouped))
+        grouped[home] = grouped[home] + unreadable
+    return [FileGroup(profile, tuple(files)) for profile, files in grouped.items()]
+
+
 def session_profile(request: LogRequest) -> tuple[ClientProfile, str] | None:
     """The client profile a log's sessions are read with, and what chose it (None: the log
-    is not an agent session): the request's ``client``, else the files' one format."""
+    is not the sessions of one client): the request's ``client``, else the files' one client
+    (a log that mixes clients, or sessions with other logs, has several groups:
+    :func:`file_groups`)."""
     if request.client is not None:
         return profile_named(request.client), "client option"
-    if request.log.inline or not request.log.files:
-        return None
-    found: set[ClientProfile | None] = set()
-    for file in request.log.files:
-        try:
-            found.add(profile_for_format(log_format(file.path, file.format)))
-        except LogFileError:
-            # A file no format reads is reported by the pass that reads the log (named, after
-            # the report of the files it could read; docs/errors.md); the client is the one
-            # of the files that are read (a session folder's manifest does not hide it).
-            continue
-    if len(found) == 1 and (profile := found.pop()) is not None:
+    groups = file_groups(request.log)
+    if len(groups) == 1 and (profile := groups[0].profile) is not None:
         return profile, "log format"
     return None
 
