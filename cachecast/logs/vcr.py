@@ -39,7 +39,9 @@
   *.json``): one interaction a JSON file, ``{request: {method, url, headers, body: {b64},
   canonical_json}, response: {status, headers, body}, streaming, captured_at?}``: the request
   body is the base64 of the bytes sent (``canonical_json`` is the same body re-encoded, for
-  matching), the response body the parsed JSON object itself (or, streamed, ``{b64}`` too).
+  matching), the response body the parsed JSON object itself; a streamed response has
+  ``body: null`` and the stream in ``chunks: [{b64, decoded}]`` beside ``request`` (the bytes
+  of each read, in order: joined here).
 
 The cassette is read whole (YAML through :func:`cachecast.logs.decoding.load_yaml`, which
 bounds what aliases expand to), refused above :data:`~cachecast.logs.stream.MAX_YAML_BYTES`
@@ -198,6 +200,8 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
         status = _status(response, f"{at}response")
         response_headers = listed_headers(response.get("headers"))
         response_body = _body(response, f"{at}response")
+    if response_body is None and isinstance(interaction.get("chunks"), list):
+        response_body = _chunks(interaction["chunks"], f"{at}chunks")  # ReqLLM's streams
     request_headers = listed_headers(request.get("headers"))
     timestamp = http_date(response_headers.get("date"))
     if timestamp is None:  # Ruby VCR and pydantic-ai: recorded_at; ReqLLM: captured_at
@@ -289,6 +293,17 @@ def _body(message: dict[str, Any], where: str) -> Any:
     if "encoding" in value:  # Ruby VCR's body with no string: none
         return None
     return value  # ReqLLM's responses: the JSON object as the server sent it
+
+
+def _chunks(chunks: list[Any], where: str) -> bytes:
+    """ReqLLM's streamed response: the bytes of each read, base64 under ``b64``, joined."""
+    parts: list[bytes] = []
+    for index, chunk in enumerate(chunks):
+        field = f"{where}[{index}].b64"
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("b64"), str):
+            raise RecordFieldError(field, "missing: expected a chunk {b64}")
+        parts.append(decoded_bytes(chunk["b64"], "base64", field))
+    return b"".join(parts)
 
 
 def _typed(value: dict[str, Any]) -> bool:

@@ -209,6 +209,49 @@ def test_req_llm_fixtures(tmp_path: Path) -> None:
     assert totals(result.requests) == {"input": 1_200, "read": 1_024, "write": 0, "output": 5}
 
 
+def test_req_llm_streamed_fixture(tmp_path: Path) -> None:
+    """A streamed response: ``body: null``, the stream's reads as ``chunks: [{b64, decoded}]``;
+    a read may end inside an event (the bytes are joined before the events are parsed)."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-3-5-sonnet-20241022",
+            "content": [],
+            "usage": {
+                "input_tokens": 30,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 1_024,
+                "output_tokens": 1,
+            },
+        },
+    }
+    delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 12},
+    }
+    stream = (
+        f"event: message_start\ndata: {json.dumps(start)}\n\n"
+        f"event: message_delta\ndata: {json.dumps(delta)}\n\n"
+        'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+    ).encode()
+    cut = len(stream) // 2
+    reads = [stream[:cut], stream[cut:]]
+    fixture = req_llm_fixture(
+        "https://api.anthropic.com/v1/messages", {**ANTHROPIC_REQUEST, "stream": True}, None
+    )
+    fixture["chunks"] = [
+        {"b64": base64.b64encode(part).decode(), "decoded": part.decode()} for part in reads
+    ]
+    result = read(write_json(tmp_path / "streaming.json", fixture))
+    assert (result.format, result.errors) == ("vcr", [])
+    # input 30 + 0 written + 1,024 read = 1,054; read 1,024; output 12 (message_delta's)
+    assert totals(result.requests) == {"input": 1_054, "read": 1_024, "write": 0, "output": 12}
+
+
 def test_req_llm_bad_b64_is_named(tmp_path: Path) -> None:
     fixture = req_llm_fixture(
         "https://api.openai.com/v1/chat/completions", chat_body("a"), chat_response(10, 0, 1)
