@@ -39,6 +39,7 @@ from cachecast.logs import (
     nock,
     otel,
     talkback,
+    testproxy,
     vcr,
     wiremock,
 )
@@ -326,6 +327,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "EasyVCR cassette (C# and Java: a list of {RecordedAt, Request, Response})",
         _objects_fit(easyvcr.fits, "list of EasyVCR interactions {RecordedAt, Request, Response}"),
         easyvcr.read,
+    ),
+    LogFormat(
+        "test-proxy",
+        "Azure SDK test-proxy recording (.NET SDKs' SessionRecords: {Entries, Variables})",
+        _objects_fit(testproxy.fits, "Entries of {RequestUri, RequestMethod, StatusCode}"),
+        testproxy.read,
     ),
     LogFormat(
         "langfuse",

@@ -35,6 +35,13 @@
   ``Content-Encoding`` says), as the Datadog APM test agent's proxy records LLM traffic
   (dd-trace-py's ``tests/llmobs/llmobs_cassettes/*.json``). Its fields are read from the top
   (``request.body``).
+- ReqLLM's fixtures (Elixir, agentjido/req_llm ``test/support/fixtures/<provider>/<model>/
+  *.json``): one interaction a JSON file, ``{request: {method, url, headers, body: {b64},
+  canonical_json}, response: {status, headers, body}, streaming, captured_at?}``: the request
+  body is the base64 of the bytes sent (``canonical_json`` is the same body re-encoded, for
+  matching), the response body the parsed JSON object itself; a streamed response has
+  ``body: null`` and the stream in ``chunks: [{b64, decoded}]`` beside ``request`` (the bytes
+  of each read, in order: joined here).
 
 The cassette is read whole (YAML through :func:`cachecast.logs.decoding.load_yaml`, which
 bounds what aliases expand to), refused above :data:`~cachecast.logs.stream.MAX_YAML_BYTES`
@@ -63,7 +70,7 @@ from cachecast.logs import xai_grpc
 from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.http import Exchange, exchanges_of, http_date, read_exchanges
-from cachecast.logs.http.exchange import listed_headers
+from cachecast.logs.http.exchange import decoded_bytes, listed_headers
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size
 
@@ -193,10 +200,12 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
         status = _status(response, f"{at}response")
         response_headers = listed_headers(response.get("headers"))
         response_body = _body(response, f"{at}response")
+    if response_body is None and isinstance(interaction.get("chunks"), list):
+        response_body = _chunks(interaction["chunks"], f"{at}chunks")  # ReqLLM's streams
     request_headers = listed_headers(request.get("headers"))
     timestamp = http_date(response_headers.get("date"))
-    if timestamp is None:
-        timestamp = _recorded_at(interaction.get("recorded_at"))
+    if timestamp is None:  # Ruby VCR and pydantic-ai: recorded_at; ReqLLM: captured_at
+        timestamp = _recorded_at(interaction.get("recorded_at", interaction.get("captured_at")))
     return Exchange(
         line=line,
         where=where,
@@ -257,8 +266,10 @@ def _status(response: dict[str, Any], where: str) -> int | None:
 
 def _body(message: dict[str, Any], where: str) -> Any:
     """A request's or response's body: ``parsed_body`` (pydantic-ai) wins; else ``body`` as
-    a string, bytes, ``{string}`` (vcrpy, Ruby VCR) or ``{base64_string}`` (Ruby VCR); else
-    ``content`` (vcrpy 4's httpx responses)."""
+    a string, bytes, ``{string}`` (vcrpy, Ruby VCR), ``{base64_string}`` (Ruby VCR), ``{b64}``
+    (ReqLLM), ``{type, content}`` (pydantic-ai's later serializer) or, any other mapping
+    without ``encoding``, the JSON body itself (ReqLLM's responses); else ``content`` (vcrpy
+    4's httpx responses)."""
     if "parsed_body" in message:
         return message["parsed_body"]
     if "body" not in message and "content" in message:
@@ -268,16 +279,39 @@ def _body(message: dict[str, Any], where: str) -> Any:
         return value
     if "parsed_body" in value:
         return value["parsed_body"]
-    if "type" in value and "content" in value:
+    if _typed(value):
         return _typed_body(value, where)
     if isinstance(value.get("base64_string"), str):
         try:
             return base64.b64decode(value["base64_string"])
         except binascii.Error:
             raise RecordFieldError(f"{where}.body.base64_string", "not base64") from None
+    if set(value) == {"b64"} and isinstance(value["b64"], str):  # ReqLLM: the bytes sent
+        return decoded_bytes(value["b64"], "base64", f"{where}.body.b64")
     if "string" in value:
         return value["string"]
-    return None
+    if "encoding" in value:  # Ruby VCR's body with no string: none
+        return None
+    return value  # ReqLLM's responses: the JSON object as the server sent it
+
+
+def _chunks(chunks: list[Any], where: str) -> bytes:
+    """ReqLLM's streamed response: the bytes of each read, base64 under ``b64``, joined."""
+    parts: list[bytes] = []
+    for index, chunk in enumerate(chunks):
+        field = f"{where}[{index}].b64"
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("b64"), str):
+            raise RecordFieldError(field, "missing: expected a chunk {b64}")
+        parts.append(decoded_bytes(chunk["b64"], "base64", field))
+    return b"".join(parts)
+
+
+def _typed(value: dict[str, Any]) -> bool:
+    """pydantic-ai's ``{type: json|text, content}`` wrapper, not a JSON body that happens to
+    carry both keys (an Anthropic message: ``type: message``, ``content``, ``id``...)."""
+    if "type" not in value or "content" not in value:
+        return False
+    return value["type"] in ("json", "text") or set(value) == {"type", "content"}
 
 
 def _typed_body(value: dict[str, Any], where: str) -> Any:

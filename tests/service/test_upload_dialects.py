@@ -1,7 +1,7 @@
 """Uploads of the recording dialects read since issue 26 (govcr, Ruby VCR 1.x, nock, HAR
-entries as JSON lines, WireMock, Hoverfly, talkback, EasyVCR): ``POST /v1/estimates`` reads
-them as the CLI does, and a hostile variant is a 4xx naming the upload, the record's line and
-its field.
+entries as JSON lines, WireMock, Hoverfly, talkback, EasyVCR, the Azure SDK test proxy's):
+``POST /v1/estimates`` reads them as the CLI does, and a hostile variant is a 4xx naming the
+upload, the record's line and its field.
 
 Expected request counts are the model calls written into each upload (builders of
 tests/logs/test_more_dialects*.py); the bill is the CLI's reading of the same file.
@@ -19,6 +19,7 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.estimate import EstimateRequest, estimate
+from tests.logs.test_heldout39_h40_heldG import entry
 from tests.logs.test_more_dialects import RUBY_VCR_1, chat_body, chat_response, track
 from tests.logs.test_more_dialects_web import har_entry, nock_definition
 from tests.logs.test_stub_dialects import TAPE, hoverfly_pair, mapping, simulation
@@ -28,6 +29,7 @@ from tests.service.test_api import assert_problem
 pytestmark = pytest.mark.anyio
 AT = "2025-12-02"
 TARGETS = "openai:gpt-4o"
+URL = "https://api.openai.com/v1/chat/completions"
 
 GOVCR = json.dumps(
     {"Tracks": [track(chat_body(t), chat_response(1_200, 1_024, 5)) for t in "ab"]}, indent=2
@@ -55,6 +57,18 @@ UPLOADS = {
         "chat.json",
         json.dumps([easyvcr_csharp(chat_body("a"), chat_response(8, 0, 2))]),
         1,
+    ),
+    "test-proxy": (
+        "TwoTurnChat.json",
+        json.dumps(
+            {
+                "Entries": [
+                    entry("POST", URL, chat_body(t), chat_response(1_200, 1_024, 5)) for t in "ab"
+                ],
+                "Variables": {},
+            }
+        ),
+        2,
     ),
 }
 
