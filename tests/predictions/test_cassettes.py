@@ -198,8 +198,7 @@ def test_cli_and_api_give_the_library_report(store_url: str, tmp_path: Path) -> 
     import anyio
 
     async def upload() -> httpx.Response:
-        # The deadline is not what this test checks; a loaded CI machine must not trip it.
-        async for client in open_client(make_settings(store_url, request_deadline_seconds=120)):
+        async for client in open_client(make_settings(store_url)):
             return await client.post(
                 "/v1/reconciliations",
                 files=[("log", ("test_openai_prompt_caching.yaml", path.read_bytes()))],
