@@ -104,8 +104,8 @@ class ReconciliationReport(Report):
     )
     reads_not_reported: int = Field(
         default=0,
-        description="requests whose usage reports no cache read (the field absent, not 0):"
-        " never exact, their reads in neither sum (simulator.reconcile)",
+        description="requests predicted to read whose usage reports no cache read (the field"
+        " absent, not 0): never exact, their reads in neither sum (simulator.reconcile)",
     )
 
 

@@ -251,7 +251,8 @@ class ReconcileSummary(Report):
     )
     reads_not_reported: int = Field(
         default=0,
-        description="requests whose usage reports no cache read (class read_not_reported):"
+        description="requests predicted to read whose usage reports no cache read (class"
+        " read_not_reported; an absent read where none is predicted is taken as 0):"
         " not judged on reads, counted in requests but never exact or within tolerance, their"
         " reads in neither sum; their observed bill counts the prompt as uncached input",
     )
@@ -601,9 +602,9 @@ def reads_not_reported_note(requests: int) -> str:
     """A report's word on its requests whose usage reports no cache read (the CLI's headline
     and the HTML page say it the same)."""
     return (
-        f"{requests:,} request(s) report no cache read (the field is absent, not 0): not judged"
-        " on reads (never exact or within tolerance; their reads are in neither sum), their"
-        " observed bill counts the whole prompt as uncached input"
+        f"{requests:,} request(s) report no cache read where one is predicted (the field is"
+        " absent, not 0): not judged on reads (never exact or within tolerance; their reads are"
+        " in neither sum), their observed bill counts the whole prompt as uncached input"
     )
 
 

@@ -21,6 +21,7 @@ import datetime as dt
 import itertools
 from collections.abc import Sequence
 from importlib import resources
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -196,7 +197,7 @@ def insert_version(connection: sa.Connection, terms: ContractTerms, origin: str)
         )
         .returning(versions_table.c.id)
     )
-    contract_id = inserted.scalar_one()
+    contract_id: int = inserted.scalar_one()
     rows = {
         ttl_table: [
             {
@@ -231,6 +232,39 @@ def insert_version(connection: sa.Connection, terms: ContractTerms, origin: str)
         if values:
             connection.execute(table.insert(), values)
     return contract_id
+
+
+def _version_ids(provider: str, model: str, start: dt.date, origin: str) -> sa.Select[Any]:
+    return sa.select(versions_table.c.id).where(
+        versions_table.c.provider == provider,
+        versions_table.c.model == model,
+        versions_table.c.effective_from == start,
+        versions_table.c.origin == origin,
+    )
+
+
+def delete_version(provider: str, model: str, start: dt.date, origin: str) -> None:
+    """Delete one stored version (of ``origin``, starting on ``start``) and its child rows.
+    Later revisions that remove a wrong row use this, not a copy."""
+    ids = _version_ids(provider, model, start, origin)
+    # Children first: SQLite enforces the foreign keys only when the pragma is on.
+    for child in CHILDREN:
+        op.execute(child.delete().where(child.c.contract_id.in_(ids)))
+    op.execute(versions_table.delete().where(versions_table.c.id.in_(ids)))
+
+
+def restore_version(provider: str, model: str, start: dt.date, origin: str, seed_file: str) -> None:
+    """Write a deleted version back as the packaged ``seed_file`` has it, unless it is
+    there (the downgrade of a revision that used ``delete_version``)."""
+    connection = op.get_bind()
+    if connection.execute(_version_ids(provider, model, start, origin)).first() is not None:
+        return
+    (terms,) = [
+        terms
+        for terms in _read_seed(seed_file)
+        if (terms.provider, terms.model, terms.effective_from) == (provider, model, start)
+    ]
+    insert_version(connection, terms, origin)
 
 
 def downgrade() -> None:

@@ -39,10 +39,6 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from runpy import run_path
-from typing import Any
-
-import sqlalchemy as sa
-from alembic import op
 
 revision: str = "0023_seed_contracts_v15"
 down_revision: str | None = "0022_seed_contracts_v14"
@@ -73,45 +69,11 @@ def upgrade() -> None:
     seeding = run_path(SEEDING)
     seeding["seed_file"]("contracts-v15.json", "seed:contracts-v15")
     for row in RETIRED_RETURNS:
-        _delete_row(seeding, row)
+        seeding["delete_version"](*row)
 
 
 def downgrade() -> None:
     seeding = run_path(SEEDING)
     seeding["unseed"]("seed:contracts-v15")
     for row in RETIRED_RETURNS:
-        _restore_row(seeding, row)
-
-
-def _row_ids(seeding: dict[str, Any], row: tuple[str, str, dt.date, str]) -> sa.Select[Any]:
-    versions = seeding["versions_table"]
-    provider, model, start, origin = row
-    return sa.select(versions.c.id).where(
-        versions.c.provider == provider,
-        versions.c.model == model,
-        versions.c.effective_from == start,
-        versions.c.origin == origin,
-    )
-
-
-def _delete_row(seeding: dict[str, Any], row: tuple[str, str, dt.date, str]) -> None:
-    ids = _row_ids(seeding, row)
-    # Children first: SQLite enforces the foreign keys only when the pragma is on.
-    for child in seeding["CHILDREN"]:
-        op.execute(child.delete().where(child.c.contract_id.in_(ids)))
-    versions = seeding["versions_table"]
-    op.execute(versions.delete().where(versions.c.id.in_(ids)))
-
-
-def _restore_row(seeding: dict[str, Any], row: tuple[str, str, dt.date, str]) -> None:
-    """Write a deleted row back as contracts-v3.json has it, unless it is there."""
-    connection = op.get_bind()
-    if connection.execute(_row_ids(seeding, row)).first() is not None:
-        return
-    provider, model, start, origin = row
-    (terms,) = [
-        terms
-        for terms in seeding["_read_seed"](RETIRED_RETURNS_FILE)
-        if (terms.provider, terms.model, terms.effective_from) == (provider, model, start)
-    ]
-    seeding["insert_version"](connection, terms, origin)
+        seeding["restore_version"](*row, RETIRED_RETURNS_FILE)

@@ -28,9 +28,7 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from runpy import run_path
-from typing import Any
 
-import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0030_seed_contracts_v22"
@@ -65,7 +63,7 @@ def upgrade() -> None:
     seeding = run_path(SEEDING)
     # Deleted first: the seeded version starts on the deleted one's day.
     for row in REPLACED:
-        _delete_row(seeding, row)
+        seeding["delete_version"](*row[:4])
     seeding["seed_file"]("contracts-v22.json", "seed:contracts-v22")
 
 
@@ -84,38 +82,4 @@ def downgrade() -> None:
             .values(effective_to=end)
         )
     for row in REPLACED:
-        _restore_row(seeding, row)
-
-
-def _row_ids(seeding: dict[str, Any], row: Row) -> sa.Select[Any]:
-    versions = seeding["versions_table"]
-    provider, model, start, origin, _ = row
-    return sa.select(versions.c.id).where(
-        versions.c.provider == provider,
-        versions.c.model == model,
-        versions.c.effective_from == start,
-        versions.c.origin == origin,
-    )
-
-
-def _delete_row(seeding: dict[str, Any], row: Row) -> None:
-    ids = _row_ids(seeding, row)
-    # Children first: SQLite enforces the foreign keys only when the pragma is on.
-    for child in seeding["CHILDREN"]:
-        op.execute(child.delete().where(child.c.contract_id.in_(ids)))
-    versions = seeding["versions_table"]
-    op.execute(versions.delete().where(versions.c.id.in_(ids)))
-
-
-def _restore_row(seeding: dict[str, Any], row: Row) -> None:
-    """Write a deleted row back as its packaged file has it, unless it is there."""
-    connection = op.get_bind()
-    if connection.execute(_row_ids(seeding, row)).first() is not None:
-        return
-    provider, model, start, origin, seed_file = row
-    (terms,) = [
-        terms
-        for terms in seeding["_read_seed"](seed_file)
-        if (terms.provider, terms.model, terms.effective_from) == (provider, model, start)
-    ]
-    seeding["insert_version"](connection, terms, origin)
+        seeding["restore_version"](*row)
