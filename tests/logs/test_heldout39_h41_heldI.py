@@ -233,3 +233,89 @@ def test_arn_model_id_and_bad_fields_are_named(tmp_path: Path) -> None:
     error = got.errors[0]
     assert error.line == 2
     assert error.field == "input.inputBodyS3Path"
+
+
+# --- Groq's Batch API: OpenAI's file formats, Groq's response bodies ------------------------
+
+
+def groq_output_line(custom_id: str, prompt: int, completion: int) -> dict[str, Any]:
+    """An output line as Groq's Batch API writes it: OpenAI's layout, a chat completion body
+    with Groq's ``x_groq`` object and timing fields in the usage."""
+    return {
+        "id": f"batch_req_out_{custom_id}",
+        "custom_id": custom_id,
+        "response": {
+            "status_code": 200,
+            "request_id": f"req_{custom_id}",
+            "body": {
+                "id": f"chatcmpl-{custom_id}",
+                "object": "chat.completion",
+                "created": 1742423736,
+                "model": "llama-3.1-8b-instant",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "4"},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "queue_time": 0.23,
+                    "prompt_tokens": prompt,
+                    "prompt_time": 0.002,
+                    "completion_tokens": completion,
+                    "completion_time": 0.017,
+                    "total_tokens": prompt + completion,
+                    "total_time": 0.019,
+                },
+                "x_groq": {"id": f"req_{custom_id}"},
+            },
+        },
+        "error": None,
+    }
+
+
+def test_groq_batch_output_names_groq(tmp_path: Path) -> None:
+    output = write_jsonl(
+        tmp_path / "batch_output.jsonl",
+        [groq_output_line("request-1", 48, 13), groq_output_line("request-2", 55, 10)],
+    )
+    alone = read(output)
+    assert alone.format == "openai-batch-output"
+    assert [r.provider for r in alone.requests] == ["groq", "groq"]
+    # 48 + 55 in, 13 + 10 out; Groq reports no cache fields
+    assert totals(alone.requests) == {"input": 103, "read": 0, "write": 0, "output": 23}
+
+    requests = write_jsonl(
+        tmp_path / "batch_input.jsonl",
+        [
+            {
+                "custom_id": f"request-{n}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {
+                    "model": "llama-3.1-8b-instant",
+                    "messages": [{"role": "user", "content": "What is 2 + 2?"}],
+                },
+            }
+            for n in (1, 2)
+        ],
+    )
+    paired = read(requests, results=output)
+    assert [r.provider for r in paired.requests] == ["groq", "groq"]
+    assert totals(paired.requests) == {"input": 103, "read": 0, "write": 0, "output": 23}
+
+
+def test_openai_batch_output_stays_openai(tmp_path: Path) -> None:
+    line = groq_output_line("request-1", 20, 10)
+    body = line["response"]["body"]
+    del body["x_groq"]
+    body["model"] = "gpt-4o-2024-08-06"
+    body["usage"] = {
+        "prompt_tokens": 20,
+        "completion_tokens": 10,
+        "total_tokens": 30,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
+    got = read(write_jsonl(tmp_path / "out.jsonl", [line]))
+    assert [r.provider for r in got.requests] == ["openai"]
