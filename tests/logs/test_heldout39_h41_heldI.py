@@ -319,3 +319,17 @@ def test_openai_batch_output_stays_openai(tmp_path: Path) -> None:
     }
     got = read(write_jsonl(tmp_path / "out.jsonl", [line]))
     assert [r.provider for r in got.requests] == ["openai"]
+
+
+def test_logs_insights_rows(tmp_path: Path) -> None:
+    """Logs Insights results exported as JSON: a list of rows, each record under ``@message``."""
+    rows = [
+        {"@timestamp": "2025-06-02 10:01:00.000", "@message": json.dumps(records()[1])},
+    ]
+    path = tmp_path / "insights.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    got = read(path)
+    assert got.format == "bedrock-invocation-log"
+    assert got.errors == []
+    # 15 + 1,500 in, 1,500 read, 30 out
+    assert totals(got.requests) == {"input": 1_515, "read": 1_500, "write": 0, "output": 30}
