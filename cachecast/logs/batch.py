@@ -56,6 +56,9 @@ class _Result:
     timestamp: float | None
     request_id: str | None
     used: bool = False
+    # The provider the result body shows where it is not OpenAI's (Groq's Batch API writes
+    # OpenAI's file format: docs/log-formats.md, "Batches").
+    provider: str | None = None
 
 
 # --- detection ---------------------------------------------------------------------------
@@ -144,6 +147,7 @@ def _openai_result(stream: LogStream, line: int, record: dict[str, Any], file: s
         if isinstance(created, int | float) and not isinstance(created, bool)
         else None,
         response.get("request_id") if isinstance(response.get("request_id"), str) else None,
+        provider="groq" if isinstance(body.get("x_groq"), dict) else None,
     )
 
 
@@ -281,6 +285,8 @@ def _read(
             built["observed"] = to_canonical(result.observed)
         if result.timestamp is not None:
             built["timestamp"] = result.timestamp
+        if result.provider is not None:
+            built["provider"] = result.provider
         yield line, built
     if results is not None:
         if results and not matched:
@@ -360,7 +366,7 @@ def _read_results_only(
             make_record(
                 request=unrecorded_prompt(stream.source, line, "batch request"),
                 model=result.model,
-                provider=provider,
+                provider=result.provider or provider,
                 timestamp=result.timestamp,
                 request_id=custom_id,
                 observed=result.observed,

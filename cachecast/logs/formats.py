@@ -22,6 +22,7 @@ import orjson
 from cachecast.core.limits import current
 from cachecast.logs import (
     batch,
+    bedrock_logs,
     claude_code,
     codex,
     easyvcr,
@@ -427,6 +428,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "LangSmith runs (run_type, inputs, outputs, extra.metadata)",
         _objects_fit(_langsmith_value, "LangSmith run {run_type, inputs}"),
         langsmith.read,
+    ),
+    LogFormat(
+        "bedrock-invocation-log",
+        "Amazon Bedrock model invocation log (CloudWatch / S3: schemaType ModelInvocationLog)",
+        _objects_fit(bedrock_logs.fits, "ModelInvocationLog record {schemaType, input, output}"),
+        bedrock_logs.read,
     ),
     LogFormat(
         "litellm",
