@@ -165,8 +165,19 @@ def unknown_reason(provider: str, model: str, message: str) -> str:
             "; an experimental Gemini id ('-exp'): no per-token price for it is in our"
             " sources, so it is not stored"
         )
+    if provider == "groq" and message.startswith("unknown model") and _COMPOUND.match(model):
+        # A Compound system is billed as the model calls it made, which a response lists in
+        # usage_breakdown.models (cachecast.logs.http.system_calls): without it, no price.
+        message += (
+            "; a Groq Compound system, billed as the model calls its response lists in"
+            " usage_breakdown.models, which this record does not carry: which models it"
+            " called and with how many tokens is not known"
+        )
     return f"{provider}:{model}: {message}"
 
+
+# Groq's Compound systems: compound, compound-mini, compound-beta, compound-beta-mini.
+_COMPOUND = re.compile(r"^compound(?:-beta)?(?:-mini)?$")
 
 # Google's experimental model ids: gemini-2.0-flash-exp, gemini-2.0-pro-exp-02-05, ...
 _EXPERIMENTAL = re.compile(r"-exp(?:-|$)")

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.logs.batch import ANTHROPIC_RESULTS_DOWNLOAD, anthropic_results_lines
-from cachecast.logs.canonical import completions_prompt, make_record
+from cachecast.logs.canonical import completions_prompt, make_record, unrecorded_prompt
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_bytes, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
@@ -57,6 +57,7 @@ from cachecast.logs.http.state import (
     remember_response,
     with_cache,
 )
+from cachecast.logs.http.system_calls import ModelCall, call_request, check_sums, system_calls
 from cachecast.logs.stream import Item, LogStream, documents
 from cachecast.logs.usage_fields import requested_ttl
 
@@ -113,7 +114,7 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             stream.skip("recorded call that is not a model endpoint")
             continue
         try:
-            record = _record(stream, exchange, endpoint, state)
+            records = _records(stream, exchange, endpoint, state)
         except RecordFieldError as exc:
             field_path = (
                 exc.field
@@ -129,7 +130,7 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             exc.location = Location(source=stream.source, line=exchange.line, field=field)
             exc.args = (exc.one_line(),)
             raise
-        if record is not None:
+        for record in records:
             yield exchange.line, record
 
 
@@ -256,28 +257,31 @@ def ollama_generate_as_chat(body: dict[str, Any]) -> dict[str, Any]:
     return chat
 
 
-def _record(
+def _records(
     stream: LogStream, exchange: Exchange, endpoint: Endpoint, state: ApiState
-) -> dict[str, Any] | None:
+) -> list[dict[str, Any]]:
+    """The exchange's request as a record; a Groq Compound request as the model calls it
+    made (``system_calls``); none for a response that was not billed."""
     body = decode_json(exchange.request_body, exchange.request_headers, "request.body")
     if not isinstance(body, dict):
         raise RecordFieldError("request.body", "expected a JSON object")
     status = exchange.status
     if status is not None and not 200 <= status < 300:
         stream.skip(f"HTTP {status} response (not billed)")
-        return None
+        return []
     response = decode_body(exchange.response_body, exchange.response_headers, "response.body")
     if endpoint.api in ("gemini", "gemini-cache"):
         body = gemini_listed(body)
     if endpoint.api == "gemini-cache":
-        return cache_creation_record(exchange, body, response, state)
+        created = cache_creation_record(exchange, body, response, state)
+        return [] if created is None else [created]
     if endpoint.api.startswith("ollama-") and not is_ollama_final(
         final_response(response, endpoint.api)
     ):
         # /api/chat is also a common route of web apps' own: only Ollama answers with its
         # final ``done`` object (cachecast.logs.http.endpoints).
         stream.skip("recorded call that is not a model endpoint")
-        return None
+        return []
     # A recording filter may replace the body it stores (secrets, long prompts): the stored
     # body is then not what was sent, whose length the request's Content-Length still gives.
     complete = not body_rewritten(exchange)
@@ -324,6 +328,8 @@ def _record(
     else:
         ttl = requested_ttl(body)
     observed = reported_usage(endpoint, final, response, exchange.response_headers, write_ttl=ttl)
+    calls = system_calls(endpoint.provider, final)
+    check_sums(calls, observed)
     if observed is None and endpoint.api in _NO_USAGE:
         raise RecordFieldError("response.body.usage", _NO_USAGE[endpoint.api])
     if chain is not None and isinstance(final, dict):
@@ -354,7 +360,42 @@ def _record(
             record["carries_reply"] = carried
     if chain is not None:
         _continued(stream, state, chain, record)
-    return record
+    if calls:
+        return [
+            _call_record(stream, exchange, endpoint, record, calls, index)
+            for index in range(len(calls))
+        ]
+    return [record]
+
+
+def _call_record(
+    stream: LogStream,
+    exchange: Exchange,
+    endpoint: Endpoint,
+    record: dict[str, Any],
+    calls: tuple[ModelCall, ...],
+    index: int,
+) -> dict[str, Any]:
+    """A Compound request's ``index``-th model call as a request of its own to that model,
+    made when and for whom the Compound request was, its prompt not in the recording
+    (``system_calls``)."""
+    call = calls[index]
+    system = str(record.get("model", "a Compound system"))
+    request_id = record.get("request_id")
+    made = make_record(
+        request=unrecorded_prompt(
+            stream.source, exchange.line, call_request(system, index, len(calls), call.model)
+        ),
+        model=call.model,
+        provider=endpoint.provider,
+        timestamp=record.get("timestamp"),
+        request_id=None if request_id is None else f"{request_id} call {index + 1}",
+        observed=call.observed,
+        prompt_complete=False,
+    )
+    if "organization" in record:
+        made["organization"] = record["organization"]
+    return made
 
 
 def _continued(stream: LogStream, state: ApiState, chain: Chain, record: dict[str, Any]) -> None:
