@@ -156,4 +156,5 @@ def test_records_with_other_keys_are_not_moscafetch(tmp_path: Path, extra: dict[
         **extra,
     }
     path = write_records(tmp_path / "other.json", [record])
-    assert detect_format(path) != "moscafetch"
+    fmt, _ = detect_format(path)
+    assert fmt.name != "moscafetch"
