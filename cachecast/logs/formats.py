@@ -37,6 +37,7 @@ from cachecast.logs import (
     langfuse,
     langsmith,
     litellm,
+    moscafetch,
     nock,
     otel,
     talkback,
@@ -304,6 +305,13 @@ FORMATS: tuple[LogFormat, ...] = (
         "nock recordings (Node.js: nock.back fixtures, the recorder's definitions)",
         _objects_fit(nock.fits, "list of nock definitions {scope, method, path, status}"),
         nock.read,
+    ),
+    LogFormat(
+        "moscafetch",
+        "moscaFetch records (Node.js: KaibanJS's fetch recorder, a list of {url, method, body,"
+        " response})",
+        _objects_fit(moscafetch.fits, "list of moscaFetch records {url, method, response}"),
+        moscafetch.read,
     ),
     LogFormat(
         "wiremock",

@@ -77,14 +77,75 @@ def test_deepseek_reads_the_previous_prompt_and_its_reply(store: ContractStore) 
     assert (second[1], second[2]) == (384, 384)
 
 
-def test_only_deepseek_from_v3_2_caches_replies(migrated_db_url: str) -> None:
+def test_only_deepseek_from_its_version_of_2025_02_26_caches_replies(
+    migrated_db_url: str,
+) -> None:
     store = ContractStore(migrated_db_url)
     assert caches_replies(store.as_of("deepseek", "deepseek-reasoner", dt.date(2026, 6, 10)))
     # V3.2 (deepseek-chat's version from 2025-09-29): observed on recordings of 2026-04-02.
     assert caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2026, 1, 10)))
-    # V3.1 (the version of 2025-09-05): the guide of its time, prompts only.
-    assert not caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2025, 9, 10)))
+    # V3 under the version of 2025-02-26: observed on KaibanJS's recording of 2025-05-21.
+    assert caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2025, 5, 21)))
+    # V3.1 (the version of 2025-09-05), between the two: taken to keep it.
+    assert caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2025, 9, 10)))
+    # The version of 2025-02-08: the guide of its time, prompts only.
+    assert not caches_replies(store.as_of("deepseek", "deepseek-chat", dt.date(2025, 2, 20)))
     assert not caches_replies(store.as_of("openai", "gpt-4o", dt.date(2026, 6, 10)))
+
+
+def test_deepseek_v3_reads_the_reply_sent_back(tmp_path: Path, store: ContractStore) -> None:
+    # A hand-built moscaFetch recording (docs/log-formats.md) of deepseek-chat on 2025-05-21,
+    # as KaibanJS's of that day: request 1 has prompt_tokens 1,424 and completion_tokens 85;
+    # request 2 carries that reply verbatim and reads 64 x floor((1,424 + 85) / 64) = 1,472,
+    # the figure the real recording shows (without the reply cached: 64 x 22 = 1,408).
+    system = "You are Scout. " + " ".join(
+        f"Rule {i}: answer in plain words and cite the page you read." for i in range(120)
+    )
+    reply = '{"thought": "I should search.", "action": "search"}'
+    first = [{"role": "system", "content": system}, {"role": "user", "content": "Who won?"}]
+    second = [
+        *first,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": "The search says Argentina, 1-0."},
+    ]
+
+    def call(messages: list[dict[str, Any]], created: int, content: str, usage: Any) -> Any:
+        return {
+            "url": "https://api.deepseek.com/chat/completions",
+            "method": "POST",
+            "body": {"model": "deepseek-chat", "stream": False, "messages": messages},
+            "response": {
+                "id": f"r{created}",
+                "object": "chat.completion",
+                "created": created,
+                "model": "deepseek-chat",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            },
+        }
+
+    def usage(prompt: int, completion: int, hit: int) -> dict[str, int]:
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_cache_hit_tokens": hit,
+            "prompt_cache_miss_tokens": prompt - hit,
+        }
+
+    path = tmp_path / "sport_news.requests.json"
+    records = [
+        call(first, 1_747_845_091, reply, usage(1_424, 85, 0)),
+        call(second, 1_747_845_103, "ok", usage(1_530, 5, 1_472)),
+    ]
+    path.write_text(json.dumps(records, indent=2), encoding="utf-8")
+    assert [row[1:3] for row in rows(run(path, store))] == [(0, 0), (1_472, 1_472)]
 
 
 def test_deepseek_reads_in_128_token_steps_from_v4(migrated_db_url: str) -> None:
