@@ -60,12 +60,14 @@ def is_output(record: dict[str, Any]) -> bool:
     )
 
 
-def _action(body: dict[str, Any], response: Any) -> str:
-    """A Converse job's bodies (``inferenceConfig``; the response's ``output.message``) are
-    read as Converse, any other as InvokeModel."""
-    if isinstance(response, dict) and isinstance(response.get("output"), dict):
+def _action(response: Any) -> str:
+    """A Converse job's response (the Converse response: ``output.message``, ``usage`` and
+    ``metrics``) is read as Converse; any other as InvokeModel, whose bodies are read by
+    their shape (Nova's InvokeModel response has ``output`` and ``usage`` but no
+    ``metrics``; a request alone reads the same either way)."""
+    if isinstance(response, dict) and isinstance(response.get("metrics"), dict):
         return "converse"
-    return "converse" if "inferenceConfig" in body else "invoke"
+    return "invoke"
 
 
 def _record_id(record: dict[str, Any], line: int, stream: LogStream) -> str:
@@ -98,7 +100,7 @@ def _exchange(
             raise RecordFieldError(
                 "modelOutput", f"expected the response body, got {shown(response)}"
             )
-    action = _action(body, response)
+    action = _action(response)
     return Exchange(
         line=line,
         where="",

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from cachecast.cli import app
 from cachecast.contracts import ContractStore
 from cachecast.logs import LogFileError, open_log, pair_batch_files
 from cachecast.passes.log_input import LogFile, LogInput
@@ -102,6 +104,16 @@ def test_bedrock_records_name_no_model_without_the_option(tmp_path: Path) -> Non
     assert result.requests == []
     assert [(e.line, e.field) for e in result.errors] == [(1, "model"), (2, "model")]
     assert all("--model" in e.reason for e in result.errors)
+
+
+def test_reconcile_without_the_model_exits_2(tmp_path: Path, migrated_db_url: str) -> None:
+    _, results = bedrock_job(tmp_path / "job")
+    env = {"CACHECAST_DATABASE_URL": migrated_db_url}
+    refused = CliRunner().invoke(app, ["reconcile", str(results)], env=env)
+    assert refused.exit_code == 2
+    assert "model: no model in the record and none given (--model)" in refused.stderr
+    given = CliRunner().invoke(app, ["reconcile", str(results), "--model", HAIKU], env=env)
+    assert given.exit_code == 0, given.stderr
 
 
 def test_bedrock_batch_priced_as_bedrock(tmp_path: Path, migrated_db_url: str) -> None:
@@ -204,17 +216,37 @@ def test_bedrock_bodies_of_other_models(tmp_path: Path) -> None:
                 "usage": {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10},
             },
         },
+        # A Converse job: the Converse request and response (usage, metrics).
+        {
+            "recordId": "CONV0000001",
+            "modelInput": {
+                "messages": [{"role": "user", "content": [{"text": "Name a colour."}]}],
+                "inferenceConfig": {"maxTokens": 16},
+            },
+            "modelOutput": {
+                "output": {"message": {"role": "assistant", "content": [{"text": "Green."}]}},
+                "stopReason": "end_turn",
+                "usage": {"inputTokens": 6, "outputTokens": 2, "totalTokens": 8},
+                "metrics": {"latencyMs": 210},
+            },
+        },
     ]
     path = write_jsonl(tmp_path / "mixed.jsonl.out", lines)
     result = read(path, default_model="amazon.nova-lite-v1:0")
     assert result.errors == []
-    assert [r.request_id for r in result.requests] == ["3223593EFGH", "LLAMA000001", "NOVA0000001"]
+    assert [r.request_id for r in result.requests] == [
+        "3223593EFGH",
+        "LLAMA000001",
+        "NOVA0000001",
+        "CONV0000001",
+    ]
     assert [
         (r.observed.input_tokens, r.observed.output_tokens) for r in result.requests if r.observed
     ] == [
         (8, 3),
         (9, 2),
         (7, 3),
+        (6, 2),
     ]
     assert result.skipped == {"request failed in the batch (400: bad request) (not billed)": 1}
 
