@@ -86,7 +86,8 @@ def __getattr__(name: str) -> Any:
 ResultsOption = Annotated[
     Path | None,
     typer.Option(
-        "--results", help="The results file of a batch requests file (OpenAI or Anthropic)."
+        "--results",
+        help="The results file of a batch requests file (OpenAI, Anthropic or Bedrock).",
     ),
 ]
 # The log's defaults for records that name no model or provider (LogInput's default_*).

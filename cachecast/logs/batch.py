@@ -43,7 +43,11 @@ OPENAI_BATCH_APIS = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
     "/v1/completions": "prompt",
+    # Azure OpenAI's batch input lines name the endpoint without the version (its global
+    # batch guide, docs/log-formats.md "Batches"): a line so written is Azure's.
+    "/chat/completions": "chat",
 }
+AZURE_BATCH_URLS = frozenset({"/chat/completions"})
 
 
 @dataclass(slots=True)
@@ -96,7 +100,7 @@ def _openai_request(stream: LogStream, line: int, record: dict[str, Any]) -> dic
     url = record.get("url")
     if url is not None and url not in OPENAI_BATCH_APIS:
         raise RecordFieldError("url", f"{url!r} is not a prompt endpoint cachecast reads")
-    made = _batch_request(record, "body", "openai")
+    made = _batch_request(record, "body", "azure" if url in AZURE_BATCH_URLS else "openai")
     if url is not None and OPENAI_BATCH_APIS[url] == "prompt":
         made["request"] = completions_prompt(made["request"], "body")
     return made
@@ -147,8 +151,25 @@ def _openai_result(stream: LogStream, line: int, record: dict[str, Any], file: s
         if isinstance(created, int | float) and not isinstance(created, bool)
         else None,
         response.get("request_id") if isinstance(response.get("request_id"), str) else None,
-        provider="groq" if isinstance(body.get("x_groq"), dict) else None,
+        provider=_result_provider(body),
     )
+
+
+def _result_provider(body: dict[str, Any]) -> str | None:
+    """The provider an OpenAI-format output body shows where it is not OpenAI: Groq's
+    ``x_groq``; Azure OpenAI's content filter results (``prompt_filter_results``, a choice's
+    ``content_filter_results``), which OpenAI's responses do not carry (docs/log-formats.md,
+    "Batches")."""
+    if isinstance(body.get("x_groq"), dict):
+        return "groq"
+    if "prompt_filter_results" in body:
+        return "azure"
+    choices = body.get("choices")
+    if isinstance(choices, list) and any(
+        isinstance(choice, dict) and "content_filter_results" in choice for choice in choices
+    ):
+        return "azure"
+    return None
 
 
 # --- Anthropic -------------------------------------------------------------------------------
@@ -287,6 +308,10 @@ def _read(
             built["timestamp"] = result.timestamp
         if result.provider is not None:
             built["provider"] = result.provider
+        if built.get("provider") == "azure" and result.model is not None:
+            # An Azure body's ``model`` names the deployment; the response names the model
+            # served (as for recorded Azure calls: docs/log-formats.md, "Recorded HTTP").
+            built["model"] = result.model
         yield line, built
     if results is not None:
         if results and not matched:

@@ -22,6 +22,7 @@ import orjson
 from cachecast.core.limits import current
 from cachecast.logs import (
     batch,
+    bedrock_batch,
     bedrock_logs,
     claude_code,
     codex,
@@ -432,6 +433,24 @@ FORMATS: tuple[LogFormat, ...] = (
         pair="openai-batch-output",
     ),
     LogFormat(
+        "bedrock-batch-output",
+        "Amazon Bedrock batch inference output (.jsonl.out: its prompts and usage)",
+        _lines_fit(
+            bedrock_batch.is_output, "{recordId, modelInput, modelOutput} (a .jsonl.out line)"
+        ),
+        bedrock_batch.read_output,
+        batch="results",
+        pair="bedrock-batch",
+    ),
+    LogFormat(
+        "bedrock-batch",
+        "Amazon Bedrock batch inference input ({recordId, modelInput})",
+        _lines_fit(bedrock_batch.is_input, "{recordId, modelInput} (a batch inference line)"),
+        bedrock_batch.read_input,
+        batch="requests",
+        pair="bedrock-batch-output",
+    ),
+    LogFormat(
         "langsmith",
         "LangSmith runs (run_type, inputs, outputs, extra.metadata)",
         _objects_fit(_langsmith_value, "LangSmith run {run_type, inputs}"),
@@ -605,7 +624,7 @@ def _pair(log: Path, fmt: LogFormat, results: Path) -> tuple[Path, LogFormat, Pa
         raise LogFileError(
             str(log),
             f"a results file was given, but this is a {fmt.name} log: results pair with "
-            "batch requests (openai-batch, anthropic-batch)",
+            "batch requests (openai-batch, anthropic-batch, bedrock-batch)",
         )
     other, _ = detect_format(results)
     if fmt.batch == "results":
@@ -629,8 +648,9 @@ def _common_prefix(a: str, b: str) -> int:
 
 def pair_batch_files(paths: Sequence[str | Path]) -> list[tuple[Path, Path | None]]:
     """Each path with the results file it pairs with (None for the others): a batch
-    requests file (openai-batch, anthropic-batch) and a results file of its kind among
-    ``paths`` are paired; with several of a kind, by the longest common file-name prefix.
+    requests file (openai-batch, anthropic-batch, bedrock-batch) and a results file of its
+    kind among ``paths`` are paired; with several of a kind, by the longest common file-name
+    prefix.
     A results file left without requests is inspected alone."""
     files = [Path(path) for path in paths]
     kinds: dict[Path, LogFormat] = {}

@@ -203,6 +203,7 @@ LOG_SUFFIXES = (
     ".httprr",
     ".log",
     ".txt",
+    ".jsonl.out",  # Bedrock batch inference output (its manifest.json.out is no log)
 )
 # Folders that hold no recording of their own: WireMock's response bodies, which the
 # mappings beside them name (``cachecast.logs.wiremock``).

@@ -244,7 +244,7 @@ def inspect_file(
 
 
 # Batch requests files: their times and usage are in the results file paired with them.
-BATCH_REQUEST_FORMATS = ("openai-batch", "anthropic-batch")
+BATCH_REQUEST_FORMATS = ("openai-batch", "anthropic-batch", "bedrock-batch")
 
 
 def _moment(seconds: float | None) -> datetime | None:

@@ -19,6 +19,7 @@ import pytest
 from cachecast.contracts import ContractStore
 from cachecast.passes.log_input import LogInput
 from cachecast.usecases.estimate import EstimateRequest, estimate
+from tests.logs.test_batch_bedrock_azure import HAIKU, OUTPUTS, azure_output
 from tests.logs.test_heldout39_h40_heldG import entry
 from tests.logs.test_more_dialects import RUBY_VCR_1, chat_body, chat_response, track
 from tests.logs.test_more_dialects_web import har_entry, nock_definition
@@ -53,6 +54,11 @@ UPLOADS = {
         1,
     ),
     "talkback": ("unnamed-1.json5", TAPE, 1),
+    "azure-batch-output": (
+        "batch_output.jsonl",
+        "".join(json.dumps(azure_output(f"task-{i}", 1_500, 1_024, 9)) + "\n" for i in (0, 1)),
+        2,
+    ),
     "easyvcr": (
         "chat.json",
         json.dumps([easyvcr_csharp(chat_body("a"), chat_response(8, 0, 2))]),
@@ -90,6 +96,30 @@ async def test_dialect_uploads_answer_as_the_file_does(
     path.write_text(text, encoding="utf-8")
     request = EstimateRequest(
         log=LogInput.of_paths([path]), targets=[TARGETS], at=dt.date.fromisoformat(AT)
+    )
+    direct = estimate(request, ContractStore(service_db_url)).model_dump(mode="json")
+    assert answer["targets"][0]["cost"] == direct["targets"][0]["cost"]
+
+
+async def test_a_bedrock_batch_output_upload_reads_with_its_model(
+    client: httpx.AsyncClient, service_db_url: str, tmp_path: Path
+) -> None:
+    # Bedrock batch records name no model (it is the job's): the form's model names it; the
+    # failed record (OUTPUTS[2]) is not billed, the other two are the calls.
+    text = "".join(json.dumps(line) + "\n" for line in OUTPUTS)
+    upload = {"log": ("questions.jsonl.out", text.encode())}
+    response = await client.post(
+        "/v1/estimates", files=upload, data={"targets": TARGETS, "at": AT, "model": HAIKU}
+    )
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert [target["requests"] for target in answer["targets"]] == [2]
+    path = tmp_path / "questions.jsonl.out"
+    path.write_text(text, encoding="utf-8")
+    request = EstimateRequest(
+        log=LogInput.of_paths([path], default_model=HAIKU),
+        targets=[TARGETS],
+        at=dt.date.fromisoformat(AT),
     )
     direct = estimate(request, ContractStore(service_db_url)).model_dump(mode="json")
     assert answer["targets"][0]["cost"] == direct["targets"][0]["cost"]

@@ -57,6 +57,8 @@ def reported_usage(
             usage = response[key]
         elif api == "bedrock-invoke" and "inputTextTokenCount" in response:
             usage = _titan_usage(response)
+        elif api == "bedrock-invoke" and "prompt_token_count" in response:
+            usage = _llama_usage(response)
     if usage:
         convention = {
             "anthropic": "anthropic",
@@ -114,6 +116,16 @@ def _titan_usage(response: dict[str, Any]) -> dict[str, Any]:
         counts = [item.get("tokenCount") for item in results if isinstance(item, dict)]
         if counts and all(type(count) is int for count in counts):
             usage["completion_tokens"] = sum(counts)
+    return usage
+
+
+def _llama_usage(response: dict[str, Any]) -> dict[str, Any]:
+    """Meta Llama's counts on Bedrock (``prompt_token_count``, ``generation_token_count``:
+    AWS's "Meta Llama models" page, the InvokeModel response body) in OpenAI's names; no
+    prompt caching, nothing else to read."""
+    usage: dict[str, Any] = {"prompt_tokens": response["prompt_token_count"]}
+    if "generation_token_count" in response:
+        usage["completion_tokens"] = response["generation_token_count"]
     return usage
 
 
