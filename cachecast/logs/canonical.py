@@ -91,6 +91,17 @@ SERVICE_TIER_NOTES = {
     ),
 }
 NOTED_SERVICE_TIERS = frozenset(SERVICE_TIER_NOTES)
+# Groq's flex tier is priced as its on-demand tier (Groq's Flex Processing guide,
+# docs/log-formats.md "Canonical records"): the bill is the one charged, nothing to note.
+ON_DEMAND_PRICED_TIERS = frozenset({("groq", "flex")})
+
+
+def service_tier_note(tier: str, provider: str | None) -> str | None:
+    """What the reports say of a request served under ``tier`` by ``provider`` (None: the
+    on-demand prices the contracts hold are what it was charged)."""
+    if (provider or "", tier) in ON_DEMAND_PRICED_TIERS:
+        return None
+    return SERVICE_TIER_NOTES.get(tier)
 
 
 def response_tier(body: Any) -> str | None:
