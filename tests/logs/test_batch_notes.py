@@ -305,3 +305,27 @@ def test_inspect_hints_that_a_batch_is_billed_on_demand(tmp_path: Path) -> None:
     (inspection,) = inspect_logs([requests, results]).files
     assert inspection.service_tiers == {"batch": 2}
     assert f"2 request(s) {BATCH_NOTE}" in inspection.hints
+
+
+def test_a_helicone_row_with_anthropic_priority_is_priority(tmp_path: Path) -> None:
+    # Anthropic reports the tier inside usage (its service tiers page, docs/log-formats.md).
+    row = {
+        "request_id": "h-1",
+        "request_created_at": "2026-01-05T10:00:00.000Z",
+        "request_body": {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 100,
+            "messages": [{"role": "user", "content": "Hi"}],
+        },
+        "response_body": {
+            "id": "msg_1",
+            "usage": {"input_tokens": 9, "output_tokens": 2, "service_tier": "priority"},
+        },
+        "response_status": 200,
+        "provider": "ANTHROPIC",
+        "model": "claude-sonnet-4-5",
+        "target_url": "https://api.anthropic.com/v1/messages",
+    }
+    result = read(write_jsonl(tmp_path / "helicone.jsonl", [row]))
+    assert result.format == "helicone"
+    assert [r.service_tier for r in result.requests] == ["priority"]
