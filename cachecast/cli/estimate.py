@@ -41,6 +41,7 @@ from cachecast.cli.output import (
     tokens,
 )
 from cachecast.core.errors import BadInputError, Location
+from cachecast.logs.canonical import SERVICE_TIER_NOTES
 
 if TYPE_CHECKING:
     from cachecast.usecases.estimate import EstimateReport, TargetEstimate
@@ -301,6 +302,12 @@ def print_table(report: EstimateReport) -> None:
             # Agent sessions: which figures are observed and which predicted.
             for note in result.notes:
                 out.print(f"  {note}", highlight=False, soft_wrap=True)
+        else:
+            # Requests priced on demand that the provider billed under another tier (a
+            # batch): the bill is not what was paid, and the text says so as the JSON does.
+            for note in result.notes:
+                if note.startswith(tuple(SERVICE_TIER_NOTES.values())):
+                    out.print(f"  note: {note}", highlight=False, soft_wrap=True)
         summary = result.reconciliation
         if summary is not None:
             out.print(

@@ -118,6 +118,7 @@ def _batch_request(record: dict[str, Any], key: str, provider: str) -> dict[str,
         model=model if isinstance(model, str) else None,
         provider=provider,
         request_id=custom_id,
+        service_tier="batch",
     )
 
 
@@ -364,6 +365,7 @@ def anthropic_results_lines(stream: LogStream, text: str, line: int, where: str)
                 request_id=result.request_id or custom_id,
                 observed=result.observed,
                 prompt_complete=False,
+                service_tier="batch",
             ),
         )
 
@@ -396,6 +398,7 @@ def _read_results_only(
                 request_id=custom_id,
                 observed=result.observed,
                 prompt_complete=False,
+                service_tier="batch",
             ),
         )
 

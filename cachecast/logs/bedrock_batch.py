@@ -140,6 +140,7 @@ def _records(
                 built.pop("model", None)
                 built.pop("provider", None)
                 built["request_id"] = record_id
+                built["service_tier"] = "batch"  # billed on demand, noted (docs/log-formats.md)
                 if sums is not None:
                     sums["successRecordCount"] += 1
                     observed = built.get("observed") or {}

@@ -2,9 +2,10 @@
 
 A record (see ``cachecast.tokenizers.records``) is ``{"timestamp", "scope", "session",
 "provider", "model", "request_id", "request": <a provider body the renderer reads>,
-"observed": <normalized usage>, "prompt_complete": false}``; keys with no value are left out.
-Provider and model are normalized here (``cachecast.logs.providers``) so that every format
-names providers as the contract store does.
+"observed": <normalized usage>, "prompt_complete": false, "service_tier": "batch"}``; keys
+with no value are left out. Provider and model are normalized here
+(``cachecast.logs.providers``) so that every format names providers as the contract store
+does.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def make_record(
     scope: str | None = None,
     observed: ObservedUsage | None = None,
     prompt_complete: bool = True,
+    service_tier: str | None = None,
 ) -> dict[str, Any]:
     gateway = normalize_provider_name(provider) if is_gateway(provider) else None
     provider, model = resolve_provider(provider, model)
@@ -54,7 +56,67 @@ def make_record(
         record["observed"] = to_canonical(observed)
     if not prompt_complete:
         record["prompt_complete"] = False
+    if service_tier is not None:
+        # Billed at on-demand prices all the same; the reports say so (docs/log-formats.md,
+        # "Canonical records", ``service_tier``).
+        record["service_tier"] = service_tier
     return record
+
+
+# The service tiers the reports note (docs/log-formats.md, "Canonical records"), each with what
+# the note says: the contracts hold the on-demand prices only (docs/contracts.md), so every
+# request is priced at them. ``batch``: a request read from a batch file, or whose Anthropic
+# usage says it ran in a batch; OpenAI's ``flex``, ``priority`` and ``scale`` and Anthropic's
+# ``priority`` as a response reports them. Standard processing (``default``, ``auto``,
+# ``standard``) is what the contracts price: carried as no tier.
+SERVICE_TIER_NOTES = {
+    "batch": (
+        "read from a batch file (or run as a batch): billed at on-demand prices; the"
+        " provider's Batch API charges 50% of them (docs/log-formats.md, Batches), not applied"
+        " here"
+    ),
+    "flex": (
+        "served under service_tier flex: billed at on-demand prices; OpenAI's Flex processing"
+        " charges its Batch API prices, 50% of them (docs/log-formats.md, Canonical records),"
+        " not applied here"
+    ),
+    "priority": (
+        "served under service_tier priority: billed at on-demand prices; priority processing"
+        " charges more (docs/log-formats.md, Canonical records), not modelled here"
+    ),
+    "scale": (
+        "served under service_tier scale: billed at on-demand prices; OpenAI's Scale Tier is"
+        " paid for as reserved capacity (docs/log-formats.md, Canonical records), not modelled"
+        " here"
+    ),
+}
+NOTED_SERVICE_TIERS = frozenset(SERVICE_TIER_NOTES)
+# Groq's flex tier is priced as its on-demand tier (Groq's Flex Processing guide,
+# docs/log-formats.md "Canonical records"): the bill is the one charged, nothing to note.
+ON_DEMAND_PRICED_TIERS = frozenset({("groq", "flex")})
+
+
+def service_tier_note(tier: str, provider: str | None) -> str | None:
+    """What the reports say of a request served under ``tier`` by ``provider`` (None: the
+    on-demand prices the contracts hold are what it was charged)."""
+    if (provider or "", tier) in ON_DEMAND_PRICED_TIERS:
+        return None
+    return SERVICE_TIER_NOTES.get(tier)
+
+
+def response_tier(body: Any) -> str | None:
+    """The service tier a response body reports where it is one the reports note: OpenAI's
+    top-level ``service_tier`` or Anthropic's ``usage.service_tier``; None otherwise."""
+    if not isinstance(body, dict):
+        return None
+    usage = body.get("usage")
+    for value in (
+        body.get("service_tier"),
+        usage.get("service_tier") if isinstance(usage, dict) else None,
+    ):
+        if isinstance(value, str) and value.lower() in NOTED_SERVICE_TIERS:
+            return value.lower()
+    return None
 
 
 def unrecorded_prompt(source: str, line: int, what: str = "prompt") -> dict[str, Any]:

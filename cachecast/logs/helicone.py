@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.canonical import iso_seconds, make_record, require_dict
+from cachecast.logs.canonical import iso_seconds, make_record, require_dict, response_tier
 from cachecast.logs.http.endpoints import model_endpoint
 from cachecast.logs.messages import maybe_json
 from cachecast.logs.providers import resolve_provider
@@ -89,6 +89,7 @@ def _request(stream: LogStream, line: int, record: Any) -> dict[str, Any] | None
         request_id=record.get("request_id") if isinstance(record.get("request_id"), str) else None,
         session=session if isinstance(session, str) else None,
         observed=observed,
+        service_tier=response_tier(response),
     )
 
 

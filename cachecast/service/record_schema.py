@@ -49,6 +49,11 @@ _WRAPPER_FIELDS: dict[str, Any] = {
     "provider": _OPTIONAL_TEXT,
     "output_tokens": _COUNT,
     "prompt_complete": {"type": "boolean"},
+    "service_tier": {
+        **_OPTIONAL_TEXT,
+        "description": "batch, flex, priority or scale: billed at on-demand prices all the"
+        " same, and the report's notes say so (other values: standard processing)",
+    },
 }
 # Content is text, parts or null, each API with its own part types: left to the reader.
 _MESSAGE = {

@@ -23,6 +23,7 @@ from typing import Any
 from cachecast.contracts import ContractStore
 from cachecast.contracts.model import CacheMode, ContractTerms, derived_per_mtok
 from cachecast.core.errors import UnknownContractError
+from cachecast.logs.canonical import service_tier_note
 from cachecast.simulator.billing import (
     EXACT,
     BillTotals,
@@ -314,6 +315,15 @@ def _count_off_peak(result: TargetTotals, prices: RequestPrices) -> None:
         result.notes[note] = result.notes.get(note, 0) + 1
 
 
+def _note_service_tier(result: TargetTotals, request: TokenizedRequest) -> None:
+    """Count, in the target's notes, the requests billed under a service tier the contracts
+    do not price (they are billed at on-demand prices here)."""
+    assert request.service_tier is not None
+    note = service_tier_note(request.service_tier, request.provider)
+    if note is not None:
+        result.notes[note] = result.notes.get(note, 0) + 1
+
+
 IGNORED_NOTE = "optional usage field of an unexpected shape left out, the request read without it"
 
 
@@ -388,6 +398,8 @@ def price_request(
     result.totals.add(usage, cost, cost_off, request.exact)
     if request.observed is not None and request.observed.ignored:
         _note_ignored(result, request)
+    if request.service_tier is not None:
+        _note_service_tier(result, request)
     result.requests_with_breakpoints += bool(request.breakpoints)
     result.add_timeline(usage)
     spans: list[MissSpan] = []

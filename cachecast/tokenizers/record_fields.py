@@ -12,7 +12,7 @@ from typing import Any
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.identity import hashed
 from cachecast.core.limits import check_tokens
-from cachecast.logs.canonical import optional_str
+from cachecast.logs.canonical import NOTED_SERVICE_TIERS, optional_str, response_tier
 from cachecast.logs.http.response_usage import response_time
 from cachecast.logs.jsonl import response_alone
 from cachecast.logs.providers import normalize_provider_name
@@ -184,6 +184,20 @@ def served_model(record: dict[str, Any]) -> str | None:
     if model is None and isinstance(response.get("body"), dict):
         model = response["body"].get("model")
     return model if isinstance(model, str) and model.strip() else None
+
+
+def service_tier_of(record: dict[str, Any]) -> str | None:
+    """The service tier the record was billed under where the reports note it
+    (docs/log-formats.md, "Canonical records"): the wrapper's ``service_tier`` (a format
+    adapter's, or a hand-written line's), else the one its ``response`` (or a batch output
+    line's ``response.body``) reports; standard tiers (``default``, ``standard``) are none."""
+    tier = optional_str(record, "service_tier")
+    if tier is not None:
+        return tier.lower() if tier.lower() in NOTED_SERVICE_TIERS else None
+    response = record.get("response")
+    if isinstance(response, dict) and isinstance(response.get("body"), dict):
+        return response_tier(response) or response_tier(response["body"])
+    return response_tier(response)
 
 
 def provider_of(record: dict[str, Any]) -> str | None:

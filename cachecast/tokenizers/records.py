@@ -43,7 +43,10 @@ record): ``observed`` holds usage already normalized (``input_tokens`` including
 ``cost``; see ``cachecast.logs.usage``) and wins over ``usage``; ``"prompt_complete": false``
 marks a request whose log omits part of its prompt (agent transcripts: no system prompt or
 tool definitions): its tokens are then approximate (``exact`` False, fitted to the observed
-input count) and the request says so (``TokenizedRequest.prompt_complete``). Provider names
+input count) and the request says so (``TokenizedRequest.prompt_complete``);
+``service_tier`` (``batch``, ``flex``, ``priority``, ``scale``; else the one a ``response``
+reports) marks a request billed otherwise than on demand (``TokenizedRequest.service_tier``:
+priced on demand all the same, and the reports say so). Provider names
 are normalized to the contract store's ids (``gemini`` -> ``google``, ``aws`` -> ``bedrock``).
 
 Other formats (observability exports, agent transcripts, batch files, recorded HTTP

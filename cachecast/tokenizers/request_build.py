@@ -34,6 +34,7 @@ from cachecast.tokenizers.record_fields import (
     provider_of,
     request_id_of,
     scope_of,
+    service_tier_of,
 )
 from cachecast.tokenizers.render import Rendered
 from cachecast.tokenizers.types import ObservedUsage, Segment, TokenizedRequest
@@ -177,6 +178,7 @@ class RequestBuilder:
             session=optional_str(item.record, "session"),
             prompt_complete=complete,
             gateway=optional_str(item.record, "gateway"),
+            service_tier=service_tier_of(item.record),
             controls=cache_controls(item.record, rendered, implicit),
         )
 

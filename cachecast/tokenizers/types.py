@@ -154,6 +154,10 @@ class TokenizedRequest:
     controls: CacheControls = NO_CONTROLS
     prompt_keys: PromptKeys | None = None
     gateway: str | None = None  # the gateway the request went through (``openrouter``)
+    # A service tier billed otherwise than the on-demand prices the contracts hold (``batch``,
+    # ``flex``, ``priority``, ``scale``): priced on demand all the same, and the reports say
+    # so (docs/log-formats.md, "Canonical records").
+    service_tier: str | None = None
 
     def __reduce__(self) -> tuple[type[TokenizedRequest], tuple[Any, ...]]:
         return (TokenizedRequest, _request_fields(self))

@@ -140,7 +140,13 @@ class TargetEstimate(Report):
         default_factory=list, description="approximate tokenizers: how they were calibrated"
     )
     timeline: list[TimelinePoint] = Field(default_factory=list, description="hit rate over time")
-    notes: list[str] = Field(default_factory=list, description="assumptions made")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="assumptions made, each with the requests it concerned; among them, requests"
+        " read from a batch file or served under another service tier (flex, priority, scale):"
+        " billed here at on-demand prices, which is not what the provider charged for them"
+        " (docs/log-formats.md, Canonical records, service_tier)",
+    )
 
     @classmethod
     def of(cls, result: TargetTotals) -> TargetEstimate:

@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cachecast.logs import open_log, pair_batch_files
+from cachecast.logs.canonical import service_tier_note
 from cachecast.logs.errors import BadRecords
 from cachecast.logs.headless import REQUEST, RUN, RUN_MEANING, TURN, TURN_MEANING
 from cachecast.passes.log_input import LogFile, LogInput
@@ -78,6 +79,13 @@ class FileInspection(Report):
     )
     client: ClientReport | None = Field(
         default=None, description="agent sessions: the client that wrote them (docs/clients.md)"
+    )
+    service_tiers: dict[str, int] = Field(
+        default_factory=dict,
+        description="service tier -> requests run under it (batch: read from a batch file;"
+        " flex, priority, scale as the responses report them): every command bills them at"
+        " on-demand prices, and a hint says so where that is not what the provider charged"
+        " (docs/log-formats.md, Canonical records)",
     )
     hints: list[str] = Field(
         default_factory=list, description="what the user may want to do about this file"
@@ -167,6 +175,8 @@ def inspect_file(
     first: float | None = None
     last: float | None = None
     count = with_usage = incomplete = 0
+    tiers: Counter[str] = Counter()
+    tier_notes: Counter[str] = Counter()
     units: Counter[str] = Counter()  # headless turns and runs: not requests (usecases.usage)
     contradictory: list[str] = []
     profile = chosen or profile_for_format(stream.format)
@@ -193,6 +203,11 @@ def inspect_file(
             last = request.timestamp if last is None else max(last, request.timestamp)
         if not request.prompt_complete:
             incomplete += 1
+        if not isinstance(request, SessionRecord) and request.service_tier is not None:
+            tiers[request.service_tier] += 1
+            note = service_tier_note(request.service_tier, request.provider)
+            if note is not None:
+                tier_notes[note] += 1
         observed = request.observed
         if observed is None:
             continue
@@ -217,6 +232,9 @@ def inspect_file(
             "a batch requests file without its results: no times and no usage; give the"
             " batch's results file with --results FILE (or both files)"
         )
+    for note, requests_of_tier in tier_notes.most_common():
+        # What reconcile and estimate bill these at (their targets' notes say the same).
+        hints.append(f"{requests_of_tier} request(s) {note}")
     return FileInspection(
         path=stream.source,
         format=stream.format,
@@ -239,6 +257,7 @@ def inspect_file(
         client=None
         if profile is None
         else client_report(profile, versions, "client option" if chosen else "log format"),
+        service_tiers=dict(tiers.most_common()),
         hints=hints,
     )
 

@@ -319,7 +319,13 @@ class ReconcileTarget(Report):
     miss_causes: list[MissCauseTotal]
     calibration: list[CalibrationReport]
     timeline: list[TimelinePoint]
-    notes: list[str]
+    notes: list[str] = Field(
+        default_factory=list,
+        description="assumptions made, each with the requests it concerned; among them, requests"
+        " read from a batch file or served under another service tier (flex, priority, scale):"
+        " billed here at on-demand prices, which is not what the provider charged for them"
+        " (docs/log-formats.md, Canonical records, service_tier)",
+    )
 
     @property
     def name(self) -> str:

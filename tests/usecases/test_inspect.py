@@ -103,5 +103,10 @@ def test_a_batch_requests_file_alone_says_what_is_missing() -> None:
     assert any("--results" in hint for hint in alone.hints)
     results = requests.with_name("langbatch_chat_completion_batch_results.jsonl")
     paired = inspect_file(requests, results=results)
-    assert paired.hints == [] and paired.first_timestamp is not None
+    # Nothing missing now; the one hint left says how the batch is billed (2 succeeded).
+    assert not any("--results" in hint for hint in paired.hints)
+    assert [hint for hint in paired.hints if "on-demand prices" in hint] == [
+        hint for hint in paired.hints if hint.startswith("2 request(s) read from a batch file")
+    ]
+    assert len(paired.hints) == 1 and paired.first_timestamp is not None
     assert paired.first_timestamp.year == 2024  # the results' "created" times (Sep 2024)

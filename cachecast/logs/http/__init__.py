@@ -26,7 +26,12 @@ from urllib.parse import urlsplit
 
 from cachecast.core.errors import LimitExceededError, Location, RecordFieldError
 from cachecast.logs.batch import ANTHROPIC_RESULTS_DOWNLOAD, anthropic_results_lines
-from cachecast.logs.canonical import completions_prompt, make_record, unrecorded_prompt
+from cachecast.logs.canonical import (
+    completions_prompt,
+    make_record,
+    response_tier,
+    unrecorded_prompt,
+)
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_bytes, decode_json
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
@@ -346,6 +351,7 @@ def _records(
         request_id=request_id,
         observed=observed,
         prompt_complete=complete,
+        service_tier=response_tier(final),
     )
     organization = organization_of(exchange.response_headers) or state.organization
     if organization is not None:
@@ -395,6 +401,8 @@ def _call_record(
     )
     if "organization" in record:
         made["organization"] = record["organization"]
+    if "service_tier" in record:
+        made["service_tier"] = record["service_tier"]
     return made
 
 
