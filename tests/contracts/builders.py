@@ -97,6 +97,33 @@ def version_rows(url: str) -> list[tuple[object, ...]]:
         )
 
 
+def full_version_rows(url: str) -> list[tuple[object, ...]]:
+    """Every stored version with its terms and child rows (aliases, TTL options, inferred
+    fields), ids left out: what a revision that deletes and restores rows must give back."""
+    import sqlalchemy as sa
+
+    from cachecast.core import db
+
+    with db.get_engine(url).connect() as connection:
+        return list(
+            connection.execute(
+                sa.text(
+                    "SELECT provider, model, effective_from, effective_to, verified_on, source,"
+                    " notes, mode, min_cacheable_tokens, lookback_blocks, max_breakpoints,"
+                    " read_multiplier, reported_input_includes_cached, input_per_mtok,"
+                    " output_per_mtok, origin,"
+                    " (SELECT group_concat(pattern, ' ') FROM (SELECT pattern FROM contract_alias a"
+                    "   WHERE a.contract_id = v.id ORDER BY position)),"
+                    " (SELECT group_concat(name || ttl_seconds || write_multiplier, ' ')"
+                    "   FROM contract_ttl_option t WHERE t.contract_id = v.id),"
+                    " (SELECT group_concat(field, ' ') FROM contract_inferred_field f"
+                    "   WHERE f.contract_id = v.id)"
+                    " FROM contract_version v ORDER BY provider, model, effective_from"
+                )
+            )
+        )
+
+
 def seed_round_trip(sqlite_url: str, revision: str) -> list[tuple[object, ...]]:
     """Migrate a fresh database to the revision before ``revision``, then to it and back:
     checks that the upgrade removed no row and the downgrade gives back exactly the rows

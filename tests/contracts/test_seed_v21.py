@@ -24,14 +24,13 @@ from pathlib import Path
 from runpy import run_path
 
 import pytest
-import sqlalchemy as sa
 
 from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.contracts.model import CacheMode
 from cachecast.core import db
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
-from tests.contracts.builders import bill_of_counts
+from tests.contracts.builders import bill_of_counts, full_version_rows
 
 TODAY = dt.date(2026, 12, 5)
 REVISION = "0029_seed_contracts_v21"
@@ -155,35 +154,13 @@ def test_a_bill_by_hand(migrated_db_url: str) -> None:
     assert bill_of_counts(1_000, 100, after, cached=800) == Decimal("0.000624")
 
 
-def _rows(url: str) -> list[tuple[object, ...]]:
-    """Every stored version with its terms and child rows, ids left out."""
-    with db.get_engine(url).connect() as connection:
-        return list(
-            connection.execute(
-                sa.text(
-                    "SELECT provider, model, effective_from, effective_to, verified_on, source,"
-                    " notes, mode, min_cacheable_tokens, lookback_blocks, max_breakpoints,"
-                    " read_multiplier, reported_input_includes_cached, input_per_mtok,"
-                    " output_per_mtok, origin,"
-                    " (SELECT group_concat(pattern, ' ') FROM (SELECT pattern FROM contract_alias a"
-                    "   WHERE a.contract_id = v.id ORDER BY position)),"
-                    " (SELECT group_concat(name || ttl_seconds || write_multiplier, ' ')"
-                    "   FROM contract_ttl_option t WHERE t.contract_id = v.id),"
-                    " (SELECT group_concat(field, ' ') FROM contract_inferred_field f"
-                    "   WHERE f.contract_id = v.id)"
-                    " FROM contract_version v ORDER BY provider, model, effective_from"
-                )
-            )
-        )
-
-
 def test_the_round_trip_gives_back_the_deleted_rows_exactly(sqlite_url: str) -> None:
     migration = Path(__file__).parents[2] / "migrations" / "versions" / f"{REVISION}.py"
     previous = str(run_path(str(migration))["down_revision"])
     db.upgrade(sqlite_url, previous)
-    before = _rows(sqlite_url)
+    before = full_version_rows(sqlite_url)
     db.upgrade(sqlite_url, REVISION)
-    after = _rows(sqlite_url)
+    after = full_version_rows(sqlite_url)
     removed = [(row[1], str(row[2]), row[15]) for row in before if row not in after]
     assert removed == [
         (HAIKU_35, "2024-10-22", "seed:contracts-v2"),
@@ -196,7 +173,7 @@ def test_the_round_trip_gives_back_the_deleted_rows_exactly(sqlite_url: str) -> 
     ]
     assert {row[15] for row in after if row not in before} == {"seed:contracts-v21"}
     db.downgrade(sqlite_url, previous)
-    assert _rows(sqlite_url) == before
+    assert full_version_rows(sqlite_url) == before
     db.get_engine(sqlite_url).dispose()
 
 
