@@ -60,6 +60,13 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     # (gpt-3.5-turbo-instruct is matched by gpt-3.5* above).
     ("davinci-002", "cl100k_base"),
     ("babbage-002", "cl100k_base"),
+    # The GPT-3 completions models (contracts-v24, shut down 2024-01-04): tiktoken's model map
+    # gives p50k_base (text-davinci-002/003) and r50k_base (the -001 models), vocabularies we
+    # do not ship: approximated (exact counts come from the usage a recording carries).
+    ("text-davinci-*", "approx:o200k_base"),
+    ("text-curie-*", "approx:o200k_base"),
+    ("text-babbage-*", "approx:o200k_base"),
+    ("text-ada-*", "approx:o200k_base"),
     ("claude-*", "approx:o200k_base"),
     ("anthropic.claude-*", "approx:o200k_base"),
     ("amazon.nova-*", "approx:o200k_base"),
