@@ -304,6 +304,17 @@ class UnavailableError(CachecastError):
     title = "Unavailable"
 
 
+class InsufficientStorageError(CachecastError):
+    """The machine we run on has no room left for work the input needs (the temporary copy
+    of a compressed log): not the input's fault, and not a bug; free space or point
+    ``TMPDIR`` elsewhere."""
+
+    exit_code = EXIT_BAD_INPUT
+    http_status = 507
+    problem_slug = "insufficient-storage"
+    title = "Insufficient storage"
+
+
 class InternalError(CachecastError):
     """A bug: an invariant broke. Never the user's fault; exit 3, HTTP 500."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import bz2
 import contextlib
+import errno
 import gzip
 import lzma
 import os
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cachecast.core.errors import InsufficientStorageError, Location
 from cachecast.core.limits import current, exceeded
 from cachecast.logs.errors import LogFileError
 
@@ -41,6 +43,9 @@ _MAGIC = (
 )
 _PIECE = 1 << 20
 _MADE: set[str] = set()
+# A full disk, a quota or a file-size limit on the temporary folder: the machine's limit,
+# not a fault of the log (docs/errors.md, "insufficient-storage").
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def compression_of(path: Path) -> str | None:
@@ -79,7 +84,17 @@ def decompressed_copy(path: Path, kind: str, source: str) -> Path:
                         what=f"{source}: a compressed log inflating past a size of",
                     )
                 out.write(piece)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+    except OSError as exc:
+        remove(name)
+        if exc.errno in _NO_ROOM:  # a write or the closing flush of the copy
+            raise InsufficientStorageError(
+                f"no room left in the temporary folder {os.path.dirname(name)} to inflate"
+                f" the compressed log ({os.strerror(exc.errno)}, {written:,} bytes"
+                " inflated); free space there, or set TMPDIR to a folder with room",
+                location=Location(source=source, field="<file>"),
+            ) from None
+        raise LogFileError(source, f"cannot decompress the {kind} file: {exc}") from None
+    except (EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
         remove(name)
         raise LogFileError(source, f"cannot decompress the {kind} file: {exc}") from None
     except BaseException:

@@ -1,8 +1,9 @@
 """Log work in work processes (``service.isolation``): a memory limit, a deadline, stopped
 when the client leaves, and the API answering ``/healthz`` all the while.
 
-The hostile upload is a gzip bomb: one JSON line of 1.5 GB of ``a`` compressed to about
-1.5 MB, sent to a service whose operator raised the decoders' own bounds
+The hostile upload is a gzip bomb: one JSON line of 600 MiB of ``a`` (more than the whole
+512 MB budget in one string, so it cannot fit whatever the process already holds) compressed
+to about 0.6 MB, sent to a service whose operator raised the decoders' own bounds
 (``max_decompressed_bytes``, ``max_line_bytes`` ...) far above its memory budget, so that
 the budget is the only thing left to stop it: the worst case for the process limit.
 """
@@ -42,7 +43,7 @@ UNBOUNDED_DECODERS = {
 }
 
 
-def gzip_bomb(megabytes: int = 1500) -> bytes:
+def gzip_bomb(megabytes: int = 600) -> bytes:
     """A JSON lines log, gzipped: one ordinary record, then a record whose prompt is
     ``megabytes`` MiB of ``a``."""
     compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip member
