@@ -439,7 +439,12 @@ class _Replay:
         if provider is None and model is not None and request.gateway is not None:
             # A gateway slug whose first segment names no vendor we price
             # (``meta-llama/llama-3.3-8b-instruct:free``): the host was known, the model's
-            # maker is not (docs/log-formats.md, "Canonical records").
+            # maker is not (docs/log-formats.md, "Canonical records"). The gateway's own
+            # contract prices it where one is stored (OpenRouter's ``:free`` variants, free
+            # of charge: docs/contracts.md, "contracts-v25").
+            found_at_gateway = self.gateway_contract(request.gateway, model, request)
+            if found_at_gateway is not None:
+                return found_at_gateway
             return (
                 f"{request.gateway}:{model}: sent through {request.gateway}, and neither the"
                 " model's name nor the record says which vendor serves it; no contract prices"
@@ -461,6 +466,26 @@ class _Replay:
                         f" {key[0]}'s own API does not serve (open weights hosted by third"
                         " parties at their own prices): no contract prices it"
                     )
+            self.contracts[key] = found
+        return found
+
+    def gateway_contract(
+        self, gateway: str, model: str, request: TokenizedRequest
+    ) -> ServedContract | str | None:
+        """The contract the gateway itself states for ``model`` on the request's day, or the
+        reason it cannot apply (a day before its first version); None where the gateway has
+        no contract for the model at all (the caller names the gateway and asks for
+        ``--provider``)."""
+        day = self.request.at or _day_of(request.timestamp)
+        key = (gateway.lower(), model.lower(), day)
+        found = self.contracts.get(key)
+        if found is None:
+            try:
+                found = served_contract(self.store, key[0], key[1], day, _today())
+            except UnknownContractError as error:
+                if error.message.startswith("unknown "):
+                    return None
+                found = unknown_reason(key[0], key[1], error.message)
             self.contracts[key] = found
         return found
 

@@ -436,8 +436,9 @@ def test_a_gateway_model_of_no_known_vendor_is_unpriced_naming_the_gateway(
 ) -> None:
     # OpenRouter routes open-weight slugs whose first segment is no vendor we price
     # (``meta-llama/...:free``): the host was known, so the reason names the gateway and never
-    # says "no host cachecast knows".
-    model = "meta-llama/llama-3.3-8b-instruct:free"
+    # says "no host cachecast knows". (``meta-llama/llama-3.3-8b-instruct:free`` is priced
+    # since contracts-v25, under OpenRouter's own contract: another free variant here.)
+    model = "meta-llama/llama-3.1-405b-instruct:free"
     path = vcr_cassette(
         tmp_path / "free.yaml",
         vcr_interaction(
