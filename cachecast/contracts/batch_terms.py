@@ -222,7 +222,7 @@ def batch_term_row(term: BatchTerm, origin: str) -> dict[str, Any]:
     }
 
 
-def batch_term_from_row(row: Mapping[str, Any]) -> BatchTerm:
+def batch_term_from_row(row: Mapping[Any, Any]) -> BatchTerm:
     """A term read back from its ``batch_term`` row."""
     models = row["models"]
     return BatchTerm(

@@ -470,7 +470,13 @@ class _Replay:
         served = self.served.get(key)
         if served is None:
             tokenizer = request.tokenizer.split(", ", 1)[0]  # without how it was calibrated
-            totals = TargetTotals(Target(contract.provider, contract.model), contract, tokenizer)
+            totals = TargetTotals(
+                Target(contract.provider, contract.model),
+                contract,
+                tokenizer,
+                tier_terms=tuple(self.store.batch_terms(contract.provider)),
+                priced_on=self.request.at,
+            )
             served = self.served[key] = _Served(totals, target_policy(totals, False))
         if found.note is not None:
             served.totals.notes[found.note] = served.totals.notes.get(found.note, 0) + 1
