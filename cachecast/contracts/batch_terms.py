@@ -35,6 +35,8 @@ DOCUMENT_FORMAT_VERSION = 1
 DATA_DIR = Path(__file__).with_name("data")
 SEED_FILE = "batch-terms-v1.json"
 TIERS = ("batch", "flex")
+# How every term's note begins (``BatchTerm.note``): what the text reports look for.
+TERM_NOTE_PREFIXES = tuple(f"billed at {tier} prices: " for tier in TIERS)
 
 
 class TokenClass(StrEnum):

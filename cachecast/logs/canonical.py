@@ -96,6 +96,27 @@ NOTED_SERVICE_TIERS = frozenset(SERVICE_TIER_NOTES)
 ON_DEMAND_PRICED_TIERS = frozenset({("groq", "flex")})
 
 
+# Tiers a dated batch term can price (``contracts.batch_terms``): reconcile and estimate bill
+# such a request under the term in force for its provider, model and day, and say so in the
+# term's note; the note above is what they say where no term is in force.
+TERM_PRICED_TIERS = frozenset({"batch", "flex"})
+
+
+def service_tier_hint(tier: str, provider: str | None) -> str | None:
+    """What ``inspect`` (which reads no contract) says of a request served under ``tier``:
+    for a tier a batch term can price, which bill the other commands give it; else the
+    tier's note."""
+    note = service_tier_note(tier, provider)
+    if note is None or tier not in TERM_PRICED_TIERS:
+        return note
+    what = "read from a batch file (or run as a batch)" if tier == "batch" else note.split(":")[0]
+    return (
+        f"{what}: reconcile and estimate bill it at the provider's {tier} prices where a dated"
+        " batch term is in force for its model and day (docs/contracts.md, Batch terms), else"
+        " at on-demand prices with a note"
+    )
+
+
 def service_tier_note(tier: str, provider: str | None) -> str | None:
     """What the reports say of a request served under ``tier`` by ``provider`` (None: the
     on-demand prices the contracts hold are what it was charged)."""
