@@ -57,15 +57,17 @@ def make_record(
     if not prompt_complete:
         record["prompt_complete"] = False
     if service_tier is not None:
-        # Billed at on-demand prices all the same; the reports say so (docs/log-formats.md,
+        # Billed under the provider's batch term where one is in force, else at on-demand
+        # prices; the reports say which (docs/contracts.md, "Batch terms"; docs/log-formats.md,
         # "Canonical records", ``service_tier``).
         record["service_tier"] = service_tier
     return record
 
 
 # The service tiers the reports note (docs/log-formats.md, "Canonical records"), each with what
-# the note says: the contracts hold the on-demand prices only (docs/contracts.md), so every
-# request is priced at them. ``batch``: a request read from a batch file, or whose Anthropic
+# the note says where the request is priced at on-demand prices: every priority and scale
+# request, and a batch or flex request for which no batch term is in force (docs/contracts.md,
+# "Batch terms"; one that is in force gives its own note instead). ``batch``: a request read from a batch file, or whose Anthropic
 # usage says it ran in a batch; OpenAI's ``flex``, ``priority`` and ``scale`` and Anthropic's
 # ``priority`` as a response reports them. Standard processing (``default``, ``auto``,
 # ``standard``) is what the contracts price: carried as no tier.
