@@ -67,10 +67,10 @@ def make_record(
 # The service tiers the reports note (docs/log-formats.md, "Canonical records"), each with what
 # the note says where the request is priced at on-demand prices: every priority and scale
 # request, and a batch or flex request for which no batch term is in force (docs/contracts.md,
-# "Batch terms"; one that is in force gives its own note instead). ``batch``: a request read from a batch file, or whose Anthropic
-# usage says it ran in a batch; OpenAI's ``flex``, ``priority`` and ``scale`` and Anthropic's
-# ``priority`` as a response reports them. Standard processing (``default``, ``auto``,
-# ``standard``) is what the contracts price: carried as no tier.
+# "Batch terms"; one that is in force gives its own note instead). ``batch``: a request read
+# from a batch file, or whose Anthropic usage says it ran in a batch; OpenAI's ``flex``,
+# ``priority`` and ``scale`` and Anthropic's ``priority`` as a response reports them. Standard
+# processing (``default``, ``auto``, ``standard``) is what the contracts price: no tier.
 SERVICE_TIER_NOTES = {
     "batch": (
         "read from a batch file (or run as a batch): billed at on-demand prices; the"
