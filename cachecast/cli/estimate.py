@@ -40,6 +40,7 @@ from cachecast.cli.output import (
     stdout_console,
     tokens,
 )
+from cachecast.contracts.batch_terms import TERM_NOTE_PREFIXES
 from cachecast.core.errors import BadInputError, Location
 from cachecast.logs.canonical import SERVICE_TIER_NOTES
 
@@ -304,9 +305,11 @@ def print_table(report: EstimateReport) -> None:
                 out.print(f"  {note}", highlight=False, soft_wrap=True)
         else:
             # Requests priced on demand that the provider billed under another tier (a
-            # batch): the bill is not what was paid, and the text says so as the JSON does.
+            # batch): the bill is not what was paid, and the text says so as the JSON does;
+            # and those billed under a batch term, naming it.
+            shown = (*SERVICE_TIER_NOTES.values(), *TERM_NOTE_PREFIXES)
             for note in result.notes:
-                if note.startswith(tuple(SERVICE_TIER_NOTES.values())):
+                if note.startswith(shown):
                     out.print(f"  note: {note}", highlight=False, soft_wrap=True)
         summary = result.reconciliation
         if summary is not None:

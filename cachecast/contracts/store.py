@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.engine import Connection, make_url
 
+from cachecast.contracts.batch_terms import BatchTerm, batch_term_from_row
 from cachecast.contracts.errors import ContractConflictError, ContractKeyError
 from cachecast.contracts.model import (
     CacheMode,
@@ -41,6 +42,7 @@ from cachecast.contracts.rules import (
 from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.contracts.sqltypes import check_storable
 from cachecast.contracts.tables import (
+    BatchTermRow,
     ContractAliasRow,
     ContractInferredFieldRow,
     ContractOffPeakRow,
@@ -65,6 +67,7 @@ ALIASES: sa.Table = sa.inspect(ContractAliasRow).local_table  # type: ignore[ass
 PRICE_TIERS: sa.Table = sa.inspect(ContractPriceTierRow).local_table  # type: ignore[assignment]
 INFERRED: sa.Table = sa.inspect(ContractInferredFieldRow).local_table  # type: ignore[assignment]
 OFF_PEAK: sa.Table = sa.inspect(ContractOffPeakRow).local_table  # type: ignore[assignment]
+BATCH_TERMS: sa.Table = sa.inspect(BatchTermRow).local_table  # type: ignore[assignment]
 
 
 def _range_text(terms: ContractTerms) -> str:
@@ -98,6 +101,7 @@ class ContractStore:
         # "nothing inferred", and writing a version that has some asks for the upgrade.
         self._has_inferred = False
         self._has_off_peak = False  # below migration 0008: no off-peak prices stored
+        self._has_batch_terms = False  # below migration 0034: no batch terms stored
 
     # ----------------------------------------------------------------- reading
 
@@ -135,6 +139,21 @@ class ContractStore:
         """The version a logged request that ``model`` served on ``day`` is priced under, with
         what was assumed (``contracts.served``)."""
         return served_contract(self, provider, model, day, today)
+
+    def batch_terms(self, provider: str | None = None) -> builtins.list[BatchTerm]:
+        """The dated batch and flex price terms (``contracts.batch_terms``), of one provider
+        or all, by provider, tier and start; none on a database below migration 0034 (its
+        batch requests keep the on-demand prices and the note)."""
+        with self._connect() as connection:
+            if not self._has_batch_terms:
+                return []
+            query = sa.select(BATCH_TERMS).order_by(
+                BATCH_TERMS.c.provider, BATCH_TERMS.c.tier, BATCH_TERMS.c.effective_from
+            )
+            if provider is not None:
+                query = query.where(BATCH_TERMS.c.provider == normalize_provider(provider))
+            rows = connection.execute(query).mappings().all()
+        return [batch_term_from_row(row) for row in rows]
 
     def history(self, provider: str, model: str) -> builtins.list[ContractTerms]:
         """Every version of one contract, oldest first (aliases resolve as in ``as_of``)."""
@@ -230,6 +249,7 @@ class ContractStore:
             )
         self._has_inferred = sa.inspect(self._engine).has_table(INFERRED.name)
         self._has_off_peak = sa.inspect(self._engine).has_table(OFF_PEAK.name)
+        self._has_batch_terms = sa.inspect(self._engine).has_table(BATCH_TERMS.name)
         self._ready = True
 
     def _begin_write(self, connection: Connection) -> None:

@@ -143,3 +143,31 @@ class ContractOffPeakRow(SQLModel, table=True):
     input_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
     output_per_mtok: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
     read_multiplier: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+
+
+class BatchTermRow(SQLModel, table=True):
+    """One dated batch (or flex) price term (``contracts.batch_terms``; created by migration
+    0034). ``models`` is a JSON list of contract model ids, NULL for every model of the
+    provider; ``applies_to`` the discounted token classes joined by ','."""
+
+    __tablename__ = "batch_term"
+    __table_args__ = (
+        sa.UniqueConstraint("provider", "tier", "effective_from", "models", name="uq_batch_term"),
+        sa.CheckConstraint(
+            "effective_to IS NULL OR effective_to > effective_from", name="ck_batch_term_range"
+        ),
+        sa.CheckConstraint("tier IN ('batch', 'flex')", name="ck_batch_term_tier"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    models: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    tier: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    effective_from: dt.date = Field(sa_column=sa.Column(sa.Date, nullable=False))
+    effective_to: dt.date | None = Field(default=None, sa_column=sa.Column(sa.Date))
+    price_ratio: Decimal = Field(sa_column=sa.Column(ExactDecimal(), nullable=False))
+    applies_to: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    verified_on: dt.date = Field(sa_column=sa.Column(sa.Date, nullable=False))
+    source: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    notes: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False))
+    origin: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))

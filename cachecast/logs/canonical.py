@@ -57,18 +57,20 @@ def make_record(
     if not prompt_complete:
         record["prompt_complete"] = False
     if service_tier is not None:
-        # Billed at on-demand prices all the same; the reports say so (docs/log-formats.md,
+        # Billed under the provider's batch term where one is in force, else at on-demand
+        # prices; the reports say which (docs/contracts.md, "Batch terms"; docs/log-formats.md,
         # "Canonical records", ``service_tier``).
         record["service_tier"] = service_tier
     return record
 
 
 # The service tiers the reports note (docs/log-formats.md, "Canonical records"), each with what
-# the note says: the contracts hold the on-demand prices only (docs/contracts.md), so every
-# request is priced at them. ``batch``: a request read from a batch file, or whose Anthropic
-# usage says it ran in a batch; OpenAI's ``flex``, ``priority`` and ``scale`` and Anthropic's
-# ``priority`` as a response reports them. Standard processing (``default``, ``auto``,
-# ``standard``) is what the contracts price: carried as no tier.
+# the note says where the request is priced at on-demand prices: every priority and scale
+# request, and a batch or flex request for which no batch term is in force (docs/contracts.md,
+# "Batch terms"; one that is in force gives its own note instead). ``batch``: a request read
+# from a batch file, or whose Anthropic usage says it ran in a batch; OpenAI's ``flex``,
+# ``priority`` and ``scale`` and Anthropic's ``priority`` as a response reports them. Standard
+# processing (``default``, ``auto``, ``standard``) is what the contracts price: no tier.
 SERVICE_TIER_NOTES = {
     "batch": (
         "read from a batch file (or run as a batch): billed at on-demand prices; the"
@@ -94,6 +96,27 @@ NOTED_SERVICE_TIERS = frozenset(SERVICE_TIER_NOTES)
 # Groq's flex tier is priced as its on-demand tier (Groq's Flex Processing guide,
 # docs/log-formats.md "Canonical records"): the bill is the one charged, nothing to note.
 ON_DEMAND_PRICED_TIERS = frozenset({("groq", "flex")})
+
+
+# Tiers a dated batch term can price (``contracts.batch_terms``): reconcile and estimate bill
+# such a request under the term in force for its provider, model and day, and say so in the
+# term's note; the note above is what they say where no term is in force.
+TERM_PRICED_TIERS = frozenset({"batch", "flex"})
+
+
+def service_tier_hint(tier: str, provider: str | None) -> str | None:
+    """What ``inspect`` (which reads no contract) says of a request served under ``tier``:
+    for a tier a batch term can price, which bill the other commands give it; else the
+    tier's note."""
+    note = service_tier_note(tier, provider)
+    if note is None or tier not in TERM_PRICED_TIERS:
+        return note
+    what = "read from a batch file (or run as a batch)" if tier == "batch" else note.split(":")[0]
+    return (
+        f"{what}: reconcile and estimate bill it at the provider's {tier} prices where a dated"
+        " batch term is in force for its model and day (docs/contracts.md, Batch terms), else"
+        " at on-demand prices with a note"
+    )
 
 
 def service_tier_note(tier: str, provider: str | None) -> str | None:

@@ -43,7 +43,16 @@ class PassWork:
     explain_misses: bool = True
 
     def empty_totals(self) -> list[TargetTotals]:
-        return [TargetTotals(item.target, item.contract, item.tokenizer) for item in self.targets]
+        return [
+            TargetTotals(
+                item.target,
+                item.contract,
+                item.tokenizer,
+                tier_terms=tuple(self.store.batch_terms(item.contract.provider)),
+                priced_on=self.day,
+            )
+            for item in self.targets
+        ]
 
 
 @dataclass(slots=True)

@@ -16,6 +16,9 @@ Cost rules (docs/billing.md):
 - long-context tiers: when a request's whole prompt exceeds a tier's ``above_input_tokens``,
   that tier's input and output prices apply to the whole request, every token type (reads and
   writes are multiples of the tier's input price). The highest threshold exceeded wins.
+- batch and flex prices: a request served under a tier a dated batch term prices
+  (``contracts.batch_terms``) pays ``price_ratio`` x each part of its on-demand bill that the
+  term discounts (``discounted``); storage is never discounted. Exact: the ratio is a decimal.
 - off-peak prices (DeepSeek): a request whose timestamp falls inside one of the contract's
   UTC windows pays the off-peak input, output and read prices instead of the base ones
   (writes are multiples of the off-peak input price). A request without an epoch timestamp
@@ -28,6 +31,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Context, Decimal, Inexact, InvalidOperation, localcontext
 
+from cachecast.contracts.batch_terms import BatchTerm, TokenClass
 from cachecast.contracts.model import ContractTerms, derived_per_mtok
 from cachecast.core.errors import BadInputError
 from cachecast.logs.types import ObservedUsage
@@ -161,6 +165,29 @@ def bill_without_cache(usage: RequestUsage, contract: ContractTerms) -> Cost:
         cache_read=nothing,
         output=_per_mtok(usage.output_tokens, prices.output_per_mtok),
         storage=nothing,
+    )
+
+
+def discounted(cost: Cost, term: BatchTerm | None) -> Cost:
+    """``cost`` as billed under a batch (or flex) ``term``: each part the term discounts times
+    its ``price_ratio`` (ratio x the contract's price, token for token, since every part is
+    tokens x price), the others and storage unchanged. ``term`` None: ``cost`` itself."""
+    if term is None:
+        return cost
+    ratio = term.price_ratio
+
+    def part(amount: Decimal, token_class: TokenClass) -> Decimal:
+        if not term.discounts(token_class):
+            return amount
+        with localcontext(EXACT):
+            return amount * ratio
+
+    return Cost(
+        input=part(cost.input, TokenClass.INPUT),
+        cache_write=part(cost.cache_write, TokenClass.CACHE_WRITE),
+        cache_read=part(cost.cache_read, TokenClass.CACHE_READ),
+        output=part(cost.output, TokenClass.OUTPUT),
+        storage=cost.storage,
     )
 
 

@@ -21,16 +21,19 @@ from decimal import Decimal, localcontext
 from typing import Any
 
 from cachecast.contracts import ContractStore
+from cachecast.contracts.batch_terms import TIERS, BatchTerm, term_for
 from cachecast.contracts.model import CacheMode, ContractTerms, derived_per_mtok
 from cachecast.core.errors import UnknownContractError
 from cachecast.logs.canonical import service_tier_note
 from cachecast.simulator.billing import (
+    EPOCH_FLOOR,
     EXACT,
     BillTotals,
     RequestPrices,
     bill_request,
     bill_without_cache,
     cost_strings,
+    discounted,
     money,
     prices_for,
 )
@@ -143,6 +146,11 @@ class TargetTotals:
     # Assumptions the policy made, with the number of requests each concerned.
     notes: dict[str, int] = field(default_factory=dict)
     skipped_cache_objects: int = 0  # cache creations not billed under this contract
+    # The batch and flex terms of the target's provider (``contracts.batch_terms``): a request
+    # served under one of those tiers is billed under the term in force on ``priced_on``
+    # (the day the contract was taken for, as estimate's --at) or else on its own UTC day.
+    tier_terms: tuple[BatchTerm, ...] = ()
+    priced_on: dt.date | None = None
 
     def add_misses(self, spans: list[MissSpan], usage: RequestUsage) -> None:
         """Count the spans by cause and by the price tier of the request."""
@@ -203,7 +211,13 @@ class TargetTotals:
 
     def fresh(self) -> TargetTotals:
         """Empty totals for the same target (a partition's starting point)."""
-        return TargetTotals(self.target, self.contract, self.tokenizer)
+        return TargetTotals(
+            self.target,
+            self.contract,
+            self.tokenizer,
+            tier_terms=self.tier_terms,
+            priced_on=self.priced_on,
+        )
 
     def merge(self, other: TargetTotals) -> None:
         """Add ``other``'s totals (same target, another part of the log): every field is a
@@ -315,13 +329,35 @@ def _count_off_peak(result: TargetTotals, prices: RequestPrices) -> None:
         result.notes[note] = result.notes.get(note, 0) + 1
 
 
-def _note_service_tier(result: TargetTotals, request: TokenizedRequest) -> None:
-    """Count, in the target's notes, the requests billed under a service tier the contracts
-    do not price (they are billed at on-demand prices here)."""
+def _note_service_tier(
+    result: TargetTotals, request: TokenizedRequest, term: BatchTerm | None
+) -> None:
+    """Count, in the target's notes, the requests billed under a batch term (the term's note:
+    its tier, ratio, source and dates) and those served under a tier no term prices (billed
+    at on-demand prices here, the tier's note)."""
     assert request.service_tier is not None
-    note = service_tier_note(request.service_tier, request.provider)
+    note = (
+        term.note if term is not None else service_tier_note(request.service_tier, request.provider)
+    )
     if note is not None:
         result.notes[note] = result.notes.get(note, 0) + 1
+
+
+def tier_term(request: TokenizedRequest, result: TargetTotals) -> BatchTerm | None:
+    """The batch (or flex) term that prices ``request`` under the target's contract: one of
+    the target's provider's terms for the request's tier, in force for the target's model on
+    the day the contract was taken for, else the request's own UTC day (None: no term, or a
+    request without a date and no such day)."""
+    tier = request.service_tier
+    if tier not in TIERS or not result.tier_terms:
+        return None
+    day = result.priced_on
+    if day is None:
+        if request.timestamp < EPOCH_FLOOR:
+            return None
+        day = dt.datetime.fromtimestamp(request.timestamp, dt.UTC).date()
+    contract = result.contract
+    return term_for(result.tier_terms, contract.provider, contract.model, tier, day)
 
 
 IGNORED_NOTE = "optional usage field of an unexpected shape left out, the request read without it"
@@ -391,15 +427,16 @@ def price_request(
     contract = result.contract
     request = below_minimum_flagged(request, contract)
     usage = policy.process(request)
-    cost = bill_request(usage, contract)
-    cost_off = bill_without_cache(usage, contract)
+    term = tier_term(request, result)
+    cost = discounted(bill_request(usage, contract), term)
+    cost_off = discounted(bill_without_cache(usage, contract), term)
     if contract.off_peak is not None:
         _count_off_peak(result, prices_for(contract, usage.input_tokens, usage.timestamp))
     result.totals.add(usage, cost, cost_off, request.exact)
     if request.observed is not None and request.observed.ignored:
         _note_ignored(result, request)
     if request.service_tier is not None:
-        _note_service_tier(result, request)
+        _note_service_tier(result, request, term)
     result.requests_with_breakpoints += bool(request.breakpoints)
     result.add_timeline(usage)
     spans: list[MissSpan] = []
@@ -417,7 +454,7 @@ def price_request(
         and request.observed.contradiction is None  # (never reconciled: docs/log-formats.md)
         and matcher.served_by(request, contract)
     ):
-        reconciled = reconcile_request(usage, request.observed, contract, cost)
+        reconciled = reconcile_request(usage, request.observed, contract, cost, term)
         result.reconciliation.add(reconciled)
     row = PerRequestRow(result.target, request, usage, cost, cost_off, reconciled, tuple(spans))
     if per_request is not None:

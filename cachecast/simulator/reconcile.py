@@ -27,9 +27,16 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
+from cachecast.contracts.batch_terms import BatchTerm
 from cachecast.contracts.model import CacheMode, ContractTerms
 from cachecast.logs.types import ObservedUsage
-from cachecast.simulator.billing import EXACT, bill_observed, bill_request, usage_from_observed
+from cachecast.simulator.billing import (
+    EXACT,
+    bill_observed,
+    bill_request,
+    discounted,
+    usage_from_observed,
+)
 from cachecast.simulator.types import Cost, RequestUsage, fraction_text
 
 
@@ -95,11 +102,14 @@ def reconcile_request(
     observed: ObservedUsage,
     contract: ContractTerms,
     predicted_cost: Cost | None = None,
+    term: BatchTerm | None = None,
 ) -> ReconciledRequest:
     """Compare one prediction with the usage the provider reported for the same request.
 
     ``predicted_cost``: the prediction's bill under ``contract`` where the caller has it
-    already (the replay bills every request anyway), else it is billed here."""
+    already (the replay bills every request anyway), else it is billed here. ``term``: the
+    batch (or flex) term the request was billed under, if any: both bills are discounted by
+    it (``billing.discounted``)."""
     observed_usage = usage_from_observed(
         observed,
         contract,
@@ -111,7 +121,7 @@ def reconcile_request(
         fallback_output_tokens=predicted.output_tokens,
     )
     if predicted_cost is None:
-        predicted_cost = bill_request(predicted, contract)
+        predicted_cost = discounted(bill_request(predicted, contract), term)
     writes_reported = observed.cache_write_tokens is not None or bool(observed.cache_write_by_ttl)
     if not writes_billed_apart(contract):
         # OpenAI's automatic cache (GPT-5.5 and before) reports cache_write_tokens: 0 on every
@@ -137,7 +147,7 @@ def reconcile_request(
         predicted_write=predicted.cache_write_total,
         observed_write=observed_usage.cache_write_total if writes_reported else None,
         predicted_cost=predicted_cost.total,
-        observed_cost=bill_observed(observed, contract, observed_usage).total,
+        observed_cost=discounted(bill_observed(observed, contract, observed_usage), term).total,
         observed_input=observed_usage.input_tokens,
     )
 

@@ -143,9 +143,12 @@ class TargetEstimate(Report):
     notes: list[str] = Field(
         default_factory=list,
         description="assumptions made, each with the requests it concerned; among them, requests"
-        " read from a batch file or served under another service tier (flex, priority, scale):"
-        " billed here at on-demand prices, which is not what the provider charged for them"
-        " (docs/log-formats.md, Canonical records, service_tier)",
+        " read from a batch file or served under flex: 'billed at batch prices: 50% of"
+        " on-demand ...' naming the dated batch term that priced them (its source and first"
+        " day; docs/contracts.md, Batch terms), or, where no term is in force, billed at"
+        " on-demand prices with the tier's note; priority and scale: billed at on-demand"
+        " prices, which is not what the provider charged (docs/log-formats.md, Canonical"
+        " records, service_tier)",
     )
 
     @classmethod

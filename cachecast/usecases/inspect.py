@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cachecast.logs import open_log, pair_batch_files
-from cachecast.logs.canonical import service_tier_note
+from cachecast.logs.canonical import service_tier_hint
 from cachecast.logs.errors import BadRecords
 from cachecast.logs.headless import REQUEST, RUN, RUN_MEANING, TURN, TURN_MEANING
 from cachecast.passes.log_input import LogFile, LogInput
@@ -83,8 +83,9 @@ class FileInspection(Report):
     service_tiers: dict[str, int] = Field(
         default_factory=dict,
         description="service tier -> requests run under it (batch: read from a batch file;"
-        " flex, priority, scale as the responses report them): every command bills them at"
-        " on-demand prices, and a hint says so where that is not what the provider charged"
+        " flex, priority, scale as the responses report them): batch and flex are billed at"
+        " the provider's dated batch term where one is in force (docs/contracts.md, Batch"
+        " terms), the rest and those without a term at on-demand prices; a hint says which"
         " (docs/log-formats.md, Canonical records)",
     )
     hints: list[str] = Field(
@@ -205,7 +206,7 @@ def inspect_file(
             incomplete += 1
         if not isinstance(request, SessionRecord) and request.service_tier is not None:
             tiers[request.service_tier] += 1
-            note = service_tier_note(request.service_tier, request.provider)
+            note = service_tier_hint(request.service_tier, request.provider)
             if note is not None:
                 tier_notes[note] += 1
         observed = request.observed

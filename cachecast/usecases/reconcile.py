@@ -322,9 +322,12 @@ class ReconcileTarget(Report):
     notes: list[str] = Field(
         default_factory=list,
         description="assumptions made, each with the requests it concerned; among them, requests"
-        " read from a batch file or served under another service tier (flex, priority, scale):"
-        " billed here at on-demand prices, which is not what the provider charged for them"
-        " (docs/log-formats.md, Canonical records, service_tier)",
+        " read from a batch file or served under flex: 'billed at batch prices: 50% of"
+        " on-demand ...' naming the dated batch term that priced them (its source and first"
+        " day; docs/contracts.md, Batch terms), or, where no term is in force, billed at"
+        " on-demand prices with the tier's note; priority and scale: billed at on-demand"
+        " prices, which is not what the provider charged (docs/log-formats.md, Canonical"
+        " records, service_tier)",
     )
 
     @property
@@ -495,7 +498,13 @@ class _Replay:
         served = self.served.get(key)
         if served is None:
             tokenizer = request.tokenizer.split(", ", 1)[0]  # without how it was calibrated
-            totals = TargetTotals(Target(contract.provider, contract.model), contract, tokenizer)
+            totals = TargetTotals(
+                Target(contract.provider, contract.model),
+                contract,
+                tokenizer,
+                tier_terms=tuple(self.store.batch_terms(contract.provider)),
+                priced_on=self.request.at,
+            )
             served = self.served[key] = _Served(totals, target_policy(totals, False))
         if found.note is not None:
             served.totals.notes[found.note] = served.totals.notes.get(found.note, 0) + 1

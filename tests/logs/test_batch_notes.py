@@ -1,5 +1,7 @@
-"""A batch's requests are billed at on-demand prices, and every report that bills them says
-so (docs/log-formats.md, "Canonical records", ``service_tier``; "Batches"). Files are
+"""A batch's (and a flex response's) requests are billed at the provider's dated batch term
+where one is in force, else at on-demand prices, and every report that bills them says which
+(docs/contracts.md, "Batch terms"; docs/log-formats.md, "Canonical records", ``service_tier``;
+"Batches"). Files are
 hand-built from the documented shapes (OpenAI's Batch input/output lines, Anthropic's
 Message Batches requests/results, Bedrock batch inference records, a VCR recording of a
 batch's results being downloaded, response bodies carrying ``service_tier``); the expected
@@ -16,13 +18,16 @@ import pytest
 from typer.testing import CliRunner
 
 from cachecast.cli import app
-from cachecast.logs.canonical import SERVICE_TIER_NOTES
+from cachecast.logs.canonical import SERVICE_TIER_NOTES, service_tier_hint
 from cachecast.usecases.inspect import inspect_logs
 from tests.logs.helpers import read, write_jsonl
 
 AT = "2025-06-02"
+BEFORE_BATCH_API = "2024-03-01"  # OpenAI's batch term starts on 2024-04-15
 MINI = "gpt-4o-mini"
 BATCH_NOTE = SERVICE_TIER_NOTES["batch"]
+# OpenAI's batch term (docs/contracts.md, "Batch terms"): its note's opening and its start.
+TERM_NOTE = "billed at batch prices: 50% of on-demand"
 
 
 def chat_body(question: str) -> dict[str, Any]:
@@ -236,30 +241,45 @@ def batch_notes(notes: list[str]) -> list[str]:
     return [note for note in notes if note.startswith(BATCH_NOTE)]
 
 
-def test_reconcile_json_and_text_say_a_batch_is_billed_on_demand(
-    tmp_path: Path, migrated_db_url: str
-) -> None:
+def term_notes(notes: list[str]) -> list[str]:
+    return [note for note in notes if note.startswith(TERM_NOTE)]
+
+
+def test_reconcile_json_and_text_name_the_batch_term(tmp_path: Path, migrated_db_url: str) -> None:
     requests, results = openai_batch(tmp_path)
     args = ["reconcile", str(requests), str(results), "--at", AT]
     report = json.loads(cli([*args, "--json"], migrated_db_url).stdout)
     (target,) = report["targets"]
     # Two requests succeeded in the batch (the third failed and was not billed).
-    assert batch_notes(target["notes"]) == [f"{BATCH_NOTE} (2 requests)"]
-    assert "on-demand prices" in BATCH_NOTE and "50%" in BATCH_NOTE
+    (note,) = term_notes(target["notes"])
+    assert note.endswith("from 2024-04-15) (2 requests)")
+    assert batch_notes(target["notes"]) == []
     text = cli(args, migrated_db_url).stdout
-    assert f"note: {BATCH_NOTE} (2 requests)" in " ".join(text.split())
+    assert f"note: {note}" in " ".join(text.split())
 
 
-def test_estimate_json_says_a_batch_is_billed_on_demand(
-    tmp_path: Path, migrated_db_url: str
-) -> None:
+def test_estimate_json_names_the_batch_term(tmp_path: Path, migrated_db_url: str) -> None:
     requests, results = openai_batch(tmp_path)
     args = ["estimate", str(requests), str(results), "-t", f"openai:{MINI}", "--at", AT]
     report = json.loads(cli([*args, "--json"], migrated_db_url).stdout)
     (target,) = report["targets"]
-    assert batch_notes(target["notes"]) == [f"{BATCH_NOTE} (2 requests)"]
+    (note,) = term_notes(target["notes"])
+    assert note.endswith("(2 requests)")
+    assert batch_notes(target["notes"]) == []
     text = cli(args, migrated_db_url).stdout
-    assert f"note: {BATCH_NOTE} (2 requests)" in " ".join(text.split())
+    assert f"note: {note}" in " ".join(text.split())
+
+
+def test_estimate_before_the_batch_api_says_a_batch_is_billed_on_demand(
+    tmp_path: Path, migrated_db_url: str
+) -> None:
+    requests, results = openai_batch(tmp_path)
+    args = ["estimate", str(requests), str(results), "-t", "openai:gpt-3.5-turbo"]
+    report = json.loads(cli([*args, "--at", BEFORE_BATCH_API, "--json"], migrated_db_url).stdout)
+    (target,) = report["targets"]
+    assert batch_notes(target["notes"]) == [f"{BATCH_NOTE} (2 requests)"]
+    assert "on-demand prices" in BATCH_NOTE and "50%" in BATCH_NOTE
+    assert term_notes(target["notes"]) == []
 
 
 def test_a_plain_log_gets_no_tier_note(tmp_path: Path, migrated_db_url: str) -> None:
@@ -276,11 +296,14 @@ def test_a_plain_log_gets_no_tier_note(tmp_path: Path, migrated_db_url: str) -> 
     assert not [n for n in estimate["targets"][0]["notes"] if n.startswith(tier_notes)]
 
 
-def test_reconcile_notes_a_flex_response(tmp_path: Path, migrated_db_url: str) -> None:
+def test_reconcile_names_the_flex_term_for_a_flex_response(
+    tmp_path: Path, migrated_db_url: str
+) -> None:
     log = plain_log(tmp_path, service_tier="flex")
     report = json.loads(cli(["reconcile", str(log), "--at", AT, "--json"], migrated_db_url).stdout)
     (target,) = report["targets"]
-    assert f"{SERVICE_TIER_NOTES['flex']} (2 requests)" in target["notes"]
+    assert [n for n in target["notes"] if n.startswith("billed at flex prices: 50% of on-demand")]
+    assert f"{SERVICE_TIER_NOTES['flex']} (2 requests)" not in target["notes"]
 
 
 def test_groq_flex_is_priced_on_demand_and_not_noted(tmp_path: Path) -> None:
@@ -300,11 +323,13 @@ def test_groq_flex_is_priced_on_demand_and_not_noted(tmp_path: Path) -> None:
     assert not [hint for hint in inspection.hints if "on-demand prices" in hint]
 
 
-def test_inspect_hints_that_a_batch_is_billed_on_demand(tmp_path: Path) -> None:
+def test_inspect_hints_how_a_batch_is_billed(tmp_path: Path) -> None:
     requests, results = openai_batch(tmp_path)
     (inspection,) = inspect_logs([requests, results]).files
     assert inspection.service_tiers == {"batch": 2}
-    assert f"2 request(s) {BATCH_NOTE}" in inspection.hints
+    hint = service_tier_hint("batch", "openai")
+    assert hint is not None and "dated batch term" in hint and "on-demand prices" in hint
+    assert f"2 request(s) {hint}" in inspection.hints
 
 
 def test_a_helicone_row_with_anthropic_priority_is_priority(tmp_path: Path) -> None:
