@@ -27,6 +27,7 @@ from cachecast.logs import (
     claude_code,
     codex,
     easyvcr,
+    gemini_cli,
     govcr,
     har,
     headless,
@@ -367,6 +368,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "VCR / pytest-recording cassette (YAML interactions)",
         _vcr_fits,
         vcr.read,
+    ),
+    LogFormat(
+        gemini_cli.GEMINI_CLI,
+        "Gemini CLI chat recording (~/.gemini/tmp/<project>/chats/session-*.jsonl or .json)",
+        _records_fit(gemini_cli.records_fit),
+        gemini_cli.read,
     ),
     LogFormat(
         "claude-code",

@@ -85,6 +85,8 @@ def native_format(path: Path) -> str | None:
             return CODEX
         if line == 1 and legacy_line(event):
             return CODEX
+        if "projectHash" in event:  # a Gemini CLI recording's header (``logs.gemini_cli``)
+            return None
         if "sessionId" in event or event.get("type") in ("summary", "file-history-snapshot"):
             return CLAUDE_CODE
     return None

@@ -101,7 +101,25 @@ CODEX_CLI = ClientProfile(
     source="docs/clients.md#codex-cli",
 )
 
-PROFILES: dict[str, ClientProfile] = {p.name: p for p in (CLAUDE_CODE, CODEX_CLI)}
+# Gemini CLI on the Gemini API's implicit caching (documented: ai.google.dev/gemini-api/docs/
+# caching: on by default for 2.5 and newer models, reads reported as cachedContentTokenCount,
+# "no cost saving guarantee", a minimum prompt per model: 1,024 to 4,096 tokens). How long
+# an idle prefix lives is not documented [U]: five minutes is assumed; no step is documented
+# and the public recordings read counts in no step (10,187; 17,077; 30,927): 1 token.
+GEMINI_CLI = ClientProfile(
+    name="gemini-cli",
+    title="Gemini CLI",
+    formats=("gemini-cli",),
+    provider="google",
+    caching="automatic",
+    default_ttl_seconds=FIVE_MINUTES,
+    increment_tokens=1,
+    min_cached_tokens=1024,
+    best_effort=True,
+    source="docs/clients.md#gemini-cli",
+)
+
+PROFILES: dict[str, ClientProfile] = {p.name: p for p in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI)}
 
 
 def older_version(version: str | None, than: str) -> bool:

@@ -23,6 +23,10 @@ The two native formats are read line by line (``sessions.native``; each line bou
 * Codex CLI: ``token_count`` events' ``info.last_token_usage``; an event whose running
   ``total_token_usage`` did not move repeats the previous one; ``info: null`` carries rate
   limits only; the model is ``info.model`` or the latest ``turn_context``'s.
+* Gemini CLI (``sessions.gemini_cli``): each ``gemini`` message with ``tokens``, once per
+  message id (the recording writes a message again each time it changes; a legacy
+  ``.json`` and the ``.jsonl`` it was migrated to hold the same ids: counted once across
+  the files read).
 
 Every other format (a canonical log named with ``--client``, inline records, a compressed
 session file) is read through ``logs.open_log`` with ``usage_only`` set, from the records'
@@ -42,6 +46,7 @@ from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
+from cachecast.sessions.gemini_cli import GEMINI_CLI, gemini_requests
 from cachecast.sessions.headless import HEADLESS_FORMATS, client_of, headless_requests
 from cachecast.sessions.native import (
     CLAUDE_CODE,
@@ -66,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAUDE_CODE",
     "CODEX",
+    "GEMINI_CLI",
     "HEADLESS_FORMATS",
     "NATIVE_FORMATS",
     "NO_DEFAULTS",
@@ -86,7 +92,7 @@ __all__ = [
 ]
 
 # Every format read as agent sessions: the clients' own logs and their headless output.
-SESSION_FORMATS = (*NATIVE_FORMATS, *HEADLESS_FORMATS)
+SESSION_FORMATS = (*NATIVE_FORMATS, GEMINI_CLI, *HEADLESS_FORMATS)
 
 
 def session_format(path: Path) -> str | None:
@@ -102,7 +108,7 @@ def session_format(path: Path) -> str | None:
         name = detect_format(path)[0].name
     except LogFileError:
         return None
-    return name if name in HEADLESS_FORMATS else None
+    return name if name in HEADLESS_FORMATS or name == GEMINI_CLI else None
 
 
 def session_client(format: str) -> str:
@@ -141,6 +147,8 @@ def session_requests(
     native = name in NATIVE_FORMATS and not compressed(path)
     if name in HEADLESS_FORMATS and not compressed(path):
         yield from headless_requests(path, source, name, skipped, defaults)
+    elif name == GEMINI_CLI and not compressed(path):
+        yield from gemini_requests(path, source, skipped, set() if seen is None else seen, defaults)
     elif native and name == CLAUDE_CODE:
         yield from claude_requests(path, source, set() if seen is None else seen, skipped, defaults)
     elif native and name == CODEX:
@@ -182,6 +190,8 @@ def no_request_reason(format: str, skipped: Counter[str]) -> str:
         )
     if format == CLAUDE_CODE:
         return f"a Claude Code transcript with no response line stating usage{seen}"
+    if format == GEMINI_CLI:
+        return f"a Gemini CLI recording with no reply stating tokens{seen}"
     return f"no record states usage{seen}"
 
 
@@ -237,6 +247,10 @@ def session_records(
                 stream.skipped,
                 defaults,
                 need_model=False,
+            )
+        elif stream.format == GEMINI_CLI:
+            found = gemini_requests(
+                stream.path, stream.source, stream.skipped, set(), defaults, need_model=False
             )
         else:
             found = session_requests(

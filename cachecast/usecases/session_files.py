@@ -5,10 +5,12 @@ With no path, ``cachecast usage`` reads the default locations (docs/usage-report
 holding ``projects/``) or else ``~/.claude/projects`` (and ``~/.config/claude/projects``, where
 newer Claude Code versions write), and under ``$CODEX_HOME`` (comma-separated too) or else
 ``~/.codex``: ``sessions/`` and ``archived_sessions/`` (where Codex moves a session the user
-archives; docs/clients.md).
+archives; docs/clients.md), and Gemini CLI's ``.gemini/tmp`` under ``$GEMINI_CLI_HOME`` or
+else ``~`` (its recordings lie in ``<project hash>/chats/``; Gemini CLI's ``homedir()``,
+``packages/core/src/utils/paths.ts``).
 A location that does not exist is left out. A path given is a file, a folder (every
 ``*.jsonl`` under it, and every ``*.jsonl.gz`` / ``.zst`` / ``.bz2`` / ``.xz``: sessions kept
-compressed; sorted) or a glob.
+compressed; and Gemini CLI's older recordings, ``chats/session-*.json``; sorted) or a glob.
 """
 
 from __future__ import annotations
@@ -26,16 +28,20 @@ SESSION_NAMES = (".jsonl", *(f".jsonl{suffix}" for suffix in SUFFIXES))
 
 
 def _sessions_under(folder: Path) -> list[Path]:
-    return sorted(
-        found
-        for found in folder.rglob("*.jsonl*")
-        if found.name.lower().endswith(SESSION_NAMES) and found.is_file()
-    )
+    found = [
+        path
+        for path in folder.rglob("*.jsonl*")
+        if path.name.lower().endswith(SESSION_NAMES) and path.is_file()
+    ]
+    # Gemini CLI wrote one JSON document per session before its JSON lines (docs/clients.md).
+    found += [path for path in folder.rglob("chats/session-*.json") if path.is_file()]
+    return sorted(found)
 
 
 CLAUDE_CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 CODEX_HOME_ENV = "CODEX_HOME"
 CODEX_FOLDERS = ("sessions", "archived_sessions")
+GEMINI_HOME_ENV = "GEMINI_CLI_HOME"
 
 
 def default_locations(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -51,9 +57,10 @@ def default_locations(env: Mapping[str, str], home: Path) -> list[Path]:
     codex = [
         codex_home / folder for codex_home in homes or [home / ".codex"] for folder in CODEX_FOLDERS
     ]
+    gemini = Path(env.get(GEMINI_HOME_ENV, "").strip() or home) / ".gemini" / "tmp"
     seen: set[Path] = set()
     found = []
-    for folder in [*claude, *codex]:
+    for folder in [*claude, *codex, gemini]:
         if folder.is_dir() and folder.resolve() not in seen:
             seen.add(folder.resolve())
             found.append(folder)
@@ -116,8 +123,10 @@ def find_sessions(paths: Sequence[str | Path], env: Mapping[str, str] | None = N
         )
         codex = f"${CODEX_HOME_ENV}" if env.get(CODEX_HOME_ENV) else "~/.codex"
         codex = f"{codex}/sessions, {codex}/archived_sessions"
+        gemini = f"${GEMINI_HOME_ENV}" if env.get(GEMINI_HOME_ENV) else "~"
         raise BadInputError(
-            f"no session folder found (looked in {looked} and {codex}); name files or folders",
+            f"no session folder found (looked in {looked}, {codex} and {gemini}/.gemini/tmp);"
+            " name files or folders",
             location=Location(field="paths"),
         )
     return session_files(folders)

@@ -90,8 +90,9 @@ def read_sessions(
                     name,
                     1,
                     "<format>",
-                    "neither a Claude Code transcript nor a Codex rollout, nor their headless"
-                    " output (claude -p --output-format stream-json or json, codex exec --json)",
+                    "neither a Claude Code transcript, a Codex rollout nor a Gemini CLI"
+                    " recording, nor their headless output (claude -p --output-format"
+                    " stream-json or json, codex exec --json)",
                 )
             )
             continue
