@@ -25,7 +25,9 @@ Ollama's only where its response is Ollama's final object (``done``), else it is
 model endpoint (``cachecast.logs.http``).
 
 The provider comes from the host (api.openai.com, *.openai.azure.com, api.anthropic.com,
-bedrock-runtime.*.amazonaws.com, generativelanguage / aiplatform.googleapis.com,
+bedrock-runtime.*.amazonaws.com and bedrock-mantle.*.api.aws (Bedrock also serves OpenAI's
+Chat Completions and Responses and Anthropic's Messages there: read as those APIs, provider
+bedrock), generativelanguage / aiplatform.googleapis.com,
 openrouter.ai and other OpenAI-compatible APIs), the model from the body or the URL.
 """
 
@@ -43,6 +45,10 @@ _HOST_PROVIDERS = (
     (".services.ai.azure.com", "azure"),
     ("api.anthropic.com", "anthropic"),
     ("bedrock-runtime.", "bedrock"),
+    # Bedrock's compatible-APIs host (Mantle): OpenAI Chat Completions and Responses under
+    # ``/v1`` or ``/openai/v1``, Anthropic's Messages under ``/anthropic/v1`` (docs/log-formats.md,
+    # "Recorded HTTP").
+    ("bedrock-mantle.", "bedrock"),
     ("generativelanguage.googleapis.com", "google"),
     ("aiplatform.googleapis.com", "google"),
     ("openrouter.ai", "openrouter"),
@@ -98,12 +104,14 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
     host = (parts.hostname or "").lower()
     path = unquote(parts.path)
     provider = next((name for pattern, name in _HOST_PROVIDERS if pattern in host), None)
-    if "bedrock-runtime" in host or ("/model/" in path and provider == "bedrock"):
+    if provider == "bedrock" and "/model/" in path:
         segments = path.split("/")
         if len(segments) >= 4 and segments[-3] == "model" and segments[-1] in BEDROCK_ACTIONS:
             kind = BEDROCK_ACTIONS[segments[-1]]
             return Endpoint(f"bedrock-{kind}", "bedrock", segments[-2])
         return None
+    # Bedrock's other APIs (bedrock-runtime's ``/openai/v1`` and ``/anthropic/v1`` paths, and
+    # the Mantle host's) are OpenAI's and Anthropic's own, read below under provider bedrock.
     if ":generateContent" in path or ":streamGenerateContent" in path:
         model = path.rsplit("/models/", 1)[-1].split(":", 1)[0] if "/models/" in path else None
         return Endpoint("gemini", provider or "google", model)

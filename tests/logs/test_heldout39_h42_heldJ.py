@@ -1,0 +1,150 @@
+"""The endpoints the ninth held-out set (Java, .NET, PHP recordings) showed missed: Amazon
+Bedrock serves OpenAI's Chat Completions and Responses and Anthropic's Messages beside its own
+Converse and InvokeModel, on bedrock-runtime (``/openai/v1/...``, ``/anthropic/v1/messages``)
+and on its compatible-APIs host Mantle (``bedrock-mantle.<region>.api.aws``: ``/v1/...``,
+``/openai/v1/...``, ``/anthropic/v1/messages``; AWS's "Endpoints supported by Amazon Bedrock",
+docs/log-formats.md "Recorded HTTP"). Before, a bedrock-runtime call off ``/model/`` was
+skipped as no model endpoint, and a Mantle call was taken for Anthropic's own API (or for no
+provider). Cassettes hand-built here in vcrpy's layout; totals are the usage fields written
+here, added by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachecast.logs.http.endpoints import model_endpoint
+from tests.logs.helpers import read, totals, vcr_cassette, vcr_interaction
+
+RUNTIME = "https://bedrock-runtime.us-east-1.amazonaws.com"
+MANTLE = "https://bedrock-mantle.eu-west-1.api.aws"
+
+
+def chat_reply(model: str, prompt: int, cached: int, completion: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_787_666_509,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+
+
+def messages_reply(fresh: int, written: int, read_: int, output: int) -> dict[str, Any]:
+    return {
+        "id": "msg_bdrk_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5-20251001",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "usage": {
+            "input_tokens": fresh,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read_,
+            "output_tokens": output,
+        },
+    }
+
+
+def responses_reply(model: str, prompt: int, cached: int, output: int) -> dict[str, Any]:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1_787_666_557,
+        "status": "completed",
+        "model": model,
+        "output": [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+            }
+        ],
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": output,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + output,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("url", "api"),
+    [
+        (f"{RUNTIME}/openai/v1/chat/completions", "chat"),
+        (f"{RUNTIME}/openai/v1/responses", "responses"),
+        (f"{RUNTIME}/anthropic/v1/messages", "anthropic"),
+        (f"{MANTLE}/v1/chat/completions", "chat"),
+        (f"{MANTLE}/openai/v1/responses", "responses"),
+        (f"{MANTLE}/anthropic/v1/messages", "anthropic"),
+        (f"{RUNTIME}/model/anthropic.claude-3-haiku-20240307-v1:0/converse", "bedrock-converse"),
+    ],
+)
+def test_bedrock_serves_openai_and_anthropic_apis_under_provider_bedrock(
+    url: str, api: str
+) -> None:
+    endpoint = model_endpoint("POST", url)
+    assert endpoint is not None
+    assert (endpoint.api, endpoint.provider) == (api, "bedrock")
+
+
+def test_a_bedrock_call_that_is_no_model_call_is_still_skipped() -> None:
+    assert model_endpoint("POST", f"{RUNTIME}/guardrail/g1/version/1/apply") is None
+    assert model_endpoint("POST", f"{RUNTIME}/model/m1/count-tokens") is None
+    assert model_endpoint("GET", f"{MANTLE}/v1/models") is None
+
+
+def test_a_cassette_of_bedrock_compatible_api_calls_is_read_whole(tmp_path: Path) -> None:
+    system = [{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}]
+    path = vcr_cassette(
+        tmp_path / "bedrock_compatible.yaml",
+        vcr_interaction(
+            f"{RUNTIME}/openai/v1/chat/completions",
+            {"model": "openai.gpt-oss-120b", "messages": [{"role": "user", "content": "Hi"}]},
+            chat_reply("openai.gpt-oss-120b", 86, 0, 1_066),
+        ),
+        vcr_interaction(
+            f"{MANTLE}/anthropic/v1/messages",
+            {
+                "model": "anthropic.claude-haiku-4-5",
+                "max_tokens": 100,
+                "system": system,
+                "messages": [{"role": "user", "content": "Hi"}],
+            },
+            messages_reply(26, 1_500, 0, 29),
+        ),
+        vcr_interaction(
+            f"{MANTLE}/openai/v1/responses",
+            {"model": "google.gemma-4-31b", "input": "Hi", "instructions": "Be terse."},
+            responses_reply("google.gemma-4-31b", 49, 0, 568),
+        ),
+    )
+    result = read(path)
+    assert result.errors == []
+    assert result.skipped == {}
+    assert [(r.provider, r.logged_model) for r in result.requests] == [
+        ("bedrock", "openai.gpt-oss-120b"),
+        ("bedrock", "anthropic.claude-haiku-4-5"),
+        ("bedrock", "google.gemma-4-31b"),
+    ]
+    # By hand: input 86 + (26 + 1,500 written) + 49; written 1,500; output 1,066 + 29 + 568.
+    assert totals(result.requests) == {
+        "input": 86 + 26 + 1_500 + 49,
+        "read": 0,
+        "write": 1_500,
+        "output": 1_066 + 29 + 568,
+    }
