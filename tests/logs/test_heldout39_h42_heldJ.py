@@ -1,4 +1,6 @@
-"""The endpoints the ninth held-out set (Java, .NET, PHP recordings) showed missed: Amazon
+"""What the ninth held-out set (Java, .NET, PHP, Ruby recordings) showed missed.
+
+Endpoints: Amazon
 Bedrock serves OpenAI's Chat Completions and Responses and Anthropic's Messages beside its own
 Converse and InvokeModel, on bedrock-runtime (``/openai/v1/...``, ``/anthropic/v1/messages``)
 and on its compatible-APIs host Mantle (``bedrock-mantle.<region>.api.aws``: ``/v1/...``,
@@ -7,15 +9,23 @@ docs/log-formats.md "Recorded HTTP"). Before, a bedrock-runtime call off ``/mode
 skipped as no model endpoint, and a Mantle call was taken for Anthropic's own API (or for no
 provider). Cassettes hand-built here in vcrpy's layout; totals are the usage fields written
 here, added by hand.
+
+A dialect: azure-core-test's session records (the Azure SDK for Java before the test proxy,
+``{"networkCallRecords": [{Method, Uri, Headers, Response, Exception}], "variables": []}``,
+its ``NetworkCallRecord`` model: ``Response`` one map of strings holding the response's
+headers, ``StatusCode`` and ``Body``). It keeps no request body, so a model call in it is a bad
+record that says so; before, the file was "not a log format cachecast reads".
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cachecast.logs.formats import detect_format
 from cachecast.logs.http.endpoints import model_endpoint
 from tests.logs.helpers import read, totals, vcr_cassette, vcr_interaction
 
@@ -148,3 +158,63 @@ def test_a_cassette_of_bedrock_compatible_api_calls_is_read_whole(tmp_path: Path
         "write": 1_500,
         "output": 1_066 + 29 + 568,
     }
+
+
+def network_call(method: str, uri: str, status: str, body: str | None) -> dict[str, Any]:
+    response: dict[str, str] = {
+        "StatusCode": status,
+        "Date": "Fri, 28 Apr 2023 17:39:45 GMT",
+        "Content-Type": "application/json",
+    }
+    if body is not None:
+        response["Body"] = body
+    return {
+        "Method": method,
+        "Uri": uri,
+        "Headers": {"User-Agent": "azsdk-java-azure-ai-openai/1.0.0-beta.1"},
+        "Response": response,
+        "Exception": None,
+    }
+
+
+def write_session(path: Path, calls: list[dict[str, Any]]) -> Path:
+    record = {"networkCallRecords": calls, "variables": []}
+    path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    return path
+
+
+AZURE_CHAT = (
+    "https://example.openai.azure.com/openai/deployments/gpt-35-turbo/chat/completions"
+    "?api-version=2023-03-15-preview"
+)
+
+
+def test_an_azure_core_test_session_record_is_read_and_its_model_call_named(
+    tmp_path: Path,
+) -> None:
+    reply = json.dumps(chat_reply("gpt-35-turbo", 65, 0, 224))
+    path = write_session(
+        tmp_path / "OpenAIClientTest.getChatCompletions[1].json",
+        [
+            network_call("GET", "https://example.openai.azure.com/openai/models", "200", "{}"),
+            network_call("POST", AZURE_CHAT, "200", reply),
+        ],
+    )
+    assert detect_format(path)[0].name == "azure-core-test"
+    result = read(path)
+    assert result.format == "azure-core-test"
+    assert result.requests == []
+    assert result.skipped == {"recorded call that is not a model endpoint": 1}
+    [error] = result.errors
+    assert error.location.line == 2
+    assert error.location.field == "networkCallRecords[1]"
+    assert "no request body" in str(error)
+
+
+def test_an_azure_core_test_status_that_is_no_status_is_named(tmp_path: Path) -> None:
+    path = write_session(
+        tmp_path / "bad.json",
+        [network_call("GET", "https://example.openai.azure.com/openai/models", "OK", None)],
+    )
+    [error] = read(path).errors
+    assert error.location.field == "networkCallRecords[0].Response.StatusCode"
