@@ -15,6 +15,14 @@ A dialect: azure-core-test's session records (the Azure SDK for Java before the 
 its ``NetworkCallRecord`` model: ``Response`` one map of strings holding the response's
 headers, ``StatusCode`` and ``Body``). It keeps no request body, so a model call in it is a bad
 record that says so; before, the file was "not a log format cachecast reads".
+
+An API: Gemini's Interactions API (``POST /v1beta/interactions``), read as the generateContent
+call it stands for; its ``usage`` fields are the generateContent counts under other names
+(``total_input_tokens`` the prompt, ``total_cached_tokens`` the cached part of it, thought and
+tool-use tokens apart: cachecast.logs.http.interactions). Before, every such call was skipped
+as no model endpoint. Totals below are worked by hand from the usage written here with
+generateContent's rules (docs/log-formats.md, "Usage conventions": input = prompt + tool-use
+prompt, output = output + thoughts).
 """
 
 from __future__ import annotations
@@ -218,3 +226,70 @@ def test_an_azure_core_test_status_that_is_no_status_is_named(tmp_path: Path) ->
     )
     [error] = read(path).errors
     assert error.location.field == "networkCallRecords[0].Response.StatusCode"
+
+
+INTERACTIONS = "https://generativelanguage.googleapis.com/v1beta/interactions"
+
+
+def interaction_reply(
+    prompt: int, cached: int, output: int, thoughts: int, tool_use: int
+) -> dict[str, Any]:
+    return {
+        "status": "completed",
+        "object": "interaction",
+        "model": "gemini-3-flash-preview",
+        "steps": [{"type": "model_output", "content": [{"type": "text", "text": "It is May."}]}],
+        "usage": {
+            "total_input_tokens": prompt,
+            "total_cached_tokens": cached,
+            "total_output_tokens": output,
+            "total_thought_tokens": thoughts,
+            "total_tool_use_tokens": tool_use,
+            "total_tokens": prompt + output + thoughts + tool_use,
+        },
+    }
+
+
+def test_gemini_interactions_calls_are_read_as_generate_content(tmp_path: Path) -> None:
+    tools = [{"type": "function", "name": "today", "description": "The date"}]
+    first = {
+        "model": "gemini-3-flash-preview",
+        "system_instruction": "Be terse.",
+        "input": [
+            {"type": "user_input", "content": [{"type": "text", "text": "What month is it?"}]},
+            {"type": "function_call", "id": "c1", "name": "today", "arguments": {}},
+            {"type": "function_result", "call_id": "c1", "name": "today", "result": "May"},
+        ],
+        "tools": tools,
+        "store": False,
+    }
+    follow_up = {
+        "model": "gemini-3-flash-preview",
+        "previous_interaction_id": "v1_abc",
+        "input": "And the year?",
+    }
+    path = vcr_cassette(
+        tmp_path / "interactions.yaml",
+        vcr_interaction(INTERACTIONS, first, interaction_reply(1_300, 1_024, 20, 30, 0)),
+        vcr_interaction(INTERACTIONS, follow_up, interaction_reply(1_500, 1_280, 5, 0, 10)),
+    )
+    result = read(path)
+    assert result.errors == []
+    assert [(r.provider, r.logged_model) for r in result.requests] == [
+        ("google", "gemini-3-flash-preview"),
+        ("google", "gemini-3-flash-preview"),
+    ]
+    # The follow-up's earlier turns are stored on the server: its prompt is not all here.
+    assert [r.prompt_complete for r in result.requests] == [True, False]
+    # By hand: input (1,300 + 0) + (1,500 + 10); reads 1,024 + 1,280; output (20 + 30) + 5.
+    assert totals(result.requests) == {
+        "input": 1_300 + 1_500 + 10,
+        "read": 1_024 + 1_280,
+        "write": 0,
+        "output": 20 + 30 + 5,
+    }
+
+
+def test_an_interactions_path_elsewhere_is_no_gemini_call() -> None:
+    assert model_endpoint("POST", INTERACTIONS) is not None
+    assert model_endpoint("POST", "https://api.example.com/v1/interactions") is None

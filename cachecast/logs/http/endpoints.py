@@ -10,6 +10,7 @@ Bedrock Converse              ``/model/{id}/converse``, ``converse-stream``     
 Bedrock InvokeModel           ``/model/{id}/invoke``, ``invoke-with-response-stream`` by body
 Gemini generateContent        ``.../models/{model}:generateContent`` (and stream)  gemini
 Gemini cachedContents         ``POST .../cachedContents``                          (cache)
+Gemini Interactions           ``POST .../interactions`` (Google's hosts)           as gemini
 Cohere Chat v2                ``/v2/chat``                                         chat
 Cohere Chat v1                ``/v1/chat`` (``message``, ``chat_history``)         as chat
 OpenAI legacy Completions     ``.../completions`` (not chat)                       prompt
@@ -89,9 +90,9 @@ BEDROCK_ACTIONS = {
 @dataclass(slots=True)
 class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
-    # gemini-cache, cohere (v2), cohere-v1, prompt (OpenAI legacy Completions: the name the
-    # batch reader gives the same endpoint), anthropic-complete, vllm-generate, ollama-chat,
-    # ollama-generate
+    # gemini-cache, gemini-interactions, cohere (v2), cohere-v1, prompt (OpenAI legacy
+    # Completions: the name the batch reader gives the same endpoint), anthropic-complete,
+    # vllm-generate, ollama-chat, ollama-generate
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -115,6 +116,9 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
     if ":generateContent" in path or ":streamGenerateContent" in path:
         model = path.rsplit("/models/", 1)[-1].split(":", 1)[0] if "/models/" in path else None
         return Endpoint("gemini", provider or "google", model)
+    if provider == "google" and path.rstrip("/").endswith("/interactions"):
+        # Gemini's Interactions API (cachecast.logs.http.interactions)
+        return Endpoint("gemini-interactions", provider, None)
     if path.rstrip("/").endswith("/cachedContents"):
         return Endpoint("gemini-cache", provider or "google", None)
     if path.endswith("/chat/completions"):
