@@ -346,6 +346,13 @@ FORMATS: tuple[LogFormat, ...] = (
         testproxy.read,
     ),
     LogFormat(
+        "azure-core-test",
+        "azure-core-test session record (Azure SDK for Java before the test proxy:"
+        " {networkCallRecords, variables}; no request bodies)",
+        _objects_fit(testproxy.fits_calls, "networkCallRecords of {Method, Uri, Response}"),
+        testproxy.read_calls,
+    ),
+    LogFormat(
         "langfuse",
         "Langfuse trace export ({trace, observations}) or observations",
         _objects_fit(langfuse.fits, "Langfuse trace export or observation"),

@@ -22,6 +22,23 @@ Azure SDKs' ``assets`` recordings)::
 
 The time is the response's ``Date`` header (recordings often sanitize it: then none).
 ``line`` is the entry's 1-based position, ``Entries[i]`` its field path.
+
+Before the test proxy, the Java SDKs recorded through azure-core-test's own recorder
+(``RecordedData`` / ``NetworkCallRecord``; azure-sdk-for-java's
+``src/test/resources/session-records/*.json`` until 2023)::
+
+    {"networkCallRecords": [{"Method": "POST", "Uri": "https://.../chat/completions?...",
+                             "Headers": {"Content-Type": "application/json", ...},
+                             "Response": {"StatusCode": "200", "Date": "...",
+                                          "Content-Type": "application/json",
+                                          "Body": "{...}", ...},
+                             "Exception": null}],
+     "variables": []}
+
+``Headers`` are the request's, ``Response`` maps the response's headers, its ``StatusCode``
+(text) and its ``Body`` (text) in one map of strings. That recorder kept no request body: a
+call to a model endpoint is a bad record saying so (its prompt is unknown, so nothing about
+it can be predicted); any other call is skipped as no model endpoint.
 """
 
 from __future__ import annotations
@@ -31,11 +48,13 @@ from typing import Any
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.http import Exchange, http_date, read_documents
+from cachecast.logs.http.endpoints import model_endpoint
 from cachecast.logs.http.exchange import decoded_bytes, http_status, listed_headers
 from cachecast.logs.sanitize import shown
 from cachecast.logs.stream import Item, LogStream
 
 ENTRIES = "Entries"
+CALLS = "networkCallRecords"
 
 
 def is_entry(value: Any) -> bool:
@@ -105,5 +124,59 @@ def _exchange(entry: Any, line: int, where: str) -> Exchange:
         status=http_status(entry["StatusCode"], f"{where}.StatusCode"),
         response_headers=response_headers,
         response_body=_body(entry.get("ResponseBody"), response_headers, f"{where}.ResponseBody"),
+        timestamp=http_date(response_headers.get("date")),
+    )
+
+
+def is_call(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("Method"), str)
+        and isinstance(value.get("Uri"), str)
+        and isinstance(value.get("Response"), dict)
+    )
+
+
+def fits_calls(value: Any) -> bool:
+    calls = value.get(CALLS) if isinstance(value, dict) else None
+    return isinstance(calls, list) and bool(calls) and all(map(is_call, calls[:8]))
+
+
+def read_calls(stream: LogStream) -> Iterator[Item]:
+    missing = (CALLS, "missing: not an azure-core-test session record")
+    yield from read_documents(
+        stream, fits_calls, missing, lambda document: (CALLS, document[CALLS]), _call
+    )
+
+
+def _call(call: Any, line: int, where: str) -> Exchange:
+    if not is_call(call):
+        raise RecordFieldError(where, "expected a network call record {Method, Uri, Response}")
+    if model_endpoint(call["Method"], call["Uri"]) is not None:
+        # azure-core-test's NetworkCallRecord has no field for the request body.
+        raise RecordFieldError(
+            where,
+            "no request body: azure-core-test's network call records keep none, so the "
+            "prompt of this model call is unknown (re-record through the test proxy, which "
+            "keeps RequestBody)",
+        )
+    response = dict(call["Response"])
+    body = response.pop("Body", None)
+    status = response.pop("StatusCode", None)
+    if not (isinstance(status, str) and status.isdigit() and len(status) <= 3):
+        raise RecordFieldError(
+            f"{where}.Response.StatusCode", f"expected an HTTP status as text, got {shown(status)}"
+        )
+    response_headers = listed_headers(response)
+    return Exchange(
+        line=line,
+        where=where,
+        method=call["Method"],
+        url=call["Uri"],
+        request_headers=listed_headers(call.get("Headers")),
+        request_body=None,
+        status=int(status),
+        response_headers=response_headers,
+        response_body=body,
         timestamp=http_date(response_headers.get("date")),
     )

@@ -43,6 +43,10 @@ from cachecast.logs.http.exchange import (
     http_date,
     numbered,
 )
+from cachecast.logs.http.interactions import (
+    interactions_as_gemini,
+    interactions_response_as_gemini,
+)
 from cachecast.logs.http.response_usage import (
     final_response,
     is_ollama_final,
@@ -275,6 +279,12 @@ def _records(
         stream.skip(f"HTTP {status} response (not billed)")
         return []
     response = decode_body(exchange.response_body, exchange.response_headers, "response.body")
+    whole = True
+    if endpoint.api == "gemini-interactions":
+        # Read as the generateContent call it stands for (cachecast.logs.http.interactions).
+        body, whole = interactions_as_gemini(body)
+        response = interactions_response_as_gemini(response)
+        endpoint = Endpoint("gemini", endpoint.provider, endpoint.model)
     if endpoint.api in ("gemini", "gemini-cache"):
         body = gemini_listed(body)
     if endpoint.api == "gemini-cache":
@@ -289,7 +299,7 @@ def _records(
         return []
     # A recording filter may replace the body it stores (secrets, long prompts): the stored
     # body is then not what was sent, whose length the request's Content-Length still gives.
-    complete = not body_rewritten(exchange)
+    complete = whole and not body_rewritten(exchange)
     if endpoint.api == "cohere-v1":
         body, whole = cohere_v1_as_chat(body)
         complete = complete and whole

@@ -10,6 +10,7 @@ Bedrock Converse              ``/model/{id}/converse``, ``converse-stream``     
 Bedrock InvokeModel           ``/model/{id}/invoke``, ``invoke-with-response-stream`` by body
 Gemini generateContent        ``.../models/{model}:generateContent`` (and stream)  gemini
 Gemini cachedContents         ``POST .../cachedContents``                          (cache)
+Gemini Interactions           ``POST .../interactions`` (Google's hosts)           as gemini
 Cohere Chat v2                ``/v2/chat``                                         chat
 Cohere Chat v1                ``/v1/chat`` (``message``, ``chat_history``)         as chat
 OpenAI legacy Completions     ``.../completions`` (not chat)                       prompt
@@ -25,7 +26,9 @@ Ollama's only where its response is Ollama's final object (``done``), else it is
 model endpoint (``cachecast.logs.http``).
 
 The provider comes from the host (api.openai.com, *.openai.azure.com, api.anthropic.com,
-bedrock-runtime.*.amazonaws.com, generativelanguage / aiplatform.googleapis.com,
+bedrock-runtime.*.amazonaws.com and bedrock-mantle.*.api.aws (Bedrock also serves OpenAI's
+Chat Completions and Responses and Anthropic's Messages there: read as those APIs, provider
+bedrock), generativelanguage / aiplatform.googleapis.com,
 openrouter.ai and other OpenAI-compatible APIs), the model from the body or the URL.
 """
 
@@ -43,6 +46,10 @@ _HOST_PROVIDERS = (
     (".services.ai.azure.com", "azure"),
     ("api.anthropic.com", "anthropic"),
     ("bedrock-runtime.", "bedrock"),
+    # Bedrock's compatible-APIs host (Mantle): OpenAI Chat Completions and Responses under
+    # ``/v1`` or ``/openai/v1``, Anthropic's Messages under ``/anthropic/v1`` (docs/log-formats.md,
+    # "Recorded HTTP").
+    ("bedrock-mantle.", "bedrock"),
     ("generativelanguage.googleapis.com", "google"),
     ("aiplatform.googleapis.com", "google"),
     ("openrouter.ai", "openrouter"),
@@ -83,9 +90,9 @@ BEDROCK_ACTIONS = {
 @dataclass(slots=True)
 class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
-    # gemini-cache, cohere (v2), cohere-v1, prompt (OpenAI legacy Completions: the name the
-    # batch reader gives the same endpoint), anthropic-complete, vllm-generate, ollama-chat,
-    # ollama-generate
+    # gemini-cache, gemini-interactions, cohere (v2), cohere-v1, prompt (OpenAI legacy
+    # Completions: the name the batch reader gives the same endpoint), anthropic-complete,
+    # vllm-generate, ollama-chat, ollama-generate
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -98,15 +105,20 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
     host = (parts.hostname or "").lower()
     path = unquote(parts.path)
     provider = next((name for pattern, name in _HOST_PROVIDERS if pattern in host), None)
-    if "bedrock-runtime" in host or ("/model/" in path and provider == "bedrock"):
+    if provider == "bedrock" and "/model/" in path:
         segments = path.split("/")
         if len(segments) >= 4 and segments[-3] == "model" and segments[-1] in BEDROCK_ACTIONS:
             kind = BEDROCK_ACTIONS[segments[-1]]
             return Endpoint(f"bedrock-{kind}", "bedrock", segments[-2])
         return None
+    # Bedrock's other APIs (bedrock-runtime's ``/openai/v1`` and ``/anthropic/v1`` paths, and
+    # the Mantle host's) are OpenAI's and Anthropic's own, read below under provider bedrock.
     if ":generateContent" in path or ":streamGenerateContent" in path:
         model = path.rsplit("/models/", 1)[-1].split(":", 1)[0] if "/models/" in path else None
         return Endpoint("gemini", provider or "google", model)
+    if provider == "google" and path.rstrip("/").endswith("/interactions"):
+        # Gemini's Interactions API (cachecast.logs.http.interactions)
+        return Endpoint("gemini-interactions", provider, None)
     if path.rstrip("/").endswith("/cachedContents"):
         return Endpoint("gemini-cache", provider or "google", None)
     if path.endswith("/chat/completions"):
