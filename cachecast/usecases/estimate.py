@@ -47,6 +47,7 @@ from cachecast.usecases.predictions import (
     timeline_of,
 )
 from cachecast.usecases.reports import (
+    TARGET_NOTES,
     ContractReference,
     CostBreakdown,
     FractionText,
@@ -140,16 +141,7 @@ class TargetEstimate(Report):
         default_factory=list, description="approximate tokenizers: how they were calibrated"
     )
     timeline: list[TimelinePoint] = Field(default_factory=list, description="hit rate over time")
-    notes: list[str] = Field(
-        default_factory=list,
-        description="assumptions made, each with the requests it concerned; among them, requests"
-        " read from a batch file or served under flex: 'billed at batch prices: 50% of"
-        " on-demand ...' naming the dated batch term that priced them (its source and first"
-        " day; docs/contracts.md, Batch terms), or, where no term is in force, billed at"
-        " on-demand prices with the tier's note; priority and scale: billed at on-demand"
-        " prices, which is not what the provider charged (docs/log-formats.md, Canonical"
-        " records, service_tier)",
-    )
+    notes: list[str] = Field(default_factory=list, description=TARGET_NOTES)
 
     @classmethod
     def of(cls, result: TargetTotals) -> TargetEstimate:

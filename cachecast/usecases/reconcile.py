@@ -104,6 +104,7 @@ from cachecast.usecases.predictions import (
     timeline_of,
 )
 from cachecast.usecases.reports import (
+    TARGET_NOTES,
     ContractReference,
     FractionText,
     InputIssue,
@@ -319,16 +320,7 @@ class ReconcileTarget(Report):
     miss_causes: list[MissCauseTotal]
     calibration: list[CalibrationReport]
     timeline: list[TimelinePoint]
-    notes: list[str] = Field(
-        default_factory=list,
-        description="assumptions made, each with the requests it concerned; among them, requests"
-        " read from a batch file or served under flex: 'billed at batch prices: 50% of"
-        " on-demand ...' naming the dated batch term that priced them (its source and first"
-        " day; docs/contracts.md, Batch terms), or, where no term is in force, billed at"
-        " on-demand prices with the tier's note; priority and scale: billed at on-demand"
-        " prices, which is not what the provider charged (docs/log-formats.md, Canonical"
-        " records, service_tier)",
-    )
+    notes: list[str] = Field(default_factory=list, description=TARGET_NOTES)
 
     @property
     def name(self) -> str:

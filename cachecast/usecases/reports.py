@@ -33,6 +33,15 @@ Ratio = Annotated[
 ]
 # An exact decimal in Python, a JSON number in the report (hit rates and percentage points).
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
+# The ``notes`` of a priced target (estimate and reconcile): one description for both.
+TARGET_NOTES = (
+    "assumptions made, each with the requests it concerned; among them, requests read from a"
+    " batch file or served under flex: 'billed at batch prices: 50% of on-demand ...' naming"
+    " the dated batch term that priced them (its source and first day; docs/contracts.md,"
+    " Batch terms), or, where no term is in force, billed at on-demand prices with the tier's"
+    " note; priority and scale: billed at on-demand prices, which is not what the provider"
+    " charged (docs/log-formats.md, Canonical records, service_tier)"
+)
 HIT_RATE_PLACES = Decimal("0.000001")
 
 
