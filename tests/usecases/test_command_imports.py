@@ -78,6 +78,8 @@ def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> No
     # a tokenized request) and no reconciliation summary.
     assert not {name for name in again if name.startswith("cachecast.tokenizers")}
     assert "cachecast.simulator.reconcile" not in again
+    # Nor the headless output reader: a client's own logs name its formats only.
+    assert not {"cachecast.logs.headless", "cachecast.sessions.headless"} & again
 
 
 def test_the_entry_module_imports_no_command_layer() -> None:
