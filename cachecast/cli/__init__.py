@@ -61,6 +61,7 @@ def main() -> None:
     # the first time it builds a validator (about 50 ms in a large environment); cachecast
     # uses none. Set PYDANTIC_DISABLE_PLUGINS (even empty) to choose otherwise.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_plugin_loader()
     from cachecast.cli.launch import app_for
 
     try:
@@ -71,6 +72,51 @@ def main() -> None:
         # its last collections. Memory is the process's to give back; files are closed and
         # the standard streams flushed as on any exit.
         gc.freeze()
+
+
+# The values of PYDANTIC_DISABLE_PLUGINS that pydantic's loader reads as "no plugin at all"
+# (pydantic/plugin/_loader.py, ``get_plugins``).
+PLUGINS_OFF = ("__all__", "1", "true")
+PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def skip_plugin_loader() -> None:
+    """Where plugins are off, pydantic's plugin loader is not imported: a stand-in answers
+    its one question (which plugins) as the loader itself does, with none.
+
+    pydantic imports the loader each time it builds a validator, and the loader imports
+    ``importlib.metadata`` (email, zipfile, csv: about 3% of a ``usage`` run's instructions,
+    docs/usage-report.md "Speed") at its top, before it reads PYDANTIC_DISABLE_PLUGINS. The
+    stand-in reads the variable at each question, as the loader does: once plugins are on
+    again in the process, or for any other name pydantic asks of the module, the real loader
+    is imported and answers."""
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in PLUGINS_OFF:
+        return
+    if PLUGIN_LOADER in sys.modules:
+        return
+    import types
+
+    def real() -> types.ModuleType:
+        import importlib
+
+        if sys.modules.get(PLUGIN_LOADER) is stand_in:
+            del sys.modules[PLUGIN_LOADER]
+        return importlib.import_module(PLUGIN_LOADER)
+
+    def get_plugins() -> Any:
+        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in PLUGINS_OFF:
+            return ()
+        return real().get_plugins()
+
+    def other(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(real(), name)
+
+    stand_in = types.ModuleType(PLUGIN_LOADER, skip_plugin_loader.__doc__)
+    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = other  # type: ignore[method-assign]
+    sys.modules[PLUGIN_LOADER] = stand_in
 
 
 def __getattr__(name: str) -> Any:

@@ -49,6 +49,7 @@ from cachecast.logs import (
 )
 from cachecast.logs.compressed import compression_of, decompressed_copy, remove
 from cachecast.logs.errors import LogFileError, UnknownLogFormatError
+from cachecast.logs.headless_names import CLAUDE_RESULT, CLAUDE_STREAM, CODEX_EXEC
 from cachecast.logs.stream import Item, LogStream, load_document
 
 SNIFF_BYTES = 1 << 20
@@ -397,19 +398,19 @@ FORMATS: tuple[LogFormat, ...] = (
         codex.read,
     ),
     LogFormat(
-        headless.CLAUDE_STREAM,
+        CLAUDE_STREAM,
         "Claude Code headless output (claude -p --output-format stream-json)",
         _records_fit(headless.stream_fits),
         headless.read,
     ),
     LogFormat(
-        headless.CLAUDE_RESULT,
+        CLAUDE_RESULT,
         "Claude Code headless result (claude -p --output-format json)",
         _records_fit(headless.result_fits),
         headless.read,
     ),
     LogFormat(
-        headless.CODEX_EXEC,
+        CODEX_EXEC,
         "Codex headless output (codex exec --json)",
         _records_fit(headless.codex_fits),
         headless.read,

@@ -43,22 +43,9 @@ import orjson
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record, require_dict
 from cachecast.logs.errors import LogRecordError
+from cachecast.logs.headless_names import CLAUDE_RESULT, CODEX_EXEC, REQUEST, RUN, TURN
 from cachecast.logs.stream import Item, LogStream, json_lines, load_document
 from cachecast.logs.usage import normalize_usage, to_canonical
-
-CLAUDE_STREAM = "claude-stream-json"
-CLAUDE_RESULT = "claude-json"
-CODEX_EXEC = "codex-exec"
-HEADLESS_FORMATS = (CLAUDE_STREAM, CLAUDE_RESULT, CODEX_EXEC)
-REQUEST, TURN, RUN = "request", "turn", "run"  # what one unit's usage covers
-# What a turn and a run count, as reports describe them (usecases.usage, usecases.inspect).
-TURN_MEANING = (
-    "codex exec --json turns: each states its requests' usage summed (how many requests: not known)"
-)
-RUN_MEANING = (
-    "claude -p --output-format json: one model's usage over a whole run (how many requests:"
-    " not known)"
-)
 
 CLAUDE_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
 CODEX_EXEC_TYPES = frozenset(

@@ -14,14 +14,8 @@ from pathlib import Path
 
 from cachecast.core.errors import BadInputError, LimitExceededError, Location, RecordFieldError
 from cachecast.logs.errors import LogRecordError
-from cachecast.logs.headless import (
-    CLAUDE_RESULT,
-    CLAUDE_STREAM,
-    CODEX_EXEC,
-    HEADLESS_FORMATS,
-    Unit,
-    units,
-)
+from cachecast.logs.headless import Unit, units
+from cachecast.logs.headless_names import CLAUDE_RESULT, CLAUDE_STREAM, CODEX_EXEC, HEADLESS_FORMATS
 from cachecast.logs.usage import normalize_usage
 from cachecast.sessions.native import (
     CLAUDE_CODE,

@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
+from cachecast.logs.headless_names import HEADLESS_FORMATS
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
 from cachecast.sessions.gemini_cli import GEMINI_CLI, gemini_requests
-from cachecast.sessions.headless import HEADLESS_FORMATS, client_of, headless_requests
 from cachecast.sessions.native import (
     CLAUDE_CODE,
     CODEX,
@@ -113,7 +113,12 @@ def session_format(path: Path) -> str | None:
 
 def session_client(format: str) -> str:
     """The client (and profile) whose session format ``format`` is."""
-    return client_of(format) if format in HEADLESS_FORMATS else format
+    if format not in HEADLESS_FORMATS:
+        return format
+    # The headless reader (and its parser) is imported for headless output only.
+    from cachecast.sessions.headless import client_of
+
+    return client_of(format)
 
 
 def log_format(path: Path, format: str | None = None) -> str:
@@ -146,6 +151,8 @@ def session_requests(
     name = format or native_format(path) or log_format(path)
     native = name in NATIVE_FORMATS and not compressed(path)
     if name in HEADLESS_FORMATS and not compressed(path):
+        from cachecast.sessions.headless import headless_requests
+
         yield from headless_requests(path, source, name, skipped, defaults)
     elif name == GEMINI_CLI and not compressed(path):
         yield from gemini_requests(path, source, skipped, set() if seen is None else seen, defaults)
@@ -240,6 +247,8 @@ def session_records(
     if stream.format in SESSION_FORMATS and not compressed(stream.path):
         found: Iterable[SessionRequest | LogRecordError]
         if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
+            from cachecast.sessions.headless import headless_requests
+
             found = headless_requests(
                 stream.path,
                 stream.source,

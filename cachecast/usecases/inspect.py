@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from cachecast.logs import open_log, pair_batch_files
 from cachecast.logs.canonical import service_tier_hint
 from cachecast.logs.errors import BadRecords
-from cachecast.logs.headless import REQUEST, RUN, RUN_MEANING, TURN, TURN_MEANING
+from cachecast.logs.headless_names import REQUEST, RUN, RUN_MEANING, TURN, TURN_MEANING
 from cachecast.passes.log_input import LogFile, LogInput
 from cachecast.sessions.profiles import profile_for_format, profile_named
 from cachecast.sessions.reading import ModelDefaults, SessionRecord, session_records

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cachecast.core.errors import BadInputError, Location, LogRecordError
-from cachecast.sessions.headless import PER_UNIT
 from cachecast.sessions.native import compressed
 from cachecast.sessions.profiles import ClientProfile, profile_for_format, profile_named
 from cachecast.sessions.reading import (
@@ -147,6 +146,8 @@ def read_predicted(
     for requests in by_client.values():
         whole = next((each for each in requests if each.unit != "request"), None)
         if whole is not None:
+            from cachecast.sessions.headless import PER_UNIT
+
             raise BadInputError(
                 f"its usage is stated per {whole.unit} ({PER_UNIT[whole.unit]}), not per request:"
                 " no request's prompt can be replayed; `cachecast usage` reports it",

@@ -45,7 +45,7 @@ from cachecast.contracts.answers import ContractLookup
 from cachecast.contracts.model import ContractTerms
 from cachecast.core.dates import IsoDate
 from cachecast.core.errors import BadInputError, Location, LogRecordError
-from cachecast.logs.headless import RUN_MEANING, TURN_MEANING
+from cachecast.logs.headless_names import RUN_MEANING, TURN_MEANING
 from cachecast.sessions.profiles import PROFILES, profile_for_format
 from cachecast.sessions.reading import ModelDefaults, SessionRequest
 from cachecast.sessions.replay import MissedReads, PredictedRequest, missed_reads, predict_sessions

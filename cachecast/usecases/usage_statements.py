@@ -9,15 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from cachecast.core.errors import LogRecordError
-from cachecast.logs.headless import CLAUDE_RESULT, CLAUDE_STREAM, Statement, statements
+from cachecast.logs.headless_names import CLAUDE_RESULT, CLAUDE_STREAM
 from cachecast.sessions.reading import SessionRequest, session_format
 from cachecast.simulator.billing import EXACT
 from cachecast.usecases.reports import DecimalNumber, Money, Report
+
+if TYPE_CHECKING:
+    from cachecast.logs.headless import Statement
 
 # The counters compared, as (our name, Messages API usage key, modelUsage key).
 COUNTERS = (
@@ -57,6 +60,9 @@ def client_statements(
             continue
         if kind not in (CLAUDE_STREAM, CLAUDE_RESULT):
             continue
+        # The parser is imported for a headless file only (a client's own logs need none).
+        from cachecast.logs.headless import statements
+
         requests = [r for r in by_client.get("claude-code", []) if r.facts.source == name]
         for statement in statements(path, name):
             mine = [r for r in requests if r.session == statement.session]

@@ -64,6 +64,9 @@ def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> No
     assert not tops(again) & {*HEAVY, *DATABASE, "rich", "yaml", "click"}
     # typer's help rendering (rich panels) is for --help only.
     assert "typer.rich_utils" not in again
+    # Plugins off (cachecast.cli.skip_plugin_loader): pydantic's plugin loader is not read,
+    # nor the package metadata reader it imports.
+    assert not {"importlib.metadata", "email", "zipfile"} & again
     commands = {name for name in again if name.startswith("cachecast.cli.")}
     assert commands <= {
         "cachecast.cli.usage",
@@ -75,6 +78,8 @@ def test_usage_loads_no_heavy_module(migrated_db_url: str, tmp_path: Path) -> No
     # a tokenized request) and no reconciliation summary.
     assert not {name for name in again if name.startswith("cachecast.tokenizers")}
     assert "cachecast.simulator.reconcile" not in again
+    # Nor the headless output reader: a client's own logs name its formats only.
+    assert not {"cachecast.logs.headless", "cachecast.sessions.headless"} & again
 
 
 def test_the_entry_module_imports_no_command_layer() -> None:
@@ -92,6 +97,35 @@ def test_the_entry_module_imports_no_command_layer() -> None:
     )
     assert "cachecast.cli" in result.stdout.split()
     assert not tops(set(result.stdout.split())) & {"typer", "pydantic", "click", "rich"}
+
+
+def test_the_plugin_loader_stand_in_gives_way_when_plugins_are_on() -> None:
+    # Plugins off: no plugin, and the loader module is not read. Turned on again in the
+    # process: pydantic's own loader (from its file) answers, as it would have.
+    probe = """
+import os, sys
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+from cachecast.cli import skip_plugin_loader
+skip_plugin_loader()
+import pydantic
+class Off(pydantic.BaseModel):
+    x: int
+off = Off(x=1).x == 1 and "importlib.metadata" not in sys.modules
+del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+class On(pydantic.BaseModel):
+    y: int
+real = getattr(sys.modules["pydantic.plugin._loader"], "__file__", None) is not None
+print(off, On(y=2).y, real, "importlib.metadata" in sys.modules)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert result.stdout.split() == ["True", "2", "True", "True"]
 
 
 def test_the_command_table_names_the_module_of_every_command() -> None:
