@@ -119,3 +119,8 @@ def test_a_groq_batch_output_is_billed_at_half_price(tmp_path: Path, migrated_db
     (note,) = [n for n in target["notes"] if n.startswith("billed at batch prices")]
     assert "50% of on-demand" in note and "from 2025-02-05" in note
     assert "console.groq.com/docs/batch" in note
+    # No caching is offered for the model (mode none, read price = input price): reading
+    # would have saved nothing, even though the batch term halves input and not reads.
+    assert target["miss_causes"] == [
+        {"cause": "no_caching_offered", "tokens": 2_000, "cost_lost": "0"}
+    ]
