@@ -12,7 +12,8 @@ read price. Money stays Decimal: the ratio is exact and a bill's part times it t
 
 Terms are versioned apart from the contract versions because they change on their own dates
 (a batch API launched mid-version) and name many models at once; the store keeps them in the
-``batch_term`` table (migration 0034), seeded from ``data/batch-terms-v1.json``.
+``batch_term`` table (migration 0034), seeded from ``data/batch-terms-v1.json``; migration
+0035 adds ``data/batch-terms-v2.json``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ DOCUMENT_FORMAT = "cachecast-batch-terms"
 DOCUMENT_FORMAT_VERSION = 1
 DATA_DIR = Path(__file__).with_name("data")
 SEED_FILE = "batch-terms-v1.json"
+# Terms of providers sourced after the first seed (migration 0035_batch_terms_v2).
+SEED_FILE_V2 = "batch-terms-v2.json"
 TIERS = ("batch", "flex")
 # How every term's note begins (``BatchTerm.note``): what the text reports look for.
 TERM_NOTE_PREFIXES = tuple(f"billed at {tier} prices: " for tier in TIERS)
@@ -202,9 +205,10 @@ def read_terms_file(path: Path) -> list[BatchTerm]:
     return terms_from_document(data, str(path))
 
 
-def seed_terms() -> list[BatchTerm]:
-    """The packaged terms migration 0034 seeds."""
-    return read_terms_file(DATA_DIR / SEED_FILE)
+def seed_terms(name: str = SEED_FILE) -> list[BatchTerm]:
+    """The packaged terms a migration seeds: ``batch-terms-v1.json`` (0034) by default,
+    ``batch-terms-v2.json`` (0035) when named."""
+    return read_terms_file(DATA_DIR / name)
 
 
 def batch_term_row(term: BatchTerm, origin: str) -> dict[str, Any]:

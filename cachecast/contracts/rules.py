@@ -169,6 +169,39 @@ def fallback_names(model_id: str) -> tuple[str, ...]:
     return ()
 
 
+# The version suffix a Bedrock base model id or inference profile id ends in: a snapshot date
+# and ``-v1:0`` (``anthropic.claude-haiku-4-5-20251001-v1:0``) or a bare ``-1:0``
+# (``openai.gpt-oss-120b-1:0``).
+_BEDROCK_VERSION = r"(?:-(?P<date>\d{8}))?-v?\d+:\d+"
+_BEDROCK_VERSIONED = re.compile(r".*" + _BEDROCK_VERSION)
+
+
+def versioned_names(model_id: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The stored Bedrock ids that ``model_id`` names without their version suffix, newest
+    snapshot first: Bedrock's OpenAI- and Anthropic-compatible APIs (the Mantle host
+    ``bedrock-mantle.<region>.api.aws``, bedrock-runtime's ``/openai/v1`` and
+    ``/anthropic/v1``) take ids with no ``-v1:0`` / ``-1:0`` suffix (``anthropic.claude-haiku-4-5``
+    for ``anthropic.claude-haiku-4-5-20251001-v1:0``, ``openai.gpt-oss-120b`` for
+    ``openai.gpt-oss-120b-1:0``; docs/contracts.md, "Bedrock Mantle ids"). A base id names
+    the in-region model, so the ``regional.`` id price maps use for it counts too; an id
+    with a zone prefix (``eu.anthropic....``) names that inference profile only. Empty for an
+    id that already ends in a version suffix."""
+    if _BEDROCK_VERSIONED.fullmatch(model_id):
+        return ()
+    base = _BEDROCK_BASE.fullmatch(model_id)
+    if base is None:
+        return ()
+    prefix = r"(?:regional\.)?" if base.group(1) not in _BEDROCK_ZONES else ""
+    pattern = re.compile(prefix + re.escape(model_id) + _BEDROCK_VERSION)
+    found = [
+        (match.group("date") or "", not name.startswith("regional."), name)
+        for name in names
+        if (match := pattern.fullmatch(name))
+    ]
+    found.sort(reverse=True)
+    return tuple(name for _, _, name in found)
+
+
 def _grok_names(model_id: str) -> tuple[str, ...]:
     """xAI writes some versions with a dot (``grok-4.20``) and some with a dash
     (``grok-4-1-fast-reasoning``) while gateways write them all with dots (OpenRouter's

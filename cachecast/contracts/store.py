@@ -38,6 +38,7 @@ from cachecast.contracts.rules import (
     first_lost_span,
     key_problems,
     span_text,
+    versioned_names,
 )
 from cachecast.contracts.served import ServedContract, served_contract
 from cachecast.contracts.sqltypes import check_storable
@@ -454,6 +455,12 @@ class ContractStore:
                 return [terms for terms in by_provider if terms.model == chosen]
         names = sorted({terms.model for terms in by_provider})
         aliases = {a for terms in by_provider for a in terms.aliases if not _is_pattern(a)}
+        if provider_id == "bedrock":
+            # Bedrock's OpenAI- and Anthropic-compatible APIs name a model without the
+            # version suffix of its base model id (docs/contracts.md, "Bedrock Mantle ids").
+            for name in versioned_names(model_id, [*names, *sorted(aliases)]):
+                chosen = name if name in names else _best_alias_match(by_provider, name, day)
+                return [terms for terms in by_provider if terms.model == chosen]
         names += sorted(aliases - set(names))
         raise UnknownContractError.listing(
             f"unknown model {model_id!r} for provider {provider_id!r}",

@@ -21,7 +21,7 @@ from decimal import Decimal, localcontext
 from typing import Any
 
 from cachecast.contracts import ContractStore
-from cachecast.contracts.batch_terms import TIERS, BatchTerm, term_for
+from cachecast.contracts.batch_terms import TIERS, BatchTerm, TokenClass, term_for
 from cachecast.contracts.model import CacheMode, ContractTerms, derived_per_mtok
 from cachecast.core.errors import UnknownContractError
 from cachecast.logs.canonical import service_tier_note
@@ -136,9 +136,11 @@ class TargetTotals:
     # Set when an explicit-breakpoint contract was simulated as if every request ended its
     # latest message with a breakpoint (Anthropic's top-level automatic cache_control).
     assumed_breakpoint: str | None = None
-    # Prompt tokens not read from cache by (cause, long-context tier threshold or 0): what
-    # reading them would have saved is priced from these at the end (``miss_cost``).
-    miss_tokens_by_tier: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Prompt tokens not read from cache by (cause, long-context tier threshold or 0, the
+    # ratio the request's batch or flex term bills input at, the ratio it bills reads at;
+    # both 1 on demand): what reading them would have saved is priced from these at the end
+    # (``miss_cost``), at the prices the request was billed at.
+    miss_tokens_by_tier: dict[tuple[str, int, Decimal, Decimal], int] = field(default_factory=dict)
     # (bucket width in seconds, bucket index) -> sums over the requests in that bucket.
     timeline_requests: dict[tuple[int, int], int] = field(default_factory=dict)
     timeline_input: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -152,15 +154,22 @@ class TargetTotals:
     tier_terms: tuple[BatchTerm, ...] = ()
     priced_on: dt.date | None = None
 
-    def add_misses(self, spans: list[MissSpan], usage: RequestUsage) -> None:
-        """Count the spans by cause and by the price tier of the request."""
+    def add_misses(
+        self, spans: list[MissSpan], usage: RequestUsage, term: BatchTerm | None = None
+    ) -> None:
+        """Count the spans by cause, by the price tier of the request and by the ratios its
+        batch or flex ``term`` bills input and cache reads at (docs/contracts.md, "Batch
+        terms"; 1 where the term does not discount the class, or there is no term)."""
         tier = 0
         for threshold in self._tier_thresholds:
             if usage.input_tokens > threshold:
                 tier = threshold
+        one = Decimal(1)
+        input_ratio = term.price_ratio if term and term.discounts(TokenClass.INPUT) else one
+        read_ratio = term.price_ratio if term and term.discounts(TokenClass.CACHE_READ) else one
         counts = self.miss_tokens_by_tier
         for span in spans:
-            key = (span.cause, tier)
+            key = (span.cause, tier, input_ratio, read_ratio)
             counts[key] = counts.get(key, 0) + span.tokens
 
     @property
@@ -171,7 +180,7 @@ class TargetTotals:
     def miss_tokens(self) -> dict[str, int]:
         """Prompt tokens not read from cache, by cause."""
         found: dict[str, int] = {}
-        for (cause, _), tokens in self.miss_tokens_by_tier.items():
+        for (cause, *_), tokens in self.miss_tokens_by_tier.items():
             found[cause] = found.get(cause, 0) + tokens
         return found
 
@@ -179,14 +188,19 @@ class TargetTotals:
     def miss_cost(self) -> dict[str, Decimal]:
         """What reading the tokens of each cause would have saved: their tokens at the input
         price in force for their requests (long-context tiers included), less the read
-        price."""
+        price, each at the ratio the request's batch or flex term bills it at (a batch
+        request's miss costs what its bill would have dropped by, not the on-demand
+        difference)."""
         contract = self.contract
         found: dict[str, Decimal] = {}
         with localcontext(EXACT):
-            for (cause, tier), tokens in self.miss_tokens_by_tier.items():
+            for (cause, tier, input_ratio, read_ratio), tokens in self.miss_tokens_by_tier.items():
                 price = prices_for(contract, tier + 1 if tier else 0).input_per_mtok
                 read_price = derived_per_mtok(price, contract.read_multiplier)
-                lost = Decimal(tokens) * (price - read_price) / _MILLION
+                # Never below nothing: a term that halves input but not reads (Vertex's, or a
+                # contract without caching, read multiplier 1) makes a read no cheaper.
+                saved_per_mtok = max(price * input_ratio - read_price * read_ratio, Decimal(0))
+                lost = Decimal(tokens) * saved_per_mtok / _MILLION
                 found[cause] = found.get(cause, Decimal(0)) + lost
         return found
 
@@ -447,7 +461,7 @@ def price_request(
                 f"request {request.request_id}: miss causes {spans} do not add up to"
                 f" {usage.input_tokens - usage.cache_read_tokens} tokens not read"
             )
-        result.add_misses(spans, usage)
+        result.add_misses(spans, usage, term)
     reconciled = None
     if (
         request.observed is not None

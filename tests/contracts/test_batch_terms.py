@@ -35,6 +35,7 @@ from typer.testing import CliRunner
 from cachecast.cli import app
 from cachecast.contracts import ContractStore
 from cachecast.contracts.batch_terms import (
+    SEED_FILE_V2,
     TokenClass,
     read_terms_file,
     seed_terms,
@@ -80,10 +81,11 @@ def test_seeded_terms_are_what_the_sources_state(
 
 
 def test_no_term_for_a_provider_without_a_sourced_one() -> None:
-    # Azure, Bedrock, Groq and Mistral batch prices are not dated by any stored source
-    # (docs/contracts.md, "Batch terms"): their batch requests keep the note.
-    terms = seed_terms()
-    for provider in ("azure", "bedrock", "groq", "mistral", "vertex"):
+    # Bedrock, Mistral and Vertex AI batch prices are not dated by any stored source
+    # (docs/contracts.md, "Batch terms"): their batch requests keep the note. Azure and Groq
+    # are seeded apart, by batch-terms-v2 (tests/contracts/test_batch_terms_v2.py).
+    terms = seed_terms() + seed_terms(SEED_FILE_V2)
+    for provider in ("bedrock", "mistral", "vertex"):
         assert term_for(terms, provider, "any", "batch", dt.date(2026, 1, 1)) is None
 
 
@@ -335,3 +337,41 @@ def test_a_flex_response_before_the_flex_term_keeps_the_note(
     assert Decimal(row["observed_cost"]) == Decimal("0.0000968")  # on demand (above)
     (target,) = report["targets"]
     assert f"{SERVICE_TIER_NOTES['flex']} (1 requests)" in target["notes"]
+
+
+def test_what_a_flex_miss_would_have_saved_is_priced_at_flex_rates(
+    tmp_path: Path, migrated_db_url: str
+) -> None:
+    # One o4-mini flex request of 1,500 prompt tokens (the token ids themselves, so our count
+    # is the provider's), none read from cache: all 1,500 are first sight. Reading them would
+    # have cost the read price instead of the input price, both at the flex term's 50%:
+    # 1,500 x ($1.10 x 0.5 - $0.275 x 0.5) / 1e6 = 1,500 x $0.4125 / 1e6 = $0.00061875
+    # (at on-demand rates it would read $0.0012375, twice what the bill could have dropped).
+    prompt = [1000 + position % 50 for position in range(1500)]
+    log = write_jsonl(
+        tmp_path / "flex_tokens.jsonl",
+        [
+            {
+                "timestamp": "2025-06-02T10:00:00Z",
+                "provider": "openai",
+                "model": "o4-mini",
+                "request_id": "r-1",
+                "request": {"tokens": prompt},
+                "response": {
+                    "model": "o4-mini-2025-04-16",
+                    "service_tier": "flex",
+                    "usage": {
+                        "prompt_tokens": 1500,
+                        "completion_tokens": 20,
+                        "total_tokens": 1520,
+                        "prompt_tokens_details": {"cached_tokens": 0},
+                    },
+                },
+            }
+        ],
+    )
+    report = cli(["reconcile", str(log), "--json"], migrated_db_url)
+    (target,) = report["targets"]
+    assert target["miss_causes"] == [
+        {"cause": "first_sight", "tokens": 1500, "cost_lost": "0.00061875"}
+    ]

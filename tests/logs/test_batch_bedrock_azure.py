@@ -333,9 +333,12 @@ def test_azure_output_alone_is_azure(tmp_path: Path, migrated_db_url: str) -> No
         ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
     )
     assert [(t.provider, t.model) for t in report.targets] == [("azure", "gpt-4o-2024-08-06")]
-    # Per million tokens: task-0 476 uncached x $2.50 + 1,024 cached x $1.25 + 100 out x
-    # $10 = $3,470; task-1 30 x $2.50 + 20 x $10 = $275.
-    assert sum(row.observed_cost for row in report.requests) == Decimal("0.003745")
+    # At Azure's Global Batch term (batch-terms-v2, from 2024-10-24: "50% less cost than
+    # global standard" on input and output; cached input keeps its on-demand price [U]),
+    # per million tokens: task-0 476 uncached x $2.50 x 0.5 = $595 + 1,024 cached x $1.25
+    # = $1,280 + 100 out x $10 x 0.5 = $500, i.e. $2,375; task-1 30 x $2.50 x 0.5 = $37.50
+    # + 20 x $10 x 0.5 = $100, i.e. $137.50. Sum $2,512.50 per million requests' worth.
+    assert sum(row.observed_cost for row in report.requests) == Decimal("0.0025125")
 
 
 def test_azure_input_joined_with_output(tmp_path: Path) -> None:
