@@ -233,3 +233,23 @@ def test_a_redacted_model_is_read_as_the_one_the_response_names(tmp_path: Path) 
     assert result.errors == []
     (one,) = result.requests
     assert (one.provider, one.model) == ("google", "gemini-2.0-flash")
+
+
+def test_python_genai_s_vertex_placeholder_is_read_as_vertex_ai(tmp_path: Path) -> None:
+    # python-genai's _redact_request_url cuts a Vertex AI URL up to its location
+    interaction = {
+        "request": {
+            "method": "post",
+            "url": "{VERTEX_URL_PREFIX}/publishers/google/models/gemini-2.0-flash:generateContent",
+            "headers": {},
+            "body_segments": [_contents("hi")],
+        },
+        "response": {"headers": {}, "body_segments": [_answer("hello", _usage(3, 2))]},
+    }
+    document = {"replay_id": "models/generate/vertex", "interactions": [interaction]}
+    result = read(_write(tmp_path / "vertex.json", document))
+    assert result.errors == []
+    (one,) = result.requests
+    assert (one.provider, one.model) == ("google", "gemini-2.0-flash")
+    # no status written: python-genai's ReplayResponse defaults it to 200 (billed)
+    assert totals(result.requests) == {"input": 3, "read": 0, "write": 0, "output": 2}
