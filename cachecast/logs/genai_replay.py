@@ -168,6 +168,7 @@ def _exchange(entry: Any, line: int, where: str) -> Exchange:
     return Exchange(
         line=line,
         where=where,
+        # Both clients always write the method; the SDKs send every model call as a POST.
         method=method if isinstance(method, str) else "POST",
         url=url,
         request_headers=listed_headers(request.get("headers")),
