@@ -28,6 +28,7 @@ from cachecast.logs import (
     codex,
     easyvcr,
     gemini_cli,
+    genai_replay,
     govcr,
     har,
     headless,
@@ -352,6 +353,13 @@ FORMATS: tuple[LogFormat, ...] = (
         " {networkCallRecords, variables}; no request bodies)",
         _objects_fit(testproxy.fits_calls, "networkCallRecords of {Method, Uri, Response}"),
         testproxy.read_calls,
+    ),
+    LogFormat(
+        "genai-replay",
+        "Google Gen AI SDK replay file (js-genai's test/system/recordings, python-genai's"
+        " ReplayApiClient: {recordID or replay_id, interactions})",
+        _objects_fit(genai_replay.fits, "replay interactions of {request: {url, bodySegments}}"),
+        genai_replay.read,
     ),
     LogFormat(
         "langfuse",
