@@ -476,10 +476,12 @@ class _Replay:
         found = self.contracts.get(key)
         if found is None:
             try:
+                self.store.history(key[0], key[1])
+            except UnknownContractError:
+                return None  # the gateway states no contract for this model
+            try:
                 found = served_contract(self.store, key[0], key[1], day, _today())
             except UnknownContractError as error:
-                if error.message.startswith("unknown "):
-                    return None
                 found = unknown_reason(key[0], key[1], error.message)
             self.contracts[key] = found
         return found
