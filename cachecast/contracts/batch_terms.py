@@ -51,6 +51,15 @@ class TokenClass(StrEnum):
     OUTPUT = "output"
 
 
+# How a note names each class (the JSON keys stay the enum values).
+_WORDS = {
+    TokenClass.INPUT: "input",
+    TokenClass.CACHE_READ: "cache reads",
+    TokenClass.CACHE_WRITE: "cache writes",
+    TokenClass.OUTPUT: "output",
+}
+
+
 class BatchTerm(BaseModel):
     """One dated batch (or flex) price term of one provider."""
 
@@ -113,7 +122,8 @@ class BatchTerm(BaseModel):
     def note(self) -> str:
         """What the reports say of the requests billed under this term."""
         percent = format((self.price_ratio * 100).normalize(), "f")
-        classes = ", ".join(token_class.value for token_class in self.applies_to)
+        words = [_WORDS[token_class] for token_class in self.applies_to]
+        classes = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
         until = f" to {self.effective_to.isoformat()}" if self.effective_to else ""
         return (
             f"billed at {self.tier} prices: {percent}% of on-demand for {classes}"
