@@ -115,3 +115,29 @@ def test_a_router_slug_without_a_served_model_stays_a_bad_record(tmp_path: Path)
 )
 def test_router_slugs(model: str, router: bool) -> None:
     assert is_router_slug(model) is router
+
+
+@pytest.mark.parametrize(
+    ("host", "provider"),
+    [
+        ("api.sambanova.ai", "sambanova"),
+        ("api.hyperbolic.xyz", "hyperbolic"),
+        ("api.deepinfra.com", "deepinfra"),
+    ],
+)
+def test_hosts_of_uncovered_providers_name_them(tmp_path: Path, host: str, provider: str) -> None:
+    # An OpenAI-compatible host no contract covers: named, so that its request is reported
+    # unpriced for want of that provider's contract, not as a log naming no provider (the
+    # SambaNova cassette of the set: ``Meta-Llama-3.3-70B-Instruct`` at api.sambanova.ai).
+    path = vcr_cassette(
+        tmp_path / "compatible.yaml",
+        vcr_interaction(
+            f"https://{host}/v1/chat/completions",
+            routed_body("Meta-Llama-3.3-70B-Instruct", "Hello!"),
+            routed_reply("Meta-Llama-3.3-70B-Instruct", 43, 0, 1),
+        ),
+    )
+    got = read(path)
+    assert got.errors == []
+    assert [r.provider for r in got.requests] == [provider]
+    assert totals(got.requests) == {"input": 43, "read": 0, "write": 0, "output": 1}
