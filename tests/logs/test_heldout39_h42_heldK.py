@@ -123,6 +123,7 @@ def test_router_slugs(model: str, router: bool) -> None:
         ("api.sambanova.ai", "sambanova"),
         ("api.hyperbolic.xyz", "hyperbolic"),
         ("api.deepinfra.com", "deepinfra"),
+        ("api.cloudflare.com/client/v4/accounts/0123/ai", "cloudflare"),
     ],
 )
 def test_hosts_of_uncovered_providers_name_them(tmp_path: Path, host: str, provider: str) -> None:
