@@ -141,6 +141,16 @@ def is_gateway(provider: str | None) -> bool:
     return provider is not None and normalize_provider_name(provider) in GATEWAYS
 
 
+def is_router_slug(model: str) -> bool:
+    """Whether ``model`` names a gateway's router, not a model: OpenRouter's own slugs
+    (``openrouter/auto``, its Auto Router) route each request to a model that the response's
+    ``model`` names and that prices the call (docs/log-formats.md, "Recorded HTTP"). A
+    provider's path behind the gateway's prefix (``openrouter/anthropic/claude-3.5-sonnet``)
+    names its model and is no router."""
+    head, _, rest = model.strip().lower().partition("/")
+    return head == "openrouter" and bool(rest) and "/" not in rest
+
+
 def split_model(model: str, provider: str | None = None) -> tuple[str | None, str]:
     """``(provider, model)`` from a model string that may carry its provider.
 

@@ -67,6 +67,7 @@ from cachecast.logs.http.state import (
     with_cache,
 )
 from cachecast.logs.http.system_calls import ModelCall, call_request, check_sums, system_calls
+from cachecast.logs.providers import is_router_slug
 from cachecast.logs.stream import Item, LogStream, documents
 from cachecast.logs.usage_fields import requested_ttl
 
@@ -335,7 +336,10 @@ def _records(
     azure_deployment = endpoint.provider == "azure" and endpoint.model is not None
     if azure_deployment:
         model = served if isinstance(served, str) else endpoint.model
-    elif model is None and isinstance(served, str):
+    elif isinstance(served, str) and (model is None or is_router_slug(model)):
+        # A router's slug (OpenRouter's ``openrouter/auto``) names no model: the response's
+        # ``model`` names the one it routed to, which bills the call (docs/log-formats.md,
+        # "Recorded HTTP").
         model = served
     if chain is not None and chain.parent is not None:
         # The items taken over were looked at for cache marks when their turns were read.

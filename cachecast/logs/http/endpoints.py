@@ -72,6 +72,10 @@ _HOST_PROVIDERS = (
     ("api.together.xyz", "together_ai"),
     ("api.together.ai", "together_ai"),
     ("api.fireworks.ai", "fireworks_ai"),
+    ("api.sambanova.ai", "sambanova"),
+    ("api.hyperbolic.xyz", "hyperbolic"),
+    ("api.deepinfra.com", "deepinfra"),
+    ("api.cloudflare.com", "cloudflare"),  # Workers AI: /client/v4/accounts/{id}/ai/v1/...
     # Ollama's cloud serves the native API at ollama.com/api/chat (docs/log-formats.md,
     # "Recorded HTTP"); a local Ollama (localhost:11434) is told by its paths.
     ("ollama.com", "ollama"),
