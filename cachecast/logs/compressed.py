@@ -124,6 +124,26 @@ _OPENERS: dict[str, Callable[[Path], Any]] = {  # file objects opened for readin
 }
 
 
+# Compressed bytes per zstd call: at most 128 MiB inflated per call (decoding.zstd_pieces).
+_ZSTD_PIECE = 4096
+
+
+class _PieceReader:
+    """Inflated pieces (an iterator of bytes) read ``size`` bytes at a time."""
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        self._pieces = pieces
+        self._piece = b""
+        self._at = 0
+
+    def read(self, size: int) -> bytes:
+        if self._at >= len(self._piece):
+            self._piece, self._at = next(self._pieces, b""), 0
+        out = self._piece[self._at : self._at + size]
+        self._at += len(out)
+        return out
+
+
 class _ZlibReader:
     """A zlib stream read in pieces of at most ``size`` inflated bytes (the standard library
     has a file object for gzip, bzip2 and xz, not for bare zlib)."""
@@ -161,14 +181,10 @@ def _reader(path: Path, kind: str, source: str) -> Iterator[Callable[[int], byte
         with opener(path) as opened:
             yield opened.read
         return
-    try:
-        import zstandard
-    except ImportError:
-        raise LogFileError(
-            source, "a zstd-compressed log: install the zstandard package to read it"
-        ) from None
+    from cachecast.logs.decoding import zstd_pieces  # (and yaml): for zstd files only
+
     with path.open("rb") as raw:
-        yield zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read
+        yield _PieceReader(zstd_pieces(raw.read, _ZSTD_PIECE)).read
 
 
 def remove(name: str) -> None:

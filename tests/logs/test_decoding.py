@@ -10,13 +10,19 @@ import json
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
+import brotli
 import pytest
+import zstandard
 
 from bench.peak import run_measured
 from cachecast.core.errors import LimitExceededError, RecordFieldError
 from cachecast.core.limits import DEFAULT_LIMITS, limits_in_force
+from cachecast.logs.compressed import decompressed_copy, remove
 from cachecast.logs.decoding import YamlError, decompress, load_yaml
+from cachecast.logs.errors import LogFileError
+from tests.logs.helpers import read, totals
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -297,3 +303,123 @@ def test_python_call_tags_are_read_as_their_argument_never_called() -> None:
     # Without local tags read plain (every reader but the cassettes'), still refused.
     with pytest.raises(YamlError, match=r"python/object/apply:no_such_module\.istr"):
         load_yaml(text, source="aiohttp.yaml")
+
+
+def _cassette_with_body(path: Path, encoding: str, body: bytes) -> Path:
+    """A vcrpy cassette of one OpenAI chat call whose response body is ``body`` kept as
+    recorded under ``Content-Encoding: encoding`` (YAML ``!!binary``, base64, as vcrpy writes
+    bytes that are not text)."""
+    request = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    path.write_text(
+        f"""interactions:
+- request:
+    body: '{request}'
+    headers:
+      Content-Type:
+      - application/json
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body:
+      string: !!binary |
+        {base64.b64encode(body).decode()}
+    headers:
+      Content-Encoding:
+      - {encoding}
+      Content-Type:
+      - application/json
+      Date:
+      - Wed, 01 Apr 2026 10:00:00 GMT
+    status:
+      code: 200
+      message: OK
+version: 1
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+# OpenAI's chat usage (docs/log-formats.md): 1,500 prompt tokens of which 1,280 cached, 20 out.
+CHAT_RESPONSE = {
+    "object": "chat.completion",
+    "model": "gpt-4o-2024-08-06",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}}],
+    "usage": {
+        "prompt_tokens": 1500,
+        "completion_tokens": 20,
+        "prompt_tokens_details": {"cached_tokens": 1280},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress"),
+    [("br", brotli.compress), ("zstd", zstandard.ZstdCompressor().compress)],
+)
+def test_brotli_and_zstd_bodies_are_read_with_their_usage(
+    tmp_path: Path, encoding: str, compress: Any
+) -> None:
+    body = json.dumps(CHAT_RESPONSE).encode()
+    assert decompress(compress(body), encoding, field="body") == body
+    cassette = _cassette_with_body(tmp_path / f"{encoding}.yaml", encoding, compress(body))
+    done = read(cassette)
+    assert done.errors == [] and len(done.requests) == 1
+    # The usage as written above: 1,500 in (1,280 of them read), 20 out.
+    assert totals(done.requests) == {"input": 1500, "read": 1280, "write": 0, "output": 20}
+
+
+def test_a_brotli_bomb_stops_at_the_ceiling() -> None:
+    # 50 MB of zeros compress to a few dozen bytes under brotli; the ceiling is 10 MB, and
+    # the decoder gives its output a megabyte or two at a time, so it stops near the ceiling.
+    bomb = brotli.compress(b"\0" * 50_000_000)
+    assert len(bomb) < 1_000
+    limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10_000_000)
+    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
+        decompress(bomb, "br", field="response.body")
+    assert "max_decompressed_bytes" in str(caught.value)
+    assert caught.value.location.field == "response.body"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress"),
+    [("br", brotli.compress), ("zstd", zstandard.ZstdCompressor().compress)],
+)
+def test_corrupt_or_cut_brotli_and_zstd_bodies_name_the_field(encoding: str, compress: Any) -> None:
+    whole = compress(json.dumps(CHAT_RESPONSE).encode())
+    for broken in (whole[: len(whole) // 2], b"\x00not compressed at all\xff" * 4):
+        with pytest.raises(RecordFieldError) as caught:
+            decompress(broken, encoding, field="response.body")
+        assert caught.value.field == "response.body"
+        assert f"cannot decompress the {encoding} body" in caught.value.reason
+
+
+def test_a_zstd_bomb_body_stops_at_the_ceiling() -> None:
+    # 200 MB of zeros compress to a few KB; the ceiling is 10 MB: the body is refused after at
+    # most one 1 KiB piece (32 MiB inflated, zstd's densest ratio) past it.
+    bomb = zstandard.ZstdCompressor(level=19).compress(b"\0" * 200_000_000)
+    assert len(bomb) < 100_000
+    limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10_000_000)
+    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
+        decompress(bomb, "zstd", field="response.body")
+    assert "max_decompressed_bytes" in str(caught.value)
+
+
+def test_zstd_log_files_read_frame_after_frame_and_a_cut_file_is_named(tmp_path: Path) -> None:
+    first = b"".join(b'{"a": %d}\n' % n for n in range(5_000))
+    second = b"".join(b'{"b": %d}\n' % n for n in range(7_000))
+    compressor = zstandard.ZstdCompressor()
+    whole = tmp_path / "two-frames.jsonl.zst"
+    whole.write_bytes(compressor.compress(first) + compressor.compress(second))
+    copy = decompressed_copy(whole, "zstd", "two-frames.jsonl.zst")
+    assert copy.read_bytes() == first + second  # both frames, in order
+    remove(str(copy))
+    cut = tmp_path / "cut.jsonl.zst"
+    packed = compressor.compress(first + second)
+    assert len(packed) > 1_000
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(LogFileError) as caught:
+        decompressed_copy(cut, "zstd", "cut.jsonl.zst")
+    assert caught.value.one_line() == (
+        "cut.jsonl.zst: cannot decompress the zstd file: the compressed data ends early"
+    )

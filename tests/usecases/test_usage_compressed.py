@@ -1,5 +1,5 @@
-"""``usage`` reads compressed session files (gzip, bzip2, xz; zstd where the zstandard
-package is installed) as it reads the plain ones: the client is told by the inflated head.
+"""``usage`` reads compressed session files (gzip, bzip2, xz, zstd) as it reads the plain
+ones: the client is told by the inflated head.
 
 Expected totals are the shared sessions parsed with plain ``json`` (``claude_sums``,
 ``codex_sums`` of tests/usecases/test_usage.py: each Claude Code ``message.id`` once, each
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from cachecast.usecases.session_files import find_sessions
 from tests.conftest import shared_data
@@ -24,6 +25,7 @@ COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
     "gz": gzip.compress,
     "bz2": bz2.compress,
     "xz": lzma.compress,
+    "zst": zstandard.ZstdCompressor().compress,
 }
 
 
