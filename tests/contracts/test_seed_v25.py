@@ -23,14 +23,16 @@ from cachecast.core.errors import ContractNotYetInForceError
 from tests.contracts.builders import bill_of_counts, seed_round_trip
 
 TODAY = dt.date(2026, 12, 5)
-MODEL = "meta-llama/llama-3.3-8b-instruct:free"
+# Stored without the slug's "/" (contract ids are URL path segments); the slug is its alias.
+MODEL = "llama-3.3-8b-instruct:free"
+SLUG = "meta-llama/llama-3.3-8b-instruct:free"
 CREATED = dt.date(2025, 5, 14)
 RECORDED = dt.date(2025, 5, 31)  # OlympiaAI/raix's OpenRouter cassette (Date header)
 
 
 @pytest.mark.parametrize("day", [CREATED, RECORDED, TODAY])
 def test_free_of_charge_without_caching(migrated_db_url: str, day: dt.date) -> None:
-    terms = ContractStore(migrated_db_url).as_of("openrouter", MODEL, day)
+    terms = ContractStore(migrated_db_url).as_of("openrouter", SLUG, day)
     assert (terms.provider, terms.model) == ("openrouter", MODEL)
     assert (terms.input_per_mtok, terms.output_per_mtok) == (Decimal(0), Decimal(0))
     assert terms.mode is CacheMode.NONE

@@ -20,6 +20,8 @@ from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 
 URI = "https://openrouter.ai/api/v1/chat/completions"
 FREE = "meta-llama/llama-3.3-8b-instruct:free"
+# The contract id: the slug without its "/" (ids are URL path segments); the slug is its alias.
+STORED = "llama-3.3-8b-instruct:free"
 
 
 def _interaction(model: str, date: str, usage: dict[str, int], uri: str = URI) -> Any:
@@ -87,8 +89,8 @@ def test_an_openrouter_free_variant_is_priced_at_zero_under_openrouter_s_contrac
     )
     assert report.unpriced == {}
     [target] = report.targets
-    assert (target.provider, target.model) == ("openrouter", FREE)
-    assert target.contract.version == f"openrouter/{FREE}@2025-05-14"
+    assert (target.provider, target.model) == ("openrouter", STORED)
+    assert target.contract.version == f"openrouter/{STORED}@2025-05-14"
     # One request, none of its 17 prompt tokens cached (mode none: nothing is read from a
     # cache, and the usage reports no cached_tokens).
     assert target.requests == 1
@@ -116,8 +118,8 @@ def test_a_free_variant_before_its_first_day_names_that_day(
     [(reason, count)] = report.unpriced.items()
     assert count == 1
     assert reason.startswith(
-        f"openrouter:{FREE}: openrouter/{FREE} has no contract before 2025-05-14, its first"
-        " version (asked for 2025-05-13)"
+        f"openrouter:{FREE}: openrouter/{STORED} (alias '{FREE}') has no contract before"
+        " 2025-05-14, its first version (asked for 2025-05-13)"
     )
 
 
