@@ -3,6 +3,7 @@ sums a test compares with what it computed itself from the file."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -77,9 +78,17 @@ def vcr_quoted(body: Any) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def vcr_interaction(uri: str, request: dict[str, Any], response: Any) -> str:
+def vcr_interaction(
+    uri: str, request: dict[str, Any], response: Any, *, content_encoding: str | None = None
+) -> str:
     """One recorded JSON POST to ``uri`` answered 200 OK with ``response``, as vcrpy's YAML
-    lists it under ``interactions``."""
+    lists it under ``interactions``; ``response`` as bytes is kept as vcrpy keeps bytes that
+    are not text (``!!binary``, base64), under ``Content-Encoding: content_encoding``."""
+    if isinstance(response, bytes):
+        body = f"!!binary |\n        {base64.b64encode(response).decode()}"
+    else:
+        body = vcr_quoted(response)
+    encoding = f"\n      Content-Encoding:\n      - {content_encoding}" if content_encoding else ""
     return f"""- request:
     body: {vcr_quoted(request)}
     headers:
@@ -89,8 +98,8 @@ def vcr_interaction(uri: str, request: dict[str, Any], response: Any) -> str:
     uri: {uri}
   response:
     body:
-      string: {vcr_quoted(response)}
-    headers:
+      string: {body}
+    headers:{encoding}
       Content-Type:
       - application/json
       Date:

@@ -22,7 +22,7 @@ from cachecast.core.limits import DEFAULT_LIMITS, limits_in_force
 from cachecast.logs.compressed import decompressed_copy, remove
 from cachecast.logs.decoding import YamlError, decompress, load_yaml
 from cachecast.logs.errors import LogFileError
-from tests.logs.helpers import read, totals
+from tests.logs.helpers import read, totals, vcr_cassette, vcr_interaction
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -305,41 +305,6 @@ def test_python_call_tags_are_read_as_their_argument_never_called() -> None:
         load_yaml(text, source="aiohttp.yaml")
 
 
-def _cassette_with_body(path: Path, encoding: str, body: bytes) -> Path:
-    """A vcrpy cassette of one OpenAI chat call whose response body is ``body`` kept as
-    recorded under ``Content-Encoding: encoding`` (YAML ``!!binary``, base64, as vcrpy writes
-    bytes that are not text)."""
-    request = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
-    path.write_text(
-        f"""interactions:
-- request:
-    body: '{request}'
-    headers:
-      Content-Type:
-      - application/json
-    method: POST
-    uri: https://api.openai.com/v1/chat/completions
-  response:
-    body:
-      string: !!binary |
-        {base64.b64encode(body).decode()}
-    headers:
-      Content-Encoding:
-      - {encoding}
-      Content-Type:
-      - application/json
-      Date:
-      - Wed, 01 Apr 2026 10:00:00 GMT
-    status:
-      code: 200
-      message: OK
-version: 1
-""",
-        encoding="utf-8",
-    )
-    return path
-
-
 # OpenAI's chat usage (docs/log-formats.md): 1,500 prompt tokens of which 1,280 cached, 20 out.
 CHAT_RESPONSE = {
     "object": "chat.completion",
@@ -362,7 +327,15 @@ def test_brotli_and_zstd_bodies_are_read_with_their_usage(
 ) -> None:
     body = json.dumps(CHAT_RESPONSE).encode()
     assert decompress(compress(body), encoding, field="body") == body
-    cassette = _cassette_with_body(tmp_path / f"{encoding}.yaml", encoding, compress(body))
+    cassette = vcr_cassette(
+        tmp_path / f"{encoding}.yaml",
+        vcr_interaction(
+            "https://api.openai.com/v1/chat/completions",
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            compress(body),
+            content_encoding=encoding,
+        ),
+    )
     done = read(cassette)
     assert done.errors == [] and len(done.requests) == 1
     # The usage as written above: 1,500 in (1,280 of them read), 20 out.

@@ -86,23 +86,15 @@ def test_the_entry_module_imports_no_command_layer() -> None:
     # ``cachecast.cli.main`` sets the garbage collector up before typer and pydantic are
     # imported (docs/usage-report.md "Speed"): importing the module that holds it loads
     # neither.
-    probe = "import sys, cachecast.cli; print(' '.join(sorted(sys.modules)))"
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    assert "cachecast.cli" in result.stdout.split()
-    assert not tops(set(result.stdout.split())) & {"typer", "pydantic", "click", "rich"}
+    printed = probe("import sys, cachecast.cli; print(' '.join(sorted(sys.modules)))")
+    assert "cachecast.cli" in printed
+    assert not tops(set(printed)) & {"typer", "pydantic", "click", "rich"}
 
 
 def test_the_plugin_loader_stand_in_gives_way_when_plugins_are_on() -> None:
     # Plugins off: no plugin, and the loader module is not read. Turned on again in the
     # process: pydantic's own loader (from its file) answers, as it would have.
-    probe = """
+    code = """
 import os, sys
 os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
 from cachecast.cli import skip_plugin_loader
@@ -117,15 +109,20 @@ class On(pydantic.BaseModel):
 real = getattr(sys.modules["pydantic.plugin._loader"], "__file__", None) is not None
 print(off, On(y=2).y, real, "importlib.metadata" in sys.modules)
 """
+    assert probe(code) == ["True", "2", "True", "True"]
+
+
+def probe(code: str) -> list[str]:
+    """The words ``code`` prints, run in a fresh interpreter importing this checkout."""
     result = subprocess.run(
-        [sys.executable, "-c", probe],
+        [sys.executable, "-c", code],
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
     )
-    assert result.stdout.split() == ["True", "2", "True", "True"]
+    return result.stdout.split()
 
 
 def test_the_command_table_names_the_module_of_every_command() -> None:
