@@ -481,7 +481,19 @@ class JobRunner:
                 self.wake.wait(self.poll_seconds)
                 self.wake.clear()
                 continue
-            self._run(*claimed)
+            try:
+                self._run(*claimed)
+            except sa.exc.OperationalError as error:
+                # The database went away as the job ended (a restart; the process shutting
+                # down): one line, and this thread goes on; the job's lease runs out and the
+                # orphan sweep fails it (docs/architecture.md, service jobs).
+                logger.warning(
+                    "job runner could not record the end of job %s (%s)",
+                    claimed[0],
+                    _reason(error),
+                )
+            except Exception:
+                logger.exception("job runner could not record the end of job %s", claimed[0])
 
     def _run(self, job_id: str, kind: str, request: dict[str, Any]) -> None:
         processed = 0
@@ -538,6 +550,12 @@ class JobRunner:
             done.set()
             heart.join()
             self.store.fail(job_id, self.worker_id, error.problem)
+        except sa.exc.OperationalError:
+            # The database went away (recording the result, or under the handler): no row
+            # can say so now; the loop logs it in one line and the lease's end fails the job.
+            done.set()
+            heart.join()
+            raise
         except Exception as error:
             done.set()
             heart.join()

@@ -7,16 +7,27 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from cachecast.core import db
-from cachecast.service.jobs import JobStore, _process_start_ticks, jobs_table, new_worker_id
+from cachecast.service.jobs import (
+    JobRunner,
+    JobStore,
+    _process_start_ticks,
+    jobs_table,
+    new_worker_id,
+)
 
 
 def _job_ids(store: JobStore, count: int) -> list[str]:
@@ -138,3 +149,38 @@ def test_orphans_of_dead_local_processes_and_expired_leases_fail(service_db_url:
             sa.select(jobs_table.c.error_json).where(jobs_table.c.id == dead_local)
         ).scalar_one()
     assert json.loads(stored)["title"] == "Job interrupted"
+
+
+def test_a_runner_that_cannot_record_a_job_s_end_logs_one_line_and_goes_on(
+    migrated_db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database goes away while a job runs (here its jobs table is dropped, a real
+    OperationalError from SQLite, as a file removed under a shutting-down process gives):
+    the runner thread logs one line naming the job, keeps running, and claims no more."""
+    store = JobStore(migrated_db_url)
+    started = threading.Event()
+
+    def handler(request: Mapping[str, Any], progress: Callable[[int], None]) -> dict[str, Any]:
+        started.set()
+        with db.get_engine(migrated_db_url).begin() as connection:
+            connection.execute(sa.text("DROP TABLE service_jobs"))
+        return {"ok": True}
+
+    job_id = store.submit("vanishing", {}, total_records=1)
+    runner = JobRunner(store, {"vanishing": handler}, threads=1, poll_seconds=0.05)
+    with caplog.at_level(logging.WARNING, logger="cachecast.service.jobs"):
+        runner.start()
+        assert started.wait(60)
+        deadline = time.monotonic() + 60
+        while not any(job_id in record.getMessage() for record in caplog.records):
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
+        (thread,) = runner.threads
+        assert thread.is_alive()  # the runner goes on (it retries its claims)
+        runner.stop(grace_seconds=0)
+        thread.join(60)
+    ended = [r for r in caplog.records if job_id in r.getMessage()]
+    assert [r.levelno for r in ended] == [logging.WARNING]
+    assert "could not record the end of job" in ended[0].getMessage()
+    assert "no such table" in ended[0].getMessage()
+    assert ended[0].exc_info is None  # one line, no traceback
