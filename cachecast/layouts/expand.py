@@ -17,6 +17,7 @@ import datetime as dt
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from cachecast.layouts.sandbox import render_budget
@@ -101,8 +102,10 @@ def _expand(layout: Layout, *, model: str | None, provider: str | None) -> list[
             ]
             if layout.tool_order == "shuffle":
                 # A tool list built from a set or dict comes out in a different order per
-                # process; a seeded shuffle per request reproduces that, deterministically.
-                random.Random(f"{layout.source}:{request_index}").shuffle(tools)
+                # process; a seeded shuffle per request reproduces that, deterministically:
+                # seeded by the file's name, not its path, so that the same layout gives the
+                # same requests wherever it sits (a checkout, a CI runner's temporary folder).
+                random.Random(f"{PurePath(layout.source).name}:{request_index}").shuffle(tools)
             if tools:
                 body["tools"] = tools
             add_breakpoints(body, layout.breakpoints)
