@@ -104,15 +104,21 @@ def test_gzip_and_deflate_round_trip() -> None:
     assert decompress(gzip.compress(b"ab") + gzip.compress(b"cd"), "gzip", field="b") == b"abcd"
 
 
+def assert_stopped_at_ten_megabytes(bomb: bytes, encoding: str) -> None:
+    """``bomb`` refused under a ceiling of 10 MB (``max_decompressed_bytes``), the error
+    naming the setting and the body's field."""
+    limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10_000_000)
+    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
+        decompress(bomb, encoding, field="response.body")
+    assert "max_decompressed_bytes" in str(caught.value)
+    assert caught.value.location.field == "response.body"
+
+
 def test_a_gzip_bomb_stops_at_the_ceiling() -> None:
     # 50 MB of zeros compress to about 50 KB; the ceiling is 10 MB.
     bomb = gzip.compress(b"\0" * 50_000_000)
     assert len(bomb) < 100_000
-    limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10_000_000)
-    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
-        decompress(bomb, "gzip", field="response.body")
-    assert "max_decompressed_bytes" in str(caught.value)
-    assert caught.value.location.field == "response.body"
+    assert_stopped_at_ten_megabytes(bomb, "gzip")
 
 
 def test_truncated_and_unknown_encodings_name_the_field() -> None:
@@ -347,11 +353,7 @@ def test_a_brotli_bomb_stops_at_the_ceiling() -> None:
     # the decoder gives its output a megabyte or two at a time, so it stops near the ceiling.
     bomb = brotli.compress(b"\0" * 50_000_000)
     assert len(bomb) < 1_000
-    limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10_000_000)
-    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
-        decompress(bomb, "br", field="response.body")
-    assert "max_decompressed_bytes" in str(caught.value)
-    assert caught.value.location.field == "response.body"
+    assert_stopped_at_ten_megabytes(bomb, "br")
 
 
 @pytest.mark.parametrize(
@@ -372,10 +374,7 @@ def test_a_zstd_bomb_body_stops_at_the_ceiling() -> None:
     # most one 1 KiB piece (32 MiB inflated, zstd's densest ratio) past it.
     bomb = zstandard.ZstdCompressor(level=19).compress(b"\0" * 200_000_000)
     assert len(bomb) < 100_000
-    limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10_000_000)
-    with limits_in_force(limits), pytest.raises(LimitExceededError) as caught:
-        decompress(bomb, "zstd", field="response.body")
-    assert "max_decompressed_bytes" in str(caught.value)
+    assert_stopped_at_ten_megabytes(bomb, "zstd")
 
 
 def test_zstd_log_files_read_frame_after_frame_and_a_cut_file_is_named(tmp_path: Path) -> None:
