@@ -43,6 +43,7 @@ from cachecast.logs import (
     moscafetch,
     nock,
     otel,
+    structural,
     talkback,
     testproxy,
     vcr,
@@ -496,6 +497,15 @@ FORMATS: tuple[LogFormat, ...] = (
         "Helicone export (request_body, response_body, provider)",
         _objects_fit(helicone.fits, "Helicone request {request_id, request_body}"),
         helicone.read,
+    ),
+    # After every named format: a file none of them fits is read by its fields' names
+    # (before cachecast's own records, whose request is a body, never an HTTP request).
+    LogFormat(
+        structural.FORMAT,
+        "recorded HTTP calls in a dialect not known by name, read by their shape: an object"
+        " holding a request (a model endpoint's URL, a body) and its response",
+        _objects_fit(structural.fits, "object holding a model endpoint's request and its response"),
+        structural.read,
     ),
     LogFormat(
         "cachecast",

@@ -1,0 +1,293 @@
+"""Recorded HTTP traffic in a dialect no reader here knows by name, read by its shape
+(docs/log-formats.md, "Recordings read by their shape").
+
+Every recorder we read by name keeps the same few things per call: the URL, the method, the
+request body, the response's status, headers and body, perhaps a time. Recorders we have
+not met (a project's own fetch wrapper, a mocking library's fixtures) keep them too, under
+names of their own. This reader walks a JSON document (or each JSON line) and takes as one
+exchange each object that holds
+
+- a request: an object under a key named like ``request`` / ``req``, or the object itself,
+  with a URL under ``url`` / ``uri`` / ``href`` / ``endpoint`` / ``path`` (a path joined to a
+  ``host`` / ``origin`` / ``baseUrl`` beside it) that is a model endpoint
+  (``cachecast.logs.http.endpoints``), and
+- its response: an object under a key named like ``response`` / ``res`` / ``resp``.
+
+Bodies are read under ``body`` / ``data`` / ``json`` / ``payload`` / ``content`` / ``text``
+(one wrapper level such as vcrpy's ``{"string": ...}`` unwrapped), as JSON text, server-sent
+events or an already parsed value; a response object that is itself a provider's reply (it
+holds ``usage``, ``choices``, ``candidates`` ...) is its own body. An object taken as an
+exchange is not searched further, so nothing is counted twice. This format is tried after
+every named one, and only where it finds a model call, so it never takes a file another
+reader fits; its name in reports (``by-shape``) says the fields were found by their names,
+not by a recorder's documented layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from cachecast.core.errors import RecordFieldError
+from cachecast.logs.errors import LogRecordError
+from cachecast.logs.http import Exchange, read_exchanges
+from cachecast.logs.http.endpoints import model_endpoint
+from cachecast.logs.http.exchange import BadEntry, http_date, joined_url, numbered
+from cachecast.logs.stream import Item, LogStream, documents
+
+FORMAT = "by-shape"
+
+# Key names compared lower-cased with ``_`` and ``-`` removed.
+_REQUEST_KEYS = ("request", "req", "httprequest", "requestdata", "call")
+_RESPONSE_KEYS = ("response", "res", "resp", "httpresponse", "responsedata", "reply")
+_URL_KEYS = ("url", "uri", "href", "fullurl", "requesturl", "requesturi", "endpoint", "path")
+_HOST_KEYS = ("origin", "baseurl", "host", "hostname", "scope", "server")
+_METHOD_KEYS = ("method", "verb", "httpmethod", "requestmethod")
+_BODY_KEYS = (
+    "body",
+    "json",
+    "data",
+    "payload",
+    "content",
+    "text",
+    "bodytext",
+    "bodystring",
+    "requestbody",
+    "responsebody",
+    "postdata",
+    "raw",
+)
+_STATUS_KEYS = ("status", "statuscode", "code")
+_HEADER_KEYS = ("headers", "header")
+_TIME_KEYS = (
+    "timestamp",
+    "recordedat",
+    "time",
+    "startedat",
+    "createdat",
+    "date",
+    "startedDateTime",
+)
+# A body wrapper's keys (vcrpy's ``{"string": ...}``, HAR's ``postData.text``): unwrapped once.
+_WRAPPER_KEYS = ("string", "text", "json", "data", "content", "body", "value")
+# Keys that mark an object as a provider's reply or request body, not a wrapper of one.
+_REPLY_KEYS = frozenset(
+    ("usage", "choices", "candidates", "usageMetadata", "stop_reason", "object", "output")
+)
+_BODY_MARKS = frozenset(("model", "messages", "contents", "input", "prompt", "system", "tools"))
+# How deep the walk goes: recorders nest their calls a few levels down, not dozens.
+MAX_DEPTH = 12
+
+
+def _norm(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+def _named(value: dict[str, Any], names: tuple[str, ...]) -> tuple[str, Any] | None:
+    """The first key of ``value`` (in ``names`` order) whose normalised name is in ``names``."""
+    by_norm: dict[str, str] = {}
+    for key in value:
+        if isinstance(key, str):
+            by_norm.setdefault(_norm(key), key)
+    for name in names:
+        found = by_norm.get(_norm(name))
+        if found is not None:
+            return found, value[found]
+    return None
+
+
+def _url(request: dict[str, Any], outer: dict[str, Any]) -> str | None:
+    found = _named(request, _URL_KEYS)
+    if found is None or not isinstance(found[1], str) or not found[1]:
+        return None
+    url = found[1]
+    if url.startswith("/"):
+        for holder in (request, outer):
+            host = _named(holder, _HOST_KEYS)
+            if host is not None and isinstance(host[1], str) and host[1]:
+                origin = host[1] if "://" in host[1] else f"https://{host[1]}"
+                return joined_url(origin, url)
+        return None
+    return url if "://" in url else f"https://{url}"
+
+
+def _method(request: dict[str, Any]) -> str:
+    found = _named(request, _METHOD_KEYS)
+    if found is not None and isinstance(found[1], str) and found[1].strip():
+        return found[1].strip().upper()
+    return "POST"  # a recorder that keeps no method kept a call that sent a body
+
+
+def _call(node: dict[str, Any]) -> tuple[dict[str, Any], str, str, Any, str] | None:
+    """(the request object, its URL, its method, the response, the response's key) when
+    ``node`` holds a model call, else None."""
+    response = _named(node, _RESPONSE_KEYS)
+    if response is None or not isinstance(response[1], dict | str | list):
+        return None
+    inner = _named(node, _REQUEST_KEYS)
+    request = inner[1] if inner is not None and isinstance(inner[1], dict) else node
+    url = _url(request, node)
+    if url is None:
+        return None
+    method = _method(request)
+    if model_endpoint(method, url) is None:
+        return None
+    return request, url, method, response[1], response[0]
+
+
+def _body(holder: Any, where: str, *, reply: bool) -> tuple[Any, str]:
+    """The body ``holder`` keeps and its field path: a provider's body object itself, the
+    value under a body key, one wrapper level unwrapped."""
+    if not isinstance(holder, dict):
+        return holder, where
+    marks = _REPLY_KEYS if reply else _BODY_MARKS
+    if marks & holder.keys():
+        return holder, where
+    found = _named(holder, _BODY_KEYS)
+    if found is None:
+        return None, where
+    key, value = found
+    path = f"{where}.{key}"
+    if isinstance(value, dict) and not ((_REPLY_KEYS | _BODY_MARKS) & value.keys()):
+        wrapped = _named(value, _WRAPPER_KEYS)
+        if wrapped is not None:
+            return wrapped[1], f"{path}.{wrapped[0]}"
+    return value, path
+
+
+def _headers(holder: Any) -> dict[str, str]:
+    if not isinstance(holder, dict):
+        return {}
+    found = _named(holder, _HEADER_KEYS)
+    if found is None:
+        return {}
+    value = found[1]
+    headers: dict[str, str] = {}
+    if isinstance(value, dict):
+        for name, item in value.items():
+            first = item[0] if isinstance(item, list) and item else item
+            if isinstance(first, str | int) and not isinstance(first, bool):
+                headers[str(name).lower()] = str(first)
+    elif isinstance(value, list):  # [{name, value}] (HAR-like) or [[name, value]]
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                headers[item["name"].lower()] = str(item.get("value", ""))
+            elif isinstance(item, list) and len(item) == 2 and isinstance(item[0], str):
+                headers[item[0].lower()] = str(item[1])
+    return headers
+
+
+def _status(response: Any) -> int | None:
+    if not isinstance(response, dict):
+        return None
+    found = _named(response, _STATUS_KEYS)
+    if found is None:
+        return None
+    value = found[1]
+    if isinstance(value, str) and value.isdigit() and len(value) == 3:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+        return value
+    return None
+
+
+def _time(*holders: Any) -> float | None:
+    for holder in holders:
+        if not isinstance(holder, dict):
+            continue
+        found = _named(holder, _TIME_KEYS)
+        if found is None:
+            continue
+        value = found[1]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            # epoch seconds or milliseconds (no recording is dated after 2286)
+            return float(value) / 1000 if value > 1e11 else float(value)
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                stamp = http_date(value)
+                if stamp is not None:
+                    return stamp
+    return None
+
+
+def _walk(
+    value: Any, where: str, depth: int, budget: list[int] | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The objects under ``value`` that hold a model call, in document order (an object
+    taken is not searched further). ``budget``: how many more objects detection may look
+    at (a long list of cachecast's own records is not walked whole to be told apart)."""
+    if depth > MAX_DEPTH:
+        return
+    if budget is not None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+    if isinstance(value, dict):
+        if _call(value) is not None:
+            yield where, value
+            return
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                yield from _walk(item, f"{where}.{key}", depth + 1, budget)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, dict | list):
+                yield from _walk(item, f"{where}[{index}]", depth + 1, budget)
+
+
+# Objects and lists detection looks at before it gives up on a document.
+DETECTION_BUDGET = 20_000
+
+
+def fits(value: Any) -> bool:
+    """Whether a JSON value holds a model call this reader can take among its first
+    :data:`DETECTION_BUDGET` objects."""
+    return next(_walk(value, "", 0, [DETECTION_BUDGET]), None) is not None
+
+
+def _exchange(node: dict[str, Any], line: int, where: str) -> Exchange:
+    call = _call(node)
+    if call is None:  # the walk took it as one: cannot happen
+        raise RecordFieldError(where or "<document>", "not a model call")
+    request, url, method, response, response_key = call
+    request_where = where if request is node else f"{where}.request"
+    request_body, _ = _body(request, request_where, reply=False)
+    response_body, _ = _body(response, f"{where}.{response_key}", reply=True)
+    response_headers = _headers(response)
+    return Exchange(
+        line=line,
+        where=where.lstrip("."),  # "" for a line that is itself the call
+        method=method,
+        url=url,
+        request_headers=_headers(request),
+        request_body=request_body,
+        status=_status(response),
+        response_headers=response_headers,
+        response_body=response_body,
+        timestamp=_time(node, request, response) or http_date(response_headers.get("date")),
+    )
+
+
+def read(stream: LogStream) -> Iterator[Item]:
+    exchanges: list[Exchange | BadEntry] = []
+    calls = 0
+    for line, document in documents(stream):
+        if isinstance(document, LogRecordError):  # a line that is not JSON: its error, in order
+            yield line, document
+            continue
+        found = list(_walk(document, "", 0))
+        if not found:
+            # a line of the log about something else (a tool call, a note): not a model call
+            stream.skip("a line holding no model call")
+            continue
+        for where, node in found:
+            calls += 1
+            at = calls if stream.whole_document else line
+            try:
+                exchanges.append(_exchange(node, at, where))
+            except RecordFieldError as exc:
+                exchanges.append(BadEntry(at, exc.field, exc.reason))
+    yield from read_exchanges(stream, numbered(exchanges))

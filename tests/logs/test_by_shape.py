@@ -1,0 +1,178 @@
+"""Recorded HTTP calls in a dialect no reader knows by name, read by their shape
+(``cachecast.logs.structural``, docs/log-formats.md, "Recordings read by their shape").
+
+Each file here is hand-built in a layout no named reader fits (a project's own fetch logger,
+a mocking library's fixtures under names of their own); the totals are the usage fields
+written here, added by hand (the rule in test_stub_dialects.py's docstring).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachecast.logs import open_log
+from cachecast.logs.errors import UnknownLogFormatError
+from tests.logs.helpers import read, totals
+from tests.logs.test_heldout39_h41_heldH import chat_reply
+from tests.logs.test_more_dialects import ANTHROPIC_REQUEST, anthropic_response, chat_body
+
+OPENAI_URL = "https://api.openai.com/v1/chat/completions"
+
+
+def write(path: Path, document: Any) -> Path:
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_fetch_logger_of_its_own_names_is_read(tmp_path: Path) -> None:
+    # {calls: [{at, req: {verb, href, json}, res: {statusCode, data}}]}: no recorder we know
+    path = write(
+        tmp_path / "calls.json",
+        {
+            "recorder": "our-fetch-log",
+            "calls": [
+                {
+                    "at": "2025-06-01T10:00:00Z",
+                    "req": {"verb": "post", "href": OPENAI_URL, "json": chat_body("Hi")},
+                    "res": {"statusCode": 200, "data": chat_reply(1_300, 1_280, 9, 1_748_772_000)},
+                },
+                {  # a search tool's call: not a model call, not taken
+                    "req": {"href": "https://api.tavily.com/search", "json": {"query": "q"}},
+                    "res": {"statusCode": 200, "data": {"results": []}},
+                },
+                {
+                    "req": {
+                        "verb": "POST",
+                        "href": "https://api.anthropic.com/v1/messages",
+                        "json": ANTHROPIC_REQUEST,
+                    },
+                    "res": {"statusCode": 200, "data": anthropic_response(10, 2_000, 0, 7)},
+                },
+            ],
+        },
+    )
+    result = read(path)
+    assert result.format == "by-shape"
+    assert not result.errors
+    assert [r.provider for r in result.requests] == ["openai", "anthropic"]
+    # a call's line is its position among the model calls found (errors name its path)
+    assert [r.line for r in result.requests] == [1, 2]
+    # input 1,300 + (10 + 2,000 + 0); read 1,280; write 2,000; output 9 + 7
+    assert totals(result.requests) == {"input": 3_310, "read": 1_280, "write": 2_000, "output": 16}
+
+
+def test_json_lines_with_a_path_beside_its_host_and_a_streamed_reply(tmp_path: Path) -> None:
+    # one call per line; the URL kept as host + path; the body as JSON text; the reply as the
+    # server-sent events Anthropic streams (usage in message_start and message_delta)
+    events = "".join(
+        f"event: {name}\ndata: {json.dumps(data)}\n\n"
+        for name, data in [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-3-5-sonnet-20241022",
+                        "content": [],
+                        "usage": {
+                            "input_tokens": 5,
+                            "cache_creation_input_tokens": 20,
+                            "cache_read_input_tokens": 1_100,
+                            "output_tokens": 1,
+                        },
+                    },
+                },
+            ),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 12},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    line = {
+        "timestamp": 1_733_050_800_000,  # milliseconds: 2024-12-01T11:00:00Z
+        "request": {
+            "method": "POST",
+            "host": "api.anthropic.com",
+            "path": "/v1/messages",
+            "headers": {"content-type": "application/json"},
+            "body": json.dumps({**ANTHROPIC_REQUEST, "stream": True}),
+        },
+        "response": {
+            "status": 200,
+            "headers": [{"name": "content-type", "value": "text/event-stream"}],
+            "body": {"string": events},
+        },
+    }
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+    result = read(path)
+    assert result.format == "by-shape"
+    assert not result.errors
+    assert [r.line for r in result.requests] == [1, 2]
+    assert result.requests[0].timestamp == 1_733_050_800.0
+    # per call: input 5 + 20 + 1,100; read 1,100; write 20; output 12 (the final count)
+    assert totals(result.requests) == {"input": 2_250, "read": 2_200, "write": 40, "output": 24}
+
+
+def test_a_named_reader_still_wins_over_the_shape(tmp_path: Path) -> None:
+    # moscaFetch's own layout {url, method, body, response} is read by its named reader
+    path = write(
+        tmp_path / "team.requests.json",
+        [
+            {
+                "url": OPENAI_URL,
+                "method": "POST",
+                "body": chat_body("Hi"),
+                "response": chat_reply(20, 0, 3, 1_747_845_091),
+            }
+        ],
+    )
+    assert read(path).format == "moscafetch"
+    forced = read(path, format="by-shape")
+    assert totals(forced.requests) == {"input": 20, "read": 0, "write": 0, "output": 3}
+
+
+def test_a_file_holding_no_model_call_is_not_taken(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "other.json",
+        {"calls": [{"req": {"href": "https://example.com/api"}, "res": {"data": {}}}]},
+    )
+    with pytest.raises(UnknownLogFormatError) as raised:
+        open_log(path)
+    assert "by-shape: no object holding a model endpoint's request and its response" in str(
+        raised.value
+    )
+
+
+def test_other_lines_are_skipped_and_a_bad_body_is_named_by_its_path(tmp_path: Path) -> None:
+    good = {
+        "request": {"url": OPENAI_URL, "body": chat_body("Hi")},
+        "response": {"status": 200, "body": chat_reply(20, 0, 3, 1_747_845_091)},
+    }
+    bad = {
+        "request": {"url": OPENAI_URL, "body": chat_body("Hi")},
+        "response": {"status": 200, "body": "{not json"},
+    }
+    note = {"event": "tool_call", "tool": "search"}
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(v) for v in (good, note, bad)) + "\n", encoding="utf-8")
+    result = read(path)
+    assert result.format == "by-shape"
+    assert [r.line for r in result.requests] == [1]
+    assert result.skipped == {"a line holding no model call": 1}
+    (error,) = result.errors
+    assert error.line == 3
+    assert error.field.startswith("response.body")
