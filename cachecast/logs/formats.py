@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from cachecast.core.errors import LimitExceededError
 from cachecast.core.limits import current
 from cachecast.logs import (
     batch,
@@ -286,6 +287,22 @@ def _langsmith_value(value: Any) -> bool:
     return isinstance(value, dict) and langsmith.fits(value)
 
 
+def _by_shape_fits(sample: Sample) -> str | None:
+    wanted = "no object holding a model endpoint's request and its response"
+    objects = sample.objects()
+    if objects:
+        return None if any(map(structural.fits, objects)) else wanted
+    if sample.text.lstrip().startswith(("{", "[")):
+        return sample.why_not_json()
+    try:  # YAML: read whole only here, once every named format has said no
+        document = structural.yaml_document(sample.path)
+    except LogFileError as exc:
+        return exc.reason
+    except LimitExceededError as exc:
+        return f"not read as YAML: {exc.message}"
+    return None if structural.fits(document) else f"{wanted} (YAML)"
+
+
 FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "otel",
@@ -504,7 +521,7 @@ FORMATS: tuple[LogFormat, ...] = (
         structural.FORMAT,
         "recorded HTTP calls in a dialect not known by name, read by their shape: an object"
         " holding a request (a model endpoint's URL, a body) and its response",
-        _objects_fit(structural.fits, "object holding a model endpoint's request and its response"),
+        _by_shape_fits,
         structural.read,
     ),
     LogFormat(

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.errors import LogRecordError
+from cachecast.logs.decoding import YamlError, load_yaml
+from cachecast.logs.errors import LogFileError, LogRecordError
 from cachecast.logs.http import Exchange, read_exchanges
 from cachecast.logs.http.endpoints import model_endpoint
 from cachecast.logs.http.exchange import BadEntry, http_date, joined_url, numbered
-from cachecast.logs.stream import Item, LogStream, documents
+from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size, documents
 
 FORMAT = "by-shape"
 
@@ -271,10 +273,35 @@ def _exchange(node: dict[str, Any], line: int, where: str) -> Exchange:
     )
 
 
+def is_json(path: Path) -> bool:
+    """Whether the file opens as JSON (a document or JSON lines) rather than YAML."""
+    with open(path, "rb") as handle:
+        return handle.read(4096).lstrip()[:1] in (b"{", b"[")
+
+
+def yaml_document(path: Path) -> Any:
+    """A YAML file as plain values (bounded as a VCR cassette is, ``cachecast.logs.vcr``:
+    local tags read as the values they tag, nothing constructed)."""
+    check_size(path, MAX_YAML_BYTES, "a YAML recording")
+    try:
+        text = path.read_text(encoding="utf-8", errors="strict")
+        return load_yaml(text, source=str(path), local_tags_plain=True).data
+    except UnicodeDecodeError as exc:
+        raise LogFileError(str(path), f"not UTF-8 text: {exc}") from None
+    except YamlError as exc:
+        where = f" (line {exc.line})" if exc.line is not None else ""
+        raise LogFileError(str(path), f"not JSON nor YAML{where}: {exc.reason}") from None
+
+
 def read(stream: LogStream) -> Iterator[Item]:
+    if is_json(stream.path):
+        loaded: Iterator[tuple[int, Any]] = documents(stream)
+    else:
+        stream.whole_document = True  # one YAML document: calls numbered by position
+        loaded = iter([(1, yaml_document(stream.path))])
     exchanges: list[Exchange | BadEntry] = []
     calls = 0
-    for line, document in documents(stream):
+    for line, document in loaded:
         if isinstance(document, LogRecordError):  # a line that is not JSON: its error, in order
             yield line, document
             continue

@@ -176,3 +176,24 @@ def test_other_lines_are_skipped_and_a_bad_body_is_named_by_its_path(tmp_path: P
     (error,) = result.errors
     assert error.line == 3
     assert error.field.startswith("response.body")
+
+
+def test_a_yaml_fixture_of_its_own_layout_is_read(tmp_path: Path) -> None:
+    reply = json.dumps(chat_reply(2_048, 1_920, 5, 1_747_845_091))
+    path = tmp_path / "chat.yml"
+    path.write_text(
+        "recordings:\n"
+        "- name: first\n"
+        "  request:\n"
+        "    method: post\n"
+        f"    url: {OPENAI_URL}\n"
+        f"    body: '{json.dumps(chat_body('Hi'))}'\n"
+        "  response:\n"
+        "    status: 200\n"
+        f"    body: '{reply}'\n",
+        encoding="utf-8",
+    )
+    result = read(path)
+    assert result.format == "by-shape"
+    assert not result.errors
+    assert totals(result.requests) == {"input": 2_048, "read": 1_920, "write": 0, "output": 5}
