@@ -81,6 +81,8 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("llama-3*", "hf:llama3"),
     ("meta-llama-3*", "hf:llama3"),
     ("llama3*", "hf:llama3"),
+    # Fireworks AI writes Llama 3.x as llama-v3p1-8b-instruct, llama-v3p3-70b-instruct.
+    ("llama-v3*", "hf:llama3"),
     # Llama 2 and 4 (Bedrock's meta.llama2-13b-chat-v1, meta.llama4-scout-*: the vendor
     # prefix is dropped below) have vocabularies we do not ship: approximated.
     ("llama2*", "approx:o200k_base"),

@@ -455,7 +455,15 @@ class _Replay:
                 found = served_contract(self.store, key[0], key[1], day, _today())
             except UnknownContractError as error:
                 found = unknown_reason(key[0], key[1], error.message)
+                at_gateway = None
                 if request.gateway is not None and error.message.startswith("unknown model"):
+                    # Open weights the vendor's own API does not serve
+                    # (``qwen/qwen-2.5-vl-7b-instruct``): the gateway's listed price, where a
+                    # contract of its own states one (docs/contracts.md, "contracts-v27").
+                    at_gateway = self.gateway_contract(request.gateway, key[1], request)
+                if at_gateway is not None:
+                    found = at_gateway
+                elif request.gateway is not None and error.message.startswith("unknown model"):
                     found += (
                         f"; sent through {request.gateway}, which also routes models that"
                         f" {key[0]}'s own API does not serve (open weights hosted by third"

@@ -263,6 +263,8 @@ def test_optional_details_of_unknown_shape_are_left_out_counts_are_not() -> None
 def test_a_host_names_its_provider_and_an_uncovered_one_is_reported_unpriced(
     migrated_db_url: str, tmp_path: Path
 ) -> None:
+    # Hyperbolic: a host named in logs.http.endpoints that no contract covers (Together,
+    # the host this test used first, has contracts since contracts-v27).
     usage = {
         "prompt_tokens": 40,
         "completion_tokens": 5,
@@ -270,14 +272,14 @@ def test_a_host_names_its_provider_and_an_uncovered_one_is_reported_unpriced(
         "prompt_tokens_details": {"cached_tokens": 0},
     }
     path = vcr_cassette(
-        tmp_path / "together.yaml",
+        tmp_path / "hyperbolic.yaml",
         vcr_interaction(
             "https://api.openai.com/v1/chat/completions",
             {"model": "gpt-4o", "messages": USER},
             _chat("gpt-4o-2024-08-06", {"prompt_tokens": 12, "completion_tokens": 2}),
         ),
         vcr_interaction(
-            "https://api.together.xyz/v1/chat/completions",
+            "https://api.hyperbolic.xyz/v1/chat/completions",
             {"model": "llama3.1-8b", "messages": USER},
             _chat("llama3.1-8b", usage),
         ),
@@ -286,7 +288,7 @@ def test_a_host_names_its_provider_and_an_uncovered_one_is_reported_unpriced(
     assert result.errors == []
     assert [(r.provider, r.model) for r in result.requests] == [
         ("openai", "gpt-4o"),
-        ("together_ai", "llama3.1-8b"),
+        ("hyperbolic", "llama3.1-8b"),
     ]
     report = reconcile(
         ReconcileRequest(log=LogInput.of_paths([path])), ContractStore(migrated_db_url)
@@ -294,7 +296,7 @@ def test_a_host_names_its_provider_and_an_uncovered_one_is_reported_unpriced(
     [(reason, count)] = report.unpriced.items()
     assert count == 1
     assert reason.startswith(
-        "together_ai:llama3.1-8b: no stored contract covers provider 'together_ai',"
+        "hyperbolic:llama3.1-8b: no stored contract covers provider 'hyperbolic',"
         " so model 'llama3.1-8b' is not priced"
     )
 

@@ -64,9 +64,9 @@ _HOST_PROVIDERS = (
     ("api.cohere.ai", "cohere"),
     ("api.z.ai", "zai"),
     ("open.bigmodel.cn", "zai"),
-    # OpenAI-compatible APIs no stored contract covers: named, so that their requests are
-    # reported as unpriced for want of a contract for that provider, not as logs that name
-    # no provider (LiteLLM's spellings for Together and Fireworks).
+    # OpenAI-compatible APIs of open-weight hosts: named, so that a request is priced under
+    # the host's contracts (contracts-v15, -v27) or reported unpriced for want of one, not as
+    # a log that names no provider (LiteLLM's spellings for Together and Fireworks).
     ("api.cerebras.ai", "cerebras"),
     ("api.perplexity.ai", "perplexity"),
     ("api.together.xyz", "together_ai"),
