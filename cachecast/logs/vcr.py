@@ -50,6 +50,15 @@ cassette). Times: the response's ``Date`` header (one-second resolution), else R
 ``recorded_at``; a cassette with neither has none. The exchanges are read by
 :mod:`cachecast.logs.http`.
 
+- ExVCR (Elixir, parroty/exvcr: ``fixture/vcr_cassettes/*.json``): a top-level list of
+  ``{request: {body, headers, method, options, request_body, url}, response: {binary, body,
+  headers, status_code, type}}``, read as php-vcr's list (lower-case method, headers name:
+  value, the request body as text). A response body that is not UTF-8 (gzip bytes, as the
+  Finch adapter records them) is kept as ``binary: true`` and the base64 of
+  ``:erlang.term_to_binary(body)``: Erlang's external term format, version byte 131, tag
+  109 (BINARY_EXT), a 4-byte big-endian length, then the bytes (unwrapped here, then
+  un-gzipped by the ``Content-Encoding`` header like any other body). A call that failed
+  (``type: "error"``) keeps the Elixir error as text and no ``status_code``: no response.
 - pydantic-ai's xAI gRPC cassettes (``*.xai.yaml``): ``interactions`` of ``request_sample`` /
   ``response_sample`` (or ``_stream``) protobuf messages with their JSON form, no URI: read
   by :mod:`cachecast.logs.xai_grpc` as the xAI chat completions they stand for.
@@ -196,7 +205,7 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
     status = None
     response_headers: dict[str, str] = {}
     response_body = None
-    if isinstance(response, dict):
+    if isinstance(response, dict) and not _exvcr_error(response):
         status = _status(response, f"{at}response")
         response_headers = listed_headers(response.get("headers"))
         response_body = _body(response, f"{at}response")
@@ -275,6 +284,8 @@ def _body(message: dict[str, Any], where: str) -> Any:
     if "body" not in message and "content" in message:
         return message["content"]
     value = message.get("body")
+    if message.get("binary") is True and isinstance(value, str):
+        return _erlang_binary(value, f"{where}.body")  # ExVCR: bytes that are not UTF-8
     if not isinstance(value, dict):
         return value
     if "parsed_body" in value:
@@ -326,3 +337,30 @@ def _typed_body(value: dict[str, Any], where: str) -> Any:
             raise RecordFieldError(f"{where}.body.content", f"expected text, got {shown(content)}")
         return content
     raise RecordFieldError(f"{where}.body.type", f"expected 'json' or 'text', got {shown(kind)}")
+
+
+# Erlang's external term format (erts "External Term Format"): every term opens with the
+# version byte 131; a binary is tag 109 (BINARY_EXT) and a 4-byte big-endian length.
+_ETF_VERSION = 131
+_ETF_BINARY = 109
+
+
+def _erlang_binary(text: str, field: str) -> bytes:
+    """ExVCR's ``binary: true`` body: the base64 of ``:erlang.term_to_binary(body)`` for a
+    body that is not UTF-8 (parroty/exvcr ``ExVCR.JSON``): the bytes inside that one Erlang
+    binary term, else an error naming the field."""
+    raw = decoded_bytes(text, "base64", field)
+    if len(raw) < 6 or raw[0] != _ETF_VERSION or raw[1] != _ETF_BINARY:
+        raise RecordFieldError(
+            field, "binary: true but not an Erlang binary term (version 131, tag 109)"
+        )
+    size = int.from_bytes(raw[2:6], "big")
+    if len(raw) != 6 + size:
+        raise RecordFieldError(field, f"Erlang binary term says {size} bytes, holds {len(raw) - 6}")
+    return raw[6:]
+
+
+def _exvcr_error(response: dict[str, Any]) -> bool:
+    """ExVCR's record of a call that failed before any response: ``type: "error"``, the
+    Elixir error as text in ``body``, no ``status_code``."""
+    return response.get("type") == "error" and "status_code" not in response
