@@ -380,6 +380,13 @@ FORMATS: tuple[LogFormat, ...] = (
         genai_replay.read,
     ),
     LogFormat(
+        "otel-spans",
+        "OpenTelemetry spans as the SDK writes them (span.to_json(), ConsoleSpanExporter),"
+        " flat attributes",
+        _objects_fit(otel.sdk_fits, "OpenTelemetry span {context/span_id, attributes: {...}}"),
+        otel.read_sdk,
+    ),
+    LogFormat(
         "langfuse",
         "Langfuse trace export ({trace, observations}) or observations",
         _objects_fit(langfuse.fits, "Langfuse trace export or observation"),
@@ -585,7 +592,15 @@ def sample(path: Path) -> Sample:
             records.append(value)
             if len(records) >= SNIFF_RECORDS:
                 break
-    return Sample(path, head[:SNIFF_BYTES].decode("utf-8", "replace"), records, line_error)
+    decoded = head[:SNIFF_BYTES].decode("utf-8", "replace")
+    if records and line_error is not None and decoded.lstrip().startswith(("{", "[")):
+        # A pretty-printed document opening with a lone "{" or "[" whose inner lines are
+        # whole objects (one OTLP attribute per line, `{"key": ..., "value": {...}}`) is one
+        # document, not JSON lines of its attributes: taken as one when it parses as one.
+        whole = Sample(path, decoded, [], line_error)
+        if whole.document() is not None:
+            return whole
+    return Sample(path, decoded, records, line_error)
 
 
 def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, Sample]:

@@ -26,11 +26,11 @@ span's position among the document's spans (or the JSON line of its document).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cachecast.core.errors import RecordFieldError
-from cachecast.logs.canonical import epoch_nanos, make_record, unrecorded_prompt
+from cachecast.logs.canonical import epoch_nanos, iso_seconds, make_record, unrecorded_prompt
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.messages import (
     body_for,
@@ -148,6 +148,22 @@ def _span(stream: LogStream, line: int, span: Any, where: str) -> dict[str, Any]
     attrs = attributes(span.get("attributes"), f"{where}.attributes")
     if not is_model_call(attrs):
         return None
+    attrs = with_event_details(attrs, span.get("events"), where, attributes)
+    start = span.get("startTimeUnixNano")
+    timestamp = None if start is None else epoch_nanos(start, f"{where}.startTimeUnixNano")
+    return _record(stream, line, attrs, where, timestamp, span.get("spanId"), span.get("traceId"))
+
+
+def _record(
+    stream: LogStream,
+    line: int,
+    attrs: dict[str, Any],
+    where: str,
+    timestamp: float | None,
+    span_id: Any,
+    trace_id: Any,
+) -> dict[str, Any]:
+    """The canonical record of a model-call span from its attributes (as a plain dict)."""
     provider = _first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
     model = _first(
         attrs,
@@ -168,19 +184,137 @@ def _span(stream: LogStream, line: int, span: Any, where: str) -> dict[str, Any]
         convention = "openinference"
     if usage:
         observed = normalize_usage(usage, convention=convention, path=f"{where}.attributes")
-    start = span.get("startTimeUnixNano")
-    request_id = _first(attrs, "gen_ai.response.id") or span.get("spanId")
-    session = _first(attrs, "gen_ai.conversation.id", "session.id") or span.get("traceId")
+    request_id = _first(attrs, "gen_ai.response.id") or span_id
+    session = _first(attrs, "gen_ai.conversation.id", "session.id") or trace_id
     return make_record(
         request=body,
         model=model,
         provider=provider,
-        timestamp=None if start is None else epoch_nanos(start, f"{where}.startTimeUnixNano"),
+        timestamp=timestamp,
         request_id=request_id if isinstance(request_id, str) else None,
         session=session if isinstance(session, str) else None,
         observed=observed,
         prompt_complete=complete,
     )
+
+
+# --- The SDK's own JSON of a span (flat attributes) ------------------------------------
+#
+# OpenTelemetry Python's ``ReadableSpan.to_json()``, which ``ConsoleSpanExporter`` prints
+# and file exporters built on it write one per line: ``{name, context: {trace_id,
+# span_id}, kind, parent_id, start_time, end_time, status, attributes: {...}, events,
+# links, resource}``, the attributes a plain object, the times ISO 8601. Span dumps of
+# Phoenix and of tools built on the SDK keep the same flat attributes (``trace_id`` /
+# ``span_id`` beside them, a JSON list, or ``{"spans": [...]}`` / ``{"data": [...]}``).
+
+SPAN_LISTS = ("spans", "data")
+
+
+def is_sdk_span(value: Any) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("attributes"), dict):
+        return False
+    context = value.get("context")
+    ids = context if isinstance(context, dict) else value
+    return "span_id" in ids and "trace_id" in ids
+
+
+def _sdk_list(items: list[Any]) -> bool:
+    head = items[:8]
+    return bool(head) and all(is_sdk_span(v) for v in head)
+
+
+def sdk_fits(value: Any) -> bool:
+    if isinstance(value, dict):
+        for key in SPAN_LISTS:
+            if isinstance(value.get(key), list):
+                return _sdk_list(value[key])
+        return is_sdk_span(value)
+    return isinstance(value, list) and _sdk_list(value)
+
+
+def read_sdk(stream: LogStream) -> Iterator[Item]:
+    missing = ("attributes", "missing: not an OpenTelemetry span with flat attributes")
+    for line, document in documents(stream, sdk_fits, missing):
+        if isinstance(document, LogRecordError):
+            yield line, document
+            continue
+        prefix, spans = "", document
+        if isinstance(document, dict):
+            key = next((k for k in SPAN_LISTS if isinstance(document.get(k), list)), None)
+            prefix, spans = (key, document[key]) if key else ("", [document])
+        ordered = TimeOrdered(
+            stream, "OTel span that is not a model call (workflow, agent, tool, ...)"
+        )
+        for k, span in enumerate(spans):
+            at = k + 1 if stream.whole_document else line
+            path = f"{prefix}[{k}]" if prefix or len(spans) > 1 else ""
+            ordered.add(at, lambda: _sdk_span(stream, at, span, path), path)  # noqa: B023
+        yield from ordered
+
+
+def flat_attributes(values: Any, path: str) -> dict[str, Any]:
+    """Attributes written as a plain object; a nested object's keys are joined to its own
+    with dots (``{"llm": {"model_name": ...}}`` is ``llm.model_name``)."""
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise RecordFieldError(path, "expected an object of attributes")
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            for inner, found in flat_attributes(value, f"{path}.{key}").items():
+                out[f"{key}.{inner}"] = found
+        else:
+            out[str(key)] = value
+    return out
+
+
+def _sdk_span(stream: LogStream, line: int, span: Any, where: str) -> dict[str, Any] | None:
+    if not isinstance(span, dict):
+        raise RecordFieldError(where or "<record>", "expected a span object")
+    field = (lambda key: f"{where}.{key}") if where else (lambda key: key)
+    attrs = flat_attributes(span.get("attributes"), field("attributes"))
+    if not is_model_call(attrs):
+        return None
+    attrs = with_event_details(attrs, span.get("events"), where, flat_attributes)
+    start = span.get("start_time")
+    timestamp: float | None = None
+    if isinstance(start, str):
+        timestamp = iso_seconds(start, field("start_time"))
+    elif start is not None:
+        # The SDK keeps times as integer nanoseconds since the epoch.
+        timestamp = epoch_nanos(start, field("start_time"))
+    context = span.get("context")
+    ids = context if isinstance(context, dict) else span
+    return _record(stream, line, attrs, where, timestamp, ids.get("span_id"), ids.get("trace_id"))
+
+
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+EVENT_CONTENT = ("gen_ai.input.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions")
+
+
+def with_event_details(
+    attrs: dict[str, Any],
+    events: Any,
+    where: str,
+    read_attributes: Callable[[Any, str], dict[str, Any]],
+) -> dict[str, Any]:
+    """The span's attributes with the prompt its ``gen_ai.client.inference.operation.details``
+    event records: the conventions let an instrumentation put the messages, system
+    instructions and tool definitions on that event instead of the span
+    (docs/log-formats.md, "OpenTelemetry"). The span's own attributes win."""
+    if not isinstance(events, list) or all(key in attrs for key in EVENT_CONTENT):
+        return attrs
+    merged = dict(attrs)
+    for index, event in enumerate(events):
+        if not isinstance(event, dict) or event.get("name") != DETAILS_EVENT:
+            continue
+        at = f"{where}.events[{index}].attributes" if where else f"events[{index}].attributes"
+        found = read_attributes(event.get("attributes"), at)
+        for key in EVENT_CONTENT:
+            if key not in merged and found.get(key) is not None:
+                merged[key] = found[key]
+    return merged
 
 
 def _first(attrs: dict[str, Any], *keys: str) -> Any:
@@ -207,6 +341,9 @@ def _body(
     tools: list[dict[str, Any]] | None = None
     if "gen_ai.input.messages" in attrs:
         recorded = maybe_json(attrs["gen_ai.input.messages"])
+        if isinstance(recorded, list):
+            # As an event attribute it may be an array of messages, each its own JSON text.
+            recorded = [maybe_json(item) for item in recorded]
         if not isinstance(recorded, list):
             raise RecordFieldError(
                 f"{path}[gen_ai.input.messages]", "expected a JSON list of messages"

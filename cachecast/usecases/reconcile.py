@@ -29,10 +29,11 @@ tokens do not match exactly is classified, first rule that applies:
    breakpoint cached the others: it was cached before the log begins;
 3. ``contract_disputed``: the observation contradicts a stored term (a cached prefix shorter
    than ``min_cacheable_tokens``; a hit off the ``increment_tokens`` steps; a read after the
-   TTL had run out; caching without a breakpoint under an explicit contract): the contract
-   version, the field and the request are named. Under a version that offers no caching
-   (mode none) every cached token disputes it, and this rule comes first: the prediction of
-   0 cached does not depend on the tokenizer or on the log's history;
+   TTL had run out; caching without a breakpoint under an explicit contract, where the log
+   holds the whole prompt): the contract version, the field and the request are named. Under
+   a version that offers no caching (mode none) every cached token disputes it, and this rule
+   comes first: the prediction of 0 cached does not depend on the tokenizer or on the log's
+   history;
 4. ``provider_best_effort_miss``: the provider read less than we did, from a prefix the log
    shows cached and alive, under an automatic cache whose provider documents it as best
    effort (OpenAI: identical prompts sent seconds apart can miss);
@@ -799,6 +800,11 @@ def dispute(
             f" expired ({expired[0].detail})"
         )
     if contract.mode is CacheMode.EXPLICIT and not request.breakpoints and cached:
+        if not request.prompt_complete:
+            # Breakpoints are marked in the prompt: a log that does not hold all of it (an
+            # OTel span with content capture off, a transcript without its system prompt)
+            # cannot show that none was marked.
+            return None
         return (
             f"{version} mode = explicit: {where} marks no breakpoint, yet the provider"
             f" cached {cached} tokens"
