@@ -19,7 +19,7 @@ import orjson
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
 from cachecast.logs.claude_code import has_thinking, opens_turn, request_sent_at
-from cachecast.logs.codex import legacy_line
+from cachecast.logs.codex import legacy_line, typescript_file
 from cachecast.logs.providers import FAST_MODE_SUFFIX
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
@@ -78,6 +78,8 @@ def native_format(path: Path) -> str | None:
     for line, raw in _head_lines(path):
         if line > 50:
             break
+        if line == 1 and raw.lstrip().startswith(b"{") and typescript_file(path):
+            return CODEX  # the TypeScript CLI's rollout: one pretty-printed document
         event = _parsed(raw, str(path), line)
         if not isinstance(event, dict):
             continue

@@ -6,8 +6,9 @@ only the running ``total_token_usage``, what that total grew by since the one be
 event whose running total did not move repeats the previous one. A rollout that Codex wrote
 for a fork or a sub-agent starts with the parent's history copied in, its ``token_count``
 events included: those are counted once across every file read (``seen``). A rollout of the
-format before ``session_meta`` (no envelope; ``logs.codex.legacy_line`` tells it) records
-no usage: it is read as no request.
+format before ``session_meta`` (no envelope; ``logs.codex.legacy_line`` tells it), or of the
+TypeScript CLI (one ``{session, items}`` document), records no usage: it is read as no
+request, and the reason is counted among the skipped lines.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.codex import LEGACY_LINE, TYPESCRIPT_ROLLOUT, legacy_line, typescript_file
 from cachecast.logs.usage import normalize_usage
 from cachecast.sessions.native import (
     CODEX,
@@ -84,15 +86,26 @@ def codex_requests(
     """Every request of a rollout; ``seen`` holds the keys of the token counts counted so
     far in other files (share it to count a fork's copied history once); ``defaults`` name
     the model (and provider) of requests no ``turn_context`` names."""
+    if typescript_file(path):
+        skipped[TYPESCRIPT_ROLLOUT] += 1  # the TypeScript CLI recorded no usage
+        return
     state = _Rollout(path.stem, skipped, seen, defaults)
-    events = _events(path, name, lambda _line, raw: any(m in raw for m in _CODEX_MARKS))
-    for line, event in events:
+    for line, event in _events(path, name, _wanted):
         if isinstance(event, LogRecordError):
             yield event
+            continue
+        if line == 1 and legacy_line(event):
+            skipped[LEGACY_LINE] += 1  # no token counts follow in this format
             continue
         built = _located(name, line, partial(_codex_event, event, line, name, state))
         if built is not None:
             yield built
+
+
+def _wanted(line: int, raw: bytes) -> bool:
+    """Whether a line may matter: one with a Codex event, or the first (a rollout of the
+    format before the envelope is told by it)."""
+    return line == 1 or any(mark in raw for mark in _CODEX_MARKS)
 
 
 def _located(

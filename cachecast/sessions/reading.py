@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
+from cachecast.logs.codex import LEGACY_LINE, TYPESCRIPT_ROLLOUT
 from cachecast.logs.headless_names import HEADLESS_FORMATS
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
@@ -189,6 +190,16 @@ def no_request_reason(format: str, skipped: Counter[str]) -> str:
             "a Codex log whose usage is in turn.completed events (as codex exec --json reports"
             " a turn: its requests summed), which are not read; no token_count event states"
             f" a request's usage{seen}"
+        )
+    if format == CODEX and skipped.get(TYPESCRIPT_ROLLOUT):
+        return (
+            "a rollout of the TypeScript Codex CLI ({session, items}, before codex-rs): it"
+            " records the conversation's items but no token usage, so no request is known"
+        )
+    if format == CODEX and skipped.get(LEGACY_LINE):
+        return (
+            "a Codex rollout of the format before session_meta (no {timestamp, type, payload}"
+            " envelope): it records no token usage, so no request is known"
         )
     if format == CODEX:
         return (
