@@ -249,3 +249,35 @@ def test_a_prompt_over_200k_tokens_is_billed_at_the_long_context_rates(
     # output per MTok: 10 x 6 + 240,000 x 0.6 + 9,990 x 7.5 + 1,000 x 22.5
     # = 60 + 144,000 + 74,925 + 22,500 = 241,485 / 1e6.
     assert report.totals.cost == Decimal("0.241485")
+
+
+def test_web_searches_left_out_of_the_bill_are_counted_in_a_note(
+    migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # remembered answers
+    searched = {"web_search_requests": 2, "web_fetch_requests": 1}
+    transcript = write(
+        tmp_path / "t.jsonl",
+        [
+            user("u1", None, "2025-11-01T10:00:00Z", "look it up"),
+            answer("a1", "u1", "2025-11-01T10:00:02Z",
+                   tokens(10, 20_000, 1_000, output=100, server_tool_use=searched),
+                   message_id="m1", model="claude-sonnet-4-5-20250929"),
+            answer("a2", "a1", "2025-11-01T10:00:09Z", tokens(3, 21_100, 50, output=20),
+                   message_id="m2", model="claude-sonnet-4-5-20250929"),
+        ],
+    )  # fmt: skip
+    report = usage_report(
+        UsageRequest(files=[SessionFile(path=transcript)]), ContractStore(migrated_db_url)
+    )
+    # The tokens only, Sonnet 4.5 ($3, 5m writes $3.75, reads $0.30, $15 output):
+    # 13 x 3 + 41,100 x 0.3 + 1,050 x 3.75 + 120 x 15 = 39 + 12,330 + 3,937.5 + 1,800
+    # = 18,106.5 / 1e6; the two searches are not in it, and a note says so.
+    assert report.totals.cost == Decimal("0.0181065")
+    assert any(
+        note.startswith("3 server tool call(s) in 1 request(s)") and "not include" in note
+        for note in report.notes
+    ), report.notes
+    result = CliRunner().invoke(app, ["usage", str(transcript), "--database-url", migrated_db_url])
+    assert result.exit_code == 0, result.output
+    assert "note: 3 server tool call(s) in 1 request(s)" in result.stdout
