@@ -116,6 +116,14 @@ _FILLER_WORDS = (
 )
 
 
+# The counters of a token_count's usage that a billed request reports: an event stating
+# ``total_tokens`` alone is Codex's estimate of a compacted history, no request.
+BILLED_COUNTERS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
 # Why a rollout of the two oldest formats gives no request (``skipped`` reasons; the
 # session reader's refusal names them: ``sessions.reading.no_request_reason``).
 LEGACY_LINE = "Codex rollout line before the envelope (no usage recorded)"
@@ -260,6 +268,11 @@ def read(stream: LogStream) -> Iterator[Item]:
                 continue
             total = running
             last = require_dict(info.get("last_token_usage"), "payload.info.last_token_usage")
+            if not any(last.get(key) for key in BILLED_COUNTERS):
+                # An aborted turn's, or after a compaction Codex's estimate of the new history
+                # (total_tokens alone): no request was billed (docs/clients.md).
+                stream.skip("Codex token_count of no tokens (no request)")
+                continue
             observed = normalize_usage(
                 last, convention="codex", path="payload.info.last_token_usage"
             )

@@ -24,7 +24,13 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
-from cachecast.logs.codex import LEGACY_LINE, TYPESCRIPT_ROLLOUT, legacy_line, typescript_file
+from cachecast.logs.codex import (
+    BILLED_COUNTERS,
+    LEGACY_LINE,
+    TYPESCRIPT_ROLLOUT,
+    legacy_line,
+    typescript_file,
+)
 from cachecast.logs.usage import normalize_usage
 from cachecast.sessions.native import (
     CODEX,
@@ -82,14 +88,17 @@ def codex_requests(
     skipped: Counter[str],
     seen: set[str],
     defaults: ModelDefaults = NO_DEFAULTS,
+    *,
+    stem: str | None = None,
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every request of a rollout; ``seen`` holds the keys of the token counts counted so
     far in other files (share it to count a fork's copied history once); ``defaults`` name
-    the model (and provider) of requests no ``turn_context`` names."""
+    the model (and provider) of requests no ``turn_context`` names; ``stem`` names the
+    session where no ``session_meta`` does (else the file's name: an inflated copy's differs)."""
     if typescript_file(path):
         skipped[TYPESCRIPT_ROLLOUT] += 1  # the TypeScript CLI recorded no usage
         return
-    state = _Rollout(path.stem, skipped, seen, defaults)
+    state = _Rollout(stem or path.stem, skipped, seen, defaults)
     for line, event in _events(path, name, _wanted):
         if isinstance(event, LogRecordError):
             yield event
@@ -188,8 +197,10 @@ def _codex_event(
     if _replayed(running, last, state):
         state.skipped[REPLAYED] += 1
         return None
-    if not any(last.get(key) for key in _COUNTERS):
-        # An event of no tokens (an aborted turn): no request was billed.
+    if not any(last.get(key) for key in BILLED_COUNTERS):
+        # An event of no tokens (an aborted turn; or, after a compaction, Codex's estimate of
+        # the new history, stated as total_tokens alone: ``recompute_token_usage``): no
+        # request was billed.
         state.skipped["Codex token_count of no tokens (no request)"] += 1
         return None
     usage = normalize_usage(last, convention="codex", path=where)

@@ -161,6 +161,13 @@ def session_requests(
         yield from claude_requests(path, source, set() if seen is None else seen, skipped, defaults)
     elif native and name == CODEX:
         yield from codex_requests(path, source, skipped, set() if seen is None else seen, defaults)
+    elif name == CODEX:
+        # A compressed rollout (Codex itself may keep them as .jsonl.zst) is inflated and read
+        # by the same reader: the record reader lacks the running-total, fork and no-token
+        # rules (docs/clients.md, "Format variants").
+        yield from _compressed_codex(
+            path, source, skipped, set() if seen is None else seen, defaults
+        )
     else:
         from cachecast.logs.formats import open_log
 
@@ -178,6 +185,21 @@ def session_requests(
                 continue
             if built is not None:
                 yield built
+
+
+def _compressed_codex(
+    path: Path, source: str, skipped: Counter[str], seen: set[str], defaults: ModelDefaults
+) -> Iterator[SessionRequest | LogRecordError]:
+    from cachecast.logs.compressed import compression_of, decompressed_copy, inner_name, remove
+
+    kind = compression_of(path)
+    assert kind is not None  # called for compressed files only
+    copy = decompressed_copy(path, kind, source)  # bounded: max_decompressed_bytes
+    try:
+        stem = Path(inner_name(path)).stem  # the session's name where no session_meta has one
+        yield from codex_requests(copy, source, skipped, seen, defaults, stem=stem)
+    finally:
+        remove(str(copy))
 
 
 def no_request_reason(format: str, skipped: Counter[str]) -> str:
@@ -255,7 +277,7 @@ def session_records(
     the requests whose lines name none (``--model``). A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
-    if stream.format in SESSION_FORMATS and not compressed(stream.path):
+    if stream.format in SESSION_FORMATS and (not compressed(stream.path) or stream.format == CODEX):
         found: Iterable[SessionRequest | LogRecordError]
         if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
             from cachecast.sessions.headless import headless_requests

@@ -6,6 +6,7 @@ by hand from the lines and the list prices in force on the lines' dates (in the 
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
 from decimal import Decimal
@@ -281,3 +282,101 @@ def test_web_searches_left_out_of_the_bill_are_counted_in_a_note(
     result = CliRunner().invoke(app, ["usage", str(transcript), "--database-url", migrated_db_url])
     assert result.exit_code == 0, result.output
     assert "note: 3 server tool call(s) in 1 request(s)" in result.stdout
+
+
+# --- Codex: the estimate after a compaction, and rollouts kept compressed ------------------
+
+
+def test_the_estimate_codex_states_after_a_compaction_is_no_request(tmp_path: Path) -> None:
+    # After a compaction Codex recomputes the new history's size and sends a token_count
+    # whose last_token_usage is all zeros but total_tokens (its estimate), the running total
+    # unchanged (codex-rs Session::recompute_token_usage; compact_remote.rs calls it).
+    estimate = {**spent(0, 0, 0), "total_tokens": 5_000}
+    meta = {"id": "x12", "cli_version": "0.80.0"}
+    compacted = {"message": "", "replacement_history": []}
+    first, second = spent(6_000, 0, 100), spent(1_000, 0, 10)
+    path = write(
+        tmp_path / "rollout-2026-01-20T10-00-00-x12.jsonl",
+        [
+            envelope("2026-01-20T10:00:00Z", "session_meta", meta),
+            envelope("2026-01-20T10:00:00Z", "turn_context", {"model": "gpt-5.2-codex"}),
+            # Compacted before any response of this file (a resumed session): no total yet.
+            envelope("2026-01-20T10:00:01Z", "compacted", compacted),
+            counted("2026-01-20T10:00:01Z", spent(0, 0, 0), estimate),
+            counted("2026-01-20T10:00:05Z", first, first),
+            envelope("2026-01-20T10:01:00Z", "compacted", compacted),
+            counted("2026-01-20T10:01:00Z", first, {**spent(0, 0, 0), "total_tokens": 900}),
+            counted("2026-01-20T10:01:05Z", plus(first, second), second),
+        ],
+    )  # fmt: skip
+    found = requests(path)
+    # Two requests: 6,000 + 1,000 uncached, output 100 + 10; the estimates are none.
+    assert totals(found) == (2, 7_000, 0, 0, 0, 110)
+    assert [each.facts.event for each in found] == ["compacted", "compacted"]
+
+
+def gzipped(path: Path) -> Path:
+    packed = path.with_name(path.name + ".gz")
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    path.unlink()
+    return packed
+
+
+def test_compressed_rollouts_are_read_by_the_same_rules(tmp_path: Path) -> None:
+    # Codex may keep rollouts compressed (.jsonl.zst), and users compress old ones: the same
+    # reader reads them. Before, a compressed rollout went through the record reader, which
+    # refused a running total alone and counted a fork's copied history twice.
+    one, two, own = spent(5_000, 0, 100), spent(300, 5_120, 60), spent(200, 5_376, 40)
+    total_only = gzipped(
+        write(
+            tmp_path / "rollout-2025-09-20T08-00-00-t.jsonl",
+            [
+                envelope("2025-09-20T08:00:00Z", "session_meta", {"id": "t"}),
+                envelope("2025-09-20T08:00:00Z", "turn_context", {"model": "gpt-5"}),
+                envelope("2025-09-20T08:00:05Z", "event_msg",
+                         {"type": "token_count", "info": {"total_token_usage": one}}),
+                envelope("2025-09-20T08:00:09Z", "event_msg",
+                         {"type": "token_count", "info": {"total_token_usage": plus(one, two)}}),
+            ],
+        )
+    )  # fmt: skip
+    assert native_format(total_only) == "codex"
+    # The second request is the total's growth: 300 uncached, 5,120 cached, 60 output.
+    assert totals(requests(total_only)) == (2, 5_300, 5_120, 0, 0, 160)
+    parent_events = [
+        envelope("2026-01-10T10:00:00Z", "session_meta", {"id": "p"}),
+        envelope("2026-01-10T10:00:00Z", "turn_context", {"model": "gpt-5-codex"}),
+        counted("2026-01-10T10:00:05Z", one, one),
+        counted("2026-01-10T10:00:09Z", plus(one, two), two),
+    ]
+    parent = gzipped(write(tmp_path / "rollout-2026-01-10T10-00-00-p.jsonl", parent_events))
+    copied = [{**event, "timestamp": "2026-01-10T12:00:00Z"} for event in parent_events]
+    forked = {"id": "f", "forked_from_id": "p"}
+    fork = gzipped(
+        write(
+            tmp_path / "rollout-2026-01-10T12-00-00-f.jsonl",
+            [
+                envelope("2026-01-10T12:00:00Z", "session_meta", forked),
+                *copied,
+                counted("2026-01-10T12:00:05Z", plus(plus(one, two), own), own),
+            ],
+        )
+    )  # fmt: skip
+    for order in ((parent, fork), (fork, parent)):
+        seen: set[str] = set()
+        found = [each for path in order for each in requests(path, seen)]
+        # The parent's two requests and the fork's own: uncached 5,000 + 300 + 200 = 5,500,
+        # cached 5,120 + 5,376 = 10,496, output 100 + 60 + 40 = 200.
+        assert totals(found) == (3, 5_500, 10_496, 0, 0, 200)
+    # A session id comes from session_meta; without one, from the file's own name, not the
+    # inflated copy's.
+    nameless = gzipped(
+        write(
+            tmp_path / "rollout-2026-01-10T13-00-00-n.jsonl",
+            [
+                envelope("2026-01-10T13:00:00Z", "turn_context", {"model": "gpt-5-codex"}),
+                counted("2026-01-10T13:00:05Z", one, one),
+            ],
+        )
+    )
+    assert [each.session for each in requests(nameless)] == ["rollout-2026-01-10T13-00-00-n"]
