@@ -227,7 +227,7 @@ def _text(value: Any, path: str) -> str:
 # --- Claude Code -------------------------------------------------------------------------------
 
 
-def _claude_project(path: Path) -> str:
+def claude_project(path: Path) -> str:
     """The project folder under ``projects/`` (Claude Code names it after the working
     directory); a sub-agent file's is its session's."""
     parts = path.parts
@@ -433,8 +433,12 @@ def claude_requests(
     seen: set[str],
     skipped: Counter[str],
     defaults: ModelDefaults = NO_DEFAULTS,
+    *,
+    project: str | None = None,
 ) -> Iterator[SessionRequest | LogRecordError]:
-    project = _claude_project(path)
+    """Every request of a transcript; ``project`` names its project where ``path`` is not
+    where the transcript lies (an inflated copy of a compressed one)."""
+    project = claude_project(path) if project is None else project
     state = _ClaudeFile(name)
     responses: dict[str, _Response] = {}  # message id -> its response, in first-line order
     # Tool results, progress, snapshots: nothing billed, no lineage changed, not parsed.

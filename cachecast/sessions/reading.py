@@ -58,6 +58,7 @@ from cachecast.sessions.native import (
     TTL_5M,
     ModelDefaults,
     SessionRequest,
+    claude_project,
     claude_requests,
     compressed,
     fingerprint,
@@ -161,13 +162,12 @@ def session_requests(
         yield from claude_requests(path, source, set() if seen is None else seen, skipped, defaults)
     elif native and name == CODEX:
         yield from codex_requests(path, source, skipped, set() if seen is None else seen, defaults)
-    elif name == CODEX:
-        # A compressed rollout (Codex itself may keep them as .jsonl.zst) is inflated and read
-        # by the same reader: the record reader lacks the running-total, fork and no-token
-        # rules (docs/clients.md, "Format variants").
-        yield from _compressed_codex(
-            path, source, skipped, set() if seen is None else seen, defaults
-        )
+    elif name in NATIVE_FORMATS:
+        # A compressed transcript or rollout (Codex itself may keep them as .jsonl.zst) is
+        # inflated and read by the same reader: the record reader lacks the rules across
+        # files (a resumed session's or a fork's copied history counted once) and Codex's
+        # running-total and no-token rules (docs/clients.md, "Format variants").
+        yield from _inflated(path, source, name, skipped, set() if seen is None else seen, defaults)
     else:
         from cachecast.logs.formats import open_log
 
@@ -187,17 +187,29 @@ def session_requests(
                 yield built
 
 
-def _compressed_codex(
-    path: Path, source: str, skipped: Counter[str], seen: set[str], defaults: ModelDefaults
+def _inflated(
+    path: Path,
+    source: str,
+    name: str,
+    skipped: Counter[str],
+    seen: set[str],
+    defaults: ModelDefaults,
 ) -> Iterator[SessionRequest | LogRecordError]:
+    """A compressed session file's requests, read from its inflated copy (bounded by
+    ``max_decompressed_bytes``) by its client's reader, named by the file's own path."""
     from cachecast.logs.compressed import compression_of, decompressed_copy, inner_name, remove
 
     kind = compression_of(path)
     assert kind is not None  # called for compressed files only
-    copy = decompressed_copy(path, kind, source)  # bounded: max_decompressed_bytes
+    copy = decompressed_copy(path, kind, source)
     try:
-        stem = Path(inner_name(path)).stem  # the session's name where no session_meta has one
-        yield from codex_requests(copy, source, skipped, seen, defaults, stem=stem)
+        if name == CODEX:
+            # The session's name where no session_meta gives one: the file's, not the copy's.
+            stem = Path(inner_name(path)).stem
+            yield from codex_requests(copy, source, skipped, seen, defaults, stem=stem)
+        else:
+            project = claude_project(path.with_name(inner_name(path)))
+            yield from claude_requests(copy, source, seen, skipped, defaults, project=project)
     finally:
         remove(str(copy))
 
@@ -277,7 +289,9 @@ def session_records(
     the requests whose lines name none (``--model``). A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
-    if stream.format in SESSION_FORMATS and (not compressed(stream.path) or stream.format == CODEX):
+    if stream.format in SESSION_FORMATS and (
+        not compressed(stream.path) or stream.format in NATIVE_FORMATS
+    ):
         found: Iterable[SessionRequest | LogRecordError]
         if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
             from cachecast.sessions.headless import headless_requests

@@ -380,3 +380,38 @@ def test_compressed_rollouts_are_read_by_the_same_rules(tmp_path: Path) -> None:
         )
     )
     assert [each.session for each in requests(nameless)] == ["rollout-2026-01-10T13-00-00-n"]
+
+
+def test_a_resumed_claude_code_session_kept_compressed_counts_each_response_once(
+    tmp_path: Path,
+) -> None:
+    # A resumed session's file copies the earlier file's lines (same message ids), then goes
+    # on. Plain, the session reader counts each response once across files; compressed,
+    # the record reader counted the copies again (5 requests for 3).
+    project = tmp_path / "projects" / "-w-app"
+    project.mkdir(parents=True)
+    first = [
+        user("u1", None, "2025-12-01T10:00:00Z", "go"),
+        answer("a1", "u1", "2025-12-01T10:00:02Z", tokens(3, 0, 5_000, output=50),
+               message_id="m1", requestId="r1"),
+        user("u2", "a1", "2025-12-01T10:01:00Z", "more"),
+        answer("a2", "u2", "2025-12-01T10:01:02Z", tokens(3, 5_000, 200, output=30),
+               message_id="m2", requestId="r2"),
+    ]  # fmt: skip
+    resumed = [
+        *first,
+        user("u3", "a2", "2025-12-01T11:00:00Z", "again"),
+        answer("a3", "u3", "2025-12-01T11:00:02Z", tokens(3, 0, 5_300, output=20),
+               message_id="m3", requestId="r3"),
+    ]  # fmt: skip
+    files = [
+        gzipped(write(project / "s1.jsonl", first)),
+        gzipped(write(project / "s2.jsonl", resumed)),
+    ]
+    seen: set[str] = set()
+    found = [each for path in files for each in requests(path, seen)]
+    # m1, m2, m3 once: uncached 3 x 3 = 9, reads 5,000, 5m writes 5,000 + 200 + 5,300 =
+    # 10,500, output 50 + 30 + 20 = 100.
+    assert totals(found) == (3, 9, 5_000, 10_500, 0, 100)
+    # The project is the transcript's folder under projects/, not the inflated copy's.
+    assert {each.project for each in found} == {"-w-app"}
