@@ -307,6 +307,8 @@ def _print(report: UsageReport) -> None:
         )
     for note in unit_notes(report.totals):
         out.print(note, markup=False)
+    for note in report.notes:  # what the bill assumed or leaves out
+        out.print(f"note: {note}", markup=False)
     for stated in report.client_statements:
         cost = "none" if stated.stated_cost_usd is None else f"${stated.stated_cost_usd}"
         out.print(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -35,8 +36,8 @@ import orjson
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import current
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
-from cachecast.logs.errors import LogRecordError
-from cachecast.logs.stream import Item, LogStream, json_lines
+from cachecast.logs.errors import LogFileError, LogRecordError
+from cachecast.logs.stream import Item, LogStream, json_lines, load_document
 from cachecast.logs.usage import normalize_usage, to_canonical
 
 EVENT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -115,10 +116,57 @@ _FILLER_WORDS = (
 )
 
 
+# The counters of a token_count's usage that a billed request reports: an event stating
+# ``total_tokens`` alone is Codex's estimate of a compacted history, no request.
+BILLED_COUNTERS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+# Why a rollout of the two oldest formats gives no request (``skipped`` reasons; the
+# session reader's refusal names them: ``sessions.reading.no_request_reason``).
+LEGACY_LINE = "Codex rollout line before the envelope (no usage recorded)"
+TYPESCRIPT_ROLLOUT = "Codex rollout of the TypeScript CLI {session, items} (no usage recorded)"
+
+
 def fits(record: dict[str, Any]) -> bool:
     return (
-        record.get("type") in EVENT_TYPES and isinstance(record.get("payload"), dict)
-    ) or legacy_line(record)
+        (record.get("type") in EVENT_TYPES and isinstance(record.get("payload"), dict))
+        or legacy_line(record)
+        or typescript_rollout(record)
+    )
+
+
+def typescript_rollout(document: Any) -> bool:
+    """Whether a JSON document is a rollout of the TypeScript Codex CLI (before codex-rs):
+    ``{"session": {"timestamp", "id", "instructions"}, "items": [...]}``, the conversation's
+    response items written whole, pretty-printed, as ``rollout-<date>-<id>.json``
+    (docs/clients.md, "Format variants"). It records no token usage: no request."""
+    if not isinstance(document, dict) or document.keys() != {"session", "items"}:
+        return False
+    session = document["session"]
+    return (
+        isinstance(session, dict)
+        and {"id", "timestamp"} <= session.keys()
+        and isinstance(document["items"], list)
+    )
+
+
+def typescript_file(path: Path) -> bool:
+    """Whether a file is a TypeScript CLI rollout: told by its head (one object opening the
+    file, pretty-printed, or on one line naming ``session`` and ``items``), then parsed
+    whole under the document size bound; a file that does not parse is not one."""
+    with open(path, "rb") as handle:
+        head = handle.read(64).lstrip()
+    # JSON.stringify(..., null, 2) writes "{" alone on the first line; compact, the
+    # document opens with its first key, "session".
+    if head.split(b"\n", 1)[0].strip() != b"{" and not head.startswith(b'{"session"'):
+        return False
+    try:
+        return typescript_rollout(load_document(path))
+    except LogFileError:
+        return False
 
 
 def legacy_line(record: dict[str, Any]) -> bool:
@@ -149,13 +197,16 @@ def read(stream: LogStream) -> Iterator[Item]:
     session_event: str | None = None  # "compacted" until the next request
     user_turn = False  # a user message opened a new turn since the previous request
     legacy = False  # a rollout of the format before the envelope
+    if typescript_file(stream.path):
+        stream.skipped[TYPESCRIPT_ROLLOUT] += 1
+        return
     for line, event in json_lines(stream.path, stream.source):
         if isinstance(event, LogRecordError):
             yield line, event
             continue
         legacy = legacy or legacy_line(event)
         if legacy and "payload" not in event:
-            stream.skipped["Codex rollout line before the envelope (no usage recorded)"] += 1
+            stream.skipped[LEGACY_LINE] += 1
             continue
         try:
             kind = event.get("type")
@@ -217,6 +268,11 @@ def read(stream: LogStream) -> Iterator[Item]:
                 continue
             total = running
             last = require_dict(info.get("last_token_usage"), "payload.info.last_token_usage")
+            if not any(last.get(key) for key in BILLED_COUNTERS):
+                # An aborted turn's, or after a compaction Codex's estimate of the new history
+                # (total_tokens alone): no request was billed (docs/clients.md).
+                stream.skip("Codex token_count of no tokens (no request)")
+                continue
             observed = normalize_usage(
                 last, convention="codex", path="payload.info.last_token_usage"
             )

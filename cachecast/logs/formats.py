@@ -174,6 +174,18 @@ def _records_fit(check: Callable[[list[dict[str, Any]]], str | None]) -> Fit:
     return fits
 
 
+_codex_lines = _lines_fit(codex.fits, "a Codex rollout event {timestamp, type, payload}")
+
+
+def _codex_fit(sample: Sample) -> str | None:
+    """A rollout's lines, or the TypeScript CLI's rollout: one pretty-printed document
+    ``{session, items}`` (docs/clients.md, "Format variants")."""
+    found = _codex_lines(sample)
+    if found is None or sample.records or not codex.typescript_rollout(sample.document()):
+        return found
+    return None
+
+
 def _objects_fit(check: Callable[[Any], bool], wanted: str) -> Fit:
     def fits(sample: Sample) -> str | None:
         objects = sample.objects()
@@ -427,7 +439,7 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "codex",
         "Codex CLI rollout (~/.codex/sessions/.../rollout-*.jsonl)",
-        _lines_fit(codex.fits, "a Codex rollout event {timestamp, type, payload}"),
+        _codex_fit,
         codex.read,
     ),
     LogFormat(

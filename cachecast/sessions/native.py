@@ -19,7 +19,7 @@ import orjson
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
 from cachecast.logs.claude_code import has_thinking, opens_turn, request_sent_at
-from cachecast.logs.codex import legacy_line
+from cachecast.logs.codex import legacy_line, typescript_file
 from cachecast.logs.providers import FAST_MODE_SUFFIX
 from cachecast.logs.stream import READ_BUFFER_BYTES, bounded_lines
 from cachecast.logs.types import ObservedUsage
@@ -78,6 +78,8 @@ def native_format(path: Path) -> str | None:
     for line, raw in _head_lines(path):
         if line > 50:
             break
+        if line == 1 and raw.lstrip().startswith(b"{") and typescript_file(path):
+            return CODEX  # the TypeScript CLI's rollout: one pretty-printed document
         event = _parsed(raw, str(path), line)
         if not isinstance(event, dict):
             continue
@@ -225,7 +227,7 @@ def _text(value: Any, path: str) -> str:
 # --- Claude Code -------------------------------------------------------------------------------
 
 
-def _claude_project(path: Path) -> str:
+def claude_project(path: Path) -> str:
     """The project folder under ``projects/`` (Claude Code names it after the working
     directory); a sub-agent file's is its session's."""
     parts = path.parts
@@ -431,8 +433,12 @@ def claude_requests(
     seen: set[str],
     skipped: Counter[str],
     defaults: ModelDefaults = NO_DEFAULTS,
+    *,
+    project: str | None = None,
 ) -> Iterator[SessionRequest | LogRecordError]:
-    project = _claude_project(path)
+    """Every request of a transcript; ``project`` names its project where ``path`` is not
+    where the transcript lies (an inflated copy of a compressed one)."""
+    project = claude_project(path) if project is None else project
     state = _ClaudeFile(name)
     responses: dict[str, _Response] = {}  # message id -> its response, in first-line order
     # Tool results, progress, snapshots: nothing billed, no lineage changed, not parsed.

@@ -6,8 +6,9 @@ only the running ``total_token_usage``, what that total grew by since the one be
 event whose running total did not move repeats the previous one. A rollout that Codex wrote
 for a fork or a sub-agent starts with the parent's history copied in, its ``token_count``
 events included: those are counted once across every file read (``seen``). A rollout of the
-format before ``session_meta`` (no envelope; ``logs.codex.legacy_line`` tells it) records
-no usage: it is read as no request.
+format before ``session_meta`` (no envelope; ``logs.codex.legacy_line`` tells it), or of the
+TypeScript CLI (one ``{session, items}`` document), records no usage: it is read as no
+request, and the reason is counted among the skipped lines.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ import orjson
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.codex import (
+    BILLED_COUNTERS,
+    LEGACY_LINE,
+    TYPESCRIPT_ROLLOUT,
+    legacy_line,
+    typescript_file,
+)
 from cachecast.logs.usage import normalize_usage
 from cachecast.sessions.native import (
     CODEX,
@@ -80,19 +88,33 @@ def codex_requests(
     skipped: Counter[str],
     seen: set[str],
     defaults: ModelDefaults = NO_DEFAULTS,
+    *,
+    stem: str | None = None,
 ) -> Iterator[SessionRequest | LogRecordError]:
     """Every request of a rollout; ``seen`` holds the keys of the token counts counted so
     far in other files (share it to count a fork's copied history once); ``defaults`` name
-    the model (and provider) of requests no ``turn_context`` names."""
-    state = _Rollout(path.stem, skipped, seen, defaults)
-    events = _events(path, name, lambda _line, raw: any(m in raw for m in _CODEX_MARKS))
-    for line, event in events:
+    the model (and provider) of requests no ``turn_context`` names; ``stem`` names the
+    session where no ``session_meta`` does (else the file's name: an inflated copy's differs)."""
+    if typescript_file(path):
+        skipped[TYPESCRIPT_ROLLOUT] += 1  # the TypeScript CLI recorded no usage
+        return
+    state = _Rollout(stem or path.stem, skipped, seen, defaults)
+    for line, event in _events(path, name, _wanted):
         if isinstance(event, LogRecordError):
             yield event
+            continue
+        if line == 1 and legacy_line(event):
+            skipped[LEGACY_LINE] += 1  # no token counts follow in this format
             continue
         built = _located(name, line, partial(_codex_event, event, line, name, state))
         if built is not None:
             yield built
+
+
+def _wanted(line: int, raw: bytes) -> bool:
+    """Whether a line may matter: one with a Codex event, or the first (a rollout of the
+    format before the envelope is told by it)."""
+    return line == 1 or any(mark in raw for mark in _CODEX_MARKS)
 
 
 def _located(
@@ -175,8 +197,10 @@ def _codex_event(
     if _replayed(running, last, state):
         state.skipped[REPLAYED] += 1
         return None
-    if not any(last.get(key) for key in _COUNTERS):
-        # An event of no tokens (an aborted turn): no request was billed.
+    if not any(last.get(key) for key in BILLED_COUNTERS):
+        # An event of no tokens (an aborted turn; or, after a compaction, Codex's estimate of
+        # the new history, stated as total_tokens alone: ``recompute_token_usage``): no
+        # request was billed.
         state.skipped["Codex token_count of no tokens (no request)"] += 1
         return None
     usage = normalize_usage(last, convention="codex", path=where)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from cachecast.core.errors import LogRecordError, RecordFieldError
 from cachecast.logs.canonical import iso_seconds
+from cachecast.logs.codex import LEGACY_LINE, TYPESCRIPT_ROLLOUT
 from cachecast.logs.headless_names import HEADLESS_FORMATS
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import canonical_observed
@@ -57,6 +58,7 @@ from cachecast.sessions.native import (
     TTL_5M,
     ModelDefaults,
     SessionRequest,
+    claude_project,
     claude_requests,
     compressed,
     fingerprint,
@@ -160,6 +162,12 @@ def session_requests(
         yield from claude_requests(path, source, set() if seen is None else seen, skipped, defaults)
     elif native and name == CODEX:
         yield from codex_requests(path, source, skipped, set() if seen is None else seen, defaults)
+    elif name in NATIVE_FORMATS:
+        # A compressed transcript or rollout (Codex itself may keep them as .jsonl.zst) is
+        # inflated and read by the same reader: the record reader lacks the rules across
+        # files (a resumed session's or a fork's copied history counted once) and Codex's
+        # running-total and no-token rules (docs/clients.md, "Format variants").
+        yield from _inflated(path, source, name, skipped, set() if seen is None else seen, defaults)
     else:
         from cachecast.logs.formats import open_log
 
@@ -179,6 +187,33 @@ def session_requests(
                 yield built
 
 
+def _inflated(
+    path: Path,
+    source: str,
+    name: str,
+    skipped: Counter[str],
+    seen: set[str],
+    defaults: ModelDefaults,
+) -> Iterator[SessionRequest | LogRecordError]:
+    """A compressed session file's requests, read from its inflated copy (bounded by
+    ``max_decompressed_bytes``) by its client's reader, named by the file's own path."""
+    from cachecast.logs.compressed import compression_of, decompressed_copy, inner_name, remove
+
+    kind = compression_of(path)
+    assert kind is not None  # called for compressed files only
+    copy = decompressed_copy(path, kind, source)
+    try:
+        if name == CODEX:
+            # The session's name where no session_meta gives one: the file's, not the copy's.
+            stem = Path(inner_name(path)).stem
+            yield from codex_requests(copy, source, skipped, seen, defaults, stem=stem)
+        else:
+            project = claude_project(path.with_name(inner_name(path)))
+            yield from claude_requests(copy, source, seen, skipped, defaults, project=project)
+    finally:
+        remove(str(copy))
+
+
 def no_request_reason(format: str, skipped: Counter[str]) -> str:
     """Why a session file read without a bad line gave no request, from what its reader
     passed over (``skipped``): said where a run refuses the file (``check_reading``)."""
@@ -189,6 +224,16 @@ def no_request_reason(format: str, skipped: Counter[str]) -> str:
             "a Codex log whose usage is in turn.completed events (as codex exec --json reports"
             " a turn: its requests summed), which are not read; no token_count event states"
             f" a request's usage{seen}"
+        )
+    if format == CODEX and skipped.get(TYPESCRIPT_ROLLOUT):
+        return (
+            "a rollout of the TypeScript Codex CLI ({session, items}, before codex-rs): it"
+            " records the conversation's items but no token usage, so no request is known"
+        )
+    if format == CODEX and skipped.get(LEGACY_LINE):
+        return (
+            "a Codex rollout of the format before session_meta (no {timestamp, type, payload}"
+            " envelope): it records no token usage, so no request is known"
         )
     if format == CODEX:
         return (
@@ -244,7 +289,9 @@ def session_records(
     the requests whose lines name none (``--model``). A native session file is
     read by :func:`session_requests` (the stream is not read then); its prompts are never
     complete (the client adds its system prompt and tools)."""
-    if stream.format in SESSION_FORMATS and not compressed(stream.path):
+    if stream.format in SESSION_FORMATS and (
+        not compressed(stream.path) or stream.format in NATIVE_FORMATS
+    ):
         found: Iterable[SessionRequest | LogRecordError]
         if stream.format in HEADLESS_FORMATS:  # no --model needed to say what it holds
             from cachecast.sessions.headless import headless_requests

@@ -367,6 +367,9 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
     # Our bill per (file, session): set beside what a headless run's result states.
     by_source: dict[tuple[str, str], Decimal] = {}
     whole_units = 0  # turns and runs priced at base rates (no long-context tier told)
+    # Server tool calls the usages report (Anthropic's server_tool_use: web searches, web
+    # fetches), and the requests that made them: not token prices (docs/clients.md).
+    server_calls = server_requests = 0
     contracts = ContractCache(store)
     rows: dict[tuple[str, ...], _Sums] = {}
     totals = _Sums()
@@ -401,6 +404,9 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
             ):
                 continue
             index += 1
+            if call.usage.server_tool_calls:
+                server_calls += call.usage.server_tool_calls
+                server_requests += 1
             if request.self_hosted is not None and each is not None:
                 served.append(each)
             clients[client] = clients.get(client, 0) + 1
@@ -486,11 +492,25 @@ def usage_report(request: UsageRequest, store: ContractLookup) -> UsageReport:
             ]
             if whole_units
             else []
-        ),
+        )
+        + _server_tool_note(server_calls, server_requests),
         client_statements=client_statements(paths, by_client, by_source),
         issues=[InputIssue.of(error) for error in issues],
         issue_count=issue_count,
     )
+
+
+def _server_tool_note(calls: int, requests: int) -> list[str]:
+    """What the bill leaves out where responses report server tool calls: Anthropic bills a
+    web search per search, on top of its tokens (a web fetch costs its tokens only); no
+    contract holds a per-call price, so the calls are counted, not billed [U]."""
+    if not calls:
+        return []
+    return [
+        f"{calls} server tool call(s) in {requests} request(s) (usage.server_tool_use: web"
+        " searches and fetches): a web search is billed per search on top of its tokens, which"
+        " this bill does not include"
+    ]
 
 
 def _price(call: SessionRequest, terms: ContractTerms, missed: MissedReads | None) -> _Priced:
