@@ -456,22 +456,30 @@ class _Replay:
                 found = served_contract(self.store, key[0], key[1], day, _today())
             except UnknownContractError as error:
                 found = unknown_reason(key[0], key[1], error.message)
-                at_gateway = None
-                if request.gateway is not None and error.message.startswith("unknown model"):
+                if request.gateway is not None and not self.stores_model(key[0], key[1]):
                     # Open weights the vendor's own API does not serve
                     # (``qwen/qwen-2.5-vl-7b-instruct``): the gateway's listed price, where a
                     # contract of its own states one (docs/contracts.md, "contracts-v27").
                     at_gateway = self.gateway_contract(request.gateway, key[1], request)
-                if at_gateway is not None:
-                    found = at_gateway
-                elif request.gateway is not None and error.message.startswith("unknown model"):
-                    found += (
-                        f"; sent through {request.gateway}, which also routes models that"
-                        f" {key[0]}'s own API does not serve (open weights hosted by third"
-                        " parties at their own prices): no contract prices it"
-                    )
+                    if at_gateway is not None:
+                        found = at_gateway
+                    else:
+                        found += (
+                            f"; sent through {request.gateway}, which also routes models that"
+                            f" {key[0]}'s own API does not serve (open weights hosted by third"
+                            " parties at their own prices): no contract prices it"
+                        )
             self.contracts[key] = found
         return found
+
+    def stores_model(self, provider: str, model: str) -> bool:
+        """Whether the store holds any version of ``provider``'s ``model`` (asked of the
+        store, not read from an error message)."""
+        try:
+            self.store.history(provider, model)
+        except UnknownContractError:
+            return False
+        return True
 
     def gateway_contract(
         self, gateway: str, model: str, request: TokenizedRequest
@@ -484,9 +492,7 @@ class _Replay:
         key = (gateway.lower(), model.lower(), day)
         found = self.contracts.get(key)
         if found is None:
-            try:
-                self.store.history(key[0], key[1])
-            except UnknownContractError:
+            if not self.stores_model(key[0], key[1]):
                 return None  # the gateway states no contract for this model
             try:
                 found = served_contract(self.store, key[0], key[1], day, _today())

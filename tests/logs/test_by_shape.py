@@ -18,6 +18,7 @@ from cachecast.logs import open_log
 from cachecast.logs.errors import UnknownLogFormatError
 from tests.logs.helpers import read, totals
 from tests.logs.test_heldout39_h41_heldH import chat_reply
+from tests.logs.test_http import sse
 from tests.logs.test_more_dialects import ANTHROPIC_REQUEST, anthropic_response, chat_body
 
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
@@ -68,38 +69,29 @@ def test_a_fetch_logger_of_its_own_names_is_read(tmp_path: Path) -> None:
 def test_json_lines_with_a_path_beside_its_host_and_a_streamed_reply(tmp_path: Path) -> None:
     # one call per line; the URL kept as host + path; the body as JSON text; the reply as the
     # server-sent events Anthropic streams (usage in message_start and message_delta)
-    events = "".join(
-        f"event: {name}\ndata: {json.dumps(data)}\n\n"
-        for name, data in [
-            (
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        "id": "msg_1",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": "claude-3-5-sonnet-20241022",
-                        "content": [],
-                        "usage": {
-                            "input_tokens": 5,
-                            "cache_creation_input_tokens": 20,
-                            "cache_read_input_tokens": 1_100,
-                            "output_tokens": 1,
-                        },
-                    },
+    events = sse(
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-3-5-sonnet-20241022",
+                "content": [],
+                "usage": {
+                    "input_tokens": 5,
+                    "cache_creation_input_tokens": 20,
+                    "cache_read_input_tokens": 1_100,
+                    "output_tokens": 1,
                 },
-            ),
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn"},
-                    "usage": {"output_tokens": 12},
-                },
-            ),
-            ("message_stop", {"type": "message_stop"}),
-        ]
+            },
+        },
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 12},
+        },
+        {"type": "message_stop"},
     )
     line = {
         "timestamp": 1_733_050_800_000,  # milliseconds: 2024-12-01T11:00:00Z
