@@ -56,7 +56,10 @@ def test_pro_previews_priced_from_release_to_shutdown(
         for t in terms.long_context_tiers
     ]
     assert tiers == [(200_000, Decimal("2.50"), Decimal(15))]
-    assert terms.effective_to == PRO_SHUTDOWN
+    # The version of the last day ends at the shutdown (contracts-v28 splits the span where the
+    # caching page's minimum for 2.5 Pro changed).
+    last_day = PRO_SHUTDOWN - dt.timedelta(days=1)
+    assert store.as_of("google", model, last_day).effective_to == PRO_SHUTDOWN
     with pytest.raises(ContractNotYetInForceError, match=released.isoformat()):
         store.as_of("google", model, released - dt.timedelta(days=1))
 

@@ -57,8 +57,10 @@ def test_json_of_the_read_commands_is_the_use_cases_report(migrated_db_url: str)
         terms.model_dump(mode="json") for terms in history.versions
     ]
     # Reference section 5: 2.5 Flash's minimum was 1024 on the Feb-2026 page, 2048 later;
-    # contracts-v3 carries the Feb-2026 terms back to the GA launch (2025-06-17).
-    assert [terms.min_cacheable_tokens for terms in history.versions] == [1024, 1024, 2048]
+    # contracts-v3 carries the Feb-2026 terms back to the GA launch (2025-06-17); contracts-v28
+    # starts 2048 on 2026-06-26, the first dated copy of the page showing it.
+    assert [terms.min_cacheable_tokens for terms in history.versions] == [1024, 1024, 2048, 2048]
+    assert history.versions[2].effective_from.isoformat() == "2026-06-26"
     assert history.versions[0].effective_from.isoformat() == "2025-06-17"
 
 
