@@ -247,6 +247,12 @@ def _claude_stream(
     project = ""
     pending: dict[str, Unit] = {}  # message id -> its response, in first-line order
     compacted = False  # a compact_boundary since the previous response
+    # --include-partial-messages: the raw stream's events. An assistant line states the
+    # usage at message_start (output_tokens so far); the stream's message_delta has the
+    # final, cumulative counts (docs/log-formats.md, "Streams"). Per lineage, the response
+    # whose stream is open; per response, its final output count.
+    streaming: dict[str, str] = {}
+    final_output: dict[str, int] = {}
     for line, at, event in claude_events(path, source):
         if isinstance(event, LogRecordError):
             yield event
@@ -265,6 +271,9 @@ def _claude_stream(
             continue
         if kind == "result":
             skipped[RESULT_LINE] += 1
+            continue
+        if kind == "stream_event":
+            _follow_stream(event, source, streaming, final_output)
             continue
         if kind != "assistant":
             continue
@@ -312,7 +321,34 @@ def _claude_stream(
             event="compacted" if compacted else None,
         )
         compacted = False
-    yield from pending.values()
+    for message_id, unit in pending.items():
+        output = final_output.get(message_id)
+        if output is not None and output != unit.usage.get("output_tokens"):
+            unit = replace(unit, usage={**unit.usage, "output_tokens": output})
+        yield unit
+
+
+def _follow_stream(
+    event: dict[str, Any], source: str, streaming: dict[str, str], final_output: dict[str, int]
+) -> None:
+    """Note a ``stream_event``'s response id (``message_start``) or final output count
+    (``message_delta``) for the response its lineage is streaming."""
+    raw = event.get("event")
+    if not isinstance(raw, dict):
+        return
+    session = str(event.get("session_id") or source)
+    parent = event.get("parent_tool_use_id")
+    lineage = f"{session}/agent-{parent}" if isinstance(parent, str) and parent else session
+    if raw.get("type") == "message_start":
+        message = raw.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        if isinstance(message_id, str) and message_id:
+            streaming[lineage] = message_id
+    elif raw.get("type") == "message_delta" and lineage in streaming:
+        usage = raw.get("usage")
+        output = usage.get("output_tokens") if isinstance(usage, dict) else None
+        if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
+            final_output[streaming[lineage]] = output
 
 
 def _claude_result(
