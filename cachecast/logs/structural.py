@@ -304,7 +304,9 @@ def fits(value: Any) -> bool:
     return next(_walk(value, "", 0, [DETECTION_BUDGET]), None) is not None
 
 
-def _exchange(node: dict[str, Any], line: int, where: str, named: str | None) -> Exchange:
+def _exchange(
+    node: dict[str, Any], line: int, where: str, named: str | None, recorded: float | None
+) -> Exchange:
     call = _call(node, named)
     if call is None:  # the walk took it as one: cannot happen
         raise RecordFieldError(where or "<document>", "not a model call")
@@ -324,7 +326,23 @@ def _exchange(node: dict[str, Any], line: int, where: str, named: str | None) ->
         response_headers=response_headers,
         response_body=response_body,
         timestamp=_time(node, request, response) or http_date(response_headers.get("date")),
+        recorded_at=recorded,
     )
+
+
+def _recorded_at(document: dict[str, Any]) -> float | None:
+    """A time the document states for all its calls: under a time key at its top or in an
+    object directly under it (``provenance.recordedAt``). Used for a call that states none
+    of its own (nor its response body): a recording's time, not each call's."""
+    found = _time(document)
+    if found is not None:
+        return found
+    for value in document.values():
+        if isinstance(value, dict):
+            found = _time(value)
+            if found is not None:
+                return found
+    return None
 
 
 def is_json(path: Path) -> bool:
@@ -364,11 +382,12 @@ def read(stream: LogStream) -> Iterator[Item]:
             # a line of the log about something else (a tool call, a note): not a model call
             stream.skip("a line holding no model call")
             continue
+        recorded = _recorded_at(document) if isinstance(document, dict) else None
         for where, node, named in found:
             calls += 1
             at = calls if stream.whole_document else line
             try:
-                exchanges.append(_exchange(node, at, where, named))
+                exchanges.append(_exchange(node, at, where, named, recorded))
             except RecordFieldError as exc:
                 exchanges.append(BadEntry(at, exc.field, exc.reason))
     yield from read_exchanges(stream, numbered(exchanges))

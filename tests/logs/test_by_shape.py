@@ -9,6 +9,7 @@ written here, added by hand (the rule in test_stub_dialects.py's docstring).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,9 @@ def test_paths_kept_without_a_host_take_the_provider_the_recording_names(tmp_pat
     assert result.format == "by-shape"
     assert not result.errors
     assert [r.provider for r in result.requests] == ["anthropic", "anthropic"]
+    # neither call nor Anthropic's reply states a time: the recording's recordedAt
+    recorded = datetime(2026, 9, 16, 4, 12, 25, tzinfo=UTC).timestamp()
+    assert [r.timestamp for r in result.requests] == [recorded, recorded]
     # input (10 + 2,000 + 0) + (11 + 1,501 + 9,648); read 9,648; write 2,000 + 1,501;
     # output 7 + 5 (the stream's final count)
     assert totals(result.requests) == {
@@ -348,3 +352,35 @@ def test_a_path_without_a_host_or_a_named_provider_is_not_a_call(tmp_path: Path)
         open_log(path)
     assert "keep a path and no uri" in str(raised.value)
     assert "by-shape: no object holding a model endpoint's request" in str(raised.value)
+
+
+def test_a_reply_stating_its_time_is_dated_by_it_not_by_the_recording(tmp_path: Path) -> None:
+    # an OpenAI reply states ``created``; the recording's recordedAt is a later day
+    path = write(
+        tmp_path / "openai.json",
+        {
+            "provenance": {"source": "openai", "recordedAt": "2026-09-20T02:10:04Z"},
+            "interactions": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/chat/completions",
+                        "body": chat_body("Hi"),
+                    },
+                    "response": {
+                        "status": 200,
+                        "body": {
+                            "kind": "json",
+                            "value": chat_reply(3_082, 2_944, 1, 1_748_772_000),
+                        },
+                    },
+                }
+            ],
+        },
+    )
+    result = read(path)
+    assert result.format == "by-shape"
+    (request,) = result.requests
+    assert request.provider == "openai"
+    assert request.timestamp == 1_748_772_000.0
+    assert totals(result.requests) == {"input": 3_082, "read": 2_944, "write": 0, "output": 1}
