@@ -233,6 +233,24 @@ _PAIRED = re.compile(
 )
 
 
+def _paths_without_uri(document: Any) -> bool:
+    """Whether a JSON document's first interaction keeps its request's ``path`` and no
+    ``uri`` / ``url`` (every VCR writes the whole URL: vcrpy and Ruby VCR ``uri``, go-vcr
+    ``url``; cachecast.logs.vcr reads no other)."""
+    if not isinstance(document, dict):
+        return False
+    interactions = document.get("interactions", document.get("http_interactions"))
+    if not isinstance(interactions, list) or not interactions:
+        return False
+    first = interactions[0]
+    request = first.get("request") if isinstance(first, dict) else None
+    return (
+        isinstance(request, dict)
+        and isinstance(request.get("path"), str)
+        and not isinstance(request.get("uri", request.get("url")), str)
+    )
+
+
 def _vcr_fits(sample: Sample) -> str | None:
     if _YAML_INTERACTIONS.search(sample.text, 0, 1 << 16):  # the key opens a cassette
         return None
@@ -241,6 +259,10 @@ def _vcr_fits(sample: Sample) -> str | None:
     if _JSON_LIST_OF_REQUESTS.match(sample.text):  # php-vcr's JSON storage
         return None
     if sample.text.lstrip().startswith("{") and _JSON_INTERACTIONS.search(sample.text, 0, 1 << 16):
+        if _paths_without_uri(sample.document()):
+            # A recorder's own {interactions: [{request: {method, path}, response}]} (PostHog's
+            # cassettes): no VCR writes a request without its uri; read by shape instead.
+            return "interactions whose requests keep a path and no uri (not a VCR cassette)"
         return None
     if _PAIRED.match(sample.text):  # LangChain's vcrpy persister
         return None

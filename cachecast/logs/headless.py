@@ -72,6 +72,22 @@ def claude_line(record: dict[str, Any]) -> bool:
     return record.get("type") in CLAUDE_TYPES and "session_id" in record
 
 
+def wrapped_messages(record: dict[str, Any]) -> tuple[str, list[Any]] | None:
+    """``(key, messages)`` where ``record`` is not a message but keeps the Agent SDK's
+    messages in a list under one key (a test harness's recording of a run:
+    ``{prompt, model, events: [...], recordedAt}``), else None."""
+    if record.get("type") in CLAUDE_TYPES:
+        return None
+    for key, value in record.items():
+        if (
+            isinstance(value, list)
+            and value
+            and any(isinstance(item, dict) and claude_line(item) for item in value[:8])
+        ):
+            return str(key), value
+    return None
+
+
 def claude_result(record: dict[str, Any]) -> bool:
     return record.get("type") == "result" and "session_id" in record
 
@@ -90,6 +106,8 @@ def codex_exec_line(record: dict[str, Any]) -> bool:
 def stream_fits(records: list[dict[str, Any]]) -> str | None:
     if any(claude_line(r) for r in records) and not claude_result(records[0]):
         return None
+    if len(records) == 1 and wrapped_messages(records[0]) is not None:
+        return None  # one document keeping the messages under a key
     return "no Agent SDK message {type: system/assistant/user/result, session_id} before a result"
 
 
@@ -167,15 +185,23 @@ def claude_events(
     field paths: JSON lines (``stream-json``, one-line ``json``), or one JSON document: the
     result object printed over several lines (``| jq .``), or the array of every message
     that ``--output-format json`` prints under ``--verbose`` (or the ``verbose`` setting;
-    anthropics/claude-code#84784): line 1, each message named by its index (``[3].``)."""
+    anthropics/claude-code#84784): line 1, each message named by its index (``[3].``); or
+    a document keeping that array under one key (:func:`wrapped_messages`: ``events[3].``)."""
     with open(path, "rb") as handle:
         head = handle.read(1 << 16).lstrip()
     first = head.split(b"\n", 1)[0]
     if head.startswith(b"[") or (head.startswith(b"{") and not _parses(first)):
         document = load_document(path)
-        items = document if isinstance(document, list) else [document]
-        for index, item in enumerate(items):
-            prefix = f"[{index}]." if isinstance(document, list) else ""
+        wrapped = wrapped_messages(document) if isinstance(document, dict) else None
+        items: list[Any]
+        if wrapped is not None:
+            key, items = wrapped
+            prefixes = [f"{key}[{index}]." for index in range(len(items))]
+        elif isinstance(document, list):
+            items, prefixes = document, [f"[{index}]." for index in range(len(document))]
+        else:
+            items, prefixes = [document], [""]
+        for prefix, item in zip(prefixes, items, strict=True):
             if isinstance(item, dict):
                 yield 1, prefix, item
             else:
@@ -221,6 +247,12 @@ def _claude_stream(
     project = ""
     pending: dict[str, Unit] = {}  # message id -> its response, in first-line order
     compacted = False  # a compact_boundary since the previous response
+    # --include-partial-messages: the raw stream's events. An assistant line states the
+    # usage at message_start (output_tokens so far); the stream's message_delta has the
+    # final, cumulative counts (docs/log-formats.md, "Streams"). Per lineage, the response
+    # whose stream is open; per response, its final output count.
+    streaming: dict[str, str] = {}
+    final_output: dict[str, int] = {}
     for line, at, event in claude_events(path, source):
         if isinstance(event, LogRecordError):
             yield event
@@ -239,6 +271,9 @@ def _claude_stream(
             continue
         if kind == "result":
             skipped[RESULT_LINE] += 1
+            continue
+        if kind == "stream_event":
+            _follow_stream(event, source, streaming, final_output)
             continue
         if kind != "assistant":
             continue
@@ -286,7 +321,34 @@ def _claude_stream(
             event="compacted" if compacted else None,
         )
         compacted = False
-    yield from pending.values()
+    for message_id, unit in pending.items():
+        output = final_output.get(message_id)
+        if output is not None and output != unit.usage.get("output_tokens"):
+            unit = replace(unit, usage={**unit.usage, "output_tokens": output})
+        yield unit
+
+
+def _follow_stream(
+    event: dict[str, Any], source: str, streaming: dict[str, str], final_output: dict[str, int]
+) -> None:
+    """Note a ``stream_event``'s response id (``message_start``) or final output count
+    (``message_delta``) for the response its lineage is streaming."""
+    raw = event.get("event")
+    if not isinstance(raw, dict):
+        return
+    session = str(event.get("session_id") or source)
+    parent = event.get("parent_tool_use_id")
+    lineage = f"{session}/agent-{parent}" if isinstance(parent, str) and parent else session
+    if raw.get("type") == "message_start":
+        message = raw.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        if isinstance(message_id, str) and message_id:
+            streaming[lineage] = message_id
+    elif raw.get("type") == "message_delta" and lineage in streaming:
+        usage = raw.get("usage")
+        output = usage.get("output_tokens") if isinstance(usage, dict) else None
+        if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
+            final_output[streaming[lineage]] = output
 
 
 def _claude_result(

@@ -34,7 +34,7 @@ from cachecast.core.errors import RecordFieldError
 from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError, LogRecordError
 from cachecast.logs.http import Exchange, read_exchanges
-from cachecast.logs.http.endpoints import model_endpoint
+from cachecast.logs.http.endpoints import model_endpoint, provider_origin
 from cachecast.logs.http.exchange import BadEntry, http_date, joined_url, numbered
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size, documents
 
@@ -71,8 +71,12 @@ _TIME_KEYS = (
     "date",
     "startedDateTime",
 )
-# A body wrapper's keys (vcrpy's ``{"string": ...}``, HAR's ``postData.text``): unwrapped once.
-_WRAPPER_KEYS = ("string", "text", "json", "data", "content", "body", "value")
+# A body wrapper's keys (vcrpy's ``{"string": ...}``, HAR's ``postData.text``, a recorder's
+# ``{kind: "json", value}`` or ``{kind: "sse", chunks: [...]}``): unwrapped once.
+_WRAPPER_KEYS = ("string", "text", "json", "data", "content", "body", "value", "chunks")
+# Keys naming the provider a recording's calls went to, on an object enclosing the calls or
+# one directly under it (``provenance.source``): where a call keeps a path and no host.
+_PROVIDER_KEYS = ("provider", "providername", "source", "vendor")
 # Keys that mark an object as a provider's reply or request body, not a wrapper of one.
 _REPLY_KEYS = frozenset(
     ("usage", "choices", "candidates", "usageMetadata", "stop_reason", "object", "output")
@@ -99,7 +103,9 @@ def _named(value: dict[str, Any], names: tuple[str, ...]) -> tuple[str, Any] | N
     return None
 
 
-def _url(request: dict[str, Any], outer: dict[str, Any]) -> str | None:
+def _url(request: dict[str, Any], outer: dict[str, Any], named: str | None) -> str | None:
+    """The call's URL; a bare path is joined to a host beside it, else to ``named`` (the
+    API host of the provider an enclosing object names, see :func:`_named_origin`)."""
     found = _named(request, _URL_KEYS)
     if found is None or not isinstance(found[1], str) or not found[1]:
         return None
@@ -110,8 +116,30 @@ def _url(request: dict[str, Any], outer: dict[str, Any]) -> str | None:
             if host is not None and isinstance(host[1], str) and host[1]:
                 origin = host[1] if "://" in host[1] else f"https://{host[1]}"
                 return joined_url(origin, url)
-        return None
+        return joined_url(named, url) if named is not None else None
     return url if "://" in url else f"https://{url}"
+
+
+def _provider_named(holder: dict[str, Any]) -> str | None:
+    found = _named(holder, _PROVIDER_KEYS)
+    if found is not None and isinstance(found[1], str):
+        return provider_origin(found[1])
+    return None
+
+
+def _named_origin(node: dict[str, Any]) -> str | None:
+    """The API host of a provider ``node`` names, itself or in an object directly under it
+    (a recorder that keeps each call's path without a host names the provider once, as
+    PostHog's cassettes do in ``provenance.source``), or None."""
+    origin = _provider_named(node)
+    if origin is not None:
+        return origin
+    for value in node.values():
+        if isinstance(value, dict):
+            origin = _provider_named(value)
+            if origin is not None:
+                return origin
+    return None
 
 
 def _method(request: dict[str, Any]) -> str:
@@ -121,15 +149,18 @@ def _method(request: dict[str, Any]) -> str:
     return "POST"  # a recorder that keeps no method kept a call that sent a body
 
 
-def _call(node: dict[str, Any]) -> tuple[dict[str, Any], str, str, Any, str] | None:
+def _call(
+    node: dict[str, Any], named: str | None = None
+) -> tuple[dict[str, Any], str, str, Any, str] | None:
     """(the request object, its URL, its method, the response, the response's key) when
-    ``node`` holds a model call, else None."""
+    ``node`` holds a model call, else None. ``named``: the provider's API host an
+    enclosing object names (for a path kept without a host)."""
     response = _named(node, _RESPONSE_KEYS)
     if response is None or not isinstance(response[1], dict | str | list):
         return None
     inner = _named(node, _REQUEST_KEYS)
     request = inner[1] if inner is not None and isinstance(inner[1], dict) else node
-    url = _url(request, node)
+    url = _url(request, node, named)
     if url is None:
         return None
     method = _method(request)
@@ -154,8 +185,25 @@ def _body(holder: Any, where: str, *, reply: bool) -> tuple[Any, str]:
     if isinstance(value, dict) and not ((_REPLY_KEYS | _BODY_MARKS) & value.keys()):
         wrapped = _named(value, _WRAPPER_KEYS)
         if wrapped is not None:
-            return wrapped[1], f"{path}.{wrapped[0]}"
-    return value, path
+            value, path = wrapped[1], f"{path}.{wrapped[0]}"
+    return _joined_chunks(value), path
+
+
+_SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
+
+
+def _joined_chunks(value: Any) -> Any:
+    """A streamed body kept as the list of chunks it arrived in (each a piece of the
+    server-sent events text, cut anywhere): the text they make, joined as they came. Any
+    other value is returned as it is."""
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(chunk, str) for chunk in value)
+        and value[0].lstrip().startswith(_SSE_FIELDS)
+    ):
+        return "".join(value)
+    return value
 
 
 def _headers(holder: Any) -> dict[str, str]:
@@ -216,11 +264,16 @@ def _time(*holders: Any) -> float | None:
 
 
 def _walk(
-    value: Any, where: str, depth: int, budget: list[int] | None = None
-) -> Iterator[tuple[str, dict[str, Any]]]:
+    value: Any,
+    where: str,
+    depth: int,
+    budget: list[int] | None = None,
+    named: str | None = None,
+) -> Iterator[tuple[str, dict[str, Any], str | None]]:
     """The objects under ``value`` that hold a model call, in document order (an object
-    taken is not searched further). ``budget``: how many more objects detection may look
-    at (a long list of cachecast's own records is not walked whole to be told apart)."""
+    taken is not searched further), each with the provider's API host the nearest
+    enclosing object names (``named``). ``budget``: how many more objects detection may
+    look at (a long list of cachecast's own records is not walked whole to be told apart)."""
     if depth > MAX_DEPTH:
         return
     if budget is not None:
@@ -228,16 +281,17 @@ def _walk(
         if budget[0] < 0:
             return
     if isinstance(value, dict):
-        if _call(value) is not None:
-            yield where, value
+        named = _named_origin(value) or named
+        if _call(value, named) is not None:
+            yield where, value, named
             return
         for key, item in value.items():
             if isinstance(item, dict | list):
-                yield from _walk(item, f"{where}.{key}", depth + 1, budget)
+                yield from _walk(item, f"{where}.{key}", depth + 1, budget, named)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, dict | list):
-                yield from _walk(item, f"{where}[{index}]", depth + 1, budget)
+                yield from _walk(item, f"{where}[{index}]", depth + 1, budget, named)
 
 
 # Objects and lists detection looks at before it gives up on a document.
@@ -250,8 +304,10 @@ def fits(value: Any) -> bool:
     return next(_walk(value, "", 0, [DETECTION_BUDGET]), None) is not None
 
 
-def _exchange(node: dict[str, Any], line: int, where: str) -> Exchange:
-    call = _call(node)
+def _exchange(
+    node: dict[str, Any], line: int, where: str, named: str | None, recorded: float | None
+) -> Exchange:
+    call = _call(node, named)
     if call is None:  # the walk took it as one: cannot happen
         raise RecordFieldError(where or "<document>", "not a model call")
     request, url, method, response, response_key = call
@@ -270,7 +326,23 @@ def _exchange(node: dict[str, Any], line: int, where: str) -> Exchange:
         response_headers=response_headers,
         response_body=response_body,
         timestamp=_time(node, request, response) or http_date(response_headers.get("date")),
+        recorded_at=recorded,
     )
+
+
+def _recorded_at(document: dict[str, Any]) -> float | None:
+    """A time the document states for all its calls: under a time key at its top or in an
+    object directly under it (``provenance.recordedAt``). Used for a call that states none
+    of its own (nor its response body): a recording's time, not each call's."""
+    found = _time(document)
+    if found is not None:
+        return found
+    for value in document.values():
+        if isinstance(value, dict):
+            found = _time(value)
+            if found is not None:
+                return found
+    return None
 
 
 def is_json(path: Path) -> bool:
@@ -310,11 +382,12 @@ def read(stream: LogStream) -> Iterator[Item]:
             # a line of the log about something else (a tool call, a note): not a model call
             stream.skip("a line holding no model call")
             continue
-        for where, node in found:
+        recorded = _recorded_at(document) if isinstance(document, dict) else None
+        for where, node, named in found:
             calls += 1
             at = calls if stream.whole_document else line
             try:
-                exchanges.append(_exchange(node, at, where))
+                exchanges.append(_exchange(node, at, where, named, recorded))
             except RecordFieldError as exc:
                 exchanges.append(BadEntry(at, exc.field, exc.reason))
     yield from read_exchanges(stream, numbered(exchanges))

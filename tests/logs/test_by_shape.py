@@ -9,6 +9,7 @@ written here, added by hand (the rule in test_stub_dialects.py's docstring).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,189 @@ def test_a_yaml_fixture_of_its_own_layout_is_read(tmp_path: Path) -> None:
     assert result.format == "by-shape"
     assert not result.errors
     assert totals(result.requests) == {"input": 2_048, "read": 1_920, "write": 0, "output": 5}
+
+
+def _sse(events: list[tuple[str, dict[str, Any]]]) -> str:
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+def test_paths_kept_without_a_host_take_the_provider_the_recording_names(tmp_path: Path) -> None:
+    # {provenance: {source}, interactions: [{request: {method, path, body}, response}]}: a
+    # recorder that keeps each call's path and names the provider once (PostHog's AI
+    # harness cassettes). No VCR writes a request without its uri, so the vcr reader does
+    # not take it; the path is joined to the named provider's API host.
+    streamed = _sse(
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_1",
+                        "model": "claude-3-5-sonnet-20241022",
+                        "usage": {
+                            "input_tokens": 11,
+                            "cache_creation_input_tokens": 1_501,
+                            "cache_read_input_tokens": 9_648,
+                            "output_tokens": 1,
+                        },
+                    },
+                },
+            ),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 5},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    cut = streamed.index("cache_read")  # the stream's chunks are cut anywhere, mid-line too
+    path = write(
+        tmp_path / "anthropic-cache.json",
+        {
+            "formatVersion": 1,
+            "provenance": {"source": "anthropic", "recordedAt": "2026-09-16T04:12:25Z"},
+            "interactions": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/messages",
+                        "body": ANTHROPIC_REQUEST,
+                    },
+                    "response": {
+                        "status": 200,
+                        "body": {"kind": "json", "value": anthropic_response(10, 2_000, 0, 7)},
+                    },
+                },
+                {
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/messages",
+                        "body": {**ANTHROPIC_REQUEST, "stream": True},
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": {"content-type": "text/event-stream"},
+                        "body": {"kind": "sse", "chunks": [streamed[:cut], streamed[cut:]]},
+                    },
+                },
+            ],
+        },
+    )
+    result = read(path)
+    assert result.format == "by-shape"
+    assert not result.errors
+    assert [r.provider for r in result.requests] == ["anthropic", "anthropic"]
+    # neither call nor Anthropic's reply states a time: the recording's recordedAt
+    recorded = datetime(2026, 9, 16, 4, 12, 25, tzinfo=UTC).timestamp()
+    assert [r.timestamp for r in result.requests] == [recorded, recorded]
+    # input (10 + 2,000 + 0) + (11 + 1,501 + 9,648); read 9,648; write 2,000 + 1,501;
+    # output 7 + 5 (the stream's final count)
+    assert totals(result.requests) == {
+        "input": 13_170,
+        "read": 9_648,
+        "write": 3_501,
+        "output": 12,
+    }
+
+
+def test_a_provider_named_by_an_alias_and_a_path_naming_the_model(tmp_path: Path) -> None:
+    # ``source: "gemini"`` (Google's Gemini API); the model is in the path, as Gemini's
+    # generateContent URL has it
+    path = write(
+        tmp_path / "gemini.json",
+        {
+            "provenance": {"source": "gemini"},
+            "interactions": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1beta/models/gemini-2.0-flash:generateContent",
+                        "body": {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]},
+                    },
+                    "response": {
+                        "status": 200,
+                        "body": {
+                            "kind": "json",
+                            "value": {
+                                "candidates": [
+                                    {"content": {"role": "model", "parts": [{"text": "Hello"}]}}
+                                ],
+                                "usageMetadata": {
+                                    "promptTokenCount": 7,
+                                    "candidatesTokenCount": 9,
+                                    "totalTokenCount": 16,
+                                },
+                            },
+                        },
+                    },
+                }
+            ],
+        },
+    )
+    result = read(path)
+    assert result.format == "by-shape"
+    assert not result.errors
+    (request,) = result.requests
+    assert (request.provider, request.model) == ("google", "gemini-2.0-flash")
+    assert totals(result.requests) == {"input": 7, "read": 0, "write": 0, "output": 9}
+
+
+def test_a_path_without_a_host_or_a_named_provider_is_not_a_call(tmp_path: Path) -> None:
+    # the same layout naming no provider: where the call went is unknown, nothing is taken
+    path = write(
+        tmp_path / "unnamed.json",
+        {
+            "provenance": {"source": "our-tests"},
+            "interactions": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/messages",
+                        "body": ANTHROPIC_REQUEST,
+                    },
+                    "response": {"status": 200, "body": anthropic_response(10, 0, 0, 7)},
+                }
+            ],
+        },
+    )
+    with pytest.raises(UnknownLogFormatError) as raised:
+        open_log(path)
+    assert "keep a path and no uri" in str(raised.value)
+    assert "by-shape: no object holding a model endpoint's request" in str(raised.value)
+
+
+def test_a_reply_stating_its_time_is_dated_by_it_not_by_the_recording(tmp_path: Path) -> None:
+    # an OpenAI reply states ``created``; the recording's recordedAt is a later day
+    path = write(
+        tmp_path / "openai.json",
+        {
+            "provenance": {"source": "openai", "recordedAt": "2026-09-20T02:10:04Z"},
+            "interactions": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/chat/completions",
+                        "body": chat_body("Hi"),
+                    },
+                    "response": {
+                        "status": 200,
+                        "body": {
+                            "kind": "json",
+                            "value": chat_reply(3_082, 2_944, 1, 1_748_772_000),
+                        },
+                    },
+                }
+            ],
+        },
+    )
+    result = read(path)
+    assert result.format == "by-shape"
+    (request,) = result.requests
+    assert request.provider == "openai"
+    assert request.timestamp == 1_748_772_000.0
+    assert totals(result.requests) == {"input": 3_082, "read": 2_944, "write": 0, "output": 1}

@@ -267,6 +267,15 @@ def ollama_generate_as_chat(body: dict[str, Any]) -> dict[str, Any]:
     return chat
 
 
+def _when(exchange: Exchange, final: Any) -> float | None:
+    """When the call was made: the time the recording keeps for it, else the creation time
+    its response body states, else a time the recording states for all its calls."""
+    if exchange.timestamp is not None:
+        return exchange.timestamp
+    stated = response_time(final)
+    return stated if stated is not None else exchange.recorded_at
+
+
 def _records(
     stream: LogStream, exchange: Exchange, endpoint: Endpoint, state: ApiState
 ) -> list[dict[str, Any]]:
@@ -361,7 +370,7 @@ def _records(
         request=body,
         model=model,
         provider=endpoint.provider,
-        timestamp=exchange.timestamp if exchange.timestamp is not None else response_time(final),
+        timestamp=_when(exchange, final),
         request_id=request_id,
         observed=observed,
         prompt_complete=complete,

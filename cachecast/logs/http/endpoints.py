@@ -80,6 +80,39 @@ _HOST_PROVIDERS = (
     # "Recorded HTTP"); a local Ollama (localhost:11434) is told by its paths.
     ("ollama.com", "ollama"),
 )
+# A provider a recording names (``provenance.source: "anthropic"``) where it keeps each
+# call's path without a host (docs/log-formats.md, "Recordings read by their shape"): the
+# provider's own public API host, the first exact host above (Azure and Bedrock have a host
+# per resource or region, so a path alone cannot say where it went: not listed).
+_PROVIDER_ALIASES = {
+    "claude": "anthropic",
+    "gemini": "google",
+    "googleai": "google",
+    "googlegenai": "google",
+    "together": "together_ai",
+    "fireworks": "fireworks_ai",
+    "grok": "xai",
+}
+
+
+def _squash(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_PROVIDER_HOSTS: dict[str, str] = {}
+for _pattern, _name in _HOST_PROVIDERS:
+    if "." in _pattern and not _pattern.startswith(".") and not _pattern.endswith("."):
+        _PROVIDER_HOSTS.setdefault(_squash(_name), _pattern)
+
+
+def provider_origin(name: str) -> str | None:
+    """``https://`` and the public API host of the provider ``name`` names (a provider's
+    name as cachecast spells it, or a common alias: ``gemini``, ``claude``), or None."""
+    squashed = _squash(name)
+    host = _PROVIDER_HOSTS.get(_squash(_PROVIDER_ALIASES.get(squashed, squashed)))
+    return f"https://{host}" if host is not None else None
+
+
 # Ollama's native API (docs/log-formats.md, "Recorded HTTP"): chat takes ``messages``,
 # generate a ``prompt`` (and ``system``).
 OLLAMA_PATHS = {"/api/chat": "ollama-chat", "/api/generate": "ollama-generate"}

@@ -35,6 +35,9 @@ class Exchange:
     # The exchange's 1-based position in a recording whose lines do not tell its entries
     # apart (HAR and govcr: one JSON document, or several entries on one line).
     entry: int | None = None
+    # The time the recording states for all its calls (by-shape: an enclosing object's
+    # ``recordedAt``), taken where neither the exchange nor its response body states one.
+    recorded_at: float | None = None
 
 
 def body_rewritten(exchange: Exchange) -> bool:
