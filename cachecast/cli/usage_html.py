@@ -94,6 +94,8 @@ def render_usage_html(report: UsageReport) -> str:
     parts.append("<h2>Usage</h2>" + _table(headers, rows))
     for note in unit_notes(totals):
         parts.append(f"<p class='note'>{escape(note)}.</p>")
+    for note in report.notes:  # what the bill assumed or leaves out, as the text table says
+        parts.append(f"<p class='note'>note: {escape(note)}</p>")
     if report.client_statements:
         parts.append("<h2>The client's own figures</h2>")
         parts.append(

@@ -282,6 +282,10 @@ def test_web_searches_left_out_of_the_bill_are_counted_in_a_note(
     result = CliRunner().invoke(app, ["usage", str(transcript), "--database-url", migrated_db_url])
     assert result.exit_code == 0, result.output
     assert "note: 3 server tool call(s) in 1 request(s)" in result.stdout
+    page = tmp_path / "usage.html"
+    args = ["usage", str(transcript), "--html", str(page), "--database-url", migrated_db_url]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert "note: 3 server tool call(s) in 1 request(s)" in page.read_text("utf-8")
 
 
 # --- Codex: the estimate after a compaction, and rollouts kept compressed ------------------
