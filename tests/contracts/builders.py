@@ -124,6 +124,25 @@ def full_version_rows(url: str) -> list[tuple[object, ...]]:
         )
 
 
+def full_rows_across(
+    sqlite_url: str, revision: str
+) -> tuple[str, list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Migrate a fresh database to the revision before ``revision``, then to it: (that
+    previous revision, every stored row before, every stored row after; see
+    :func:`full_version_rows`), for a revision that deletes and restores rows."""
+    from pathlib import Path
+    from runpy import run_path
+
+    from cachecast.core import db
+
+    migration = Path(__file__).parents[2] / "migrations" / "versions" / f"{revision}.py"
+    previous = str(run_path(str(migration))["down_revision"])
+    db.upgrade(sqlite_url, previous)
+    before = full_version_rows(sqlite_url)
+    db.upgrade(sqlite_url, revision)
+    return previous, before, full_version_rows(sqlite_url)
+
+
 def seed_round_trip(sqlite_url: str, revision: str) -> list[tuple[object, ...]]:
     """Migrate a fresh database to the revision before ``revision``, then to it and back:
     checks that the upgrade removed no row and the downgrade gives back exactly the rows

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from pathlib import Path
-from runpy import run_path
 
 import pytest
 
@@ -30,7 +28,7 @@ from cachecast.contracts.history import history_gaps
 from cachecast.contracts.model import CacheMode
 from cachecast.core import db
 from cachecast.core.errors import ContractNotYetInForceError, UnknownContractError
-from tests.contracts.builders import bill_of_counts, full_version_rows
+from tests.contracts.builders import bill_of_counts, full_rows_across, full_version_rows
 
 TODAY = dt.date(2026, 12, 5)
 REVISION = "0029_seed_contracts_v21"
@@ -155,12 +153,7 @@ def test_a_bill_by_hand(migrated_db_url: str) -> None:
 
 
 def test_the_round_trip_gives_back_the_deleted_rows_exactly(sqlite_url: str) -> None:
-    migration = Path(__file__).parents[2] / "migrations" / "versions" / f"{REVISION}.py"
-    previous = str(run_path(str(migration))["down_revision"])
-    db.upgrade(sqlite_url, previous)
-    before = full_version_rows(sqlite_url)
-    db.upgrade(sqlite_url, REVISION)
-    after = full_version_rows(sqlite_url)
+    previous, before, after = full_rows_across(sqlite_url, REVISION)
     removed = [(row[1], str(row[2]), row[15]) for row in before if row not in after]
     assert removed == [
         (HAIKU_35, "2024-10-22", "seed:contracts-v2"),

@@ -27,8 +27,6 @@ import datetime as dt
 import json
 from decimal import Decimal
 from importlib import resources
-from pathlib import Path
-from runpy import run_path
 
 import pytest
 
@@ -36,7 +34,7 @@ from cachecast.contracts import ContractStore
 from cachecast.contracts.history import history_gaps
 from cachecast.core import db
 from cachecast.simulator.policies import policy_for_contract
-from tests.contracts.builders import bill_of_counts, full_version_rows
+from tests.contracts.builders import bill_of_counts, full_rows_across, full_version_rows
 from tests.simulator.helpers import make_request
 
 TODAY = dt.date(2026, 12, 5)
@@ -129,12 +127,7 @@ def test_no_gap_from_first_day(migrated_db_url: str, model: str) -> None:
 
 
 def test_the_round_trip_gives_back_the_replaced_rows_exactly(sqlite_url: str) -> None:
-    migration = Path(__file__).parents[2] / "migrations" / "versions" / f"{REVISION}.py"
-    previous = str(run_path(str(migration))["down_revision"])
-    db.upgrade(sqlite_url, previous)
-    before = full_version_rows(sqlite_url)
-    db.upgrade(sqlite_url, REVISION)
-    after = full_version_rows(sqlite_url)
+    previous, before, after = full_rows_across(sqlite_url, REVISION)
 
     def key(row: tuple[object, ...]) -> tuple[str, str, str, str]:
         return (str(row[0]), str(row[1]), str(row[2]), str(row[15]))
