@@ -305,6 +305,9 @@ class LogReading:
         # that share one in the same order, so that they read the same everywhere.
         self.calibrators: dict[int | None, Calibrator] = {}
         self.own_cache: dict[int, bool] = {}  # per file, decided by its first record
+        # The requests counted so far in the pass's files, shared by the streams it opens
+        # (``LogStream.seen``: a Codex fork's copy of its parent's requests counted once).
+        self.seen: set[str] = set()
 
     def _count(self, request: TokenizedRequest, bad_lines: int) -> None:
         """Count one request (and the bad lines met so far) against the per-log limits,
@@ -444,6 +447,7 @@ class LogReading:
         try:
             if source is None:
                 source = open_log(file.path, format=file.format, results=file.results, name=name)
+                source.seen = self.seen
             stream = read_log(
                 source,
                 name=name,

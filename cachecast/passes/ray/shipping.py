@@ -149,7 +149,7 @@ def _part_requests(
         streams = [
             map(
                 partial(_tagged, index),
-                reading.source_requests(index, _timed_open(log, index, stages)),
+                reading.source_requests(index, _timed_open(log, index, stages, reading.seen)),
             )
             for index in range(len(log.files))
         ]
@@ -171,8 +171,12 @@ def _tagged_timestamp(tagged: tuple[int, TokenizedRequest]) -> float:
     return tagged[1].timestamp
 
 
-def _timed_open(log: LogInput, index: int, stages: StageSeconds) -> LogStream:
-    return _timed(_open_part(log, index, None), stages)
+def _timed_open(log: LogInput, index: int, stages: StageSeconds, seen: set[str]) -> LogStream:
+    """A whole file of the log, read as one process reads it among the others (``seen``:
+    the requests counted in the files read with it, ``LogReading.seen``)."""
+    stream = _open_part(log, index, None)
+    stream.seen = seen
+    return _timed(stream, stages)
 
 
 def _open_part(log: LogInput, file_index: int, part: LogPart | None) -> LogStream:
