@@ -383,6 +383,7 @@ def read(stream: LogStream) -> Iterator[Item]:
             if isinstance(found, str):
                 stream.skip(found)
                 if found == REPLAYED:  # a request of the parent's: its output is in history
+                    stream.counted_elsewhere += 1
                     snapshot, started = None, None
                 continue
             last, observed = found

@@ -81,6 +81,9 @@ class LogStream:
         # token counts): a caller reading several files shares one set across their streams,
         # so that each request is counted once (``logs.codex.TokenCounts``).
         self.seen: set[str] = set()
+        # Requests of this file passed over because another file of the read counted them
+        # (``seen``): a file holding only those is no unreadable one.
+        self.counted_elsewhere = 0
         self._reader = reader
         self._counts_itself = counts_itself
         self._started = False

@@ -117,6 +117,7 @@ class PartOutcome:
     inherits: bool  # some request took its timestamp from before the part
     stages: StageSeconds
     calibration: dict[str, RatioStats] | None = None
+    counted_elsewhere: dict[str, int] | None = None  # ``LogReading.counted_elsewhere``
 
 
 def _timed(stream: LogStream, stages: StageSeconds) -> LogStream:
@@ -130,11 +131,13 @@ def _timed(stream: LogStream, stages: StageSeconds) -> LogStream:
             item = next(items, None)
             stages.read += clock() - began
             if item is None:
+                timed.counted_elsewhere = stream.counted_elsewhere
                 return
             yield item
 
     timed = LogStream(stream.path, stream.format, records, counts_itself=True)
     timed.source = stream.source
+    timed.skipped = stream.skipped  # what the file held that is no request, as it is read
     return timed
 
 
@@ -273,4 +276,5 @@ def tokenize_and_shuffle(
         inherits,
         stages,
         reading.calibration,
+        reading.counted_elsewhere,
     )
