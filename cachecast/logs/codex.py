@@ -5,14 +5,21 @@ instructions, provider), ``turn_context`` (the model of the turn), ``response_it
 item of the conversation, in the Responses API's shapes), ``event_msg`` (user and agent
 messages, and ``token_count``), ``compacted`` (the history replaced by a summary).
 
-Requests: a ``token_count`` event's ``info.last_token_usage`` is one request's usage, but
-Codex writes the same event twice (once after the response, again before the next turn),
-so a request is counted only where the running ``info.total_token_usage`` moved; an event
-with ``info: null`` carries rate limits only. The model is the latest ``turn_context``'s
-(or ``info.model`` where the event names one). A request after a ``user_message`` event
-is marked ``user_turn`` (a new turn: the previous turn's reasoning is no longer sent), and
-the reasoning tokens it produced (``reasoning_output_tokens``) are kept as
-``reasoning_tokens``; the session predictor reads both (docs/clients.md).
+Requests: which ``token_count`` events are requests, and each one's usage, is decided by
+:class:`TokenCounts`, the one rule both readers of rollouts follow (this record reader, and
+the session reader ``sessions.native_codex``): ``info.last_token_usage`` is one request's
+usage (or, where an event states only the running ``total_token_usage``, what that total
+grew by since the event before); Codex writes the same event twice (once after the
+response, again before the next turn), so an event whose running total did not move repeats
+the previous one; an event with ``info: null`` carries rate limits only; one of no billed
+tokens (an aborted turn, Codex's estimate after a compaction) is no request; a fork's or
+sub-agent's copy of its parent's token counts is counted once across the files read
+(``LogStream.seen``; docs/clients.md, "Format variants"). A rollout is its first
+``session_meta``'s session (a later one is the parent's, copied into a fork). The model is
+the latest ``turn_context``'s (or ``info.model`` where the event names one). A request after
+a ``user_message`` event is marked ``user_turn`` (a new turn: the previous turn's reasoning
+is no longer sent), and the reasoning tokens it produced (``reasoning_output_tokens``) are
+kept as ``reasoning_tokens``; the session predictor reads both (docs/clients.md).
 
 Prompts: the request's input is the conversation before its first output item (reasoning,
 assistant message, tool call), with ``session_meta``'s base instructions as
@@ -28,8 +35,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeGuard
 
 import orjson
 
@@ -38,6 +46,7 @@ from cachecast.core.limits import current
 from cachecast.logs.canonical import iso_seconds, make_record, require_dict
 from cachecast.logs.errors import LogFileError, LogRecordError
 from cachecast.logs.stream import Item, LogStream, json_lines, load_document
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage, to_canonical
 
 EVENT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -128,6 +137,117 @@ BILLED_COUNTERS = (
 # session reader's refusal names them: ``sessions.reading.no_request_reason``).
 LEGACY_LINE = "Codex rollout line before the envelope (no usage recorded)"
 TYPESCRIPT_ROLLOUT = "Codex rollout of the TypeScript CLI {session, items} (no usage recorded)"
+# Why a token_count event is no request (``skipped`` reasons, the same in both readers).
+RATE_LIMITS_ONLY = "Codex token_count without usage (rate limits only)"
+COUNTS_OUTSIDE_INFO = "Codex token_count with its counts outside info (an older shape, not counted)"
+REPEATED = "Codex token_count repeating the previous one (counted once)"
+REPLAYED = "Codex token_count copied from the parent session into a fork (counted once)"
+NO_TOKENS = "Codex token_count of no tokens (no request)"
+# The counters of a Codex usage object (a running total less the previous one per counter).
+COUNTERS = (*BILLED_COUNTERS, "total_tokens")
+
+
+class RequestUsage(NamedTuple):
+    """A token_count event that is a request: its usage as the event states it (``counts``:
+    ``last_token_usage``, or the running total's growth), normalized (``observed``)."""
+
+    counts: dict[str, Any]
+    observed: ObservedUsage
+
+
+@dataclass(slots=True)
+class TokenCounts:
+    """Which ``token_count`` events of one rollout are requests, and each one's usage: the
+    one rule of both readers of rollouts (this module's record reader, used by ``estimate``,
+    ``tokenize``, ``check``... on logs that are not read as sessions, and the session reader
+    ``sessions.native_codex``, used by ``usage``, ``reconcile``, ``inspect`` and ``estimate`` on
+    session files), so that every command reads a rollout's requests alike (docs/clients.md,
+    "Format variants"). ``seen`` holds the keys of the token counts counted in the other files
+    of the same read (share one set to count a fork's copied history once)."""
+
+    seen: set[str] = field(default_factory=set)
+    total: Any = None  # the running total of the last event read
+    meta: bool = False  # the rollout's own session_meta was read (a later one is its parent's)
+    fork: bool = False  # a fork or sub-agent's rollout: it starts with its parent's history
+
+    def own_meta(self, payload: dict[str, Any], session: str | None) -> bool:
+        """Whether a ``session_meta`` is the rollout's own (its first); a later one is the
+        parent's, copied in with its history (a fork or a sub-agent: the rollout stays its
+        own ``session``)."""
+        if self.meta:
+            self.fork = self.fork or payload.get("id") != session
+            return False
+        self.meta = True
+        self.fork = bool(payload.get("forked_from_id"))
+        return True
+
+    def request(self, payload: dict[str, Any]) -> RequestUsage | str:
+        """A ``token_count`` event's payload as the request it is, or why it is none (a
+        ``skipped`` reason); a field that cannot be read raises naming it."""
+        info = payload.get("info")
+        if info is None:
+            return COUNTS_OUTSIDE_INFO if "input_tokens" in payload else RATE_LIMITS_ONLY
+        info = require_dict(info, "payload.info")
+        running = info.get("total_token_usage")
+        if running is not None and running == self.total:
+            return REPEATED  # the same event written again before the next turn
+        counts, where = _last_usage(info, self.total)
+        self.total = running
+        if self._replayed(running, counts):
+            return REPLAYED
+        if not any(counts.get(key) for key in BILLED_COUNTERS):
+            # An event of no tokens (an aborted turn; or, after a compaction, Codex's
+            # estimate of the new history, stated as total_tokens alone:
+            # ``recompute_token_usage``): no request was billed (docs/clients.md).
+            return NO_TOKENS
+        observed = normalize_usage(counts, convention="codex", path=where)
+        if (observed.cache_read_tokens or 0) > (observed.input_tokens or 0):
+            raise RecordFieldError(
+                f"{where}.cached_input_tokens",
+                f"{observed.cache_read_tokens} exceeds input_tokens {observed.input_tokens}"
+                " (a subset)",
+            )
+        return RequestUsage(counts, observed)
+
+    def _replayed(self, running: Any, counts: dict[str, Any]) -> bool:
+        """Whether this token count was counted in another file already: a fork's copy of
+        its parent's, or (a fork read first) the parent's original. A running total past the
+        first request is unique to its conversation; a first request's (total = last) is
+        matched only where a fork's rollout holds it, so two sessions that began alike stay
+        two."""
+        if running is None:
+            return False
+        key = "codex:" + orjson.dumps([running, counts], option=orjson.OPT_SORT_KEYS).decode()
+        copied = "codex-fork:" + key[6:]
+        if key in self.seen:
+            return self.fork or running != counts or copied in self.seen
+        self.seen.add(key)
+        if self.fork:
+            self.seen.add(copied)
+        return False
+
+
+def _last_usage(info: dict[str, Any], previous: Any) -> tuple[dict[str, Any], str]:
+    """The request's usage and the field it came from: ``last_token_usage``, or what the
+    running total grew by since the previous event (versions that write the total alone)."""
+    last = info.get("last_token_usage")
+    if last is not None or info.get("total_token_usage") is None:
+        where = "payload.info.last_token_usage"
+        return require_dict(last, where), where
+    where = "payload.info.total_token_usage"
+    running = require_dict(info["total_token_usage"], where)
+    before = previous if isinstance(previous, dict) else {}
+    grown = {}
+    for key in COUNTERS:
+        now, then = running.get(key), before.get(key, 0)
+        if key in running:
+            grown[key] = now - then if is_count(now) and is_count(then) and now >= then else now
+    return grown, where
+
+
+def is_count(value: Any) -> TypeGuard[int]:
+    """Whether a usage field is a count (an int, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def fits(record: dict[str, Any]) -> bool:
@@ -191,7 +311,7 @@ def read(stream: LogStream) -> Iterator[Item]:
     history: list[dict[str, Any]] = []
     snapshot: list[dict[str, Any]] | None = None  # the input of the request under way
     started: str | None = None  # timestamp of its first output item
-    total: dict[str, Any] | None = None
+    counts = TokenCounts(stream.seen)
     count = 0
     version: str | None = None
     session_event: str | None = None  # "compacted" until the next request
@@ -212,6 +332,8 @@ def read(stream: LogStream) -> Iterator[Item]:
             kind = event.get("type")
             payload = require_dict(event.get("payload"), "payload")
             if kind == "session_meta":
+                if not counts.own_meta(payload, session or stream.path.stem):
+                    continue  # the parent's, copied into a fork with its history
                 session = payload.get("id") if isinstance(payload.get("id"), str) else session
                 base = None if stream.usage_only else payload.get("base_instructions")
                 text = base.get("text") if isinstance(base, dict) else base
@@ -257,25 +379,15 @@ def read(stream: LogStream) -> Iterator[Item]:
                 continue
             if kind != "event_msg" or payload.get("type") != "token_count":
                 continue
-            info = payload.get("info")
-            if info is None:
-                stream.skip("Codex token_count without usage (rate limits only)")
+            found = counts.request(payload)
+            if isinstance(found, str):
+                stream.skip(found)
+                if found == REPLAYED:  # a request of the parent's: its output is in history
+                    stream.counted_elsewhere += 1
+                    snapshot, started = None, None
                 continue
-            info = require_dict(info, "payload.info")
-            running = require_dict(info.get("total_token_usage"), "payload.info.total_token_usage")
-            if running == total:
-                stream.skip("Codex token_count repeating the previous one (counted once)")
-                continue
-            total = running
-            last = require_dict(info.get("last_token_usage"), "payload.info.last_token_usage")
-            if not any(last.get(key) for key in BILLED_COUNTERS):
-                # An aborted turn's, or after a compaction Codex's estimate of the new history
-                # (total_tokens alone): no request was billed (docs/clients.md).
-                stream.skip("Codex token_count of no tokens (no request)")
-                continue
-            observed = normalize_usage(
-                last, convention="codex", path="payload.info.last_token_usage"
-            )
+            last, observed = found
+            info = payload["info"]
             named = info.get("model")
             request_model = named if isinstance(named, str) else model
             count += 1

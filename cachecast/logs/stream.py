@@ -76,6 +76,14 @@ class LogStream:
         # session but not its prompt (agent sessions' reports): a reader may then leave the
         # prompt unbuilt, so that what it keeps per session stays a few numbers.
         self.usage_only = False
+        # The keys of the requests counted in the other files of the same read, for a format
+        # whose files copy each other's requests (a Codex fork starts with its parent's
+        # token counts): a caller reading several files shares one set across their streams,
+        # so that each request is counted once (``logs.codex.TokenCounts``).
+        self.seen: set[str] = set()
+        # Requests of this file passed over because another file of the read counted them
+        # (``seen``): a file holding only those is no unreadable one.
+        self.counted_elsewhere = 0
         self._reader = reader
         self._counts_itself = counts_itself
         self._started = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from cachecast.contracts import ContractStore
@@ -61,6 +61,8 @@ class PassOutcome:
     errors: list[LogRecordError]  # lines or records that could not be read
     requests_by_source: dict[str, int]
     calibration: dict[str, RatioStats] | None = None  # approximate tokenizers' calibration
+    # Per source, its requests that another source counted (``LogReading.counted_elsewhere``).
+    counted_elsewhere: dict[str, int] = field(default_factory=dict)
 
 
 class PassExecutor(Protocol):
@@ -88,7 +90,13 @@ class LocalExecutor:
             work.auto_cache_control,
             explain=work.explain_misses,
         )
-        return PassOutcome(totals, reading.errors, reading.requests_by_source, reading.calibration)
+        return PassOutcome(
+            totals,
+            reading.errors,
+            reading.requests_by_source,
+            reading.calibration,
+            reading.counted_elsewhere,
+        )
 
     def stream(
         self, requests: Iterator[TokenizedRequest], work: PassWork

@@ -305,6 +305,12 @@ class LogReading:
         # that share one in the same order, so that they read the same everywhere.
         self.calibrators: dict[int | None, Calibrator] = {}
         self.own_cache: dict[int, bool] = {}  # per file, decided by its first record
+        # The requests counted so far in the pass's files, shared by the streams it opens
+        # (``LogStream.seen``: a Codex fork's copy of its parent's requests counted once).
+        self.seen: set[str] = set()
+        # Per file: its requests that another file of the pass counted (a Codex parent read
+        # with its fork), so that a file holding only those is not refused as unreadable.
+        self.counted_elsewhere: dict[str, int] = {}
 
     def _count(self, request: TokenizedRequest, bad_lines: int) -> None:
         """Count one request (and the bad lines met so far) against the per-log limits,
@@ -444,6 +450,7 @@ class LogReading:
         try:
             if source is None:
                 source = open_log(file.path, format=file.format, results=file.results, name=name)
+                source.seen = self.seen
             stream = read_log(
                 source,
                 name=name,
@@ -470,8 +477,13 @@ class LogReading:
                 raise
             found.append(LogRecordError(name, None, UNREADABLE_FIELD, error.reason))
         finally:
-            empty = self.requests_by_source[name] == 0 and not any(
-                e.field == UNREADABLE_FIELD for e in found
+            elsewhere = source.counted_elsewhere if source is not None else 0
+            if elsewhere:
+                self.counted_elsewhere[name] = elsewhere
+            empty = (
+                self.requests_by_source[name] == 0
+                and not elsewhere
+                and not any(e.field == UNREADABLE_FIELD for e in found)
             )
             # A file read without a bad record that gave no request says what it held
             # instead (calls to other endpoints, failed calls), so that "no readable record"
@@ -525,7 +537,9 @@ class LogReading:
 
     def finish(self) -> None:
         """After the pass: see :func:`check_reading`."""
-        check_reading(self.log, self.errors, self.requests_by_source)
+        check_reading(
+            self.log, self.errors, self.requests_by_source, elsewhere=self.counted_elsewhere
+        )
 
 
 def skipped_text(stream: LogStream) -> str:
@@ -554,11 +568,15 @@ def check_reading(
     errors: Sequence[LogRecordError],
     requests_by_source: dict[str, int],
     reasons: Mapping[str, str] | None = None,
+    *,
+    elsewhere: Mapping[str, int] | None = None,
 ) -> None:
     """Refuse a source that yielded no readable request and, under ``reject``, any bad record
     at all. Every pass over a log reads the same lines, so this runs once per use case.
     ``reasons`` says, for a source read without a bad line, why it gave no request (an agent
-    session that recorded none: ``sessions.reading.no_request_reason``).
+    session that recorded none: ``sessions.reading.no_request_reason``). ``elsewhere``: per
+    source, its requests that another source of the run counted (``LogReading.counted_elsewhere``:
+    a Codex parent read with its fork), so that a source holding only those is not refused.
     In a run over several files with bad lines skipped, an unreadable file is reported (its
     error has ``field`` "file") and the others are used, as long as one of them is readable.
     """
@@ -568,7 +586,7 @@ def check_reading(
         and any(requests_by_source.values())
     )
     for name, count in requests_by_source.items():
-        if count == 0 and not tolerant:
+        if count == 0 and not tolerant and not (elsewhere or {}).get(name):
             own = [error for error in errors if error.location.source == name]
             counted = bad_records_of(errors, name)  # (every one: more than those kept)
             why = (reasons or {}).get(name)

@@ -1,7 +1,9 @@
 """Codex CLI rollouts read line by line, for ``sessions.reading`` (docs/clients.md, "Format
 variants" says which shapes of which versions are read, and why).
 
-A request is a ``token_count`` event's ``info.last_token_usage`` (or, where an event states
+Which ``token_count`` events are requests, and each one's usage, is the rule of
+``logs.codex.TokenCounts``, the one the record reader (``logs.codex``) follows too: a
+request is a ``token_count`` event's ``info.last_token_usage`` (or, where an event states
 only the running ``total_token_usage``, what that total grew by since the one before). An
 event whose running total did not move repeats the previous one. A rollout that Codex wrote
 for a fork or a sub-agent starts with the parent's history copied in, its ``token_count``
@@ -18,20 +20,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeGuard
-
-import orjson
+from typing import Any
 
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
-from cachecast.logs.canonical import iso_seconds, require_dict
+from cachecast.logs.canonical import iso_seconds
 from cachecast.logs.codex import (
-    BILLED_COUNTERS,
     LEGACY_LINE,
     TYPESCRIPT_ROLLOUT,
+    TokenCounts,
+    is_count,
     legacy_line,
     typescript_file,
 )
-from cachecast.logs.usage import normalize_usage
 from cachecast.sessions.native import (
     CODEX,
     NO_DEFAULTS,
@@ -50,36 +50,24 @@ _CODEX_MARKS = (
     b'"user_message"',
     b'"turn.completed"',
 )
-# The counters of a Codex usage object (a running total less the previous one per counter).
-_COUNTERS = (
-    "input_tokens",
-    "cached_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-    "total_tokens",
-)
 # ``codex exec --json`` reports a turn's usage as ``turn.completed`` (every request of the turn
 # summed); a rollout holding such events instead of token_count is not read (docs/clients.md).
 TURN_COMPLETED = "Codex turn.completed event (a turn's usage summed over its requests; not read)"
-REPLAYED = "Codex token_count copied from the parent session into a fork (counted once)"
 
 
 @dataclass(slots=True)
 class _Rollout:
     session: str
     skipped: Counter[str]
-    seen: set[str]
+    counts: TokenCounts  # which token counts are requests (shares the read's ``seen``)
     defaults: ModelDefaults = NO_DEFAULTS
     project: str = ""
     provider: str | None = None  # session_meta's model_provider
     version: str | None = None
     model: str | None = None
-    total: Any = None  # the running total of the last token_count counted
     count: int = 0
     event: str | None = None  # "compacted" until the next request
     user_turn: bool = False  # a user message opened a new turn since the previous request
-    meta: bool = False  # the rollout's own session_meta was read (a later one is its parent's)
-    fork: bool = False  # a fork or sub-agent's rollout: it starts with its parent's history
 
 
 def codex_requests(
@@ -98,7 +86,7 @@ def codex_requests(
     if typescript_file(path):
         skipped[TYPESCRIPT_ROLLOUT] += 1  # the TypeScript CLI recorded no usage
         return
-    state = _Rollout(stem or path.stem, skipped, seen, defaults)
+    state = _Rollout(stem or path.stem, skipped, TokenCounts(seen), defaults)
     for line, event in _events(path, name, _wanted):
         if isinstance(event, LogRecordError):
             yield event
@@ -135,19 +123,14 @@ def _or(value: Any, otherwise: str) -> str:
 
 
 def _session_meta(payload: dict[str, Any], state: _Rollout) -> None:
-    if state.meta:
-        # A second session_meta is the parent's, copied in with its history (a fork or a
-        # sub-agent): the rollout stays its own session.
-        state.fork = state.fork or payload.get("id") != state.session
-        return
-    state.meta = True
+    if not state.counts.own_meta(payload, state.session):
+        return  # the parent's, copied in with its history: the rollout stays its own session
     state.session = _or(payload.get("id"), state.session)
     state.project = _or(payload.get("cwd"), state.project)
     named = payload.get("model_provider")
     state.provider = named if isinstance(named, str) and named else state.provider
     version = payload.get("cli_version")
     state.version = version[:40] if isinstance(version, str) else state.version
-    state.fork = bool(payload.get("forked_from_id"))
 
 
 def _codex_event(
@@ -177,39 +160,12 @@ def _codex_event(
         return None
     if kind != "event_msg" or payload.get("type") != "token_count":
         return None
-    info = payload.get("info")
-    if info is None:
-        reason = (
-            "Codex token_count with its counts outside info (an older shape, not counted)"
-            if "input_tokens" in payload
-            else "Codex token_count without usage (rate limits only)"
-        )
-        state.skipped[reason] += 1
+    found = state.counts.request(payload)
+    if isinstance(found, str):
+        state.skipped[found] += 1
         return None
-    info = require_dict(info, "payload.info")
-    running = info.get("total_token_usage")
-    if running is not None and running == state.total:
-        # The same event written again before the next turn.
-        state.skipped["Codex token_count repeating the previous one (counted once)"] += 1
-        return None
-    last, where = _last_usage(info, state.total)
-    state.total = running
-    if _replayed(running, last, state):
-        state.skipped[REPLAYED] += 1
-        return None
-    if not any(last.get(key) for key in BILLED_COUNTERS):
-        # An event of no tokens (an aborted turn; or, after a compaction, Codex's estimate of
-        # the new history, stated as total_tokens alone: ``recompute_token_usage``): no
-        # request was billed.
-        state.skipped["Codex token_count of no tokens (no request)"] += 1
-        return None
-    usage = normalize_usage(last, convention="codex", path=where)
-    if (usage.cache_read_tokens or 0) > (usage.input_tokens or 0):
-        raise RecordFieldError(
-            f"{where}.cached_input_tokens",
-            f"{usage.cache_read_tokens} exceeds input_tokens {usage.input_tokens} (a subset)",
-        )
-    named = info.get("model")
+    last, usage = found
+    named = payload["info"].get("model")
     model = named if isinstance(named, str) and named else state.model
     if model is None:
         if state.defaults.model is None:
@@ -236,44 +192,5 @@ def _codex_event(
         session=state.session,
         project=state.project,
         user_turn=user_turn,
-        reasoning=reasoning if _count(reasoning) and reasoning > 0 else 0,
+        reasoning=reasoning if is_count(reasoning) and reasoning > 0 else 0,
     )
-
-
-def _last_usage(info: dict[str, Any], previous: Any) -> tuple[dict[str, Any], str]:
-    """The request's usage: ``last_token_usage``, or what the running total grew by since
-    the previous event counted (versions that write the total alone)."""
-    last = info.get("last_token_usage")
-    if last is not None or info.get("total_token_usage") is None:
-        where = "payload.info.last_token_usage"
-        return require_dict(last, where), where
-    where = "payload.info.total_token_usage"
-    running = require_dict(info["total_token_usage"], where)
-    before = previous if isinstance(previous, dict) else {}
-    grown = {}
-    for key in _COUNTERS:
-        now, then = running.get(key), before.get(key, 0)
-        if key in running:
-            grown[key] = now - then if _count(now) and _count(then) and now >= then else now
-    return grown, where
-
-
-def _count(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _replayed(running: Any, last: dict[str, Any], state: _Rollout) -> bool:
-    """Whether this token count was counted in another file already: a fork's copy of its
-    parent's, or (a fork read first) the parent's original. A running total past the first
-    request is unique to its conversation; a first request's (total = last) is matched only
-    where a fork's rollout holds it, so two sessions that began alike stay two."""
-    if running is None:
-        return False
-    key = "codex:" + orjson.dumps([running, last], option=orjson.OPT_SORT_KEYS).decode()
-    copied = "codex-fork:" + key[6:]
-    if key in state.seen:
-        return state.fork or running != last or copied in state.seen
-    state.seen.add(key)
-    if state.fork:
-        state.seen.add(copied)
-    return False

@@ -253,7 +253,12 @@ def estimate(
                 )
             )
             if number == 0:  # every pass reads the same lines: check and keep them once
-                check_reading(request.log, outcome.errors, outcome.requests_by_source)
+                check_reading(
+                    request.log,
+                    outcome.errors,
+                    outcome.requests_by_source,
+                    elsewhere=outcome.counted_elsewhere,
+                )
                 errors = outcome.errors
                 if len(passes) > 1:
                     read = sum(outcome.requests_by_source.values())

@@ -886,7 +886,13 @@ def replay_log(
 
     try:
         replay.run(progress, sink)
-        check_reading(request.log, replay.reading.errors, replay.reading.requests_by_source)
+        reading = replay.reading
+        check_reading(
+            request.log,
+            reading.errors,
+            reading.requests_by_source,
+            elsewhere=reading.counted_elsewhere,
+        )
         if table is not None:
             table.close()
     except BaseException:

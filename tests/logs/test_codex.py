@@ -157,8 +157,10 @@ def test_malformed_events_name_file_line_and_field(tmp_path: Path) -> None:
         ],
     )
     result = read(path)
+    # Line 2 states the running total alone: a request of what the total grew by (all of
+    # it), but before any turn_context names the model, so it is refused for want of one.
     assert [str(e) for e in result.errors] == [
-        f"{path}:2: payload.info.last_token_usage: expected an object, got NoneType",
+        f"{path}:2: model: no model in the record and none given (--model)",
         f"{path}:4: payload.info.last_token_usage.cached_input_tokens: expected a non-negative "
         "integer, got 'ten'",
     ]

@@ -199,9 +199,12 @@ class RayExecutor:
                     work.per_request(row)
         names = work.log.source_names
         requests_by_source = dict.fromkeys(names, 0)
+        elsewhere: dict[str, int] = {}
         for outcome in outcomes:
             for name, count in outcome.requests_by_source.items():
                 requests_by_source[name] += count
+            for name, count in (outcome.counted_elsewhere or {}).items():
+                elsewhere[name] = elsewhere.get(name, 0) + count
             stats.stages.add(outcome.stages)
         stats.merge_wall = time.perf_counter() - began
         stats.stages.merge += stats.merge_wall
@@ -211,6 +214,7 @@ class RayExecutor:
             [error for outcome in outcomes for error in outcome.errors],
             requests_by_source,
             calibrating.merged([outcome.calibration or {} for outcome in outcomes]),
+            elsewhere,
         )
 
     def _shuffle(

@@ -117,6 +117,7 @@ class PartOutcome:
     inherits: bool  # some request took its timestamp from before the part
     stages: StageSeconds
     calibration: dict[str, RatioStats] | None = None
+    counted_elsewhere: dict[str, int] | None = None  # ``LogReading.counted_elsewhere``
 
 
 def _timed(stream: LogStream, stages: StageSeconds) -> LogStream:
@@ -130,11 +131,13 @@ def _timed(stream: LogStream, stages: StageSeconds) -> LogStream:
             item = next(items, None)
             stages.read += clock() - began
             if item is None:
+                timed.counted_elsewhere = stream.counted_elsewhere
                 return
             yield item
 
     timed = LogStream(stream.path, stream.format, records, counts_itself=True)
     timed.source = stream.source
+    timed.skipped = stream.skipped  # what the file held that is no request, as it is read
     return timed
 
 
@@ -149,7 +152,7 @@ def _part_requests(
         streams = [
             map(
                 partial(_tagged, index),
-                reading.source_requests(index, _timed_open(log, index, stages)),
+                reading.source_requests(index, _timed_open(log, index, stages, reading.seen)),
             )
             for index in range(len(log.files))
         ]
@@ -171,8 +174,12 @@ def _tagged_timestamp(tagged: tuple[int, TokenizedRequest]) -> float:
     return tagged[1].timestamp
 
 
-def _timed_open(log: LogInput, index: int, stages: StageSeconds) -> LogStream:
-    return _timed(_open_part(log, index, None), stages)
+def _timed_open(log: LogInput, index: int, stages: StageSeconds, seen: set[str]) -> LogStream:
+    """A whole file of the log, read as one process reads it among the others (``seen``:
+    the requests counted in the files read with it, ``LogReading.seen``)."""
+    stream = _open_part(log, index, None)
+    stream.seen = seen
+    return _timed(stream, stages)
 
 
 def _open_part(log: LogInput, file_index: int, part: LogPart | None) -> LogStream:
@@ -269,4 +276,5 @@ def tokenize_and_shuffle(
         inherits,
         stages,
         reading.calibration,
+        reading.counted_elsewhere,
     )
