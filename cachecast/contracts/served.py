@@ -68,7 +68,7 @@ def served_contract(
     where a fast-mode model would be priced under a contract that is not a fast one (an
     alias pattern of the standard model matches its name)."""
     if lifecycle is None:
-        lifecycle = _packaged_lifecycle()
+        lifecycle = packaged_lifecycle()
     try:
         served = _served(store, provider, model, day, today, lifecycle)
     except UnknownContractError:
@@ -146,7 +146,8 @@ def _served(
 
 
 @functools.cache
-def _packaged_lifecycle() -> Mapping[tuple[str, str], Lifecycle]:
+def packaged_lifecycle() -> Mapping[tuple[str, str], Lifecycle]:
+    """``lifecycle.json`` as packaged, read once."""
     from cachecast.contracts.history import read_lifecycle
 
     return read_lifecycle()

@@ -62,8 +62,9 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from cachecast.contracts import ContractStore
+from cachecast.contracts.defaults import documented_default
 from cachecast.contracts.model import CacheMode, ContractTerms
-from cachecast.contracts.served import ServedContract, served_contract
+from cachecast.contracts.served import ServedContract, packaged_lifecycle, served_contract
 from cachecast.core.errors import BadInputError, Location, UnknownContractError
 from cachecast.logs.errors import bad_line_count
 from cachecast.logs.providers import infer_provider
@@ -424,10 +425,7 @@ class _Replay:
     def contract_for(self, request: TokenizedRequest) -> ServedContract | str:
         provider, model = request.provider, request.logged_model or request.model
         if provider is not None and model is None:
-            return (
-                f"{provider.lower()}: the record names no model (the API served its default"
-                " model, and which one it was that day is in none of our sources: give --model)"
-            )
+            return self.default_contract(provider, request)
         if provider is None and model is not None:
             # A plain log that names the model only: its family names the provider
             # (docs/log-formats.md, "Provider names"), as the format adapters infer it.
@@ -471,6 +469,36 @@ class _Replay:
                         )
             self.contracts[key] = found
         return found
+
+    def default_contract(self, provider: str, request: TokenizedRequest) -> ServedContract | str:
+        """The contract of the default model a request that names none was served by, as
+        the provider's API reference stated it on the request's day (Cohere's v1 ``/chat``:
+        docs/contracts.md, "contracts-v29"), with a note saying it was assumed; else why
+        it cannot be named. A model the record names always wins: this is asked only of
+        requests that name none (nor ``--model``)."""
+        day = self.request.at or _day_of(request.timestamp)
+        found = documented_default(
+            provider, day, lambda model: self.launched(provider.lower(), model)
+        )
+        if isinstance(found, str):
+            return found
+        key = (provider.lower(), found.model, day)
+        served = self.contracts.get(key)
+        if served is None:
+            try:
+                served = served_contract(self.store, key[0], key[1], day, _today())
+            except UnknownContractError as error:
+                served = unknown_reason(key[0], key[1], error.message)
+            self.contracts[key] = served
+        if isinstance(served, str):
+            return f"{served} (the default model a request naming none was priced as)"
+        note = found.note if served.note is None else f"{found.note}; {served.note}"
+        return ServedContract(served.terms, note)
+
+    def launched(self, provider: str, model: str) -> dt.date | None:
+        """The launch day ``lifecycle.json`` gives a model (None: none given)."""
+        life = packaged_lifecycle().get((provider, model))
+        return None if life is None else life.launched_on
 
     def stores_model(self, provider: str, model: str) -> bool:
         """Whether the store holds any version of ``provider``'s ``model`` (asked of the
