@@ -27,6 +27,7 @@ from cachecast.logs import (
     bedrock_logs,
     claude_code,
     codex,
+    ddrecord,
     easyvcr,
     gemini_cli,
     genai_replay,
@@ -309,6 +310,12 @@ def _httprr_fits(sample: Sample) -> str | None:
     return "no 'httprr trace v1' first line"
 
 
+def _ddrecord_fits(sample: Sample) -> str | None:
+    if ddrecord.fits_text(sample.text):
+        return None
+    return "no 'method:' and 'path:' lines, then '-- begin request body --'"
+
+
 def _httpmock_fits(sample: Sample) -> str | None:
     if httpmock.fits_text(sample.text):
         return None
@@ -431,6 +438,13 @@ FORMATS: tuple[LogFormat, ...] = (
         "Go httprr trace (golang.org/x/oscar, langchaingo: raw HTTP request/response pairs)",
         _httprr_fits,
         httprr.read,
+    ),
+    LogFormat(
+        ddrecord.FORMAT,
+        "dd-trace-java HTTP record (the OpenAI Java instrumentation's test records,"
+        " http-records/**/*.rec: method, path, bodies between marker lines)",
+        _ddrecord_fits,
+        ddrecord.read,
     ),
     LogFormat(
         "httpmock",
