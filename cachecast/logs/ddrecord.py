@@ -80,6 +80,9 @@ def read(stream: LogStream) -> Iterator[Item]:
         "a dd-trace-java HTTP record",
     )
     text = stream.path.read_bytes().decode("utf-8", errors="replace")
+    if text.split("\n", 1)[0].endswith("\r"):
+        # checked out with CRLF line ends (git's autocrlf): the recorder wrote LF
+        text = text.replace("\r\n", "\n")
     if not fits_text(text):
         raise LogFileError(
             stream.source, "not a dd-trace-java HTTP record: no 'method:' and 'path:' lines"

@@ -79,6 +79,13 @@ def test_a_chat_completion_record_is_joined_to_openais_base_url(tmp_path: Path) 
     assert totals(found.requests) == {"input": 2_500, "read": 2_048, "write": 0, "output": 40}
     # the folder of records is read too (.rec is a log suffix)
     assert expand_log_paths([str(tmp_path)]) == [path]
+    # the same record checked out with CRLF line ends (git's autocrlf) reads the same
+    crlf = tmp_path / "crlf" / path.name
+    crlf.parent.mkdir()
+    crlf.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    again = read(crlf)
+    assert (again.format, again.errors) == ("dd-http-record", [])
+    assert totals(again.requests) == totals(found.requests)
 
 
 def test_a_streamed_responses_record_keeps_its_last_event(tmp_path: Path) -> None:
