@@ -28,6 +28,11 @@ call per file, plain text, written line by line::
   record is joined to that base. A record whose headers name no provider is a bad record
   saying so (where it went is unknown).
 - Time: the response's ``Date`` header.
+- The recorder's first generation (the records committed in November 2025) writes the same
+  things under other markers: ``> method: POST``, ``> path: completions``, ``> begin request
+  body <`` / ``> end request body <``, ``> response code: 200``, ``> begin response headers
+  <`` / ``> end response headers <`` with headers as ``name -> value``, ``> begin response
+  body <`` / ``> end response body <``. Both are read.
 
 A record is read whole (at most ``max_document_bytes``, docs/limits.md); its line is 1, its
 field path ``record``.
@@ -36,6 +41,7 @@ field path ``record``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from cachecast.core.errors import RecordFieldError
 from cachecast.core.limits import current
@@ -46,31 +52,75 @@ from cachecast.logs.stream import MAX_DOCUMENT_BYTES, Item, LogStream, check_siz
 
 FORMAT = "dd-http-record"
 
-_METHOD = "method: "
-_PATH = "path: "
-_BEGIN_REQUEST = "-- begin request body --"
-_END_REQUEST = "-- end request body --"
-_STATUS = "status code: "
-_BEGIN_HEADERS = "-- begin response headers --"
-_END_HEADERS = "-- end response headers --"
-_BEGIN_RESPONSE = "-- begin response body --"
-_END_RESPONSE = "-- end response body --"
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """The marker lines of one generation of the recorder."""
+
+    method: str
+    path: str
+    begin_request: str
+    end_request: str
+    status: str
+    begin_headers: str
+    end_headers: str
+    header_separator: str
+    begin_response: str
+    end_response: str
+
+
+# ``RequestResponseRecord`` as it is now (openai-java-1.0 and -3.0 tests, 2026)
+_CURRENT = _Layout(
+    "method: ",
+    "path: ",
+    "-- begin request body --",
+    "-- end request body --",
+    "status code: ",
+    "-- begin response headers --",
+    "-- end response headers --",
+    ": ",
+    "-- begin response body --",
+    "-- end response body --",
+)
+# its first generation, as the records committed in November 2025 keep it (``> method:``,
+# headers as ``name -> value``): read from those files, the writer of the time not at hand
+_FIRST = _Layout(
+    "> method: ",
+    "> path: ",
+    "> begin request body <",
+    "> end request body <",
+    "> response code: ",
+    "> begin response headers <",
+    "> end response headers <",
+    " -> ",
+    "> begin response body <",
+    "> end response body <",
+)
+_LAYOUTS = (_CURRENT, _FIRST)
 # The OpenAI Java SDK's base URL, to which the recorded path is relative.
 OPENAI_BASE = "https://api.openai.com/v1"
 # What the recorder leaves after a body's last character (see the module's docstring).
 _NOT_TEXT = "\ufffd\x00"
 
 
+def _layout(text: str) -> _Layout | None:
+    lines = text.split("\n", 3)
+    if len(lines) < 3:
+        return None
+    for layout in _LAYOUTS:
+        if (
+            lines[0].startswith(layout.method)
+            and lines[1].startswith(layout.path)
+            and lines[2].rstrip("\r") == layout.begin_request
+        ):
+            return layout
+    return None
+
+
 def fits_text(text: str) -> bool:
     """Whether a file is a dd-trace-java HTTP record: ``method:`` and ``path:`` lines, then
-    the request body's opening marker."""
-    lines = text.split("\n", 3)
-    return (
-        len(lines) >= 3
-        and lines[0].startswith(_METHOD)
-        and lines[1].startswith(_PATH)
-        and lines[2].rstrip("\r") == _BEGIN_REQUEST
-    )
+    the request body's opening marker (either generation's)."""
+    return _layout(text) is not None
 
 
 def read(stream: LogStream) -> Iterator[Item]:
@@ -83,13 +133,14 @@ def read(stream: LogStream) -> Iterator[Item]:
     if text.split("\n", 1)[0].endswith("\r"):
         # checked out with CRLF line ends (git's autocrlf): the recorder wrote LF
         text = text.replace("\r\n", "\n")
-    if not fits_text(text):
+    layout = _layout(text)
+    if layout is None:
         raise LogFileError(
             stream.source, "not a dd-trace-java HTTP record: no 'method:' and 'path:' lines"
         )
     stream.whole_document = True
     try:
-        found: Exchange | BadEntry = _exchange(text)
+        found: Exchange | BadEntry = _exchange(text, layout)
     except RecordFieldError as exc:
         found = BadEntry(1, exc.field, exc.reason)
     yield from read_exchanges(stream, [found])
@@ -116,19 +167,25 @@ def _line(text: str, prefix: str, start: int) -> str | None:
     return text[at + 1 + len(prefix) : end if end >= 0 else len(text)].strip()
 
 
-def _exchange(text: str) -> Exchange:
-    method = text[len(_METHOD) : text.index("\n")].strip().upper()
-    path = (_line(text, _PATH, 0) or "").lstrip("/")
-    request_body, after = _between(text, _BEGIN_REQUEST, _END_REQUEST, "record.request.body")
-    status_text = _line(text, _STATUS, after)
+def _exchange(text: str, layout: _Layout) -> Exchange:
+    method = text[len(layout.method) : text.index("\n")].strip().upper()
+    path = (_line(text, layout.path, 0) or "").lstrip("/")
+    request_body, after = _between(
+        text, layout.begin_request, layout.end_request, "record.request.body"
+    )
+    status_text = _line(text, layout.status, after)
     status = int(status_text) if status_text and status_text.isdigit() else None
-    header_text, after = _between(text, _BEGIN_HEADERS, _END_HEADERS, "record.response.headers")
+    header_text, after = _between(
+        text, layout.begin_headers, layout.end_headers, "record.response.headers"
+    )
     headers: dict[str, str] = {}
     for line in header_text.split("\n"):
-        name, colon, value = line.partition(": ")
-        if colon and name.strip():
+        name, separator, value = line.partition(layout.header_separator)
+        if separator and name.strip():
             headers.setdefault(name.strip().lower(), value.strip())
-    response_body, _ = _between(text, _BEGIN_RESPONSE, _END_RESPONSE, "record.response.body")
+    response_body, _ = _between(
+        text, layout.begin_response, layout.end_response, "record.response.body"
+    )
     if not any(name.startswith("openai-") for name in headers):
         raise RecordFieldError(
             "record.path",

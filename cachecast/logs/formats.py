@@ -313,7 +313,7 @@ def _httprr_fits(sample: Sample) -> str | None:
 def _ddrecord_fits(sample: Sample) -> str | None:
     if ddrecord.fits_text(sample.text):
         return None
-    return "no 'method:' and 'path:' lines, then '-- begin request body --'"
+    return "no 'method:' and 'path:' lines, then '-- begin request body --' (or '> method:' ...)"
 
 
 def _httpmock_fits(sample: Sample) -> str | None:

@@ -125,6 +125,34 @@ def test_a_streamed_responses_record_keeps_its_last_event(tmp_path: Path) -> Non
     assert totals(found.requests) == {"input": 60, "read": 0, "write": 0, "output": 36}
 
 
+def test_the_recorders_first_generation_markers_are_read(tmp_path: Path) -> None:
+    # "> method:", "> begin request body <", "> response code:", headers "name -> value"
+    request = {"model": "gpt-3.5-turbo-instruct", "prompt": "Tell me a story."}
+    reply = {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "created": 1763064851,
+        "model": "gpt-3.5-turbo-instruct:20230824-v2",
+        "choices": [{"text": "Once upon a time", "index": 0, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 16, "total_tokens": 23},
+    }
+    text = (
+        "> method: POST\n> path: completions\n> begin request body <\n"
+        f"{json.dumps(request)}\n> end request body <\n> response code: 200\n"
+        "> begin response headers <\ncontent-type -> application/json\n"
+        "date -> Thu, 13 Nov 2025 20:14:11 GMT\nopenai-version -> 2020-10-01\n"
+        "> end response headers <\n> begin response body <\n"
+        f"{json.dumps(reply, indent=2)}\n\ufffd\n> end response body <\n"
+    )
+    path = tmp_path / "1288497d87888ffed0ea0a99184a54b9.POST.rec"
+    path.write_text(text, encoding="utf-8")
+    found = read(path)
+    assert (found.format, found.errors) == ("dd-http-record", [])
+    (call,) = found.requests
+    assert call.provider == "openai"
+    assert totals(found.requests) == {"input": 7, "read": 0, "write": 0, "output": 16}
+
+
 def test_a_record_whose_headers_name_no_provider_is_a_bad_record(tmp_path: Path) -> None:
     request = {"model": "some-model", "messages": [{"role": "user", "content": "Hi"}]}
     reply = {"object": "chat.completion", "usage": {"prompt_tokens": 8, "completion_tokens": 2}}
