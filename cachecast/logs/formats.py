@@ -660,11 +660,21 @@ def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, S
         if why is None:
             return fmt, found
         tried.append((fmt.name, why))
-    alone = _response_alone(found)
+    alone = _response_alone(found) or _unanswered_call(found)
     if alone is not None:
-        # A reply kept without its request is no unknown format: say what it is (one error).
+        # A reply kept without its request, or a call kept without a reply to bill, is no
+        # unknown format: say what it is (one error).
         raise LogFileError(str(path), alone)
     raise UnknownLogFormatError(str(path), tried)
+
+
+def _unanswered_call(found: Sample) -> str | None:
+    """Why the sampled file is a recorded call with no usage (``structural.unanswered_call``)."""
+    for value in found.objects()[:1]:
+        why = structural.unanswered_call(value)
+        if why is not None:
+            return why
+    return None
 
 
 def _response_alone(found: Sample) -> str | None:

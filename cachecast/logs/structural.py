@@ -409,6 +409,45 @@ def _walk(
 DETECTION_BUDGET = 20_000
 
 
+def unanswered_call(value: Any) -> str | None:
+    """Why a JSON value that no format fits is a recorded call with nothing to reconcile: a
+    call kept flat (a ``request_body`` naming a model and its messages or input, beside a
+    response) whose reply is no provider's response with usage (an error, or a stream
+    recorded without it; ExLLM's cache keeps failed calls so), or None. Looked for among the
+    first :data:`DETECTION_BUDGET` objects."""
+    budget = [DETECTION_BUDGET]
+    stack: list[Any] = [value]
+    while stack and budget[0] > 0:
+        node = stack.pop()
+        budget[0] -= 1
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        body = _named(node, _FLAT_REQUEST_BODY_KEYS)
+        response = _named(node, _RESPONSE_KEYS)
+        if (
+            body is not None
+            and response is not None
+            and isinstance(body[1], dict)
+            and isinstance(body[1].get("model"), str)
+            and {"messages", "input"} & body[1].keys()
+            and _reply_api(response[1]) is None
+        ):
+            status = _status(node)
+            failed = f" (status {status})" if status is not None and status >= 400 else ""
+            return (
+                f"a recorded call to {body[1]['model']}{failed} whose reply ({response[0]}) is"
+                " no provider's response with usage (an error, or a stream recorded without"
+                " its usage): there is nothing to reconcile"
+            )
+        stack.extend(
+            item for item in reversed(list(node.values())) if isinstance(item, dict | list)
+        )
+    return None
+
+
 def fits(value: Any) -> bool:
     """Whether a JSON value holds a model call this reader can take among its first
     :data:`DETECTION_BUDGET` objects."""

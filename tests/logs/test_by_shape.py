@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from cachecast.logs import open_log
-from cachecast.logs.errors import UnknownLogFormatError
+from cachecast.logs.errors import LogFileError, UnknownLogFormatError
 from tests.logs.helpers import read, totals
 from tests.logs.test_heldout39_h41_heldH import chat_reply
 from tests.logs.test_http import sse
@@ -463,16 +463,32 @@ def test_a_flat_openai_call_on_the_host_of_the_provider_named_beside_it(tmp_path
     assert totals(found.requests) == {"input": 1_300, "read": 1_280, "write": 0, "output": 9}
 
 
-def test_a_flat_call_is_not_taken_where_its_bodies_say_no_api(tmp_path: Path) -> None:
-    # a failed call (the reply an error, no usage), and a provider named that has no public
-    # host of its own (Azure: a host per resource): where the call went is unknown
+def test_a_flat_call_whose_reply_has_no_usage_has_nothing_to_reconcile(tmp_path: Path) -> None:
+    # a failed call (the reply an error, status 401 beside it) and a stream recorded as only
+    # its end marker: recorded calls, not an unknown format; one error saying so
     failed = _flat(ANTHROPIC_REQUEST, {"error": "Streaming error - status 401", "status": 401})
+    failed["request_metadata"]["status_code"] = 401
+    ended = _flat(dict(chat_body("Hi"), stream=True), "data: [DONE]\n\n")
+    for name, record, said in (
+        ("failed.json", failed, "(status 401)"),
+        ("ended.json", ended, "reply (response_body)"),
+    ):
+        with pytest.raises(LogFileError) as raised:
+            open_log(write(tmp_path / name, record))
+        assert not isinstance(raised.value, UnknownLogFormatError)
+        assert said in raised.value.reason
+        assert "there is nothing to reconcile" in raised.value.reason
+
+
+def test_a_flat_call_naming_a_provider_without_a_public_host_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    # Azure has a host per resource: where the call went is unknown, the file fits no format
     azure = _flat(chat_body("Hi"), chat_reply(20, 0, 3, 1_747_845_091))
     azure["request_metadata"]["provider"] = "azure"
-    for name, record in (("failed.json", failed), ("azure.json", azure)):
-        with pytest.raises(UnknownLogFormatError) as raised:
-            open_log(write(tmp_path / name, record))
-        assert "by-shape: no object holding a model endpoint's request" in str(raised.value)
+    with pytest.raises(UnknownLogFormatError) as raised:
+        open_log(write(tmp_path / "azure.json", azure))
+    assert "by-shape: no object holding a model endpoint's request" in str(raised.value)
 
 
 def test_a_request_and_response_kept_without_a_url_stay_cachecasts_records(
