@@ -27,6 +27,7 @@ from cachecast.logs import (
     bedrock_logs,
     claude_code,
     codex,
+    ddrecord,
     easyvcr,
     gemini_cli,
     genai_replay,
@@ -309,6 +310,12 @@ def _httprr_fits(sample: Sample) -> str | None:
     return "no 'httprr trace v1' first line"
 
 
+def _ddrecord_fits(sample: Sample) -> str | None:
+    if ddrecord.fits_text(sample.text):
+        return None
+    return "no 'method:' and 'path:' lines, then '-- begin request body --' (or '> method:' ...)"
+
+
 def _httpmock_fits(sample: Sample) -> str | None:
     if httpmock.fits_text(sample.text):
         return None
@@ -431,6 +438,13 @@ FORMATS: tuple[LogFormat, ...] = (
         "Go httprr trace (golang.org/x/oscar, langchaingo: raw HTTP request/response pairs)",
         _httprr_fits,
         httprr.read,
+    ),
+    LogFormat(
+        ddrecord.FORMAT,
+        "dd-trace-java HTTP record (the OpenAI Java instrumentation's test records,"
+        " http-records/**/*.rec: method, path, bodies between marker lines)",
+        _ddrecord_fits,
+        ddrecord.read,
     ),
     LogFormat(
         "httpmock",
@@ -646,11 +660,21 @@ def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, S
         if why is None:
             return fmt, found
         tried.append((fmt.name, why))
-    alone = _response_alone(found)
+    alone = _response_alone(found) or _unanswered_call(found)
     if alone is not None:
-        # A reply kept without its request is no unknown format: say what it is (one error).
+        # A reply kept without its request, or a call kept without a reply to bill, is no
+        # unknown format: say what it is (one error).
         raise LogFileError(str(path), alone)
     raise UnknownLogFormatError(str(path), tried)
+
+
+def _unanswered_call(found: Sample) -> str | None:
+    """Why the sampled file is a recorded call with no usage (``structural.unanswered_call``)."""
+    for value in found.objects()[:1]:
+        why = structural.unanswered_call(value)
+        if why is not None:
+            return why
+    return None
 
 
 def _response_alone(found: Sample) -> str | None:

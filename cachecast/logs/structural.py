@@ -13,6 +13,11 @@ exchange each object that holds
   (``cachecast.logs.http.endpoints``), and
 - its response: an object under a key named like ``response`` / ``res`` / ``resp``.
 
+A call kept flat with no URL at all (``{request_body, response_body}`` beside an
+``endpoint`` that is only a name, as ExLLM's test cache keeps them) is told by its bodies:
+the request body's model and messages, and the API the reply's own shape names
+(:func:`_reply_api`).
+
 Bodies are read under ``body`` / ``data`` / ``json`` / ``payload`` / ``content`` / ``text``
 (one wrapper level such as vcrpy's ``{"string": ...}`` unwrapped), as JSON text, server-sent
 events or an already parsed value; a response object that is itself a provider's reply (it
@@ -30,6 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.decoding import YamlError, load_yaml
 from cachecast.logs.errors import LogFileError, LogRecordError
@@ -42,7 +49,19 @@ FORMAT = "by-shape"
 
 # Key names compared lower-cased with ``_`` and ``-`` removed.
 _REQUEST_KEYS = ("request", "req", "httprequest", "requestdata", "call")
-_RESPONSE_KEYS = ("response", "res", "resp", "httpresponse", "responsedata", "reply")
+_RESPONSE_KEYS = (
+    "response",
+    "res",
+    "resp",
+    "httpresponse",
+    "responsedata",
+    "reply",
+    # a call kept flat, its bodies side by side (``{request_body, response_body}``)
+    "responsebody",
+)
+# A flat call's request body (beside ``response_body``): where a call kept without any URL is
+# told by its bodies' own shape (:func:`_shaped_url`).
+_FLAT_REQUEST_BODY_KEYS = ("requestbody",)
 _URL_KEYS = ("url", "uri", "href", "fullurl", "requesturl", "requesturi", "endpoint", "path")
 _HOST_KEYS = ("origin", "baseurl", "host", "hostname", "scope", "server")
 _METHOD_KEYS = ("method", "verb", "httpmethod", "requestmethod")
@@ -117,6 +136,8 @@ def _url(request: dict[str, Any], outer: dict[str, Any], named: str | None) -> s
                 origin = host[1] if "://" in host[1] else f"https://{host[1]}"
                 return joined_url(origin, url)
         return joined_url(named, url) if named is not None else None
+    if "://" not in url and "/" not in url:
+        return None  # a name, not a URL (ExLLM's ``endpoint: "v1_messages"``)
     return url if "://" in url else f"https://{url}"
 
 
@@ -142,6 +163,94 @@ def _named_origin(node: dict[str, Any]) -> str | None:
     return None
 
 
+# The public API a reply's own shape names, where a call keeps no URL (docs/log-formats.md,
+# "Recordings read by their shape"): the path, and the provider whose API has that shape.
+_SHAPED_APIS = {
+    "anthropic": ("/v1/messages", "anthropic"),
+    "chat": ("/v1/chat/completions", "openai"),
+    "responses": ("/v1/responses", "openai"),
+}
+
+
+def _reply_api(body: Any) -> str | None:
+    """The API a response body's own shape names: an Anthropic Message (``type: message``
+    with ``usage``, or the event stream opening with ``message_start``), an OpenAI Chat
+    Completion (``object: chat.completion``, or a stream of ``chat.completion.chunk``), an
+    OpenAI Response (``object: response``, or a stream of ``response.*`` events); else None."""
+    if isinstance(body, str):
+        text = body.lstrip()
+        if text.startswith(_SSE_FIELDS):
+            for line in text.split("\n", 64)[:64]:
+                if line.startswith("data:"):
+                    try:
+                        body = orjson.loads(line[5:].strip())
+                    except orjson.JSONDecodeError:
+                        return None
+                    break
+            else:
+                return None
+            if not isinstance(body, dict):
+                return None
+            kind = body.get("type")
+            if kind == "message_start":
+                return "anthropic"
+            if body.get("object") == "chat.completion.chunk":
+                return "chat"
+            if isinstance(kind, str) and kind.startswith("response."):
+                return "responses"
+            return None
+        try:
+            body = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(body, dict) or not isinstance(body.get("usage"), dict):
+        return None
+    if body.get("type") == "message":
+        return "anthropic"
+    if body.get("object") == "chat.completion":
+        return "chat"
+    if body.get("object") == "response":
+        return "responses"
+    return None
+
+
+def _shaped_url(node: dict[str, Any], response: Any, named: str | None) -> str | None:
+    """The URL of a call kept flat with no URL at all (ExLLM's test cache: ``{request_body,
+    response_body, endpoint: "v1_messages", provider: "unknown"}``): told by the request body
+    (a model and its messages or input) and the API the response body's shape names, on the
+    host of the provider named beside it, else of the API's own provider. None where a
+    provider is named that has no public host of its own (Azure, Bedrock: where the call
+    went is unknown)."""
+    found = _named(node, _FLAT_REQUEST_BODY_KEYS)
+    body = found[1] if found is not None else None
+    if isinstance(body, str):
+        try:
+            body = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+        return None
+    if not ({"messages", "input"} & body.keys()):
+        return None
+    api = _reply_api(response)
+    if api is None:
+        return None
+    path, owner = _SHAPED_APIS[api]
+    origin = named
+    said = _named(node, _PROVIDER_KEYS)
+    name = said[1].strip() if said is not None and isinstance(said[1], str) else ""
+    if name and name.lower() not in _NO_PROVIDER:
+        origin = provider_origin(name)
+        if origin is None:
+            return None
+    return joined_url(origin or f"https://{_OWNER_HOSTS[owner]}", path)
+
+
+# What a recorder writes under ``provider`` when it does not know it.
+_NO_PROVIDER = frozenset(("unknown", "none", "null", "default", "auto"))
+_OWNER_HOSTS = {"anthropic": "api.anthropic.com", "openai": "api.openai.com"}
+
+
 def _method(request: dict[str, Any]) -> str:
     found = _named(request, _METHOD_KEYS)
     if found is not None and isinstance(found[1], str) and found[1].strip():
@@ -161,6 +270,8 @@ def _call(
     inner = _named(node, _REQUEST_KEYS)
     request = inner[1] if inner is not None and isinstance(inner[1], dict) else node
     url = _url(request, node, named)
+    if url is None and request is node:
+        url = _shaped_url(node, response[1], named)
     if url is None:
         return None
     method = _method(request)
@@ -298,6 +409,45 @@ def _walk(
 DETECTION_BUDGET = 20_000
 
 
+def unanswered_call(value: Any) -> str | None:
+    """Why a JSON value that no format fits is a recorded call with nothing to reconcile: a
+    call kept flat (a ``request_body`` naming a model and its messages or input, beside a
+    response) whose reply is no provider's response with usage (an error, or a stream
+    recorded without it; ExLLM's cache keeps failed calls so), or None. Looked for among the
+    first :data:`DETECTION_BUDGET` objects."""
+    budget = [DETECTION_BUDGET]
+    stack: list[Any] = [value]
+    while stack and budget[0] > 0:
+        node = stack.pop()
+        budget[0] -= 1
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        body = _named(node, _FLAT_REQUEST_BODY_KEYS)
+        response = _named(node, _RESPONSE_KEYS)
+        if (
+            body is not None
+            and response is not None
+            and isinstance(body[1], dict)
+            and isinstance(body[1].get("model"), str)
+            and {"messages", "input"} & body[1].keys()
+            and _reply_api(response[1]) is None
+        ):
+            status = _status(node)
+            failed = f" (status {status})" if status is not None and status >= 400 else ""
+            return (
+                f"a recorded call to {body[1]['model']}{failed} whose reply ({response[0]}) is"
+                " no provider's response with usage (an error, or a stream recorded without"
+                " its usage): there is nothing to reconcile"
+            )
+        stack.extend(
+            item for item in reversed(list(node.values())) if isinstance(item, dict | list)
+        )
+    return None
+
+
 def fits(value: Any) -> bool:
     """Whether a JSON value holds a model call this reader can take among its first
     :data:`DETECTION_BUDGET` objects."""
@@ -322,7 +472,7 @@ def _exchange(
         url=url,
         request_headers=_headers(request),
         request_body=request_body,
-        status=_status(response),
+        status=_status(response) or (_status(node) if request is node else None),
         response_headers=response_headers,
         response_body=response_body,
         timestamp=_time(node, request, response) or http_date(response_headers.get("date")),

@@ -190,7 +190,8 @@ class LogInput(BaseModel):
 # What a folder given as a log contributes: files of the kinds logs are kept in, compressed
 # or not (docs/log-formats.md, "Files, folders, globs").
 # (.json5: talkback's tapes; .zhar: mitmproxy's zlib-compressed HAR; .httprr: Go httprr
-# traces, langchaingo's testdata folders of them.)
+# traces, langchaingo's testdata folders of them; .rec: dd-trace-java's HTTP records, a
+# folder of them per endpoint.)
 LOG_SUFFIXES = (
     ".jsonl",
     ".ndjson",
@@ -201,6 +202,7 @@ LOG_SUFFIXES = (
     ".har",
     ".zhar",
     ".httprr",
+    ".rec",
     ".log",
     ".txt",
     ".jsonl.out",  # Bedrock batch inference output (its manifest.json.out is no log)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from cachecast.logs import open_log
-from cachecast.logs.errors import UnknownLogFormatError
+from cachecast.logs.errors import LogFileError, UnknownLogFormatError
 from tests.logs.helpers import read, totals
 from tests.logs.test_heldout39_h41_heldH import chat_reply
 from tests.logs.test_http import sse
@@ -376,3 +376,128 @@ def test_a_reply_stating_its_time_is_dated_by_it_not_by_the_recording(tmp_path: 
     assert request.provider == "openai"
     assert request.timestamp == 1_748_772_000.0
     assert totals(result.requests) == {"input": 3_082, "read": 2_944, "write": 0, "output": 1}
+
+
+def _flat(request_body: Any, response_body: Any, **beside: Any) -> dict[str, Any]:
+    """A call kept flat, as ExLLM's test cache keeps one (``request_metadata`` of a cache
+    entry): its bodies side by side, the endpoint a name, no URL, no host."""
+    return {
+        "cached_at": "2025-06-29T01:43:26.033914Z",
+        "cache_version": "1.0",
+        "response_data": response_body,
+        "request_metadata": {
+            "method": "POST",
+            "endpoint": "v1_messages",
+            "provider": "unknown",
+            "status_code": None,
+            "request_body": request_body,
+            "response_body": response_body,
+            **beside,
+        },
+    }
+
+
+def test_a_flat_call_without_a_url_is_told_by_its_bodies_shape(tmp_path: Path) -> None:
+    # ExLLM's cache entry: no URL ("endpoint" is a name), provider "unknown"; the request
+    # body (model, messages) and the reply's own shape (an Anthropic Message with usage) say
+    # it was a call to Anthropic's Messages API
+    path = write(
+        tmp_path / "entry.json", _flat(ANTHROPIC_REQUEST, anthropic_response(12, 1_500, 0, 20))
+    )
+    found = read(path)
+    assert found.format == "by-shape"
+    assert not found.errors
+    (call,) = found.requests
+    assert call.provider == "anthropic"
+    # input 12 + 1,500 written; output 20
+    assert totals(found.requests) == {"input": 1_512, "read": 0, "write": 1_500, "output": 20}
+
+
+def test_a_flat_call_whose_reply_is_a_stream_kept_as_text(tmp_path: Path) -> None:
+    events = sse(
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-20250514",
+                "content": [],
+                "usage": {
+                    "input_tokens": 15,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 2_048,
+                    "output_tokens": 1,
+                },
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "1"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 9},
+        },
+        {"type": "message_stop"},
+    )
+    body = dict(ANTHROPIC_REQUEST, stream=True)
+    path = write(tmp_path / "stream.json", _flat(body, events))
+    found = read(path)
+    assert found.format == "by-shape"
+    assert not found.errors
+    # input 15 + 2,048 read; output 9 (message_delta's count)
+    assert totals(found.requests) == {"input": 2_063, "read": 2_048, "write": 0, "output": 9}
+
+
+def test_a_flat_openai_call_on_the_host_of_the_provider_named_beside_it(tmp_path: Path) -> None:
+    # the reply's shape names OpenAI's Chat Completions; "provider" beside it names Groq: the
+    # call is priced as Groq's (its public host), not OpenAI's
+    record = _flat(chat_body("Hi"), chat_reply(1_300, 1_280, 9, 1_751_161_315))
+    record["request_metadata"]["provider"] = "groq"
+    record["request_metadata"]["endpoint"] = "v1_chat_completions"
+    found = read(write(tmp_path / "groq.json", record))
+    assert found.format == "by-shape"
+    (call,) = found.requests
+    assert call.provider == "groq"
+    assert totals(found.requests) == {"input": 1_300, "read": 1_280, "write": 0, "output": 9}
+
+
+def test_a_flat_call_whose_reply_has_no_usage_has_nothing_to_reconcile(tmp_path: Path) -> None:
+    # a failed call (the reply an error, status 401 beside it) and a stream recorded as only
+    # its end marker: recorded calls, not an unknown format; one error saying so
+    failed = _flat(ANTHROPIC_REQUEST, {"error": "Streaming error - status 401", "status": 401})
+    failed["request_metadata"]["status_code"] = 401
+    ended = _flat(dict(chat_body("Hi"), stream=True), "data: [DONE]\n\n")
+    for name, record, said in (
+        ("failed.json", failed, "(status 401)"),
+        ("ended.json", ended, "reply (response_body)"),
+    ):
+        with pytest.raises(LogFileError) as raised:
+            open_log(write(tmp_path / name, record))
+        assert not isinstance(raised.value, UnknownLogFormatError)
+        assert said in raised.value.reason
+        assert "there is nothing to reconcile" in raised.value.reason
+
+
+def test_a_flat_call_naming_a_provider_without_a_public_host_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    # Azure has a host per resource: where the call went is unknown, the file fits no format
+    azure = _flat(chat_body("Hi"), chat_reply(20, 0, 3, 1_747_845_091))
+    azure["request_metadata"]["provider"] = "azure"
+    with pytest.raises(UnknownLogFormatError) as raised:
+        open_log(write(tmp_path / "azure.json", azure))
+    assert "by-shape: no object holding a model endpoint's request" in str(raised.value)
+
+
+def test_a_request_and_response_kept_without_a_url_stay_cachecasts_records(
+    tmp_path: Path,
+) -> None:
+    # {request, response} with no URL is cachecast's own record (docs/log-formats.md,
+    # "cachecast"), not a call told by its shape: only a flat request_body is
+    path = write(
+        tmp_path / "own.json",
+        {"request": chat_body("Hi"), "response": chat_reply(20, 0, 3, 1_747_845_091)},
+    )
+    assert read(path).format == "cachecast"
