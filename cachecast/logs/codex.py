@@ -17,9 +17,11 @@ sub-agent's copy of its parent's token counts is counted once across the files r
 (``LogStream.seen``; docs/clients.md, "Format variants"). A rollout is its first
 ``session_meta``'s session (a later one is the parent's, copied into a fork). The model is
 the latest ``turn_context``'s (or ``info.model`` where the event names one). A request after
-a ``user_message`` event is marked ``user_turn`` (a new turn: the previous turn's reasoning
-is no longer sent), and the reasoning tokens it produced (``reasoning_output_tokens``) are
-kept as ``reasoning_tokens``; the session predictor reads both (docs/clients.md).
+a user message is marked ``user_turn`` (a new turn: the previous turn's reasoning is no
+longer sent; the message is a ``user_message`` event, or in a rollout of the paginated history
+mode an ``item_completed`` event of a ``UserMessage`` item, :func:`opens_turn`), and the
+reasoning tokens it produced (``reasoning_output_tokens``) are kept as ``reasoning_tokens``;
+the session predictor reads both (docs/clients.md).
 
 Prompts: the request's input is the conversation before its first output item (reasoning,
 assistant message, tool call), with ``session_meta``'s base instructions as
@@ -245,6 +247,19 @@ def _last_usage(info: dict[str, Any], previous: Any) -> tuple[dict[str, Any], st
     return grown, where
 
 
+def opens_turn(payload: dict[str, Any]) -> bool:
+    """Whether an ``event_msg`` payload is a user's message, which opens a new turn: the
+    ``user_message`` event, or the ``item_completed`` event of a ``UserMessage`` item that
+    rollouts of the paginated history mode write instead (Codex's ``TurnItem::UserMessage``,
+    whose ``as_legacy_event`` is the ``user_message`` event: openai/codex
+    ``codex-rs/protocol/src/items.rs``; docs/clients.md, "Format variants")."""
+    kind = payload.get("type")
+    if kind == "user_message":
+        return True
+    item = payload.get("item")
+    return kind == "item_completed" and isinstance(item, dict) and item.get("type") == "UserMessage"
+
+
 def is_count(value: Any) -> TypeGuard[int]:
     """Whether a usage field is a count (an int, not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -374,7 +389,7 @@ def read(stream: LogStream) -> Iterator[Item]:
                     )
                 history.append(item)
                 continue
-            if kind == "event_msg" and payload.get("type") == "user_message":
+            if kind == "event_msg" and opens_turn(payload):
                 user_turn = True
                 continue
             if kind != "event_msg" or payload.get("type") != "token_count":

@@ -30,6 +30,7 @@ from cachecast.logs.codex import (
     TokenCounts,
     is_count,
     legacy_line,
+    opens_turn,
     typescript_file,
 )
 from cachecast.sessions.native import (
@@ -48,6 +49,7 @@ _CODEX_MARKS = (
     b'"session_meta"',
     b'"compacted"',
     b'"user_message"',
+    b'"UserMessage"',  # an item_completed event of a user's message (``opens_turn``)
     b'"turn.completed"',
 )
 # ``codex exec --json`` reports a turn's usage as ``turn.completed`` (every request of the turn
@@ -154,7 +156,7 @@ def _codex_event(
     if kind == "event_msg" and payload.get("type") == "turn.completed":
         state.skipped[TURN_COMPLETED] += 1
         return None
-    if kind == "event_msg" and payload.get("type") == "user_message":
+    if kind == "event_msg" and opens_turn(payload):
         # A new turn: the previous turn's reasoning is no longer sent (docs/clients.md).
         state.user_turn = True
         return None
