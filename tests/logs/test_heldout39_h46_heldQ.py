@@ -1,0 +1,119 @@
+"""Variants met in the h46 held-out set (Python frameworks' cassettes), each on a hand-built
+recording that follows the provider's documented format; expected values worked by hand
+from the usage fields the recording carries."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from pathlib import Path
+
+from cachecast.contracts import ContractStore
+from cachecast.passes.log_input import LogInput
+from cachecast.simulator.pricing import below_minimum_flagged
+from cachecast.tokenizers.types import CacheControls, ObservedUsage, TokenizedRequest
+from cachecast.usecases.reconcile import ReconcileRequest, reconcile
+from tests.contracts.builders import terms
+from tests.logs.test_http import entry
+
+# --- Gemini: a small explicit cache read by name, deleted in the same second ----------------
+# A framework's test creates a cachedContents object smaller than the contract's stored
+# minimum (the API accepted it), reads it by name, and deletes it, the last two answered
+# within one Date second. The read is the object's (not an implicit prefix the minimum
+# governs), and the object was still there when the request named it.
+
+GEMINI = "https://generativelanguage.googleapis.com/v1beta"
+CACHED, OWN = 1_500, 11  # the provider's counts: the object, the request's own part
+AT = dt.date(2026, 11, 1)
+
+
+def _small_cache_recording(tmp_path: Path) -> Path:
+    entries = [
+        entry(
+            f"{GEMINI}/cachedContents",
+            {
+                "model": "models/gemini-2.5-flash",
+                "contents": [{"role": "user", "parts": [{"text": "The sky is blue. " * 300}]}],
+                "ttl": "300s",
+            },
+            {
+                "name": "cachedContents/small",
+                "model": "models/gemini-2.5-flash",
+                "usageMetadata": {"totalTokenCount": CACHED},
+            },
+            started="2026-11-01T10:00:00.000Z",
+        ),
+        entry(
+            f"{GEMINI}/models/gemini-2.5-flash:generateContent",
+            {
+                "cachedContent": "cachedContents/small",
+                "contents": [{"role": "user", "parts": [{"text": "Why is the sky blue?"}]}],
+            },
+            {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": "Scatter."}]}}],
+                "usageMetadata": {
+                    "promptTokenCount": CACHED + OWN,
+                    "cachedContentTokenCount": CACHED,
+                    "candidatesTokenCount": 3,
+                },
+            },
+            started="2026-11-01T10:00:01.000Z",
+        ),
+        entry(
+            f"{GEMINI}/cachedContents/small",
+            None,
+            {},
+            method="DELETE",
+            started="2026-11-01T10:00:01.000Z",
+        ),
+    ]
+    path = tmp_path / "gemini.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": entries}}))
+    return path
+
+
+def test_a_small_cache_read_by_name_is_reconciled_not_contradicted(
+    tmp_path: Path, migrated_db_url: str
+) -> None:
+    store = ContractStore(migrated_db_url)
+    # The stored minimum on that date is above the object's 1,500 tokens.
+    assert store.as_of("google", "gemini-2.5-flash", AT).min_cacheable_tokens > CACHED
+    report = reconcile(
+        ReconcileRequest(log=LogInput.of_paths([_small_cache_recording(tmp_path)]), at=AT),
+        store,
+    )
+    assert report.contradictory_observations == []
+    rows = sorted(report.requests, key=lambda row: row.line)
+    # The creation writes the object's 1,500; the use reads all 1,500 of it, as reported.
+    assert [(r.observed_cache_read_tokens, r.observed_cache_write_tokens) for r in rows] == [
+        (0, CACHED),
+        (CACHED, None),
+    ]
+    assert [r.predicted_cache_read_tokens for r in rows] == [0, CACHED]
+    assert all(r.within_tolerance for r in rows)
+    (target,) = report.targets
+    assert not any("expired or deleted" in note for note in target.notes)
+
+
+def test_a_read_of_a_named_cache_object_is_not_held_to_the_implicit_minimum() -> None:
+    # 890 read of a 900-token prompt; the builder's contract documents a 1,024 minimum.
+    observed = ObservedUsage(input_tokens=900, cache_read_tokens=890, cache_write_tokens=0)
+    request = TokenizedRequest(
+        source="log.har",
+        line=2,
+        request_id="r2",
+        timestamp=0.0,
+        scope="org",
+        provider="acme",
+        model="acme-1",
+        input_tokens=900,
+        output_tokens=1,
+        observed=observed,
+        controls=CacheControls(cached_content="cachedContents/small"),
+    )
+    assert below_minimum_flagged(request, terms()) is request
+    # The same usage without the named object is a contradiction of the 1,024 minimum.
+    bare = dataclasses.replace(request, controls=CacheControls())
+    flagged = below_minimum_flagged(bare, terms())
+    assert flagged.observed is not None and flagged.observed.contradiction is not None
