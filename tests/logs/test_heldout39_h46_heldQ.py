@@ -10,11 +10,13 @@ import json
 from pathlib import Path
 
 from cachecast.contracts import ContractStore
+from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.passes.log_input import LogInput
 from cachecast.simulator.pricing import below_minimum_flagged
 from cachecast.tokenizers.types import CacheControls, ObservedUsage, TokenizedRequest
 from cachecast.usecases.reconcile import ReconcileRequest, reconcile
 from tests.contracts.builders import terms
+from tests.logs.helpers import read, totals
 from tests.logs.test_http import entry
 
 # --- Gemini: a small explicit cache read by name, deleted in the same second ----------------
@@ -117,3 +119,105 @@ def test_a_read_of_a_named_cache_object_is_not_held_to_the_implicit_minimum() ->
     bare = dataclasses.replace(request, controls=CacheControls())
     flagged = below_minimum_flagged(bare, terms())
     assert flagged.observed is not None and flagged.observed.contradiction is not None
+
+
+# --- Mistral's Conversations API: a start, an append to it, an append to one not recorded ---
+# (Mistral API reference, "beta.conversations": ``inputs`` / ``instructions`` / ``model`` in,
+# ``conversation_id`` / ``outputs`` / ``usage`` out; an append sends only its new entries.)
+
+
+def _vcr(interactions: list[tuple[str, dict[str, object], dict[str, object]]]) -> str:
+    parts = ["interactions:\n"]
+    for url, body, reply in interactions:
+        parts.append(
+            "- request:\n"
+            f"    body: {json.dumps(json.dumps(body))}\n"
+            "    headers:\n      Content-Type:\n      - application/json\n"
+            f"    method: POST\n    uri: {url}\n"
+            "  response:\n"
+            f"    body:\n      string: {json.dumps(json.dumps(reply))}\n"
+            "    headers:\n      Content-Type:\n      - application/json\n"
+            "      date:\n      - Tue, 21 Jul 2026 00:18:55 GMT\n"
+            "    status:\n      code: 200\n      message: OK\n"
+        )
+    parts.append("version: 1\n")
+    return "".join(parts)
+
+
+def _reply(conversation: str, text: str, prompt: int, completion: int) -> dict[str, object]:
+    return {
+        "object": "conversation.response",
+        "conversation_id": conversation,
+        "outputs": [
+            {
+                "object": "entry",
+                "type": "message.output",
+                "model": "mistral-small-latest",
+                "role": "assistant",
+                "content": text,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+MISTRAL = "https://api.mistral.ai/v1/conversations"
+
+
+def test_mistral_conversation_turns_are_read_with_the_conversation_so_far(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "conversations.yaml"
+    path.write_text(
+        _vcr(
+            [
+                (
+                    MISTRAL,
+                    {
+                        "model": "mistral-small-latest",
+                        "instructions": "Answer with a number only.",
+                        "inputs": "What is 1+1?",
+                        "stream": False,
+                    },
+                    _reply("conv_a", "2", 20, 2),
+                ),
+                (
+                    f"{MISTRAL}/conv_a",
+                    {"inputs": [{"role": "user", "content": "And 2+3?"}], "store": True},
+                    _reply("conv_a", "5", 33, 2),
+                ),
+                (f"{MISTRAL}/conv_b", {"inputs": "And 3+4?"}, _reply("conv_b", "7", 40, 2)),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    found = read(path)
+    assert (found.format, found.errors) == ("vcr", [])
+    start, append, elsewhere = found.requests
+    assert {r.provider for r in found.requests} == {"mistral"}
+    # The append names no model: the conversation's is used.
+    assert [r.model for r in (start, append)] == ["mistral-small-latest"] * 2
+    # The append's prompt is the start's prompt, its answer, then the new input: the
+    # start's tokens open it.
+    assert start.tokens is not None and append.tokens is not None
+    assert list(append.tokens[: len(start.tokens)]) == list(start.tokens)
+    assert len(append.tokens) > len(start.tokens)
+    assert (start.prompt_complete, append.prompt_complete) == (True, True)
+    # An append to a conversation the recording does not hold: its earlier turns are the
+    # server's, so the prompt read is not the whole prompt.
+    assert elsewhere.prompt_complete is False
+    # Usage as reported: 20 + 33 + 40 input, 2 + 2 + 2 output, nothing cached reported.
+    assert totals(found.requests) == {"input": 93, "read": 0, "write": 0, "output": 6}
+
+
+def test_mistral_conversation_paths_are_model_endpoints() -> None:
+    assert model_endpoint("POST", MISTRAL) == Endpoint("mistral-conversations", "mistral", None)
+    for url in (f"{MISTRAL}/conv_a", f"{MISTRAL}/conv_a/restart"):
+        found = model_endpoint("POST", url)
+        assert found is not None and found.api == "mistral-conversations"
+    assert model_endpoint("GET", f"{MISTRAL}/conv_a/history") is None
+    assert model_endpoint("POST", f"{MISTRAL}/conv_a/history") is None

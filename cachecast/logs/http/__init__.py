@@ -34,6 +34,7 @@ from cachecast.logs.canonical import (
 )
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_bytes, decode_json
+from cachecast.logs.http.conversations import conversation_as_chat
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.logs.http.exchange import (
     BadEntry,
@@ -295,6 +296,11 @@ def _records(
         body, whole = interactions_as_gemini(body)
         response = interactions_response_as_gemini(response)
         endpoint = Endpoint("gemini", endpoint.provider, endpoint.model)
+    if endpoint.api == "mistral-conversations":
+        # Read as the Chat Completions call it stands for (cachecast.logs.http.conversations).
+        path = urlsplit(exchange.url).path
+        body, response, whole = conversation_as_chat(body, path, response, state.conversations)
+        endpoint = Endpoint("chat", endpoint.provider, endpoint.model)
     if endpoint.api in ("gemini", "gemini-cache"):
         body = gemini_listed(body)
     if endpoint.api == "gemini-cache":

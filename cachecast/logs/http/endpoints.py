@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from cachecast.logs.batch import OPENAI_BATCH_APIS
+from cachecast.logs.http.conversations import conversation_target
 
 _HOST_PROVIDERS = (
     ("api.openai.com", "openai"),
@@ -129,7 +130,7 @@ class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
     # gemini-cache, gemini-interactions, cohere (v2), cohere-v1, prompt (OpenAI legacy
     # Completions: the name the batch reader gives the same endpoint), anthropic-complete,
-    # vllm-generate, ollama-chat, ollama-generate
+    # vllm-generate, ollama-chat, ollama-generate, mistral-conversations
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -174,6 +175,9 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         return Endpoint("vllm-generate", provider, None)
     if path.rstrip("/") in OLLAMA_PATHS:
         return Endpoint(OLLAMA_PATHS[path.rstrip("/")], provider or "ollama", None)
+    if provider == "mistral" and conversation_target(path) is not None:
+        # Mistral's Conversations API (cachecast.logs.http.conversations)
+        return Endpoint("mistral-conversations", provider, None)
     if provider == "cohere" and path.rstrip("/").endswith(("/v1/chat", "/v2/chat")):
         return Endpoint(
             "cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None
