@@ -221,3 +221,132 @@ def test_mistral_conversation_paths_are_model_endpoints() -> None:
         assert found is not None and found.api == "mistral-conversations"
     assert model_endpoint("GET", f"{MISTRAL}/conv_a/history") is None
     assert model_endpoint("POST", f"{MISTRAL}/conv_a/history") is None
+
+
+# --- Inspect AI evaluation logs: the provider calls of a sample's model events --------------
+# (Inspect's EvalLog / ModelEvent: ``call.request`` the body the SDK sent, NOT_GIVEN logged
+# as null; ``call.response`` the provider's reply; texts under ``attachments``.)
+
+LONG = "Answer the question in the voice of a pirate, briefly. " * 3
+
+
+def _openai_call(content: str, prompt: int, cached: int) -> dict[str, object]:
+    return {
+        "request": {
+            "messages": [{"role": "user", "content": content}],
+            "tools": None,
+            "tool_choice": None,
+            "model": "gpt-4o-mini",
+        },
+        "response": {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Arr."}}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": 2,
+                "total_tokens": prompt + 2,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            },
+        },
+    }
+
+
+def _anthropic_call() -> dict[str, object]:
+    return {
+        "request": {
+            "model": "claude-haiku-4-5-20251001",
+            "max_tokens": 32,
+            "system": [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "Where is the treasure?"}],
+            "extra_headers": None,
+        },
+        "response": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-haiku-4-5-20251001",
+            "content": [{"type": "text", "text": "Buried."}],
+            "usage": {
+                "input_tokens": 9,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 3,
+            },
+        },
+    }
+
+
+def _inspect_log(content: str, attachments: dict[str, str]) -> dict[str, object]:
+    def event(model: str, at: str, call: object, cache: str | None = None) -> dict[str, object]:
+        return {"timestamp": at, "event": "model", "model": model, "cache": cache, "call": call}
+
+    return {
+        "version": 2,
+        "status": "success",
+        "eval": {
+            "run_id": "run1",
+            "task": "pirate",
+            "task_id": "t1",
+            "model": "openai/gpt-4o-mini",
+        },
+        "samples": [
+            {
+                "id": 1,
+                "epoch": 1,
+                "events": [
+                    {"timestamp": "2026-03-01T10:00:00+00:00", "event": "sample_init"},
+                    event(
+                        "openai/gpt-4o-mini",
+                        "2026-03-01T10:00:01+00:00",
+                        _openai_call(content, 40, 0),
+                    ),
+                    # answered from Inspect's own cache: no provider call was made
+                    event(
+                        "openai/gpt-4o-mini",
+                        "2026-03-01T10:00:02+00:00",
+                        _openai_call(content, 40, 0),
+                        "read",
+                    ),
+                    event(
+                        "anthropic/claude-haiku-4-5-20251001",
+                        "2026-03-01T10:00:03+00:00",
+                        _anthropic_call(),
+                    ),
+                    {
+                        "timestamp": "2026-03-01T10:00:04+00:00",
+                        "event": "model",
+                        "model": "openai/gpt-4o-mini",
+                        "error": "rate limited",
+                    },
+                ],
+                "attachments": attachments,
+            }
+        ],
+    }
+
+
+def test_an_inspect_log_is_read_as_its_provider_calls(tmp_path: Path) -> None:
+    kept = tmp_path / "2026-03-01T10-00-00_pirate_t1.json"
+    kept.write_text(
+        json.dumps(_inspect_log("attachment://a1", {"a1": LONG}), indent=2), encoding="utf-8"
+    )
+    inline = tmp_path / "inline.json"
+    inline.write_text(json.dumps(_inspect_log(LONG, {}), indent=2), encoding="utf-8")
+    found, plain = read(kept), read(inline)
+    assert (found.format, found.errors) == ("inspect-ai", [])
+    chat, messages = found.requests
+    assert (chat.provider, chat.model) == ("openai", "gpt-4o-mini")
+    assert (messages.provider, messages.model) == ("anthropic", "claude-haiku-4-5-20251001")
+    # The attachment is put back: the prompt is the text, as where it was written inline.
+    assert chat.tokens is not None and chat.tokens == plain.requests[0].tokens
+    # The Anthropic system block carries its breakpoint through.
+    assert messages.breakpoints
+    # Usage as the calls report it: 40 + 9 input, 2 + 3 output; the cached answer and the
+    # failed generation are skipped with their reasons.
+    assert totals(found.requests) == {"input": 49, "read": 0, "write": 0, "output": 5}
+    assert found.skipped == {
+        "a generation Inspect answered from its own cache (no provider call)": 1,
+        "a generation with no provider call recorded (an error)": 1,
+    }
