@@ -350,3 +350,51 @@ def test_an_inspect_log_is_read_as_its_provider_calls(tmp_path: Path) -> None:
         "a generation Inspect answered from its own cache (no provider call)": 1,
         "a generation with no provider call recorded (an error)": 1,
     }
+
+
+# --- A request body stored re-serialized with json.dumps' default separators ---------------
+# The Content-Length is the compact body's (what the client sent); the stored text has ", "
+# and ": ". Same body: not a rewritten one, so the prompt is whole.
+
+
+def _anthropic_cassette(stored: str, declared: int) -> str:
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5-20251001",
+        "content": [{"type": "text", "text": "Hi."}],
+        "usage": {"input_tokens": 12, "output_tokens": 2},
+    }
+    return (
+        "interactions:\n- request:\n"
+        f"    body: {json.dumps(stored)}\n"
+        "    headers:\n      content-type:\n      - application/json\n"
+        f"      content-length:\n      - '{declared}'\n"
+        "    method: POST\n    uri: https://api.anthropic.com/v1/messages\n"
+        "  response:\n"
+        f"    body:\n      string: {json.dumps(json.dumps(reply))}\n"
+        "    headers:\n      content-type:\n      - application/json\n"
+        "    status:\n      code: 200\n      message: OK\nversion: 1\n"
+    )
+
+
+def test_a_body_stored_with_spaces_is_not_a_rewritten_body(tmp_path: Path) -> None:
+    body = {
+        "model": "claude-haiku-4-5-20251001",
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "Say hi — briefly."}],
+    }
+    spaced = json.dumps(body)  # what the cassette stores
+    compact = json.dumps(body, separators=(",", ":"), ensure_ascii=False)  # what was sent
+    assert len(spaced) > len(compact.encode())
+    same = tmp_path / "same.yaml"
+    same.write_text(_anthropic_cassette(spaced, len(compact.encode())), encoding="utf-8")
+    (request,) = read(same).requests
+    assert request.prompt_complete is True
+    # A stored body whose content changed (a scrubbed prompt) still is a rewritten one.
+    scrubbed = json.dumps({**body, "messages": [{"role": "user", "content": "<REDACTED>"}]})
+    other = tmp_path / "other.yaml"
+    other.write_text(_anthropic_cassette(scrubbed, len(compact.encode())), encoding="utf-8")
+    (request,) = read(other).requests
+    assert request.prompt_complete is False
