@@ -398,3 +398,108 @@ def test_a_body_stored_with_spaces_is_not_a_rewritten_body(tmp_path: Path) -> No
     other.write_text(_anthropic_cassette(scrubbed, len(compact.encode())), encoding="utf-8")
     (request,) = read(other).requests
     assert request.prompt_complete is False
+
+
+# --- Mistral Agents completions: Chat Completions naming an agent the recording created ----
+
+
+def _vcr_calls(calls: list[tuple[str, str, object, dict[str, object]]]) -> str:
+    parts = ["interactions:\n"]
+    for method, url, body, reply in calls:
+        parts.append(
+            "- request:\n"
+            f"    body: {json.dumps(json.dumps(body) if body is not None else '')}\n"
+            "    headers:\n      Content-Type:\n      - application/json\n"
+            f"    method: {method}\n    uri: {url}\n"
+            "  response:\n"
+            f"    body:\n      string: {json.dumps(json.dumps(reply))}\n"
+            "    headers:\n      Content-Type:\n      - application/json\n"
+            "    status:\n      code: 200\n      message: OK\n"
+        )
+    parts.append("version: 1\n")
+    return "".join(parts)
+
+
+INSTRUCTIONS = "You are concise. Keep responses under five words."
+QUESTION = [{"role": "user", "content": "What is 8+1? Reply with just the number."}]
+
+
+def _chat_reply(prompt: int) -> dict[str, object]:
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "model": "mistral-small-latest",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "9"}}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 2, "total_tokens": prompt + 2},
+    }
+
+
+def test_a_mistral_agent_completion_is_read_with_the_agent_s_instructions(
+    tmp_path: Path,
+) -> None:
+    agent = {
+        "object": "agent",
+        "id": "ag_1",
+        "model": "mistral-small-latest",
+        "instructions": INSTRUCTIONS,
+        "tools": [],
+    }
+    path = tmp_path / "agents.yaml"
+    path.write_text(
+        _vcr_calls(
+            [
+                (
+                    "POST",
+                    "https://api.mistral.ai/v1/agents",
+                    {"model": "mistral-small-latest", "name": "a", "instructions": INSTRUCTIONS},
+                    agent,
+                ),
+                (
+                    "POST",
+                    "https://api.mistral.ai/v1/agents/completions",
+                    {"messages": QUESTION, "agent_id": "ag_1"},
+                    _chat_reply(40),
+                ),
+                (
+                    "POST",
+                    "https://api.mistral.ai/v1/agents/completions",
+                    {"messages": QUESTION, "agent_id": "ag_unknown"},
+                    _chat_reply(40),
+                ),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    # The same prompt sent to Chat Completions with the instructions as a system message.
+    plain = tmp_path / "chat.yaml"
+    system = [{"role": "system", "content": INSTRUCTIONS}, *QUESTION]
+    plain.write_text(
+        _vcr_calls(
+            [
+                (
+                    "POST",
+                    "https://api.mistral.ai/v1/chat/completions",
+                    {"model": "mistral-small-latest", "messages": system},
+                    _chat_reply(40),
+                ),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    found = read(path)
+    assert found.errors == []
+    named, unknown = found.requests
+    (reference,) = read(plain).requests
+    assert (named.provider, named.model) == ("mistral", "mistral-small-latest")
+    assert named.prompt_complete is True
+    assert named.tokens == reference.tokens
+    # An agent the recording did not create: its instructions are the server's.
+    assert unknown.prompt_complete is False
+    assert found.skipped == {"recorded call that is not a model endpoint": 1}
+    assert totals(found.requests) == {"input": 80, "read": 0, "write": 0, "output": 4}
+
+
+def test_mistral_agent_completions_are_a_chat_endpoint_not_legacy_completions() -> None:
+    found = model_endpoint("POST", "https://api.mistral.ai/v1/agents/completions")
+    assert found == Endpoint("mistral-agents", "mistral", None)
+    assert model_endpoint("POST", "https://api.mistral.ai/v1/agents") is None

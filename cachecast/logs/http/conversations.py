@@ -27,6 +27,14 @@ A response is a ``conversation.response``: ``conversation_id``, ``outputs`` (the
 https://docs.rs/crate/mistral-openapi-client/latest/source/docs/ConversationResponse.md), the
 same counts as Chat Completions' usage, read as them. A streamed turn (events) is not read
 here.
+
+Mistral's Agents completions (``POST /v1/agents/completions``: Chat Completions ``messages``
+with an ``agent_id`` in place of a model) are read the same way: an agent is created (``POST
+/v1/agents``) or updated (``PATCH /v1/agents/{id}``) with ``model``, ``instructions`` and
+``tools`` the server keeps, and the answer (the agent object) states them; where the
+recording holds that call, a completion naming the agent is read with its instructions as a
+system message in front, its tools and its model; otherwise the prompt read is not whole. A
+conversation started with an ``agent_id`` is read the same way.
 """
 
 from __future__ import annotations
@@ -35,10 +43,79 @@ import json
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from cachecast.core.errors import RecordFieldError
+from cachecast.logs.http.bodies import decode_body
+from cachecast.logs.http.exchange import Exchange
 
 CONVERSATIONS = "/v1/conversations"
+AGENTS = "/v1/agents"
+AGENT_COMPLETIONS = "/v1/agents/completions"
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """A Mistral agent as its creation (or latest update) answered: what the server adds to
+    a completion or conversation naming it."""
+
+    model: str | None
+    instructions: str | None
+    tools: tuple[dict[str, Any], ...]
+
+
+def remember_agent(exchange: Exchange, agents: MutableMapping[str, Agent]) -> None:
+    """Keep the agent a recorded ``POST /v1/agents`` (or ``PATCH /v1/agents/{id}``) answered
+    with, under its ``id``; any other call is left alone."""
+    parts = urlsplit(exchange.url)
+    if "api.mistral.ai" not in (parts.hostname or "").lower():
+        return
+    path = parts.path.rstrip("/")
+    method = exchange.method.upper()
+    updated = method == "PATCH" and path.rsplit("/", 1)[0].endswith(AGENTS)
+    if not (method == "POST" and path.endswith(AGENTS)) and not updated:
+        return
+    if exchange.status is not None and not 200 <= exchange.status < 300:
+        return
+    try:
+        agent = decode_body(exchange.response_body, exchange.response_headers, "response.body")
+    except RecordFieldError:
+        return
+    if not isinstance(agent, dict) or not isinstance(agent.get("id"), str):
+        return
+    model, instructions = agent.get("model"), agent.get("instructions")
+    tools = agent.get("tools")
+    agents[agent["id"]] = Agent(
+        model if isinstance(model, str) else None,
+        instructions if isinstance(instructions, str) else None,
+        tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else (),
+    )
+
+
+def agent_completion_as_chat(
+    body: dict[str, Any], agents: MutableMapping[str, Agent]
+) -> tuple[dict[str, Any], bool]:
+    """An Agents completion body as the Chat Completions body it stands for (the agent's
+    instructions, tools and model put in), and whether that is the whole prompt."""
+    named = body.get("agent_id")
+    agent = agents.get(named) if isinstance(named, str) else None
+    chat = {k: v for k, v in body.items() if k != "agent_id"}
+    if agent is None:
+        return chat, False  # the agent's instructions are the server's
+    messages = body.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    if agent.instructions:
+        messages = [{"role": "system", "content": agent.instructions}, *messages]
+    chat["messages"] = messages
+    if agent.model is not None:
+        chat["model"] = agent.model
+    if agent.tools and not body.get("tools"):
+        tools = [t for t in agent.tools if t.get("type") == "function"]
+        if tools:
+            chat["tools"] = tools
+        if len(tools) < len(agent.tools):
+            return chat, False  # a built-in tool: Mistral's own text
+    return chat, True
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +236,7 @@ def conversation_as_chat(
     path: str,
     response: Any,
     conversations: MutableMapping[str, Conversation],
+    agents: MutableMapping[str, Agent] | None = None,
 ) -> tuple[dict[str, Any], Any, bool]:
     """A Conversations call as the Chat Completions request and response it stands for, and
     whether the request is the whole prompt; the conversation, with this turn's outputs,
@@ -168,7 +246,9 @@ def conversation_as_chat(
     earlier = conversations.get(named) if named is not None else None
     own, whole = entries_as_messages(body.get("inputs", []), "request.body.inputs")
     tools, tools_whole = _tools(body)
-    whole = whole and tools_whole and not restart and body.get("agent_id") is None
+    named_agent = body.get("agent_id")
+    agent = (agents or {}).get(named_agent) if isinstance(named_agent, str) else None
+    whole = whole and tools_whole and not restart and (named_agent is None or agent is not None)
     if named is not None and not restart and earlier is not None:
         messages = [*earlier.messages, *own]
         tools = tools or list(earlier.tools)
@@ -176,9 +256,13 @@ def conversation_as_chat(
         whole = whole and earlier.whole
     else:
         instructions = body.get("instructions")
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        if agent is not None:
+            instructions = agent.instructions if instructions is None else instructions
+            model = agent.model if model is None else model
+            tools = tools or [t for t in agent.tools if t.get("type") == "function"]
         system = [{"role": "system", "content": instructions}]
         messages = [*system, *own] if isinstance(instructions, str) else own
-        model = body.get("model") if isinstance(body.get("model"), str) else None
         whole = whole and named is None  # an append to a conversation the recording lacks
     outputs = response.get("outputs") if isinstance(response, dict) else None
     produced, outputs_whole = (

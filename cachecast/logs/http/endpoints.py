@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from cachecast.logs.batch import OPENAI_BATCH_APIS
-from cachecast.logs.http.conversations import conversation_target
+from cachecast.logs.http.conversations import AGENT_COMPLETIONS, conversation_target
 
 _HOST_PROVIDERS = (
     ("api.openai.com", "openai"),
@@ -130,7 +130,7 @@ class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
     # gemini-cache, gemini-interactions, cohere (v2), cohere-v1, prompt (OpenAI legacy
     # Completions: the name the batch reader gives the same endpoint), anthropic-complete,
-    # vllm-generate, ollama-chat, ollama-generate, mistral-conversations
+    # vllm-generate, ollama-chat, ollama-generate, mistral-conversations, mistral-agents
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -159,6 +159,9 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         return Endpoint("gemini-interactions", provider, None)
     if path.rstrip("/").endswith("/cachedContents"):
         return Endpoint("gemini-cache", provider or "google", None)
+    if provider == "mistral" and path.rstrip("/").endswith(AGENT_COMPLETIONS):
+        # Chat Completions naming an agent (cachecast.logs.http.conversations)
+        return Endpoint("mistral-agents", provider, None)
     if path.endswith("/chat/completions"):
         model = None
         if "/openai/deployments/" in path:  # Azure: the deployment stands for the model
