@@ -37,10 +37,10 @@ from cachecast.logs.stream import Item, LogStream, documents
 FORMAT = "inspect-ai"
 
 # The head of a log as Inspect writes it (pydantic, indent 2): ``version`` first, then
-# ``status`` and ``eval`` with its ``run_id``.
-_HEAD = re.compile(
-    r'^\s*\{\s*"version":\s*\d+,\s*"status":\s*"\w+",\s*"eval":\s*\{\s*"(?:eval_id|run_id)"'
-)
+# ``status`` and ``eval``, whose ``run_id`` follows within its first fields (newer logs open
+# ``eval`` with ``eval_set_id`` / ``eval_id``).
+_HEAD = re.compile(r'^\s*\{\s*"version":\s*\d+,\s*"status":\s*"\w+",\s*"eval":\s*\{')
+_EVAL_HEAD_CHARS = 2_000
 
 # Inspect provider -> (base URL of its Chat Completions endpoint); openai, anthropic and
 # google are handled apart.
@@ -58,7 +58,8 @@ _ATTACHMENT = "attachment://"
 
 def fits_text(text: str) -> bool:
     """Whether a file's head is an Inspect log's."""
-    return _HEAD.match(text) is not None
+    found = _HEAD.match(text)
+    return found is not None and '"run_id"' in text[found.end() : found.end() + _EVAL_HEAD_CHARS]
 
 
 def fits(value: Any) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from cachecast.contracts import ContractStore
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
+from cachecast.logs.inspect_ai import fits_text
 from cachecast.passes.log_input import LogInput
 from cachecast.simulator.pricing import below_minimum_flagged
 from cachecast.tokenizers.types import CacheControls, ObservedUsage, TokenizedRequest
@@ -503,3 +504,10 @@ def test_mistral_agent_completions_are_a_chat_endpoint_not_legacy_completions() 
     found = model_endpoint("POST", "https://api.mistral.ai/v1/agents/completions")
     assert found == Endpoint("mistral-agents", "mistral", None)
     assert model_endpoint("POST", "https://api.mistral.ai/v1/agents") is None
+
+
+def test_an_inspect_log_head_may_open_eval_with_other_fields() -> None:
+    head = '{\n  "version": 2,\n  "status": "success",\n  "eval": {\n    "eval_set_id": "s1",\n'
+    assert fits_text(head + '    "eval_id": "e1",\n    "run_id": "r1",\n')
+    assert not fits_text(head + '    "eval_id": "e1"\n  }\n}\n')  # no run: no Inspect log
+    assert not fits_text('{"status": "success", "eval": {"run_id": "r1"}}')
