@@ -38,6 +38,7 @@ from cachecast.logs import (
     hoverfly,
     httpmock,
     httprr,
+    inspect_ai,
     jsonl,
     langfuse,
     langsmith,
@@ -328,6 +329,12 @@ def _langsmith_value(value: Any) -> bool:
     return isinstance(value, dict) and langsmith.fits(value)
 
 
+def _inspect_fits(sample: Sample) -> str | None:
+    if inspect_ai.fits_text(sample.text):
+        return None
+    return "no Inspect log head ({version, status, eval: {run_id...}})"
+
+
 def _by_shape_fits(sample: Sample) -> str | None:
     wanted = "no object holding a model endpoint's request and its response"
     objects = sample.objects()
@@ -569,6 +576,12 @@ FORMATS: tuple[LogFormat, ...] = (
         "Helicone export (request_body, response_body, provider)",
         _objects_fit(helicone.fits, "Helicone request {request_id, request_body}"),
         helicone.read,
+    ),
+    LogFormat(
+        inspect_ai.FORMAT,
+        "Inspect AI evaluation log (.json: samples' model events with the provider call made)",
+        _inspect_fits,
+        inspect_ai.read,
     ),
     # After every named format: a file none of them fits is read by its fields' names
     # (before cachecast's own records, whose request is a body, never an HTTP request).

@@ -398,9 +398,11 @@ def below_minimum_flagged(request: TokenizedRequest, contract: ContractTerms) ->
     message names the term and the contract version, so a wrong minimum is still visible.
     A record that creates a cache object (Gemini ``cachedContents``) is left alone: the
     provider accepted that object, whose minimum may not be the contract's implicit one, so
-    its size is evidence about the term, judged as such, not a contradiction. A minimum the
-    contract inferred from its family (``inferred_fields``) is no documented term, and an
-    observation never contradicts a guess: such a request is reconciled as usual."""
+    its size is evidence about the term, judged as such, not a contradiction. So is a request
+    that reads such an object by name (``cachedContent``): its read is that accepted object,
+    whose size the creation already showed, not an implicit prefix the minimum governs. A
+    minimum the contract inferred from its family (``inferred_fields``) is no documented term,
+    and an observation never contradicts a guess: such a request is reconciled as usual."""
     observed = request.observed
     minimum = contract.min_cacheable_tokens
     if (
@@ -408,6 +410,7 @@ def below_minimum_flagged(request: TokenizedRequest, contract: ContractTerms) ->
         or observed.contradiction is not None
         or minimum <= 0
         or request.controls.creates is not None
+        or request.controls.cached_content is not None
         or "min_cacheable_tokens" in contract.inferred_fields
     ):
         return request

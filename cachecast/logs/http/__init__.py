@@ -34,6 +34,11 @@ from cachecast.logs.canonical import (
 )
 from cachecast.logs.errors import LogRecordError
 from cachecast.logs.http.bodies import decode_body, decode_bytes, decode_json
+from cachecast.logs.http.conversations import (
+    agent_completion_as_chat,
+    conversation_as_chat,
+    remember_agent,
+)
 from cachecast.logs.http.endpoints import Endpoint, model_endpoint
 from cachecast.logs.http.exchange import (
     BadEntry,
@@ -121,6 +126,7 @@ def read_exchanges(stream: LogStream, exchanges: Iterable[Exchange | BadEntry]) 
             yield from _batch_results(stream, exchange)
             continue
         if endpoint is None:
+            remember_agent(exchange, state.agents)  # a Mistral agent later calls name
             stream.skip("recorded call that is not a model endpoint")
             continue
         try:
@@ -295,6 +301,16 @@ def _records(
         body, whole = interactions_as_gemini(body)
         response = interactions_response_as_gemini(response)
         endpoint = Endpoint("gemini", endpoint.provider, endpoint.model)
+    if endpoint.api == "mistral-conversations":
+        # Read as the Chat Completions call it stands for (cachecast.logs.http.conversations).
+        path = urlsplit(exchange.url).path
+        body, response, whole = conversation_as_chat(
+            body, path, response, state.conversations, state.agents
+        )
+        endpoint = Endpoint("chat", endpoint.provider, endpoint.model)
+    elif endpoint.api == "mistral-agents":
+        body, whole = agent_completion_as_chat(body, state.agents)
+        endpoint = Endpoint("chat", endpoint.provider, endpoint.model)
     if endpoint.api in ("gemini", "gemini-cache"):
         body = gemini_listed(body)
     if endpoint.api == "gemini-cache":

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from cachecast.logs.batch import OPENAI_BATCH_APIS
+from cachecast.logs.http.conversations import AGENT_COMPLETIONS, conversation_target
 
 _HOST_PROVIDERS = (
     ("api.openai.com", "openai"),
@@ -129,7 +130,7 @@ class Endpoint:
     api: str  # chat, responses, anthropic, bedrock-converse, bedrock-invoke, gemini,
     # gemini-cache, gemini-interactions, cohere (v2), cohere-v1, prompt (OpenAI legacy
     # Completions: the name the batch reader gives the same endpoint), anthropic-complete,
-    # vllm-generate, ollama-chat, ollama-generate
+    # vllm-generate, ollama-chat, ollama-generate, mistral-conversations, mistral-agents
     provider: str | None
     model: str | None  # from the URL where it names one
 
@@ -158,6 +159,9 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         return Endpoint("gemini-interactions", provider, None)
     if path.rstrip("/").endswith("/cachedContents"):
         return Endpoint("gemini-cache", provider or "google", None)
+    if provider == "mistral" and path.rstrip("/").endswith(AGENT_COMPLETIONS):
+        # Chat Completions naming an agent (cachecast.logs.http.conversations)
+        return Endpoint("mistral-agents", provider, None)
     if path.endswith("/chat/completions"):
         model = None
         if "/openai/deployments/" in path:  # Azure: the deployment stands for the model
@@ -174,6 +178,9 @@ def model_endpoint(method: str, url: str) -> Endpoint | None:
         return Endpoint("vllm-generate", provider, None)
     if path.rstrip("/") in OLLAMA_PATHS:
         return Endpoint(OLLAMA_PATHS[path.rstrip("/")], provider or "ollama", None)
+    if provider == "mistral" and conversation_target(path) is not None:
+        # Mistral's Conversations API (cachecast.logs.http.conversations)
+        return Endpoint("mistral-conversations", provider, None)
     if provider == "cohere" and path.rstrip("/").endswith(("/v1/chat", "/v2/chat")):
         return Endpoint(
             "cohere-v1" if path.rstrip("/").endswith("/v1/chat") else "cohere", provider, None

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 from cachecast.core.errors import RecordFieldError
 from cachecast.logs.canonical import make_record
 from cachecast.logs.http.bodies import decode_body, decode_json
+from cachecast.logs.http.conversations import Agent, Conversation
 from cachecast.logs.http.exchange import Exchange
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage_fields import ttl_marks
@@ -85,6 +86,10 @@ class ApiState:
     # already (``LogStream.continues``).
     latest: dict[str, Any] | None = None
     caches: dict[str, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
+    # Mistral conversation_id -> the conversation so far (cachecast.logs.http.conversations)
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+    # Mistral agent id -> the agent its creation or latest update answered with
+    agents: dict[str, Agent] = field(default_factory=dict)
     # cachedContents name -> (created, lifetime seconds, deleted before its TTL ran out)
     lifetimes: dict[str, tuple[float | None, int, bool]] = field(default_factory=dict)
     # The latest Chat Completions exchange: its body without ``messages``, its messages and

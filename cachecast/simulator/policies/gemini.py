@@ -89,7 +89,11 @@ class ImplicitPlusCachedContent(CachePolicy):
         now = request.timestamp
         if controls.cached_content is not None:
             named = self.named.get(controls.cached_content)
-            if named is None or now >= named.expires_at:
+            # A recorded request that names the object and got an answer shows the object was
+            # still there: recorders time calls to the whole second (an HTTP Date header), so a
+            # use in the second the object expired or was deleted is one the log puts before
+            # that end (docs/log-formats.md, "Gemini"). Only a later second has it gone.
+            if named is None or now > named.expires_at:
                 self.note("a request names a cachedContent that the log shows expired or deleted")
                 return make_usage(request, implicit_read, {})
             return make_usage(request, max(min(named.tokens, point.offset), implicit_read), {})
