@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 from cachecast.logs.http import Exchange, read_exchanges
 from cachecast.logs.http.exchange import BadEntry, numbered
+from cachecast.logs.sanitize import iso_moment
 from cachecast.logs.stream import Item, LogStream, documents
 
 FORMAT = "inspect-ai"
@@ -98,15 +98,6 @@ def _resolved(value: Any, attachments: dict[str, Any]) -> Any:
     return value
 
 
-def _moment(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def _calls(
     stream: LogStream, document: dict[str, Any], first: int
 ) -> Iterator[Exchange | BadEntry]:
@@ -156,7 +147,7 @@ def _calls(
                 status=200,
                 response_headers={},
                 response_body=_resolved(call["response"], attachments),
-                timestamp=_moment(event.get("timestamp")),
+                timestamp=iso_moment(event.get("timestamp")),
             )
 
 

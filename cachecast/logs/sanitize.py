@@ -71,6 +71,25 @@ def _in_range(seconds: float, raw: Any, field: str) -> float:
     return seconds
 
 
+def iso_moment(value: Any) -> float | None:
+    """An ISO 8601 string as epoch seconds (naive = UTC, as ``epoch_seconds`` reads it), or
+    None where ``value`` is not one: for the optional times of a record (a cache object's
+    ``expireTime``, an event's ``timestamp``), whose absence leaves the record undated rather
+    than refused."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.timestamp()
+    except (OverflowError, ValueError):  # year 1 or 9999 moved past the range by an offset
+        return None
+
+
 def epoch_seconds(raw: Any, field: str) -> float:
     """A timestamp as epoch seconds: an ISO 8601 string (naive = UTC) or an epoch number
     (seconds, or milliseconds above 1e11), within 1970..9999."""

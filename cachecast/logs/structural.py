@@ -31,7 +31,6 @@ not by a recorder's documented layout.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from cachecast.logs.errors import LogFileError, LogRecordError
 from cachecast.logs.http import Exchange, read_exchanges
 from cachecast.logs.http.endpoints import model_endpoint, provider_origin
 from cachecast.logs.http.exchange import BadEntry, http_date, joined_url, numbered
+from cachecast.logs.sanitize import iso_moment
 from cachecast.logs.stream import MAX_YAML_BYTES, Item, LogStream, check_size, documents
 
 FORMAT = "by-shape"
@@ -365,12 +365,11 @@ def _time(*holders: Any) -> float | None:
             # epoch seconds or milliseconds (no recording is dated after 2286)
             return float(value) / 1000 if value > 1e11 else float(value)
         if isinstance(value, str):
-            try:
-                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-            except ValueError:
+            stamp = iso_moment(value)
+            if stamp is None:
                 stamp = http_date(value)
-                if stamp is not None:
-                    return stamp
+            if stamp is not None:
+                return stamp
     return None
 
 

@@ -15,6 +15,7 @@ import pytest
 from cachecast.core.errors import LimitExceededError, LogRecordError, RecordFieldError
 from cachecast.core.limits import DEFAULT_LIMITS, limits_in_force
 from cachecast.logs import sanitize
+from cachecast.logs.sanitize import iso_moment
 from cachecast.tokenizers import read_records
 from tests.logs.helpers import read, write_jsonl
 from tests.logs.test_otel import attr, document, span
@@ -287,3 +288,21 @@ def test_inputs_nested_just_within_the_bound_are_read(tmp_path: Path) -> None:
     content = '[{"role":"user","content":' + lists(240) + "}]"
     result = read(langfuse_export(tmp_path / "export.json", content))
     assert len(result.requests) == 1 and result.errors == []
+
+
+# 2026-01-01T00:00:00 UTC by hand: 56 years from 1970 with 14 leap days (1972..2024),
+# (56 x 365 + 14) days x 86,400 s.
+NEW_YEAR_2026 = (56 * 365 + 14) * 86_400
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["2026-01-01T00:00:00", "2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00"],
+)
+def test_an_optional_iso_time_reads_naive_as_utc(value: str) -> None:
+    assert iso_moment(value) == NEW_YEAR_2026
+
+
+@pytest.mark.parametrize("value", [None, 1767225600, "yesterday", "2026-13-01T00:00:00", "9" * 65])
+def test_an_optional_time_that_is_no_iso_string_is_none(value: object) -> None:
+    assert iso_moment(value) is None

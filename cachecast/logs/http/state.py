@@ -26,6 +26,7 @@ from cachecast.logs.canonical import make_record
 from cachecast.logs.http.bodies import decode_body, decode_json
 from cachecast.logs.http.conversations import Agent, Conversation
 from cachecast.logs.http.exchange import Exchange
+from cachecast.logs.sanitize import iso_moment
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage_fields import ttl_marks
 
@@ -361,18 +362,6 @@ def _seconds(ttl: Any) -> int | None:
     return None
 
 
-def _moment(value: Any) -> float | None:
-    """An RFC 3339 ``expireTime`` as epoch seconds."""
-    if not isinstance(value, str):
-        return None
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def cache_lifetimes(
     exchanges: Sequence[object],
 ) -> dict[str, tuple[float | None, int, bool]]:
@@ -407,7 +396,7 @@ def cache_lifetimes(
             if not isinstance(name, str):
                 continue
             ttl = _seconds(body.get("ttl"))
-            expiry = _moment(body.get("expireTime", body.get("expire_time")))
+            expiry = iso_moment(body.get("expireTime", body.get("expire_time")))
             if expiry is None and now is not None:
                 expiry = now + (ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS)
             lifetime = ttl if ttl is not None else GEMINI_DEFAULT_TTL_SECONDS
@@ -422,7 +411,7 @@ def cache_lifetimes(
         created = lifetimes[name][0]
         if method == "PATCH" and now is not None and created is not None:
             ttl = _seconds(body.get("ttl"))
-            expiry = _moment(body.get("expireTime", body.get("expire_time"))) or (
+            expiry = iso_moment(body.get("expireTime", body.get("expire_time"))) or (
                 now + ttl if ttl is not None else None
             )
             if expiry is not None:
