@@ -39,7 +39,7 @@ from cachecast.logs.messages import (
     has_tool_calls,
     maybe_json,
 )
-from cachecast.logs.providers import resolve_provider
+from cachecast.logs.providers import openai_body_provider, resolve_provider
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
 from cachecast.logs.usage import normalize_usage
@@ -137,6 +137,8 @@ def is_model_call(attrs: dict[str, Any]) -> bool:
         return attrs.get("openinference.span.kind") == "LLM"
     if attrs.get("llm.request.type") in ("chat", "completion"):
         return True
+    if attrs.get("framework") == PROMPTFLOW:
+        return attrs.get("span_type") == "LLM"
     has_model = any(k in attrs for k in ("gen_ai.request.model", "llm.model_name"))
     has_usage = any(k.startswith(("gen_ai.usage.", "llm.token_count.")) for k in attrs)
     return has_model and has_usage
@@ -164,6 +166,8 @@ def _record(
     trace_id: Any,
 ) -> dict[str, Any]:
     """The canonical record of a model-call span from its attributes (as a plain dict)."""
+    if attrs.get("framework") == PROMPTFLOW:
+        return _promptflow_record(stream, line, attrs, where, timestamp, span_id, trace_id)
     provider = _first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
     model = _first(
         attrs,
@@ -193,6 +197,69 @@ def _record(
         timestamp=timestamp,
         request_id=request_id if isinstance(request_id, str) else None,
         session=session if isinstance(session, str) else None,
+        observed=observed,
+        prompt_complete=complete,
+    )
+
+
+# --- Prompt Flow's spans ---------------------------------------------------------------
+#
+# Prompt Flow's tracing (microsoft/promptflow, promptflow-tracing; docs/log-formats.md,
+# "OpenTelemetry") marks a span ``framework: promptflow`` and its kind ``span_type``; an
+# ``LLM`` span is one call of the OpenAI SDK: ``inputs`` is the JSON of the call's keyword
+# arguments (the request body: ``messages``, ``model``, ``tools``...), ``output`` the JSON of
+# the response it returned (with the provider's own ``usage``), and ``llm.usage.*`` copies
+# that usage's counts. No conventional model or provider attribute is written.
+
+PROMPTFLOW = "promptflow"
+
+
+def _promptflow_record(
+    stream: LogStream,
+    line: int,
+    attrs: dict[str, Any],
+    where: str,
+    timestamp: float | None,
+    span_id: Any,
+    trace_id: Any,
+) -> dict[str, Any]:
+    path = f"{where}.attributes" if where else "attributes"
+    sent = maybe_json(attrs.get("inputs"))
+    received = maybe_json(attrs.get("output"))
+    received = received if isinstance(received, dict) else {}
+    body: dict[str, Any] | None = None
+    if isinstance(sent, dict) and any(k in sent for k in ("messages", "prompt", "input")):
+        body = dict(sent)
+    # Azure OpenAI's responses carry content filter results; there the request's ``model``
+    # is a deployment's name and the response's the model served (as for recorded calls).
+    provider = openai_body_provider(received)
+    requested = body.get("model") if body is not None else None
+    answered = received.get("model", attrs.get("llm.response.model"))
+    model = requested if isinstance(requested, str) else None
+    if isinstance(answered, str) and answered and (provider == "azure" or model is None):
+        model = answered
+    usage = received.get("usage")
+    observed = None
+    if isinstance(usage, dict) and usage:
+        observed = normalize_usage(usage, path=f"{path}[output].usage")
+    else:
+        counts = {
+            k.removeprefix("llm.usage."): v for k, v in attrs.items() if k.startswith("llm.usage.")
+        }
+        if counts:
+            observed = normalize_usage(counts, convention="openai-chat", path=f"{path}[llm.usage]")
+    complete = body is not None
+    if body is None:
+        body = unrecorded_prompt(stream.source, line)
+    answer_id = received.get("id")
+    request_id = answer_id if isinstance(answer_id, str) else span_id
+    return make_record(
+        request=body,
+        model=model,
+        provider=provider,
+        timestamp=timestamp,
+        request_id=request_id if isinstance(request_id, str) else None,
+        session=trace_id if isinstance(trace_id, str) else None,
         observed=observed,
         prompt_complete=complete,
     )
@@ -246,10 +313,24 @@ def read_sdk(stream: LogStream) -> Iterator[Item]:
             stream, "OTel span that is not a model call (workflow, agent, tool, ...)"
         )
         for k, span in enumerate(spans):
+            if is_unended(span):
+                stream.skip(UNENDED)
+                continue
             at = k + 1 if stream.whole_document else line
             path = f"{prefix}[{k}]" if prefix or len(spans) > 1 else ""
             ordered.add(at, lambda: _sdk_span(stream, at, span, path), path)  # noqa: B023
         yield from ordered
+
+
+UNENDED = "OTel span written before it ended (end_time null): its ended copy carries the usage"
+
+
+def is_unended(span: Any) -> bool:
+    """A span the SDK wrote while it was still open: ``to_json()`` of a live span says
+    ``"end_time": null``. A processor that prints spans at their start as well as at their
+    end (Microsoft Agent Framework's samples do) writes each span twice; the open copy has
+    no usage yet (docs/log-formats.md, "OpenTelemetry")."""
+    return isinstance(span, dict) and "end_time" in span and span["end_time"] is None
 
 
 def flat_attributes(values: Any, path: str) -> dict[str, Any]:
