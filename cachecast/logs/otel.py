@@ -322,6 +322,108 @@ def read_sdk(stream: LogStream) -> Iterator[Item]:
         yield from ordered
 
 
+# --- Jaeger's JSON of traces -----------------------------------------------------------
+#
+# Jaeger's query service answers ``GET /api/traces`` (and its UI downloads search results) as
+# ``{"data": [trace, ...], "total", "limit", "offset", "errors"}``; a trace is ``{traceID,
+# spans, processes, warnings}``, a span ``{traceID, spanID, operationName, references,
+# startTime, duration, tags: [{key, type, value}], logs, processID}`` with times in
+# microseconds since the epoch (docs/log-formats.md, "Jaeger"). Spans exported to Jaeger
+# over OTLP keep their attributes as tags, so the GenAI conventions read as above.
+
+JAEGER_REPEATED = "Jaeger span repeated in its trace (same spanID)"
+
+
+def _is_jaeger_trace(value: Any) -> bool:
+    return isinstance(value, dict) and "traceID" in value and isinstance(value.get("spans"), list)
+
+
+def _jaeger_traces(value: Any) -> tuple[str, list[Any]] | None:
+    """(field path prefix, traces) of a Jaeger document, None where it is none."""
+    if _is_jaeger_trace(value):
+        return "", [value]
+    if isinstance(value, dict) and isinstance(value.get("data"), list):
+        return "data", value["data"]
+    if isinstance(value, list):
+        return "", value
+    return None
+
+
+def jaeger_fits(value: Any) -> bool:
+    found = _jaeger_traces(value)
+    if found is None:
+        return False
+    head = found[1][:8]
+    return bool(head) and all(_is_jaeger_trace(trace) for trace in head)
+
+
+def read_jaeger(stream: LogStream) -> Iterator[Item]:
+    missing = ("data", "missing: not Jaeger's JSON of traces ({data: [{traceID, spans}]})")
+    for line, document in documents(stream, jaeger_fits, missing):
+        if isinstance(document, LogRecordError):
+            yield line, document
+            continue
+        found = _jaeger_traces(document)
+        prefix, traces = found if found is not None else ("", [])
+        ordered = TimeOrdered(stream, "Jaeger span that is not a model call (workflow, tool, ...)")
+        position = 0
+        for t, trace in enumerate(traces):
+            where = f"{prefix}[{t}]"
+            spans = trace.get("spans") if isinstance(trace, dict) else None
+            if not isinstance(spans, list):
+                position += 1
+                at = position if stream.whole_document else line
+                yield at, stream.error(at, f"{where}.spans", "expected a list of spans")
+                continue
+            seen: set[Any] = set()
+            for k, span in enumerate(spans):
+                position += 1
+                at = position if stream.whole_document else line
+                key = span.get("spanID") if isinstance(span, dict) else None
+                if key is not None and key in seen:
+                    # Jaeger returns a span twice where it was reported twice ("duplicate span
+                    # IDs" in the trace's warnings): one call, counted once.
+                    stream.skip(JAEGER_REPEATED)
+                    continue
+                seen.add(key)
+                path = f"{where}.spans[{k}]"
+                ordered.add(at, lambda: _jaeger_span(stream, at, span, path), path)  # noqa: B023
+        yield from ordered
+
+
+def jaeger_tags(values: Any, path: str) -> dict[str, Any]:
+    """Jaeger's ``[{key, type, value}]`` tags as a plain object (an ``int64`` written as a
+    string of digits is its number)."""
+    if values is None:
+        return {}
+    if not isinstance(values, list):
+        raise RecordFieldError(path, "expected a list of {key, type, value} tags")
+    out: dict[str, Any] = {}
+    for index, tag in enumerate(values):
+        if not isinstance(tag, dict) or not isinstance(tag.get("key"), str):
+            raise RecordFieldError(f"{path}[{index}]", "expected a {key, type, value} tag")
+        value = tag.get("value")
+        if tag.get("type") == "int64" and isinstance(value, str):
+            value = int_text(value, f"{path}[{index}].value")
+        out[tag["key"]] = value
+    return out
+
+
+def _jaeger_span(stream: LogStream, line: int, span: Any, where: str) -> dict[str, Any] | None:
+    if not isinstance(span, dict):
+        raise RecordFieldError(where, "expected a span object")
+    attrs = jaeger_tags(span.get("tags"), f"{where}.tags")
+    if not is_model_call(attrs):
+        return None
+    start = span.get("startTime")
+    timestamp: float | None = None
+    if isinstance(start, int) and not isinstance(start, bool):
+        timestamp = start / 1_000_000  # Jaeger: microseconds since the epoch
+    elif start is not None:
+        raise RecordFieldError(f"{where}.startTime", "expected microseconds since the epoch")
+    return _record(stream, line, attrs, where, timestamp, span.get("spanID"), span.get("traceID"))
+
+
 UNENDED = "OTel span written before it ended (end_time null): its ended copy carries the usage"
 
 

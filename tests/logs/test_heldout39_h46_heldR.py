@@ -260,3 +260,80 @@ def test_promptflow_stream_keeps_the_span_usage_counts(tmp_path: Path) -> None:
     path.write_text(console_dump([llm, llm]))
     result = read(path)
     assert totals(result.requests) == {"input": 24, "read": 0, "write": 0, "output": 6}
+
+
+# --- Jaeger: the query API's JSON of traces --------------------------------------------------
+
+
+def tag(key: str, value: Any, kind: str | None = None) -> dict[str, Any]:
+    kind = kind or ("int64" if isinstance(value, int) else "string")
+    return {"key": key, "type": kind, "value": value}
+
+
+def jaeger_span(span_id: str, start_us: int, tags: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "traceID": "4bf92f3577b34da6a3ce929d0e0e4736",
+        "spanID": span_id,
+        "operationName": "chat claude-sonnet-4-5",
+        "references": [],
+        "startTime": start_us,
+        "duration": 812_000,
+        "tags": tags,
+        "logs": [],
+        "processID": "p1",
+        "warnings": None,
+    }
+
+
+def test_jaeger_traces_with_genai_tags(tmp_path: Path) -> None:
+    chat_tags = [
+        tag("gen_ai.operation.name", "chat"),
+        tag("gen_ai.provider.name", "anthropic"),
+        tag("gen_ai.request.model", "claude-sonnet-4-5"),
+        # The conventions: input_tokens counts every input token, cache reads and writes in it.
+        tag("gen_ai.usage.input_tokens", 5_200),
+        tag("gen_ai.usage.cache_read.input_tokens", 4_096),
+        tag("gen_ai.usage.cache_creation.input_tokens", 1_000),
+        tag("gen_ai.usage.output_tokens", 75),
+        tag("span.kind", "client"),
+    ]
+    second = [t for t in chat_tags if not t["key"].startswith("gen_ai.usage.")] + [
+        tag("gen_ai.usage.input_tokens", "5300", "int64"),  # an int64 written as a string of digits
+        tag("gen_ai.usage.cache_read.input_tokens", 5_096),
+        tag("gen_ai.usage.output_tokens", 20),
+    ]
+    chat = jaeger_span("a1", 1_782_706_642_676_687, chat_tags)
+    embed = jaeger_span("a2", 1_782_706_642_000_000, [tag("text.length", 91)])
+    later = jaeger_span("a3", 1_782_706_650_000_000, second)
+    trace = {
+        "traceID": "4bf92f3577b34da6a3ce929d0e0e4736",
+        "spans": [chat, embed, dict(chat), later],  # the first call reported twice
+        "processes": {"p1": {"serviceName": "api", "tags": []}},
+        "warnings": ["duplicate span IDs; skipping clock skew adjustment"],
+    }
+    path = tmp_path / "traces.json"
+    document = {"data": [trace], "total": 0, "limit": 0, "offset": 0, "errors": None}
+    path.write_text(json.dumps(document, indent=2))  # one document: spans by position
+    result = read(path)
+    assert result.format == "jaeger"
+    assert result.errors == []
+    first, after = result.requests
+    assert first.provider == "anthropic" and first.model == "claude-sonnet-4-5"
+    assert first.timestamp == 1_782_706_642.676687  # microseconds since the epoch
+    # 5200 + 5300 in (reads and writes inside), 4096 + 5096 read, 1000 written, 75 + 20 out.
+    assert totals(result.requests) == {"input": 10_500, "read": 9_192, "write": 1_000, "output": 95}
+    assert after.line == 4  # the fourth span of the document
+    assert result.skipped == {
+        "Jaeger span repeated in its trace (same spanID)": 1,
+        "Jaeger span that is not a model call (workflow, tool, ...)": 1,
+    }
+
+
+def test_jaeger_tags_that_are_not_a_list_name_the_field(tmp_path: Path) -> None:
+    chat = jaeger_span("a1", 1, [tag("gen_ai.operation.name", "chat")])
+    chat["tags"] = {"gen_ai.operation.name": "chat"}
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps({"data": [{"traceID": "t", "spans": [chat], "processes": {}}]}))
+    result = read(path)
+    (error,) = result.errors
+    assert error.field == "data[0].spans[0].tags"
