@@ -45,6 +45,9 @@ from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
 from cachecast.logs.usage import normalize_usage
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+# The first OpenLLMetry names (before gen_ai.*), which Prompt Flow and RAAF still write:
+# ``llm.usage.prompt_tokens`` / ``completion_tokens`` / ``total_tokens``, OpenAI's names.
+LLM_USAGE = "llm.usage."
 
 
 def fits(value: Any) -> bool:
@@ -139,8 +142,10 @@ def is_model_call(attrs: dict[str, Any]) -> bool:
         return True
     if attrs.get("framework") == PROMPTFLOW:
         return attrs.get("span_type") == "LLM"
-    has_model = any(k in attrs for k in ("gen_ai.request.model", "llm.model_name"))
-    has_usage = any(k.startswith(("gen_ai.usage.", "llm.token_count.")) for k in attrs)
+    has_model = any(
+        k in attrs for k in ("gen_ai.request.model", "llm.model_name", "llm.request.model")
+    )
+    has_usage = any(k.startswith(("gen_ai.usage.", "llm.token_count.", LLM_USAGE)) for k in attrs)
     return has_model and has_usage
 
 
@@ -186,6 +191,9 @@ def _record(
     if not usage:
         usage = {k: v for k, v in attrs.items() if k.startswith("llm.token_count.")}
         convention = "openinference"
+    if not usage:
+        usage = {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
+        convention = "openai-chat"
     if usage:
         observed = normalize_usage(usage, convention=convention, path=f"{where}.attributes")
     request_id = _first(attrs, "gen_ai.response.id") or span_id
@@ -243,9 +251,7 @@ def _promptflow_record(
     if isinstance(usage, dict) and usage:
         observed = normalize_usage(usage, path=f"{path}[output].usage")
     else:
-        counts = {
-            k.removeprefix("llm.usage."): v for k, v in attrs.items() if k.startswith("llm.usage.")
-        }
+        counts = {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
         if counts:
             observed = normalize_usage(counts, convention="openai-chat", path=f"{path}[llm.usage]")
     complete = body is not None
@@ -295,8 +301,15 @@ def sdk_fits(value: Any) -> bool:
         for key in SPAN_LISTS:
             if isinstance(value.get(key), list):
                 return _sdk_list(value[key])
-        return is_sdk_span(value)
+        return is_sdk_span(value) or _enveloped(value)
     return isinstance(value, list) and _sdk_list(value)
+
+
+def _enveloped(value: dict[str, Any]) -> bool:
+    """A span inside an exporter's event envelope: RAAF's file processor (raaf-ai/raaf)
+    writes ``{"event": "start" | "end", "timestamp", "span": {span_id, trace_id, attributes,
+    start_time, end_time, ...}}``, one a line."""
+    return not is_sdk_span(value) and is_sdk_span(value.get("span"))
 
 
 def read_sdk(stream: LogStream) -> Iterator[Item]:
@@ -306,7 +319,9 @@ def read_sdk(stream: LogStream) -> Iterator[Item]:
             yield line, document
             continue
         prefix, spans = "", document
-        if isinstance(document, dict):
+        if isinstance(document, dict) and _enveloped(document):
+            prefix, spans = "span", [document["span"]]
+        elif isinstance(document, dict):
             key = next((k for k in SPAN_LISTS if isinstance(document.get(k), list)), None)
             prefix, spans = (key, document[key]) if key else ("", [document])
         ordered = TimeOrdered(
@@ -318,6 +333,8 @@ def read_sdk(stream: LogStream) -> Iterator[Item]:
                 continue
             at = k + 1 if stream.whole_document else line
             path = f"{prefix}[{k}]" if prefix or len(spans) > 1 else ""
+            if prefix == "span":
+                path = prefix
             ordered.add(at, lambda: _sdk_span(stream, at, span, path), path)  # noqa: B023
         yield from ordered
 
@@ -540,6 +557,14 @@ def _body(
     elif any(k.startswith("gen_ai.prompt.") for k in attrs):
         messages = _indexed_messages(attrs, "gen_ai.prompt.", "", path)
         tools = _indexed_functions(attrs, "llm.request.functions.")
+    elif isinstance(maybe_json(attrs.get("llm.request.messages")), list):
+        # RAAF (raaf-ai/raaf) keeps the chat messages as one list; its tools by name only
+        # (``llm.request.tools``, ``llm.request.tools_count``): definitions not recorded.
+        where = f"{path}[llm.request.messages]"
+        messages = chat_messages(maybe_json(attrs["llm.request.messages"]), where)
+        named = attrs.get("llm.request.tools") or attrs.get("llm.request.tools_count")
+        if named:
+            return body_for(provider, model, messages, None), False
     elif any(k.startswith("llm.input_messages.") for k in attrs):
         messages = _indexed_messages(attrs, "llm.input_messages.", "message.", path)
         tools = chat_tools(

@@ -337,3 +337,76 @@ def test_jaeger_tags_that_are_not_a_list_name_the_field(tmp_path: Path) -> None:
     result = read(path)
     (error,) = result.errors
     assert error.field == "data[0].spans[0].tags"
+
+
+# --- RAAF: spans in an event envelope, the first OpenLLMetry names ---------------------------
+
+
+def raaf_line(event: str, span: dict[str, Any]) -> str:
+    """A line of RAAF's trace file: ``{event, timestamp, span}``."""
+    return json.dumps({"event": event, "timestamp": span["start_time"], "span": span}) + "\n"
+
+
+def raaf_span(attributes: dict[str, Any], end: str | None) -> dict[str, Any]:
+    return {
+        "span_id": "span_88",
+        "trace_id": "trace_56",
+        "parent_id": "span_c0",
+        "name": "llm.completion",
+        "kind": "llm",
+        "start_time": "2025-06-23T19:05:33Z",
+        "end_time": end,
+        "duration_ms": None if end is None else 1645.7,
+        "attributes": attributes,
+        "events": [],
+        "status": "ok",
+    }
+
+
+def test_raaf_span_events_with_the_first_openllmetry_names(tmp_path: Path) -> None:
+    messages = [
+        {"role": "system", "content": "You are a math assistant."},
+        {"role": "user", "content": "What is 25 * 37 + 142?"},
+    ]
+    started = {"llm.model": "gpt-4", "llm.request.messages": messages}
+    ended = {
+        **started,
+        "llm.request.model": "gpt-4",
+        "llm.request.tools_count": 1,
+        # OpenAI's names: prompt_tokens counts the whole prompt.
+        "llm.usage.prompt_tokens": 90,
+        "llm.usage.completion_tokens": 21,
+        "llm.usage.total_tokens": 111,
+    }
+    path = tmp_path / "traces.jsonl"
+    path.write_text(
+        raaf_line("start", raaf_span(started, None))
+        + raaf_line("end", raaf_span(ended, "2025-06-23T19:05:34Z"))
+    )
+    result = read(path)
+    assert result.format == "otel-spans"
+    assert result.errors == []
+    (request,) = result.requests
+    assert request.line == 2
+    assert request.provider == "openai" and request.model == "gpt-4"
+    # A calculator tool was sent (tools_count 1) but only its name is kept: not the whole prompt.
+    assert not request.prompt_complete
+    assert totals(result.requests) == {"input": 90, "read": 0, "write": 0, "output": 21}
+    assert result.skipped == {UNENDED: 1}
+
+
+def test_a_span_with_only_the_first_openllmetry_names_is_a_call(tmp_path: Path) -> None:
+    span = sdk_span(
+        "openai.chat",
+        "0x9",
+        "2024-02-01T10:00:00Z",
+        {
+            "llm.request.model": "gpt-3.5-turbo",
+            "llm.usage.prompt_tokens": 1_200,
+            "llm.usage.completion_tokens": 30,
+        },
+    )
+    path = tmp_path / "spans.jsonl"
+    path.write_text(json.dumps(span) + "\n")
+    result = read(path)
+    assert totals(result.requests) == {"input": 1_200, "read": 0, "write": 0, "output": 30}
