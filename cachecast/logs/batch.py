@@ -35,6 +35,7 @@ from cachecast.logs.canonical import (
     unrecorded_prompt,
 )
 from cachecast.logs.errors import LogFileError, LogRecordError
+from cachecast.logs.providers import openai_body_provider
 from cachecast.logs.stream import Item, LogStream, documents, json_lines
 from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage, to_canonical
@@ -152,25 +153,8 @@ def _openai_result(stream: LogStream, line: int, record: dict[str, Any], file: s
         if isinstance(created, int | float) and not isinstance(created, bool)
         else None,
         response.get("request_id") if isinstance(response.get("request_id"), str) else None,
-        provider=_result_provider(body),
+        provider=openai_body_provider(body),
     )
-
-
-def _result_provider(body: dict[str, Any]) -> str | None:
-    """The provider an OpenAI-format output body shows where it is not OpenAI: Groq's
-    ``x_groq``; Azure OpenAI's content filter results (``prompt_filter_results``, a choice's
-    ``content_filter_results``), which OpenAI's responses do not carry (docs/log-formats.md,
-    "Batches")."""
-    if isinstance(body.get("x_groq"), dict):
-        return "groq"
-    if "prompt_filter_results" in body:
-        return "azure"
-    choices = body.get("choices")
-    if isinstance(choices, list) and any(
-        isinstance(choice, dict) and "content_filter_results" in choice for choice in choices
-    ):
-        return "azure"
-    return None
 
 
 # --- Anthropic -------------------------------------------------------------------------------

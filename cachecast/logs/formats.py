@@ -435,6 +435,13 @@ FORMATS: tuple[LogFormat, ...] = (
         otel.read_sdk,
     ),
     LogFormat(
+        "jaeger",
+        "Jaeger's JSON of traces (query API /api/traces, the UI's download): {data: [{traceID,"
+        " spans: [{spanID, startTime, tags: [{key, type, value}]}]}]}",
+        _objects_fit(otel.jaeger_fits, "Jaeger traces {data: [{traceID, spans}]}"),
+        otel.read_jaeger,
+    ),
+    LogFormat(
         "langfuse",
         "Langfuse trace export ({trace, observations}) or observations",
         _objects_fit(langfuse.fits, "Langfuse trace export or observation"),

@@ -39,12 +39,15 @@ from cachecast.logs.messages import (
     has_tool_calls,
     maybe_json,
 )
-from cachecast.logs.providers import resolve_provider
+from cachecast.logs.providers import openai_body_provider, resolve_provider
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
 from cachecast.logs.usage import normalize_usage
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+# The first OpenLLMetry names (before gen_ai.*), which Prompt Flow and RAAF still write:
+# ``llm.usage.prompt_tokens`` / ``completion_tokens`` / ``total_tokens``, OpenAI's names.
+LLM_USAGE = "llm.usage."
 
 
 def fits(value: Any) -> bool:
@@ -137,8 +140,12 @@ def is_model_call(attrs: dict[str, Any]) -> bool:
         return attrs.get("openinference.span.kind") == "LLM"
     if attrs.get("llm.request.type") in ("chat", "completion"):
         return True
-    has_model = any(k in attrs for k in ("gen_ai.request.model", "llm.model_name"))
-    has_usage = any(k.startswith(("gen_ai.usage.", "llm.token_count.")) for k in attrs)
+    if attrs.get("framework") == PROMPTFLOW:
+        return attrs.get("span_type") == "LLM"
+    has_model = any(
+        k in attrs for k in ("gen_ai.request.model", "llm.model_name", "llm.request.model")
+    )
+    has_usage = any(k.startswith(("gen_ai.usage.", "llm.token_count.", LLM_USAGE)) for k in attrs)
     return has_model and has_usage
 
 
@@ -164,6 +171,8 @@ def _record(
     trace_id: Any,
 ) -> dict[str, Any]:
     """The canonical record of a model-call span from its attributes (as a plain dict)."""
+    if attrs.get("framework") == PROMPTFLOW:
+        return _promptflow_record(stream, line, attrs, where, timestamp, span_id, trace_id)
     provider = _first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
     model = _first(
         attrs,
@@ -182,6 +191,9 @@ def _record(
     if not usage:
         usage = {k: v for k, v in attrs.items() if k.startswith("llm.token_count.")}
         convention = "openinference"
+    if not usage:
+        usage = {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
+        convention = "openai-chat"
     if usage:
         observed = normalize_usage(usage, convention=convention, path=f"{where}.attributes")
     request_id = _first(attrs, "gen_ai.response.id") or span_id
@@ -193,6 +205,67 @@ def _record(
         timestamp=timestamp,
         request_id=request_id if isinstance(request_id, str) else None,
         session=session if isinstance(session, str) else None,
+        observed=observed,
+        prompt_complete=complete,
+    )
+
+
+# --- Prompt Flow's spans ---------------------------------------------------------------
+#
+# Prompt Flow's tracing (microsoft/promptflow, promptflow-tracing; docs/log-formats.md,
+# "OpenTelemetry") marks a span ``framework: promptflow`` and its kind ``span_type``; an
+# ``LLM`` span is one call of the OpenAI SDK: ``inputs`` is the JSON of the call's keyword
+# arguments (the request body: ``messages``, ``model``, ``tools``...), ``output`` the JSON of
+# the response it returned (with the provider's own ``usage``), and ``llm.usage.*`` copies
+# that usage's counts. No conventional model or provider attribute is written.
+
+PROMPTFLOW = "promptflow"
+
+
+def _promptflow_record(
+    stream: LogStream,
+    line: int,
+    attrs: dict[str, Any],
+    where: str,
+    timestamp: float | None,
+    span_id: Any,
+    trace_id: Any,
+) -> dict[str, Any]:
+    path = f"{where}.attributes" if where else "attributes"
+    sent = maybe_json(attrs.get("inputs"))
+    received = maybe_json(attrs.get("output"))
+    received = received if isinstance(received, dict) else {}
+    body: dict[str, Any] | None = None
+    if isinstance(sent, dict) and any(k in sent for k in ("messages", "prompt", "input")):
+        body = dict(sent)
+    # Azure OpenAI's responses carry content filter results; there the request's ``model``
+    # is a deployment's name and the response's the model served (as for recorded calls).
+    provider = openai_body_provider(received)
+    requested = body.get("model") if body is not None else None
+    answered = received.get("model", attrs.get("llm.response.model"))
+    model = requested if isinstance(requested, str) else None
+    if isinstance(answered, str) and answered and (provider == "azure" or model is None):
+        model = answered
+    usage = received.get("usage")
+    observed = None
+    if isinstance(usage, dict) and usage:
+        observed = normalize_usage(usage, path=f"{path}[output].usage")
+    else:
+        counts = {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
+        if counts:
+            observed = normalize_usage(counts, convention="openai-chat", path=f"{path}[llm.usage]")
+    complete = body is not None
+    if body is None:
+        body = unrecorded_prompt(stream.source, line)
+    answer_id = received.get("id")
+    request_id = answer_id if isinstance(answer_id, str) else span_id
+    return make_record(
+        request=body,
+        model=model,
+        provider=provider,
+        timestamp=timestamp,
+        request_id=request_id if isinstance(request_id, str) else None,
+        session=trace_id if isinstance(trace_id, str) else None,
         observed=observed,
         prompt_complete=complete,
     )
@@ -228,8 +301,15 @@ def sdk_fits(value: Any) -> bool:
         for key in SPAN_LISTS:
             if isinstance(value.get(key), list):
                 return _sdk_list(value[key])
-        return is_sdk_span(value)
+        return is_sdk_span(value) or _enveloped(value)
     return isinstance(value, list) and _sdk_list(value)
+
+
+def _enveloped(value: dict[str, Any]) -> bool:
+    """A span inside an exporter's event envelope: RAAF's file processor (raaf-ai/raaf)
+    writes ``{"event": "start" | "end", "timestamp", "span": {span_id, trace_id, attributes,
+    start_time, end_time, ...}}``, one a line."""
+    return not is_sdk_span(value) and is_sdk_span(value.get("span"))
 
 
 def read_sdk(stream: LogStream) -> Iterator[Item]:
@@ -239,17 +319,137 @@ def read_sdk(stream: LogStream) -> Iterator[Item]:
             yield line, document
             continue
         prefix, spans = "", document
-        if isinstance(document, dict):
+        if isinstance(document, dict) and _enveloped(document):
+            prefix, spans = "span", [document["span"]]
+        elif isinstance(document, dict):
             key = next((k for k in SPAN_LISTS if isinstance(document.get(k), list)), None)
             prefix, spans = (key, document[key]) if key else ("", [document])
         ordered = TimeOrdered(
             stream, "OTel span that is not a model call (workflow, agent, tool, ...)"
         )
         for k, span in enumerate(spans):
+            if is_unended(span):
+                stream.skip(UNENDED)
+                continue
             at = k + 1 if stream.whole_document else line
             path = f"{prefix}[{k}]" if prefix or len(spans) > 1 else ""
+            if prefix == "span":
+                path = prefix
             ordered.add(at, lambda: _sdk_span(stream, at, span, path), path)  # noqa: B023
         yield from ordered
+
+
+# --- Jaeger's JSON of traces -----------------------------------------------------------
+#
+# Jaeger's query service answers ``GET /api/traces`` (and its UI downloads search results) as
+# ``{"data": [trace, ...], "total", "limit", "offset", "errors"}``; a trace is ``{traceID,
+# spans, processes, warnings}``, a span ``{traceID, spanID, operationName, references,
+# startTime, duration, tags: [{key, type, value}], logs, processID}`` with times in
+# microseconds since the epoch (docs/log-formats.md, "Jaeger"). Spans exported to Jaeger
+# over OTLP keep their attributes as tags, so the GenAI conventions read as above.
+
+JAEGER_REPEATED = "Jaeger span repeated in its trace (same spanID)"
+
+
+def _is_jaeger_trace(value: Any) -> bool:
+    return isinstance(value, dict) and "traceID" in value and isinstance(value.get("spans"), list)
+
+
+def _jaeger_traces(value: Any) -> tuple[str, list[Any]] | None:
+    """(field path prefix, traces) of a Jaeger document, None where it is none."""
+    if _is_jaeger_trace(value):
+        return "", [value]
+    if isinstance(value, dict) and isinstance(value.get("data"), list):
+        return "data", value["data"]
+    if isinstance(value, list):
+        return "", value
+    return None
+
+
+def jaeger_fits(value: Any) -> bool:
+    found = _jaeger_traces(value)
+    if found is None:
+        return False
+    head = found[1][:8]
+    return bool(head) and all(_is_jaeger_trace(trace) for trace in head)
+
+
+def read_jaeger(stream: LogStream) -> Iterator[Item]:
+    missing = ("data", "missing: not Jaeger's JSON of traces ({data: [{traceID, spans}]})")
+    for line, document in documents(stream, jaeger_fits, missing):
+        if isinstance(document, LogRecordError):
+            yield line, document
+            continue
+        found = _jaeger_traces(document)
+        prefix, traces = found if found is not None else ("", [])
+        ordered = TimeOrdered(stream, "Jaeger span that is not a model call (workflow, tool, ...)")
+        position = 0
+        for t, trace in enumerate(traces):
+            where = f"{prefix}[{t}]"
+            spans = trace.get("spans") if isinstance(trace, dict) else None
+            if not isinstance(spans, list):
+                position += 1
+                at = position if stream.whole_document else line
+                yield at, stream.error(at, f"{where}.spans", "expected a list of spans")
+                continue
+            seen: set[Any] = set()
+            for k, span in enumerate(spans):
+                position += 1
+                at = position if stream.whole_document else line
+                key = span.get("spanID") if isinstance(span, dict) else None
+                if key is not None and key in seen:
+                    # Jaeger returns a span twice where it was reported twice ("duplicate span
+                    # IDs" in the trace's warnings): one call, counted once.
+                    stream.skip(JAEGER_REPEATED)
+                    continue
+                seen.add(key)
+                path = f"{where}.spans[{k}]"
+                ordered.add(at, lambda: _jaeger_span(stream, at, span, path), path)  # noqa: B023
+        yield from ordered
+
+
+def jaeger_tags(values: Any, path: str) -> dict[str, Any]:
+    """Jaeger's ``[{key, type, value}]`` tags as a plain object (an ``int64`` written as a
+    string of digits is its number)."""
+    if values is None:
+        return {}
+    if not isinstance(values, list):
+        raise RecordFieldError(path, "expected a list of {key, type, value} tags")
+    out: dict[str, Any] = {}
+    for index, tag in enumerate(values):
+        if not isinstance(tag, dict) or not isinstance(tag.get("key"), str):
+            raise RecordFieldError(f"{path}[{index}]", "expected a {key, type, value} tag")
+        value = tag.get("value")
+        if tag.get("type") == "int64" and isinstance(value, str):
+            value = int_text(value, f"{path}[{index}].value")
+        out[tag["key"]] = value
+    return out
+
+
+def _jaeger_span(stream: LogStream, line: int, span: Any, where: str) -> dict[str, Any] | None:
+    if not isinstance(span, dict):
+        raise RecordFieldError(where, "expected a span object")
+    attrs = jaeger_tags(span.get("tags"), f"{where}.tags")
+    if not is_model_call(attrs):
+        return None
+    start = span.get("startTime")
+    timestamp: float | None = None
+    if isinstance(start, int) and not isinstance(start, bool):
+        timestamp = start / 1_000_000  # Jaeger: microseconds since the epoch
+    elif start is not None:
+        raise RecordFieldError(f"{where}.startTime", "expected microseconds since the epoch")
+    return _record(stream, line, attrs, where, timestamp, span.get("spanID"), span.get("traceID"))
+
+
+UNENDED = "OTel span written before it ended (end_time null): its ended copy carries the usage"
+
+
+def is_unended(span: Any) -> bool:
+    """A span the SDK wrote while it was still open: ``to_json()`` of a live span says
+    ``"end_time": null``. A processor that prints spans at their start as well as at their
+    end (Microsoft Agent Framework's samples do) writes each span twice; the open copy has
+    no usage yet (docs/log-formats.md, "OpenTelemetry")."""
+    return isinstance(span, dict) and "end_time" in span and span["end_time"] is None
 
 
 def flat_attributes(values: Any, path: str) -> dict[str, Any]:
@@ -357,6 +557,14 @@ def _body(
     elif any(k.startswith("gen_ai.prompt.") for k in attrs):
         messages = _indexed_messages(attrs, "gen_ai.prompt.", "", path)
         tools = _indexed_functions(attrs, "llm.request.functions.")
+    elif isinstance(maybe_json(attrs.get("llm.request.messages")), list):
+        # RAAF (raaf-ai/raaf) keeps the chat messages as one list; its tools by name only
+        # (``llm.request.tools``, ``llm.request.tools_count``): definitions not recorded.
+        where = f"{path}[llm.request.messages]"
+        messages = chat_messages(maybe_json(attrs["llm.request.messages"]), where)
+        named = attrs.get("llm.request.tools") or attrs.get("llm.request.tools_count")
+        if named:
+            return body_for(provider, model, messages, None), False
     elif any(k.startswith("llm.input_messages.") for k in attrs):
         messages = _indexed_messages(attrs, "llm.input_messages.", "message.", path)
         tools = chat_tools(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 from cachecast.core.provider_names import PROVIDER_ALIASES, normalize_provider
 
@@ -214,3 +215,21 @@ def resolve_provider(provider: str | None, model: str | None) -> tuple[str | Non
     if resolved is None:
         resolved = infer_provider(name)
     return resolved, name
+
+
+def openai_body_provider(body: dict[str, Any]) -> str | None:
+    """The provider an OpenAI-format response body shows where it is not OpenAI: Groq's
+    ``x_groq``; Azure OpenAI's content filter results (``prompt_filter_results``, a choice's
+    ``content_filter_results``), which OpenAI's responses do not carry (docs/log-formats.md,
+    "Batches"). A batch output line's body and a traced call's recorded response are read
+    by it."""
+    if isinstance(body.get("x_groq"), dict):
+        return "groq"
+    if "prompt_filter_results" in body:
+        return "azure"
+    choices = body.get("choices")
+    if isinstance(choices, list) and any(
+        isinstance(choice, dict) and "content_filter_results" in choice for choice in choices
+    ):
+        return "azure"
+    return None

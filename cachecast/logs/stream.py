@@ -13,6 +13,7 @@ which are loaded whole under :data:`MAX_DOCUMENT_BYTES`, checked before parsing.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -224,13 +225,43 @@ def check_size(path: Path, bound: int, what: str) -> None:
 
 def load_document(path: Path) -> Any:
     """One whole JSON document, refused above MAX_DOCUMENT_BYTES, and above the limit
-    ``max_document_bytes`` in force, before it is read."""
+    ``max_document_bytes`` in force, before it is read. Pretty-printed objects written one
+    after another (:func:`concatenated_objects`) are read as the list of them."""
     check_size(path, min(MAX_DOCUMENT_BYTES, current().max_document_bytes), "a JSON document")
     data = path.read_bytes()
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        objects = concatenated_objects(data)
+        if objects is not None:
+            return objects
         raise LogFileError(str(path), f"one JSON document ({exc})") from None
+
+
+# A top-level object of a pretty-printed dump opens at the start of a line; its inner lines
+# are indented, and a raw newline never occurs inside a JSON string.
+_OBJECT_START = re.compile(rb"\r?\n(?=\{)")
+
+
+def concatenated_objects(data: bytes) -> list[dict[str, Any]] | None:
+    """The objects of a file of pretty-printed JSON objects written one after another (each
+    opening with ``{`` at the start of a line, blank lines or none between them), as a list;
+    None where the file is not that. OpenTelemetry Python's ``ConsoleSpanExporter`` writes
+    this: each span's ``to_json()`` (indented 4) and a newline (docs/log-formats.md,
+    "Detection"); a program's stdout redirected to a file keeps it so."""
+    parts = [part for part in _OBJECT_START.split(data) if part.strip()]
+    if len(parts) < 2:
+        return None
+    objects: list[dict[str, Any]] = []
+    for part in parts:
+        try:
+            value = orjson.loads(part)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        objects.append(value)
+    return objects
 
 
 def documents(
