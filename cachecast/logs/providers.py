@@ -152,6 +152,49 @@ def is_router_slug(model: str) -> bool:
     return head == "openrouter" and bool(rest) and "/" not in rest
 
 
+# Hugging Face's router (``https://router.huggingface.co/v1``, OpenAI-compatible) takes a Hub
+# repository id with the serving provider after a colon (``openai/gpt-oss-120b:cerebras``)
+# and bills that provider's rates with no markup of its own (docs/log-formats.md, "Provider
+# names"): the suffix names the provider whose contract prices the call. Its provider ids, as
+# its provider pages spell them, mapped to the store's where they differ; the others keep
+# their own name (no contract: reported unpriced, not priced as the model's maker).
+HUGGING_FACE_PROVIDERS = {
+    "baseten": "baseten",
+    "cerebras": "cerebras",
+    "cohere": "cohere",
+    "deepinfra": "deepinfra",
+    "featherless-ai": "featherless_ai",
+    "fireworks-ai": "fireworks_ai",
+    "groq": "groq",
+    "hf-inference": "hf_inference",
+    "hyperbolic": "hyperbolic",
+    "nebius": "nebius",
+    "novita": "novita",
+    "nscale": "nscale",
+    "ovhcloud": "ovhcloud",
+    "publicai": "publicai",
+    "replicate": "replicate",
+    "sambanova": "sambanova",
+    "scaleway": "scaleway",
+    "together": "together_ai",
+    "wavespeed": "wavespeed",
+    "zai-org": "zai",
+}
+
+
+def hugging_face_routed(model: str) -> tuple[str, str] | None:
+    """``(provider, model)`` of a Hugging Face router id naming its serving provider
+    (``openai/gpt-oss-120b:cerebras`` -> ``("cerebras", "gpt-oss-120b")``: the model as the
+    provider's own API names it, without the Hub organization), or None for any other name (a
+    Hub id without a suffix is routed by a policy the log does not show; Ollama's
+    ``llama3:8b`` and OpenRouter's ``:free`` are no provider ids)."""
+    base, colon, suffix = model.strip().rpartition(":")
+    provider = HUGGING_FACE_PROVIDERS.get(suffix.lower()) if colon else None
+    if provider is None or "/" not in base:
+        return None
+    return provider, base.split("/", 1)[1]
+
+
 def split_model(model: str, provider: str | None = None) -> tuple[str | None, str]:
     """``(provider, model)`` from a model string that may carry its provider.
 
@@ -160,10 +203,15 @@ def split_model(model: str, provider: str | None = None) -> tuple[str | None, st
     ``anthropic/claude-3.5-sonnet`` -> ``("anthropic", "claude-3.5-sonnet")``;
     Anthropic models with gateways' dotted versions -> Anthropic's ids
     (``anthropic/claude-sonnet-4.6`` -> ``("anthropic", "claude-sonnet-4-6")``);
+    Hugging Face router ids (``openai/gpt-oss-20b:fireworks-ai``) -> their serving provider
+    and its model (``("fireworks_ai", "gpt-oss-20b")``: :func:`hugging_face_routed`);
     Gemini resource names (``models/gemini-2.5-flash``,
     ``projects/p/locations/l/publishers/google/models/gemini-2.5-flash``) -> the model id.
     A first segment that names no provider (``meta-llama/Llama-3-8B``) is kept as it is.
     """
+    routed = hugging_face_routed(model)
+    if routed is not None:
+        return routed
     normalized = normalize_provider_name(provider) if provider else None
     name = model.strip()
     if "/publishers/" in name and "/models/" in name:  # a Vertex AI resource name

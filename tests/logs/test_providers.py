@@ -62,6 +62,22 @@ def test_names_as_users_write_them(written: str, stored: str) -> None:
             ("google", "gemini-2.5-pro"),
         ),
         (None, "meta-llama/Llama-3.1-8B-Instruct", (None, "meta-llama/Llama-3.1-8B-Instruct")),
+        # Hugging Face's router: a Hub id and, after a colon, the provider that serves it
+        # (its Cerebras page: model="openai/gpt-oss-120b:cerebras"), whose own model name has
+        # no Hub organization; the suffix wins over the maker a span names
+        ("openai", "openai/gpt-oss-20b:fireworks-ai", ("fireworks_ai", "gpt-oss-20b")),
+        (None, "openai/gpt-oss-120b:cerebras", ("cerebras", "gpt-oss-120b")),
+        (None, "moonshotai/Kimi-K2-Instruct:together", ("together_ai", "Kimi-K2-Instruct")),
+        (None, "deepseek-ai/DeepSeek-R1:novita", ("novita", "DeepSeek-R1")),  # no contract
+        # ... and no other colon names a provider: OpenRouter's variants, Ollama's tags
+        (
+            "openrouter",
+            "meta-llama/llama-3.3-8b-instruct:free",
+            (None, "meta-llama/llama-3.3-8b-instruct:free"),
+        ),
+        (None, "llama3:8b", (None, "llama3:8b")),
+        # no Hub organization, no router id: the family names the maker, the tag stays
+        (None, "qwen2.5:groq", ("alibaba", "qwen2.5:groq")),
         ("azure", "gpt-4o", ("azure", "gpt-4o")),
         (None, "claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5")),
         (
