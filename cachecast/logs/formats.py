@@ -340,6 +340,9 @@ def _by_shape_fits(sample: Sample) -> str | None:
     objects = sample.objects()
     if objects:
         return None if any(map(structural.fits, objects)) else wanted
+    unpaired = structural.txtar_without_request(sample.text)
+    if unpaired is not None:
+        return unpaired
     if sample.text.lstrip().startswith(("{", "[")):
         return sample.why_not_json()
     try:  # YAML or a txtar archive: read whole only here, once every named format has said no

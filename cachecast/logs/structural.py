@@ -540,6 +540,22 @@ def opens_txtar_request(text: str) -> bool:
     return files is not None and any(_norm(name) == _TXTAR_REQUEST for name, _, _ in files)
 
 
+def txtar_without_request(text: str) -> str | None:
+    """Why ``text`` (a file's head), a txtar archive of replies, holds no call: it has no
+    ``request`` file to pair them with (a request body left above the first marker is the
+    archive's comment, not a file). None when it is no txtar archive, or has one."""
+    files = txtar_files(text)
+    if files is None or any(_norm(name) == _TXTAR_REQUEST for name, _, _ in files):
+        return None
+    if not any(_norm(name) in _TXTAR_REPLIES for name, _, _ in files):
+        return None
+    names = ", ".join(name for name, _, _ in files)
+    return (
+        f"a txtar archive of replies ({names}) with no 'request' file to pair them with"
+        " (text above the first '-- NAME --' marker is the archive's comment)"
+    )
+
+
 def txtar_document(text: str) -> dict[str, Any] | None:
     """A txtar archive holding a request body (file ``request``) and replies to it (files
     ``response``, ``streaming``, ``non-streaming`` ...) as the calls it records: one flat call

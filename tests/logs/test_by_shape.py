@@ -636,3 +636,16 @@ def test_a_folder_of_txtar_fixtures_is_read_whole(tmp_path: Path) -> None:
     kept.write_text(_txtar("", ("request", "{}")), encoding="utf-8")
     (tmp_path / "fixtures" / "fixtures.go").write_text("package fixtures\n", encoding="utf-8")
     assert expand_log_paths([tmp_path]) == [kept]
+
+
+def test_a_txtar_archive_of_replies_without_a_request_file_says_so(tmp_path: Path) -> None:
+    # the request body left above the first marker is the archive's comment: no call
+    reply = chat_reply(42, 0, 150, 1_767_875_200)
+    path = tmp_path / "web_search.txtar"
+    comment = json.dumps(chat_body("Hi"), indent=2) + "\n\n"
+    path.write_text(
+        _txtar(comment, ("non-streaming", json.dumps(reply, indent=2))), encoding="utf-8"
+    )
+    with pytest.raises(UnknownLogFormatError) as raised:
+        read(path)
+    assert "a txtar archive of replies (non-streaming) with no 'request' file" in str(raised.value)
