@@ -340,10 +340,13 @@ def _by_shape_fits(sample: Sample) -> str | None:
     objects = sample.objects()
     if objects:
         return None if any(map(structural.fits, objects)) else wanted
+    unpaired = structural.txtar_without_request(sample.text)
+    if unpaired is not None:
+        return unpaired
     if sample.text.lstrip().startswith(("{", "[")):
         return sample.why_not_json()
-    try:  # YAML: read whole only here, once every named format has said no
-        document = structural.yaml_document(sample.path)
+    try:  # YAML or a txtar archive: read whole only here, once every named format has said no
+        document = structural.text_document(sample.path)
     except LogFileError as exc:
         return exc.reason
     except LimitExceededError as exc:
@@ -661,6 +664,10 @@ def sample(path: Path) -> Sample:
             if len(records) >= SNIFF_RECORDS:
                 break
     decoded = head[:SNIFF_BYTES].decode("utf-8", "replace")
+    if records and line_error is not None and structural.opens_txtar_request(decoded):
+        # A Go txtar archive whose request or reply files are compact JSON lines is one
+        # recording (by-shape reads it whole), not JSON lines of a log.
+        return Sample(path, decoded, [], line_error)
     if records and line_error is not None and decoded.lstrip().startswith(("{", "[")):
         # A pretty-printed document opening with a lone "{" or "[" whose inner lines are
         # whole objects (one OTLP attribute per line, `{"key": ..., "value": {...}}`) is one

@@ -16,7 +16,9 @@ exchange each object that holds
 A call kept flat with no URL at all (``{request_body, response_body}`` beside an
 ``endpoint`` that is only a name, as ExLLM's test cache keeps them) is told by its bodies:
 the request body's model and messages, and the API the reply's own shape names
-(:func:`_reply_api`).
+(:func:`_reply_api`). A Go txtar archive of a ``request`` file and its replies
+(``streaming``, ``non-streaming`` ...) is read as such flat calls, one per reply
+(:func:`txtar_document`).
 
 Bodies are read under ``body`` / ``data`` / ``json`` / ``payload`` / ``content`` / ``text``
 (one wrapper level such as vcrpy's ``{"string": ...}`` unwrapped), as JSON text, server-sent
@@ -30,6 +32,7 @@ not by a recorder's documented layout.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -500,12 +503,104 @@ def is_json(path: Path) -> bool:
         return handle.read(4096).lstrip()[:1] in (b"{", b"[")
 
 
-def yaml_document(path: Path) -> Any:
-    """A YAML file as plain values (bounded as a VCR cassette is, ``cachecast.logs.vcr``:
-    local tags read as the values they tag, nothing constructed)."""
+# A Go txtar archive's file marker line (golang.org/x/tools/txtar: "-- FILENAME --", the name
+# stripped of the white space around it).
+_TXTAR_MARKER = re.compile(r"^-- +(\S(?:.*\S)?) +--$")
+# A txtar file holding the request body, and those holding a reply to it (Go test fixtures
+# of a proxy: coder/aibridge keeps ``request``, ``streaming``, ``non-streaming``). Compared as
+# :func:`_norm` compares keys.
+_TXTAR_REQUEST = "request"
+_TXTAR_REPLIES = frozenset(
+    ("response", "reply", "streaming", "nonstreaming", "stream", "nonstream", "blocking")
+)
+# The document key under which :func:`txtar_document` lists the files it could not pair.
+TXTAR_UNPAIRED = "txtar_unpaired"
+
+
+def txtar_files(text: str) -> list[tuple[str, str, int]] | None:
+    """A Go txtar archive's files as (name, data, line of its marker), or None when no line
+    of ``text`` is a file marker. The comment before the first marker is dropped; a file's
+    data runs to the next marker (golang.org/x/tools/txtar)."""
+    files: list[tuple[str, list[str], int]] = []
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        marker = _TXTAR_MARKER.match(line.rstrip("\r\n"))
+        if marker is not None:
+            files.append((marker.group(1), [], number))
+        elif files:
+            files[-1][1].append(line)
+    if not files:
+        return None
+    return [(name, "".join(lines), number) for name, lines, number in files]
+
+
+def opens_txtar_request(text: str) -> bool:
+    """Whether ``text`` (a file's head) is a txtar archive with a ``request`` file: its
+    compact JSON lines are that archive's files, not JSON lines of a log."""
+    files = txtar_files(text)
+    return files is not None and any(_norm(name) == _TXTAR_REQUEST for name, _, _ in files)
+
+
+def txtar_without_request(text: str) -> str | None:
+    """Why ``text`` (a file's head), a txtar archive of replies, holds no call: it has no
+    ``request`` file to pair them with (a request body left above the first marker is the
+    archive's comment, not a file). None when it is no txtar archive, or has one."""
+    files = txtar_files(text)
+    if files is None or any(_norm(name) == _TXTAR_REQUEST for name, _, _ in files):
+        return None
+    if not any(_norm(name) in _TXTAR_REPLIES for name, _, _ in files):
+        return None
+    names = ", ".join(name for name, _, _ in files)
+    return (
+        f"a txtar archive of replies ({names}) with no 'request' file to pair them with"
+        " (text above the first '-- NAME --' marker is the archive's comment)"
+    )
+
+
+def txtar_document(text: str) -> dict[str, Any] | None:
+    """A txtar archive holding a request body (file ``request``) and replies to it (files
+    ``response``, ``streaming``, ``non-streaming`` ...) as the calls it records: one flat call
+    (``{request_body, response_body}``, told by the bodies' shape: :func:`_shaped_url`) per
+    reply, numbered by the line of the reply's marker. A file of another name (a reply to a
+    later request the archive does not hold, such as aibridge's ``streaming/tool-call``) is
+    listed under :data:`TXTAR_UNPAIRED`, not paired with a request it did not answer. None
+    when ``text`` is no such archive."""
+    files = txtar_files(text)
+    if files is None:
+        return None
+    requests = [data for name, data, _ in files if _norm(name) == _TXTAR_REQUEST]
+    if len(requests) != 1:
+        return None
+    calls: list[dict[str, Any]] = []
+    unpaired: list[str] = []
+    for name, data, line in files:
+        if _norm(name) == _TXTAR_REQUEST:
+            continue
+        if _norm(name) in _TXTAR_REPLIES:
+            calls.append(
+                {
+                    "txtar_file": name,
+                    "line": line,
+                    "request_body": requests[0],
+                    "response_body": data.strip(),
+                }
+            )
+        else:
+            unpaired.append(name)
+    if not calls:
+        return None
+    return {"calls": calls, TXTAR_UNPAIRED: unpaired}
+
+
+def text_document(path: Path) -> Any:
+    """A recording that is not JSON as plain values: a Go txtar archive of a request and its
+    replies (:func:`txtar_document`), else YAML (bounded as a VCR cassette is,
+    ``cachecast.logs.vcr``: local tags read as the values they tag, nothing constructed)."""
     check_size(path, MAX_YAML_BYTES, "a YAML recording")
     try:
         text = path.read_text(encoding="utf-8", errors="strict")
+        archive = txtar_document(text)
+        if archive is not None:
+            return archive
         return load_yaml(text, source=str(path), local_tags_plain=True).data
     except UnicodeDecodeError as exc:
         raise LogFileError(str(path), f"not UTF-8 text: {exc}") from None
@@ -519,7 +614,7 @@ def read(stream: LogStream) -> Iterator[Item]:
         loaded: Iterator[tuple[int, Any]] = documents(stream)
     else:
         stream.whole_document = True  # one YAML document: calls numbered by position
-        loaded = iter([(1, yaml_document(stream.path))])
+        loaded = iter([(1, text_document(stream.path))])
     exchanges: list[Exchange | BadEntry] = []
     calls = 0
     for line, document in loaded:
@@ -532,9 +627,14 @@ def read(stream: LogStream) -> Iterator[Item]:
             stream.skip("a line holding no model call")
             continue
         recorded = _recorded_at(document) if isinstance(document, dict) else None
+        unpaired = document.get(TXTAR_UNPAIRED) if isinstance(document, dict) else None
+        for name in unpaired if isinstance(unpaired, list) else ():
+            stream.skip(f"a txtar file ({name}) answering a request the archive does not hold")
         for where, node, named in found:
             calls += 1
             at = calls if stream.whole_document else line
+            if isinstance(node.get("line"), int) and "txtar_file" in node:
+                at = node["line"]  # a txtar reply: the line of its file marker
             try:
                 exchanges.append(_exchange(node, at, where, named, recorded))
             except RecordFieldError as exc:

@@ -191,7 +191,8 @@ class LogInput(BaseModel):
 # or not (docs/log-formats.md, "Files, folders, globs").
 # (.json5: talkback's tapes; .zhar: mitmproxy's zlib-compressed HAR; .httprr: Go httprr
 # traces, langchaingo's testdata folders of them; .rec: dd-trace-java's HTTP records, a
-# folder of them per endpoint.)
+# folder of them per endpoint; .txtar: Go txtar archives of a request and its replies,
+# coder/aibridge's fixtures folders of them.)
 LOG_SUFFIXES = (
     ".jsonl",
     ".ndjson",
@@ -203,6 +204,7 @@ LOG_SUFFIXES = (
     ".zhar",
     ".httprr",
     ".rec",
+    ".txtar",
     ".log",
     ".txt",
     ".jsonl.out",  # Bedrock batch inference output (its manifest.json.out is no log)

@@ -17,6 +17,7 @@ import pytest
 
 from cachecast.logs import open_log
 from cachecast.logs.errors import LogFileError, UnknownLogFormatError
+from cachecast.passes.log_input import expand_log_paths
 from tests.logs.helpers import read, totals
 from tests.logs.test_heldout39_h41_heldH import chat_reply
 from tests.logs.test_http import sse
@@ -501,3 +502,150 @@ def test_a_request_and_response_kept_without_a_url_stay_cachecasts_records(
         {"request": chat_body("Hi"), "response": chat_reply(20, 0, 3, 1_747_845_091)},
     )
     assert read(path).format == "cachecast"
+
+
+def _txtar(comment: str, *files: tuple[str, str]) -> str:
+    """A Go txtar archive (golang.org/x/tools/txtar): a comment, then ``-- name --`` file
+    markers each followed by the file's lines."""
+    return comment + "".join(f"-- {name} --\n{data.rstrip(chr(10))}\n\n" for name, data in files)
+
+
+def test_a_txtar_archive_of_a_request_and_its_replies_is_read(tmp_path: Path) -> None:
+    # a Go proxy's test fixture (coder/aibridge's layout): the request body, the reply to it
+    # sent streaming, the reply sent blocking, and a reply to a follow-up request the
+    # archive does not hold (skipped, not paired with the first request)
+    events = sse(
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_s",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-20250514",
+                "content": [],
+                "usage": {
+                    "input_tokens": 4,
+                    "cache_creation_input_tokens": 1_200,
+                    "cache_read_input_tokens": 0,
+                    "output_tokens": 1,
+                },
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "1"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 6},
+        },
+        {"type": "message_stop"},
+    )
+    text = _txtar(
+        "A simple request.\n\n",
+        ("request", json.dumps(ANTHROPIC_REQUEST, indent=2)),
+        ("streaming", events),
+        ("non-streaming", json.dumps(anthropic_response(4, 0, 1_200, 11), indent=2)),
+        ("streaming/tool-call", events),
+    )
+    path = tmp_path / "simple.txtar"
+    path.write_text(text, encoding="utf-8")
+    found = read(path)
+    assert found.format == "by-shape"
+    assert not found.errors
+    assert [call.provider for call in found.requests] == ["anthropic", "anthropic"]
+    # each call's line is its reply's file marker: the comment (2 lines) and the request's
+    # marker, its 7 lines of JSON and the blank line put "-- streaming --" on line 12
+    lines = text.splitlines()
+    assert [lines[call.line - 1] for call in found.requests] == [
+        "-- streaming --",
+        "-- non-streaming --",
+    ]
+    # streaming: input 4 + 1,200 written, output 6 (message_delta's count);
+    # non-streaming: input 4 + 1,200 read, output 11
+    assert totals(found.requests) == {"input": 2_408, "read": 1_200, "write": 1_200, "output": 17}
+    assert found.skipped == {
+        "a txtar file (streaming/tool-call) answering a request the archive does not hold": 1
+    }
+
+
+def test_a_txtar_archive_of_an_openai_responses_call(tmp_path: Path) -> None:
+    # the reply's own shape (object "response") names OpenAI's Responses API
+    reply = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1_767_875_133,
+        "status": "completed",
+        "model": "gpt-4.1-2025-04-14",
+        "output": [],
+        "usage": {
+            "input_tokens": 2_100,
+            "input_tokens_details": {"cached_tokens": 1_920},
+            "output_tokens": 30,
+            "total_tokens": 2_130,
+        },
+    }
+    body = {"model": "gpt-4.1", "input": [{"role": "user", "content": "Hi"}], "stream": False}
+    path = tmp_path / "blocking.txtar"
+    path.write_text(
+        _txtar("", ("request", json.dumps(body)), ("non-streaming", json.dumps(reply))),
+        encoding="utf-8",
+    )
+    found = read(path)
+    assert found.format == "by-shape"
+    (call,) = found.requests
+    assert call.provider == "openai"
+    assert totals(found.requests) == {"input": 2_100, "read": 1_920, "write": 0, "output": 30}
+
+
+def test_a_txtar_archive_holding_no_request_file_is_not_a_recording(tmp_path: Path) -> None:
+    # a Go test script archive (files of a module): txtar, but no request and no reply
+    path = tmp_path / "script.txtar"
+    path.write_text(
+        _txtar("go test\n", ("go.mod", "module example.com/m"), ("m.go", "package m")),
+        encoding="utf-8",
+    )
+    with pytest.raises(UnknownLogFormatError):
+        read(path)
+
+
+def test_a_txtar_archive_of_compact_json_is_no_json_lines_log(tmp_path: Path) -> None:
+    # the request and the reply each one compact JSON line: the archive is one recording,
+    # not JSON lines of a log (no reader of JSON lines takes its files as records)
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+    path = tmp_path / "compact.txtar"
+    path.write_text(
+        _txtar(
+            "",
+            ("request", json.dumps(body)),
+            ("response", json.dumps(chat_reply(1_300, 1_280, 9, 1_753_343_173))),
+        ),
+        encoding="utf-8",
+    )
+    found = read(path)
+    assert found.format == "by-shape"
+    (call,) = found.requests
+    # "-- request --", its line of JSON and a blank line: the reply's marker is line 4
+    assert (call.provider, call.line) == ("openai", 4)
+    assert totals(found.requests) == {"input": 1_300, "read": 1_280, "write": 0, "output": 9}
+
+
+def test_a_folder_of_txtar_fixtures_is_read_whole(tmp_path: Path) -> None:
+    kept = tmp_path / "fixtures" / "simple.txtar"
+    kept.parent.mkdir()
+    kept.write_text(_txtar("", ("request", "{}")), encoding="utf-8")
+    (tmp_path / "fixtures" / "fixtures.go").write_text("package fixtures\n", encoding="utf-8")
+    assert expand_log_paths([tmp_path]) == [kept]
+
+
+def test_a_txtar_archive_of_replies_without_a_request_file_says_so(tmp_path: Path) -> None:
+    # the request body left above the first marker is the archive's comment: no call
+    reply = chat_reply(42, 0, 150, 1_767_875_200)
+    path = tmp_path / "web_search.txtar"
+    comment = json.dumps(chat_body("Hi"), indent=2) + "\n\n"
+    path.write_text(
+        _txtar(comment, ("non-streaming", json.dumps(reply, indent=2))), encoding="utf-8"
+    )
+    with pytest.raises(UnknownLogFormatError) as raised:
+        read(path)
+    assert "a txtar archive of replies (non-streaming) with no 'request' file" in str(raised.value)
