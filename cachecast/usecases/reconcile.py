@@ -482,14 +482,7 @@ class _Replay:
         )
         if isinstance(found, str):
             return found
-        key = (provider.lower(), found.model, day)
-        served = self.contracts.get(key)
-        if served is None:
-            try:
-                served = served_contract(self.store, key[0], key[1], day, _today())
-            except UnknownContractError as error:
-                served = unknown_reason(key[0], key[1], error.message)
-            self.contracts[key] = served
+        served = self.looked_up(provider.lower(), found.model, day)
         if isinstance(served, str):
             return f"{served} (the default model a request naming none was priced as)"
         note = found.note if served.note is None else f"{found.note}; {served.note}"
@@ -517,15 +510,21 @@ class _Replay:
         no contract for the model at all (the caller names the gateway and asks for
         ``--provider``)."""
         day = self.request.at or _day_of(request.timestamp)
-        key = (gateway.lower(), model.lower(), day)
+        gateway, model = gateway.lower(), model.lower()
+        if (gateway, model, day) not in self.contracts and not self.stores_model(gateway, model):
+            return None  # the gateway states no contract for this model
+        return self.looked_up(gateway, model, day)
+
+    def looked_up(self, provider: str, model: str, day: dt.date | None) -> ServedContract | str:
+        """The contract of ``provider``'s ``model`` in force on ``day``, or why there is none,
+        asked of the store once per (provider, model, day) of a replay."""
+        key = (provider, model, day)
         found = self.contracts.get(key)
         if found is None:
-            if not self.stores_model(key[0], key[1]):
-                return None  # the gateway states no contract for this model
             try:
-                found = served_contract(self.store, key[0], key[1], day, _today())
+                found = served_contract(self.store, provider, model, day, _today())
             except UnknownContractError as error:
-                found = unknown_reason(key[0], key[1], error.message)
+                found = unknown_reason(provider, model, error.message)
             self.contracts[key] = found
         return found
 
