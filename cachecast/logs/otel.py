@@ -42,6 +42,7 @@ from cachecast.logs.messages import (
 from cachecast.logs.providers import openai_body_provider, resolve_provider
 from cachecast.logs.sanitize import int_text, shown
 from cachecast.logs.stream import Item, LogStream, TimeOrdered, documents
+from cachecast.logs.types import ObservedUsage
 from cachecast.logs.usage import normalize_usage
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
@@ -192,12 +193,32 @@ def _record(
         usage = {k: v for k, v in attrs.items() if k.startswith("llm.token_count.")}
         convention = "openinference"
     if not usage:
-        usage = {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
+        usage = _llm_usage(attrs)
         convention = "openai-chat"
     if usage:
         observed = normalize_usage(usage, convention=convention, path=f"{where}.attributes")
     request_id = _first(attrs, "gen_ai.response.id") or span_id
     session = _first(attrs, "gen_ai.conversation.id", "session.id") or trace_id
+    return _span_record(body, model, provider, timestamp, request_id, session, observed, complete)
+
+
+def _llm_usage(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The first OpenLLMetry names of a call's usage (``llm.usage.prompt_tokens`` ...), as
+    the OpenAI usage object they copy."""
+    return {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
+
+
+def _span_record(
+    body: dict[str, Any],
+    model: str | None,
+    provider: str | None,
+    timestamp: float | None,
+    request_id: Any,
+    session: Any,
+    observed: ObservedUsage | None,
+    complete: bool,
+) -> dict[str, Any]:
+    """A span's canonical record; an id or a session that is no text is left out."""
     return make_record(
         request=body,
         model=model,
@@ -251,7 +272,7 @@ def _promptflow_record(
     if isinstance(usage, dict) and usage:
         observed = normalize_usage(usage, path=f"{path}[output].usage")
     else:
-        counts = {k.removeprefix(LLM_USAGE): v for k, v in attrs.items() if k.startswith(LLM_USAGE)}
+        counts = _llm_usage(attrs)
         if counts:
             observed = normalize_usage(counts, convention="openai-chat", path=f"{path}[llm.usage]")
     complete = body is not None
@@ -259,16 +280,7 @@ def _promptflow_record(
         body = unrecorded_prompt(stream.source, line)
     answer_id = received.get("id")
     request_id = answer_id if isinstance(answer_id, str) else span_id
-    return make_record(
-        request=body,
-        model=model,
-        provider=provider,
-        timestamp=timestamp,
-        request_id=request_id if isinstance(request_id, str) else None,
-        session=trace_id if isinstance(trace_id, str) else None,
-        observed=observed,
-        prompt_complete=complete,
-    )
+    return _span_record(body, model, provider, timestamp, request_id, trace_id, observed, complete)
 
 
 # --- The SDK's own JSON of a span (flat attributes) ------------------------------------
