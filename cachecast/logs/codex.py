@@ -132,6 +132,7 @@ _FILLER_WORDS = (
 BILLED_COUNTERS = (
     "input_tokens",
     "cached_input_tokens",
+    "cache_write_input_tokens",
     "output_tokens",
     "reasoning_output_tokens",
 )
@@ -208,6 +209,14 @@ class TokenCounts:
                 f"{where}.cached_input_tokens",
                 f"{observed.cache_read_tokens} exceeds input_tokens {observed.input_tokens}"
                 " (a subset)",
+            )
+        cached = (observed.cache_read_tokens or 0) + (observed.cache_write_tokens or 0)
+        if cached > (observed.input_tokens or 0):
+            raise RecordFieldError(
+                f"{where}.cache_write_input_tokens",
+                f"{observed.cache_write_tokens} with cached_input_tokens"
+                f" {observed.cache_read_tokens} exceeds input_tokens {observed.input_tokens}"
+                " (both are subsets of it)",
             )
         return RequestUsage(counts, observed)
 

@@ -363,10 +363,15 @@ def _langchain(usage: Mapping[str, Any], path: str) -> ObservedUsage:
 
 def _codex(usage: Mapping[str, Any], path: str) -> ObservedUsage:
     # Codex CLI token_count: cached_input_tokens is a subset of input_tokens and
-    # reasoning_output_tokens a subset of output_tokens (total = input + output).
+    # reasoning_output_tokens a subset of output_tokens (total = input + output). Recent
+    # versions add cache_write_input_tokens, also inside input_tokens (codex-rs protocol's
+    # TokenUsage; docs/clients.md, "Format variants"): the tokens a request wrote to a cache
+    # a contract bills writes of (GPT-5.6 and GPT-6's explicit caching); absent in older
+    # rollouts, where the writes are not reported.
     return ObservedUsage(
         input_tokens=_count(usage, "input_tokens", path),
         cache_read_tokens=_count(usage, "cached_input_tokens", path),
+        cache_write_tokens=_count(usage, "cache_write_input_tokens", path),
         output_tokens=_count(usage, "output_tokens", path),
     )
 
@@ -636,7 +641,9 @@ COUNTED_KEYS: dict[str, frozenset[str] | None] = {
     "otel": None,
     "openinference": None,
     "langchain": frozenset({"input_tokens", "output_tokens"}),
-    "codex": frozenset({"input_tokens", "cached_input_tokens", "output_tokens"}),
+    "codex": frozenset(
+        {"input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens"}
+    ),
     "openai-chat": frozenset(
         {
             "prompt_tokens",
