@@ -138,6 +138,11 @@ def _url(request: dict[str, Any], outer: dict[str, Any], named: str | None) -> s
             if host is not None and isinstance(host[1], str) and host[1]:
                 origin = host[1] if "://" in host[1] else f"https://{host[1]}"
                 return joined_url(origin, url)
+        # the request's own Host header (MockServer keeps ``path`` and ``headers.Host``
+        # only; docs/log-formats.md, "Recordings read by their shape")
+        sent_to = _headers(request).get("host")
+        if sent_to:
+            return joined_url(f"https://{sent_to}", url)
         return joined_url(named, url) if named is not None else None
     if "://" not in url and "/" not in url:
         return None  # a name, not a URL (ExLLM's ``endpoint: "v1_messages"``)
@@ -336,7 +341,9 @@ def _headers(holder: Any) -> dict[str, str]:
     elif isinstance(value, list):  # [{name, value}] (HAR-like) or [[name, value]]
         for item in value:
             if isinstance(item, dict) and isinstance(item.get("name"), str):
-                headers[item["name"].lower()] = str(item.get("value", ""))
+                value = item.get("value", item.get("values", ""))  # MockServer: ``values``
+                first = value[0] if isinstance(value, list) and value else value
+                headers[item["name"].lower()] = str(first)
             elif isinstance(item, list) and len(item) == 2 and isinstance(item[0], str):
                 headers[item[0].lower()] = str(item[1])
     return headers
