@@ -138,8 +138,16 @@ def _url(request: dict[str, Any], outer: dict[str, Any], named: str | None) -> s
             if host is not None and isinstance(host[1], str) and host[1]:
                 origin = host[1] if "://" in host[1] else f"https://{host[1]}"
                 return joined_url(origin, url)
-        # the request's own Host header (MockServer keeps ``path`` and ``headers.Host``
-        # only; docs/log-formats.md, "Recordings read by their shape")
+        # MockServer keeps ``path`` with the ``socketAddress`` it connected to, where the
+        # Host header does not say it, else ``headers.Host`` only (docs/log-formats.md,
+        # "Recordings read by their shape")
+        address = _named(request, ("socketaddress",))
+        if address is not None and isinstance(address[1], dict):
+            host = address[1].get("host")
+            if isinstance(host, str) and host:
+                scheme = address[1].get("scheme")
+                scheme = scheme.lower() if isinstance(scheme, str) and scheme else "https"
+                return joined_url(f"{scheme}://{host}", url)
         sent_to = _headers(request).get("host")
         if sent_to:
             return joined_url(f"https://{sent_to}", url)

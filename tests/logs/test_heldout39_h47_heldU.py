@@ -87,6 +87,26 @@ def test_mockserver_recorded_expectations_joined_to_their_host_header(tmp_path: 
     assert totals(got.requests) == {"input": 1230, "read": 1024, "write": 0, "output": 12}
 
 
+def test_mockserver_socket_address_says_where_the_request_went(tmp_path: Path) -> None:
+    # ``socketAddress`` (MockServer's HttpRequest.withSocketAddress: the remote address
+    # where the Host header does not give it): the Host header names the proxy here
+    expectation = mockserver_expectation(
+        {"Host": ["localhost:1080"]},
+        {"type": "JSON", "json": CHAT_REQUEST},
+        {"type": "JSON", "json": chat_reply(40, 0, 3)},
+    )
+    expectation["httpRequest"]["socketAddress"] = {
+        "host": "api.openai.com",
+        "port": 443,
+        "scheme": "HTTPS",
+    }
+    path = tmp_path / "recorded.json"
+    path.write_text(json.dumps([expectation]), encoding="utf-8")
+    got = read(path)
+    assert [(r.provider, r.model) for r in got.requests] == [("openai", "gpt-4o-mini")]
+    assert totals(got.requests) == {"input": 40, "read": 0, "write": 0, "output": 3}
+
+
 def test_mockserver_path_without_a_host_is_no_call(tmp_path: Path) -> None:
     # a path alone names no host: nothing says which provider answered
     expectation = mockserver_expectation(
