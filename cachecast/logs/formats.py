@@ -687,7 +687,7 @@ def detect_format(path: Path, found: Sample | None = None) -> tuple[LogFormat, S
         if why is None:
             return fmt, found
         tried.append((fmt.name, why))
-    alone = _response_alone(found) or _unanswered_call(found)
+    alone = _response_alone(found) or _unanswered_call(found) or _replies_only(found)
     if alone is not None:
         # A reply kept without its request, or a call kept without a reply to bill, is no
         # unknown format: say what it is (one error).
@@ -702,6 +702,18 @@ def _unanswered_call(found: Sample) -> str | None:
         if why is not None:
             return why
     return None
+
+
+def _replies_only(found: Sample) -> str | None:
+    """Why the sampled file keeps replies without requests (``structural.replies_only``):
+    the JSON document, else the file read as YAML (only here, once no format fits)."""
+    objects = found.objects()
+    if not objects and not found.text.lstrip().startswith(("{", "[")):
+        try:
+            objects = [structural.text_document(found.path)]
+        except (LogFileError, LimitExceededError):
+            return None
+    return next((why for why in map(structural.replies_only, objects[:1]) if why), None)
 
 
 def _response_alone(found: Sample) -> str | None:

@@ -138,6 +138,19 @@ def _url(request: dict[str, Any], outer: dict[str, Any], named: str | None) -> s
             if host is not None and isinstance(host[1], str) and host[1]:
                 origin = host[1] if "://" in host[1] else f"https://{host[1]}"
                 return joined_url(origin, url)
+        # MockServer keeps ``path`` with the ``socketAddress`` it connected to, where the
+        # Host header does not say it, else ``headers.Host`` only (docs/log-formats.md,
+        # "Recordings read by their shape")
+        address = _named(request, ("socketaddress",))
+        if address is not None and isinstance(address[1], dict):
+            host = address[1].get("host")
+            if isinstance(host, str) and host:
+                scheme = address[1].get("scheme")
+                scheme = scheme.lower() if isinstance(scheme, str) and scheme else "https"
+                return joined_url(f"{scheme}://{host}", url)
+        sent_to = _headers(request).get("host")
+        if sent_to:
+            return joined_url(f"https://{sent_to}", url)
         return joined_url(named, url) if named is not None else None
     if "://" not in url and "/" not in url:
         return None  # a name, not a URL (ExLLM's ``endpoint: "v1_messages"``)
@@ -336,7 +349,9 @@ def _headers(holder: Any) -> dict[str, str]:
     elif isinstance(value, list):  # [{name, value}] (HAR-like) or [[name, value]]
         for item in value:
             if isinstance(item, dict) and isinstance(item.get("name"), str):
-                headers[item["name"].lower()] = str(item.get("value", ""))
+                value = item.get("value", item.get("values", ""))  # MockServer: ``values``
+                first = value[0] if isinstance(value, list) and value else value
+                headers[item["name"].lower()] = str(first)
             elif isinstance(item, list) and len(item) == 2 and isinstance(item[0], str):
                 headers[item[0].lower()] = str(item[1])
     return headers
@@ -394,7 +409,11 @@ def _walk(
         if budget[0] < 0:
             return
     if isinstance(value, dict):
-        named = _named_origin(value) or named
+        named = _named_origin(value) or _proxied_origin(value) or named
+        stub = _stub_calls(value, where, named)
+        if stub is not None:
+            yield from stub
+            return
         if _call(value, named) is not None:
             yield where, value, named
             return
@@ -405,6 +424,62 @@ def _walk(
         for index, item in enumerate(value):
             if isinstance(item, dict | list):
                 yield from _walk(item, f"{where}[{index}]", depth + 1, budget, named)
+
+
+# Mountebank's predicate operators that keep the recorded request's fields as they were.
+_RECORDED_PREDICATES = ("deepEquals", "equals")
+
+
+def _proxied_origin(imposter: dict[str, Any]) -> str | None:
+    """The host a Mountebank imposter's proxy forwarded to (``stubs[].responses[].proxy.to``,
+    kept beside the recorded stubs unless saved with ``removeProxies``), or None."""
+    stubs = imposter.get("stubs")
+    for stub in stubs if isinstance(stubs, list) else ():
+        responses = stub.get("responses") if isinstance(stub, dict) else None
+        for response in responses if isinstance(responses, list) else ():
+            proxy = response.get("proxy") if isinstance(response, dict) else None
+            target = proxy.get("to") if isinstance(proxy, dict) else None
+            if isinstance(target, str) and "://" in target:
+                return target
+    return None
+
+
+def _stub_calls(
+    stub: dict[str, Any], where: str, named: str | None
+) -> list[tuple[str, dict[str, Any], str | None]] | None:
+    """A Mountebank stub's recorded calls (mbtest.org, "Proxies": ``proxyOnce`` /
+    ``proxyAlways`` save each call as a stub whose ``predicates`` keep the request's fields
+    under ``deepEquals`` / ``equals`` and whose ``responses`` keep each reply under ``is``
+    {statusCode, headers, body}), one call per ``is`` reply, as ``{request, response}``
+    objects with the request's URL: its ``path`` on the proxied host (``named``), else,
+    where no host is kept, the URL the bodies' shape names (:func:`_shaped_url`). None
+    where ``stub`` is no stub; an empty list where it holds no model call."""
+    predicates = stub.get("predicates")
+    responses = stub.get("responses")
+    if not isinstance(predicates, list) or not isinstance(responses, list):
+        return None
+    request: dict[str, Any] = {}
+    for predicate in predicates:
+        for operator in _RECORDED_PREDICATES:
+            fields = predicate.get(operator) if isinstance(predicate, dict) else None
+            if isinstance(fields, dict):
+                for key, value in fields.items():
+                    request.setdefault(key, value)
+    calls: list[tuple[str, dict[str, Any], str | None]] = []
+    for index, response in enumerate(responses):
+        reply = response.get("is") if isinstance(response, dict) else None
+        if not request or not isinstance(reply, dict):
+            continue
+        url = _url(request, stub, named)
+        if url is None:
+            flat = {"request_body": request.get("body")}
+            url = _shaped_url(flat, reply.get("body"), named)
+        if url is None:
+            continue
+        node = {"request": {**request, "url": url}, "response": reply}
+        if _call(node, named) is not None:
+            calls.append((f"{where}.responses[{index}].is", node, named))
+    return calls
 
 
 # Objects and lists detection looks at before it gives up on a document.
@@ -447,6 +522,31 @@ def unanswered_call(value: Any) -> str | None:
         stack.extend(
             item for item in reversed(list(node.values())) if isinstance(item, dict | list)
         )
+    return None
+
+
+def replies_only(value: Any) -> str | None:
+    """Why a recording no format fits keeps model calls' replies without their requests, or
+    None: Python ``responses``' recorder (``responses._recorder``, getsentry/responses) writes
+    ``{responses: [{response: {method, url, body, status, content_type, headers}}]}``, the
+    reply's body and no request body, so the prompt is not recorded and there is nothing to
+    reconcile (docs/log-formats.md, "Recordings read by their shape")."""
+    if not isinstance(value, dict):
+        return None
+    found = _named(value, ("responses",))
+    if found is None or not isinstance(found[1], list):
+        return None
+    for index, entry in enumerate(found[1]):
+        reply = entry.get("response") if isinstance(entry, dict) else None
+        if not isinstance(reply, dict):
+            continue
+        url = reply.get("url")
+        if isinstance(url, str) and model_endpoint(_method(reply), url) is not None:
+            return (
+                f"a recording of replies alone ({found[0]}[{index}].response: {url}; Python"
+                " responses' recorder keeps each reply's body and no request body): the"
+                " prompts are not recorded, there is nothing to reconcile"
+            )
     return None
 
 

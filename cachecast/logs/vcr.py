@@ -47,7 +47,9 @@ The cassette is read whole (YAML through :func:`cachecast.logs.decoding.load_yam
 bounds what aliases expand to), refused above :data:`~cachecast.logs.stream.MAX_YAML_BYTES`
 before it is read; ``line`` is the line where the interaction starts (its position in a JSON
 cassette). Times: the response's ``Date`` header (one-second resolution), else Ruby VCR's
-``recorded_at``; a cassette with neither has none. The exchanges are read by
+``recorded_at`` (OkReplay's and Betamax's ``recorded``: their ``!tape`` YAML is a cassette of
+``interactions: [{recorded, request: {method, uri, headers, body}, response: {status,
+headers, body}}]``); a cassette with neither has none. The exchanges are read by
 :mod:`cachecast.logs.http`.
 
 - ExVCR (Elixir, parroty/exvcr: ``fixture/vcr_cassettes/*.json``): a top-level list of
@@ -213,8 +215,10 @@ def _exchange(interaction: Any, line: int, where: str) -> Exchange:
         response_body = _chunks(interaction["chunks"], f"{at}chunks")  # ReqLLM's streams
     request_headers = listed_headers(request.get("headers"))
     timestamp = http_date(response_headers.get("date"))
-    if timestamp is None:  # Ruby VCR and pydantic-ai: recorded_at; ReqLLM: captured_at
-        timestamp = _recorded_at(interaction.get("recorded_at", interaction.get("captured_at")))
+    if timestamp is None:  # Ruby VCR and pydantic-ai: recorded_at; ReqLLM: captured_at;
+        # OkReplay / Betamax (Java) tapes: recorded
+        kept = interaction.get("recorded_at", interaction.get("captured_at"))
+        timestamp = _recorded_at(kept if kept is not None else interaction.get("recorded"))
     return Exchange(
         line=line,
         where=where,
