@@ -107,7 +107,10 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("magistral-*", "approx:o200k_base"),
     ("codestral-*", "approx:o200k_base"),
     ("glm-*", "approx:o200k_base"),
+    # Cohere's Command models (command-r, command-a-03-2025, ...) and the first one's bare
+    # name, `command` (contracts-v29): Cohere's own tokenizer is not packaged.
     ("command-*", "approx:o200k_base"),
+    ("command", "approx:o200k_base"),
     ("nova-*", "approx:o200k_base"),
     # Image and realtime models bill image or audio tokens no text tokenizer counts; their
     # text prompt is approximated (exact counts come from the usage a recording carries).
