@@ -379,6 +379,40 @@ def test_a_reply_stating_its_time_is_dated_by_it_not_by_the_recording(tmp_path: 
     assert totals(result.requests) == {"input": 3_082, "read": 2_944, "write": 0, "output": 1}
 
 
+def _text_stream(
+    message_id: str, *, input_tokens: int, written: int, read: int, output: int
+) -> str:
+    """An Anthropic Messages stream of one text block (server-sent events): its usage in
+    ``message_start`` (output 1 so far) and the final output count in ``message_delta``."""
+    return sse(
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-20250514",
+                "content": [],
+                "usage": {
+                    "input_tokens": input_tokens,
+                    "cache_creation_input_tokens": written,
+                    "cache_read_input_tokens": read,
+                    "output_tokens": 1,
+                },
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "1"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": output},
+        },
+        {"type": "message_stop"},
+    )
+
+
 def _flat(request_body: Any, response_body: Any, **beside: Any) -> dict[str, Any]:
     """A call kept flat, as ExLLM's test cache keeps one (``request_metadata`` of a cache
     entry): its bodies side by side, the endpoint a name, no URL, no host."""
@@ -415,33 +449,7 @@ def test_a_flat_call_without_a_url_is_told_by_its_bodies_shape(tmp_path: Path) -
 
 
 def test_a_flat_call_whose_reply_is_a_stream_kept_as_text(tmp_path: Path) -> None:
-    events = sse(
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_1",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-sonnet-4-20250514",
-                "content": [],
-                "usage": {
-                    "input_tokens": 15,
-                    "cache_creation_input_tokens": 0,
-                    "cache_read_input_tokens": 2_048,
-                    "output_tokens": 1,
-                },
-            },
-        },
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "1"}},
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn"},
-            "usage": {"output_tokens": 9},
-        },
-        {"type": "message_stop"},
-    )
+    events = _text_stream("msg_1", input_tokens=15, written=0, read=2_048, output=9)
     body = dict(ANTHROPIC_REQUEST, stream=True)
     path = write(tmp_path / "stream.json", _flat(body, events))
     found = read(path)
@@ -514,33 +522,7 @@ def test_a_txtar_archive_of_a_request_and_its_replies_is_read(tmp_path: Path) ->
     # a Go proxy's test fixture (coder/aibridge's layout): the request body, the reply to it
     # sent streaming, the reply sent blocking, and a reply to a follow-up request the
     # archive does not hold (skipped, not paired with the first request)
-    events = sse(
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_s",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-sonnet-4-20250514",
-                "content": [],
-                "usage": {
-                    "input_tokens": 4,
-                    "cache_creation_input_tokens": 1_200,
-                    "cache_read_input_tokens": 0,
-                    "output_tokens": 1,
-                },
-            },
-        },
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "1"}},
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn"},
-            "usage": {"output_tokens": 6},
-        },
-        {"type": "message_stop"},
-    )
+    events = _text_stream("msg_s", input_tokens=4, written=1_200, read=0, output=6)
     text = _txtar(
         "A simple request.\n\n",
         ("request", json.dumps(ANTHROPIC_REQUEST, indent=2)),

@@ -18,6 +18,7 @@ from cachecast.logs import open_log
 from cachecast.logs.errors import LogFileError
 from cachecast.logs.otel import UNENDED
 from tests.logs.helpers import read, totals
+from tests.logs.test_heldout39_h44_heldN import sdk_span as printed_span
 
 
 def sdk_span(
@@ -27,21 +28,11 @@ def sdk_span(
     attributes: dict[str, Any],
     end: str | None = "2026-03-01T20:47:19.500000Z",
 ) -> dict[str, Any]:
-    """``ReadableSpan.to_json()`` of OpenTelemetry Python: ``end_time`` is null while the
-    span is open."""
-    return {
-        "name": name,
-        "context": {"trace_id": "0xabc", "span_id": span_id, "trace_state": "[]"},
-        "kind": "SpanKind.INTERNAL",
-        "parent_id": None,
-        "start_time": start,
-        "end_time": end,
-        "status": {"status_code": "UNSET"},
-        "attributes": attributes,
-        "events": [],
-        "links": [],
-        "resource": {"attributes": {"service.name": "app"}, "schema_url": ""},
-    }
+    """``ReadableSpan.to_json()`` of OpenTelemetry Python (the layout of
+    ``test_heldout39_h44_heldN.sdk_span``) with its own end: ``end_time`` is null while the
+    span is open, and its status stays UNSET."""
+    span = printed_span(name, span_id, start, attributes)
+    return {**span, "end_time": end, "status": {"status_code": "UNSET"}}
 
 
 def console_dump(spans: list[dict[str, Any]], between: str = "") -> str:

@@ -159,44 +159,46 @@ def recorded_is(body: str) -> dict[str, Any]:
     }
 
 
+def imposters_file(tmp_path: Path, stubs: list[dict[str, Any]], indent: int | None = None) -> Path:
+    """``mb save``'s file: one HTTP imposter on port 4545 holding ``stubs``."""
+    imposters = {"imposters": [{"protocol": "http", "port": 4545, "stubs": stubs}]}
+    path = tmp_path / "imposters.json"
+    path.write_text(json.dumps(imposters, indent=indent), encoding="utf-8")
+    return path
+
+
 def test_mountebank_proxy_always_stub_on_the_proxied_host(tmp_path: Path) -> None:
     # ``mb save`` without removeProxies: the proxy stub (``to``) stays last; proxyAlways put
     # both replies to the same request in one stub's responses
-    imposters = {
-        "imposters": [
+    path = imposters_file(
+        tmp_path,
+        [
             {
-                "protocol": "http",
-                "port": 4545,
-                "stubs": [
-                    {
-                        "predicates": [
-                            {"deepEquals": {"method": "POST", "path": "/v1/messages"}},
-                            {"deepEquals": {"body": json.dumps(MESSAGES_REQUEST)}},
-                        ],
-                        "responses": [
-                            recorded_is(message_reply(3, 2048, 0, 9)),
-                            recorded_is(message_reply(3, 0, 2048, 11)),
-                        ],
-                    },
-                    {
-                        "responses": [
-                            {
-                                "proxy": {
-                                    "to": "https://api.anthropic.com",
-                                    "mode": "proxyAlways",
-                                    "predicateGenerators": [
-                                        {"matches": {"method": True, "path": True, "body": True}}
-                                    ],
-                                }
-                            }
-                        ]
-                    },
+                "predicates": [
+                    {"deepEquals": {"method": "POST", "path": "/v1/messages"}},
+                    {"deepEquals": {"body": json.dumps(MESSAGES_REQUEST)}},
                 ],
-            }
-        ]
-    }
-    path = tmp_path / "imposters.json"
-    path.write_text(json.dumps(imposters, indent=2), encoding="utf-8")
+                "responses": [
+                    recorded_is(message_reply(3, 2048, 0, 9)),
+                    recorded_is(message_reply(3, 0, 2048, 11)),
+                ],
+            },
+            {
+                "responses": [
+                    {
+                        "proxy": {
+                            "to": "https://api.anthropic.com",
+                            "mode": "proxyAlways",
+                            "predicateGenerators": [
+                                {"matches": {"method": True, "path": True, "body": True}}
+                            ],
+                        }
+                    }
+                ]
+            },
+        ],
+        indent=2,
+    )
     got = read(path)
     assert got.format == "by-shape"
     assert not got.errors
@@ -211,35 +213,28 @@ def test_mountebank_proxy_always_stub_on_the_proxied_host(tmp_path: Path) -> Non
 def test_mountebank_saved_without_proxies_told_by_the_bodies(tmp_path: Path) -> None:
     # ``removeProxies``: no host is kept; the request body names a model and its messages
     # and the reply is an Anthropic Message, so the call went to Anthropic's Messages API
-    imposters = {
-        "imposters": [
+    path = imposters_file(
+        tmp_path,
+        [
             {
-                "protocol": "http",
-                "port": 4545,
-                "stubs": [
+                "predicates": [
                     {
-                        "predicates": [
-                            {
-                                "equals": {
-                                    "method": "POST",
-                                    "path": "/v1/messages",
-                                    "body": MESSAGES_REQUEST,
-                                }
-                            }
-                        ],
-                        "responses": [recorded_is(message_reply(25, 0, 0, 4))],
-                    },
-                    # a stub of another service: no model call
-                    {
-                        "predicates": [{"equals": {"method": "GET", "path": "/health"}}],
-                        "responses": [{"is": {"statusCode": 200, "body": "ok"}}],
-                    },
+                        "equals": {
+                            "method": "POST",
+                            "path": "/v1/messages",
+                            "body": MESSAGES_REQUEST,
+                        }
+                    }
                 ],
-            }
-        ]
-    }
-    path = tmp_path / "imposters.json"
-    path.write_text(json.dumps(imposters), encoding="utf-8")
+                "responses": [recorded_is(message_reply(25, 0, 0, 4))],
+            },
+            # a stub of another service: no model call
+            {
+                "predicates": [{"equals": {"method": "GET", "path": "/health"}}],
+                "responses": [{"is": {"statusCode": 200, "body": "ok"}}],
+            },
+        ],
+    )
     got = read(path)
     assert got.format == "by-shape"
     assert [(r.provider, r.model) for r in got.requests] == [
